@@ -1,0 +1,33 @@
+# Two commands for a new user (see README.md): `make demo` and `make test`.
+# Both create (once) and reuse a virtual environment in .venv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint gpu-check install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the main job on the embedded default (SQLite, no GPU needed).
+demo: $(STAMP)
+	$(BIN)/python -m ci demo
+
+## Lint, then the whole test suite (GPU cases skip without a GPU).
+test: $(STAMP) lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+## On a machine with an NVIDIA GPU: gpu-marked tests plus a short benchmark table.
+gpu-check:
+	bash scripts/gpu_check.sh
+
+clean:
+	rm -rf $(VENV) .asv .demo .pytest_cache .ruff_cache

@@ -1,0 +1,165 @@
+"""Typed records shared by the whole service: ingest writes them, the store mirrors them in
+SQLAlchemy models, and the verdict code, the PR comment and the dashboard read them.
+
+Plain frozen dataclasses, no torch, no SQLAlchemy: everything downstream of the store can be
+tested on hand-built records.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    """Which way is better for a benchmark's value."""
+
+    LOWER = "lower"  # latency, error, memory
+    HIGHER = "higher"  # throughput, agreement
+
+
+class Kind(StrEnum):
+    LATENCY = "latency"
+    THROUGHPUT = "throughput"
+    CORRECTNESS = "correctness"
+    MEMORY = "memory"
+
+
+class Outcome(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"  # not enough evidence either way: ask for more samples
+    FAILED = "failed"  # a correctness gate failed, whatever the statistics say
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A benchmarking host. `name` is asv's machine name; the GPU fields come from the run's
+    environment record (asv's machine file has none)."""
+
+    name: str
+    gpu: str = ""
+    driver: str = ""
+    cuda: str = ""
+    torch: str = ""
+    triton: str = ""
+    cpu: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parents: tuple[str, ...] = ()
+    branch: str = ""
+    time: datetime | None = None
+    subject: str = ""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One series identity: an asv benchmark name plus one point of its parameter grid."""
+
+    name: str  # asv name, e.g. "bench_attention.GPUTime.time_gpu"
+    params: tuple[tuple[str, str], ...] = ()  # (param_name, value) in asv's declared order
+    unit: str = "seconds"
+    direction: Direction = Direction.LOWER
+    kind: Kind = Kind.LATENCY
+
+    @property
+    def suite(self) -> str:
+        """The benchmark file (asv module), used to group series on the dashboard."""
+        return self.name.split(".", 1)[0]
+
+    @property
+    def params_label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.params)
+
+    @property
+    def key(self) -> str:
+        """Stable text identity of the series (name plus params)."""
+        return f"{self.name}({self.params_label})" if self.params else self.name
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measurement of one series on one commit and machine, with its raw samples."""
+
+    benchmark: Benchmark
+    commit_sha: str
+    machine: str
+    samples: tuple[float, ...]
+    run_id: str = ""  # one asv result file (commit × machine × environment × time)
+    started_at: datetime | None = None
+    environment: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def value(self) -> float:
+        """The median of the samples (asv's reported value), NaN when nothing was measured."""
+        finite = [s for s in self.samples if math.isfinite(s)]
+        return statistics.median(finite) if finite else math.nan
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """Interquartile range of the samples, (q25, q75); (value, value) for one sample."""
+        finite = sorted(s for s in self.samples if math.isfinite(s))
+        if len(finite) < 2:
+            return (self.value, self.value)
+        q = statistics.quantiles(finite, n=4, method="inclusive")
+        return (q[0], q[2])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision about one series between a base and a head (A/B) or at a change point."""
+
+    benchmark: Benchmark
+    outcome: Outcome
+    base_value: float
+    head_value: float
+    ratio: float  # head / base (for either direction; the outcome applies the direction)
+    ci_low: float = math.nan  # confidence interval of the ratio
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    threshold: float = math.nan  # the relative change this series needed, adapted to its noise
+    base_sha: str = ""
+    head_sha: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """A maintainer's note that a regression is expected (or fixed elsewhere)."""
+
+    benchmark_key: str
+    commit_sha: str
+    who: str
+    why: str
+    when: datetime
+
+
+# The units the asv suite uses for `track_*` benchmarks, and which way is better for each.
+# Shared contract between benchmarks/ (which sets `unit`) and ci/ (which reads asv's
+# benchmarks.json): time_* is seconds/lower, peakmem_* bytes/lower.
+UNIT_SEMANTICS: dict[str, tuple[Direction, Kind]] = {
+    "seconds": (Direction.LOWER, Kind.LATENCY),
+    "bytes": (Direction.LOWER, Kind.MEMORY),
+    "images/s": (Direction.HIGHER, Kind.THROUGHPUT),
+    "tokens/s": (Direction.HIGHER, Kind.THROUGHPUT),
+    "TFLOP/s": (Direction.HIGHER, Kind.THROUGHPUT),
+    "max abs diff": (Direction.LOWER, Kind.CORRECTNESS),
+    "top-1 agreement": (Direction.HIGHER, Kind.CORRECTNESS),
+}
+
+
+def classify(bench_type: str, unit: str) -> tuple[Direction, Kind]:
+    """Direction and kind of an asv benchmark from its type (time/track/peakmem) and unit."""
+    if bench_type == "peakmem":
+        return Direction.LOWER, Kind.MEMORY
+    if bench_type == "time":
+        return Direction.LOWER, Kind.LATENCY
+    return UNIT_SEMANTICS.get(unit, (Direction.LOWER, Kind.LATENCY))
