@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Protocol
 
 
 class Direction(StrEnum):
@@ -163,3 +164,33 @@ def classify(bench_type: str, unit: str) -> tuple[Direction, Kind]:
     if bench_type == "time":
         return Direction.LOWER, Kind.LATENCY
     return UNIT_SEMANTICS.get(unit, (Direction.LOWER, Kind.LATENCY))
+
+
+class StoreReader(Protocol):
+    """What the verdict code, the PR comment and the dashboard read from the store.
+
+    Implemented by `ci.store.Store` (SQLAlchemy); tests may implement it in memory.
+    """
+
+    def machines(self) -> list[Machine]: ...
+
+    def commits(self, branch: str | None = None) -> list[Commit]:
+        """Commits in history order (oldest first); with `branch`, only that branch's."""
+        ...
+
+    def benchmarks(self) -> list[Benchmark]: ...
+
+    def results(
+        self,
+        *,
+        benchmark_key: str | None = None,
+        machine: str | None = None,
+        commit_sha: str | None = None,
+    ) -> list[Result]:
+        """Results filtered by any combination of series key, machine and commit, in commit
+        history order (oldest first)."""
+        ...
+
+    def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]: ...
+
+    def acknowledgements(self) -> list[Acknowledgement]: ...
