@@ -1,0 +1,36 @@
+"""Ragged (variable-length, non-causal) attention and token pack/unpack for token-pruned ViTs.
+
+Public API:
+- `ragged_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None)`: the Triton kernel;
+- `pack_tokens` / `unpack_tokens`: keep mask -> packed tokens + cu_seqlens, and back;
+- `ATTENTION_BACKENDS`: name -> function with the same call shape (ours and the baselines).
+"""
+
+from ragged_kernels.attention import ragged_attention, set_debug
+from ragged_kernels.baselines import (
+    fa2_varlen_attention,
+    nested_sdpa_attention,
+    padded_sdpa_attention,
+    varlen_attn_attention,
+)
+from ragged_kernels.pack import pack_tokens, unpack_tokens
+
+ATTENTION_BACKENDS = {
+    "triton": ragged_attention,
+    "fa2_varlen": fa2_varlen_attention,
+    "varlen_attn": varlen_attn_attention,
+    "padded_sdpa": padded_sdpa_attention,
+    "nested_sdpa": nested_sdpa_attention,
+}
+
+__all__ = [
+    "ATTENTION_BACKENDS",
+    "fa2_varlen_attention",
+    "nested_sdpa_attention",
+    "pack_tokens",
+    "padded_sdpa_attention",
+    "ragged_attention",
+    "set_debug",
+    "unpack_tokens",
+    "varlen_attn_attention",
+]

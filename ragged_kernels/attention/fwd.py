@@ -1,0 +1,199 @@
+"""Triton forward kernel for ragged (varlen), non-causal attention, and its low-dispatch launcher.
+
+Layout is FlashAttention's varlen layout: q/k/v `[total_tokens, heads, head_dim]` (strided views of
+one fused qkv buffer are fine), segments given by int32 `cu_seqlens [B+1]` on the device.
+
+Why this shape of kernel (see docs/perf-notes.md):
+- One program per (query tile, image, head), tiles over the *capacity* `max_seqlen`, not the actual
+  lengths: the grid is known on the host without reading `cu_seqlens`, so no host sync is needed and
+  a CUDA graph captured once replays correctly for any lengths within the capacity. Tiles past a
+  segment's end return at once (a few hundred empty programs cost well under a microsecond).
+- ViT segments are short (<= 197 tokens at 224², <= 577 at 384²), so a whole K/V segment often fits
+  one or two key tiles; the config per length bucket is chosen offline (`CONFIGS`), never autotuned
+  on the hot path.
+- The launch goes through a cached `CompiledKernel` with integer pointers (~6 µs on the H200 against
+  15-18 µs for `kernel[grid](...)`; kernels.md §7), so host cost stays near the driver's floor.
+- Robust against bad `cu_seqlens` without any check: bounds are clamped to `[0, total_tokens]` and
+  a segment with end < start is empty, so no load or store can leave the buffers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+LOG2E = 1.4426950408889634
+
+
+@dataclass(frozen=True)
+class AttnConfig:
+    BLOCK_M: int
+    BLOCK_N: int
+    num_warps: int
+    num_stages: int
+
+
+# Chosen offline per (capacity bucket, head_dim) on the H200; see docs/perf-notes.md for the sweep.
+# Key: largest max_seqlen the entry serves. Looked up with a short scan, no heuristics.
+CONFIGS: dict[int, list[tuple[int, AttnConfig]]] = {
+    32: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 4, 2))],
+    64: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 8, 2))],
+    128: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 8, 2))],
+}
+
+
+def pick_config(max_seqlen: int, head_dim: int) -> AttnConfig:
+    for bound, cfg in CONFIGS[head_dim]:
+        if max_seqlen <= bound:
+            return cfg
+    raise AssertionError("unreachable: the last bucket is unbounded")
+
+
+@triton.jit(do_not_specialize=["total_tokens"])
+def _ragged_attn_fwd_kernel(
+    Q,
+    K,
+    V,
+    Out,
+    CU,
+    total_tokens,
+    sm_scale_log2,
+    STRIDE_QT: tl.constexpr,
+    STRIDE_QH: tl.constexpr,
+    STRIDE_KT: tl.constexpr,
+    STRIDE_KH: tl.constexpr,
+    STRIDE_VT: tl.constexpr,
+    STRIDE_VH: tl.constexpr,
+    STRIDE_OT: tl.constexpr,
+    STRIDE_OH: tl.constexpr,
+    HEADS: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    i_m = tl.program_id(0)
+    i_bh = tl.program_id(1)
+    i_b = i_bh // HEADS
+    i_h = i_bh % HEADS
+
+    # Clamp the segment to the buffers whatever cu_seqlens holds (never read or write out of bounds).
+    bos = tl.load(CU + i_b).to(tl.int64)
+    eos = tl.load(CU + i_b + 1).to(tl.int64)
+    bos = tl.minimum(tl.maximum(bos, 0), total_tokens)
+    eos = tl.minimum(tl.maximum(eos, bos), total_tokens)
+    seqlen = eos - bos
+    start_m = i_m * BLOCK_M
+    if start_m >= seqlen:
+        return
+
+    o_m = start_m + tl.arange(0, BLOCK_M)
+    o_d = tl.arange(0, HEAD_DIM)
+    m_m = o_m < seqlen
+
+    p_q = Q + (bos + o_m)[:, None] * STRIDE_QT + i_h.to(tl.int64) * STRIDE_QH + o_d[None, :]
+    b_q = tl.load(p_q, mask=m_m[:, None], other=0.0)
+    if UPCAST:
+        b_q = b_q.to(tl.float32)
+
+    b_m = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    b_l = tl.zeros([BLOCK_M], dtype=tl.float32)
+    b_acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+
+    p_k0 = K + bos * STRIDE_KT + i_h.to(tl.int64) * STRIDE_KH
+    p_v0 = V + bos * STRIDE_VT + i_h.to(tl.int64) * STRIDE_VH
+    for start_n in range(0, seqlen, BLOCK_N):
+        o_n = start_n + tl.arange(0, BLOCK_N)
+        m_n = o_n < seqlen
+        b_k = tl.load(p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None], mask=m_n[None, :], other=0.0)
+        b_v = tl.load(p_v0 + o_n[:, None] * STRIDE_VT + o_d[None, :], mask=m_n[:, None], other=0.0)
+        if UPCAST:
+            b_k = b_k.to(tl.float32)
+            b_v = b_v.to(tl.float32)
+            b_s = tl.dot(b_q, b_k, input_precision="ieee")
+        else:
+            b_s = tl.dot(b_q, b_k)
+        b_s = tl.where(m_n[None, :], b_s * sm_scale_log2, float("-inf"))
+        b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
+        b_p = tl.math.exp2(b_s - b_m_new[:, None])
+        b_alpha = tl.math.exp2(b_m - b_m_new)
+        b_l = b_l * b_alpha + tl.sum(b_p, 1)
+        b_acc = b_acc * b_alpha[:, None]
+        if UPCAST:
+            b_acc += tl.dot(b_p, b_v, input_precision="ieee")
+        else:
+            b_acc += tl.dot(b_p.to(b_v.dtype), b_v)
+        b_m = b_m_new
+
+    b_o = b_acc / b_l[:, None]
+    p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
+    tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
+
+
+_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_SUPPORTED_HEAD_DIMS = (32, 64, 128)
+
+# (dtype, head_dim, strides, heads, config, pointer alignment flags, device) -> CompiledKernel
+_compiled: dict[tuple, object] = {}
+
+
+def ragged_attn_fwd(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cu_seqlens: torch.Tensor,
+    max_seqlen: int,
+    scale: float,
+    out: torch.Tensor,
+) -> torch.Tensor:
+    """Launch the kernel on validated inputs (see `ragged_attention` for the contract)."""
+    total, heads, head_dim = q.shape
+    batch = cu_seqlens.shape[0] - 1
+    cfg = pick_config(max_seqlen, head_dim)
+    grid = (triton.cdiv(max_seqlen, cfg.BLOCK_M), batch * heads, 1)
+    if grid[0] == 0 or batch == 0 or total == 0:
+        return out
+    upcast = INTERPRET or q.dtype == torch.float32
+    sq, sk, sv, so = q.stride(), k.stride(), v.stride(), out.stride()
+    consts = dict(
+        STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1],
+        STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
+        HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=upcast,
+    )
+    sm_scale_log2 = scale * LOG2E
+    if INTERPRET or not q.is_cuda:
+        _ragged_attn_fwd_kernel[grid](
+            q, k, v, out, cu_seqlens, total, sm_scale_log2, **consts,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )
+        return out
+    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu_seqlens.data_ptr())
+    # Triton specialises pointers on 16-byte alignment: it is part of the cache key.
+    align = tuple(p % 16 == 0 for p in ptrs)
+    device_index = q.device.index
+    key = (q.dtype, out.dtype, sq, sk, sv, so, heads, head_dim, cfg, align, device_index)
+    ck = _compiled.get(key)
+    if ck is None:
+        with torch.cuda.device(device_index):
+            ck = _ragged_attn_fwd_kernel[grid](
+                q, k, v, out, cu_seqlens, total, sm_scale_log2, **consts,
+                num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            )
+        _compiled[key] = ck
+        return out
+    stream = torch._C._cuda_getCurrentRawStream(device_index)
+    # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
+    # exit_hook, *every argument of the signature, constexprs included (the launcher skips them)).
+    ck.run(grid[0], grid[1], 1, stream, ck.function, ck.packed_metadata, None, None, None,
+           *ptrs, total, sm_scale_log2, *consts.values())
+    return out
+
+
+def default_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)

@@ -1,0 +1,109 @@
+"""Public entry point: `ragged_attention`, FlashAttention-varlen style, validated, no host sync."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, ragged_attn_fwd
+
+_DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
+
+
+def set_debug(enabled: bool) -> None:
+    """Turn on device-side value checks of `cu_seqlens` (they read it on the host: a sync per call)."""
+    global _DEBUG
+    _DEBUG = bool(enabled)
+
+
+def check_cu_seqlens_values(cu_seqlens: torch.Tensor, total_tokens: int, max_seqlen: int) -> None:
+    """Debug-mode checks of the values in `cu_seqlens` (syncs with the device)."""
+    cu = cu_seqlens.tolist()
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens[0] must be 0, got {cu[0]}")
+    lengths = [b - a for a, b in zip(cu[:-1], cu[1:], strict=True)]
+    bad = [i for i, n in enumerate(lengths) if n < 0]
+    if bad:
+        raise ValueError(f"cu_seqlens must be non-decreasing; segment {bad[0]} has length {lengths[bad[0]]}")
+    if cu[-1] > total_tokens:
+        raise ValueError(f"cu_seqlens[-1] = {cu[-1]} exceeds the {total_tokens} tokens of q/k/v")
+    longest = max(lengths, default=0)
+    if longest > max_seqlen:
+        raise ValueError(f"a segment has {longest} tokens, more than max_seqlen = {max_seqlen}")
+
+
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> None:
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)):
+        raise TypeError("q, k and v must be tensors")
+    if q.dim() != 3:
+        raise ValueError(f"q must be [total_tokens, heads, head_dim], got shape {tuple(q.shape)}")
+    if k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(f"q, k, v must have one shape; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if q.dtype not in _SUPPORTED_DTYPES:
+        raise TypeError(f"q/k/v dtype must be float16, bfloat16 or float32, got {q.dtype}")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k, v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.shape[2] not in _SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {_SUPPORTED_HEAD_DIMS}, got {q.shape[2]}")
+    if q.stride(2) != 1 or k.stride(2) != 1 or v.stride(2) != 1:
+        raise ValueError("the head_dim axis of q, k and v must be contiguous (stride 1)")
+    if not isinstance(cu_seqlens, torch.Tensor):
+        raise TypeError("cu_seqlens must be a tensor")
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 1:
+        raise ValueError(
+            f"cu_seqlens must be int32 [B+1], got {cu_seqlens.dtype} of shape {tuple(cu_seqlens.shape)}"
+        )
+    if not cu_seqlens.is_contiguous():
+        raise ValueError("cu_seqlens must be contiguous")
+    dev = q.device
+    if k.device != dev or v.device != dev or cu_seqlens.device != dev:
+        raise ValueError(
+            f"q, k, v and cu_seqlens must be on one device; got {dev}, {k.device}, {v.device}, {cu_seqlens.device}"
+        )
+    if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
+        raise TypeError(f"max_seqlen must be a non-negative host int (an upper bound), got {max_seqlen!r}")
+
+
+def ragged_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cu_seqlens: torch.Tensor,
+    max_seqlen: int,
+    *,
+    scale: float | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Non-causal attention within each segment of a packed batch (FlashAttention varlen layout).
+
+    Args:
+        q, k, v: `[total_tokens, heads, head_dim]`, float16 / bfloat16 / float32, head_dim 32, 64
+            or 128, last axis contiguous. Strided views of one fused qkv buffer are fine, e.g.
+            `qkv.view(T, 3, H, D).unbind(1)`; nothing is copied.
+        cu_seqlens: int32 `[B+1]` on the same device, `cu_seqlens[b]:cu_seqlens[b+1]` is image b's
+            tokens. Rows past `cu_seqlens[-1]` (capacity padding) are not written.
+        max_seqlen: host int, any upper bound of the segment lengths (e.g. the unpruned 197), so
+            callers never read lengths back from the device. The grid depends only on it and B.
+        scale: softmax scale, default `1/sqrt(head_dim)` of the real head_dim.
+        out: optional `[total_tokens, heads, head_dim]` output buffer (same dtype/device).
+
+    Returns:
+        `[total_tokens, heads, head_dim]`, dtype of q.
+
+    Robustness: whatever `cu_seqlens` holds, the kernel never reads or writes outside q/k/v/out
+    (bounds are clamped on the device); with `RAGGED_KERNELS_DEBUG=1` or `set_debug(True)` the
+    values are also checked (monotonic, starts at 0, ends within total_tokens, lengths <= max_seqlen).
+
+    Example:
+        >>> qkv = torch.randn(T, 3, 12, 64, device="cuda", dtype=torch.float16)
+        >>> o = ragged_attention(*qkv.unbind(1), cu_seqlens, max_seqlen=197)
+    """
+    _check(q, k, v, cu_seqlens, max_seqlen)
+    if _DEBUG:
+        check_cu_seqlens_values(cu_seqlens, q.shape[0], max_seqlen)
+    if out is None:
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(2) != 1:
+        raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
+    return ragged_attn_fwd(q, k, v, cu_seqlens, max_seqlen, default_scale(q.shape[2]) if scale is None else scale, out)

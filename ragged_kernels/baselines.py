@@ -1,0 +1,121 @@
+"""Baselines: the other ways to run ragged attention, each a thin wrapper with the call shape of
+`ragged_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None)`. Competitors for the benchmarks,
+not test oracles (that is `attention/naive.py`).
+
+- `padded_sdpa_attention`: pad to the batch's *longest kept* length (not the unpruned 197), one
+  boolean key mask, fused SDPA; unpad with a gather. A strong baseline, unlike the paper's Python
+  loop padded to 197. It reads the longest length back (one host sync): that is what padding costs.
+- `fa2_varlen_attention`: FlashAttention-2 varlen: `flash_attn.flash_attn_varlen_func` when the
+  package is installed, otherwise the same FA2 kernel that torch vendors
+  (`torch.ops.aten._flash_attention_forward`, FA 2.5.7 in torch 2.11). `max_seqlen` is passed as the
+  given bound, so it does not sync either.
+- `varlen_attn_attention`: PyTorch's public `torch.nn.attention.varlen.varlen_attn` (torch >= 2.10).
+- `nested_sdpa_attention`: NestedTensor (jagged layout) + SDPA, what PyTorch offers out of the box.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+try:  # optional: the real flash-attn package
+    from flash_attn import flash_attn_varlen_func as _flash_attn_varlen_func
+except ImportError:
+    _flash_attn_varlen_func = None
+
+
+def _scale(q: torch.Tensor, scale: float | None) -> float:
+    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+
+
+def _segment_of_rows(cu_seqlens: torch.Tensor, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each packed row: its segment b and position inside it (rows past the end map to B-1)."""
+    rows = torch.arange(total, device=cu_seqlens.device, dtype=torch.int32)
+    seg = torch.searchsorted(cu_seqlens[1:], rows, right=True).clamp_(max=cu_seqlens.shape[0] - 2)
+    pos = rows - cu_seqlens[seg]
+    return seg, pos
+
+
+def padded_sdpa_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Pad each segment to the batch's longest kept length, fused SDPA with a key mask, unpad."""
+    total, heads, head_dim = q.shape
+    batch = cu_seqlens.shape[0] - 1
+    lengths = cu_seqlens[1:] - cu_seqlens[:-1]
+    longest = int(lengths.max()) if batch else 0  # host sync: the padded length must be known
+    out = torch.zeros_like(q)
+    if longest <= 0 or total == 0:
+        return out
+    pos = torch.arange(longest, device=q.device, dtype=torch.int32)
+    valid = pos[None, :] < lengths[:, None]  # [B, L]
+    idx = (cu_seqlens[:-1, None] + pos[None, :]).clamp_(max=total - 1).long()  # [B, L]
+
+    def pad(t: torch.Tensor) -> torch.Tensor:
+        return t[idx].transpose(1, 2)  # [B, L, H, D] -> [B, H, L, D]
+
+    mask = valid[:, None, None, :]
+    o = F.scaled_dot_product_attention(pad(q), pad(k), pad(v), attn_mask=mask, scale=_scale(q, scale))
+    seg, p = _segment_of_rows(cu_seqlens, total)
+    inside = (p < lengths[seg]) & (p >= 0)
+    o_rows = o.transpose(1, 2)[seg.long(), p.clamp(0, longest - 1).long()]  # [T, H, D]
+    return torch.where(inside[:, None, None], o_rows, out)
+
+
+def fa2_varlen_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """FlashAttention-2 varlen forward (flash-attn package if installed, else torch's vendored FA2)."""
+    if not q.is_cuda:
+        raise NotImplementedError("FlashAttention-2 varlen needs a CUDA device")
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise NotImplementedError(f"FlashAttention-2 supports float16/bfloat16, not {q.dtype}")
+    s = _scale(q, scale)
+    if _flash_attn_varlen_func is not None:
+        return _flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, softmax_scale=s)
+    return torch.ops.aten._flash_attention_forward(
+        q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, 0.0, False, False, scale=s
+    )[0]
+
+
+def varlen_attn_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """PyTorch's public varlen API (`torch.nn.attention.varlen.varlen_attn`, torch >= 2.10, CUDA)."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError as exc:
+        raise NotImplementedError("torch.nn.attention.varlen.varlen_attn needs torch >= 2.10") from exc
+    if not q.is_cuda:
+        raise NotImplementedError("varlen_attn needs a CUDA device")
+    return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, scale=_scale(q, scale))
+
+
+def nested_sdpa_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """NestedTensor (jagged) + SDPA. Rows past `cu_seqlens[-1]` come back as zeros.
+
+    The jagged values must be exactly the covered rows, so this reads `cu_seqlens[-1]` back (a
+    host sync); NestedTensor's own dispatch costs milliseconds per call anyway (kernels.md §2c).
+    """
+    offsets = cu_seqlens.long()
+    covered = int(cu_seqlens[-1])
+
+    def nest(t: torch.Tensor) -> torch.Tensor:
+        nt = torch.nested.nested_tensor_from_jagged(t[:covered], offsets, max_seqlen=max_seqlen)  # [B, j, H, D]
+        return nt.transpose(1, 2)
+
+    o = F.scaled_dot_product_attention(nest(q), nest(k), nest(v), scale=_scale(q, scale))
+    out = torch.zeros_like(q)
+    out[:covered] = o.transpose(1, 2).values()
+    return out
+
+
+__all__ = ["padded_sdpa_attention", "fa2_varlen_attention", "varlen_attn_attention", "nested_sdpa_attention"]

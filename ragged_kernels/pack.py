@@ -1,0 +1,272 @@
+"""Fused token pack / unpack for pruned ViTs: keep mask → packed tokens + `cu_seqlens`, and back.
+
+Two Triton launches for a pack (a per-segment count, then one copy kernel that also writes
+`cu_seqlens` and zero-fills the unused capacity), one for an unpack, and no host sync: the packed
+buffer has a host-known number of rows (`capacity`, default every token), so the whole pruned
+forward can be captured as one CUDA graph. Ranks inside a segment come from `tl.cumsum` over the
+keep mask, the segment's offset from the counts of the segments before it (B <= a few thousand, one
+vector load per program). Layout follows fla's `ops/utils/pack.py`: packed rows in segment order.
+
+Both forms share one kernel:
+- dense: x `[B, N, C]`, keep `[B, N]`: segment b is rows `b*N:(b+1)*N` of `x.view(B*N, C)`;
+- packed: x `[R, C]` with source segments `source_cu_seqlens [B+1]`, keep `[R]` (a second pruning
+  stage on already packed tokens).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+_BLOCK_C = 128
+_MAX_BLOCK_L = 1024
+
+
+@triton.jit
+def _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constexpr):
+    if DENSE:
+        bos = i_b.to(tl.int64) * SEG_LEN
+        eos = bos + SEG_LEN
+    else:
+        bos = tl.load(CU_IN + i_b).to(tl.int64)
+        eos = tl.load(CU_IN + i_b + 1).to(tl.int64)
+        bos = tl.minimum(tl.maximum(bos, 0), n_rows)
+        eos = tl.minimum(tl.maximum(eos, bos), n_rows)
+    return bos, eos
+
+
+@triton.jit
+def _segment_count_kernel(KEEP, CU_IN, COUNTS, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constexpr,
+                          BLOCK_L: tl.constexpr):
+    i_b = tl.program_id(0)
+    bos, eos = _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN, DENSE)
+    b_n = tl.zeros([BLOCK_L], dtype=tl.int32)
+    for start in range(bos, eos, BLOCK_L):
+        o_l = start + tl.arange(0, BLOCK_L)
+        b_n += tl.load(KEEP + o_l, mask=o_l < eos, other=0).to(tl.int32)
+    tl.store(COUNTS + i_b, tl.sum(b_n, 0))
+
+
+@triton.jit
+def _pack_unpack_kernel(
+    X, Y, KEEP, CU_IN, CU_OUT, COUNTS,
+    n_rows, capacity, n_channels, n_segments,
+    STRIDE_X: tl.constexpr, STRIDE_Y: tl.constexpr,
+    SEG_LEN: tl.constexpr, DENSE: tl.constexpr, PACK: tl.constexpr,
+    BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_B: tl.constexpr,
+):
+    """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and zero-fills unused capacity.
+    not PACK: Y[n_rows] <- X[capacity] rows at CU_OUT[b] + rank for kept rows, zero elsewhere."""
+    i_b = tl.program_id(0)
+    i_c = tl.program_id(1)
+    o_c = i_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    m_c = o_c < n_channels
+    bos, eos = _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN, DENSE)
+
+    if PACK:
+        # Offset of this segment in the packed buffer: the kept counts of the segments before it.
+        b_acc = tl.zeros([BLOCK_B], dtype=tl.int64)
+        for start in range(0, i_b, BLOCK_B):
+            o_bb = start + tl.arange(0, BLOCK_B)
+            b_acc += tl.load(COUNTS + o_bb, mask=o_bb < i_b, other=0).to(tl.int64)
+        offset = tl.sum(b_acc, 0)
+        count = tl.load(COUNTS + i_b).to(tl.int64)
+        if i_c == 0:
+            tl.store(CU_OUT + i_b + 1, tl.minimum(offset + count, capacity).to(tl.int32))
+            if i_b == 0:
+                tl.store(CU_OUT, 0)
+    else:
+        offset = tl.load(CU_OUT + i_b).to(tl.int64)
+        offset = tl.minimum(tl.maximum(offset, 0), capacity)
+
+    running = offset
+    for start in range(bos, eos, BLOCK_L):
+        o_l = start + tl.arange(0, BLOCK_L)
+        m_l = o_l < eos
+        b_keep = tl.load(KEEP + o_l, mask=m_l, other=0).to(tl.int32)
+        o_dst = running + tl.cumsum(b_keep, 0) - 1  # packed row of each kept row
+        m_kept = (b_keep != 0) & (o_dst < capacity)
+        if PACK:
+            b_x = tl.load(X + o_l[:, None] * STRIDE_X + o_c[None, :], mask=m_kept[:, None] & m_c[None, :])
+            tl.store(Y + o_dst[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_kept[:, None] & m_c[None, :])
+        else:
+            b_x = tl.load(X + o_dst[:, None] * STRIDE_X + o_c[None, :], mask=m_kept[:, None] & m_c[None, :],
+                          other=0.0)
+            tl.store(Y + o_l[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_l[:, None] & m_c[None, :])
+        running += tl.sum(b_keep, 0)
+
+    if PACK:
+        # Zero the unused capacity [total, capacity), split evenly over the segments' programs.
+        b_tot = tl.zeros([BLOCK_B], dtype=tl.int64)
+        for start in range(0, n_segments, BLOCK_B):
+            o_bb = start + tl.arange(0, BLOCK_B)
+            b_tot += tl.load(COUNTS + o_bb, mask=o_bb < n_segments, other=0).to(tl.int64)
+        total = tl.minimum(tl.sum(b_tot, 0), capacity)
+        z_lo = tl.maximum(total, (capacity * i_b) // n_segments)
+        z_hi = (capacity * (i_b + 1)) // n_segments
+        for start in range(z_lo, z_hi, BLOCK_L):
+            o_z = start + tl.arange(0, BLOCK_L)
+            b_zero = tl.zeros([BLOCK_L, BLOCK_C], dtype=Y.dtype.element_ty)
+            tl.store(Y + o_z[:, None] * STRIDE_Y + o_c[None, :], b_zero, mask=(o_z < z_hi)[:, None] & m_c[None, :])
+
+
+def _block_l(max_seqlen: int) -> int:
+    return max(16, min(_MAX_BLOCK_L, triton.next_power_of_2(max(1, max_seqlen))))
+
+
+def _as_rows(
+    x: torch.Tensor, keep: torch.Tensor, source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, bool]:
+    """Validate and view the input as rows `[R, C]` with segments; returns
+    (rows, keep_flat, cu_in, batch, seg_len_bound, dense)."""
+    if not isinstance(x, torch.Tensor) or not isinstance(keep, torch.Tensor):
+        raise TypeError("x and keep must be tensors")
+    if keep.dtype != torch.bool:
+        raise TypeError(f"keep must be a bool mask, got {keep.dtype}")
+    if keep.device != x.device:
+        raise ValueError(f"x and keep must be on one device, got {x.device} and {keep.device}")
+    if x.dim() == 3:
+        if source_cu_seqlens is not None:
+            raise ValueError("source_cu_seqlens is only for packed x [R, C]; x is dense [B, N, C]")
+        batch, seq, channels = x.shape
+        if keep.shape != (batch, seq):
+            raise ValueError(f"keep must be [B, N] = {(batch, seq)}, got {tuple(keep.shape)}")
+        if x.stride(2) != 1 or x.stride(0) != seq * x.stride(1):
+            raise ValueError("x [B, N, C] must be viewable as rows [B*N, C] with a contiguous channel axis")
+        rows = x.as_strided((batch * seq, channels), (x.stride(1), 1))
+        return rows, keep.reshape(-1).contiguous(), keep, batch, seq, True
+    if x.dim() == 2:
+        if source_cu_seqlens is None:
+            raise ValueError("packed x [R, C] needs source_cu_seqlens (int32 [B+1]) for its segments")
+        if keep.shape != (x.shape[0],):
+            raise ValueError(f"keep must be [R] = ({x.shape[0]},), got {tuple(keep.shape)}")
+        _check_cu(source_cu_seqlens, x.device, "source_cu_seqlens")
+        if x.stride(1) != 1:
+            raise ValueError("x [R, C] must have a contiguous channel axis")
+        if max_seqlen is None or isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
+            raise TypeError("packed x [R, C] needs max_seqlen, a host int bound of the segment lengths")
+        return x, keep.contiguous(), source_cu_seqlens, source_cu_seqlens.shape[0] - 1, max_seqlen, False
+    raise ValueError(f"x must be dense [B, N, C] or packed [R, C], got shape {tuple(x.shape)}")
+
+
+def _check_cu(cu: torch.Tensor, device: torch.device, name: str) -> None:
+    if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 1:
+        raise ValueError(f"{name} must be an int32 tensor [B+1]")
+    if cu.device != device:
+        raise ValueError(f"{name} must be on {device}, got {cu.device}")
+    if not cu.is_contiguous():
+        raise ValueError(f"{name} must be contiguous")
+
+
+def pack_tokens(
+    x: torch.Tensor,
+    keep: torch.Tensor,
+    *,
+    capacity: int | None = None,
+    source_cu_seqlens: torch.Tensor | None = None,
+    max_seqlen: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gather the kept tokens of every image into one packed buffer, in order, with no host sync.
+
+    Args:
+        x: dense `[B, N, C]` tokens, or packed `[R, C]` rows with `source_cu_seqlens`.
+        keep: bool `[B, N]` (dense) or `[R]` (packed); True keeps the token.
+        capacity: rows of the packed buffer, a host int (default: all rows, `B*N` or `R`). Must be
+            at least the number of kept tokens; rows past the total are zero. Kept tokens that do
+            not fit are dropped and `cu_seqlens` is clamped to the capacity.
+        source_cu_seqlens: int32 `[B+1]` segments of packed x.
+        max_seqlen: packed form only: host upper bound of the source segment lengths.
+
+    Returns:
+        `(packed [capacity, C], cu_seqlens int32 [B+1])` on x's device, dtype of x.
+
+    Example:
+        >>> packed, cu = pack_tokens(x, keep)          # x [B, 197, 768], keep [B, 197]
+        >>> x2 = unpack_tokens(packed, keep, cu)       # == x where keep, 0 elsewhere
+    """
+    rows, keep_flat, cu_in, batch, seg_len, dense = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
+    n_rows, channels = rows.shape
+    capacity = n_rows if capacity is None else capacity
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise TypeError(f"capacity must be a non-negative host int, got {capacity!r}")
+    packed = torch.empty((capacity, channels), dtype=x.dtype, device=x.device)
+    cu_out = torch.empty((batch + 1,), dtype=torch.int32, device=x.device)
+    if batch == 0:
+        cu_out.zero_()
+        packed.zero_()
+        return packed, cu_out
+    counts = torch.empty((batch,), dtype=torch.int32, device=x.device)
+    block_l = _block_l(seg_len)
+    _segment_count_kernel[(batch,)](keep_flat, cu_in, counts, n_rows, SEG_LEN=seg_len if dense else 0,
+                                    DENSE=dense, BLOCK_L=block_l)
+    grid = (batch, triton.cdiv(max(channels, 1), _BLOCK_C))
+    _pack_unpack_kernel[grid](
+        rows, packed, keep_flat, cu_in, cu_out, counts, n_rows, capacity, channels, batch,
+        STRIDE_X=rows.stride(0), STRIDE_Y=max(channels, 1), SEG_LEN=seg_len if dense else 0, DENSE=dense,
+        PACK=True, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        num_warps=4,
+    )
+    return packed, cu_out
+
+
+def unpack_tokens(
+    packed: torch.Tensor,
+    keep: torch.Tensor,
+    cu_seqlens: torch.Tensor,
+    *,
+    source_cu_seqlens: torch.Tensor | None = None,
+    max_seqlen: int | None = None,
+) -> torch.Tensor:
+    """Exact inverse of `pack_tokens` on kept rows; zero where `keep` is False.
+
+    Args:
+        packed: `[capacity, C]` from `pack_tokens`.
+        keep: the same bool mask, `[B, N]` (returns `[B, N, C]`) or `[R]` (returns `[R, C]`, with
+            `source_cu_seqlens` and `max_seqlen` as given to `pack_tokens`).
+        cu_seqlens: int32 `[B+1]` returned by `pack_tokens`.
+
+    Returns:
+        dense `[B, N, C]` or rows `[R, C]`, dtype of packed.
+    """
+    if not isinstance(packed, torch.Tensor) or packed.dim() != 2 or packed.stride(1) != 1:
+        raise ValueError("packed must be a [capacity, C] tensor with a contiguous channel axis")
+    _check_cu(cu_seqlens, packed.device, "cu_seqlens")
+    if keep.dim() == 2:
+        if source_cu_seqlens is not None:
+            raise ValueError("source_cu_seqlens is only for a packed keep mask [R]")
+        batch, seq = keep.shape
+        out = torch.empty((batch, seq, packed.shape[1]), dtype=packed.dtype, device=packed.device)
+        cu_in, seg_len, dense = keep, seq, True
+    elif keep.dim() == 1:
+        if source_cu_seqlens is None or max_seqlen is None:
+            raise ValueError("a packed keep mask [R] needs source_cu_seqlens and max_seqlen")
+        _check_cu(source_cu_seqlens, packed.device, "source_cu_seqlens")
+        batch, seg_len, dense = source_cu_seqlens.shape[0] - 1, max_seqlen, False
+        # Rows outside every source segment are not visited by the kernel: start from zeros.
+        out = torch.zeros((keep.shape[0], packed.shape[1]), dtype=packed.dtype, device=packed.device)
+        cu_in = source_cu_seqlens
+    else:
+        raise ValueError(f"keep must be [B, N] or [R], got shape {tuple(keep.shape)}")
+    if keep.dtype != torch.bool or keep.device != packed.device:
+        raise TypeError("keep must be a bool mask on packed's device")
+    if cu_seqlens.shape[0] != batch + 1:
+        raise ValueError(f"cu_seqlens must have B+1 = {batch + 1} entries, got {cu_seqlens.shape[0]}")
+    channels = packed.shape[1]
+    rows_out = out.view(-1, channels) if channels else out.view(-1, 0)
+    n_rows = rows_out.shape[0]
+    if batch == 0 or n_rows == 0 or channels == 0:
+        return out.zero_()
+    block_l = _block_l(seg_len)
+    grid = (batch, triton.cdiv(channels, _BLOCK_C))
+    _pack_unpack_kernel[grid](
+        packed, rows_out, keep.reshape(-1).contiguous(), cu_in, cu_seqlens, cu_seqlens, n_rows, packed.shape[0],
+        channels, batch,
+        STRIDE_X=packed.stride(0), STRIDE_Y=channels, SEG_LEN=seg_len if dense else 0, DENSE=dense,
+        PACK=False, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        num_warps=4,
+    )
+    return out
+
+
+__all__ = ["pack_tokens", "unpack_tokens"]

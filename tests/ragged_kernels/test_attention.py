@@ -1,0 +1,192 @@
+"""ragged_attention against the fp32 oracle (CPU: Triton interpreter, small cases; GPU: full grid)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ragged_kernels import padded_sdpa_attention, ragged_attention, set_debug
+from ragged_kernels.attention.naive import ragged_attention_ref
+
+
+def _cu(lengths: list[int], device: str) -> torch.Tensor:
+    return torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device=device)
+
+
+def _lowp_ref_error(q, k, v, cu, ref) -> float:
+    """PyTorch's own error in the input dtype against the fp32 oracle (padded fused SDPA)."""
+    n = int(cu[-1])
+    if q.dtype == torch.float32:
+        return 0.0
+    lowp = padded_sdpa_attention(q, k, v, cu, 0)
+    return (lowp[:n].float() - ref[:n]).abs().max().item()
+
+
+def _check(q, k, v, cu, max_seqlen, poison, **kw):
+    """Run into a NaN-poisoned output, compare with the tolerance rule, check padding untouched."""
+    out = poison(*q.shape, dtype=q.dtype, device=q.device)
+    got = ragged_attention(q, k, v, cu, max_seqlen, out=out, **kw)
+    assert got.data_ptr() == out.data_ptr()
+    ref = ragged_attention_ref(q, k, v, cu, **kw)
+    n = int(cu[-1])
+    err = (got[:n].float() - ref[:n]).abs().max().item() if n else 0.0
+    tol = 2 * _lowp_ref_error(q, k, v, cu, ref) + (1e-3 if q.dtype != torch.float32 else 2e-5)
+    assert err <= tol, f"max abs error {err:.2e} > tolerance {tol:.2e}"
+    assert not torch.isnan(got[:n]).any(), "an output row was left unwritten"
+    assert torch.isnan(got[n:]).all(), "rows past cu_seqlens[-1] must not be written"
+
+
+CPU_CASES = {
+    "B1-N1-H2-D64-fp16": ([1], 2, 64, torch.float16),
+    "B3-N1,63,113-H2-D64-fp16": ([1, 63, 113], 2, 64, torch.float16),
+    "B4-onelong197-H1-D64-fp16": ([197, 1, 3, 2], 1, 64, torch.float16),
+    "B3-N64equal-H2-D32-fp16": ([64, 64, 64], 2, 32, torch.float16),
+    "B4-empty-segments-H2-D64-fp32": ([0, 5, 0, 17], 2, 64, torch.float32),
+    "B2-N40,99-H2-D128-bf16": ([40, 99], 2, 128, torch.bfloat16),
+    "B2-N70,33-H3-D64-fp32": ([70, 33], 3, 64, torch.float32),
+}
+
+
+@pytest.mark.parametrize("case", list(CPU_CASES), ids=list(CPU_CASES))
+def test_matches_oracle(case, device, poison):
+    lengths, heads, head_dim, dtype = CPU_CASES[case]
+    cu = _cu(lengths, device)
+    total = sum(lengths) + 7  # capacity padding past cu_seqlens[-1]
+    qkv = torch.randn(total, 3, heads, head_dim, dtype=dtype, device=device)
+    q, k, v = qkv.unbind(1)  # strided views of one fused buffer: no copies
+    _check(q, k, v, cu, max(lengths) + 5, poison)
+
+
+def test_max_seqlen_is_only_a_bound(device, poison):
+    cu = _cu([10, 30], device)
+    q, k, v = torch.randn(3, 40, 2, 64, dtype=torch.float16, device=device).unbind(0)
+    _check(q, k, v, cu, 197, poison)
+
+
+def test_custom_scale(device, poison):
+    cu = _cu([17, 9], device)
+    q, k, v = torch.randn(3, 26, 2, 64, device=device).unbind(0)
+    _check(q, k, v, cu, 17, poison, scale=0.3)
+
+
+def test_all_equal_lengths_match_dense_sdpa(device):
+    batch, seq, heads, dim = 3, 48, 2, 64
+    x = torch.randn(3, batch, seq, heads, dim, device=device)
+    q, k, v = (t.reshape(batch * seq, heads, dim) for t in x)
+    cu = _cu([seq] * batch, device)
+    got = ragged_attention(q, k, v, cu, seq)
+    dense = torch.nn.functional.scaled_dot_product_attention(*(t.transpose(1, 2) for t in x)).transpose(1, 2)
+    torch.testing.assert_close(got, dense.reshape(batch * seq, heads, dim), atol=2e-5, rtol=1e-4)
+
+
+def test_default_scale_uses_real_head_dim(device):
+    cu = _cu([5], device)
+    q, k, v = torch.randn(3, 5, 1, 32, device=device).unbind(0)
+    torch.testing.assert_close(
+        ragged_attention(q, k, v, cu, 5), ragged_attention(q, k, v, cu, 5, scale=1 / math.sqrt(32))
+    )
+
+
+@pytest.mark.parametrize(
+    "cu_values",
+    [[0, 500, 20], [0, -40, 9], [7, 3, 1000], [-5, 2**30, 2**31 - 1]],
+    ids=["past-end", "negative", "decreasing", "huge"],
+)
+def test_garbage_cu_seqlens_never_leave_the_buffers(cu_values, device):
+    """Without debug mode nothing is checked on the host, but the kernel must stay in bounds."""
+    total, heads, dim = 24, 2, 32
+    big_out = torch.full((total + 16, heads, dim), float("nan"), device=device)
+    out = big_out[8 : 8 + total]
+    q, k, v = torch.randn(3, total, heads, dim, device=device).unbind(0)
+    cu = torch.tensor(cu_values, dtype=torch.int32, device=device)
+    ragged_attention(q, k, v, cu, 32, out=out)
+    assert torch.isnan(big_out[:8]).all() and torch.isnan(big_out[8 + total :]).all()
+
+
+BAD_INPUTS = {
+    "q-2d": (lambda q, k, v, cu: (q[:, 0], k[:, 0], v[:, 0], cu, 8), ValueError, "total_tokens, heads, head_dim"),
+    "shape-mismatch": (lambda q, k, v, cu: (q, k[:-1], v, cu, 8), ValueError, "one shape"),
+    "int-dtype": (lambda q, k, v, cu: (q.int(), k.int(), v.int(), cu, 8), TypeError, "dtype"),
+    "mixed-dtype": (lambda q, k, v, cu: (q, k.half(), v, cu, 8), TypeError, "share a dtype"),
+    "head-dim-48": (lambda q, k, v, cu: (q[..., :48], k[..., :48], v[..., :48], cu, 8), ValueError, "head_dim"),
+    "non-contiguous-head-dim": (lambda q, k, v, cu: (q[..., ::2], k[..., ::2], v[..., ::2], cu, 8), ValueError,
+                                "head_dim"),
+    "cu-int64": (lambda q, k, v, cu: (q, k, v, cu.long(), 8), ValueError, "int32"),
+    "cu-2d": (lambda q, k, v, cu: (q, k, v, cu[None], 8), ValueError, "int32 \\[B\\+1\\]"),
+    "cu-list": (lambda q, k, v, cu: (q, k, v, cu.tolist(), 8), TypeError, "cu_seqlens must be a tensor"),
+    "max-seqlen-tensor": (lambda q, k, v, cu: (q, k, v, cu, torch.tensor(8)), TypeError, "host int"),
+    "device-mismatch": (lambda q, k, v, cu: (q, k, v, cu.to("meta"), 8), ValueError, "one device"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS), ids=list(BAD_INPUTS))
+def test_bad_inputs_raise_clear_errors(name):
+    make, exc, match = BAD_INPUTS[name]
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    cu = _cu([4, 6], "cpu")
+    with pytest.raises(exc, match=match):
+        ragged_attention(*make(q, k, v, cu))
+
+
+@pytest.mark.parametrize(
+    "cu_values,match",
+    [([0, 6, 4], "non-decreasing"), ([1, 4, 10], "must be 0"), ([0, 4, 11], "exceeds"), ([0, 1, 10], "max_seqlen")],
+    ids=["decreasing", "nonzero-start", "past-total", "longer-than-max"],
+)
+def test_debug_mode_checks_values(cu_values, match):
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    set_debug(True)
+    try:
+        with pytest.raises(ValueError, match=match):
+            ragged_attention(q, k, v, torch.tensor(cu_values, dtype=torch.int32), 8)
+    finally:
+        set_debug(False)
+
+
+# ---- GPU: the full grid, and graph replay with new lengths ----
+
+GPU_LENGTHS = {
+    "B1-N197": [197],
+    "B4-ragged224": [197, 120, 60, 1],
+    "B8-N40": [40] * 8,
+    "B6-N577mix": [577, 288, 300, 1, 63, 577],
+    "B5-edges": [0, 1, 63, 113, 0],
+    "B32-ragged": None,  # random 138..197
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("head_dim", [32, 64, 128], ids=["D32", "D64", "D128"])
+@pytest.mark.parametrize("lengths_id", list(GPU_LENGTHS))
+def test_gpu_grid(lengths_id, head_dim, dtype, poison):
+    lengths = GPU_LENGTHS[lengths_id] or torch.randint(138, 198, (32,)).tolist()
+    cu = _cu(lengths, "cuda")
+    qkv = torch.randn(sum(lengths) + 3, 3, 12, head_dim, dtype=dtype, device="cuda")
+    _check(*qkv.unbind(1), cu, max(max(lengths), 1), poison)
+
+
+@pytest.mark.gpu
+def test_gpu_graph_replay_with_new_lengths():
+    capacity, heads, dim, batch, cap_len = 64 * 197, 12, 64, 64, 197
+    qkv = torch.randn(capacity, 3, heads, dim, dtype=torch.float16, device="cuda")
+    q, k, v = qkv.unbind(1)
+    cu = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
+    out = torch.empty(capacity, heads, dim, dtype=torch.float16, device="cuda")
+    cu.copy_(_cu([cap_len] * batch, "cuda"))
+    ragged_attention(q, k, v, cu, cap_len, out=out)  # compile + cache the launcher before capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ragged_attention(q, k, v, cu, cap_len, out=out)
+    for _ in range(3):
+        lengths = torch.randint(1, cap_len + 1, (batch,)).tolist()
+        cu.copy_(_cu(lengths, "cuda"))
+        qkv.normal_()
+        graph.replay()
+        torch.cuda.synchronize()
+        n = sum(lengths)
+        ref = ragged_attention_ref(q, k, v, cu)
+        assert (out[:n].float() - ref[:n]).abs().max().item() < 2e-3

@@ -1,0 +1,117 @@
+"""pack_tokens / unpack_tokens: exact data movement, both forms, capacity handling, bad inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ragged_kernels import pack_tokens, unpack_tokens
+
+DENSE_CASES = {
+    "B4-N197-C64-keep0.5": (4, 197, 64, 0.5),
+    "B1-N1-C8-keep1.0": (1, 1, 8, 1.0),
+    "B3-N63-C130-keep0.2": (3, 63, 130, 0.2),
+    "B2-N577-C32-keep0.5": (2, 577, 32, 0.5),
+    "B5-N17-C16-keep0.0": (5, 17, 16, 0.0),
+}
+
+
+def _mask(batch: int, seq: int, keep: float, device: str) -> torch.Tensor:
+    m = torch.rand(batch, seq, device=device) < keep
+    m[:, 0] |= keep > 0  # CLS kept, as the pruners do
+    return m
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("case", list(DENSE_CASES), ids=list(DENSE_CASES))
+def test_dense_pack_unpack_exact(case, dtype, device):
+    batch, seq, channels, keep_ratio = DENSE_CASES[case]
+    x = torch.randn(batch, seq, channels, device=device).to(dtype)
+    keep = _mask(batch, seq, keep_ratio, device)
+    packed, cu = pack_tokens(x, keep)
+    assert packed.shape == (batch * seq, channels) and cu.dtype == torch.int32
+    total = int(keep.sum())
+    assert cu.tolist() == [0, *keep.sum(1).cumsum(0).tolist()]
+    assert torch.equal(packed[:total], x[keep])  # segment order, token order inside
+    assert torch.equal(packed[total:], torch.zeros_like(packed[total:]))
+    back = unpack_tokens(packed, keep, cu)
+    assert torch.equal(back, torch.where(keep[..., None], x, torch.zeros_like(x)))
+
+
+def test_capacity_larger_and_smaller(device):
+    x = torch.randn(3, 20, 16, device=device)
+    keep = torch.zeros(3, 20, dtype=torch.bool, device=device)
+    keep[:, :5] = True  # 15 kept
+    big, cu = pack_tokens(x, keep, capacity=40)
+    assert big.shape == (40, 16) and torch.equal(big[:15], x[keep]) and not big[15:].any()
+    small, cu_small = pack_tokens(x, keep, capacity=12)
+    assert cu_small.tolist() == [0, 5, 10, 12]
+    assert torch.equal(small, x[keep][:12])
+
+
+def test_packed_repack_second_stage(device):
+    """A second pruning stage on already packed rows, and its exact inverse."""
+    lengths = [7, 0, 12, 3]
+    source_cu = torch.tensor([0, 7, 7, 19, 22], dtype=torch.int32, device=device)
+    rows = torch.randn(25, 24, device=device)  # 3 rows of capacity padding at the end
+    keep = torch.rand(25, device=device) < 0.6
+    keep[22:] = False
+    packed, cu = pack_tokens(rows, keep, source_cu_seqlens=source_cu, max_seqlen=max(lengths))
+    expect_counts = [int(keep[a:b].sum()) for a, b in zip(source_cu[:-1].tolist(), source_cu[1:].tolist(), strict=True)]
+    assert cu.tolist() == [0, *torch.tensor(expect_counts).cumsum(0).tolist()]
+    total = sum(expect_counts)
+    assert torch.equal(packed[:total], rows[keep])
+    back = unpack_tokens(packed, keep, cu, source_cu_seqlens=source_cu, max_seqlen=max(lengths))
+    assert torch.equal(back, torch.where(keep[:, None], rows, torch.zeros_like(rows)))
+
+
+def test_strided_dense_input(device):
+    """A [B, N, C] slice of a wider buffer (e.g. one of q/k/v) packs without a copy first."""
+    wide = torch.randn(2, 9, 3, 8, device=device)
+    x = wide[:, :, 1]  # [2, 9, 8], row stride 24
+    keep = torch.rand(2, 9, device=device) < 0.5
+    packed, cu = pack_tokens(x, keep)
+    assert torch.equal(packed[: int(cu[-1])], x[keep])
+
+
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda x, k: pack_tokens(x, k.int()), TypeError, "bool"),
+        (lambda x, k: pack_tokens(x, k[:, :3]), ValueError, "keep must be"),
+        (lambda x, k: pack_tokens(x[0, 0], k[0]), ValueError, "dense"),
+        (lambda x, k: pack_tokens(x.reshape(-1, 4), k.reshape(-1)), ValueError, "source_cu_seqlens"),
+        (lambda x, k: pack_tokens(x, k, capacity=-1), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x, k, capacity=3.5), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x.transpose(0, 1), k.T), ValueError, "viewable"),
+        (lambda x, k: unpack_tokens(x[0], k, torch.zeros(4, dtype=torch.int32)), ValueError, "B\\+1"),
+        (lambda x, k: unpack_tokens(x[0], k, torch.zeros(3, dtype=torch.int64)), ValueError, "int32"),
+    ],
+    ids=["int-mask", "mask-shape", "1d-x", "packed-no-cu", "neg-capacity", "float-capacity", "transposed",
+         "cu-length", "cu-dtype"],
+)
+def test_bad_inputs(call, exc, match):
+    x = torch.randn(2, 4, 4)
+    keep = torch.ones(2, 4, dtype=torch.bool)
+    with pytest.raises(exc, match=match):
+        call(x, keep)
+
+
+@pytest.mark.gpu
+def test_gpu_pack_is_graph_capturable():
+    x = torch.randn(64, 197, 768, dtype=torch.float16, device="cuda")
+    keep = torch.rand(64, 197, device="cuda") < 0.5
+    pack_tokens(x, keep)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        packed, cu = pack_tokens(x, keep)
+        back = unpack_tokens(packed, keep, cu)
+    for _ in range(2):
+        keep.copy_(torch.rand(64, 197, device="cuda") < 0.3)
+        x.normal_()
+        graph.replay()
+        torch.cuda.synchronize()
+        total = int(keep.sum())
+        assert torch.equal(packed[:total], x[keep])
+        assert torch.equal(back, torch.where(keep[..., None], x, torch.zeros_like(x)))
