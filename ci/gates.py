@@ -1,0 +1,80 @@
+"""Correctness gates: a pruned model that disagrees with its reference fails, whatever the timing says.
+
+The asv suite reports correctness as `track_*` results of kind `Kind.CORRECTNESS`:
+
+- unit "max abs diff": max |logit difference| against the fp32 dense reference; fails at >= 0.004
+  (the paper's tolerance, shared/reference/paper.md);
+- unit "top-1 agreement": fraction of images whose top-1 class matches the reference; any
+  disagreement (< 1.0) fails.
+
+Gates look at the worst sample, not the median: one bad repeat is a real disagreement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ci.records import Kind, Outcome, Result, Verdict
+
+MAX_ABS_DIFF_LIMIT = 0.004
+TOP1_AGREEMENT_LIMIT = 1.0
+
+# unit -> (limit, fails(worst, limit), worst-of-samples, human description of a pass)
+_GATES = {
+    "max abs diff": (MAX_ABS_DIFF_LIMIT, lambda v, lim: v >= lim, max, "max |logit diff| < {lim:g}"),
+    "top-1 agreement": (TOP1_AGREEMENT_LIMIT, lambda v, lim: v < lim, min, "top-1 agreement = {lim:g}"),
+}
+
+
+def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
+    """Judge every correctness result; other kinds are ignored, so all results may be passed.
+
+    Args:
+        results: results of one commit (usually the PR head); only `Kind.CORRECTNESS` ones are read.
+
+    Returns:
+        One Verdict per correctness result, sorted by series key: FAILED (limit crossed, or no
+        finite sample: a correctness check that did not run is not a pass) or UNCHANGED. `head_value`
+        is the worst sample, `threshold` the limit, `ratio` worst/limit, `reason` says why.
+
+    Raises:
+        TypeError: `results` is not a sequence of Result.
+        ValueError: a correctness result has a unit with no gate.
+    """
+    if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
+        raise TypeError(f"results must be a sequence of Result, got {type(results).__name__}")
+    verdicts: list[Verdict] = []
+    for r in results:
+        if not isinstance(r, Result):
+            raise TypeError(f"results must contain only Result records, got {type(r).__name__}")
+        if r.benchmark.kind != Kind.CORRECTNESS:
+            continue
+        gate = _GATES.get(r.benchmark.unit)
+        if gate is None:
+            raise ValueError(
+                f"correctness series {r.benchmark.key!r} has unit {r.benchmark.unit!r}; "
+                f"gates exist for {sorted(_GATES)}"
+            )
+        limit, fails, worst_of, passes = gate
+        finite = [s for s in r.samples if math.isfinite(s)]
+        if not finite:
+            outcome, worst = Outcome.FAILED, math.nan
+            reason = "no finite sample: the correctness check failed to run or produced NaN"
+        else:
+            worst = float(worst_of(finite))
+            bad = fails(worst, limit)
+            outcome = Outcome.FAILED if bad else Outcome.UNCHANGED
+            verb = "fails" if bad else "passes"
+            reason = f"{r.benchmark.unit} = {worst:.6g} ({verb}: needs {passes.format(lim=limit)})"
+            if bad and len(finite) > 1:
+                n_bad = sum(fails(s, limit) for s in finite)
+                reason += f"; {n_bad} of {len(finite)} samples fail"
+        verdicts.append(
+            Verdict(
+                r.benchmark, outcome, base_value=math.nan, head_value=worst,
+                ratio=worst / limit if math.isfinite(worst) else math.nan,
+                threshold=limit, head_sha=r.commit_sha, reason=reason,
+            )
+        )
+    return sorted(verdicts, key=lambda v: v.benchmark.key)

@@ -1,0 +1,256 @@
+"""Post the PR comment through the GitHub REST API, sticky: one comment per PR, updated in place.
+
+The earlier comment is found by the hidden marker (`ci.comment.MARKER`) at the start of its
+body: list the issue comments (paginated), PATCH the marked one, or POST a new one. The token
+comes from the environment (GITHUB_TOKEN) and never appears in logs, exceptions or reprs.
+`api_url` points the client at a local server in tests (or at a GitHub Enterprise host).
+
+REST endpoints (docs.github.com/en/rest/issues/comments):
+  GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100
+  PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}
+  POST  /repos/{owner}/{repo}/issues/{number}/comments
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ci.comment import GITHUB_MAX_CHARS, MARKER
+
+DEFAULT_API_URL = "https://api.github.com"
+_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_NEXT_RE = re.compile(r'<([^>]+)>;\s*rel="next"')
+_MAX_PAGES = 50  # 5,000 comments: a runaway Link chain stops here
+
+
+class GitHubError(RuntimeError):
+    """A GitHub API call failed; the message says what to fix. Never contains the token."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Secret:
+    """Holds the token so that a repr, a traceback with locals or a log line shows '***'."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "_Secret('***')"
+
+    __str__ = __repr__
+
+
+def _status_message(status: int, method: str, what: str, detail: str, headers: Any) -> str:
+    if status == 401:
+        hint = "authentication failed: GITHUB_TOKEN is missing, expired or malformed"
+    elif status == 403:
+        if headers is not None and headers.get("X-RateLimit-Remaining") == "0":
+            hint = "rate limit exhausted (X-RateLimit-Remaining: 0); retry after X-RateLimit-Reset"
+        else:
+            hint = ("forbidden: the token lacks write access to issues/pull requests (workflow needs "
+                    "`permissions: pull-requests: write`), or a fork PR's token is read-only")
+    elif status == 404:
+        hint = "not found: the repository or pull request does not exist, or the token cannot see it"
+    elif status == 422:
+        hint = f"GitHub rejected the request as invalid (body over {GITHUB_MAX_CHARS} characters, or empty?)"
+    elif status >= 500:
+        hint = "GitHub server error; retried without success, try again later"
+    else:
+        hint = "unexpected HTTP status"
+    text = f"GitHub API {method} {what} failed with HTTP {status}: {hint}"
+    return f"{text}. GitHub said: {detail}" if detail else text
+
+
+class _Client:
+    def __init__(self, api_url: str, token: _Secret, timeout: float, retries: int) -> None:
+        parsed = urllib.parse.urlsplit(api_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
+        self.base = api_url.rstrip("/")
+        self.origin = (parsed.scheme, parsed.netloc)
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+
+    def request(self, method: str, url: str, payload: dict | None = None) -> tuple[Any, Any]:
+        """(decoded JSON, response headers); raises GitHubError with a clear, token-free message."""
+        parsed = urllib.parse.urlsplit(url)
+        if (parsed.scheme, parsed.netloc) != self.origin:
+            # Never send the token to a host other than the configured API (e.g. a forged Link header).
+            raise GitHubError(f"refusing to follow {method} to {parsed.scheme}://{parsed.netloc}: not the API host")
+        data = json.dumps(payload).encode() if payload is not None else None
+        what = parsed.path
+        for attempt in range(self.retries + 1):
+            req = urllib.request.Request(url, data=data, method=method)
+            req.add_header("Accept", "application/vnd.github+json")
+            req.add_header("X-GitHub-Api-Version", "2022-11-28")
+            req.add_header("User-Agent", "ragged-vit-bench")
+            req.add_header("Authorization", f"Bearer {self.token.reveal()}")
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    raw = resp.read()
+                    return (json.loads(raw) if raw else None), resp.headers
+            except urllib.error.HTTPError as exc:
+                status, headers = exc.code, exc.headers
+                try:
+                    detail = str(json.loads(exc.read() or b"{}").get("message", ""))
+                except (ValueError, AttributeError):
+                    detail = ""
+                exc.close()
+                if status >= 500 and attempt < self.retries:
+                    time.sleep(0.5 * 2**attempt)
+                    continue
+                detail = detail.replace(self.token.reveal(), "***") if self.token.reveal() else detail
+                raise GitHubError(_status_message(status, method, what, detail[:500], headers), status) from None
+            except urllib.error.URLError as exc:
+                if attempt < self.retries:
+                    time.sleep(0.5 * 2**attempt)
+                    continue
+                raise GitHubError(f"GitHub API {method} {what}: cannot reach {self.base}: {exc.reason}") from None
+            except json.JSONDecodeError:
+                raise GitHubError(f"GitHub API {method} {what}: response is not JSON") from None
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+
+def find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str) -> dict | None:
+    """The oldest comment on the PR whose body starts with `marker`, or None."""
+    url: str | None = f"{client.base}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
+    for _ in range(_MAX_PAGES):
+        if url is None:
+            return None
+        page, headers = client.request("GET", url)
+        if not isinstance(page, list):
+            raise GitHubError(f"GitHub API GET /repos/{repo}/issues/{pr_number}/comments: expected a list")
+        for comment in page:
+            if isinstance(comment, dict) and str(comment.get("body") or "").lstrip().startswith(marker):
+                return comment
+        match = _NEXT_RE.search(headers.get("Link", "") if headers is not None else "")
+        url = match.group(1) if match else None
+    raise GitHubError(f"more than {_MAX_PAGES} pages of comments on {repo}#{pr_number}")
+
+
+def write_dry_run(body: str, path: str | Path) -> str:
+    """Write the comment body to a file instead of posting it.
+
+    Args:
+        body: the markdown.
+        path: where to write it (parent folders are created).
+
+    Returns:
+        The file's `file://` URL (what `post_sticky_comment` returns in dry-run mode).
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out.resolve().as_uri()
+
+
+def post_sticky_comment(
+    repo: str,
+    pr_number: int,
+    body: str,
+    *,
+    token: str | None = None,
+    api_url: str = DEFAULT_API_URL,
+    marker: str = MARKER,
+    dry_run: str | Path | None = None,
+    timeout: float = 30.0,
+    retries: int = 2,
+) -> str:
+    """Create or update the bot's one comment on a pull request.
+
+    Args:
+        repo: "owner/name".
+        pr_number: the pull request (issue) number, > 0.
+        body: the markdown (from `ci.comment.render_comment`); the marker is prepended if missing.
+        token: a GitHub token; None reads GITHUB_TOKEN from the environment.
+        api_url: the REST API root (a local server in tests, or GitHub Enterprise's /api/v3).
+        marker: the hidden HTML comment that identifies the sticky comment.
+        dry_run: a file path: write the body there and touch no network (no token needed).
+        timeout: seconds per HTTP request.
+        retries: extra attempts on 5xx or connection errors (with backoff).
+
+    Returns:
+        The comment's html_url (or the dry-run file's file:// URL).
+
+    Raises:
+        TypeError / ValueError: bad repo, PR number, body or URL.
+        GitHubError: no token, or the API refused (401/403/404/422/5xx, with a message saying why).
+    """
+    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+        raise ValueError(f"repo must be 'owner/name', got {repo!r}")
+    if isinstance(pr_number, bool) or not isinstance(pr_number, int):
+        raise TypeError(f"pr_number must be an int, got {type(pr_number).__name__}")
+    if pr_number <= 0:
+        raise ValueError(f"pr_number must be positive, got {pr_number}")
+    if not isinstance(body, str) or not body.strip():
+        raise ValueError("body must be a non-empty string")
+    if not marker.startswith("<!--") or not marker.endswith("-->"):
+        raise ValueError(f"marker must be a hidden HTML comment '<!-- ... -->', got {marker!r}")
+    if not body.lstrip().startswith(marker):
+        body = f"{marker}\n{body}"
+    if len(body) > GITHUB_MAX_CHARS:
+        raise ValueError(f"body is {len(body)} characters; GitHub accepts at most {GITHUB_MAX_CHARS}")
+    if dry_run is not None:
+        return write_dry_run(body, dry_run)
+
+    secret = _Secret(token if token is not None else os.environ.get("GITHUB_TOKEN", ""))
+    if not secret.reveal().strip():
+        raise GitHubError("no GitHub token: set GITHUB_TOKEN (or pass token=...), or use a dry run")
+    client = _Client(api_url, secret, timeout, retries)
+    existing = find_sticky_comment(client, repo, pr_number, marker)
+    if existing is not None and "id" in existing:
+        result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(existing['id'])}",
+                                   {"body": body})
+    else:
+        result, _ = client.request("POST", f"{client.base}/repos/{repo}/issues/{pr_number}/comments", {"body": body})
+    if not isinstance(result, dict) or not result.get("html_url"):
+        raise GitHubError("GitHub API accepted the comment but returned no html_url")
+    return str(result["html_url"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m ci.github --repo O/R --pr N --body-file F [--api-url URL] [--dry-run OUT]`.
+
+    Returns:
+        0 on success, 2 on any error (message on stderr, never the token).
+    """
+    parser = argparse.ArgumentParser(prog="python -m ci.github", description="Post or update the sticky PR comment.")
+    parser.add_argument("--repo", required=True, help="owner/name")
+    parser.add_argument("--pr", type=int, required=True, help="pull request number")
+    parser.add_argument("--body-file", required=True, type=Path, help="markdown file (from the comment command)")
+    parser.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", DEFAULT_API_URL))
+    parser.add_argument("--dry-run", type=Path, default=None, help="write the body here instead of posting")
+    args = parser.parse_args(argv)
+    try:
+        body = args.body_file.read_text(encoding="utf-8")
+        url = post_sticky_comment(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
+    except (OSError, ValueError, TypeError, GitHubError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(url)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,398 @@
+"""A/B verdicts for a pull request: base and head measured in the same job, compared per series.
+
+Pure functions over `ci.records.Result`; no store, no torch.
+
+Per series the decision combines three things, as asv, Pinpoint and nvbench-compare-robust do
+(see shared/reference/ci-services.md §4.6):
+
+1. **Significance**: a two-sided Mann-Whitney U test on the raw samples (asv's test; exact when
+   there are no ties), with its p-values corrected for multiple comparisons over the whole PR
+   (Benjamini-Hochberg by default: hundreds of series per PR would otherwise raise a false alarm
+   on most PRs).
+2. **Practical size**: |ratio - 1| must exceed a threshold adapted to the series' own noise,
+   `max(floor, k * robust relative sigma)`, where sigma is the pooled relative IQR / 1.349 of the
+   two sides. In-job samples underestimate run-to-run drift, which is what this guards against.
+3. **Confidence interval** of the ratio of medians (percentile bootstrap, `scipy.stats.bootstrap`,
+   seeded so a verdict is reproducible). A CI inside the +-threshold band proves "unchanged";
+   a CI that straddles the threshold without a significant, large change is "inconclusive": the
+   honest answer is "measure more samples", as Pinpoint's UNKNOWN and nvbench's AMBG say.
+
+Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
+through `ci.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ci.gates import correctness_gates
+from ci.records import Benchmark, Direction, Kind, Outcome, Result, Verdict
+
+_CORRECTIONS = ("bh", "holm", "bonferroni", "none")
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """Knobs of the A/B decision; defaults calibrated with `python -m ci.bench_verdicts`.
+
+    Attributes:
+        alpha: significance level applied to the corrected p-values.
+        correction: multiple-comparison correction over the series of one `compare` call:
+            "bh" (Benjamini-Hochberg, false discovery rate), "holm", "bonferroni" or "none".
+        floor: smallest relative change ever reported (0.02 = 2 %).
+        noise_k: the threshold is `noise_k` robust sigmas of the series' relative noise.
+        max_threshold: cap on the adaptive threshold, so a very noisy series still reports a
+            large change.
+        confidence: confidence level of the ratio's bootstrap interval. 0.90 makes "interval inside
+            the band" a two-one-sided-tests equivalence check at 5 %; a 99 % interval of a median
+            from 10 samples spans nearly the whole sample and left 18 % of A/A series inconclusive
+            (measured 2026-11-29, synthetic 1 % lognormal noise, n=10).
+        n_resamples: bootstrap resamples.
+        min_samples: fewer finite samples than this on either side: no test, the verdict is
+            UNCHANGED if the ratio is within the floor, else INCONCLUSIVE.
+        seed: seed of the bootstrap generator (mixed with the series key), for reproducibility.
+        overrides: (regex, floor) pairs; the largest floor whose regex matches the series key
+            (re.search) replaces `floor` for that series, like asv's `regressions_thresholds`.
+        allow_cross_machine: compare results from different machines (meaningless for timing:
+            off by default, so a mixed-up CI job fails loudly).
+    """
+
+    alpha: float = 0.01
+    correction: str = "bh"
+    floor: float = 0.02
+    noise_k: float = 2.0
+    max_threshold: float = 0.25
+    confidence: float = 0.90
+    n_resamples: int = 2000
+    min_samples: int = 5
+    seed: int = 0
+    overrides: tuple[tuple[str, float], ...] = ()
+    allow_cross_machine: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        if self.correction not in _CORRECTIONS:
+            raise ValueError(f"correction must be one of {_CORRECTIONS}, got {self.correction!r}")
+        if not 0.0 <= self.floor < 1.0:
+            raise ValueError(f"floor must be in [0, 1), got {self.floor!r}")
+        if self.noise_k < 0:
+            raise ValueError(f"noise_k must be >= 0, got {self.noise_k!r}")
+        if not self.floor <= self.max_threshold:
+            raise ValueError(f"max_threshold ({self.max_threshold!r}) must be >= floor ({self.floor!r})")
+        if not 0.5 <= self.confidence < 1.0:
+            raise ValueError(f"confidence must be in [0.5, 1), got {self.confidence!r}")
+        if self.n_resamples < 100:
+            raise ValueError(f"n_resamples must be >= 100, got {self.n_resamples!r}")
+        if self.min_samples < 2:
+            raise ValueError(f"min_samples must be >= 2, got {self.min_samples!r}")
+        for item in self.overrides:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(f"overrides must be (regex, floor) pairs, got {item!r}")
+            try:
+                re.compile(item[0])
+            except re.error as exc:
+                raise ValueError(f"overrides: bad regex {item[0]!r}: {exc}") from None
+            if not 0.0 <= item[1] < 1.0:
+                raise ValueError(f"overrides: floor for {item[0]!r} must be in [0, 1), got {item[1]!r}")
+
+    def floor_for(self, key: str) -> float:
+        """The threshold floor for series `key` (largest matching override, else `floor`)."""
+        matched = [f for pattern, f in self.overrides if re.search(pattern, key)]
+        return max(matched) if matched else self.floor
+
+
+def _finite(samples: Iterable[float]) -> np.ndarray:
+    a = np.asarray([float(s) for s in samples], dtype=float)
+    return a[np.isfinite(a)]
+
+
+def _relative_sigma(a: np.ndarray) -> float:
+    """Robust relative noise of one side: IQR / 1.349 / median (sigma of a normal)."""
+    if a.size < 2:
+        return 0.0
+    q25, med, q75 = np.percentile(a, [25, 50, 75])
+    if med <= 0:
+        return 0.0
+    return float((q75 - q25) / 1.349 / med)
+
+
+def _mwu_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    # Exact null distribution when there are no ties and the samples are small (p down to
+    # 2/C(n+m, n), e.g. 1.1e-5 at n=m=10); the normal approximation with tie correction otherwise.
+    ties = np.unique(np.concatenate([a, b])).size < a.size + b.size
+    method = "exact" if not ties and max(a.size, b.size) <= 30 else "asymptotic"
+    return float(stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+
+
+def _ratio_of_medians(base: np.ndarray, head: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(head, axis=axis) / np.median(base, axis=axis)
+
+
+def _bootstrap_ci(base: np.ndarray, head: np.ndarray, settings: VerdictSettings, key: str) -> tuple[float, float]:
+    if np.ptp(base) == 0 and np.ptp(head) == 0:
+        r = float(np.median(head) / np.median(base))
+        return r, r
+    rng = np.random.default_rng([settings.seed, zlib.crc32(key.encode())])
+    res = stats.bootstrap(
+        (base, head),
+        _ratio_of_medians,
+        n_resamples=settings.n_resamples,
+        confidence_level=settings.confidence,
+        method="percentile",
+        vectorized=True,
+        rng=rng,
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _adjust(pvalues: list[float], method: str) -> list[float]:
+    """Multiple-comparison corrected p-values (NaN entries are left out and stay NaN)."""
+    idx = [i for i, p in enumerate(pvalues) if math.isfinite(p)]
+    out = list(pvalues)
+    if not idx or method == "none":
+        return out
+    ps = np.array([pvalues[i] for i in idx])
+    m = ps.size
+    if method == "bh":
+        adj = stats.false_discovery_control(ps, method="bh")
+    elif method == "bonferroni":
+        adj = np.minimum(ps * m, 1.0)
+    else:  # holm: step-down, monotone
+        order = np.argsort(ps)
+        stepped = np.maximum.accumulate((m - np.arange(m)) * ps[order])
+        adj = np.empty(m)
+        adj[order] = np.minimum(stepped, 1.0)
+    for i, p in zip(idx, adj, strict=True):
+        out[i] = float(p)
+    return out
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A series measured on both sides, before the PR-wide p-value correction."""
+
+    benchmark: Benchmark
+    base: np.ndarray
+    head: np.ndarray
+    base_sha: str
+    head_sha: str
+    ratio: float
+    ci: tuple[float, float]
+    p_raw: float
+    threshold: float
+
+
+def _group(results: Sequence[Result], side: str) -> dict[str, list[Result]]:
+    if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
+        raise TypeError(f"{side} must be a sequence of Result, got {type(results).__name__}")
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        if not isinstance(r, Result):
+            raise TypeError(f"{side} must contain only Result records, got {type(r).__name__}")
+        groups.setdefault(r.benchmark.key, []).append(r)
+    return groups
+
+
+def _pooled(rs: list[Result], side: str) -> tuple[np.ndarray, str, str]:
+    """Samples of all results of one series on one side (e.g. several asv rounds/files)."""
+    machines = {r.machine for r in rs}
+    shas = {r.commit_sha for r in rs}
+    if len(shas) > 1:
+        raise ValueError(f"{side}: series {rs[0].benchmark.key!r} has results from several commits {sorted(shas)}")
+    return _finite(s for r in rs for s in r.samples), rs[0].commit_sha, ",".join(sorted(machines))
+
+
+def _worse(benchmark: Benchmark, ratio: float) -> bool:
+    return ratio > 1.0 if benchmark.direction == Direction.LOWER else ratio < 1.0
+
+
+def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) -> Verdict:
+    samples = _finite(s for r in rs for s in r.samples)
+    value = float(np.median(samples)) if samples.size else math.nan
+    if side_present == "head":
+        return Verdict(
+            benchmark, Outcome.UNCHANGED, math.nan, value, math.nan, head_sha=rs[0].commit_sha,
+            reason="new series: no base measurement to compare with",
+        )
+    return Verdict(
+        benchmark, Outcome.INCONCLUSIVE, value, math.nan, math.nan, base_sha=rs[0].commit_sha,
+        reason="missing on head: removed, renamed, skipped or failed to run",
+    )
+
+
+def compare(
+    base: Sequence[Result],
+    head: Sequence[Result],
+    *,
+    settings: VerdictSettings | None = None,
+) -> list[Verdict]:
+    """A/B verdicts between the base and head results of one job.
+
+    Results pair by `benchmark.key`; several results of one series on one side (asv rounds, or
+    `--append-samples` runs) pool their samples. A series on only one side is reported: new on head
+    is UNCHANGED ("new series"), missing on head is INCONCLUSIVE. Correctness series are judged by
+    `ci.gates.correctness_gates` on the head results (FAILED or UNCHANGED).
+
+    Args:
+        base: results of the base commit (one machine).
+        head: results of the head commit (the same machine).
+        settings: decision settings; `VerdictSettings()` when None.
+
+    Returns:
+        One Verdict per series, sorted by series key. `ratio` is head/base of the medians;
+        `ci_low`/`ci_high` its bootstrap interval; `p_value` the corrected Mann-Whitney p;
+        `threshold` the relative change the series needed.
+
+    Raises:
+        TypeError: inputs are not sequences of Result.
+        ValueError: base and head come from different machines (unless allowed), or one side
+            mixes several commits for a series.
+    """
+    settings = settings or VerdictSettings()
+    if not isinstance(settings, VerdictSettings):
+        raise TypeError(f"settings must be a VerdictSettings, got {type(settings).__name__}")
+    base_groups = _group(base, "base")
+    head_groups = _group(head, "head")
+    if not settings.allow_cross_machine:
+        base_machines = {r.machine for r in base}
+        head_machines = {r.machine for r in head}
+        if base_machines and head_machines and base_machines != head_machines:
+            raise ValueError(
+                f"base ran on {sorted(base_machines)} but head on {sorted(head_machines)}: an A/B verdict needs "
+                "both measured on the same machine in the same job (set allow_cross_machine to override)"
+            )
+
+    final: list[Verdict] = []
+    pending: list[_Pending] = []
+    gate_results: list[Result] = []
+    for key in sorted(base_groups.keys() | head_groups.keys()):
+        b_rs, h_rs = base_groups.get(key), head_groups.get(key)
+        bench = (h_rs or b_rs)[0].benchmark  # type: ignore[index]
+        if bench.kind == Kind.CORRECTNESS:
+            if h_rs:
+                gate_results.extend(h_rs)
+            else:
+                final.append(_only_one_side(bench, b_rs, "base"))  # type: ignore[arg-type]
+            continue
+        if not b_rs or not h_rs:
+            final.append(_only_one_side(bench, (h_rs or b_rs), "head" if h_rs else "base"))  # type: ignore[arg-type]
+            continue
+        b, base_sha, _ = _pooled(b_rs, "base")
+        h, head_sha, _ = _pooled(h_rs, "head")
+        verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings)
+        if isinstance(verdict_or_pending, Verdict):
+            final.append(verdict_or_pending)
+        else:
+            pending.append(verdict_or_pending)
+
+    adjusted = _adjust([p.p_raw for p in pending], settings.correction)
+    final.extend(_decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
+    final.extend(correctness_gates(gate_results))
+    return sorted(final, key=lambda v: v.benchmark.key)
+
+
+def _measure(
+    bench: Benchmark,
+    b: np.ndarray,
+    h: np.ndarray,
+    base_sha: str,
+    head_sha: str,
+    base_bench: Benchmark,
+    settings: VerdictSettings,
+) -> Verdict | _Pending:
+    """Everything per series that does not depend on the other series; a Verdict when no test applies."""
+
+    def early(outcome: Outcome, ratio: float, reason: str, threshold: float = math.nan) -> Verdict:
+        bv = float(np.median(b)) if b.size else math.nan
+        hv = float(np.median(h)) if h.size else math.nan
+        return Verdict(bench, outcome, bv, hv, ratio, threshold=threshold, base_sha=base_sha, head_sha=head_sha,
+                       reason=reason)
+
+    if base_bench.unit != bench.unit or base_bench.direction != bench.direction:
+        return early(Outcome.INCONCLUSIVE, math.nan,
+                     f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "
+                     f"to {bench.unit}/{bench.direction}")
+    if b.size == 0 or h.size == 0:
+        side = "base" if b.size == 0 else "head"
+        return early(Outcome.INCONCLUSIVE, math.nan, f"{side} has no finite samples (benchmark failed or skipped)")
+    bm, hm = float(np.median(b)), float(np.median(h))
+    if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
+    ratio = hm / bm
+    floor = settings.floor_for(bench.key)
+    sigma = math.sqrt((_relative_sigma(b) ** 2 + _relative_sigma(h) ** 2) / 2)
+    threshold = min(settings.max_threshold, max(floor, settings.noise_k * sigma))
+    if min(b.size, h.size) < settings.min_samples:
+        within = abs(math.log(ratio)) <= math.log1p(floor)
+        return early(
+            Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
+            f"too few samples for a test ({b.size} base, {h.size} head; need {settings.min_samples}): "
+            + ("ratio within the floor" if within else "measure more samples"),
+            threshold,
+        )
+    return _Pending(bench, b, h, base_sha, head_sha, ratio, _bootstrap_ci(b, h, settings, bench.key),
+                    _mwu_pvalue(b, h), threshold)
+
+
+def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
+    hi_band, lo_band = 1.0 + p.threshold, 1.0 / (1.0 + p.threshold)
+    ci_low, ci_high = p.ci
+    beyond = p.ratio > hi_band or p.ratio < lo_band
+    significant = p_adj < settings.alpha
+    pct = f"{(p.ratio - 1) * 100:+.1f}%"
+    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%"
+    if significant and beyond:
+        outcome = Outcome.REGRESSED if _worse(p.benchmark, p.ratio) else Outcome.IMPROVED
+        reason = f"{pct} beyond the threshold and significant: {stat}"
+    elif lo_band <= ci_low and ci_high <= hi_band:
+        outcome = Outcome.UNCHANGED
+        reason = f"{pct}: interval within +-{p.threshold * 100:.1f}%: {stat}"
+    elif beyond:
+        outcome = Outcome.INCONCLUSIVE
+        reason = f"{pct} beyond the threshold but not significant: {stat}; measure more samples"
+    else:
+        outcome = Outcome.INCONCLUSIVE
+        reason = f"{pct} within the threshold but the interval straddles it: {stat}; measure more samples"
+    return Verdict(
+        p.benchmark, outcome, float(np.median(p.base)), float(np.median(p.head)), p.ratio, ci_low, ci_high, p_adj,
+        p.threshold, p.base_sha, p.head_sha, reason,
+    )
+
+
+def summarize(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
+    """Count verdicts per outcome.
+
+    Args:
+        verdicts: any verdicts (A/B and correctness gates alike).
+
+    Returns:
+        {Outcome: count} with every Outcome present (0 when absent), in Outcome order.
+    """
+    counts = Counter()
+    for v in verdicts:
+        if not isinstance(v, Verdict):
+            raise TypeError(f"summarize expects Verdict records, got {type(v).__name__}")
+        counts[v.outcome] += 1
+    return {o: counts.get(o, 0) for o in Outcome}
+
+
+def exit_code(verdicts: Iterable[Verdict]) -> int:
+    """Process exit code for CI: 1 if any series REGRESSED or any gate FAILED, else 0.
+
+    Args:
+        verdicts: A/B verdicts and/or correctness gate verdicts.
+
+    Returns:
+        0 or 1 (the CLI uses 2 for errors).
+    """
+    counts = summarize(verdicts)
+    return 1 if counts[Outcome.REGRESSED] or counts[Outcome.FAILED] else 0
