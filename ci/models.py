@@ -1,0 +1,153 @@
+"""SQLAlchemy 2 models of the results store, mirroring the records in `ci.records`.
+
+The schema is owned by the alembic migrations in `ci/migrations/versions/`; these models must
+match them (tests/ci/test_store.py compares the two with alembic's autogenerate). Change a
+model only together with a new migration.
+
+Lists and maps (samples, params, parents, environment) are JSON text: the store is read whole
+series at a time, never queried inside those values, and JSON text behaves the same on SQLite
+and PostgreSQL. Floats that may be NaN are stored as NULL (SQLite turns NaN into NULL anyway).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Explicit constraint names so that migrations can refer to them on every backend.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class MachineRow(Base):
+    __tablename__ = "machines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    gpu: Mapped[str] = mapped_column(String(255), default="")
+    driver: Mapped[str] = mapped_column(String(64), default="")
+    cuda: Mapped[str] = mapped_column(String(64), default="")
+    torch: Mapped[str] = mapped_column(String(64), default="")
+    triton: Mapped[str] = mapped_column(String(64), default="")
+    cpu: Mapped[str] = mapped_column(String(255), default="")
+    extra: Mapped[str] = mapped_column(Text, default="{}")  # JSON object of asv's other machine.json fields
+
+
+class CommitRow(Base):
+    __tablename__ = "commits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sha: Mapped[str] = mapped_column(String(64), unique=True)
+    parents: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of shas
+    branch: Mapped[str] = mapped_column(String(255), default="", index=True)
+    time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    subject: Mapped[str] = mapped_column(Text, default="")
+
+
+class BenchmarkRow(Base):
+    __tablename__ = "benchmarks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(1024), unique=True)  # Benchmark.key: name(params)
+    name: Mapped[str] = mapped_column(String(512), index=True)
+    params: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of [name, value] pairs
+    unit: Mapped[str] = mapped_column(String(64), default="seconds")
+    direction: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(16))
+
+
+class RunRow(Base):
+    """One asv result file: a commit x machine x environment. asv rewrites that file in place
+    (e.g. --append-samples), so a changed file replaces the run; identical bytes are a no-op."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_key: Mapped[str] = mapped_column(String(1024), unique=True)  # machine/commit/env
+    digest: Mapped[str] = mapped_column(String(64))  # sha256 of the file bytes
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"), index=True)
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), index=True)
+    env_name: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    source: Mapped[str] = mapped_column(Text, default="")  # the file path it came from
+    environment: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+
+
+class ResultRow(Base):
+    """One point of one benchmark's parameter grid in one run."""
+
+    __tablename__ = "results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "benchmark_id"),
+        Index("ix_results_benchmark_id_run_id", "benchmark_id", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    status: Mapped[str] = mapped_column(String(16))  # ok, failed (asv null), skipped (asv NaN)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # asv's reported median
+    samples: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of floats
+    has_raw_samples: Mapped[bool] = mapped_column(Boolean, default=False)
+    ci_99_a: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ci_99_b: Mapped[float | None] = mapped_column(Float, nullable=True)
+    q_25: Mapped[float | None] = mapped_column(Float, nullable=True)
+    q_75: Mapped[float | None] = mapped_column(Float, nullable=True)
+    number: Mapped[float | None] = mapped_column(Float, nullable=True)
+    repeat: Mapped[float | None] = mapped_column(Float, nullable=True)
+    benchmark_version: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class VerdictRow(Base):
+    __tablename__ = "verdicts"
+    __table_args__ = (UniqueConstraint("benchmark_id", "base_sha", "head_sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"), index=True)
+    outcome: Mapped[str] = mapped_column(String(16))
+    base_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    head_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ci_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ci_high: Mapped[float | None] = mapped_column(Float, nullable=True)
+    p_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    base_sha: Mapped[str] = mapped_column(String(64), default="")
+    head_sha: Mapped[str] = mapped_column(String(64), default="", index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AcknowledgementRow(Base):
+    __tablename__ = "acknowledgements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    benchmark_key: Mapped[str] = mapped_column(String(1024), index=True)
+    commit_sha: Mapped[str] = mapped_column(String(64), index=True)
+    who: Mapped[str] = mapped_column(String(255))
+    why: Mapped[str] = mapped_column(Text)
+    when: Mapped[datetime] = mapped_column(DateTime(timezone=True))
