@@ -151,11 +151,13 @@ def ragged_attn_fwd(
     max_seqlen: int,
     scale: float,
     out: torch.Tensor,
+    config: AttnConfig | None = None,
 ) -> torch.Tensor:
-    """Launch the kernel on validated inputs (see `ragged_attention` for the contract)."""
+    """Launch the kernel on validated inputs (see `ragged_attention` for the contract).
+    `config` overrides the offline table (used by the tuning sweep in scripts/bench_kernels.py)."""
     total, heads, head_dim = q.shape
     batch = cu_seqlens.shape[0] - 1
-    cfg = pick_config(max_seqlen, head_dim)
+    cfg = config or pick_config(max_seqlen, head_dim)
     grid = (triton.cdiv(max_seqlen, cfg.BLOCK_M), batch * heads, 1)
     if grid[0] == 0 or batch == 0 or total == 0:
         return out
