@@ -282,8 +282,9 @@ def sweep(rows: list):
                     try:
                         for batch, tokens, cap, cu, sets, t_fa2 in points:
                             outs = [torch.empty_like(s[0]) for s in sets]
-                            t = gpu_time([lambda s=s, o=o, cu=cu, cap=cap, cfg=cfg: ragged_attn_fwd(*s, cu, cap, scale, o, cfg)
-                                          for s, o in zip(sets, outs, strict=True)])
+                            calls = [lambda s=s, o=o, cu=cu, cap=cap, c=cfg: ragged_attn_fwd(*s, cu, cap, scale, o, c)
+                                     for s, o in zip(sets, outs, strict=True)]
+                            t = gpu_time(calls)
                             ratios.append(t / t_fa2)
                             rows.append({"measure": "sweep", "config": repr(cfg), "batch": batch, "tokens": tokens,
                                          "cap": cap, "triton": t, "fa2": t_fa2})
