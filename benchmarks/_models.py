@@ -1,0 +1,166 @@
+"""Model-level helpers for the end-to-end and correctness benchmarks (lazy imports only).
+
+Results are computed for a whole matrix inside one `setup_cache` process (one torch import,
+one CUDA context, models built once) and handed to cheap per-parameter `track_` processes as
+a plain dict: `{key: {"value": float}}`, `{key: {"skip": reason}}` or `{key: {"error": text}}`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import _timing
+
+# Backends whose forward builds NestedTensors from Python lists: cannot be captured as a CUDA graph.
+NOT_CAPTURABLE = frozenset({"nested_sdpa"})
+
+
+def build_model(torch: Any, model_name: str, pruner_name: str, backend: str, dtype: Any) -> Any:
+    """A seeded pruned DeiT on the GPU in eval mode (seed 0: same weights and keep decisions everywhere).
+
+    Args:
+        torch: the torch module.
+        model_name: timm DeiT name.
+        pruner_name: `pruners.create_pruner` name (ignored by the library for backend "dense").
+        backend: attention backend name.
+        dtype: parameter dtype.
+
+    Returns:
+        The model.
+    """
+    create_pruner = _timing.require_attr("pruners", "create_pruner")
+    build_pruned_model = _timing.require_attr("pruners", "build_pruned_model")
+    model = build_pruned_model(model_name, create_pruner(pruner_name), backend, seed=0)
+    return model.to(device="cuda", dtype=dtype).eval()
+
+
+def images(torch: Any, batch: int, resolution: int, seed: int = 7) -> Any:
+    """Seeded normalised images [B, 3, R, R] on the GPU; real photos from scikit-image when installed.
+
+    Args:
+        torch: the torch module.
+        batch: number of images.
+        resolution: side in pixels.
+        seed: generator seed for the random fallback and the photo order.
+
+    Returns:
+        float32 CUDA tensor.
+    """
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    try:
+        from skimage import data as skdata
+
+        names = ["astronaut", "coffee", "chelsea", "rocket", "cat", "immunohistochemistry", "colorwheel"]
+        photos = [torch.from_numpy(getattr(skdata, n)().copy()).permute(2, 0, 1).float() / 255.0 for n in names]
+        size = (resolution, resolution)
+        photos = [torch.nn.functional.interpolate(p[None, :3], size=size, mode="bilinear")[0] for p in photos]
+        order = torch.randperm(len(photos), generator=gen).tolist()
+        x = torch.stack([photos[order[i % len(photos)]] for i in range(batch)])
+        mean = torch.tensor([0.485, 0.456, 0.406])[:, None, None]
+        std = torch.tensor([0.229, 0.224, 0.225])[:, None, None]
+        x = (x - mean) / std
+    except (ImportError, AttributeError, OSError):
+        x = torch.randn(batch, 3, resolution, resolution, generator=gen)
+    return x.cuda()
+
+
+def forward_runner(torch: Any, model: Any, x: Any, graph: bool) -> Callable[[], Any]:
+    """A zero-argument forward: eager `model(x)`, or the replay of a CUDA graph captured once.
+
+    Args:
+        torch: the torch module.
+        model: the model.
+        x: static input.
+        graph: capture and replay a CUDA graph.
+
+    Returns:
+        Callable running one forward (asynchronously).
+    """
+    if not graph:
+        return lambda: model(x)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        model(x)
+    return g.replay
+
+
+def images_per_s_and_peak(torch: Any, run: Callable[[], Any], batch: int, reps: int = 30) -> tuple[float, float]:
+    """Throughput as batch / median synced forward latency, and peak allocated bytes over one forward.
+
+    Args:
+        torch: the torch module.
+        run: one forward.
+        batch: images per forward.
+        reps: timed forwards.
+
+    Returns:
+        (images per second, peak bytes).
+    """
+    for _ in range(5):
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    run()
+    torch.cuda.synchronize()
+    peak = float(torch.cuda.max_memory_allocated())
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return batch / statistics.median(times), peak
+
+
+def guarded(results: dict, key: str, compute: Callable[[], dict]) -> None:
+    """Store compute()'s dict under key; NotImplementedError becomes a skip, anything else an error.
+
+    Args:
+        results: the matrix being filled.
+        key: entry key.
+        compute: returns `{name: float}`.
+    """
+    try:
+        results[key] = {"values": compute()}
+    except NotImplementedError as exc:
+        results[key] = {"skip": str(exc) or "not implemented"}
+    except Exception:  # noqa: BLE001 - one broken configuration must not hide the rest of the matrix
+        results[key] = {"error": traceback.format_exc(limit=8)}
+
+
+def lookup(results: dict, key: str, name: str) -> float:
+    """The value `name` of entry `key`: raises NotImplementedError for skips (asv skips) and RuntimeError for errors.
+
+    Args:
+        results: matrix from setup_cache.
+        key: entry key.
+        name: value name.
+
+    Returns:
+        The value.
+    """
+    if "skip" in results.get("_global", {}):
+        raise NotImplementedError(results["_global"]["skip"])
+    entry = results.get(key)
+    if entry is None:
+        raise NotImplementedError(f"{key} not measured")
+    if "skip" in entry:
+        raise NotImplementedError(entry["skip"])
+    if "error" in entry:
+        raise RuntimeError(f"{key} failed in setup_cache:\n{entry['error']}")
+    return float(entry["values"][name])
+
+
+def key_of(parts: Iterable[str]) -> str:
+    """Join parameter values into a results key."""
+    return "|".join(parts)

@@ -1,0 +1,197 @@
+"""Measurement helpers shared by the benchmark files.
+
+How the three attention measures reach asv with raw samples (see README.md, "GPU timings"):
+every `time_*` benchmark here measures its own region and advances a `MeasuredClock`; the
+benchmark's `timer` attribute is that clock's `now`. asv's timing loop reads `timer()` before
+and after each call, so each asv sample is exactly the per-call quantity the function measured
+(GPU time from CUDA events, or host time from `perf_counter`), and asv keeps the samples in its
+result files (`--record-samples`, default in `asv continuous`) for its Mann-Whitney test.
+
+This module has no torch import at module level: asv imports it during discovery.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+class MeasuredClock:
+    """A clock that only moves when a benchmark reports a measured interval.
+
+    `timeit` computes `timer() after - timer() before`; with this clock that difference is the
+    sum of the intervals reported in between, i.e. what the benchmark measured itself.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0.0
+
+    def now(self) -> float:
+        """Current reading in seconds (the `timer` attribute handed to asv)."""
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Add a measured interval.
+
+        Args:
+            seconds: a non-negative duration.
+        """
+        if not seconds >= 0.0:  # also rejects NaN
+            raise ValueError(f"measured interval must be >= 0 s, got {seconds!r}")
+        self._now += seconds
+
+
+CLOCK = MeasuredClock()
+
+
+def require_cuda() -> Any:
+    """Import torch and return it, or skip the benchmark (NotImplementedError) without a CUDA GPU."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise NotImplementedError(f"torch not importable: {exc}") from exc
+    if not torch.cuda.is_available():
+        raise NotImplementedError("needs a CUDA GPU")
+    return torch
+
+
+def require_attr(module_name: str, attr: str) -> Any:
+    """Import `module_name.attr`, skipping (NotImplementedError) when it is absent at this commit.
+
+    Args:
+        module_name: dotted module path, e.g. "ragged_kernels".
+        attr: attribute name, e.g. "ragged_attention".
+
+    Returns:
+        The attribute.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise NotImplementedError(f"{module_name} not importable at this commit: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
+        raise NotImplementedError(f"{module_name}.{attr} absent at this commit") from exc
+
+
+def host_cost(fn: Callable[[int], Any], calls: int, sync: Callable[[], None]) -> float:
+    """Host cost per call: wall time of `calls` back-to-back calls read BEFORE the final sync, / calls.
+
+    Args:
+        fn: called as fn(i) for i in range(calls) (i rotates input sets).
+        calls: number of calls (>= 1).
+        sync: device synchronisation, run after the clock is read so the queue is drained for the next sample.
+
+    Returns:
+        Seconds per call.
+    """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
+    t0 = time.perf_counter()
+    for i in range(calls):
+        fn(i)
+    t1 = time.perf_counter()
+    sync()
+    return (t1 - t0) / calls
+
+
+def latency(fn: Callable[[int], Any], calls: int, sync: Callable[[], None]) -> float:
+    """Latency per call: wall time of (call + synchronize), averaged over `calls` repetitions.
+
+    Args:
+        fn: called as fn(i).
+        calls: number of calls (>= 1).
+        sync: device synchronisation inside the timed region.
+
+    Returns:
+        Seconds per call.
+    """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
+    sync()
+    t0 = time.perf_counter()
+    for i in range(calls):
+        fn(i)
+        sync()
+    return (time.perf_counter() - t0) / calls
+
+
+class GpuTimer:
+    """GPU time per call of a callable, from CUDA events around a CUDA-graph replay of N calls.
+
+    The graph holds `calls` launches cycling over several input sets (so a small problem is not
+    flattered by a warm L2). Each measurement first replays the graph once untimed: while the GPU
+    runs it, the host enqueues the start event and the timed replay, so the host's launch gap is
+    not counted. Where capture fails (an op that syncs or is not capturable, e.g. NestedTensor
+    construction), it falls back to events around `calls` eager calls after an untimed warm call;
+    that number then includes any host-bound idle gaps, and `mode` says so.
+    """
+
+    def __init__(self, fn: Callable[[int], Any], calls: int, torch_mod: Any) -> None:
+        if calls < 1:
+            raise ValueError(f"calls must be >= 1, got {calls}")
+        self.torch = torch_mod
+        self.fn = fn
+        self.calls = calls
+        self.graph = None
+        self.mode = "eager-events"
+        torch = torch_mod
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for i in range(3):  # warm up (compile, autotune caches, allocator) before capture
+                fn(i)
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(calls):
+                    fn(i)
+            graph.replay()
+            torch.cuda.synchronize()
+            self.graph = graph
+            self.mode = "graph-events"
+        except Exception:  # noqa: BLE001 - any capture failure means "not capturable": use eager events
+            torch.cuda.synchronize()
+            self.graph = None
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def _run_all(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            for i in range(self.calls):
+                self.fn(i)
+
+    def measure(self) -> float:
+        """One sample: GPU seconds per call."""
+        self._run_all()  # untimed: keeps the GPU busy while the timed work is enqueued
+        self.start.record()
+        self._run_all()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1e-3 / self.calls
+
+
+def rotating_sets(make: Callable[[int], Sequence[Any]], bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> list:
+    """Enough independent input sets that cycling through them streams at least 2x the L2 cache.
+
+    Args:
+        make: builds input set number i.
+        bytes_per_set: device bytes of one set.
+        l2_bytes: the GPU's L2 size.
+        max_sets: upper bound on sets (memory).
+
+    Returns:
+        List of input sets (at least 2).
+    """
+    if bytes_per_set <= 0:
+        raise ValueError(f"bytes_per_set must be > 0, got {bytes_per_set}")
+    n = min(max_sets, max(2, -(-2 * l2_bytes // bytes_per_set)))
+    return [make(i) for i in range(n)]

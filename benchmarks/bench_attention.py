@@ -1,0 +1,149 @@
+"""Ragged attention: our Triton kernel and every baseline, three measures per case.
+
+- `time_host`: host cost per call (wall time of N back-to-back calls before the final sync, / N);
+- `time_latency`: call + synchronize, wall clock;
+- `time_gpu`: GPU time per call from CUDA events around a CUDA-graph replay (see `_timing`).
+
+Parameters: shape preset (batch x keep ratio x geometry, `presets.ATTENTION_PRESETS`) x backend
+(`ragged_kernels.ATTENTION_BACKENDS` keys; the kernel under test is "triton").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _timing
+from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, AttentionPreset
+
+_STATE: dict[tuple[str, str], Any] = {}
+
+
+def make_qkv(torch: Any, preset: AttentionPreset, device: str, dtype: Any, seed: int) -> tuple:
+    """Packed q, k, v as strided views of one fused [T, 3, H, D] buffer (as a ViT's qkv Linear makes them).
+
+    Args:
+        torch: the torch module.
+        preset: shape preset.
+        device: "cuda" or "cpu".
+        dtype: element type.
+        seed: generator seed of this input set.
+
+    Returns:
+        (q, k, v, cu_seqlens int32 [B+1] on `device`).
+    """
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    qkv = torch.randn(preset.total_tokens, 3, preset.heads, preset.head_dim, generator=gen).to(device, dtype)
+    cu = torch.tensor(preset.cu_seqlens(), dtype=torch.int32, device=device)
+    return qkv[:, 0], qkv[:, 1], qkv[:, 2], cu
+
+
+def _backend(name: str) -> Any:
+    backends = _timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
+    if name not in backends:
+        raise NotImplementedError(f"attention backend {name!r} absent at this commit (have {sorted(backends)})")
+    return backends[name]
+
+
+class _Case:
+    """Inputs, callable and GPU timer of one (preset, backend), built once per process."""
+
+    CALLS = 20
+
+    def __init__(self, preset_name: str, backend: str) -> None:
+        torch = _timing.require_cuda()
+        from .gpu_env import write_for_asv_run
+
+        write_for_asv_run()
+        fn = _backend(backend)
+        preset = ATTENTION_PRESETS[preset_name]
+        bytes_per_set = preset.total_tokens * 3 * preset.heads * preset.head_dim * 2
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        sets = _timing.rotating_sets(
+            lambda i: make_qkv(torch, preset, "cuda", torch.float16, seed=i), bytes_per_set, l2
+        )
+        max_seqlen = preset.tokens  # any upper bound is allowed: callers never need .item()
+
+        def call(i: int) -> Any:
+            q, k, v, cu = sets[i % len(sets)]
+            return fn(q, k, v, cu, max_seqlen)
+
+        self.torch = torch
+        self.call = call
+        self.gpu = _timing.GpuTimer(call, self.CALLS, torch)
+
+
+def _case(preset: str, backend: str) -> _Case:
+    key = (preset, backend)
+    if key not in _STATE:
+        _STATE[key] = _Case(preset, backend)
+    return _STATE[key]
+
+
+class AttentionKernels:
+    """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer."""
+
+    params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
+    param_names = ["preset", "backend"]
+    version = "1"
+    timer = _timing.CLOCK.now
+    # Samples: 2 rounds x 10-25 per round. Each sample is itself a mean over 20-50 calls.
+    rounds = 2
+    repeat = (10, 25, 2.0)
+    warmup_time = 0.05  # the real warm-up (compile, capture) happens in setup
+    timeout = 240
+
+    def setup(self, preset: str, backend: str) -> None:
+        # asv_runner re-runs setup before every sample: _case memoises the expensive part.
+        self.case = _case(preset, backend)
+
+    def time_host(self, preset: str, backend: str) -> None:
+        c = self.case
+        _timing.CLOCK.advance(_timing.host_cost(c.call, 50, c.torch.cuda.synchronize))
+
+    def time_latency(self, preset: str, backend: str) -> None:
+        c = self.case
+        _timing.CLOCK.advance(_timing.latency(c.call, 20, c.torch.cuda.synchronize))
+
+    def time_gpu(self, preset: str, backend: str) -> None:
+        _timing.CLOCK.advance(self.case.gpu.measure())
+
+
+class AttentionCPU:
+    """Ragged attention on PyTorch-CPU (fp32): the oracle, and baselines that run on the CPU.
+
+    "triton" runs only under the Triton interpreter (TRITON_INTERPRET=1 in asv's environment, as
+    CI sets it); elsewhere it skips. Part of the CPU subset that CI runs through real asv.
+    """
+
+    params = (["tiny224-b4-keep0.5"], ["reference", "padded_sdpa", "triton"])
+    param_names = ["preset", "backend"]
+    version = "1"
+    timer = _timing.CLOCK.now
+    rounds = 2
+    repeat = (3, 10, 1.0)
+    warmup_time = 0.0
+    timeout = 120
+
+    def setup(self, preset: str, backend: str) -> None:
+        key = ("cpu", preset, backend)
+        if key not in _STATE:
+            import os
+
+            if backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1":
+                raise NotImplementedError("triton on the CPU needs TRITON_INTERPRET=1")
+            import torch
+
+            from .presets import CPU_PRESETS
+
+            p = CPU_PRESETS[preset]
+            if backend == "reference":
+                fn = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
+            else:
+                fn = _backend(backend)
+            q, k, v, cu = make_qkv(torch, p, "cpu", torch.float32, seed=0)
+            fn(q, k, v, cu, p.tokens)  # first call outside timing (interpreter/JIT set-up)
+            _STATE[key] = lambda i: fn(q, k, v, cu, p.tokens)
+        self.call = _STATE[key]
+
+    def time_host(self, preset: str, backend: str) -> None:
+        _timing.CLOCK.advance(_timing.host_cost(self.call, 3, lambda: None))

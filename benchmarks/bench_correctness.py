@@ -1,0 +1,158 @@
+"""Correctness as tracked values: a speed-up that breaks the numbers must show on the dashboard.
+
+- `ModelCorrectness`: max |logit diff| ("max abs diff", lower is better) and top-1 agreement
+  ("top-1 agreement", fraction of images, higher is better) of each backend's pruned model
+  against the same model and pruner with the `padded_sdpa` backend (fused SDPA over the padded
+  batch: the reference pipeline, as in the paper's Table VI), fp16, same seeded weights and images.
+- `KernelError`: max |error| of each attention backend on fp16 inputs against the fp32 oracle
+  `ragged_kernels.attention.naive.ragged_attention_ref`.
+Both are computed once per commit in `setup_cache` (see `_models`).
+"""
+
+from __future__ import annotations
+
+from . import _models, _timing
+from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
+
+REFERENCE_BACKEND = "padded_sdpa"
+CHECKED_BACKENDS = ["triton", "fa2_varlen", "nested_sdpa"]
+MODELS = ["deit_small_patch16_224", "deit_base_patch16_384"]
+N_IMAGES = 8
+
+
+def model_matrix(models: list[str], pruners: list[str], backends: list[str]) -> dict:
+    """Logit differences and top-1 agreement against the reference backend, per model x pruner x backend.
+
+    Args:
+        models: timm model names.
+        pruners: pruner names.
+        backends: backends to check.
+
+    Returns:
+        `{"model|pruner|backend": entry}` with values max_abs_diff and top1_agreement.
+    """
+    try:
+        torch = _timing.require_cuda()
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
+    from .gpu_env import write_for_asv_run
+
+    write_for_asv_run()
+    results: dict = {}
+    for model_name in models:
+        resolution = int(model_name.rsplit("_", 1)[1])
+        x = _models.images(torch, N_IMAGES, resolution).half()
+        for pruner in pruners:
+            ref_entry: dict = {}
+
+            def reference(model_name=model_name, pruner=pruner, x=x, ref_entry=ref_entry) -> dict:
+                model = _models.build_model(torch, model_name, pruner, REFERENCE_BACKEND, torch.float16)
+                with torch.inference_mode():
+                    ref_entry["logits"] = model(x).float()
+                return {}
+
+            _models.guarded(results, "_ref", reference)
+            ref_status = results.pop("_ref")
+            for backend in backends:
+                key = _models.key_of((model_name, pruner, backend))
+                if "values" not in ref_status:
+                    results[key] = ref_status  # the reference is missing: so is every comparison
+                    continue
+
+                def compare(model_name=model_name, pruner=pruner, backend=backend, x=x, ref_entry=ref_entry) -> dict:
+                    model = _models.build_model(torch, model_name, pruner, backend, torch.float16)
+                    with torch.inference_mode():
+                        logits = model(x).float()
+                    ref = ref_entry["logits"]
+                    return {
+                        "max_abs_diff": (logits - ref).abs().max().item(),
+                        "top1_agreement": (logits.argmax(-1) == ref.argmax(-1)).float().mean().item(),
+                    }
+
+                _models.guarded(results, key, compare)
+            torch.cuda.empty_cache()
+    return results
+
+
+def kernel_matrix(presets: list[str], backends: list[str]) -> dict:
+    """Max |error| of each attention backend (fp16 inputs) against the fp32 oracle.
+
+    Args:
+        presets: ATTENTION_PRESETS names.
+        backends: ATTENTION_BACKENDS keys.
+
+    Returns:
+        `{"preset|backend": entry}` with value max_abs_error.
+    """
+    try:
+        torch = _timing.require_cuda()
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
+    from .bench_attention import make_qkv
+
+    results: dict = {}
+    for preset_name in presets:
+        p = ATTENTION_PRESETS[preset_name]
+        for backend in backends:
+
+            def compute(p=p, backend=backend) -> dict:
+                oracle = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
+                table = _timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
+                if backend not in table:
+                    raise NotImplementedError(f"attention backend {backend!r} absent at this commit")
+                q, k, v, cu = make_qkv(torch, p, "cuda", torch.float16, seed=11)
+                out = table[backend](q, k, v, cu, p.tokens).float()
+                ref = oracle(q.float(), k.float(), v.float(), cu, p.tokens).float()
+                return {"max_abs_error": (out - ref).abs().max().item()}
+
+            _models.guarded(results, _models.key_of((preset_name, backend)), compute)
+    return results
+
+
+class ModelCorrectness:
+    """End-to-end logits of every backend vs the padded-SDPA reference pipeline."""
+
+    params = (MODELS, PRUNERS, CHECKED_BACKENDS)
+    param_names = ["model", "pruner", "backend"]
+    version = "1"
+
+    def setup_cache(self) -> dict:
+        return model_matrix(*self.params)
+
+    setup_cache.timeout = 600
+
+    def setup(self, cache: dict, model: str, pruner: str, backend: str) -> None:
+        key = _models.key_of((model, pruner, backend))
+        self.max_abs_diff = _models.lookup(cache, key, "max_abs_diff")
+        self.top1 = _models.lookup(cache, key, "top1_agreement")
+
+    def track_max_abs_logit_diff(self, cache: dict, model: str, pruner: str, backend: str) -> float:
+        return self.max_abs_diff
+
+    track_max_abs_logit_diff.unit = "max abs diff"
+
+    def track_top1_agreement(self, cache: dict, model: str, pruner: str, backend: str) -> float:
+        return self.top1
+
+    track_top1_agreement.unit = "top-1 agreement"
+
+
+class KernelError:
+    """Attention output error against the fp32 oracle, per shape preset x backend."""
+
+    params = (["deitb224-b8-keep0.5", "deitb384-b8-keep0.5", "deitb224-b32-keep0.5-uniform"], ATTENTION_BACKENDS)
+    param_names = ["preset", "backend"]
+    version = "1"
+
+    def setup_cache(self) -> dict:
+        return kernel_matrix(*self.params)
+
+    setup_cache.timeout = 300
+
+    def setup(self, cache: dict, preset: str, backend: str) -> None:
+        self.error = _models.lookup(cache, _models.key_of((preset, backend)), "max_abs_error")
+
+    def track_max_abs_error(self, cache: dict, preset: str, backend: str) -> float:
+        return self.error
+
+    track_max_abs_error.unit = "max abs diff"

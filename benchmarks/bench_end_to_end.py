@@ -1,0 +1,117 @@
+"""End to end: images/s and peak GPU memory of pruned DeiTs, per model x pruner x backend x batch x resolution x mode.
+
+The whole matrix is measured once per commit inside `setup_cache` (one process: one torch
+import, one CUDA context), then each parameter's `track_` process only reads its number; spawning
+one torch process per point would cost more than the measurements. Throughput is batch / median
+of 30 synchronised forwards (host dispatch included: at serving batch sizes it is the bottleneck).
+"graph" captures the whole forward once as a CUDA graph and replays it. "dense" is the unpruned
+model: the same value is reported under every pruner, as that pruner's reference line.
+"""
+
+from __future__ import annotations
+
+from . import _models, _timing
+from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
+
+MODES = ["eager", "graph"]
+
+
+def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], modes: list[str]) -> dict:
+    """Measure images/s and peak bytes for every combination (see module docstring).
+
+    Args:
+        presets: MODEL_PRESETS names.
+        pruners: pruner names.
+        backends: backend names.
+        modes: "eager" and/or "graph".
+
+    Returns:
+        `{key: entry}` as described in `_models`; key = "preset|pruner|backend|mode".
+    """
+    results: dict = {}
+    try:
+        torch = _timing.require_cuda()
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
+    from .gpu_env import write_for_asv_run
+
+    write_for_asv_run()
+    for preset_name in presets:
+        p = MODEL_PRESETS[preset_name]
+        x = _models.images(torch, p.batch, p.resolution).half()
+        for backend in backends:
+            for pruner in pruners[:1] if backend == "dense" else pruners:
+                try:
+                    model = _models.build_model(torch, p.model, pruner, backend, torch.float16)
+                except NotImplementedError as exc:
+                    for mode in modes:
+                        results[_models.key_of((preset_name, pruner, backend, mode))] = {"skip": str(exc)}
+                    continue
+                except Exception as exc:  # noqa: BLE001 - recorded per entry below
+                    for mode in modes:
+                        results[_models.key_of((preset_name, pruner, backend, mode))] = {"error": repr(exc)}
+                    continue
+                for mode in modes:
+
+                    def compute(model=model, mode=mode, backend=backend, x=x, batch=p.batch) -> dict:
+                        if mode == "graph" and backend in NOT_CAPTURABLE:
+                            raise NotImplementedError(f"{backend} cannot be captured as a CUDA graph")
+                        with torch.inference_mode():
+                            run = _models.forward_runner(torch, model, x, graph=mode == "graph")
+                            ips, peak = _models.images_per_s_and_peak(torch, run, batch)
+                        return {"images_per_s": ips, "peak_bytes": peak}
+
+                    _models.guarded(results, _models.key_of((preset_name, pruner, backend, mode)), compute)
+                del model
+                torch.cuda.empty_cache()
+            if backend == "dense":
+                for pruner in pruners[1:]:
+                    for mode in modes:
+                        k0 = _models.key_of((preset_name, pruners[0], backend, mode))
+                        results[_models.key_of((preset_name, pruner, backend, mode))] = results[k0]
+    return results
+
+
+NOT_CAPTURABLE = _models.NOT_CAPTURABLE
+
+
+class _EndToEndBase:
+    param_names = ["preset", "pruner", "backend", "mode"]
+    version = "1"
+
+    def setup(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> None:
+        key = _models.key_of((preset, pruner, backend, mode))
+        self.images_per_s = _models.lookup(cache, key, "images_per_s")
+        self.peak_bytes = _models.lookup(cache, key, "peak_bytes")
+
+    def track_images_per_s(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
+        return self.images_per_s
+
+    track_images_per_s.unit = "images/s"
+
+    def track_peak_memory(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
+        return self.peak_bytes
+
+    track_peak_memory.unit = "bytes"
+
+
+class EndToEnd(_EndToEndBase):
+    """Full matrix (every commit on the GPU runner)."""
+
+    params = (["deits224-b1", "deitb224-b32", "deitb384-b8"], PRUNERS, MODEL_BACKENDS, MODES)
+
+    def setup_cache(self) -> dict:
+        return measure_matrix(*self.params)
+
+    setup_cache.timeout = 900
+
+
+class EndToEndPR(_EndToEndBase):
+    """Quick PR subset: DeiT-S at serving batch 32, truly ragged pruner, the kernel vs the best baselines."""
+
+    params = (["deits224-b32"], ["threshold_l2"], ["triton", "fa2_varlen", "padded_sdpa", "dense"], MODES)
+
+    def setup_cache(self) -> dict:
+        return measure_matrix(*self.params)
+
+    setup_cache.timeout = 300

@@ -1,0 +1,134 @@
+"""pack_tokens / unpack_tokens: the data movement around the ragged kernel.
+
+`PackTokens` (GPU): GPU time (graph replay + events) and host cost per call.
+`PackTokensCPU`: the same ops on PyTorch-CPU tensors; the CPU subset CI runs through real asv.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from . import _timing
+from .presets import CPU_PRESETS, PACK_PRESETS, AttentionPreset
+
+_STATE: dict[tuple, Any] = {}
+
+
+def make_tokens(torch: Any, preset: AttentionPreset, device: str, dtype: Any, seed: int) -> tuple:
+    """Tokens x [B, N, C] and a keep mask [B, N] whose row sums are the preset's lengths.
+
+    Args:
+        torch: the torch module.
+        preset: shape preset (C = heads * head_dim, N = tokens).
+        device: "cuda" or "cpu".
+        dtype: element type of x.
+        seed: generator seed of this input set.
+
+    Returns:
+        (x, keep).
+    """
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    b, n, c = preset.batch, preset.tokens, preset.heads * preset.head_dim
+    x = torch.randn(b, n, c, generator=gen).to(device, dtype)
+    keep = torch.zeros(b, n, dtype=torch.bool)
+    for i, length in enumerate(preset.lengths()):
+        # the class token (0) always survives pruning; the rest are a seeded random subset
+        keep[i, 0] = True
+        keep[i, 1 + torch.randperm(n - 1, generator=gen)[: length - 1]] = True
+    return x, keep.to(device)
+
+
+def _pack_kwargs(pack_tokens: Any, preset: AttentionPreset) -> dict:
+    # A fixed capacity (the unpruned size) keeps pack free of host syncs, so it can be graph-captured.
+    if "capacity" in inspect.signature(pack_tokens).parameters:
+        return {"capacity": preset.batch * preset.tokens}
+    return {}
+
+
+class _Case:
+    def __init__(self, preset: AttentionPreset, op: str, device: str, torch: Any) -> None:
+        if op not in ("pack", "unpack"):
+            raise ValueError(f"op must be 'pack' or 'unpack', got {op!r}")
+        pack_tokens = _timing.require_attr("ragged_kernels", "pack_tokens")
+        unpack_tokens = _timing.require_attr("ragged_kernels", "unpack_tokens")
+        kwargs = _pack_kwargs(pack_tokens, preset)
+        dtype = torch.float16 if device == "cuda" else torch.float32
+        sets = []
+        for s in range(2 if device == "cpu" else 4):
+            x, keep = make_tokens(torch, preset, device, dtype, seed=s)
+            packed, cu = pack_tokens(x, keep, **kwargs)
+            sets.append((x, keep, packed, cu))
+        if op == "pack":
+
+            def call(i: int) -> Any:
+                x, keep, _, _ = sets[i % len(sets)]
+                return pack_tokens(x, keep, **kwargs)
+
+        else:
+
+            def call(i: int) -> Any:
+                _, keep, packed, cu = sets[i % len(sets)]
+                return unpack_tokens(packed, keep, cu)
+
+        self.torch = torch
+        self.call = call
+        self.sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        self.gpu = _timing.GpuTimer(call, 20, torch) if device == "cuda" else None
+
+
+def _case(preset: AttentionPreset, op: str, device: str) -> _Case:
+    key = (preset.name, op, device)
+    if key not in _STATE:
+        if device == "cuda":
+            torch = _timing.require_cuda()
+            from .gpu_env import write_for_asv_run
+
+            write_for_asv_run()
+        else:
+            import torch
+        _STATE[key] = _Case(preset, op, device, torch)
+    return _STATE[key]
+
+
+class PackTokens:
+    """pack_tokens / unpack_tokens on the GPU, fp16 tokens, DeiT-B width (768)."""
+
+    params = (list(PACK_PRESETS), ["pack", "unpack"])
+    param_names = ["preset", "op"]
+    version = "1"
+    timer = _timing.CLOCK.now
+    rounds = 2
+    repeat = (10, 25, 2.0)
+    warmup_time = 0.05
+    timeout = 240
+
+    def setup(self, preset: str, op: str) -> None:
+        self.case = _case(PACK_PRESETS[preset], op, "cuda")
+
+    def time_gpu(self, preset: str, op: str) -> None:
+        _timing.CLOCK.advance(self.case.gpu.measure())
+
+    def time_host(self, preset: str, op: str) -> None:
+        c = self.case
+        _timing.CLOCK.advance(_timing.host_cost(c.call, 50, c.sync))
+
+
+class PackTokensCPU:
+    """pack_tokens / unpack_tokens on PyTorch-CPU tensors (fp32): runs everywhere, including CI."""
+
+    params = (list(CPU_PRESETS), ["pack", "unpack"])
+    param_names = ["preset", "op"]
+    version = "1"
+    timer = _timing.CLOCK.now
+    rounds = 2
+    repeat = (5, 10, 1.0)
+    warmup_time = 0.05
+    timeout = 120
+
+    def setup(self, preset: str, op: str) -> None:
+        self.case = _case(CPU_PRESETS[preset], op, "cpu")
+
+    def time_host(self, preset: str, op: str) -> None:
+        c = self.case
+        _timing.CLOCK.advance(_timing.host_cost(c.call, 20, c.sync))
