@@ -1,0 +1,254 @@
+"""`python -m ci`: the service's command line.
+
+Exit codes (shared by every command): 0 clean, 1 a regression or a failed correctness gate,
+2 an error (bad arguments, a malformed or truncated input file, a database problem, or a part
+of the service that is not available yet).
+
+    python -m ci ingest  [--db DB] [--repo PATH [--branch NAME]] RESULTS_DIR
+    python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]
+    python -m ci comment [--db DB] --base SHA --head SHA [--machine NAME] [--out FILE]
+                         [--dashboard-url URL] [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
+    python -m ci dashboard [--db DB] --out DIR [--title T] [--base-url URL] [--baseline SHA] [--branch NAME]
+    python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
+    python -m ci run | demo   (later task)
+
+`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ci.store import DEFAULT_DB
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+
+
+class Unavailable(RuntimeError):
+    """A command needs a part of the service that does not exist in this tree yet."""
+
+
+def _need(module: str, attr: str) -> Any:
+    """Import `module.attr` lazily, so one missing part only disables the commands that use it."""
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        raise Unavailable(f"not available yet: {module}.{attr}") from None
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from ci.store import Store
+
+    return Store(args.db)
+
+
+def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
+    if machine is not None:
+        return machine
+    on_base = {r.machine for r in store.results(commit_sha=base)}
+    on_head = {r.machine for r in store.results(commit_sha=head)}
+    both = sorted(on_base & on_head)
+    if len(both) == 1:
+        return both[0]
+    if not both:
+        raise ValueError(f"no machine has results for both {base[:12]} (base) and {head[:12]} (head)")
+    raise ValueError(f"several machines measured both commits ({', '.join(both)}): pass --machine")
+
+
+def _ab_inputs(store: Any, args: argparse.Namespace) -> tuple[str, str, str, list[Any], list[Any]]:
+    """Base/head shas, machine, and their results; a correctness benchmark that crashed on head
+    becomes a result without samples, so the gates fail it instead of never seeing it."""
+    from ci.records import Kind, Result
+
+    base = store.resolve_commit(args.base)
+    head = store.resolve_commit(args.head)
+    machine = _pick_machine(store, base, head, args.machine)
+    base_results = store.results(commit_sha=base, machine=machine)
+    head_results = store.results(commit_sha=head, machine=machine)
+    for f in store.failures(commit_sha=head, machine=machine):
+        if f.benchmark.kind == Kind.CORRECTNESS and f.status == "failed":
+            head_results.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
+    if not head_results:
+        raise ValueError(f"no results for head {head[:12]} on {machine}")
+    return base, head, machine, base_results, head_results
+
+
+def _print_verdicts(verdicts: Sequence[Any]) -> None:
+    for v in verdicts:
+        ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
+        print(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}" + (f"  ({v.reason})" if v.reason else ""))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from ci.ingest import ingest_results_dir
+
+    with _open(args) as store:
+        report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
+    for f in report.errors:
+        print(f"error: {f.message}", file=sys.stderr)
+    print(report.summary())
+    # A malformed file is an error even though every other file went in.
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    compare = _need("ci.verdicts", "compare")
+    exit_code = _need("ci.verdicts", "exit_code")
+    with _open(args) as store:
+        base, head, machine, b, h = _ab_inputs(store, args)
+        verdicts = compare(b, h)
+        if not args.no_save:
+            store.save_verdicts(verdicts)
+    print(f"base {base[:12]}  head {head[:12]}  machine {machine}: {len(verdicts)} series")
+    _print_verdicts(verdicts)
+    return exit_code(verdicts)
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    compare = _need("ci.verdicts", "compare")
+    exit_code = _need("ci.verdicts", "exit_code")
+    render_comment = _need("ci.comment", "render_comment")
+    if (args.repo is None) != (args.pr is None):
+        raise ValueError("--repo and --pr go together (post the comment to that pull request)")
+    with _open(args) as store:
+        base, head, machine, b, h = _ab_inputs(store, args)
+        # Correctness gates judge the head alone, so their verdicts carry no base sha.
+        verdicts = [v for v in store.verdicts(head_sha=head) if v.base_sha in (base, "")]
+        if not verdicts:  # `compare` was not run (or saved) for this pair: decide now
+            verdicts = compare(b, h)
+            store.save_verdicts(verdicts)
+        machine_row = next((m for m in store.machines() if m.name == machine), None)
+    env = {"machine": machine}
+    if machine_row is not None:
+        env.update(
+            {
+                k: getattr(machine_row, k)
+                for k in ("gpu", "driver", "cuda", "torch", "triton")
+                if getattr(machine_row, k)
+            }
+        )
+    if h:
+        env.update({k: v for k, v in h[0].environment if k in ("sm_clock_mhz", "mem_clock_mhz", "python", "env_name")})
+    body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(body)
+    elif args.repo is None:
+        print(body)
+    if args.repo is not None:
+        post = _need("ci.github", "post_sticky_comment")
+        print(post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run))
+    return exit_code(verdicts)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    render_site = _need("dashboard", "render_site")
+    with _open(args) as store:
+        stats = render_site(
+            store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
+        )
+    print(
+        f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
+        f"{stats.series} series, {stats.commits} commits"
+    )
+    return EXIT_OK
+
+
+def cmd_ack(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
+    print(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}")
+    return EXIT_OK
+
+
+def cmd_later(args: argparse.Namespace) -> int:
+    raise Unavailable(f"not available yet: `python -m ci {args.command}` (the runner/demo task comes later)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `python -m ci` (exposed for docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ci",
+        description="Continuous performance-regression service: asv results -> store -> verdicts -> "
+        "PR comment -> dashboard. Exit codes: 0 clean, 1 regression or correctness failure, 2 error.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file path or SQLAlchemy URL (default {DEFAULT_DB})")
+        p.set_defaults(func=fn)
+        return p
+
+    p = add(
+        "ingest", "ingest an asv results directory into the store (idempotent, one transaction per file)", cmd_ingest
+    )
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
+    p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
+    p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
+
+    for name, help_, fn in (
+        ("compare", "A/B verdicts between a base and a head commit (saved to the store)", cmd_compare),
+        ("comment", "render (and optionally post) the PR comment for a base/head pair", cmd_comment),
+    ):
+        p = add(name, help_, fn)
+        p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
+        p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
+        p.add_argument("--machine", help="machine name (needed when several measured both commits)")
+        if name == "compare":
+            p.add_argument("--no-save", action="store_true", help="do not store the verdicts")
+        else:
+            p.add_argument("--out", help="write the markdown here instead of stdout")
+            p.add_argument("--dashboard-url", help="link to the dashboard (http/https)")
+            p.add_argument("--repo", help="owner/name: post the sticky comment to this repository's PR")
+            p.add_argument("--pr", type=int, help="pull request number (with --repo)")
+            p.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API root")
+            p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")
+
+    p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard)
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--title", default="ragged-vit benchmarks", help="page title")
+    p.add_argument("--base-url", default="", help="absolute URL prefix for links ('' = relative)")
+    p.add_argument("--baseline", help="commit the overview compares against")
+    p.add_argument("--branch", help="only this branch's history")
+
+    p = add("ack", "acknowledge an expected regression of one series at one commit", cmd_ack)
+    p.add_argument("--benchmark", required=True, help="series key, e.g. 'bench_x.T.time_y(dtype=fp16)'")
+    p.add_argument("--commit", required=True, help="commit sha (or unique prefix)")
+    p.add_argument("--who", required=True, help="who acknowledges")
+    p.add_argument("--why", required=True, help="why the change is expected")
+
+    add("run", "run the asv suite on this runner and ingest it (later task)", cmd_later)
+    add("demo", "the main job end to end on the embedded default (later task)", cmd_later)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m ci`.
+
+    Args:
+        argv: arguments without the program name; None reads sys.argv.
+
+    Returns:
+        0 clean, 1 regression or correctness failure, 2 error.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): return instead of exiting
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    try:
+        return int(args.func(args))
+    except Unavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback
+        if os.environ.get("CI_DEBUG"):
+            raise
+        print(f"error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
