@@ -1,0 +1,27 @@
+"""Token pruners (Threshold-L2, DynamicViT, EViT, ATS) on timm DeiT with a packed ragged forward.
+
+Public API:
+    create_pruner(name, **options) -> Pruner
+    build_pruned_model(model_name, pruner, backend, **options) -> nn.Module
+    PRUNERS: name -> pruner class;  BACKENDS: attention backend names;  MODELS: supported DeiTs.
+"""
+
+from pruners import ats, dynamicvit, evit, threshold_l2  # noqa: F401  (register the pruners)
+from pruners.base import PRUNERS, AttnInfo, ModelInfo, Pruner, create_pruner
+from pruners.graph import GraphedPrunedModel
+from pruners.model import BACKENDS, MODELS, PrunedDeiT, build_pruned_model, reference_attention, synthetic_images
+
+__all__ = [
+    "BACKENDS",
+    "MODELS",
+    "PRUNERS",
+    "AttnInfo",
+    "GraphedPrunedModel",
+    "ModelInfo",
+    "PrunedDeiT",
+    "Pruner",
+    "build_pruned_model",
+    "create_pruner",
+    "reference_attention",
+    "synthetic_images",
+]

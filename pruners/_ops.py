@@ -1,0 +1,124 @@
+"""Sync-free tensor helpers shared by every pruner and the packed DeiT forward.
+
+Why a module of its own: the keep decisions must be computed by the same code from the same tensors
+under every attention backend (so their logits compare), and none of it may read a value back to the
+host (no `.item()`, `nonzero()`, boolean indexing), so the whole pruned forward can be captured as one
+CUDA graph. Every helper here is a fixed sequence of device ops whose shapes depend only on host ints.
+
+Layouts:
+- dense: x [B, N, C] with a validity mask [B, N] bool (row b holds its tokens at positions 0..n_b-1,
+  CLS at position 0);
+- packed: x [R, C] with `cu_seqlens` int32 [B+1]; R (the capacity) is a host int >= cu_seqlens[-1],
+  rows past cu_seqlens[-1] are padding whose contents are never read into a valid row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def seq_lens(cu_seqlens: torch.Tensor) -> torch.Tensor:
+    """Per-image token counts from cumulative offsets.
+
+    Args:
+        cu_seqlens: int [B+1].
+
+    Returns:
+        int64 [B].
+    """
+    return (cu_seqlens[1:] - cu_seqlens[:-1]).long()
+
+
+def to_dense(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gather packed rows into a right-padded dense batch (no host sync).
+
+    Args:
+        x: packed rows [R, ...].
+        cu_seqlens: int [B+1] offsets into the rows.
+        max_seqlen: host int upper bound of any segment length.
+
+    Returns:
+        (dense [B, max_seqlen, ...] with zeros at invalid positions, valid [B, max_seqlen] bool).
+    """
+    pos = torch.arange(max_seqlen, device=x.device)
+    lens = seq_lens(cu_seqlens)
+    valid = pos[None, :] < lens[:, None]
+    idx = (cu_seqlens[:-1].long()[:, None] + pos[None, :]).clamp_(max=x.shape[0] - 1)
+    dense = x[idx]
+    # torch.where, not a multiply: padding rows of a backend's output may hold NaN/garbage.
+    mask = valid.view(*valid.shape, *([1] * (dense.dim() - 2)))
+    return torch.where(mask, dense, torch.zeros((), dtype=x.dtype, device=x.device)), valid
+
+
+def pack_dense_torch(x: torch.Tensor, keep: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pure-PyTorch pack: dense [B, N, C] + keep [B, N] -> packed [capacity, C], cu_seqlens int32 [B+1].
+
+    Kept tokens stay in their original order; rows past the kept total are zero. Same contract as
+    `ragged_kernels.pack_tokens` (dense form); used by the `reference` backend and where the kernel
+    library is absent.
+
+    Args:
+        x: [B, N, C].
+        keep: [B, N] bool.
+        capacity: host int, must be >= the kept total (not checked: that would be a host sync).
+
+    Returns:
+        (packed [capacity, C], cu_seqlens int32 [B+1]).
+    """
+    B, N, C = x.shape
+    counts = keep.sum(1)
+    cu = F.pad(torch.cumsum(counts, 0), (1, 0)).to(torch.int32)
+    dest = cu[:-1].long()[:, None] + torch.cumsum(keep.long(), 1) - 1
+    # Dropped tokens all write into one scratch row past the capacity, which is cut off below.
+    dest = torch.where(keep, dest, capacity).reshape(-1)
+    out = torch.zeros(capacity + 1, C, dtype=x.dtype, device=x.device)
+    out.index_put_((dest,), x.reshape(B * N, C))
+    return out[:capacity], cu
+
+
+def rank_desc(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Rank of every entry in descending score order within its row (0 = best); invalid entries rank last.
+
+    Args:
+        score: [B, N] float.
+        valid: [B, N] bool.
+
+    Returns:
+        int64 [B, N] ranks (a permutation of 0..N-1 per row; ties broken by position).
+    """
+    key = torch.where(valid, score.float(), float("-inf"))
+    order = torch.argsort(key, dim=1, descending=True, stable=True)
+    ar = torch.arange(score.shape[1], device=score.device).expand_as(order)
+    return torch.empty_like(order).scatter_(1, order, ar)
+
+
+def cls_attention(q_cls: torch.Tensor, k: torch.Tensor, valid: torch.Tensor, scale: float) -> torch.Tensor:
+    """Row 0 of the softmax attention (the CLS query against every valid key), in fp32.
+
+    Exactly row 0 of the block's full attention matrix, without materialising the N x N matrix.
+
+    Args:
+        q_cls: [B, H, D] CLS queries.
+        k: [B, N, H, D] keys (dense, zeros at invalid positions).
+        valid: [B, N] bool.
+        scale: softmax scale (head_dim ** -0.5).
+
+    Returns:
+        probabilities [B, H, N] fp32, zero at invalid keys.
+    """
+    s = torch.einsum("bhd,bnhd->bhn", q_cls.float(), k.float()) * scale
+    s = s.masked_fill(~valid[:, None, :], float("-inf"))
+    return torch.softmax(s, dim=-1)
+
+
+def ceil_count(rate: float, counts: torch.Tensor) -> torch.Tensor:
+    """ceil(rate * counts) in float64, so device results equal Python's `math.ceil(rate * n)` exactly."""
+    return torch.ceil(rate * counts.double()).long()
+
+
+def host_ceil(rate: float, n: int) -> int:
+    """Host twin of `ceil_count`."""
+    return math.ceil(rate * n)

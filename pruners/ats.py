@@ -1,0 +1,166 @@
+"""ATS, Adaptive Token Sampling (Fayyaz et al., ECCV 2022, arXiv 2111.15667), inference path.
+
+Source: github.com/adaptivetokensampling/ATS `libs/models/transformers/ats_block.py` (commit 11bc16b)
+and `configs/ImageNet/DeiT_S.yaml` (ATS in blocks 3..11, n_ref_tokens = 1 + N0). Inside each ATS
+block, after attention:
+
+    S_j  = (sum over heads of A[h, CLS, j]) * ||v_j||_2        (v with heads concatenated), j != CLS
+    S    = S / sum(S); sort ascending; c = cumsum(S); c = (c - c.min) / (c.max - c.min)
+    y_r  = c_min_nonzero + r (1 - c_min_nonzero) / (R - 1),   r = 0..R-1     (`create_ys`)
+    pick = argmin_i |y_r - c_i|;  keep = unique(pick)  -> a per-image (ragged) count
+
+R is `n_ref_tokens - 1` = N0 in the released code at every stage; `num_samples` exposes it (the
+paper's K) so that a budget below "de-duplication only" can be configured. The nearest-CDF-point
+search uses `searchsorted` instead of the reference's [B, R, N] distance tensor, with the same
+tie rule as `argmin` (lowest index), so picks are identical. Images in a batch are independent
+(no padding quirk, see reference notes section 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from pruners._ops import rank_desc
+from pruners.base import AttnInfo, Pruner, per_stage, register
+
+
+def create_ys(c_start: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """The reference's evenly spaced CDF targets, op for op (fp32).
+
+    Args:
+        c_start: [B] smallest non-zero normalised CDF value.
+        n_samples: R (>= 2).
+
+    Returns:
+        [B, R] targets from c_start to 1.
+    """
+    ys = torch.linspace(0, 1.0, steps=n_samples, device=c_start.device)[None, :]
+    start = c_start[:, None].expand(-1, n_samples)
+    steps = torch.arange(n_samples, device=c_start.device, dtype=torch.float32)[None, :]
+    return start + ((ys * (n_samples - 1)) - start * steps) / (n_samples - 1)
+
+
+def nearest_cdf_index(cdf: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+    """argmin_i |ys[b, r] - cdf[b, i]| for an ascending cdf, lowest index on ties, without [B, R, N].
+
+    Args:
+        cdf: [B, N] ascending (non-decreasing) per row.
+        ys: [B, R] targets.
+
+    Returns:
+        int64 [B, R] indices into cdf.
+    """
+    n = cdf.shape[1]
+    hi = torch.searchsorted(cdf, ys.contiguous())
+    lo = (hi - 1).clamp_(min=0)
+    hi = hi.clamp_(max=n - 1)
+    d_lo = (ys - cdf.gather(1, lo)).abs()
+    d_hi = (ys - cdf.gather(1, hi)).abs()
+    pick = torch.where(d_lo <= d_hi, lo, hi)
+    # argmin returns the first of equal values: step back to the first occurrence of the picked value.
+    return torch.searchsorted(cdf, cdf.gather(1, pick).contiguous())
+
+
+def ats_keep(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """Inverse-transform sampling keep mask over tokens (CLS excluded), per image.
+
+    Args:
+        scores: [B, M] significance (>= 0), unnormalised.
+        valid: [B, M] bool.
+        n_samples: R.
+
+    Returns:
+        keep [B, M] bool: the unique sampled tokens.
+    """
+    B, M = scores.shape
+    s = torch.where(valid, scores.float(), 0.0)
+    s = s / s.sum(1, keepdim=True).clamp_min(torch.finfo(torch.float32).tiny)
+    # Invalid positions sort last (key +inf) and are then excluded from the CDF.
+    key = torch.where(valid, s, float("inf"))
+    s_sorted, order = torch.sort(key, dim=1, stable=True)
+    n_valid = valid.sum(1)
+    vs = torch.arange(M, device=s.device)[None, :] < n_valid[:, None]
+    s_sorted = torch.where(vs, s_sorted, 0.0)
+    c = torch.cumsum(s_sorted, 1)
+    c_min = c[:, :1]
+    c_max = c.gather(1, (n_valid - 1).clamp(min=0)[:, None])
+    c = (c - c_min) / (c_max - c_min)
+    # Positions past the valid ones get 2.0: sorted order holds and |y - 2| > |y - 1| for every y <= 1.
+    c = torch.where(vs, c, 2.0)
+    c_start = torch.where(vs & (c != 0), c, float("inf")).amin(1)
+    ys = create_ys(c_start, n_samples)
+    pick = nearest_cdf_index(c, ys)
+    keep_sorted = torch.zeros_like(valid).scatter_(1, pick, True) & vs
+    keep = torch.zeros_like(valid).scatter_(1, order, keep_sorted)
+    # Images with <= 1 valid token (or a degenerate CDF) have nothing to sample from: keep them whole.
+    degenerate = (n_valid <= 1) | ~torch.isfinite(c_start)
+    return torch.where(degenerate[:, None], valid, keep & valid)
+
+
+@register
+class ATSPruner(Pruner):
+    """ATS with significance = CLS attention x value norm and inverse-transform sampling.
+
+    Args:
+        stages: ATS blocks (default: block 3 to the last, i.e. 3..11 for DeiT).
+        num_samples: R per stage (scalar or per stage); None = N0 (reference: n_ref_tokens - 1).
+        max_keep: optional cap on non-CLS tokens kept per image (the highest-significance samples):
+            gives a tighter static buffer capacity; None = no cap (reference).
+    """
+
+    name = "ats"
+    placement = "after_attention"
+    needs_attention = True
+    needs_values = True
+    ragged = True
+
+    def __init__(
+        self,
+        *,
+        stages: Sequence[int] | None = None,
+        num_samples: int | Sequence[int] | None = None,
+        max_keep: int | None = None,
+    ) -> None:
+        self._default_stages = stages is None
+        super().__init__(() if stages is None else stages)
+        self._num_samples = num_samples
+        if max_keep is not None and (not isinstance(max_keep, int) or max_keep < 1):
+            raise ValueError(f"ats: max_keep must be a positive int or None, got {max_keep!r}")
+        self.max_keep = max_keep
+        self.num_samples: tuple[int, ...] = ()
+        self._validate_samples()
+
+    def _validate_samples(self) -> None:
+        ns = per_stage(self._num_samples, len(self.stages), "num_samples", self.name)
+        if ns is not None and any(not isinstance(r, int) or r < 2 for r in ns):
+            raise ValueError(f"ats: num_samples must be ints >= 2, got {ns}")
+        self.num_samples = ns or ()
+
+    def bind(self, info) -> None:
+        if self._default_stages:
+            self.stages = tuple(range(3, info.depth))
+            self._validate_samples()
+        super().bind(info)
+        if not self.num_samples:
+            self.num_samples = (info.num_patches,) * len(self.stages)
+
+    def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
+        if attn is None or attn.v is None:
+            raise ValueError("ats: needs the block's CLS attention and values")
+        sig = attn.cls_probs.sum(1) * attn.v.float().norm(dim=-1)
+        tok_valid = valid[:, 1:]
+        keep = ats_keep(sig[:, 1:], tok_valid, self.num_samples[stage])
+        if self.max_keep is not None:
+            keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
+        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+
+    def tokens_bound(self, stage: int, n_in: int) -> int:
+        bound = min(n_in - 1, self.num_samples[stage])
+        if self.max_keep is not None:
+            bound = min(bound, self.max_keep)
+        return 1 + bound
+
+    def extra_repr(self) -> str:
+        return f"stages={self.stages}, num_samples={self.num_samples or 'N0'}, max_keep={self.max_keep}"

@@ -1,0 +1,160 @@
+"""The pruner interface the packed DeiT forward calls, and the name-keyed registry.
+
+A pruner is an `nn.Module` (DynamicViT owns learned predictors; Threshold-L2 owns calibrated
+thresholds as buffers) that, at each of its stages, turns the current tokens into a keep mask.
+Decisions are computed on a dense view `[B, N, C]` with a validity mask, on the device, with no host
+sync. Host-side it only answers how many tokens an image can hold after a stage (`tokens_bound`), which
+sizes the packed buffers (exact for the fixed-count pruners, an upper bound for the ragged ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import torch
+from torch import nn
+
+Placement = Literal["before_block", "after_attention"]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a pruner needs to know about the backbone it is bound to."""
+
+    depth: int
+    num_patches: int
+    embed_dim: int
+    num_heads: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class AttnInfo:
+    """Attention facts of the current block, for pruners that prune after attention (EViT, ATS).
+
+    Attributes:
+        cls_probs: [B, H, N] fp32, row 0 of the block's softmax attention (zero at invalid keys).
+        v: [B, N, C] value vectors with heads concatenated (zeros at invalid positions), or None when
+            the pruner does not ask for them.
+    """
+
+    cls_probs: torch.Tensor
+    v: torch.Tensor | None
+
+
+def check_stages(stages: Sequence[int], name: str) -> tuple[int, ...]:
+    """Validate a stage list: distinct, ascending, non-negative ints."""
+    if isinstance(stages, (str, bytes)) or not isinstance(stages, Sequence):
+        raise TypeError(f"{name}: stages must be a sequence of block indices, got {type(stages).__name__}")
+    out = tuple(stages)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in out):
+        raise TypeError(f"{name}: stages must be ints, got {out!r}")
+    if any(s < 0 for s in out) or list(out) != sorted(set(out)):
+        raise ValueError(f"{name}: stages must be distinct, ascending, non-negative block indices, got {out!r}")
+    return out
+
+
+def per_stage(value: float | Sequence[float] | None, n: int, what: str, name: str) -> tuple | None:
+    """Broadcast a scalar option to one value per stage, or validate a per-stage sequence."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        if len(value) != n:
+            raise ValueError(f"{name}: {what} has {len(value)} entries for {n} stages")
+        return tuple(value)
+    raise TypeError(f"{name}: {what} must be a number or one number per stage, got {type(value).__name__}")
+
+
+class Pruner(nn.Module):
+    """Base class. Subclasses set `name`, `placement`, `needs_attention`, `needs_values`."""
+
+    name: ClassVar[str] = ""
+    placement: ClassVar[Placement] = "before_block"
+    needs_attention: ClassVar[bool] = False
+    needs_values: ClassVar[bool] = False
+    ragged: ClassVar[bool] = False
+
+    def __init__(self, stages: Sequence[int]) -> None:
+        super().__init__()
+        self.stages = check_stages(stages, self.name)
+        self.info: ModelInfo | None = None
+
+    def bind(self, info: ModelInfo) -> None:
+        """Attach to a backbone: check the stages fit and build anything that depends on its size.
+
+        Args:
+            info: the backbone's depth, patch count, width, heads and the weight seed.
+        """
+        if self.stages and self.stages[-1] >= info.depth:
+            raise ValueError(f"{self.name}: stage {self.stages[-1]} is past the last block ({info.depth - 1})")
+        self.info = info
+
+    def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
+        """Keep mask for stage `stage` (index into `self.stages`).
+
+        Args:
+            stage: stage index.
+            x: dense tokens [B, N, C], CLS at position 0 (post-attention residual stream for
+                `after_attention` pruners, block input for `before_block` ones).
+            valid: [B, N] bool.
+            attn: attention facts (only for `needs_attention` pruners).
+
+        Returns:
+            keep [B, N] bool; the caller forces CLS on and invalid positions off.
+        """
+        raise NotImplementedError
+
+    def extra_token(
+        self, stage: int, x: torch.Tensor, valid: torch.Tensor, keep: torch.Tensor, attn: AttnInfo | None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Optional token appended after the kept ones (EViT fusion): ([B, 1, C], present [B, 1] bool)."""
+        return None
+
+    def tokens_bound(self, stage: int, n_in: int) -> int:
+        """Host upper bound on tokens per image (CLS and any extra token included) after `stage`.
+
+        Args:
+            stage: stage index.
+            n_in: host upper bound on tokens per image before the stage.
+
+        Returns:
+            the bound (exact for fixed-count pruners on uniform input).
+        """
+        return n_in
+
+    def is_noop(self, stage: int, n_in: int) -> bool:
+        """True when the stage provably keeps everything (host-known), so the model can skip it."""
+        return False
+
+    def extra_repr(self) -> str:
+        return f"stages={self.stages}"
+
+
+PRUNERS: dict[str, type[Pruner]] = {}
+
+
+def register(cls: type[Pruner]) -> type[Pruner]:
+    """Class decorator adding a pruner to `PRUNERS` under its `name`."""
+    PRUNERS[cls.name] = cls
+    return cls
+
+
+def create_pruner(name: str, **options) -> Pruner:
+    """Build a pruner by name.
+
+    Args:
+        name: one of `PRUNERS` (`threshold_l2`, `dynamicvit`, `evit`, `ats`).
+        **options: the pruner's keyword options (see each class).
+
+    Returns:
+        an unbound pruner; `build_pruned_model` binds a copy of it to a backbone.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"pruner name must be a str, got {type(name).__name__}")
+    if name not in PRUNERS:
+        raise ValueError(f"unknown pruner {name!r}; choose one of {sorted(PRUNERS)}")
+    return PRUNERS[name](**options)

@@ -1,0 +1,149 @@
+"""DynamicViT (Rao et al., NeurIPS 2021, arXiv 2106.02034), inference path.
+
+Source: github.com/raoyongming/DynamicViT `vit.py` (PredictorLG, VisionTransformerDiffPruning.forward)
+and `main.py` (DeiT: PRUNING_LOC=[3, 6, 9], KEEP_RATE=[r, r**2, r**3]). Three learned predictors run
+*before* blocks 3/6/9 on the non-CLS tokens; stage s keeps the top `int(N0 * rho**s)` tokens by
+log P(keep), where N0 is the initial patch count (the reference hard-codes 14*14; we use the model's
+`num_patches`, so 576 at 384 px). Predictor weights are seeded (trunc_normal std .02, zero bias, as
+the reference initialises them) unless a DynamicViT checkpoint is given.
+
+`mode="threshold"` is a labelled non-reference variant: keep where P(keep) > 0.5 (the deterministic
+analogue of the training-time hard decision), which gives per-image (ragged) counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import nn
+
+from pruners._ops import rank_desc
+from pruners.base import AttnInfo, ModelInfo, Pruner, per_stage, register
+
+
+class PredictorLG(nn.Module):
+    """DynamicViT's score predictor; module names match the reference so its checkpoints load."""
+
+    def __init__(self, embed_dim: int) -> None:
+        super().__init__()
+        self.in_conv = nn.Sequential(nn.LayerNorm(embed_dim), nn.Linear(embed_dim, embed_dim), nn.GELU())
+        self.out_conv = nn.Sequential(
+            nn.Linear(embed_dim, embed_dim // 2),
+            nn.GELU(),
+            nn.Linear(embed_dim // 2, embed_dim // 4),
+            nn.GELU(),
+            nn.Linear(embed_dim // 4, 2),
+            nn.LogSoftmax(dim=-1),
+        )
+
+    def forward(self, x: torch.Tensor, policy: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities [B, N, 2] (index 0 = keep) for tokens x [B, N, C] with policy [B, N] bool."""
+        h = self.in_conv(x)
+        c = h.shape[-1]
+        local = h[..., : c // 2]
+        w = policy.to(h.dtype)[..., None]
+        # Mean of the global half over the currently present tokens (reference: policy-weighted mean).
+        glob = (h[..., c // 2 :] * w).sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp_min(1)
+        return self.out_conv(torch.cat([local, glob.expand(-1, h.shape[1], -1)], dim=-1))
+
+
+def _init_weights(m: nn.Module) -> None:
+    if isinstance(m, nn.Linear):
+        nn.init.trunc_normal_(m.weight, std=0.02)
+        nn.init.zeros_(m.bias)
+    elif isinstance(m, nn.LayerNorm):
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
+
+
+@register
+class DynamicViTPruner(Pruner):
+    """DynamicViT token pruning with three (configurable) learned predictors.
+
+    Args:
+        rho: base keep rate; stage s keeps int(N0 * rho**(s+1)) tokens (reference default 0.7).
+        keep_ratios: explicit cumulative keep ratio per stage (overrides rho).
+        stages: block indices the predictors run before (default (3, 6, 9)).
+        mode: "ratio" (reference, fixed count) or "threshold" (variant: keep where P(keep) > 0.5).
+        min_keep: threshold mode only: always keep the top `min_keep` tokens per image.
+        checkpoint_path: a DynamicViT checkpoint (keys `score_predictor.<i>.*`, optionally under
+            "model"); without it predictors get seeded random weights.
+    """
+
+    name = "dynamicvit"
+    placement = "before_block"
+
+    def __init__(
+        self,
+        *,
+        rho: float = 0.7,
+        keep_ratios: Sequence[float] | None = None,
+        stages: Sequence[int] = (3, 6, 9),
+        mode: Literal["ratio", "threshold"] = "ratio",
+        min_keep: int = 1,
+        checkpoint_path: str | None = None,
+    ) -> None:
+        super().__init__(stages)
+        if mode not in ("ratio", "threshold"):
+            raise ValueError(f"dynamicvit: mode must be 'ratio' or 'threshold', got {mode!r}")
+        if keep_ratios is None:
+            if not isinstance(rho, (int, float)) or not 0 < rho <= 1:
+                raise ValueError(f"dynamicvit: rho must be in (0, 1], got {rho!r}")
+            keep_ratios = tuple(rho ** (s + 1) for s in range(len(self.stages)))
+        self.keep_ratios = per_stage(keep_ratios, len(self.stages), "keep_ratios", self.name)
+        if any(not 0 < r <= 1 for r in self.keep_ratios):
+            raise ValueError(f"dynamicvit: keep ratios must be in (0, 1], got {self.keep_ratios}")
+        if not isinstance(min_keep, int) or min_keep < 1:
+            raise ValueError(f"dynamicvit: min_keep must be an int >= 1, got {min_keep!r}")
+        self.mode = mode
+        self.min_keep = min_keep
+        self.checkpoint_path = checkpoint_path
+        self.ragged = mode == "threshold"
+        self.predictors = nn.ModuleList()
+
+    def bind(self, info: ModelInfo) -> None:
+        super().bind(info)
+        if len(self.predictors) == len(self.stages) and self.predictors[0].in_conv[1].in_features == info.embed_dim:
+            return
+        with torch.random.fork_rng(devices=[]):
+            # A seed derived from the backbone seed: same seed -> same predictors under every backend.
+            torch.manual_seed(info.seed + 1_000_003)
+            preds = nn.ModuleList(PredictorLG(info.embed_dim) for _ in self.stages)
+            preds.apply(_init_weights)
+        if self.checkpoint_path is not None:
+            state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=True)
+            state = state.get("model", state)
+            sub = {k[len("score_predictor.") :]: v for k, v in state.items() if k.startswith("score_predictor.")}
+            if not sub:
+                raise ValueError(f"dynamicvit: no 'score_predictor.*' weights in {self.checkpoint_path}")
+            preds.load_state_dict(sub)
+        self.predictors = preds
+
+    def _count(self, stage: int) -> int:
+        assert self.info is not None
+        return int(self.info.num_patches * self.keep_ratios[stage])
+
+    def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
+        tok_valid = valid[:, 1:]
+        logp = self.predictors[stage](x[:, 1:], tok_valid)
+        score = logp[..., 0].float()
+        rank = rank_desc(score, tok_valid)
+        if self.mode == "ratio":
+            keep = rank < self._count(stage)
+        else:
+            keep = (logp[..., 0] > logp[..., 1]) | (rank < self.min_keep)
+        keep = keep & tok_valid
+        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+
+    def tokens_bound(self, stage: int, n_in: int) -> int:
+        if self.mode == "ratio":
+            return 1 + min(n_in - 1, self._count(stage))
+        return n_in
+
+    def is_noop(self, stage: int, n_in: int) -> bool:
+        return self.mode == "ratio" and self._count(stage) >= n_in - 1
+
+    def extra_repr(self) -> str:
+        return f"stages={self.stages}, keep_ratios={self.keep_ratios}, mode={self.mode!r}"

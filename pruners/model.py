@@ -1,0 +1,388 @@
+"""Packed (ragged) forward of a timm DeiT with a token pruner, over a choice of attention backends.
+
+Blocks before the first pruning point run on the dense batch [B, 1+N0, C] with PyTorch SDPA, the same
+code under every backend, so the first keep decisions are bitwise identical across backends. From the
+first pruning point on, every block runs on packed tokens [R, C] (norms, qkv, MLP and projections as
+row-wise ops; attention through the chosen backend with `cu_seqlens`), and the head reads the CLS
+rows. The block forward is our own, written over timm's Block submodules (norm1, attn.qkv, attn.proj,
+ls1, drop_path1, norm2, mlp, ls2, drop_path2) instead of Block.forward.
+
+No host sync in the forward: R ("capacity") and the per-image length bound are host ints that the
+pruner derives from the stage configuration (exact for fixed-count pruners, an upper bound for
+ragged ones; padding rows past cu_seqlens[-1] are computed and ignored), so the `triton` forward can
+be captured as one CUDA graph (pruners.graph). `exact_capacity=True` is the documented eager
+alternative for ragged pruners: one host read of the kept total per stage shrinks the buffer so large
+batches do not spend linear-layer FLOPs on padding rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pruners._ops import cls_attention, pack_dense_torch, to_dense
+from pruners.base import AttnInfo, ModelInfo, Pruner, create_pruner
+
+MODELS = ("deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224", "deit_base_patch16_384")
+BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "dense")
+# `reference`: pure-PyTorch packed attention (dense gather + masked SDPA). Not a competitor: it is
+# the backend-independent path used for threshold calibration and for CPU tests.
+EXTRA_BACKENDS = ("reference",)
+
+AttentionFn = Callable[..., torch.Tensor]
+PackFn = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+def reference_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, *, scale=None
+) -> torch.Tensor:
+    """Packed attention in plain PyTorch: gather to [B, max_seqlen], masked SDPA, pack back (no host sync).
+
+    Args:
+        q, k, v: [R, H, D] packed rows.
+        cu_seqlens: int32 [B+1].
+        max_seqlen: host upper bound of the segment lengths.
+        scale: softmax scale (default D ** -0.5).
+
+    Returns:
+        [R, H, D]; rows past cu_seqlens[-1] are zero.
+    """
+    R, H, D = q.shape
+    qd, valid = to_dense(q, cu_seqlens, max_seqlen)
+    kd, _ = to_dense(k, cu_seqlens, max_seqlen)
+    vd, _ = to_dense(v, cu_seqlens, max_seqlen)
+    o = F.scaled_dot_product_attention(
+        qd.transpose(1, 2), kd.transpose(1, 2), vd.transpose(1, 2), attn_mask=valid[:, None, None, :], scale=scale
+    )
+    packed, _ = pack_dense_torch(o.transpose(1, 2).reshape(*valid.shape, H * D), valid, R)
+    return packed.view(R, H, D)
+
+
+def _attention_fn(backend: str) -> AttentionFn:
+    if backend == "reference":
+        return reference_attention
+    try:
+        import ragged_kernels
+    except ImportError as e:  # the kernel library is part of this repository: a missing one is a broken install
+        raise RuntimeError(f"backend {backend!r} needs the ragged_kernels package ({e})") from e
+    return ragged_kernels.ATTENTION_BACKENDS[backend]
+
+
+def _pack_fn(packer: str) -> PackFn:
+    if packer == "torch":
+        return pack_dense_torch
+    import ragged_kernels
+
+    def pack(x: torch.Tensor, keep: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return ragged_kernels.pack_tokens(x, keep, capacity=capacity)
+
+    return pack
+
+
+class PrunedDeiT(nn.Module):
+    """A timm DeiT whose forward prunes tokens with `pruner` and attends with `backend`.
+
+    Args:
+        backbone: a timm VisionTransformer (DeiT, class token, no register tokens).
+        pruner: a bound pruner (owned by this module).
+        backend: one of BACKENDS or "reference".
+        exact_capacity: eager only: after each stage read the kept total and longest image back to
+            the host (one sync per stage) and size the packed buffer exactly.
+        packer: "ragged_kernels" (the library's pack_tokens) or "torch"; default: torch for the
+            reference backend, ragged_kernels otherwise. Packing is exact data movement, so the choice
+            never changes results.
+
+    Attributes:
+        record: when True, each forward stores the keep masks it applied in `recorded_keeps`
+            (one [B, N] bool tensor per stage, before any EViT fused token).
+        keep_override: when set to such a list, the forward applies these masks instead of the
+            pruner's decisions (replays another backend's decisions; fusion weights are recomputed).
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        pruner: Pruner,
+        backend: str,
+        *,
+        exact_capacity: bool = False,
+        packer: str | None = None,
+    ) -> None:
+        super().__init__()
+        if backend not in BACKENDS + EXTRA_BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS + EXTRA_BACKENDS}")
+        if packer is None:
+            packer = "torch" if backend == "reference" else "ragged_kernels"
+        if packer not in ("torch", "ragged_kernels"):
+            raise ValueError(f"packer must be 'torch' or 'ragged_kernels', got {packer!r}")
+        if getattr(backbone, "reg_token", None) is not None or getattr(backbone, "num_prefix_tokens", 1) != 1:
+            raise ValueError("only class-token ViTs without register tokens are supported")
+        self.backbone = backbone
+        self.pruner = pruner
+        self.backend = backend
+        self.exact_capacity = bool(exact_capacity)
+        self.packer = packer
+        self._attend = _attention_fn(backend) if backend != "dense" else reference_attention
+        self._pack = _pack_fn(packer)
+        self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
+        self.record = False
+        self.recorded_keeps: list[torch.Tensor] = []
+        self.keep_override: Sequence[torch.Tensor] | None = None
+        pe = backbone.patch_embed
+        self.img_size = tuple(pe.img_size)
+        self.num_patches = pe.num_patches
+
+    # -- layouts ---------------------------------------------------------------------------------
+    @staticmethod
+    def _qkv(blk: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        a = blk.attn
+        qkv = a.qkv(h).unflatten(-1, (3, a.num_heads, a.head_dim))
+        q, k, v = qkv.unbind(-3)
+        return a.q_norm(q), a.k_norm(k), v
+
+    @staticmethod
+    def _attn_out(blk: nn.Module, h: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        a = blk.attn
+        o = a.norm(o.flatten(-2))
+        gate = getattr(a, "gate", None)
+        if gate is not None:
+            o = o * gate(h).sigmoid()
+        return blk.drop_path1(blk.ls1(a.proj_drop(a.proj(o))))
+
+    def _attention(
+        self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None, n: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Residual-added attention output and the q, k, v it used, on either layout."""
+        h = blk.norm1(x)
+        q, k, v = self._qkv(blk, h)
+        if cu is None:  # dense [B, N, H, D]: the same SDPA for every backend
+            o = F.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=blk.attn.scale
+            ).transpose(1, 2)
+        else:
+            o = self._attend(q, k, v, cu, n, scale=blk.attn.scale)
+        return x + self._attn_out(blk, h, o), q, k, v
+
+    @staticmethod
+    def _mlp(blk: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return x + blk.drop_path2(blk.ls2(blk.mlp(blk.norm2(x))))
+
+    def _dense_view(self, x: torch.Tensor, cu: torch.Tensor | None, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if cu is None:
+            return x, torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        return to_dense(x, cu, n)
+
+    # -- pruning ---------------------------------------------------------------------------------
+    def _prune(
+        self, stage: int, xd: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None, n: int
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        B = xd.shape[0]
+        if self.keep_override is not None:
+            if self._applied >= len(self.keep_override):
+                raise ValueError(f"keep_override has {len(self.keep_override)} masks; stage {stage} needs one more")
+            keep = self.keep_override[self._applied]
+            if keep.shape != valid.shape or keep.dtype != torch.bool:
+                raise ValueError(
+                    f"keep_override[{self._applied}] must be bool {tuple(valid.shape)}, "
+                    f"got {keep.dtype} {tuple(keep.shape)}"
+                )
+        else:
+            keep = self.pruner.decide(stage, xd, valid, attn)
+        keep = torch.cat([torch.ones_like(keep[:, :1]), keep[:, 1:] & valid[:, 1:]], dim=1)
+        self._applied += 1
+        if self.record:
+            self.recorded_keeps.append(keep)
+        extra = self.pruner.extra_token(stage, xd, valid, keep, attn)
+        if extra is not None:
+            xd = torch.cat([xd, extra[0]], dim=1)
+            keep = torch.cat([keep, extra[1]], dim=1)
+        n_out = self.pruner.tokens_bound(stage, n)
+        cap = B * n_out
+        if self.exact_capacity:
+            counts = keep.sum(1)
+            cap, n_out = (int(t) for t in torch.stack([counts.sum(), counts.max()]).tolist())
+        packed, cu = self._pack(xd, keep, cap)
+        return packed, cu, n_out
+
+    def _attn_info(self, q, k, v, cu, n, valid, scale) -> AttnInfo:
+        if cu is None:
+            q_cls, kd, vd = q[:, 0], k, v
+        else:
+            q_cls = q[cu[:-1].long()]
+            kd, _ = to_dense(k, cu, n)
+            vd = to_dense(v, cu, n)[0] if self.pruner.needs_values else None
+        probs = cls_attention(q_cls, kd, valid, scale)
+        return AttnInfo(probs, vd.flatten(-2) if vd is not None else None)
+
+    # -- forward ---------------------------------------------------------------------------------
+    def check_images(self, images: torch.Tensor) -> None:
+        """Raise ValueError/TypeError unless images is a float [B, 3, H, W] batch of the model's size."""
+        if not isinstance(images, torch.Tensor):
+            raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+        if images.dim() != 4 or images.shape[1] != 3 or tuple(images.shape[2:]) != self.img_size:
+            raise ValueError(
+                f"images must be [B, 3, {self.img_size[0]}, {self.img_size[1]}], got {tuple(images.shape)}"
+            )
+        if not images.is_floating_point():
+            raise TypeError(f"images must be floating point, got {images.dtype}")
+        if images.shape[0] < 1:
+            raise ValueError("images must hold at least one image")
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Logits [B, 1000] for images [B, 3, H, W] (same dtype/device as the model)."""
+        self.check_images(images)
+        m = self.backbone
+        if self.backend == "dense":
+            return m(images)
+        self.recorded_keeps = []
+        self._applied = 0
+        x = m.norm_pre(m.patch_drop(m._pos_embed(m.patch_embed(images))))
+        n = x.shape[1]
+        cu: torch.Tensor | None = None
+        pr = self.pruner
+        for i, blk in enumerate(m.blocks):
+            stage = self._stage_at.get(i)
+            if stage is None:
+                x, _, _, _ = self._attention(blk, x, cu, n)
+                x = self._mlp(blk, x)
+            elif pr.placement == "before_block":
+                xd, valid = self._dense_view(x, cu, n)
+                x, cu, n = self._prune(stage, xd, valid, None, n)
+                x, _, _, _ = self._attention(blk, x, cu, n)
+                x = self._mlp(blk, x)
+            else:
+                x, q, k, v = self._attention(blk, x, cu, n)
+                xd, valid = self._dense_view(x, cu, n)
+                info = self._attn_info(q, k, v, cu, n, valid, blk.attn.scale)
+                x, cu, n = self._prune(stage, xd, valid, info, n)
+                x = self._mlp(blk, x)
+        cls = x[:, 0] if cu is None else x[cu[:-1].long()]
+        return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
+
+    @torch.no_grad()
+    def calibrate(self, images: torch.Tensor) -> None:
+        """Calibrate a threshold pruner's per-stage thresholds on `images` (host syncs: not for timing).
+
+        Runs the backend-independent reference path, so thresholds do not depend on the backend.
+
+        Args:
+            images: [B, 3, H, W] calibration batch.
+        """
+        if not hasattr(self.pruner, "calibrating"):
+            raise ValueError(f"pruner {self.pruner.name!r} has nothing to calibrate")
+        attend, pack = self._attend, self._pack
+        self._attend, self._pack = reference_attention, pack_dense_torch
+        self.pruner.calibrating = True
+        try:
+            self.forward(images)
+        finally:
+            self.pruner.calibrating = False
+            self._attend, self._pack = attend, pack
+        self.pruner.calibrated = True
+
+    def extra_repr(self) -> str:
+        return f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}"
+
+
+def synthetic_images(n: int, size: int, seed: int = 0) -> torch.Tensor:
+    """Seeded, smooth, photo-like test images (low-frequency colour fields plus texture), normalised.
+
+    Args:
+        n: number of images.
+        size: side in pixels.
+        seed: generator seed.
+
+    Returns:
+        float32 [n, 3, size, size], roughly zero-mean unit-variance per channel.
+    """
+    g = torch.Generator().manual_seed(seed)
+    low = torch.randn(n, 3, 7, 7, generator=g)
+    img = F.interpolate(low, size=(size, size), mode="bicubic", align_corners=False)
+    img = img + 0.3 * torch.randn(n, 3, size, size, generator=g)
+    return (img - img.mean(dim=(2, 3), keepdim=True)) / img.std(dim=(2, 3), keepdim=True)
+
+
+_BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "exact_capacity", "packer", "calibration_images"}
+
+
+def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: str, **options) -> nn.Module:
+    """Build a pruned DeiT.
+
+    Args:
+        model_name: one of MODELS.
+        pruner: a pruner from `create_pruner` (a copy is bound to the model, so one pruner object can
+            build several models with identical decisions), a pruner name (default options), or None
+            (only with backend "dense").
+        backend: one of BACKENDS ("dense" = the stock timm forward, no pruning) or "reference".
+        **options:
+            seed (int, 0): weight seed; the same seed gives the same weights under every backend.
+            checkpoint_path (str): local timm checkpoint instead of seeded weights (nothing is downloaded).
+            graph (bool, False): `triton` only: capture the forward as a CUDA graph per batch size.
+            exact_capacity (bool, False): eager only: one host read per stage to size buffers exactly.
+            packer (str): "ragged_kernels" or "torch" (see PrunedDeiT).
+            calibration_images (Tensor [B,3,H,W]): for an uncalibrated threshold_l2 pruner (default:
+                4 seeded `synthetic_images`).
+
+    Returns:
+        PrunedDeiT (fp32, CPU, eval mode; move it with .to()), or GraphedPrunedModel when graph=True.
+    """
+    import copy
+
+    import timm
+
+    unknown = set(options) - _BUILD_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown build_pruned_model options {sorted(unknown)}; known: {sorted(_BUILD_OPTIONS)}")
+    if model_name not in MODELS:
+        raise ValueError(f"unknown model {model_name!r}; choose one of {MODELS}")
+    if backend not in BACKENDS + EXTRA_BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS + EXTRA_BACKENDS}")
+    seed = options.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    graph = bool(options.get("graph", False))
+    if graph and backend != "triton":
+        raise ValueError(f"graph mode is for the sync-free 'triton' backend, not {backend!r}")
+    if graph and options.get("exact_capacity", False):
+        raise ValueError("exact_capacity reads counts back to the host and cannot be captured in graph mode")
+    if isinstance(pruner, str):
+        pruner = create_pruner(pruner)
+    if pruner is None:
+        if backend != "dense":
+            raise ValueError(f"backend {backend!r} needs a pruner")
+        pruner = create_pruner("evit", keep_rate=1.0, stages=())
+    if not isinstance(pruner, Pruner):
+        raise TypeError(f"pruner must come from create_pruner, got {type(pruner).__name__}")
+
+    ckpt = options.get("checkpoint_path")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        backbone = timm.create_model(model_name, pretrained=False, checkpoint_path=ckpt or "")
+    backbone.eval()
+    pruner = copy.deepcopy(pruner)
+    pruner.bind(
+        ModelInfo(
+            depth=len(backbone.blocks),
+            num_patches=backbone.patch_embed.num_patches,
+            embed_dim=backbone.embed_dim,
+            num_heads=backbone.blocks[0].attn.num_heads,
+            seed=seed,
+        )
+    )
+    pruner.eval()
+    model = PrunedDeiT(
+        backbone, pruner, backend, exact_capacity=options.get("exact_capacity", False), packer=options.get("packer")
+    ).eval()
+    if getattr(pruner, "calibrated", True) is False:
+        images = options.get("calibration_images")
+        if images is None:
+            images = synthetic_images(4, model.img_size[0], seed=seed)
+        model.calibrate(images.float())
+    if graph:
+        from pruners.graph import GraphedPrunedModel
+
+        return GraphedPrunedModel(model)
+    return model
