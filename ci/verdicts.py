@@ -13,9 +13,10 @@ Per series the decision combines three things, as asv, Pinpoint and nvbench-comp
    `max(floor, k * robust relative sigma)`, where sigma is the pooled relative IQR / 1.349 of the
    two sides. In-job samples underestimate run-to-run drift, which is what this guards against.
 3. **Confidence interval** of the ratio of medians (percentile bootstrap, `scipy.stats.bootstrap`,
-   seeded so a verdict is reproducible). A CI inside the +-threshold band proves "unchanged";
-   a CI that straddles the threshold without a significant, large change is "inconclusive": the
-   honest answer is "measure more samples", as Pinpoint's UNKNOWN and nvbench's AMBG say.
+   seeded so a verdict is reproducible). A change past the threshold that is not significant, or
+   an interval that straddles the regression-side threshold, is "inconclusive": the honest answer
+   is "measure more samples", as Pinpoint's UNKNOWN and nvbench's AMBG say. An interval that
+   stays below the regression edge is "unchanged" (an unconfirmed improvement needs no re-run).
 
 Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
 through `ci.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
@@ -353,15 +354,16 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     if significant and beyond:
         outcome = Outcome.REGRESSED if _worse(p.benchmark, p.ratio) else Outcome.IMPROVED
         reason = f"{pct} beyond the threshold and significant: {stat}"
-    elif lo_band <= ci_low and ci_high <= hi_band:
-        outcome = Outcome.UNCHANGED
-        reason = f"{pct}: interval within +-{p.threshold * 100:.1f}%: {stat}"
     elif beyond:
         outcome = Outcome.INCONCLUSIVE
         reason = f"{pct} beyond the threshold but not significant: {stat}; measure more samples"
-    else:
+    elif (ci_high > hi_band) if p.benchmark.direction == Direction.LOWER else (ci_low < lo_band):
+        # Only the regression side asks for a re-run: an unconfirmed improvement costs nothing.
         outcome = Outcome.INCONCLUSIVE
-        reason = f"{pct} within the threshold but the interval straddles it: {stat}; measure more samples"
+        reason = f"{pct} within the threshold but the interval reaches a regression: {stat}; measure more samples"
+    else:
+        outcome = Outcome.UNCHANGED
+        reason = f"{pct}: interval rules out a regression beyond {p.threshold * 100:.1f}%: {stat}"
     return Verdict(
         p.benchmark, outcome, float(np.median(p.base)), float(np.median(p.head)), p.ratio, ci_low, ci_high, p_adj,
         p.threshold, p.base_sha, p.head_sha, reason,

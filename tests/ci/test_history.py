@@ -1,0 +1,164 @@
+"""History change points: steps found at the right commit, direction, noise, stores, bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ci.history import ChangePoint, HistorySettings, change_points, detect_all
+from ci.records import Benchmark, Commit, Direction, Kind, Machine, Outcome, Result
+
+LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("N", "197"),))
+TPUT = Benchmark("bench_e2e.Throughput.track_images", unit="images/s", direction=Direction.HIGHER,
+                 kind=Kind.THROUGHPUT)
+
+
+def _series(levels, *, bench=LAT, noise=0.01, n=10, machine="h200", seed=0, prefix="c") -> list[Result]:
+    rng = np.random.default_rng(seed)
+    return [
+        Result(bench, f"{prefix}{i:04d}", machine, tuple(float(x) for x in lvl * rng.lognormal(0, noise, n)))
+        for i, lvl in enumerate(levels)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bench", "step", "expected"),
+    [
+        pytest.param(LAT, 1.06, Outcome.REGRESSED, id="latency-up-regressed"),
+        pytest.param(LAT, 0.94, Outcome.IMPROVED, id="latency-down-improved"),
+        pytest.param(TPUT, 0.94, Outcome.REGRESSED, id="throughput-down-regressed"),
+        pytest.param(TPUT, 1.06, Outcome.IMPROVED, id="throughput-up-improved"),
+    ],
+)
+def test_single_step_found_at_its_commit(bench: Benchmark, step: float, expected: Outcome) -> None:
+    series = _series([1.0] * 60 + [step] * 40, bench=bench)
+    (cp,) = change_points(series)
+    assert isinstance(cp, ChangePoint)
+    assert cp.commit_sha == "c0060" and cp.previous_sha == "c0059" and cp.index == 60
+    assert cp.outcome == expected
+    assert cp.ratio == pytest.approx(step, rel=0.01)
+    assert cp.after / cp.before == pytest.approx(cp.ratio)
+    assert cp.p_value < 1e-3 and cp.machine == "h200" and cp.benchmark == bench
+
+
+def test_several_steps_in_order() -> None:
+    series = _series([1.0] * 40 + [1.08] * 30 + [0.95] * 50)
+    cps = change_points(series)
+    assert [c.commit_sha for c in cps] == ["c0040", "c0070"]
+    assert [c.outcome for c in cps] == [Outcome.REGRESSED, Outcome.IMPROVED]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flat_noisy_series_has_no_change_point(seed: int) -> None:
+    """Commit-to-commit drift of 2 % (heavier than the in-commit noise) raises nothing."""
+    rng = np.random.default_rng(100 + seed)
+    levels = np.exp(rng.normal(0, 0.02, 300))
+    assert change_points(_series(levels, noise=0.005, seed=seed)) == []
+
+
+def test_small_step_below_floor_is_ignored_and_floor_is_configurable() -> None:
+    series = _series([1.0] * 50 + [1.012] * 50, noise=0.002)
+    assert change_points(series) == []
+    (cp,) = change_points(series, settings=HistorySettings(floor=0.005))
+    assert cp.commit_sha == "c0050"
+
+
+def test_single_outlier_commit_is_not_a_step() -> None:
+    levels = [1.0] * 100
+    levels[50] = 1.5
+    assert change_points(_series(levels)) == []
+
+
+def test_noiseless_series_steps() -> None:
+    series = [Result(LAT, f"c{i}", "m", (1.0 if i < 20 else 1.1,)) for i in range(40)]
+    (cp,) = change_points(series)
+    assert cp.commit_sha == "c20" and cp.ratio == pytest.approx(1.1)
+    flat = [Result(LAT, f"c{i}", "m", (1.0,)) for i in range(40)]
+    assert change_points(flat) == []
+
+
+def test_short_series_and_failed_commits() -> None:
+    assert change_points(_series([1.0] * 3 + [2.0] * 3)) == []
+    series = _series([1.0] * 30 + [1.1] * 30)
+    series.insert(45, Result(LAT, "broken", "h200", (float("nan"),)))
+    (cp,) = change_points(series)
+    assert cp.commit_sha == "c0030"
+
+
+def test_several_results_per_commit_pool() -> None:
+    a = _series([1.0] * 30 + [1.1] * 30, n=3, seed=1)
+    b = _series([1.0] * 30 + [1.1] * 30, n=3, seed=2)
+    merged = [r for pair in zip(a, b, strict=True) for r in pair]
+    (cp,) = change_points(merged)
+    assert cp.commit_sha == "c0030"
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(TypeError, match="sequence of Result"):
+        change_points("c0001")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="only Result"):
+        change_points([1.0, 2.0])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="several benchmarks"):
+        change_points(_series([1.0] * 10) + _series([1.0] * 10, bench=TPUT))
+    with pytest.raises(ValueError, match="machines"):
+        change_points(_series([1.0] * 10) + _series([1.0] * 10, machine="a100", prefix="d"))
+    with pytest.raises(ValueError, match="penalty"):
+        HistorySettings(penalty=0)
+    with pytest.raises(ValueError, match="min_size"):
+        HistorySettings(min_size=1)
+    with pytest.raises(ValueError, match="max_pvalue"):
+        HistorySettings(max_pvalue=1.0)
+    with pytest.raises(ValueError, match="min_points"):
+        HistorySettings(min_points=4, min_size=3)
+    with pytest.raises(TypeError, match="StoreReader"):
+        detect_all(42)  # type: ignore[arg-type]
+
+
+class _MemoryStore:
+    """A StoreReader over a list, in history order."""
+
+    def __init__(self, results: list[Result], main: set[str]) -> None:
+        self._results = results
+        self._main = main
+
+    def machines(self) -> list[Machine]:
+        return [Machine(m) for m in sorted({r.machine for r in self._results})]
+
+    def commits(self, branch: str | None = None) -> list[Commit]:
+        shas = list(dict.fromkeys(r.commit_sha for r in self._results))
+        return [Commit(s, branch="main" if s in self._main else "pr") for s in shas
+                if branch is None or (branch == "main") == (s in self._main)]
+
+    def benchmarks(self) -> list[Benchmark]:
+        return list(dict.fromkeys(r.benchmark for r in self._results))
+
+    def results(self, *, benchmark_key=None, machine=None, commit_sha=None) -> list[Result]:
+        return [r for r in self._results if (benchmark_key is None or r.benchmark.key == benchmark_key)
+                and (machine is None or r.machine == machine) and (commit_sha is None or r.commit_sha == commit_sha)]
+
+    def verdicts(self, *, head_sha=None):
+        return []
+
+    def acknowledgements(self):
+        return []
+
+
+def test_detect_all_over_store_and_list() -> None:
+    diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
+    lat = _series([1.0] * 40 + [1.1] * 40, seed=1)
+    tput = _series([1.0] * 50 + [0.9] * 30, bench=TPUT, seed=2)
+    other_gpu = _series([1.0] * 80, machine="a100", seed=3)
+    corr = _series([1e-3] * 40 + [2e-3] * 40, bench=diff, seed=4)
+    results = lat + tput + other_gpu + corr
+    found = detect_all(results)
+    assert {(c.benchmark.key, c.commit_sha, c.outcome) for c in found} == {
+        (LAT.key, "c0040", Outcome.REGRESSED), (TPUT.key, "c0050", Outcome.REGRESSED)}
+    assert len(detect_all(results, include_correctness=True)) == 3
+    assert detect_all(results, machine="a100") == []
+
+    # On a store restricted to main, a step made only by a PR commit range disappears.
+    store = _MemoryStore(results, main={f"c{i:04d}" for i in range(45)})
+    from_store = detect_all(store, branch="main")
+    assert [(c.benchmark.key, c.commit_sha) for c in from_store] == [(LAT.key, "c0040")]
+    assert {(c.benchmark.key, c.commit_sha) for c in detect_all(store)} == {
+        (c.benchmark.key, c.commit_sha) for c in found}

@@ -1,0 +1,248 @@
+"""A/B verdicts: outcomes, direction, noise-adaptive threshold, multiple comparisons, bad inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ci.records import Benchmark, Direction, Kind, Outcome, Result, Verdict
+from ci.verdicts import VerdictSettings, compare, exit_code, summarize
+
+LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("B", "8"), ("N", "197")))
+TPUT = Benchmark("bench_e2e.Throughput.track_images", (("B", "32"),), unit="images/s",
+                 direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+
+
+def _samples(rng: np.random.Generator, level: float, noise: float, n: int) -> tuple[float, ...]:
+    return tuple(float(x) for x in level * rng.lognormal(0.0, noise, n))
+
+
+def _pair(bench: Benchmark, shift: float, *, noise: float = 0.01, n: int = 10, seed: int = 1,
+          level: float = 2e-5) -> tuple[Result, Result]:
+    rng = np.random.default_rng(seed)
+    base = Result(bench, "base0000", "h200", _samples(rng, level, noise, n))
+    head = Result(bench, "head1111", "h200", _samples(rng, level * shift, noise, n))
+    return base, head
+
+
+def _one(bench: Benchmark, shift: float, **kw) -> Verdict:
+    b, h = _pair(bench, shift, **kw)
+    (v,) = compare([b], [h])
+    return v
+
+
+@pytest.mark.parametrize(
+    ("bench", "shift", "expected"),
+    [
+        pytest.param(LAT, 1.10, Outcome.REGRESSED, id="latency-up10pct-regressed"),
+        pytest.param(LAT, 0.90, Outcome.IMPROVED, id="latency-down10pct-improved"),
+        pytest.param(TPUT, 0.90, Outcome.REGRESSED, id="throughput-down10pct-regressed"),
+        pytest.param(TPUT, 1.10, Outcome.IMPROVED, id="throughput-up10pct-improved"),
+        pytest.param(LAT, 1.00, Outcome.UNCHANGED, id="latency-aa-unchanged"),
+    ],
+)
+def test_outcome_is_direction_aware(bench: Benchmark, shift: float, expected: Outcome) -> None:
+    v = _one(bench, shift)
+    assert v.outcome == expected, v.reason
+    assert v.ratio == pytest.approx(v.head_value / v.base_value)
+    assert v.ci_low <= v.ratio <= v.ci_high
+    assert (v.base_sha, v.head_sha) == ("base0000", "head1111")
+
+
+def test_regression_fields_are_consistent() -> None:
+    v = _one(LAT, 1.10)
+    assert 1.05 < v.ratio < 1.15
+    assert v.ci_low > 1.0
+    assert v.p_value < 0.01
+    assert v.threshold == pytest.approx(0.02)  # 1 % noise: the 2 % floor applies
+    assert "significant" in v.reason
+
+
+def test_threshold_adapts_to_noise() -> None:
+    """An 8 % change is a regression on a quiet series but not on one with ~10 % noise."""
+    quiet = _one(LAT, 1.08, noise=0.01, n=20)
+    noisy = _one(LAT, 1.08, noise=0.10, n=20, seed=3)
+    assert quiet.outcome == Outcome.REGRESSED
+    assert noisy.threshold > 0.08 > quiet.threshold
+    assert noisy.outcome in (Outcome.INCONCLUSIVE, Outcome.UNCHANGED), noisy.reason
+
+
+def test_threshold_floor_and_cap() -> None:
+    s = VerdictSettings(floor=0.05, max_threshold=0.3)
+    b, h = _pair(LAT, 1.04)
+    (v,) = compare([b], [h], settings=s)
+    assert v.threshold == pytest.approx(0.05)
+    assert v.outcome != Outcome.REGRESSED  # a significant 4 % is below the 5 % floor
+    b, h = _pair(LAT, 1.0, noise=0.5, n=20)
+    (v,) = compare([b], [h], settings=s)
+    assert v.threshold == pytest.approx(0.3)
+
+
+def test_override_floor_by_regex() -> None:
+    s = VerdictSettings(overrides=((r"GPUTime", 0.15), (r"time_gpu", 0.08)))
+    assert s.floor_for(LAT.key) == 0.15  # the largest matching floor wins
+    assert s.floor_for(TPUT.key) == s.floor
+    b, h = _pair(LAT, 1.10)
+    (v,) = compare([b], [h], settings=s)
+    assert v.outcome != Outcome.REGRESSED and v.threshold == pytest.approx(0.15)
+
+
+def test_large_change_without_significance_is_inconclusive() -> None:
+    """Three samples per side cannot reach significance: ask for more samples instead of guessing."""
+    v = _one(LAT, 1.30, n=3)
+    assert v.outcome == Outcome.INCONCLUSIVE
+    assert "more samples" in v.reason
+    w = _one(LAT, 1.001, n=3, noise=0.001)
+    assert w.outcome == Outcome.UNCHANGED
+
+
+def test_straddling_interval_is_inconclusive() -> None:
+    """A change near the threshold on few samples: interval crosses the band edge."""
+    outcomes = set()
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        b = Result(LAT, "a", "m", _samples(rng, 1.0, 0.03, 6))
+        h = Result(LAT, "b", "m", _samples(rng, 1.05, 0.03, 6))
+        (v,) = compare([b], [h])
+        outcomes.add(v.outcome)
+        if v.outcome == Outcome.INCONCLUSIVE:
+            # Either the interval reaches past the regression edge, or the change is large but unconfirmed.
+            assert v.ci_high > 1 + v.threshold or "not significant" in v.reason, v.reason
+        elif v.outcome == Outcome.UNCHANGED:
+            assert v.ci_high <= 1 + v.threshold
+    assert Outcome.INCONCLUSIVE in outcomes
+
+
+def test_aa_false_alarms_are_rare_across_a_suite() -> None:
+    """200 identical series (a whole PR): the corrected test raises no alarm."""
+    rng = np.random.default_rng(11)
+    keys = [Benchmark(f"s.B.time_{i}") for i in range(200)]
+    base = [Result(k, "a", "m", _samples(rng, 1e-5, 0.015, 10)) for k in keys]
+    head = [Result(k, "b", "m", _samples(rng, 1e-5, 0.015, 10)) for k in keys]
+    verdicts = compare(base, head)
+    counts = summarize(verdicts)
+    assert counts[Outcome.REGRESSED] + counts[Outcome.IMPROVED] == 0
+    assert counts[Outcome.INCONCLUSIVE] <= 20  # measured ~4 % at this noise (docs/perf-notes/ci-verdicts.md)
+    assert exit_code(verdicts) == 0
+
+
+def test_correction_changes_p_values() -> None:
+    rng = np.random.default_rng(5)
+    keys = [Benchmark(f"s.B.time_{i}") for i in range(50)]
+    base = [Result(k, "a", "m", _samples(rng, 1.0, 0.01, 10)) for k in keys]
+    head = [Result(k, "b", "m", _samples(rng, 1.2 if i == 0 else 1.0, 0.01, 10)) for i, k in enumerate(keys)]
+    raw = compare(base, head, settings=VerdictSettings(correction="none"))
+    for method in ("bh", "holm", "bonferroni"):
+        adj = compare(base, head, settings=VerdictSettings(correction=method))
+        assert all(a.p_value >= r.p_value - 1e-15 for a, r in zip(adj, raw, strict=True))
+        assert adj[0].outcome == Outcome.REGRESSED
+    bonf = compare(base, head, settings=VerdictSettings(correction="bonferroni"))
+    assert bonf[0].p_value == pytest.approx(min(1.0, raw[0].p_value * 50))
+
+
+def test_one_sided_series_are_reported() -> None:
+    b, h = _pair(LAT, 1.0)
+    new = Result(TPUT, "head1111", "h200", (1.0, 2.0))
+    verdicts = compare([b], [h, new])
+    assert [v.benchmark.key for v in verdicts] == sorted([LAT.key, TPUT.key])
+    (v_new,) = [v for v in verdicts if v.benchmark == TPUT]
+    assert v_new.outcome == Outcome.UNCHANGED and "new series" in v_new.reason
+    gone = compare([b, Result(TPUT, "base0000", "h200", (1.0, 2.0))], [h])
+    (v_gone,) = [v for v in gone if v.benchmark == TPUT]
+    assert v_gone.outcome == Outcome.INCONCLUSIVE and "missing on head" in v_gone.reason
+    assert math.isnan(v_gone.head_value)
+
+
+def test_failed_side_and_nonpositive_values() -> None:
+    b, _ = _pair(LAT, 1.0)
+    (v,) = compare([b], [Result(LAT, "h", "h200", (math.nan, math.nan))])
+    assert v.outcome == Outcome.INCONCLUSIVE and "head has no finite samples" in v.reason
+    zero = Result(LAT, "a", "h200", (0.0,) * 10)
+    (v,) = compare([zero], [Result(LAT, "b", "h200", (1.0,) * 10)])
+    assert v.outcome == Outcome.INCONCLUSIVE and "non-positive" in v.reason
+
+
+def test_pooled_samples_from_several_results() -> None:
+    rng = np.random.default_rng(2)
+    base = [Result(LAT, "a", "m", _samples(rng, 1.0, 0.01, 3)) for _ in range(4)]
+    head = [Result(LAT, "b", "m", _samples(rng, 1.1, 0.01, 3)) for _ in range(4)]
+    (v,) = compare(base, head)
+    assert v.outcome == Outcome.REGRESSED  # 12 pooled samples a side are enough; 3 would not be
+
+
+def test_identical_constant_samples() -> None:
+    (v,) = compare([Result(LAT, "a", "m", (2.0,) * 8)], [Result(LAT, "b", "m", (2.0,) * 8)])
+    assert v.outcome == Outcome.UNCHANGED and v.ratio == 1.0 and v.ci_low == v.ci_high == 1.0
+
+
+def test_correctness_series_go_through_the_gates() -> None:
+    diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff",
+                     kind=Kind.CORRECTNESS)
+    b, h = _pair(LAT, 1.0)
+    verdicts = compare([b, Result(diff, "a", "h200", (0.001,))], [h, Result(diff, "b", "h200", (0.005,))])
+    (gate,) = [v for v in verdicts if v.benchmark == diff]
+    assert gate.outcome == Outcome.FAILED
+    assert exit_code(verdicts) == 1
+
+
+def test_summarize_and_exit_code() -> None:
+    mk = lambda o: Verdict(LAT, o, 1.0, 1.0, 1.0)
+    counts = summarize([mk(Outcome.UNCHANGED), mk(Outcome.UNCHANGED), mk(Outcome.INCONCLUSIVE)])
+    assert counts == {Outcome.REGRESSED: 0, Outcome.IMPROVED: 0, Outcome.UNCHANGED: 2, Outcome.INCONCLUSIVE: 1,
+                      Outcome.FAILED: 0}
+    assert exit_code([mk(Outcome.IMPROVED), mk(Outcome.INCONCLUSIVE)]) == 0
+    assert exit_code([mk(Outcome.UNCHANGED), mk(Outcome.REGRESSED)]) == 1
+    assert exit_code([mk(Outcome.FAILED)]) == 1
+    assert exit_code([]) == 0
+    with pytest.raises(TypeError, match="Verdict"):
+        summarize(["regressed"])  # type: ignore[list-item]
+
+
+def test_verdicts_are_reproducible() -> None:
+    b, h = _pair(LAT, 1.03, noise=0.02)
+    assert compare([b], [h]) == compare([b], [h])
+
+
+def test_bad_inputs() -> None:
+    b, h = _pair(LAT, 1.0)
+    with pytest.raises(TypeError, match="base must be a sequence"):
+        compare(b, [h])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="only Result"):
+        compare([b], [h, 3.0])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="same machine"):
+        compare([b], [Result(LAT, "h", "other-gpu", h.samples)])
+    assert compare([b], [Result(LAT, "h", "other-gpu", h.samples)],
+                   settings=VerdictSettings(allow_cross_machine=True))
+    with pytest.raises(ValueError, match="several commits"):
+        compare([b, Result(LAT, "zzz", "h200", b.samples)], [h])
+    with pytest.raises(TypeError, match="VerdictSettings"):
+        compare([b], [h], settings={"alpha": 0.1})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"correction": "fdr"}, "correction"),
+        ({"floor": -0.1}, "floor"),
+        ({"noise_k": -1}, "noise_k"),
+        ({"floor": 0.2, "max_threshold": 0.1}, "max_threshold"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"n_resamples": 10}, "n_resamples"),
+        ({"min_samples": 1}, "min_samples"),
+        ({"overrides": (("(", 0.1),)}, "bad regex"),
+        ({"overrides": (("x", 2.0),)}, "floor for"),
+    ],
+    ids=lambda x: str(x) if isinstance(x, str) else None,
+)
+def test_settings_validation(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        VerdictSettings(**kwargs)
+
+
+def test_settings_override_must_be_pairs() -> None:
+    with pytest.raises(TypeError, match="pairs"):
+        VerdictSettings(overrides=("GPUTime",))  # type: ignore[arg-type]
