@@ -1,0 +1,305 @@
+"""What the dashboard shows, read once from a `StoreReader` into plain records.
+
+One pass over the store builds every series (a benchmark on one machine: numbers from different
+GPUs are never mixed in one line), the regressions (stored verdicts plus, when `ci.history` is
+present, detected change points) and the acknowledgements. Pages are rendered from this
+snapshot only, so the store is queried a fixed number of times however many pages there are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ci.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT
+from ci.records import (
+    Acknowledgement,
+    Benchmark,
+    Commit,
+    Direction,
+    Kind,
+    Machine,
+    Outcome,
+    Result,
+    StoreReader,
+    Verdict,
+)
+
+# Correctness gates drawn on the charts, with ci.gates' limits (one source of truth for the PR
+# verdict and the dashboard). unit -> (limit, True when the value must stay strictly below it).
+GATES: dict[str, tuple[float, bool]] = {
+    "max abs diff": (MAX_ABS_DIFF_LIMIT, True),
+    "top-1 agreement": (TOP1_AGREEMENT_LIMIT, False),
+}
+
+# A relative change smaller than this is shown as neutral: it is inside the run-to-run noise of
+# every series we have seen, and colouring it would make the overview flicker red and green.
+NEUTRAL_BAND = 0.01
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a series: where it sits in history, its value and interquartile range.
+
+    `value` is the median of the samples, except for correctness series, where it is the worst
+    sample: ci.gates judges the worst repeat, and the dashboard must show what was judged.
+    """
+
+    index: int  # position of the commit in history (0 = oldest)
+    sha: str
+    value: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A regression (or failed correctness gate) on one series at one commit, open or acknowledged."""
+
+    benchmark: Benchmark
+    sha: str
+    outcome: Outcome
+    ratio: float
+    base_value: float
+    head_value: float
+    source: str  # "verdict" or "change point"
+    machines: tuple[str, ...]  # machines whose series hold that commit (verdicts carry no machine)
+    base_sha: str = ""
+    p_value: float = math.nan
+    reason: str = ""
+    ack: Acknowledgement | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.ack is None
+
+
+@dataclass(frozen=True)
+class ChangeMark:
+    """A step found in the history by `ci.history.change_points`."""
+
+    sha: str
+    ratio: float
+    outcome: Outcome
+
+
+@dataclass
+class Series:
+    """A benchmark on one machine, its points in history order."""
+
+    benchmark: Benchmark
+    machine: str
+    points: list[Point] = field(default_factory=list)
+    changes: list[ChangeMark] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return series_slug(self.benchmark.key, self.machine)
+
+    @property
+    def gate(self) -> tuple[float, bool] | None:
+        return GATES.get(self.benchmark.unit) if self.benchmark.kind == Kind.CORRECTNESS else None
+
+
+@dataclass
+class Snapshot:
+    """Everything the pages need, read from the store in a fixed number of queries."""
+
+    machines: list[Machine]
+    commits: list[Commit]
+    position: dict[str, int]
+    series: list[Series]
+    verdicts_by_sha: dict[str, list[Verdict]]
+    regressions: list[Regression]
+    acks: dict[tuple[str, str], Acknowledgement]
+    environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]]  # sha -> (machine, run) -> env
+    baseline_sha: str | None
+
+
+def series_slug(benchmark_key: str, machine: str) -> str:
+    """File-name-safe identity of a series: names can hold any character, so hash them."""
+    return hashlib.sha256(f"{benchmark_key}\0{machine}".encode()).hexdigest()[:16]
+
+
+def commit_slug(sha: str) -> str:
+    """File name stem for a commit page: the sha when it is plain hex, else a hash of it."""
+    if 4 <= len(sha) <= 64 and all(ch in "0123456789abcdef" for ch in sha):
+        return sha
+    return "x" + hashlib.sha256(sha.encode()).hexdigest()[:16]
+
+
+def median_iqr(samples: tuple[float, ...]) -> tuple[float, float, float, int, float, float]:
+    """Median, q25, q75, count, min and max of the finite samples (`Result.value` / `Result.spread`).
+
+    Same formulas as `statistics.median` and `statistics.quantiles(n=4, method="inclusive")`,
+    written out because the statistics module costs ~10 us per call and a full history has
+    500,000 results.
+
+    Args:
+        samples: raw samples; NaN and inf are ignored.
+
+    Returns:
+        (median, q25, q75, n_finite, min, max); NaNs and 0 when nothing finite was measured.
+    """
+    data = sorted(s for s in samples if math.isfinite(s))
+    n = len(data)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0, math.nan, math.nan
+    mid = n // 2
+    med = data[mid] if n % 2 else (data[mid - 1] + data[mid]) / 2
+    if n < 2:
+        return med, med, med, n, med, med
+    m = n - 1
+    j1, d1 = divmod(m, 4)
+    j3, d3 = divmod(3 * m, 4)
+    q1 = (data[j1] * (4 - d1) + data[j1 + 1] * d1) / 4 if d1 else data[j1]
+    q3 = (data[j3] * (4 - d3) + data[j3 + 1] * d3) / 4 if d3 else data[j3]
+    return med, q1, q3, n, data[0], data[-1]
+
+
+def resolve_sha(commits: list[Commit], sha: str) -> str:
+    """The full sha of the one commit that `sha` names (a full sha or a unique prefix).
+
+    Raises:
+        ValueError: when no commit or several commits match.
+    """
+    if not isinstance(sha, str) or not sha:
+        raise ValueError(f"baseline commit must be a non-empty sha string, got {sha!r}")
+    matches = [c.sha for c in commits if c.sha == sha] or [c.sha for c in commits if c.sha.startswith(sha)]
+    if not matches:
+        raise ValueError(f"baseline commit {sha!r} is not in the store's history")
+    if len(set(matches)) > 1:
+        raise ValueError(f"baseline commit {sha!r} is ambiguous: matches {', '.join(sorted(set(matches))[:5])}")
+    return matches[0]
+
+
+def _change_points_fn():
+    """`ci.history.change_points` when that module exists (it is written in parallel), else None."""
+    try:
+        from ci.history import change_points
+    except ImportError:
+        return None
+    return change_points
+
+
+def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None) -> Snapshot:
+    """Read the whole history once and arrange it by series and by commit.
+
+    Args:
+        store: any `StoreReader`.
+        branch: only this branch's commits (and the results on them); None for all.
+        baseline_sha: the commit to compare against on the overview (full sha or unique prefix);
+            None means each series' first run.
+
+    Returns:
+        The snapshot the pages are rendered from.
+
+    Raises:
+        ValueError: a result names a commit the store does not list, or `baseline_sha` is unknown.
+    """
+    commits = store.commits(branch)
+    position = {c.sha: i for i, c in enumerate(commits)}
+    if baseline_sha is not None:
+        baseline_sha = resolve_sha(commits, baseline_sha)
+    machines = sorted(store.machines(), key=lambda m: m.name)
+
+    by_series: dict[tuple[str, str], Series] = {}
+    environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
+    raw: dict[tuple[str, str], list[Result]] | None = {} if _change_points_fn() else None
+    for r in store.results():
+        pos = position.get(r.commit_sha)
+        if pos is None:
+            if branch is not None:
+                continue  # a result on another branch's commit
+            raise ValueError(f"result for {r.benchmark.key!r} on {r.machine!r} names commit {r.commit_sha!r}, "
+                             "which the store's commit history does not contain")
+        key = (r.benchmark.key, r.machine)
+        s = by_series.get(key)
+        if s is None:
+            s = by_series[key] = Series(r.benchmark, r.machine)
+        med, lo, hi, n, smallest, largest = median_iqr(r.samples)
+        gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
+        if gate is not None:
+            med = largest if gate[1] else smallest
+        s.points.append(Point(pos, r.commit_sha, med, lo, hi, n))
+        if raw is not None and r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
+            raw.setdefault(key, []).append(r)
+        env_key = (r.machine, r.run_id)
+        if env_key not in environments[r.commit_sha]:
+            environments[r.commit_sha][env_key] = r.environment
+    for s in by_series.values():
+        # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
+        s.points.sort(key=lambda p: p.index)
+    series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
+
+    acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}
+    machines_at: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for s in series:
+        for p in s.points:
+            ms = machines_at[(s.benchmark.key, p.sha)]
+            if not ms or ms[-1] != s.machine:
+                ms.append(s.machine)
+
+    verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
+    regressions: list[Regression] = []
+    for v in store.verdicts():
+        if v.head_sha not in position:
+            continue  # an A/B verdict about a commit outside this history (another branch)
+        verdicts_by_sha[v.head_sha].append(v)
+        if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
+            regressions.append(Regression(
+                benchmark=v.benchmark, sha=v.head_sha, outcome=v.outcome, ratio=v.ratio, base_value=v.base_value,
+                head_value=v.head_value, source="verdict",
+                machines=tuple(machines_at.get((v.benchmark.key, v.head_sha), ())), base_sha=v.base_sha,
+                p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
+
+    if raw is not None:
+        _add_change_points(series, raw, acks, regressions)
+    seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
+    unique = []
+    for reg in regressions:
+        k = (reg.benchmark.key, reg.sha, reg.source, reg.machines)
+        if k not in seen:
+            seen.add(k)
+            unique.append(reg)
+    unique.sort(key=lambda g: (-position[g.sha], g.benchmark.key))
+    return Snapshot(machines=machines, commits=commits, position=position, series=series,
+                    verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
+                    environments=dict(environments), baseline_sha=baseline_sha)
+
+
+def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Result]],
+                       acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
+    change_points = _change_points_fn()
+    assert change_points is not None
+    for s in series:
+        if (s.benchmark.key, s.machine) not in raw:
+            continue
+        for cp in change_points(raw[(s.benchmark.key, s.machine)]):
+            s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
+            if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):
+                regressions.append(Regression(
+                    benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
+                    base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
+                    ack=acks.get((s.benchmark.key, cp.commit_sha))))
+
+
+def is_worse(ratio: float, direction: Direction) -> bool | None:
+    """True when `ratio` (new / old) is worse for this direction beyond the neutral band, False when
+    better, None when inside the band or unknown."""
+    if not math.isfinite(ratio):
+        return None
+    if abs(ratio - 1.0) <= NEUTRAL_BAND:
+        return None
+    return (ratio > 1.0) == (direction == Direction.LOWER)
+
+
+def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:
+    """Whether a correctness value passes its gate; None when there is no gate or no value."""
+    if gate is None or not math.isfinite(value):
+        return None
+    limit, below = gate
+    return value < limit if below else value >= limit

@@ -1,0 +1,96 @@
+"""Incremental output: a page is rendered only when its inputs changed, and written only when its
+bytes changed, so an unchanged page keeps its mtime and a static host re-uploads nothing.
+
+A manifest in the output folder records, per page, a fingerprint of its inputs and a hash of
+its bytes. The fingerprint of every page also covers the templates and this package's code, so
+a new dashboard version re-renders everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+MANIFEST = ".dashboard-manifest.json"
+_MANIFEST_VERSION = 1
+
+
+def fingerprint(*parts: object) -> str:
+    """A stable hash of `repr(parts)`: records are frozen dataclasses, tuples, str and floats,
+    whose reprs are deterministic across processes (unlike `hash()` of a str)."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
+class PageWriter:
+    """Writes pages under `out_dir`, skipping unchanged ones, and removes pages it wrote before
+    that this render no longer produces (never any other file)."""
+
+    def __init__(self, out_dir: Path, salt: str) -> None:
+        self.out_dir = out_dir
+        self.salt = salt
+        self.written = 0
+        self.unchanged = 0
+        self.removed = 0
+        self.bytes_written = 0
+        self._old: dict[str, dict[str, object]] = {}
+        self._new: dict[str, dict[str, object]] = {}
+        path = out_dir / MANIFEST
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}  # a damaged manifest only costs a full re-render
+            if isinstance(data, dict) and data.get("version") == _MANIFEST_VERSION:
+                pages = data.get("pages")
+                self._old = pages if isinstance(pages, dict) else {}
+
+    def page(self, rel: str, inputs: object, produce: Callable[[], str]) -> None:
+        """Emit page `rel` (a relative path): `produce()` is called only when `inputs` changed.
+
+        Args:
+            rel: path under the output folder, with "/" separators.
+            inputs: everything the page depends on besides the code and templates (repr-able).
+            produce: renders the page's text.
+        """
+        if rel in self._new:
+            raise ValueError(f"page {rel!r} emitted twice in one render")
+        fp = fingerprint(self.salt, inputs)
+        target = self.out_dir / rel
+        old = self._old.get(rel)
+        if old is not None and old.get("input") == fp and _size(target) == old.get("size"):
+            self._new[rel] = old
+            self.unchanged += 1
+            return
+        data = produce().encode("utf-8")
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        self._new[rel] = {"input": fp, "output": digest, "size": len(data)}
+        if old is not None and old.get("output") == digest and _size(target) == len(data):
+            self.unchanged += 1
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)  # readers of a served site never see half a page
+        self.written += 1
+        self.bytes_written += len(data)
+
+    def finish(self) -> None:
+        """Delete pages of a previous render that were not emitted now, then save the manifest."""
+        for rel in self._old.keys() - self._new.keys():
+            target = self.out_dir / rel
+            if ".." not in Path(rel).parts and target.is_file():
+                target.unlink()
+                self.removed += 1
+        tmp = self.out_dir / f".{MANIFEST}.tmp"
+        tmp.write_text(json.dumps({"version": _MANIFEST_VERSION, "pages": self._new}, sort_keys=True), "utf-8")
+        os.replace(tmp, self.out_dir / MANIFEST)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
