@@ -1,0 +1,262 @@
+"""Sticky PR comment posting against a local GitHub REST stand-in (http.server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from ci.comment import MARKER
+from ci.github import GitHubError, main, post_sticky_comment, write_dry_run
+
+TOKEN = "ghp_TESTTOKEN_do_not_leak_123"
+REPO = "acme/ragged-vit"
+
+
+class FakeGitHub:
+    """In-memory issue comments served like api.github.com (pagination via Link headers)."""
+
+    def __init__(self) -> None:
+        self.comments: dict[int, list[dict]] = {}
+        self.requests: list[tuple[str, str, dict, str]] = []  # method, path, headers, body
+        self.fail: dict[str, tuple[int, dict]] = {}  # method -> (status, json body), consumed once per request
+        self.fail_times: dict[str, int] = {}
+        self.page_size = 100
+        self.next_id = 1000
+        self.base = ""
+        self.link_override: str | None = None
+
+    def add(self, pr: int, body: str) -> dict:
+        self.next_id += 1
+        c = {"id": self.next_id, "body": body, "html_url": f"https://github.com/{REPO}/pull/{pr}#issuecomment-{self.next_id}"}
+        self.comments.setdefault(pr, []).append(c)
+        return c
+
+
+def _handler(gh: FakeGitHub):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # keep pytest output clean
+            pass
+
+        def _send(self, status: int, payload, headers: dict | None = None) -> None:
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _handle(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else ""
+            gh.requests.append((method, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            if gh.fail_times.get(method, 0) > 0:
+                gh.fail_times[method] -= 1
+                status, payload = gh.fail[method]
+                extra = {"X-RateLimit-Remaining": "0"} if payload.get("ratelimited") else None
+                return self._send(status, payload, extra)
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._send(401, {"message": "Bad credentials"})
+            url = urlsplit(self.path)
+            parts = url.path.strip("/").split("/")
+            # /repos/{o}/{r}/issues/{n}/comments  or  /repos/{o}/{r}/issues/comments/{id}
+            if parts[:3] != ["repos", *REPO.split("/")] or parts[3] != "issues":
+                return self._send(404, {"message": "Not Found"})
+            if method == "GET" and parts[5:] == ["comments"]:
+                pr = int(parts[4])
+                page = int(parse_qs(url.query).get("page", ["1"])[0])
+                items = gh.comments.get(pr, [])
+                chunk = items[(page - 1) * gh.page_size: page * gh.page_size]
+                headers = {}
+                if page * gh.page_size < len(items):
+                    headers["Link"] = gh.link_override or (
+                        f'<{gh.base}/repos/{REPO}/issues/{pr}/comments?per_page=100&page={page + 1}>; rel="next"')
+                return self._send(200, chunk, headers)
+            if method == "POST" and parts[5:] == ["comments"]:
+                c = gh.add(int(parts[4]), json.loads(body)["body"])
+                return self._send(201, c)
+            if method == "PATCH" and parts[4] == "comments":
+                for items in gh.comments.values():
+                    for c in items:
+                        if c["id"] == int(parts[5]):
+                            c["body"] = json.loads(body)["body"]
+                            return self._send(200, c)
+            return self._send(404, {"message": "Not Found"})
+
+        def do_GET(self) -> None:
+            self._handle("GET")
+
+        def do_POST(self) -> None:
+            self._handle("POST")
+
+        def do_PATCH(self) -> None:
+            self._handle("PATCH")
+
+    return Handler
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    gh = FakeGitHub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(gh))
+    gh.base = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield gh
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _post(gh: FakeGitHub, body: str, pr: int = 7, **kw) -> str:
+    kw.setdefault("token", TOKEN)
+    return post_sticky_comment(REPO, pr, body, api_url=gh.base, retries=kw.pop("retries", 0), **kw)
+
+
+def test_creates_then_updates_the_same_comment(github: FakeGitHub) -> None:
+    github.add(7, "LGTM")
+    url1 = _post(github, f"{MARKER}\nfirst")
+    url2 = _post(github, f"{MARKER}\nsecond")
+    assert url1 == url2
+    bodies = [c["body"] for c in github.comments[7]]
+    assert bodies == ["LGTM", f"{MARKER}\nsecond"]
+    methods = [m for m, *_ in github.requests]
+    assert methods == ["GET", "POST", "GET", "PATCH"]
+    _, _, headers, _ = github.requests[0]
+    assert headers["accept"] == "application/vnd.github+json"
+    assert headers["x-github-api-version"] == "2022-11-28"
+
+
+def test_finds_marker_on_a_later_page(github: FakeGitHub) -> None:
+    github.page_size = 2
+    for i in range(5):
+        github.add(9, f"chatter {i}")
+    sticky = github.add(9, f"{MARKER}\nold")
+    url = _post(github, f"{MARKER}\nnew", pr=9)
+    assert url == sticky["html_url"]
+    assert sticky["body"] == f"{MARKER}\nnew"
+    assert sum(m == "GET" for m, *_ in github.requests) == 3
+
+
+def test_quoted_marker_is_not_the_sticky_comment(github: FakeGitHub) -> None:
+    github.add(7, f"> {MARKER}\n> someone quoting the bot")
+    _post(github, "body without marker")
+    assert len(github.comments[7]) == 2
+    assert github.comments[7][1]["body"].startswith(MARKER + "\n")  # the marker is added when missing
+
+
+def test_token_from_environment(github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    assert _post(github, f"{MARKER}\nx", token=None).startswith("https://github.com/")
+    monkeypatch.delenv("GITHUB_TOKEN")
+    with pytest.raises(GitHubError, match="no GitHub token"):
+        _post(github, f"{MARKER}\nx", token=None)
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "payload", "match"),
+    [
+        pytest.param("GET", 401, {"message": "Bad credentials"}, "HTTP 401: authentication failed", id="401"),
+        pytest.param("GET", 403, {"message": "Resource not accessible"}, "HTTP 403: forbidden.*pull-requests: write",
+                     id="403"),
+        pytest.param("GET", 403, {"message": "API rate limit", "ratelimited": True}, "rate limit exhausted",
+                     id="403-ratelimit"),
+        pytest.param("GET", 404, {"message": "Not Found"}, "HTTP 404: not found", id="404"),
+        pytest.param("POST", 422, {"message": "Validation Failed: body is too long"},
+                     "HTTP 422.*GitHub said: Validation Failed", id="422"),
+        pytest.param("GET", 502, {"message": "Bad gateway"}, "HTTP 502: GitHub server error", id="502"),
+    ],
+)
+def test_http_errors_have_clear_messages(github: FakeGitHub, method: str, status: int, payload: dict,
+                                         match: str) -> None:
+    github.fail[method] = (status, payload)
+    github.fail_times[method] = 99
+    with pytest.raises(GitHubError, match=match) as info:
+        _post(github, f"{MARKER}\nx")
+    assert info.value.status == status
+    assert TOKEN not in str(info.value)
+    assert TOKEN not in "".join(traceback.format_exception(info.value))
+
+
+def test_server_errors_are_retried(github: FakeGitHub) -> None:
+    github.fail["GET"] = (503, {"message": "busy"})
+    github.fail_times["GET"] = 1
+    url = _post(github, f"{MARKER}\nx", retries=2)
+    assert url.startswith("https://github.com/")
+    assert [m for m, *_ in github.requests] == ["GET", "GET", "POST"]
+
+
+def test_wrong_token_is_401_and_not_leaked(github: FakeGitHub) -> None:
+    secret = "ghp_WRONG_secret_value"
+    with pytest.raises(GitHubError, match="401") as info:
+        _post(github, f"{MARKER}\nx", token=secret)
+    assert secret not in str(info.value) and secret not in repr(info.value)
+
+
+def test_never_follows_link_to_another_host(github: FakeGitHub) -> None:
+    github.page_size = 1
+    github.add(7, "a")
+    github.add(7, "b")
+    github.link_override = '<http://evil.example:1/steal>; rel="next"'
+    with pytest.raises(GitHubError, match="not the API host"):
+        _post(github, f"{MARKER}\nx")
+
+
+def test_unreachable_api() -> None:
+    with pytest.raises(GitHubError, match="cannot reach"):
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="http://127.0.0.1:9", retries=0, timeout=2)
+
+
+def test_dry_run_writes_file_and_needs_no_token(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    out = tmp_path / "sub" / "comment.md"
+    url = post_sticky_comment(REPO, 3, "hello", dry_run=out)
+    assert url == out.resolve().as_uri()
+    assert out.read_text() == f"{MARKER}\nhello"
+    assert write_dry_run("x", tmp_path / "y.md").endswith("/y.md")
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "match"),
+    [
+        pytest.param(("acme", 1, "x"), ValueError, "owner/name", id="repo"),
+        pytest.param((REPO, 0, "x"), ValueError, "positive", id="pr-zero"),
+        pytest.param((REPO, "7", "x"), TypeError, "int", id="pr-str"),
+        pytest.param((REPO, True, "x"), TypeError, "int", id="pr-bool"),
+        pytest.param((REPO, 1, "  "), ValueError, "non-empty", id="empty-body"),
+        pytest.param((REPO, 1, "x" * 70000), ValueError, "at most 65536", id="too-long"),
+    ],
+)
+def test_bad_arguments(args: tuple, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        post_sticky_comment(*args, token=TOKEN, dry_run="/dev/null")
+
+
+def test_bad_api_url_and_marker() -> None:
+    with pytest.raises(ValueError, match="api_url"):
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="ftp://x")
+    with pytest.raises(ValueError, match="hidden HTML comment"):
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, marker="[bot]")
+
+
+def test_main_cli(github: FakeGitHub, tmp_path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    body = tmp_path / "c.md"
+    body.write_text(f"{MARKER}\ncli")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    assert main(["--repo", REPO, "--pr", "5", "--body-file", str(body), "--api-url", github.base]) == 0
+    assert capsys.readouterr().out.strip().startswith("https://github.com/acme/ragged-vit/pull/5")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_bad_cli_token")
+    assert main(["--repo", REPO, "--pr", "5", "--body-file", str(body), "--api-url", github.base]) == 2
+    err = capsys.readouterr().err
+    assert "401" in err and "ghp_bad_cli_token" not in err
+    assert main(["--repo", REPO, "--pr", "5", "--body-file", str(body), "--dry-run", str(tmp_path / "o.md")]) == 0
+    assert (tmp_path / "o.md").read_text() == f"{MARKER}\ncli"
