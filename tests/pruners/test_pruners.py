@@ -1,0 +1,292 @@
+"""Unit tests of the four pruners' keep decisions against direct ports of the reference formulas."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pruners import PRUNERS, AttnInfo, ModelInfo, create_pruner
+from pruners._ops import cls_attention, pack_dense_torch, rank_desc, to_dense
+from pruners.ats import ats_keep, nearest_cdf_index
+
+INFO = ModelInfo(depth=12, num_patches=196, embed_dim=64, num_heads=4, seed=0)
+
+
+def _bound(name: str, **opts):
+    p = create_pruner(name, **opts)
+    p.bind(INFO)
+    return p
+
+
+# -- shared ops ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("lens", [[1, 5, 3], [7], [4, 4, 4, 4], [13, 1, 2]], ids=lambda v: "L" + "-".join(map(str, v)))
+def test_pack_and_to_dense_roundtrip_exact(lens):
+    B, N, C = len(lens), max(lens) + 2, 6
+    x = torch.randn(B, N, C)
+    keep = torch.arange(N)[None] < torch.tensor(lens)[:, None]
+    keep = keep[:, torch.randperm(N)]  # scattered kept positions
+    cap = sum(lens) + 3
+    packed, cu = pack_dense_torch(x, keep, cap)
+    assert cu.tolist() == [0, *torch.tensor(lens).cumsum(0).tolist()]
+    assert torch.equal(packed[sum(lens) :], torch.zeros(3, C))
+    expect = torch.cat([x[b][keep[b]] for b in range(B)])
+    assert torch.equal(packed[: sum(lens)], expect)
+    packed[sum(lens) :] = float("nan")  # padding garbage must not leak into the dense view
+    dense, valid = to_dense(packed, cu, N)
+    for b in range(B):
+        assert torch.equal(dense[b, : lens[b]], x[b][keep[b]])
+        assert torch.equal(dense[b, lens[b] :], torch.zeros(N - lens[b], C))
+        assert valid[b].sum().item() == lens[b]
+
+
+def test_pack_matches_ragged_kernels_pack_tokens():
+    ragged_kernels = pytest.importorskip("ragged_kernels")
+    x = torch.randn(3, 17, 8)
+    keep = torch.rand(3, 17) > 0.4
+    keep[:, 0] = True
+    a, cu_a = pack_dense_torch(x, keep, 51)
+    b, cu_b = ragged_kernels.pack_tokens(x, keep, capacity=51)
+    assert torch.equal(cu_a, cu_b)
+    assert torch.equal(a, b)
+
+
+def test_rank_desc_matches_argsort_and_puts_invalid_last():
+    s = torch.randn(4, 30)
+    valid = torch.rand(4, 30) > 0.3
+    r = rank_desc(s, valid)
+    for b in range(4):
+        order = torch.argsort(torch.where(valid[b], s[b], -torch.inf), descending=True, stable=True)
+        assert torch.equal(r[b][order], torch.arange(30))
+        assert (r[b][~valid[b]] >= valid[b].sum()).all()
+
+
+def test_cls_attention_equals_row0_of_full_softmax():
+    B, N, H, D = 2, 11, 3, 8
+    q, k = torch.randn(B, N, H, D), torch.randn(B, N, H, D)
+    valid = torch.ones(B, N, dtype=torch.bool)
+    valid[1, 7:] = False
+    got = cls_attention(q[:, 0], k, valid, D**-0.5)
+    for b, n in [(0, N), (1, 7)]:
+        full = torch.softmax(torch.einsum("nhd,mhd->hnm", q[b, :n], k[b, :n]) * D**-0.5, -1)
+        torch.testing.assert_close(got[b, :, :n], full[:, 0], rtol=1e-5, atol=1e-6)
+        assert (got[b, :, n:] == 0).all()
+
+
+# -- DynamicViT ---------------------------------------------------------------------------------
+def _predictor_ref(p, x):
+    """The reference PredictorLG.forward with an all-ones policy (eval path)."""
+    h = p.in_conv(x)
+    c = h.shape[-1]
+    glob = h[:, :, c // 2 :].mean(1, keepdim=True)
+    return p.out_conv(torch.cat([h[:, :, : c // 2], glob.expand_as(h[:, :, c // 2 :])], -1))
+
+
+@pytest.mark.parametrize("rho", [0.7, 0.5, 0.9])
+def test_dynamicvit_keeps_reference_topk_set(rho):
+    p = _bound("dynamicvit", rho=rho)
+    x = torch.randn(3, 197, 64)
+    valid = torch.ones(3, 197, dtype=torch.bool)
+    with torch.no_grad():
+        keep = p.decide(0, x, valid, None)
+        logp = p.predictors[0](x[:, 1:], valid[:, 1:])
+        torch.testing.assert_close(logp, _predictor_ref(p.predictors[0], x[:, 1:]), rtol=1e-5, atol=1e-6)
+        score = logp[..., 0]
+    K = int(196 * rho)
+    assert keep[:, 0].all()
+    for b in range(3):
+        # Random predictors give many exactly equal scores: compare the kept score multiset (tie-proof).
+        ref = torch.sort(score[b], descending=True).values[:K]
+        assert torch.equal(torch.sort(score[b][keep[b, 1:]], descending=True).values, ref)
+    assert p.tokens_bound(0, 197) == 1 + K
+    assert [int(196 * rho ** (s + 1)) for s in range(3)] == [p._count(s) for s in range(3)]
+
+
+def test_dynamicvit_seeded_predictors_and_checkpoint(tmp_path):
+    a, b = _bound("dynamicvit"), _bound("dynamicvit")
+    for pa, pb in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+        assert torch.equal(pa, pb)
+    other = create_pruner("dynamicvit")
+    other.bind(ModelInfo(12, 196, 64, 4, seed=5))
+    assert not torch.equal(other.predictors[0].in_conv[1].weight, a.predictors[0].in_conv[1].weight)
+    state = {f"score_predictor.{k}": v for k, v in other.predictors.state_dict().items()}
+    torch.save({"model": state}, tmp_path / "dyvit.pth")
+    loaded = create_pruner("dynamicvit", checkpoint_path=str(tmp_path / "dyvit.pth"))
+    loaded.bind(INFO)
+    assert torch.equal(loaded.predictors[2].out_conv[4].weight, other.predictors[2].out_conv[4].weight)
+    torch.save({"model": {"head.weight": torch.zeros(1)}}, tmp_path / "bad.pth")
+    with pytest.raises(ValueError, match="score_predictor"):
+        create_pruner("dynamicvit", checkpoint_path=str(tmp_path / "bad.pth")).bind(INFO)
+
+
+def test_dynamicvit_threshold_mode_is_per_image():
+    p = _bound("dynamicvit", mode="threshold", min_keep=3)
+    x = torch.randn(4, 197, 64) * torch.linspace(0.2, 3, 4)[:, None, None]
+    with torch.no_grad():
+        keep = p.decide(1, x, torch.ones(4, 197, dtype=torch.bool), None)
+        logp = p.predictors[1](x[:, 1:], torch.ones(4, 196, dtype=torch.bool))
+    expect = logp[..., 0] > logp[..., 1]
+    top3 = rank_desc(logp[..., 0], torch.ones(4, 196, dtype=torch.bool)) < 3
+    assert torch.equal(keep[:, 1:], expect | top3)
+    assert p.tokens_bound(1, 197) == 197
+
+
+# -- EViT ---------------------------------------------------------------------------------------
+def _attn(B, N, H=4, D=16, valid=None):
+    q, k = torch.randn(B, N, H, D) * 2, torch.randn(B, N, H, D) * 2
+    valid = torch.ones(B, N, dtype=torch.bool) if valid is None else valid
+    return AttnInfo(cls_attention(q[:, 0], k, valid, D**-0.5), torch.randn(B, N, H * D)), valid
+
+
+@pytest.mark.parametrize("rate", [0.7, 0.5, 0.25])
+def test_evit_topk_and_fused_token_match_reference(rate):
+    p = _bound("evit", keep_rate=rate)
+    B, N, C = 3, 140, 32
+    attn, valid = _attn(B, N)
+    x = torch.randn(B, N, C)
+    keep = p.decide(0, x, valid, attn)
+    K = math.ceil(rate * (N - 1))
+    cls_attn = attn.cls_probs.mean(1)[:, 1:]
+    idx = torch.topk(cls_attn, K, dim=1).indices
+    for b in range(B):
+        assert set(torch.nonzero(keep[b, 1:]).flatten().tolist()) == set(idx[b].tolist())
+    fused, present = p.extra_token(0, x, valid, keep, attn)
+    compl = ~keep[:, 1:]
+    ref = torch.stack([(cls_attn[b][compl[b]][:, None] * x[b, 1:][compl[b]]).sum(0) for b in range(B)])
+    torch.testing.assert_close(fused[:, 0], ref, rtol=1e-5, atol=1e-6)
+    assert present.all()
+    assert p.tokens_bound(0, N) == 1 + K + 1
+
+
+def test_evit_keep_rate_one_keeps_all_and_fuses_nothing():
+    p = _bound("evit", keep_rate=1.0)
+    attn, valid = _attn(2, 50)
+    keep = p.decide(0, torch.randn(2, 50, 8), valid, attn)
+    assert keep.all()
+    _, present = p.extra_token(0, torch.randn(2, 50, 8), valid, keep, attn)
+    assert not present.any()
+    assert p.tokens_bound(0, 50) == 50 and p.is_noop(0, 50)
+
+
+# -- ATS ----------------------------------------------------------------------------------------
+def test_nearest_cdf_index_equals_bruteforce_argmin_with_ties():
+    g = torch.Generator().manual_seed(1)
+    for _ in range(20):
+        c = torch.sort(torch.randint(0, 40, (3, 50), generator=g).float() / 40, dim=1).values  # many ties
+        ys = torch.rand(3, 60, generator=g) * 1.1 - 0.05
+        ys[:, :5] = c[:, 10:15]  # exact hits
+        ys[:, 5:8] = (c[:, 20:23] + c[:, 21:24]) / 2  # exact midpoints: tie between neighbours
+        brute = torch.min((ys[:, :, None] - c[:, None, :]).abs(), dim=2)[1]
+        assert torch.equal(nearest_cdf_index(c, ys), brute)
+
+
+def _ats_reference(scores: torch.Tensor, n_ref_tokens: int) -> list[set[int]]:
+    """Port of ATS score normalisation + inverse_transform_sampling + get_unique_indices (no padding)."""
+    B, M = scores.shape
+    s = scores / scores.sum(1, keepdim=True)
+    sorted_scores, sorted_indices = torch.sort(s, dim=1)
+    cdf = torch.cumsum(sorted_scores, 1)
+    ncdf = (cdf - cdf.min(1)[0][:, None]) / (cdf.max(1)[0] - cdf.min(1)[0])[:, None]
+    n = n_ref_tokens
+    ys = torch.linspace(0, 1.0, n - 1)[None].repeat(B, 1)
+    start = torch.min(ncdf + (ncdf == 0).float() * 1e8, dim=1)[0][:, None].expand_as(ys)
+    steps = torch.arange(0, n - 1).float()[None].expand_as(start)
+    ys = start + (((ys * (n - 2)) - start * steps) / (n - 2))
+    diff = ys.shape[1] - M
+    pick = torch.min(torch.abs(ys[:, :, None] - F.pad(ncdf[:, None, :], (diff, 0))), dim=2)[1] - diff
+    return [set((sorted_indices[b][pick[b].unique()]).tolist()) for b in range(B)]
+
+
+@pytest.mark.parametrize("M", [196, 120, 60, 9])
+def test_ats_keep_matches_reference_port(M):
+    # The reference always draws n_ref_tokens - 1 = 196 samples while N shrinks stage by stage.
+    n_ref = 197
+    scores = torch.rand(4, M) ** 3 + 1e-4  # peaked enough that duplicates occur
+    keep = ats_keep(scores, torch.ones(4, M, dtype=torch.bool), n_ref - 1)
+    ref = _ats_reference(scores, n_ref)
+    for b in range(4):
+        assert set(torch.nonzero(keep[b]).flatten().tolist()) == ref[b]
+    assert (keep.sum(1) < M).all()  # the lowest-score token is never picked
+
+
+def test_ats_fewer_samples_than_tokens_is_nearest_cdf_point():
+    # num_samples < M (the paper's K; the released code never runs it): still argmin over all CDF points.
+    scores = torch.rand(3, 196) ** 3 + 1e-4
+    keep = ats_keep(scores, torch.ones(3, 196, dtype=torch.bool), 64)
+    s = scores / scores.sum(1, keepdim=True)
+    srt, order = torch.sort(s, 1)
+    c = torch.cumsum(srt, 1)
+    c = (c - c[:, :1]) / (c[:, -1:] - c[:, :1])
+    start = c[:, 1:2]
+    ys = start + ((torch.linspace(0, 1, 64)[None] * 63) - start * torch.arange(64.0)[None]) / 63
+    pick = torch.min((ys[:, :, None] - c[:, None, :]).abs(), dim=2)[1]
+    for b in range(3):
+        assert set(torch.nonzero(keep[b]).flatten().tolist()) == set(order[b][pick[b]].tolist())
+    assert (keep.sum(1) <= 64).all()
+
+
+def test_ats_ragged_rows_are_independent_of_padding():
+    scores = torch.rand(3, 80) ** 4 + 1e-4
+    valid = torch.ones(3, 80, dtype=torch.bool)
+    valid[1, 50:] = False
+    valid[2, 9:] = False
+    keep = ats_keep(scores, valid, 196)
+    for b, m in [(0, 80), (1, 50), (2, 9)]:
+        alone = ats_keep(scores[b : b + 1, :m], torch.ones(1, m, dtype=torch.bool), 196)
+        assert torch.equal(keep[b, :m], alone[0])
+        assert not keep[b, m:].any()
+
+
+def test_ats_decide_uses_cls_attention_times_value_norm_and_max_keep():
+    p = _bound("ats", max_keep=40)
+    assert p.stages == tuple(range(3, 12)) and p.num_samples == (196,) * 9
+    attn, valid = _attn(2, 120)
+    keep = p.decide(0, torch.randn(2, 120, 64), valid, attn)
+    sig = attn.cls_probs.sum(1) * attn.v.norm(dim=-1)
+    uncapped = ats_keep(sig[:, 1:], valid[:, 1:], 196)
+    assert keep[:, 0].all() and (keep[:, 1:] <= uncapped).all()
+    assert (keep[:, 1:].sum(1) == torch.minimum(uncapped.sum(1), torch.tensor(40))).all()
+    assert p.tokens_bound(0, 120) == 41
+
+
+# -- Threshold-L2 -------------------------------------------------------------------------------
+def test_threshold_l2_threshold_and_min_keep_guard():
+    p = _bound("threshold_l2", thresholds=(5.0, 6.0, 7.0), min_keep=2)
+    x = torch.randn(3, 50, 16)
+    x[2] *= 0.01  # every norm below tau: only the guard keeps tokens
+    keep = p.decide(1, x, torch.ones(3, 50, dtype=torch.bool), None)
+    norms = x[:, 1:].norm(dim=-1)
+    top2 = rank_desc(norms, torch.ones(3, 49, dtype=torch.bool)) < 2
+    assert torch.equal(keep[:, 1:], (norms > 6.0) | top2)
+    assert keep[2, 1:].sum() == 2
+
+
+def test_threshold_l2_uncalibrated_raises():
+    p = _bound("threshold_l2")
+    with pytest.raises(ValueError, match="not calibrated"):
+        p.decide(0, torch.randn(1, 10, 4), torch.ones(1, 10, dtype=torch.bool), None)
+
+
+# -- registry and validation --------------------------------------------------------------------
+def test_registry_and_bad_options():
+    assert set(PRUNERS) == {"threshold_l2", "dynamicvit", "evit", "ats"}
+    with pytest.raises(ValueError, match="unknown pruner"):
+        create_pruner("tome")
+    with pytest.raises(TypeError):
+        create_pruner(3)
+    with pytest.raises(TypeError):
+        create_pruner("evit", keep=0.5)
+    with pytest.raises(ValueError, match="keep_rate"):
+        create_pruner("evit", keep_rate=1.5)
+    with pytest.raises(ValueError, match="ascending"):
+        create_pruner("dynamicvit", stages=(6, 3))
+    with pytest.raises(ValueError, match="entries"):
+        create_pruner("threshold_l2", thresholds=(1.0, 2.0))
+    with pytest.raises(ValueError, match="mode"):
+        create_pruner("dynamicvit", mode="gumbel")
+    with pytest.raises(ValueError, match="past the last block"):
+        create_pruner("evit", stages=(3, 12)).bind(INFO)
+    with pytest.raises(ValueError, match="num_samples"):
+        create_pruner("ats", stages=(3,), num_samples=1)
