@@ -31,7 +31,8 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 LOG2E = 1.4426950408889634
 
 
-@dataclass(frozen=True)
+# eq=False: hashed by identity (cheap on the hot path); the table's entries are singletons.
+@dataclass(frozen=True, eq=False)
 class AttnConfig:
     BLOCK_M: int
     BLOCK_N: int
@@ -39,20 +40,20 @@ class AttnConfig:
     num_stages: int
 
 
-# Chosen offline per (capacity bucket, head_dim) on the H200; see docs/perf-notes.md for the sweep.
-# Key: largest max_seqlen the entry serves. Looked up with a short scan, no heuristics.
-CONFIGS: dict[int, list[tuple[int, AttnConfig]]] = {
-    32: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 4, 2))],
-    64: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 8, 2))],
-    128: [(64, AttnConfig(64, 64, 4, 2)), (256, AttnConfig(64, 64, 4, 2)), (1 << 30, AttnConfig(128, 64, 8, 2))],
+# Chosen offline on the H200 (scripts/bench_kernels.py --sweep, 2026-11-29, docs/perf-notes.md):
+# (64, 64, 4 warps, 3 stages) had the best geomean against FA2 over the sweep points at both the
+# 197- and the 577-token capacity (0.62x; (128, 64, 8, 3) tied at 577 but lost at 197). Indexed by
+# head_dim, then capacity bucket (0: max_seqlen <= 256, 1: longer). Head dim 128 keeps 2 stages
+# for shared memory headroom (not swept yet).
+CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
+    32: (AttnConfig(64, 64, 4, 3), AttnConfig(64, 64, 4, 3)),
+    64: (AttnConfig(64, 64, 4, 3), AttnConfig(64, 64, 4, 3)),
+    128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
 }
 
 
 def pick_config(max_seqlen: int, head_dim: int) -> AttnConfig:
-    for bound, cfg in CONFIGS[head_dim]:
-        if max_seqlen <= bound:
-            return cfg
-    raise AssertionError("unreachable: the last bucket is unbounded")
+    return CONFIGS[head_dim][max_seqlen > 256]
 
 
 @triton.jit(do_not_specialize=["total_tokens"])
@@ -139,7 +140,7 @@ def _ragged_attn_fwd_kernel(
 _SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
-# (dtype, head_dim, strides, heads, config, pointer alignment flags, device) -> CompiledKernel
+# (dtype, heads, head_dim, strides, config, pointer alignment, device) -> (kernel, function, metadata, constexprs, cfg)
 _compiled: dict[tuple, object] = {}
 
 
@@ -154,47 +155,54 @@ def ragged_attn_fwd(
     config: AttnConfig | None = None,
 ) -> torch.Tensor:
     """Launch the kernel on validated inputs (see `ragged_attention` for the contract).
-    `config` overrides the offline table (used by the tuning sweep in scripts/bench_kernels.py)."""
+
+    The hot path is lean on purpose (host cost is a product target): one cache lookup keyed on
+    what Triton specialises on, then `CompiledKernel.run` with integer pointers. `config` overrides
+    the offline table (the tuning sweep in scripts/bench_kernels.py)."""
     total, heads, head_dim = q.shape
     batch = cu_seqlens.shape[0] - 1
-    cfg = config or pick_config(max_seqlen, head_dim)
-    grid = (triton.cdiv(max_seqlen, cfg.BLOCK_M), batch * heads, 1)
-    if grid[0] == 0 or batch == 0 or total == 0:
+    cfg = config or CONFIGS[head_dim][max_seqlen > 256]
+    grid_m = (max_seqlen + cfg.BLOCK_M - 1) // cfg.BLOCK_M
+    if grid_m == 0 or batch <= 0 or total == 0:
         return out
-    upcast = INTERPRET or q.dtype == torch.float32
-    sq, sk, sv, so = q.stride(), k.stride(), v.stride(), out.stride()
-    consts = dict(
-        STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1],
-        STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
-        HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=upcast,
-    )
     sm_scale_log2 = scale * LOG2E
     if INTERPRET or not q.is_cuda:
-        _ragged_attn_fwd_kernel[grid](
-            q, k, v, out, cu_seqlens, total, sm_scale_log2, **consts,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )
+        _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg, (grid_m, batch * heads, 1))
         return out
-    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu_seqlens.data_ptr())
-    # Triton specialises pointers on 16-byte alignment: it is part of the cache key.
-    align = tuple(p % 16 == 0 for p in ptrs)
-    device_index = q.device.index
-    key = (q.dtype, out.dtype, sq, sk, sv, so, heads, head_dim, cfg, align, device_index)
-    ck = _compiled.get(key)
-    if ck is None:
+    p_q, p_k, p_v, p_o, p_cu = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu_seqlens.data_ptr()
+    # Triton specialises pointers on 16-byte alignment, so alignment is part of the cache key.
+    aligned = ((p_q | p_k | p_v | p_o | p_cu) & 15) == 0
+    align = True if aligned else tuple(p % 16 == 0 for p in (p_q, p_k, p_v, p_o, p_cu))
+    device_index = q.get_device()
+    sq, sk, sv, so = q.stride(), k.stride(), v.stride(), out.stride()
+    key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, align, device_index)
+    entry = _compiled.get(key)
+    if entry is None:
         with torch.cuda.device(device_index):
-            ck = _ragged_attn_fwd_kernel[grid](
-                q, k, v, out, cu_seqlens, total, sm_scale_log2, **consts,
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-            )
-        _compiled[key] = ck
+            ck = _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg,
+                             (grid_m, batch * heads, 1))
+        consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
+                  q.dtype == torch.float32)
+        _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
         return out
-    stream = torch._C._cuda_getCurrentRawStream(device_index)
+    ck, function, metadata, consts, _ = entry
     # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
     # exit_hook, *every argument of the signature, constexprs included (the launcher skips them)).
-    ck.run(grid[0], grid[1], 1, stream, ck.function, ck.packed_metadata, None, None, None,
-           *ptrs, total, sm_scale_log2, *consts.values())
+    ck.run(grid_m, batch * heads, 1, torch._C._cuda_getCurrentRawStream(device_index), function, metadata,
+           None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
+
+
+def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg: AttnConfig, grid):
+    sq, sk, sv, so = q.stride(), k.stride(), v.stride(), out.stride()
+    return _ragged_attn_fwd_kernel[grid](
+        q, k, v, out, cu_seqlens, total, sm_scale_log2,
+        STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1],
+        STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
+        HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
+        UPCAST=INTERPRET or q.dtype == torch.float32,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
 
 
 def default_scale(head_dim: int) -> float:

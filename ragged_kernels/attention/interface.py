@@ -99,11 +99,28 @@ def ragged_attention(
         >>> qkv = torch.randn(T, 3, 12, 64, device="cuda", dtype=torch.float16)
         >>> o = ragged_attention(*qkv.unbind(1), cu_seqlens, max_seqlen=197)
     """
-    _check(q, k, v, cu_seqlens, max_seqlen)
+    # One combined test on the hot path (host cost is a product target); the detailed checks, and
+    # their messages, run only when it fails.
+    try:
+        shape, dtype, dev = q.shape, q.dtype, q.get_device()
+        ok = (
+            len(shape) == 3 and k.shape == shape and v.shape == shape
+            and dtype in _SUPPORTED_DTYPES and k.dtype is dtype and v.dtype is dtype
+            and shape[2] in _SUPPORTED_HEAD_DIMS and q.stride(2) == 1 and k.stride(2) == 1 and v.stride(2) == 1
+            and cu_seqlens.dtype is torch.int32 and cu_seqlens.dim() == 1 and cu_seqlens.is_contiguous()
+            and k.get_device() == dev and v.get_device() == dev and cu_seqlens.get_device() == dev
+            and q.device.type == cu_seqlens.device.type
+            and type(max_seqlen) is int and max_seqlen >= 0 and len(cu_seqlens) >= 1
+        )
+    except (AttributeError, TypeError):
+        ok = False
+    if not ok:
+        _check(q, k, v, cu_seqlens, max_seqlen)
+        raise ValueError("unsupported ragged_attention inputs")  # _check names the problem; this is a backstop
     if _DEBUG:
-        check_cu_seqlens_values(cu_seqlens, q.shape[0], max_seqlen)
+        check_cu_seqlens_values(cu_seqlens, shape[0], max_seqlen)
     if out is None:
-        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(2) != 1:
+        out = torch.empty_like(q) if q.is_contiguous() else torch.empty(shape, dtype=dtype, device=q.device)
+    elif out.shape != shape or out.dtype is not dtype or out.get_device() != dev or out.stride(2) != 1:
         raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
-    return ragged_attn_fwd(q, k, v, cu_seqlens, max_seqlen, default_scale(q.shape[2]) if scale is None else scale, out)
+    return ragged_attn_fwd(q, k, v, cu_seqlens, max_seqlen, default_scale(shape[2]) if scale is None else scale, out)
