@@ -9,6 +9,7 @@ otherwise the commit is known by its sha and asv's date only.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterable
@@ -166,11 +167,22 @@ def ingest_results_dir(
 
     outcomes: list[FileOutcome] = []
     parsed = []
+    known = store.run_digests()
+    known_shas: list[str] = []
     for path in paths:
         info = machine_infos[path.parent]
         try:
             if isinstance(info, AsvFormatError):
                 raise info
+            try:
+                # Identical bytes were ingested before: skip the parse (most of a re-ingest's cost).
+                sha = known.get(hashlib.sha256(path.read_bytes()).hexdigest())
+            except OSError as exc:
+                raise AsvFormatError(f"{path}: cannot read ({exc})") from None
+            if sha is not None:
+                known_shas.append(sha)
+                outcomes.append(FileOutcome(str(path), "unchanged"))
+                continue
             run = parse_result_file(path, benchmarks, info)
             # The sidecar is keyed by the commit, so it is read once the file has parsed.
             sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
@@ -181,7 +193,9 @@ def ingest_results_dir(
 
     git_info: dict[str, Commit] = {}
     if repo is not None:
-        git_info = git_commits(repo, (run.commit_hash for run, _, _ in parsed), branch)
+        git_info = git_commits(repo, [run.commit_hash for run, _, _ in parsed] + known_shas, branch)
+        # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
+        store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
 
     for run, info, sidecar in parsed:
         machine = Machine(

@@ -65,6 +65,10 @@ DEFAULT_DB = ".asv/history.sqlite"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _PG_MIGRATION_LOCK = 0x72616767  # any constant shared by every process migrating this schema
 _RETRIES = 8
+_RESULT_COLUMNS = (
+    "run_id", "benchmark_id", "status", "value", "samples", "has_raw_samples", "ci_99_a", "ci_99_b", "q_25", "q_75",
+    "number", "repeat", "benchmark_version", "started_at", "duration",
+)  # fmt: skip
 _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
 
 
@@ -154,6 +158,9 @@ class Store:
         self.url = resolve_url(db)
         self.engine: Engine = self._make_engine(self.url, echo)
         self._bench_ids: dict[str, int] = {}
+        self._bench_by_id: dict[int, Benchmark] = {}
+        self._results_sql: str | None = None
+        self._result_procs: list[tuple[int, Any]] = []
         if migrate:
             migrate_schema(self.engine)
 
@@ -371,33 +378,64 @@ class Store:
             .returning(RunRow.__table__.c.id)
         ).scalar_one()
         bench_ids = self._benchmark_ids(conn, pending, (p.benchmark for p in run.points))
+        dumps = json.dumps
         rows = [
-            {
-                "run_id": run_id,
-                "benchmark_id": bench_ids[p.benchmark.key],
-                "status": p.status,
-                "value": p.value,
-                "samples": json.dumps(list(p.samples)),
-                "has_raw_samples": p.has_raw_samples,
-                "ci_99_a": p.stats.get("ci_99_a"),
-                "ci_99_b": p.stats.get("ci_99_b"),
-                "q_25": p.stats.get("q_25"),
-                "q_75": p.stats.get("q_75"),
-                "number": p.stats.get("number"),
-                "repeat": p.stats.get("repeat"),
-                "benchmark_version": p.benchmark_version,
-                "started_at": _utc(p.started_at),
-                "duration": p.duration,
-            }
+            (
+                run_id,
+                bench_ids[p.benchmark.key],
+                p.status,
+                p.value,
+                dumps(p.samples),
+                p.has_raw_samples,
+                p.stats.get("ci_99_a"),
+                p.stats.get("ci_99_b"),
+                p.stats.get("q_25"),
+                p.stats.get("q_75"),
+                p.stats.get("number"),
+                p.stats.get("repeat"),
+                p.benchmark_version,
+                _utc(p.started_at),
+                p.duration,
+            )
             for p in run.points
         ]
         if rows:
             self._insert_results(conn, rows)
         return status
 
-    def _insert_results(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
-        # One executemany per file: the bulk of ingest time (see docs/perf-notes/ci-store.md).
-        conn.execute(insert(ResultRow.__table__), rows)
+    def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """One executemany for a file's results, the bulk of ingest time: straight to the driver
+        with the column types' own bind processors, which halves the cost of Core's per-row
+        parameter handling (measured in docs/perf-notes/ci-store.md)."""
+        table = ResultRow.__table__
+        if self._results_sql is None:
+            cols = [c for c in table.c if c.name != "id"]
+            assert [c.name for c in cols] == list(_RESULT_COLUMNS)
+            style = conn.dialect.paramstyle
+            mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(style)
+            if mark is None:
+                self._results_sql = ""
+            else:
+                quote = conn.dialect.identifier_preparer.quote
+                self._results_sql = (
+                    f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in cols)}) "
+                    f"VALUES ({', '.join([mark] * len(cols))})"
+                )
+                self._result_procs = [
+                    (i, proc) for i, c in enumerate(cols) if (proc := c.type.bind_processor(conn.dialect)) is not None
+                ]
+        if not self._results_sql:  # a DBAPI with named parameters: let Core do it
+            conn.execute(insert(table), [dict(zip(_RESULT_COLUMNS, r, strict=True)) for r in rows])
+            return
+        if self._result_procs:
+            fixed = []
+            for r in rows:
+                r = list(r)
+                for i, proc in self._result_procs:
+                    r[i] = proc(r[i])
+                fixed.append(tuple(r))
+            rows = fixed
+        conn.exec_driver_sql(self._results_sql, rows)
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:
         """Create commits or enrich them with parents/branch/time/subject, in one transaction.
@@ -597,9 +635,9 @@ class Store:
                 ResultRow.samples,
                 ResultRow.started_at,
                 ResultRow.status,
-                RunRow.id.label("rid"),
                 RunRow.run_key,
                 RunRow.started_at.label("run_started"),
+                RunRow.environment,
                 CommitRow.sha,
                 MachineRow.name.label("machine"),
             )
@@ -609,20 +647,25 @@ class Store:
             .order_by(*self._commit_order(), RunRow.started_at, RunRow.id, ResultRow.benchmark_id)
         )
         stmt = stmt.where(ResultRow.status == "ok") if status_ok else stmt.where(ResultRow.status != "ok")
-        if benchmark_key is not None:
-            stmt = stmt.join(BenchmarkRow, ResultRow.benchmark_id == BenchmarkRow.id).where(
-                BenchmarkRow.key == benchmark_key
-            )
         if machine is not None:
             stmt = stmt.where(MachineRow.name == machine)
         if commit_sha is not None:
             stmt = stmt.where(CommitRow.sha == commit_sha)
-        with self._read() as conn:
+        with self.engine.connect() as conn, conn.begin():
+            if benchmark_key is not None:
+                # Resolve the key first so the query walks the (benchmark_id, run_id) index.
+                bid = conn.execute(select(BenchmarkRow.id).where(BenchmarkRow.key == benchmark_key)).scalar()
+                if bid is None:
+                    return []
+                stmt = stmt.where(ResultRow.benchmark_id == bid)
             return list(conn.execute(stmt).all())
 
-    def _bench_map(self) -> dict[int, Benchmark]:
-        with self._read() as conn:
-            return {r.id: self._bench(r) for r in conn.execute(select(BenchmarkRow)).scalars().all()}
+    def _bench_map(self, ids: Iterable[int]) -> dict[int, Benchmark]:
+        """Benchmarks by id; cached, since a series' identity never changes once stored."""
+        if not set(ids) <= self._bench_by_id.keys():
+            with self._read() as conn:
+                self._bench_by_id = {r.id: self._bench(r) for r in conn.execute(select(BenchmarkRow)).scalars().all()}
+        return self._bench_by_id
 
     def results(
         self,
@@ -647,27 +690,26 @@ class Store:
         rows = self._points(True, benchmark_key, machine, commit_sha)
         if not rows:
             return []
-        benches = self._bench_map()
-        with self._read() as conn:
-            run_ids = sorted({r.rid for r in rows})
-            envs: dict[int, tuple[tuple[str, str], ...]] = {}
-            for i in range(0, len(run_ids), _CHUNK):
-                for rid, env in conn.execute(
-                    select(RunRow.id, RunRow.environment).where(RunRow.id.in_(run_ids[i : i + _CHUNK]))
-                ):
-                    envs[rid] = tuple(sorted(json.loads(env).items()))
-        return [
-            Result(
-                benchmark=benches[r.benchmark_id],
-                commit_sha=r.sha,
-                machine=r.machine,
-                samples=tuple(json.loads(r.samples)),
-                run_id=r.run_key,
-                started_at=_utc(r.started_at) or _utc(r.run_started),
-                environment=envs[r.rid],
+        benches = self._bench_map({r.benchmark_id for r in rows})
+        envs: dict[str, tuple[tuple[str, str], ...]] = {}  # one parse per run, not per row
+        out = []
+        loads = json.loads
+        for r in rows:
+            env = envs.get(r.environment)
+            if env is None:
+                env = envs[r.environment] = tuple(sorted(loads(r.environment).items()))
+            out.append(
+                Result(
+                    benchmark=benches[r.benchmark_id],
+                    commit_sha=r.sha,
+                    machine=r.machine,
+                    samples=tuple(loads(r.samples)),
+                    run_id=r.run_key,
+                    started_at=_utc(r.started_at) or _utc(r.run_started),
+                    environment=env,
+                )
             )
-            for r in rows
-        ]
+        return out
 
     def failures(
         self, *, benchmark_key: str | None = None, machine: str | None = None, commit_sha: str | None = None
@@ -683,7 +725,7 @@ class Store:
             FailedPoint records (a crashed correctness benchmark is a failure, not a pass).
         """
         rows = self._points(False, benchmark_key, machine, commit_sha)
-        benches = self._bench_map() if rows else {}
+        benches = self._bench_map({r.benchmark_id for r in rows}) if rows else {}
         return [FailedPoint(benches[r.benchmark_id], r.sha, r.machine, r.status, r.run_key) for r in rows]
 
     def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]:
@@ -725,6 +767,12 @@ class Store:
         with self._read() as conn:
             rows = conn.execute(stmt).scalars().all()
         return [Acknowledgement(r.benchmark_key, r.commit_sha, r.who, r.why, _utc(r.when)) for r in rows]
+
+    def run_digests(self) -> dict[str, str]:
+        """sha256 of every ingested result file -> its commit sha (lets ingest skip known files unparsed)."""
+        stmt = select(RunRow.digest, CommitRow.sha).join(CommitRow, RunRow.commit_id == CommitRow.id)
+        with self.engine.connect() as conn, conn.begin():
+            return {digest: sha for digest, sha in conn.execute(stmt)}
 
     def counts(self) -> dict[str, int]:
         """Row counts per table (ingest summaries and tests)."""

@@ -1,0 +1,383 @@
+"""Ingest of asv result files: values as asv wrote them, idempotence, atomicity, malformed input,
+sidecars, git metadata, and several writers at once on SQLite."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci.asv_results import AsvFormatError, load_benchmarks_json, parse_result_file
+from ci.ingest import ingest_results_dir
+from ci.records import Direction, Kind
+from ci.store import Store
+from tests.ci.conftest import BENCHMARKS, MACHINE, sha_for, write_results
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _noisy(name: str, j: int, c: int) -> list[float]:
+    import random
+
+    rng = random.Random(hash((name, j, c)) & 0xFFFF)
+    return [(j + 1) * 1e-4 * rng.uniform(0.9, 1.1) for _ in range(7)]
+
+
+def test_values_match_what_asv_loads(asv_dir, db_path):
+    """Every stored sample is what asv's own loader reads from the same files, point by point."""
+    from asv.results import Results
+
+    root = asv_dir([sha_for(i) for i in range(3)], samples=_noisy)
+    benches = {b["name"]: b for b in BENCHMARKS}
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+        assert report.ok and report.count("inserted") == 3
+        stored = {(r.commit_sha, r.benchmark.key): r for r in store.results()}
+    assert len(stored) == 3 * 7
+    info = load_benchmarks_json(root)
+    checked = 0
+    for path in sorted((root / MACHINE).glob("0000*.json")):
+        asv = Results.load(str(path), machine_name=MACHINE)
+        ours = parse_result_file(path, info, {"machine": MACHINE})
+        for name in asv.get_all_result_keys():
+            asv_samples = asv.get_result_samples(name, benches[name]["params"])
+            asv_values = asv.get_result_value(name, benches[name]["params"])
+            points = [p for p in ours.points if p.benchmark.name == name]
+            assert len(points) == len(asv_samples)
+            for point, samples, value in zip(points, asv_samples, asv_values, strict=True):
+                assert point.value == value
+                assert list(stored[(asv.commit_hash, point.benchmark.key)].samples) == samples
+                checked += 1
+    assert checked == 21
+
+
+def test_param_grid_order_and_kinds(asv_dir, db_path):
+    """Grid points follow itertools.product order (last parameter fastest); kinds come from type+unit."""
+
+    def marked(name: str, j: int, c: int) -> list[float]:
+        return [float(j)] * 3  # sample value = grid index
+
+    root = asv_dir([sha_for(0)], samples=marked)
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        got = {r.benchmark.key: r.samples[0] for r in store.results()}
+        kinds = {b.name: (b.direction, b.kind, b.unit) for b in store.benchmarks()}
+    # params [['fp16','bf16'], ['1','8']] -> (fp16,1)=0, (fp16,8)=1, (bf16,1)=2, (bf16,8)=3
+    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"] == 0.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=8)"] == 1.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=1)"] == 2.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=8)"] == 3.0
+    assert got["bench_correctness.Logits.track_max_abs_diff(backend=padded_sdpa)"] == 1.0
+    assert kinds["bench_attention.GPUTime.time_gpu"] == (Direction.LOWER, Kind.LATENCY, "seconds")
+    assert kinds["bench_model.Throughput.track_images_per_s"] == (Direction.HIGHER, Kind.THROUGHPUT, "images/s")
+    assert kinds["bench_correctness.Logits.track_max_abs_diff"] == (Direction.LOWER, Kind.CORRECTNESS, "max abs diff")
+
+
+def test_failed_points_are_marked_never_valued(asv_dir, db_path):
+    def some_fail(name: str, j: int, c: int) -> list[float] | None:
+        return None if ("time_gpu" in name and j == 1) else [1.0, 2.0, 3.0]
+
+    root = asv_dir([sha_for(0)], samples=some_fail)
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        results = store.results()
+        failures = store.failures()
+    assert len(results) == 6
+    assert [(f.benchmark.key, f.status) for f in failures] == [
+        ("bench_attention.GPUTime.time_gpu(dtype=fp16, batch=8)", "failed")
+    ]
+    assert all(r.benchmark.key != failures[0].benchmark.key for r in results)
+
+
+def test_skipped_point_nan_is_marked_skipped(tmp_path, db_path):
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0)])
+    path = next((root / MACHINE).glob("0000*.json"))
+    data = json.loads(path.read_text())
+    row = data["results"]["bench_model.Throughput.track_images_per_s"]
+    row[0] = [float("nan")]  # asv writes NaN for a point whose setup raised NotImplementedError
+    path.write_text(json.dumps(data))
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        skipped = [f for f in store.failures() if f.status == "skipped"]
+        assert [f.benchmark.key for f in skipped] == ["bench_model.Throughput.track_images_per_s"]
+        assert not store.results(benchmark_key="bench_model.Throughput.track_images_per_s")
+
+
+def test_without_record_samples_the_value_is_the_only_sample(asv_dir, db_path):
+    root = asv_dir([sha_for(0)], samples=_noisy, record_samples=False)
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        r = store.results(benchmark_key="bench_model.Throughput.track_images_per_s")[0]
+    assert len(r.samples) == 1 and math.isfinite(r.samples[0]) and r.value == r.samples[0]
+
+
+def test_idempotent(asv_dir, db_path):
+    root = asv_dir([sha_for(i) for i in range(4)])
+    with Store(db_path) as store:
+        first = ingest_results_dir(store, root)
+        before = (store.counts(), store.results(), store.commits(), store.machines())
+        second = ingest_results_dir(store, root)
+        after = (store.counts(), store.results(), store.commits(), store.machines())
+    assert first.count("inserted") == 4
+    assert second.count("unchanged") == 4 and second.count("inserted") == 0
+    assert before == after
+
+
+def test_rewritten_file_replaces_its_run(asv_dir, db_path):
+    """asv rewrites a result file in place (e.g. --append-samples): the run is replaced, not doubled."""
+    root = asv_dir([sha_for(0)])
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        write_results(root, [sha_for(0)], samples=lambda n, j, c: [5.0, 5.0, 5.0, 5.0])
+        report = ingest_results_dir(store, root)
+        assert report.count("replaced") == 1
+        assert store.counts()["runs"] == 1 and store.counts()["results"] == 7
+        assert {r.samples for r in store.results()} == {(5.0, 5.0, 5.0, 5.0)}
+
+
+def test_crash_mid_file_leaves_no_partial_run(asv_dir, db_path, monkeypatch):
+    root = asv_dir([sha_for(0), sha_for(1)])
+    store = Store(db_path)
+    real = Store._insert_results
+    calls = {"n": 0}
+
+    def explode(self, conn, rows):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            real(self, conn, rows[:3])  # half the rows are in when the crash comes
+            raise RuntimeError("power cut")
+        real(self, conn, rows)
+
+    monkeypatch.setattr(Store, "_insert_results", explode)
+    report = ingest_results_dir(store, root)
+    assert report.count("inserted") == 1 and len(report.errors) == 1
+    assert "power cut" in report.errors[0].message
+    counts = store.counts()
+    assert counts["runs"] == 1 and counts["results"] == 7
+    monkeypatch.setattr(Store, "_insert_results", real)
+    assert ingest_results_dir(store, root).count("inserted") == 1  # the failed file goes in on retry
+    assert store.counts()["results"] == 14
+    store.close()
+
+
+_KILL_SCRIPT = """
+import os, sys
+sys.path.insert(0, {root!r})
+from ci.store import Store
+from ci.ingest import ingest_results_dir
+real = Store._insert_results
+def die(self, conn, rows):
+    real(self, conn, rows)
+    os._exit(9)  # the process dies inside the transaction, after every row was written
+Store._insert_results = die
+ingest_results_dir(Store({db!r}), {res!r})
+"""
+
+
+def test_killed_process_leaves_no_partial_run(asv_dir, db_path):
+    """A real crash (the process exits inside the transaction): SQLite rolls the file back."""
+    root = asv_dir([sha_for(0)])
+    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(db_path), res=str(root))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    with Store(db_path) as store:
+        counts = store.counts()
+        assert counts["runs"] == 0 and counts["results"] == 0
+        assert ingest_results_dir(store, root).count("inserted") == 1
+
+
+def _edit(text: str, change) -> str:
+    data = json.loads(text)
+    change(data)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda t: t[: len(t) // 2], "truncated or corrupt"),
+        (lambda t: "", "truncated or corrupt"),
+        (lambda t: t.replace('"version": 2', '"version": 1'), "format version"),
+        (lambda t: t.replace('"commit_hash"', '"commit_hsh"'), "missing key 'commit_hash'"),
+        (lambda t: t.replace('"commit_hash": "', '"commit_hash": "zz'), "not a hex commit id"),
+        (lambda t: t.replace('"machine": "h200-runner"', '"machine": "other"'), "does not match machine.json"),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][0].__setitem__(0, "fast")),
+            "not a number",
+        ),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][0].pop()),
+            "should list 4 points",
+        ),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][0].__setitem__(1, True)),
+            "samples must all be numbers",
+        ),
+    ],
+    ids=[
+        "truncated",
+        "empty",
+        "old-format",
+        "missing-key",
+        "bad-sha",
+        "wrong-machine",
+        "string-value",
+        "short-grid",
+        "bool-sample",
+    ],
+)
+def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, db_path, damage, message):
+    root = asv_dir([sha_for(0), sha_for(1), sha_for(2)])
+    bad = sorted((root / MACHINE).glob("00000001-*.json"))[0]
+    bad.write_text(damage(bad.read_text()))
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+        assert report.count("inserted") == 2
+        assert [e.path for e in report.errors] == [str(bad)]
+        assert message in report.errors[0].message and str(bad) in report.errors[0].message
+        assert {c.sha for c in store.commits()} == {sha_for(0), sha_for(2)}
+
+
+def test_missing_benchmarks_json_is_an_error(asv_dir, db_path):
+    root = asv_dir([sha_for(0)])
+    (root / "benchmarks.json").unlink()
+    with Store(db_path) as store, pytest.raises(AsvFormatError, match="benchmarks.json: file not found"):
+        ingest_results_dir(store, root)
+
+
+def test_missing_machine_json_fails_only_that_machine(asv_dir, db_path):
+    root = asv_dir([sha_for(0)])
+    write_results(root, [sha_for(1)], machine="other-runner")
+    (root / "other-runner" / "machine.json").unlink()
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+    assert report.count("inserted") == 1 and len(report.errors) == 1
+    assert "machine.json: file not found" in report.errors[0].message
+
+
+def test_results_dir_must_exist(db_path, tmp_path):
+    with Store(db_path) as store, pytest.raises(AsvFormatError, match="not a directory"):
+        ingest_results_dir(store, tmp_path / "nope")
+    with Store(db_path) as store, pytest.raises(TypeError, match="Store"):
+        ingest_results_dir("sqlite:///x", tmp_path)  # type: ignore[arg-type]
+
+
+def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, db_path):
+    sidecar = {
+        "gpu": "NVIDIA H200",
+        "driver": "580.65",
+        "cuda": "13.0",
+        "torch": "2.14.1",
+        "triton": "3.8.0",
+        "sm_clock_mhz": "1980",
+        "temperature_c": "41",
+        "captured_at": "2026-11-29T10:00:00+00:00",
+    }
+    root = asv_dir([sha_for(0)], sidecar=sidecar)
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        (machine,) = store.machines()
+        env = dict(store.results()[0].environment)
+    assert (machine.gpu, machine.driver, machine.cuda, machine.torch, machine.triton) == (
+        "NVIDIA H200",
+        "580.65",
+        "13.0",
+        "2.14.1",
+        "3.8.0",
+    )
+    assert machine.cpu == "Xeon 8480" and dict(machine.extra)["num_cpu"] == "16"
+    assert env["sm_clock_mhz"] == "1980" and env["temperature_c"] == "41" and env["env_name"].startswith("existing")
+    assert "gpu" not in env
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "GIT_COMMITTER_DATE": "2026-11-01T10:00:00+00:00",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+def test_git_metadata_fills_commits(tmp_path, db_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(3):
+        (repo / "f.txt").write_text(str(i))
+        _git(repo, "add", "f.txt")
+        _git(repo, "commit", "-q", "-m", f"change {i}")
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    root = tmp_path / "res"
+    write_results(root, shas[1:])
+    with Store(db_path) as store:
+        # First without git: sha and asv's date only; then with --repo the same commits get enriched.
+        ingest_results_dir(store, root)
+        assert all(c.subject == "" for c in store.commits())
+        report = ingest_results_dir(store, root, repo=repo, branch="main")
+        assert report.count("unchanged") == 2
+        commits = store.commits(branch="main")
+    assert [c.sha for c in commits] == shas[1:]
+    assert [c.subject for c in commits] == ["change 1", "change 2"]
+    assert commits[1].parents == (shas[1],)
+    assert commits[0].time is not None and commits[0].time.tzinfo is not None
+
+
+def test_branch_needs_repo(asv_dir, db_path):
+    root = asv_dir([sha_for(0)])
+    with Store(db_path) as store, pytest.raises(ValueError, match="--branch needs --repo"):
+        ingest_results_dir(store, root, branch="main")
+
+
+def _ingest_worker(db: str, root: str) -> tuple[int, int, int]:
+    with Store(db) as store:
+        r = ingest_results_dir(store, root)
+    return r.count("inserted"), r.count("unchanged"), len(r.errors)
+
+
+@pytest.mark.parametrize("n_workers", [4])
+def test_concurrent_writers_sqlite(tmp_path, n_workers):
+    """Several runner processes ingest overlapping result sets into one SQLite file at once:
+    no errors, no duplicates, every run exactly once."""
+    dirs = overlapping_result_dirs(tmp_path, n_workers, n_commits=12)
+    db = str(tmp_path / "shared.sqlite")
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(n_workers) as pool:
+        outcomes = pool.starmap(_ingest_worker, [(db, str(d)) for d in dirs])
+    assert all(errors == 0 for _, _, errors in outcomes), outcomes
+    assert sum(i for i, _, _ in outcomes) == 12  # each run inserted once, by whichever runner came first
+    with Store(db) as store:
+        counts = store.counts()
+    assert counts["runs"] == 12 and counts["results"] == 12 * 7 and counts["commits"] == 12
+    assert counts["benchmarks"] == 7 and counts["machines"] == 1
+
+
+def overlapping_result_dirs(tmp_path: Path, n_workers: int, n_commits: int) -> list[Path]:
+    """Per-runner results directories holding overlapping halves of one set of identical files."""
+    full = tmp_path / "all"
+    files = write_results(full, [sha_for(i) for i in range(n_commits)])
+    dirs = []
+    for w in range(n_workers):
+        d = tmp_path / f"res{w}"
+        (d / MACHINE).mkdir(parents=True)
+        shutil.copy(full / "benchmarks.json", d / "benchmarks.json")
+        shutil.copy(full / MACHINE / "machine.json", d / MACHINE / "machine.json")
+        for k in range(n_commits // 2):
+            f = files[(w * n_commits // n_workers + k) % n_commits]
+            shutil.copy(f, d / MACHINE / f.name)
+        dirs.append(d)
+    return dirs
