@@ -66,13 +66,13 @@ class VerdictSettings:
             off by default, so a mixed-up CI job fails loudly).
     """
 
-    alpha: float = 0.01
+    alpha: float = 0.05
     correction: str = "bh"
     floor: float = 0.02
-    noise_k: float = 2.0
+    noise_k: float = 1.5
     max_threshold: float = 0.25
     confidence: float = 0.90
-    n_resamples: int = 2000
+    n_resamples: int = 1000
     min_samples: int = 5
     seed: int = 0
     overrides: tuple[tuple[str, float], ...] = ()
