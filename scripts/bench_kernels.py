@@ -156,6 +156,37 @@ def table_host(rows: list, quick: bool):
                   f"{fmt_us(r['varlen_attn'])} | {r['triton'] / r['fa2']:.2f} |")
 
 
+def table_host_breakdown(rows: list):
+    """Where the host time of one ragged_attention call goes (B=4, keep 0.5)."""
+    from ragged_kernels.attention import fwd
+
+    lengths = lengths_for(4, 98, 197, ragged=True)
+    cu, sets = make_inputs(lengths, 1)
+    q, k, v = sets[0]
+    out = torch.empty_like(q)
+    ragged_attention(q, k, v, cu, 197, out=out)
+    ck, function, metadata, consts, _ = next(iter(fwd._compiled.values()))
+    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu.data_ptr())
+    grid_m = 197 // 64 + 1
+    stream = torch._C._cuda_getCurrentRawStream(0)
+    parts = {
+        "CompiledKernel.run only": lambda: ck.run(grid_m, 4 * HEADS, 1, stream, function, metadata, None, None, None,
+                                                  *ptrs, q.shape[0], 0.18, *consts),
+        "torch.empty (output)": lambda: torch.empty(q.shape, dtype=q.dtype, device="cuda"),
+        "ragged_attn_fwd (no checks, out given)": lambda: fwd.ragged_attn_fwd(q, k, v, cu, 197, 0.125, out),
+        "ragged_attention (out given)": lambda: ragged_attention(q, k, v, cu, 197, out=out),
+        "ragged_attention": lambda: ragged_attention(q, k, v, cu, 197),
+        "fa2_varlen_attention": lambda: fa2_varlen_attention(q, k, v, cu, 197),
+    }
+    print("\n## 1b. Host cost breakdown (µs per call, B=4, keep ~0.5)")
+    print("| part | µs |")
+    print("|---|---|")
+    for name, fn in parts.items():
+        t = host_cost(fn, n=500)
+        rows.append({"measure": "host_breakdown", "part": name, "seconds": t})
+        print(f"| {name} | {fmt_us(t)} |")
+
+
 def table_latency(rows: list, quick: bool):
     print("\n## 2. Latency, call + synchronize (µs, median), 80% pruning (keep 0.2), N=197 capacity")
     print("| batch | triton | fa2 | padded_sdpa | triton/fa2 |")
@@ -313,6 +344,7 @@ def main() -> int:
     rows: list = []
     if not args.only_sweep:
         table_host(rows, args.quick)
+        table_host_breakdown(rows)
         table_latency(rows, args.quick)
         table_gpu(rows, args.quick)
         table_large(rows)
