@@ -235,8 +235,9 @@ def _print_quality(rows: list[dict]) -> None:
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['source']:<28} {r['n']:>3} {r['aa_series']:>10} {r['false_alarm']:>11.3%} {r['pr_false_alarm']:>9.1%} "
-              f"{r['aa_inconclusive']:>11.2%} {r['slowed_series']:>6} {r['detected']:>8.1%} {r['flagged']:>7.1%} "
+        print(f"{r['source']:<28} {r['n']:>3} {r['aa_series']:>10} {r['false_alarm']:>11.3%} "
+              f"{r['pr_false_alarm']:>9.1%} {r['aa_inconclusive']:>11.2%} {r['slowed_series']:>6} "
+              f"{r['detected']:>8.1%} {r['flagged']:>7.1%} "
               f"{r['compare_ms_per_pr']:>6.0f}  {r['by_tier']}")
 
 
