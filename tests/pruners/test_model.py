@@ -1,0 +1,267 @@
+"""The packed pruned DeiT forward: against a per-image oracle built from timm's own modules, across
+backends, batch composition, keep-all settings, seeds/checkpoints, and (GPU) fp16 + graph mode."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from pruners import BACKENDS, build_pruned_model, create_pruner, synthetic_images
+from tests.conftest import HAS_CUDA
+
+TINY = "deit_tiny_patch16_224"
+# Options chosen so every pruner really prunes on random weights and seeded synthetic images.
+PRUNER_CASES = {
+    "threshold_l2": {},
+    "dynamicvit": {},
+    "evit": {},
+    "evit-nofuse": {"fuse_token": False},
+    "ats": {"num_samples": 120},
+}
+
+
+def _pruner(case: str):
+    return create_pruner(case.split("-")[0], **PRUNER_CASES[case])
+
+
+@functools.cache
+def _model(case: str, backend: str):
+    """Built once per session: building (timm init + calibration) dominates these CPU tests."""
+    return build_pruned_model(TINY, _pruner(case), backend)
+
+
+def _has_ragged_kernels() -> bool:
+    try:
+        import ragged_kernels  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@torch.no_grad()
+def _oracle(model, images: torch.Tensor, keeps: list[torch.Tensor]) -> torch.Tensor:
+    """Per image, unbatched: stock timm Block/Attention forwards plus explicit token selection."""
+    m, pr = model.backbone, model.pruner
+    stage_at = {blk: s for s, blk in enumerate(pr.stages)}
+    out = []
+    for b in range(images.shape[0]):
+        x = m._pos_embed(m.patch_embed(images[b : b + 1]))
+        for i, blk in enumerate(m.blocks):
+            s = stage_at.get(i)
+            if s is None:
+                x = blk(x)
+                continue
+            keep = keeps[s][b, : x.shape[1]]
+            assert keeps[s][b, x.shape[1] :].sum() == 0
+            if pr.placement == "before_block":
+                x = blk(x[:, keep])
+                continue
+            h = blk.norm1(x)
+            a = blk.attn
+            qkv = a.qkv(h).reshape(1, x.shape[1], 3, a.num_heads, a.head_dim).permute(2, 0, 3, 1, 4)
+            probs = torch.softmax((qkv[0] @ qkv[1].transpose(-2, -1)) * a.scale, -1)[0, :, 0]  # [H, N]
+            x = x + blk.attn(h)
+            parts = [x[:, keep]]
+            drop = ~keep
+            drop[0] = False
+            if getattr(pr, "fuse_token", False) and drop.any():
+                parts.append((probs.mean(0)[drop][:, None] * x[0, drop]).sum(0)[None, None])
+            x = torch.cat(parts, 1)
+            x = x + blk.mlp(blk.norm2(x))
+        out.append(m.head(m.norm(x)[:, 0]))
+    return torch.cat(out)
+
+
+def _backends_cpu() -> list[str]:
+    return ["reference", "triton"] if _has_ragged_kernels() else ["reference"]
+
+
+ORACLE_CASES = [(c, "reference") for c in PRUNER_CASES] + [("threshold_l2", "triton"), ("evit", "triton")]
+
+
+@pytest.mark.parametrize(("case", "backend"), ORACLE_CASES, ids=[f"{c}-{b}" for c, b in ORACLE_CASES])
+def test_packed_forward_matches_per_image_oracle(case, backend):
+    if backend != "reference" and not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    model = _model(case, backend)
+    model.record = True
+    images = synthetic_images(2, 224, seed=3)
+    with torch.no_grad():
+        logits = model(images)
+    counts = [k.sum(1) for k in model.recorded_keeps]
+    assert len(counts) == len(model.pruner.stages)
+    assert (counts[-1] < 197).all()  # it really pruned
+    if case == "threshold_l2":  # (ATS on random weights keeps ~all samples: counts barely differ)
+        assert any((c[0] != c[1]).item() for c in counts), "ragged pruner gave equal counts"
+    ref = _oracle(model, images, model.recorded_keeps)
+    torch.testing.assert_close(logits, ref, rtol=0, atol=2e-4)
+
+
+@pytest.mark.parametrize("case", list(PRUNER_CASES))
+def test_batch_composition_does_not_change_results(case):
+    model = _model(case, "reference")
+    model.record = True
+    images = synthetic_images(3, 224, seed=4)
+    with torch.no_grad():
+        batched = model(images)
+        keeps = model.recorded_keeps
+        for b in range(3):
+            alone = model(images[b : b + 1])
+            torch.testing.assert_close(alone[0], batched[b], rtol=0, atol=1e-4)
+            for k_all, k_one in zip(keeps, model.recorded_keeps, strict=True):
+                n = k_one.shape[1]
+                assert torch.equal(k_all[b, :n], k_one[0]) and not k_all[b, n:].any()
+
+
+EXPECTED_COUNTS = {  # tokens per image incl. CLS after each stage (reference notes section 1), fixed-count pruners
+    "dynamicvit": [138, 97, 68],
+    "evit": [140, 100, 72],
+    "evit-nofuse": [139, 98, 69],
+}
+
+
+@pytest.mark.parametrize("case", list(EXPECTED_COUNTS))
+def test_fixed_count_pruners_token_counts(case):
+    model = _model(case, "reference")
+    bounds, n = [], 197
+    for s in range(3):
+        n = model.pruner.tokens_bound(s, n)
+        bounds.append(n)
+    assert bounds == EXPECTED_COUNTS[case]
+
+
+KEEP_ALL = {
+    "dynamicvit": {"rho": 1.0},
+    "evit": {"keep_rate": 1.0},
+    "threshold_l2": {"thresholds": float("-inf")},
+}
+
+
+KEEP_ALL_CASES = [(n, "reference") for n in KEEP_ALL] + [("dynamicvit", "triton"), ("dynamicvit", "padded_sdpa")]
+
+
+@pytest.mark.parametrize(("name", "backend"), KEEP_ALL_CASES, ids=[f"{n}-{b}" for n, b in KEEP_ALL_CASES])
+def test_keep_ratio_one_equals_dense(name, backend):
+    if backend != "reference" and not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    pruner = create_pruner(name, **KEEP_ALL[name])
+    dense = build_pruned_model(TINY, pruner, "dense")
+    model = build_pruned_model(TINY, pruner, backend)
+    images = synthetic_images(2, 224, seed=5)
+    with torch.no_grad():
+        torch.testing.assert_close(model(images), dense(images), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["threshold_l2", "ats"])
+def test_backends_take_identical_decisions_and_replay(case):
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    tri, pad = _model(case, "triton"), _model(case, "padded_sdpa")
+    tri.record = pad.record = True
+    images = synthetic_images(2, 224, seed=6)
+    with torch.no_grad():
+        a, b = tri(images), pad(images)
+        assert all(torch.equal(x, y) for x, y in zip(tri.recorded_keeps, pad.recorded_keeps, strict=True))
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+        pad.keep_override = [k.clone() for k in tri.recorded_keeps]
+        try:
+            torch.testing.assert_close(pad(images), b, rtol=0, atol=0)
+        finally:
+            pad.keep_override = None
+
+
+def test_exact_capacity_gives_same_logits_with_smaller_buffers():
+    pruner = _pruner("threshold_l2")
+    eager = _model("threshold_l2", "reference")
+    exact = build_pruned_model(TINY, pruner, "reference", exact_capacity=True)
+    images = synthetic_images(2, 224, seed=7)
+    with torch.no_grad():
+        torch.testing.assert_close(exact(images), eager(images), rtol=0, atol=1e-5)
+
+
+def test_seed_and_checkpoint(tmp_path):
+    images = synthetic_images(1, 224, seed=8)
+    a = build_pruned_model(TINY, "evit", "reference", seed=1)
+    b = build_pruned_model(TINY, "evit", "reference", seed=1)
+    c = build_pruned_model(TINY, "evit", "reference", seed=2)
+    with torch.no_grad():
+        ya, yb, yc = a(images), b(images), c(images)
+    assert torch.equal(ya, yb) and not torch.allclose(ya, yc)
+    torch.save(c.backbone.state_dict(), tmp_path / "deit.pth")
+    d = build_pruned_model(TINY, "evit", "reference", seed=1, checkpoint_path=str(tmp_path / "deit.pth"))
+    with torch.no_grad():
+        assert torch.equal(d(images), yc)
+
+
+def test_real_photos_reference_vs_triton():
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    from pruners.sample_images import sample_photos
+
+    images = sample_photos(224, ("astronaut", "chelsea"), include_sklearn=False)
+    pruner = _pruner("threshold_l2")
+    ref = build_pruned_model(TINY, pruner, "reference", calibration_images=images)
+    tri = build_pruned_model(TINY, pruner, "triton", calibration_images=images)
+    ref.record = True
+    with torch.no_grad():
+        y = ref(images)
+        tri.keep_override = ref.recorded_keeps
+        torch.testing.assert_close(tri(images), y, rtol=0, atol=2e-4)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="unknown model"):
+        build_pruned_model("vit_huge", "evit", "reference")
+    with pytest.raises(ValueError, match="unknown backend"):
+        build_pruned_model(TINY, "evit", "flash")
+    with pytest.raises(TypeError, match="unknown build_pruned_model options"):
+        build_pruned_model(TINY, "evit", "reference", sead=1)
+    with pytest.raises(ValueError, match="graph mode"):
+        build_pruned_model(TINY, "evit", "padded_sdpa", graph=True)
+    with pytest.raises(ValueError, match="needs a pruner"):
+        build_pruned_model(TINY, None, "triton")
+    with pytest.raises(TypeError, match="seed"):
+        build_pruned_model(TINY, "evit", "reference", seed="0")
+    model = build_pruned_model(TINY, "evit", "reference")
+    with pytest.raises(ValueError, match=r"\[B, 3, 224, 224\]"):
+        model(torch.randn(1, 3, 384, 384))
+    with pytest.raises(TypeError, match="floating"):
+        model(torch.zeros(1, 3, 224, 224, dtype=torch.int64))
+    model.keep_override = [torch.ones(1, 5, dtype=torch.bool)]
+    with pytest.raises(ValueError, match="keep_override"):
+        model(synthetic_images(1, 224))
+    assert set(BACKENDS) == {"triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "dense"}
+
+
+# -- GPU ----------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", list(PRUNER_CASES))
+def test_gpu_fp16_triton_eager_and_graph_vs_padded(case):
+    pruner = _pruner(case)
+    dev = "cuda"
+    tri = build_pruned_model("deit_small_patch16_224", pruner, "triton").half().to(dev)
+    pad = build_pruned_model("deit_small_patch16_224", pruner, "padded_sdpa").half().to(dev)
+    graphed = build_pruned_model("deit_small_patch16_224", pruner, "triton", graph=True).half().to(dev)
+    graphed.model.record = tri.record = True
+    for seed in (0, 1):
+        images = synthetic_images(4, 224, seed=seed).half().to(dev)
+        with torch.no_grad():
+            y_tri = tri(images)
+            pad.keep_override = tri.recorded_keeps
+            y_pad = pad(images)
+            y_graph = graphed(images)
+        assert (y_tri.float() - y_pad.float()).abs().max().item() < 0.004
+        assert all(torch.equal(a, b) for a, b in zip(graphed.last_keeps(), tri.recorded_keeps, strict=True))
+        torch.testing.assert_close(y_graph, y_tri, rtol=0, atol=1e-3)
+    assert graphed.captured_batch_sizes == [4]
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="CPU-only check")
+def test_graph_mode_refuses_cpu_images():
+    model = build_pruned_model(TINY, "evit", "triton", graph=True) if _has_ragged_kernels() else None
+    if model is None:
+        pytest.skip("ragged_kernels not importable")
+    with pytest.raises(ValueError, match="CUDA"):
+        model(synthetic_images(1, 224))
