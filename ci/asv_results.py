@@ -72,6 +72,11 @@ class ParsedPoint:
     benchmark_version: str | None
     started_at: datetime | None
     duration: float | None
+    key: str = ""  # benchmark.key, computed once per grid instead of once per point
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.benchmark.key)
 
 
 @dataclass(frozen=True)
@@ -265,9 +270,9 @@ def with_sidecar(run: ParsedRun, sidecar: dict[str, str]) -> ParsedRun:
 @functools.lru_cache(maxsize=4096)
 def _grid_benchmarks(
     name: str, unit: str, direction: Direction, kind: Kind, names: tuple[str, ...], grid: tuple[tuple[str, ...], ...]
-) -> tuple[Benchmark, ...]:
-    """The series of one benchmark's parameter grid; cached because every file repeats them."""
-    return tuple(
+) -> tuple[tuple[Benchmark, str], ...]:
+    """The series (and their keys) of one benchmark's parameter grid; cached because every file repeats them."""
+    benches = (
         Benchmark(
             name=name,
             params=tuple((pn, format_param_value(v)) for pn, v in zip(names, combo, strict=True)),
@@ -277,6 +282,7 @@ def _grid_benchmarks(
         )
         for combo in grid
     )
+    return tuple((b, b.key) for b in benches)
 
 
 def parse_result_file(
@@ -375,13 +381,22 @@ def parse_result_file(
         duration = cols.get("duration")
         duration = None if duration is None else _number(duration, f"benchmark {name!r} duration", path)
         grid_benches = _grid_benchmarks(name, info.unit, info.direction, info.kind, names, grid)
-        for j, bench in enumerate(grid_benches):
+        for j, (bench, key) in enumerate(grid_benches):
             value = values[j]
             if _is_na(value):
                 status = "failed" if value is None else "skipped"
                 points.append(
                     ParsedPoint(
-                        bench, status, (), False, None, {}, None if version is None else str(version), started, duration
+                        bench,
+                        status,
+                        (),
+                        False,
+                        None,
+                        {},
+                        None if version is None else str(version),
+                        started,
+                        duration,
+                        key,
                     )
                 )
                 continue
@@ -396,11 +411,9 @@ def parse_result_file(
                 samples = tuple(raw_samples)
             else:
                 samples = (value,)
-            stats = {
-                s: _number(stats_cols[s][j], f"benchmark {name!r} stats_{s}", path)
-                for s in _STAT_COLUMNS
-                if stats_cols[s][j] is not None
-            }
+            stats = {s: col[j] for s, col in stats_cols.items() if col[j] is not None}
+            if not {type(x) for x in stats.values()} <= _NUMBER_TYPES:
+                raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: stats must all be numbers")
             points.append(
                 ParsedPoint(
                     bench,
@@ -412,6 +425,7 @@ def parse_result_file(
                     None if version is None else str(version),
                     started,
                     duration,
+                    key,
                 )
             )
 

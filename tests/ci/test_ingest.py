@@ -298,14 +298,14 @@ def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, db_path):
     assert "gpu" not in env
 
 
-def _git(repo: Path, *args: str) -> str:
+def _git(repo: Path, *args: str, day: int = 1) -> str:
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@x",
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@x",
-        "GIT_COMMITTER_DATE": "2026-11-01T10:00:00+00:00",
+        "GIT_COMMITTER_DATE": f"2026-11-{day:02d}T10:00:00+00:00",
     }
     return subprocess.run(
         ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
@@ -320,7 +320,7 @@ def test_git_metadata_fills_commits(tmp_path, db_path):
     for i in range(3):
         (repo / "f.txt").write_text(str(i))
         _git(repo, "add", "f.txt")
-        _git(repo, "commit", "-q", "-m", f"change {i}")
+        _git(repo, "commit", "-q", "-m", f"change {i}", day=i + 1)
         shas.append(_git(repo, "rev-parse", "HEAD"))
     root = tmp_path / "res"
     write_results(root, shas[1:])

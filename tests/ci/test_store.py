@@ -1,0 +1,206 @@
+"""The store: StoreReader contract, verdicts, acknowledgements, URLs, and schema migrations."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine
+from sqlalchemy import inspect as sa_inspect
+
+from ci.ingest import ingest_results_dir
+from ci.models import Base
+from ci.records import Benchmark, Commit, Direction, Kind, Outcome, StoreReader, Verdict
+from ci.store import Store, head_revision, migrate_schema, resolve_url
+from tests.ci.conftest import MACHINE, sha_for, write_results
+
+
+def _filled(db, asv_dir, n=3) -> Store:
+    store = Store(db)
+    ingest_results_dir(store, asv_dir([sha_for(i) for i in range(n)]))
+    return store
+
+
+def test_store_implements_store_reader_exactly():
+    for name, member in inspect.getmembers(StoreReader, predicate=inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        ours = getattr(Store, name)
+        assert inspect.signature(ours).parameters.keys() == inspect.signature(member).parameters.keys(), name
+    assert isinstance(Store.__init__, object)
+
+
+def test_reader_filters_and_history_order(db_path, asv_dir):
+    with _filled(db_path, asv_dir, 4) as store:
+        commits = store.commits()
+        assert [c.sha for c in commits] == [sha_for(i) for i in range(4)]  # oldest first (asv's commit date)
+        assert all(c.time is not None and c.time.tzinfo is not None for c in commits)
+        key = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=8)"
+        series = store.results(benchmark_key=key)
+        assert [r.commit_sha for r in series] == [sha_for(i) for i in range(4)]
+        assert {r.benchmark.key for r in series} == {key}
+        assert all(r.machine == MACHINE and r.run_id.startswith(f"{MACHINE}/") for r in series)
+        one = store.results(commit_sha=sha_for(2), machine=MACHINE)
+        assert len(one) == 7 and {r.commit_sha for r in one} == {sha_for(2)}
+        assert store.results(machine="nobody") == []
+        assert store.results(benchmark_key="no.such.bench") == []
+        assert len(store.results()) == 28
+        assert len(store.benchmarks()) == 7
+        assert [m.name for m in store.machines()] == [MACHINE]
+        assert store.commits(branch="main") == []  # no git metadata given
+
+
+def test_value_and_spread_from_raw_samples(db_path, asv_dir):
+    samples = [3.0, 1.0, 2.0, 5.0, 4.0]
+    store = Store(db_path)
+    ingest_results_dir(store, asv_dir([sha_for(0)], samples=lambda n, j, c: list(samples)))
+    r = store.results(benchmark_key="bench_model.Throughput.track_images_per_s")[0]
+    assert r.samples == tuple(samples) and r.value == 3.0 and r.spread == (2.0, 4.0)
+    store.close()
+
+
+def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
+    with _filled(db_path, asv_dir, 2) as store:
+        bench = store.benchmarks()[0]
+        v = Verdict(bench, Outcome.REGRESSED, 1.0, 1.2, 1.2, 1.1, 1.3, 0.001, 0.05, sha_for(0), sha_for(1), "slower")
+        gate = Verdict(
+            Benchmark("new.gate", (), "max abs diff", Direction.LOWER, Kind.CORRECTNESS),
+            Outcome.FAILED,
+            math.nan,
+            0.01,
+            2.5,
+            head_sha=sha_for(1),
+            reason="too far",
+        )
+        assert store.save_verdicts([v, gate]) == 2
+        got = store.verdicts(head_sha=sha_for(1))
+        assert got[0] == v
+        assert got[1].benchmark == gate.benchmark and math.isnan(got[1].base_value) and math.isnan(got[1].p_value)
+        assert got[1].outcome is Outcome.FAILED
+        # A second verdict for the same (series, base, head) replaces the first.
+        store.save_verdicts(
+            [Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1))]
+        )
+        again = [x for x in store.verdicts(head_sha=sha_for(1)) if x.benchmark == bench]
+        assert [x.outcome for x in again] == [Outcome.UNCHANGED]
+        assert store.verdicts(head_sha=sha_for(0)) == []
+        with pytest.raises(TypeError, match="Verdict"):
+            store.save_verdicts(["regressed"])  # type: ignore[list-item]
+
+
+def test_acknowledge(db_path, asv_dir):
+    with _filled(db_path, asv_dir, 2) as store:
+        key = store.benchmarks()[0].key
+        when = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+        ack = store.acknowledge(key, sha_for(1)[:10], "alice", "new tiling trades batch-1 latency", when)
+        assert ack.commit_sha == sha_for(1)  # prefix resolved
+        assert store.acknowledgements() == [ack]
+        with pytest.raises(ValueError, match="unknown benchmark series"):
+            store.acknowledge("nope", sha_for(1), "alice", "x")
+        with pytest.raises(ValueError, match="not in the store"):
+            store.acknowledge(key, "deadbeefdead", "alice", "x")
+        with pytest.raises(ValueError, match="who must be a non-empty"):
+            store.acknowledge(key, sha_for(1), "  ", "x")
+        with pytest.raises(ValueError, match="at least 7"):
+            store.acknowledge(key, "0000", "alice", "x")
+
+
+def test_ambiguous_prefix(db_path, asv_dir):
+    with _filled(db_path, asv_dir, 3) as store, pytest.raises(ValueError, match="ambiguous"):
+        store.resolve_commit("0000000")
+
+
+def test_upsert_commits_enriches_never_erases(db_path):
+    with Store(db_path) as store:
+        t = datetime(2026, 1, 1, tzinfo=UTC)
+        store.upsert_commits([Commit("a" * 40, ("b" * 40,), "main", t, "subject")])
+        store.upsert_commits([Commit("a" * 40)])
+        assert store.commits() == [Commit("a" * 40, ("b" * 40,), "main", t, "subject")]
+        with pytest.raises(TypeError, match="Commit"):
+            store.upsert_commits(["a" * 40])  # type: ignore[list-item]
+
+
+def test_resolve_url(tmp_path):
+    assert resolve_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    url = resolve_url(tmp_path / "sub" / "h.sqlite")
+    assert url == f"sqlite:///{tmp_path / 'sub' / 'h.sqlite'}" and (tmp_path / "sub").is_dir()
+    assert resolve_url(None).endswith(".asv/history.sqlite")
+    with pytest.raises(ValueError, match="empty"):
+        resolve_url(" ")
+    with pytest.raises(TypeError, match="path or SQLAlchemy URL"):
+        resolve_url(42)  # type: ignore[arg-type]
+
+
+def test_in_memory_store(asv_dir):
+    with Store("sqlite://") as store:
+        ingest_results_dir(store, asv_dir([sha_for(0)]))
+        assert store.counts()["results"] == 7
+
+
+def test_models_match_migrations(tmp_path):
+    """The alembic migrations build exactly the schema the models describe."""
+    with Store(tmp_path / "m.sqlite") as store, store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        assert diff == []
+        assert MigrationContext.configure(conn).get_current_revision() == head_revision()
+
+
+def test_history_survives_upgrade(tmp_path, asv_dir):
+    """A store made by the first schema revision keeps its history through the upgrade to head."""
+    db = tmp_path / "old.sqlite"
+    engine = create_engine(f"sqlite:///{db}")
+    migrate_schema(engine, "0001")
+    assert "verdicts" not in sa_inspect(engine).get_table_names()
+    engine.dispose()
+    old = Store(db, migrate=False)
+    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
+    before = old.results()
+    old.close()
+    with Store(db) as store:  # opening migrates to head
+        assert store.results() == before
+        assert {"verdicts", "acknowledgements"} <= set(sa_inspect(store.engine).get_table_names())
+        store.acknowledge(before[0].benchmark.key, sha_for(1), "bob", "known")
+        assert len(store.acknowledgements()) == 1
+
+
+def test_reopen_is_a_noop_migration(tmp_path, asv_dir):
+    db = tmp_path / "h.sqlite"
+    with _filled(db, asv_dir, 1) as store:
+        counts = store.counts()
+    with Store(db) as store:
+        assert store.counts() == counts
+
+
+def test_corrupt_database_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(Exception, match="not a database"):
+        Store(bad)
+
+
+def test_ingest_run_checks_its_arguments(tmp_path):
+    from ci.asv_results import load_benchmarks_json, load_machine_json, parse_result_file
+    from ci.records import Machine
+
+    root = tmp_path / "r"
+    (path,) = write_results(root, [sha_for(0)])
+    run = parse_result_file(path, load_benchmarks_json(root), load_machine_json(root / MACHINE))
+    with Store(tmp_path / "h.sqlite") as store:
+        with pytest.raises(ValueError, match="does not match the run's machine"):
+            store.ingest_run(run, Machine("other"), Commit(sha_for(0)))
+        with pytest.raises(ValueError, match="does not match the run's commit"):
+            store.ingest_run(run, Machine(MACHINE), Commit(sha_for(1)))
+        with pytest.raises(TypeError, match="ParsedRun"):
+            store.ingest_run({"run": 1}, Machine(MACHINE), Commit(sha_for(0)))  # type: ignore[arg-type]
+        assert store.ingest_run(run, Machine(MACHINE), Commit(sha_for(0))) == "inserted"
+        assert store.ingest_run(run, Machine(MACHINE), Commit(sha_for(0))) == "unchanged"
+
+
+def test_path_like_db(tmp_path: Path):
+    with Store(tmp_path / "x" / "y.sqlite") as store:
+        assert store.dialect == "sqlite" and (tmp_path / "x" / "y.sqlite").exists()
