@@ -58,24 +58,28 @@ def main(argv: list[str] | None = None) -> int:
     prof = cProfile.Profile() if args.profile else None
     if prof:
         prof.enable()
+    cpu = time.process_time()
     full = render_site(store, out)
+    full_cpu = time.process_time() - cpu
     if prof:
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     size = (out / "index.html").stat().st_size
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"full render: {full.seconds:.1f} s, {full.pages_written} pages, site {total / 1e6:.1f} MB, "
-          f"overview {size / 1e6:.2f} MB")
+    print(f"full render: {full.seconds:.1f} s wall ({full_cpu:.1f} s CPU), {full.pages_written} pages, "
+          f"site {total / 1e6:.1f} MB, overview {size / 1e6:.2f} MB")
+    cpu = time.process_time()
     again = render_site(store, out)
-    print(f"re-render, nothing new: {again.seconds:.1f} s, {again.pages_written} written, "
-          f"{again.pages_unchanged} unchanged")
+    print(f"re-render, nothing new: {again.seconds:.1f} s wall ({time.process_time() - cpu:.1f} s CPU), "
+          f"{again.pages_written} written, {again.pages_unchanged} unchanged")
 
     new = next_commit(mem)
     if args.sqlite:
         ingest_commits(store, mem, [new.sha])  # through the real ingest path
+    cpu = time.process_time()
     inc = render_site(store, out)
-    print(f"incremental render after one new commit: {inc.seconds:.1f} s, {inc.pages_written} written, "
-          f"{inc.pages_unchanged} unchanged, {inc.bytes_written / 1e6:.1f} MB written")
+    print(f"incremental render after one new commit: {inc.seconds:.1f} s wall ({time.process_time() - cpu:.1f} s CPU), "
+          f"{inc.pages_written} written, {inc.pages_unchanged} unchanged, {inc.bytes_written / 1e6:.1f} MB written")
     return 0
 
 

@@ -12,6 +12,7 @@ import hashlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ci.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT
 from ci.records import (
@@ -39,12 +40,13 @@ GATES: dict[str, tuple[float, bool]] = {
 NEUTRAL_BAND = 0.01
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """One run of a series: where it sits in history, its value and interquartile range.
 
     `value` is the median of the samples, except for correctness series, where it is the worst
     sample: ci.gates judges the worst repeat, and the dashboard must show what was judged.
+    A NamedTuple rather than a frozen dataclass: a full history holds 500,000 of them and a
+    tuple is built about 3x faster.
     """
 
     index: int  # position of the commit in history (0 = oldest)
@@ -119,6 +121,9 @@ class Snapshot:
     baseline_sha: str | None
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
 def series_slug(benchmark_key: str, machine: str) -> str:
     """File-name-safe identity of a series: names can hold any character, so hash them."""
     return hashlib.sha256(f"{benchmark_key}\0{machine}".encode()).hexdigest()[:16]
@@ -126,7 +131,7 @@ def series_slug(benchmark_key: str, machine: str) -> str:
 
 def commit_slug(sha: str) -> str:
     """File name stem for a commit page: the sha when it is plain hex, else a hash of it."""
-    if 4 <= len(sha) <= 64 and all(ch in "0123456789abcdef" for ch in sha):
+    if 4 <= len(sha) <= 64 and _HEX.issuperset(sha):
         return sha
     return "x" + hashlib.sha256(sha.encode()).hexdigest()[:16]
 
@@ -209,14 +214,19 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     by_series: dict[tuple[str, str], Series] = {}
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
     raw: dict[tuple[str, str], list[Result]] | None = {} if _change_points_fn() else None
+    key_of: dict[int, str] = {}  # Benchmark.key rebuilds its text on every call; results share Benchmark objects
     for r in store.results():
+        bench_id = id(r.benchmark)
+        bench_key = key_of.get(bench_id)
+        if bench_key is None:
+            bench_key = key_of[bench_id] = r.benchmark.key
         pos = position.get(r.commit_sha)
         if pos is None:
             if branch is not None:
                 continue  # a result on another branch's commit
-            raise ValueError(f"result for {r.benchmark.key!r} on {r.machine!r} names commit {r.commit_sha!r}, "
+            raise ValueError(f"result for {bench_key!r} on {r.machine!r} names commit {r.commit_sha!r}, "
                              "which the store's commit history does not contain")
-        key = (r.benchmark.key, r.machine)
+        key = (bench_key, r.machine)
         s = by_series.get(key)
         if s is None:
             s = by_series[key] = Series(r.benchmark, r.machine)

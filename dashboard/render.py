@@ -11,15 +11,17 @@ from disk and from any static host):
 from __future__ import annotations
 
 import hashlib
+import html
 import math
 import time
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from ci.records import Kind, Outcome, StoreReader
 from dashboard import fmt
@@ -107,13 +109,34 @@ class _Site:
         self.series_by_key: dict[str, list[Series]] = defaultdict(list)
         for s in snap.series:
             self.series_by_key[s.benchmark.key].append(s)
+        # Per commit, computed once: slug, short sha, time, escaped subject.
+        self.cinfo = {c.sha: (commit_slug(c.sha), _esc(c.sha[:10]), fmt.fmt_time(c.time), _esc(c.subject))
+                      for c in snap.commits}
+        self.cells = {id(s): self._cells(s) for s in snap.series}
+
+    def _cells(self, s: Series) -> list[tuple[str, str, str, str, bool]]:
+        """Each run's table cells, formatted once for the series page and the commit pages alike:
+        (value, IQR, change vs the previous run, its CSS class, gate failed), escaped."""
+        scale = self.scales[id(s)]
+        direction = s.benchmark.direction
+        gate = s.gate
+        out = []
+        prev = math.nan
+        for p in s.points:
+            r = fmt.ratio(p.value, prev)
+            out.append((_esc(fmt.fmt_value(p.value, scale)), _esc(_iqr(p, scale)), fmt.fmt_change(r),
+                        _cls(is_worse(r, direction)), gate is not None and gate_ok(p.value, gate) is False))
+            if math.isfinite(p.value):
+                prev = p.value
+        return out
 
     # -- helpers ------------------------------------------------------------------------------
     def root(self, depth: int) -> str:
         return self.base_url or "../" * depth
 
     def commit_href(self, sha: str, depth: int) -> str:
-        return f"{self.root(depth)}commit/{commit_slug(sha)}.html"
+        info = self.cinfo.get(sha)
+        return f"{self.root(depth)}commit/{info[0] if info else commit_slug(sha)}.html"
 
     def series_href(self, key: str, machine: str, depth: int) -> str:
         return f"{self.root(depth)}series/{series_slug(key, machine)}.html"
@@ -210,22 +233,17 @@ class _Site:
         scale = self.scales[id(s)]
         b = s.benchmark
         rows = []
-        prev_val = math.nan
-        for p in s.points:
-            c = self.commit_by_sha[p.sha]
-            r = fmt.ratio(p.value, prev_val)
-            outcomes = self.verdict_outcomes.get((b.key, p.sha), ())
-            fail = gate_ok(p.value, s.gate) is False
+        cinfo = self.cinfo
+        for p, (value, iqr, change, cls, fail) in zip(s.points, self.cells[id(s)], strict=True):
+            slug, short, when, subject = cinfo[p.sha]
+            outcomes = self.verdict_outcomes.get((b.key, p.sha))
+            verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
             # Built here, not in a jinja loop: a 1,000-run table costs ~25 template fragments per
-            # row, 5x the time of one f-string with escape() per field (docs/perf-notes/dashboard.md).
+            # row, several times the cost of one f-string (docs/perf-notes/dashboard.md).
             rows.append(
-                f'<tr{_FLAG if fail else ""}><td><a class="sha" href="../commit/{commit_slug(p.sha)}.html">'
-                f"{p.sha[:10]}</a></td><td>{fmt.fmt_time(c.time)}</td><td>{escape(c.subject)}</td>"
-                f"<td>{escape(fmt.fmt_value(p.value, scale))}</td><td>{escape(_iqr(p, scale))}</td><td>{p.n}</td>"
-                f'<td class="{_cls(is_worse(r, b.direction))}">{fmt.fmt_change(r)}</td>'
-                f"<td>{escape(', '.join(o.value for o in outcomes))}{_FAIL_BADGE if fail else ''}</td></tr>")
-            if math.isfinite(p.value):
-                prev_val = p.value
+                f'<tr{_FLAG if fail else ""}><td><a class="sha" href="../commit/{slug}.html">{short}</a></td>'
+                f"<td>{when}</td><td>{subject}</td><td>{value}</td><td>{iqr}</td><td>{p.n}</td>"
+                f'<td class="{cls}">{change}</td><td>{verdict}{_FAIL_BADGE if fail else ""}</td></tr>')
         rows.reverse()
         marks = self.marks(s)
         regs = [self.reg_row(r, 1) for r in self.regs_by_series.get((b.key, s.machine), [])]
@@ -243,33 +261,26 @@ class _Site:
         def late() -> dict[str, Any]:
             chart = history_chart(
                 s.points, fmt_axis=lambda v: f"{v / div:.4g}", href=lambda sha: self.commit_href(sha, 1),
-                title=lambda p: f"{p.sha[:8]}: {fmt.fmt_value(p.value, scale)} (n={p.n})",
+                title=lambda p: f"{p.sha[:8]}: {fmt.fmt_value(p.value, scale)} ({self.cinfo[p.sha][2]})",
                 marks=marks, gate=s.gate, label=f"history of {b.key} on {s.machine}")
             return {"chart": chart}
 
-        self.emit(f"series/{s.slug}.html", "series.html", ctx, inputs=s.points, late=late)
+        self.emit(f"series/{s.slug}.html", "series.html", ctx, inputs=_digest(s.points), late=late)
 
     def commit_pages(self) -> None:
         snap = self.snap
         per_commit: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for s in snap.series:
-            scale = self.scales[id(s)]
             b = s.benchmark
             # The series' cells that are the same on every commit page, escaped once.
-            head = (f'<td><a href="../series/{series_slug(b.key, s.machine)}.html">{escape(b.name.split(".", 1)[-1])}'
-                    f'</a> <span class="params">{escape(b.params_label)}</span>')
-            machine = f"<td>{escape(s.machine)}</td>"
-            attr = f' data-machine="{escape(s.machine)}"'
-            prev_val = math.nan
-            for p in s.points:
-                r = fmt.ratio(p.value, prev_val)
-                fail = gate_ok(p.value, s.gate) is False
+            head = (f'<td><a href="../series/{series_slug(b.key, s.machine)}.html">{_esc(b.name.split(".", 1)[-1])}'
+                    f'</a> <span class="params">{_esc(b.params_label)}</span>')
+            machine = f"<td>{_esc(s.machine)}</td>"
+            attr = f' data-machine="{_esc(s.machine)}"'
+            for p, (value, iqr, change, cls, fail) in zip(s.points, self.cells[id(s)], strict=True):
                 per_commit[p.sha].append((b.suite, (
                     f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
-                    f"<td>{escape(fmt.fmt_value(p.value, scale))}</td><td>{escape(_iqr(p, scale))}</td><td>{p.n}</td>"
-                    f'<td class="{_cls(is_worse(r, b.direction))}">{fmt.fmt_change(r)}</td></tr>')))
-                if math.isfinite(p.value):
-                    prev_val = p.value
+                    f'<td>{value}</td><td>{iqr}</td><td>{p.n}</td><td class="{cls}">{change}</td></tr>')))
         regs_at: dict[str, list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
             regs_at[reg.sha].append(reg)
@@ -368,6 +379,20 @@ class _Site:
 
 _FLAG = ' class="flagged"'
 _FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
+
+
+def _esc(text: str) -> str:
+    """HTML-escape text (quotes too) for rows built outside jinja; html.escape is ~5x cheaper than
+    markupsafe.escape, which wraps every result in a Markup object."""
+    return html.escape(text, quote=True)
+
+
+def _digest(points: list[Point]) -> str:
+    """A cheap fingerprint of a series' points (what its chart is drawn from)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(array("d", [x for p in points for x in (p.value, p.low, p.high, p.n)]).tobytes())
+    h.update("".join(p.sha for p in points).encode())
+    return h.hexdigest()
 
 
 def _iqr(p: Point, scale: tuple[float, str]) -> str:

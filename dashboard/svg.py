@@ -1,16 +1,17 @@
 """Inline SVG charts drawn on the server, so a page needs no script and nothing from the network.
 
-Every text that reaches the SVG (titles, labels) goes through `markupsafe.escape`; the return
+Every text that reaches the SVG (titles, labels) goes through `html.escape`; the return
 values are `Markup` so jinja2's autoescaping inserts them as they are.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from dashboard.model import Point
 
@@ -26,6 +27,11 @@ class Mark:
     sha: str
     kind: str  # CSS class: "reg" (open regression), "ack" (acknowledged), "cp" (change point), "fail"
     label: str
+
+
+def _esc(text: str) -> str:
+    # html.escape: several times cheaper than markupsafe.escape for the ~1,000 titles of a chart.
+    return html.escape(text, quote=True)
 
 
 def _f(x: float) -> str:
@@ -138,20 +144,20 @@ def history_chart(
     def y_at(v: float) -> float:
         return top + (hi - v) / span * ph
 
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">']
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(label)}">']
     for t in nice_ticks(lo, hi):
         y = _f(y_at(t))
         out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y}" y2="{y}"/>'
-                   f'<text class="tick" x="{left - 6}" y="{y}" dy="3" text-anchor="end">{escape(fmt_axis(t))}</text>')
+                   f'<text class="tick" x="{left - 6}" y="{y}" dy="3" text-anchor="end">{_esc(fmt_axis(t))}</text>')
     if n:
         for i in sorted({round(k * (n - 1) / 5) for k in range(6)} if n > 1 else {0}):
             out.append(f'<text class="tick" x="{_f(x_at(i))}" y="{height - 12}" text-anchor="middle">'
-                       f"{escape(x_label(points[i]))}</text>")
+                       f"{_esc(x_label(points[i]))}</text>")
     if gate is not None:
         y = _f(y_at(gate[0]))
         out.append(f'<line class="gate" x1="{left}" x2="{width - right}" y1="{y}" y2="{y}"/>'
                    f'<text class="gate-label" x="{width - right - 4}" y="{y}" dy="-4" text-anchor="end">'
-                   f"gate {escape(fmt_axis(gate[0]))}</text>")
+                   f"gate {_esc(fmt_axis(gate[0]))}</text>")
 
     spread = [f"M{_f(x_at(i))} {_f(y_at(p.high))}V{_f(y_at(p.low))}" for i, p in enumerate(points)
               if math.isfinite(p.low) and math.isfinite(p.high) and p.high > p.low]
@@ -168,11 +174,11 @@ def history_chart(
         x = first_x.get(m.sha)
         if x is None:
             continue
-        tip = f"<title>{escape(m.label)}</title>"
+        tip = f"<title>{_esc(m.label)}</title>"
         if m.kind == "cp":
             out.append(f'<line class="mark cp" x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{top + ph}">{tip}</line>')
         else:
-            out.append(f'<a href="{escape(href(m.sha))}"><path class="mark {m.kind}" '
+            out.append(f'<a href="{_esc(href(m.sha))}"><path class="mark {m.kind}" '
                        f'd="M{_f(x)} {top + 1}l-6 -0.5 6 11 6 -11z">{tip}</path></a>')
 
     for i, p in enumerate(points):
@@ -182,8 +188,8 @@ def history_chart(
         if not linked and not failing:
             continue
         cls = "pt fail" if failing else "pt"
-        out.append(f'<a href="{escape(href(p.sha))}"><circle class="{cls}" cx="{_f(x_at(i))}" '
-                   f'cy="{_f(y_at(p.value))}" r="{3.5 if failing else 2.4}"><title>{escape(title(p))}</title>'
+        out.append(f'<a href="{_esc(href(p.sha))}"><circle class="{cls}" cx="{_f(x_at(i))}" '
+                   f'cy="{_f(y_at(p.value))}" r="{3.5 if failing else 2.4}"><title>{_esc(title(p))}</title>'
                    "</circle></a>")
     out.append("</svg>")
     return Markup("".join(out))

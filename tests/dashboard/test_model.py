@@ -1,0 +1,121 @@
+"""The snapshot the pages are rendered from: statistics, identities, regressions, gates."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from ci.records import Benchmark, Commit, Outcome, Result
+from dashboard.model import commit_slug, gate_ok, is_worse, load_snapshot, median_iqr, resolve_sha, series_slug
+from tests.dashboard.fakes import MemoryStore, nan_result, synthetic_store
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 10, 31], ids=lambda n: f"n{n}")
+def test_median_iqr_matches_result_properties(n: int) -> None:
+    bench = Benchmark("b.x")
+    for _ in range(20):
+        samples = tuple(random.lognormvariate(0, 1) for _ in range(n)) + (math.nan,)
+        r = Result(bench, "a" * 40, "m", samples)
+        med, q1, q3, count, lo, hi = median_iqr(samples)
+        assert med == pytest.approx(r.value, rel=1e-12)
+        assert (q1, q3) == pytest.approx(r.spread, rel=1e-12)
+        assert count == n
+        assert (lo, hi) == (min(samples[:-1]), max(samples[:-1]))
+
+
+def test_median_iqr_nothing_finite() -> None:
+    med, q1, q3, n, lo, hi = median_iqr((math.nan, math.inf))
+    assert n == 0 and all(math.isnan(x) for x in (med, q1, q3, lo, hi))
+
+
+def test_slugs_are_file_safe_and_distinct() -> None:
+    a = series_slug("b.x(p=1)", "m/../../etc")
+    b = series_slug("b.x(p=1)", "m2")
+    assert a != b and a.isalnum() and len(a) == 16
+    assert series_slug("b.x(p=1)", "m2") == b  # stable across calls (and processes: sha256, not hash())
+    assert commit_slug("0123abcd" * 5) == "0123abcd" * 5
+    evil = commit_slug("../<script>")
+    assert evil.startswith("x") and evil[1:].isalnum()
+
+
+def test_resolve_sha() -> None:
+    commits = [Commit("abc123" + "0" * 34), Commit("abd999" + "0" * 34)]
+    assert resolve_sha(commits, "abc1") == commits[0].sha
+    with pytest.raises(ValueError, match="ambiguous"):
+        resolve_sha(commits, "ab")
+    with pytest.raises(ValueError, match="not in the store"):
+        resolve_sha(commits, "ffff")
+    with pytest.raises(ValueError, match="non-empty"):
+        resolve_sha(commits, "")
+
+
+def test_snapshot_series_per_machine_in_history_order() -> None:
+    store = synthetic_store(n_commits=12, n_series=5, machines=2)
+    store.result_list.reverse()  # a loose store: the snapshot must not rely on the list's order
+    snap = load_snapshot(store)
+    assert len(snap.series) == 10
+    for s in snap.series:
+        assert [p.index for p in s.points] == list(range(12))
+    assert sorted((s.benchmark.key, s.machine) for s in snap.series) == sorted(
+        (b.key, m) for b in store.benchmark_list for m in ("runner-0", "runner-1"))
+
+
+def test_snapshot_rejects_result_on_unknown_commit() -> None:
+    store = synthetic_store(n_commits=4, n_series=3)
+    store.result_list.append(nan_result(store.benchmark_list[2], "f" * 40, "runner-0"))
+    with pytest.raises(ValueError, match="f{40}.*commit history"):
+        load_snapshot(store)
+
+
+def test_regressions_open_and_acknowledged() -> None:
+    store = synthetic_store(n_commits=30, n_series=6)
+    snap = load_snapshot(store)
+    verdict_regs = {(r.benchmark.key, r.sha): r for r in snap.regressions if r.source == "verdict"}
+    b2, b3, b0 = (store.benchmark_list[i].key for i in (2, 3, 0))
+    open_reg = verdict_regs[(b2, store.commit_list[15].sha)]
+    acked = verdict_regs[(b3, store.commit_list[10].sha)]
+    failed = verdict_regs[(b0, store.commit_list[27].sha)]
+    assert open_reg.is_open and open_reg.outcome == Outcome.REGRESSED and open_reg.machines == ("runner-0",)
+    assert not acked.is_open and acked.ack is not None and "bigger tile" in acked.ack.why
+    assert failed.is_open and failed.outcome == Outcome.FAILED
+    # newest first
+    positions = [snap.position[r.sha] for r in snap.regressions]
+    assert positions == sorted(positions, reverse=True)
+
+
+def test_baseline_sha_must_exist() -> None:
+    store = synthetic_store(n_commits=5, n_series=3)
+    with pytest.raises(ValueError, match="not in the store"):
+        load_snapshot(store, baseline_sha="0" * 40)
+    snap = load_snapshot(store, baseline_sha=store.commit_list[2].sha[:8])
+    assert snap.baseline_sha == store.commit_list[2].sha
+
+
+def test_correctness_points_show_the_worst_sample() -> None:
+    """ci.gates judges the worst repeat; the dashboard must show that value, not the median."""
+    store = MemoryStore(commit_list=[Commit("a" * 40)])
+    diff = Benchmark("c.track_diff", unit="max abs diff", kind="correctness")
+    top1 = Benchmark("c.track_top1", unit="top-1 agreement", direction="higher", kind="correctness")
+    store.benchmark_list = [diff, top1]
+    store.result_list = [Result(diff, "a" * 40, "m", (0.001, 0.001, 0.005)),
+                         Result(top1, "a" * 40, "m", (1.0, 1.0, 0.98))]
+    snap = load_snapshot(store)
+    by_unit = {s.benchmark.unit: s for s in snap.series}
+    assert by_unit["max abs diff"].points[0].value == 0.005
+    assert gate_ok(0.005, by_unit["max abs diff"].gate) is False
+    assert by_unit["top-1 agreement"].points[0].value == 0.98
+    assert gate_ok(0.98, by_unit["top-1 agreement"].gate) is False
+    assert gate_ok(1.0, by_unit["top-1 agreement"].gate) is True
+    assert gate_ok(0.0039, by_unit["max abs diff"].gate) is True
+
+
+@pytest.mark.parametrize(("ratio", "direction", "want"), [
+    (1.2, "lower", True), (0.8, "lower", False), (1.005, "lower", None),
+    (1.2, "higher", False), (0.8, "higher", True), (math.nan, "higher", None),
+], ids=["slower", "faster", "noise", "more-throughput", "less-throughput", "nan"])
+def test_is_worse_respects_direction(ratio: float, direction: str, want: bool | None) -> None:
+    from ci.records import Direction
+
+    assert is_worse(ratio, Direction(direction)) is want

@@ -1,0 +1,240 @@
+"""The rendered site: every page present, links resolve, nothing from the network, user text
+escaped, incremental re-rendering, argument errors."""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from dashboard import RenderStats, render_site
+from dashboard.model import commit_slug, load_snapshot, series_slug
+from tests.dashboard.fakes import hostile_store, next_commit, synthetic_store
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, str]] = []  # (tag, attribute, value)
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for k, v in attrs:
+            if k in ("href", "src", "xlink:href", "action") and v is not None:
+                self.urls.append((tag, k, v))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts.append(data)
+
+
+def _pages(out: Path) -> list[Path]:
+    return sorted(out.rglob("*.html"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RenderStats]:
+    out = tmp_path_factory.mktemp("site")
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    return out, render_site(store, out, title="Perf <history>")
+
+
+def test_every_page_is_written(site: tuple[Path, RenderStats]) -> None:
+    out, stats = site
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    for name in ("index.html", "regressions.html", "correctness.html", "commits.html", "style.css"):
+        assert (out / name).is_file(), name
+    for c in store.commit_list:
+        assert (out / "commit" / f"{commit_slug(c.sha)}.html").is_file()
+    for b in store.benchmark_list:
+        for m in ("runner-0", "runner-1"):
+            assert (out / "series" / f"{series_slug(b.key, m)}.html").is_file()
+    assert stats.pages_written == 5 + 30 + 16 and stats.pages_unchanged == 0
+    assert stats.series == 16 and stats.commits == 30
+    assert "Perf &lt;history&gt;" in (out / "index.html").read_text()
+
+
+def test_links_resolve_and_nothing_comes_from_the_network(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    checked = 0
+    for page in _pages(out):
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for tag, attr, url in parser.urls:
+            assert not re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I), f"{page.name}: external {tag}[{attr}]={url}"
+            assert not url.startswith("//"), url
+            target = (page.parent / url.split("#", 1)[0]).resolve()
+            assert target.is_file(), f"{page.relative_to(out)} links to missing {url}"
+            checked += 1
+        for code in parser.scripts:
+            assert "http" not in code and "fetch(" not in code and "import(" not in code
+    assert checked > 1000  # every chart point and table row links somewhere
+
+
+def test_overview_flags_open_regressions_and_sparklines(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    html = (out / "index.html").read_text()
+    banner = html[html.index('id="open-regressions"'):html.index("</section>")]
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    assert store.commit_list[15].sha[:10] in banner  # the open regression (series 2, commit n/2)
+    assert store.commit_list[27].sha[:10] in banner  # the failed correctness gate
+    assert store.commit_list[10].sha[:10] not in banner.split("verdict")[0] or "acknowledged" not in banner
+    assert html.count('<svg class="spark') == 16
+    assert html.count('class="flagged"') >= 2
+
+
+def test_series_page_chart_marks_and_table(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    acked = store.benchmark_list[3]
+    html = (out / "series" / f"{series_slug(acked.key, 'runner-0')}.html").read_text()
+    chart = html[html.index('<svg class="chart"'):html.index("</svg>")]
+    assert chart.count('<circle class="pt') == 30  # one linked dot per run
+    assert 'class="mark ack"' in chart and "bigger tile for accuracy" in chart
+    assert 'class="spread"' in chart and 'class="line"' in chart
+    runs = html[html.index('<table class="runs series-runs">'):]
+    assert runs.count("<tr") == 30 + 1  # header + one row per run
+    assert "expected: bigger tile for accuracy" in html[:html.index('<table class="runs series-runs">')]
+    for c in store.commit_list:
+        assert f'href="../commit/{c.sha}.html"' in chart
+
+
+def test_correctness_page_shows_gate_and_failure(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    html = (out / "correctness.html").read_text()
+    assert html.count('class="gate"') == 4  # 2 correctness series x 2 machines, each with its gate line
+    assert "gate 0.004" in html
+    assert f"commit/{store.commit_list[27].sha}.html" in html
+    assert html.count('<circle class="pt fail"') == 2  # the one failing run, on each machine
+
+
+def test_commit_page_results_verdicts_environment(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    html = (out / "commit" / f"{store.commit_list[15].sha}.html").read_text()
+    assert html.count('<tr data-machine="runner-0"') == 8 and html.count('<tr data-machine="runner-1"') == 8
+    assert "median up 30%" in html and "regressed" in html
+    assert "NVIDIA H200" in html and "NVIDIA A100-SXM4-80GB" in html and "560.35" in html
+
+
+def test_hostile_text_is_escaped(tmp_path: Path) -> None:
+    stats = render_site(hostile_store(), tmp_path)
+    assert stats.pages_written > 10
+    escaped = "&lt;script&gt;alert("  # then &#34;x&#34; (jinja) or &quot;x&quot; (html.escape)
+    seen = 0
+    for page in _pages(tmp_path):
+        text = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in text, page
+        assert "<b>bold</b>" not in text, page
+        seen += text.count(escaped)
+        parser = _Links()
+        parser.feed(text)
+        assert len(parser.scripts) == 1  # only the dashboard's own filter script
+    assert seen > 20
+    index = (tmp_path / "index.html").read_text()
+    assert 'data-machine="m&lt;script&gt;' in index  # attribute values too
+
+
+def test_rerender_is_incremental(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=20, n_series=6)
+    first = render_site(store, tmp_path)
+    os.utime(tmp_path / "index.html", ns=(1, 1))  # any rewrite would change this
+    second = render_site(store, tmp_path)
+    assert (second.pages_written, second.pages_unchanged) == (0, first.pages_written)
+    assert (tmp_path / "index.html").stat().st_mtime_ns == 1
+
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.html")}
+    for p in before:
+        os.utime(p, ns=(1, 1))
+    old_head = store.commit_list[-1].sha
+    new = next_commit(store)
+    third = render_site(store, tmp_path)
+    changed = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.html") if p.stat().st_mtime_ns != 1}
+    # A change point's "after" median moves with every new run, so pages showing one change too.
+    steps = {r.sha for r in load_snapshot(store).regressions if r.source == "change point"}
+    expected = {"index.html", "commits.html", "correctness.html", f"commit/{new.sha}.html",
+                f"commit/{old_head}.html"}  # the old head gains a "newer" link
+    expected |= {f"series/{series_slug(b.key, 'runner-0')}.html" for b in store.benchmark_list}
+    may_change = {"regressions.html"} | {f"commit/{sha}.html" for sha in steps}  # when 4 digits differ
+    assert expected <= changed <= expected | may_change
+    assert third.pages_written == len(changed)
+    assert third.pages_unchanged == len(before) + 2 - len(changed)  # + style.css + the new page
+    assert len(changed) <= 20  # of 32 pages (+ style.css)
+    assert f"{new.sha}.html" in (tmp_path / "commit" / f"{old_head}.html").read_text()
+
+
+def test_removed_pages_and_foreign_files(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=10, n_series=4)
+    render_site(store, tmp_path)
+    (tmp_path / "CNAME").write_text("perf.example.org")  # not ours: must survive
+    gone = store.commit_list.pop()
+    store.result_list = [r for r in store.result_list if r.commit_sha != gone.sha]
+    stats = render_site(store, tmp_path)
+    assert stats.pages_removed == 1
+    assert not (tmp_path / "commit" / f"{gone.sha}.html").exists()
+    assert (tmp_path / "CNAME").read_text() == "perf.example.org"
+
+
+def test_damaged_page_is_rewritten(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=6, n_series=3)
+    render_site(store, tmp_path)
+    (tmp_path / "regressions.html").write_text("truncated")
+    stats = render_site(store, tmp_path)
+    assert stats.pages_written == 1
+    assert "Regressions" in (tmp_path / "regressions.html").read_text()
+
+
+def test_baseline_and_base_url(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=20, n_series=4)
+    base = store.commit_list[12].sha  # after series 3's +30% step at commit 6
+    render_site(store, tmp_path, baseline_sha=base[:9], base_url="https://perf.example.org/vit/")
+    html = (tmp_path / "index.html").read_text()
+    assert f"Baseline: {base[:10]}" in html
+    assert 'href="https://perf.example.org/vit/series/' in html
+    rows = re.findall(r"<tr data-machine[^>]*>(.*?)</tr>", html, re.S)
+    step_row = next(r for r in rows if store.benchmark_list[3].params_label in r)
+    base_cell = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', step_row)[2]  # latest, prev, base
+    assert abs(float(base_cell.replace("−", "-").rstrip("%"))) < 10  # vs commit 12, not vs the pre-step first run
+
+
+def test_branch_filter(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=8, n_series=3)
+    from dataclasses import replace
+
+    store.commit_list[-1] = replace(store.commit_list[-1], branch="pr-7")
+    stats = render_site(store, tmp_path, branch="main")
+    assert stats.commits == 7
+    assert not (tmp_path / "commit" / f"{store.commit_list[-1].sha}.html").exists()
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    store = synthetic_store(n_commits=3, n_series=3)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="not a folder"):
+        render_site(store, tmp_path / "file")
+    with pytest.raises(TypeError, match="out_dir"):
+        render_site(store, 42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="title"):
+        render_site(store, tmp_path / "o", title=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="base_url"):
+        render_site(store, tmp_path / "o", base_url="javascript:alert(1)")
+    with pytest.raises(ValueError, match="baseline"):
+        render_site(store, tmp_path / "o", baseline_sha="zzzz")
+
+
+def test_empty_store(tmp_path: Path) -> None:
+    from tests.dashboard.fakes import MemoryStore
+
+    stats = render_site(MemoryStore(), tmp_path)
+    assert stats.series == 0 and stats.commits == 0
+    assert "No open regressions" in (tmp_path / "index.html").read_text()
