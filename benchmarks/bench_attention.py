@@ -135,6 +135,8 @@ class AttentionCPU:
 
             from .presets import CPU_PRESETS
 
+            torch.set_num_threads(1)  # see bench_pack: thread stalls on a shared CPU box
+
             p = CPU_PRESETS[preset]
             if backend == "reference":
                 fn = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")

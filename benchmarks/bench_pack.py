@@ -87,6 +87,10 @@ def _case(preset: AttentionPreset, op: str, device: str) -> _Case:
             write_for_asv_run()
         else:
             import torch
+
+            # One intra-op thread: host cost is what we measure, and on a loaded CI box a parallel
+            # region waiting for a descheduled worker inflates samples (2026-11, 2 shared cores).
+            torch.set_num_threads(1)
         _STATE[key] = _Case(preset, op, device, torch)
     return _STATE[key]
 

@@ -1,0 +1,79 @@
+"""The GPU environment sidecar (contract with the store's ingest)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import gpu_env
+
+
+def test_parse_nvidia_smi_first_gpu_and_not_available_fields():
+    out = "NVIDIA H200, 570.86.15, 1980, 2619, 41, [N/A]\nNVIDIA H200, 570.86.15, 345, 2619, 30, 70.1\n"
+    env = gpu_env.parse_nvidia_smi(out)
+    assert env == {
+        "gpu": "NVIDIA H200", "driver": "570.86.15", "sm_clock_mhz": "1980",
+        "mem_clock_mhz": "2619", "temperature_c": "41", "power_w": "",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["", "a, b, c"], ids=["empty", "short"])
+def test_parse_nvidia_smi_rejects_bad_output(text):
+    with pytest.raises(ValueError):
+        gpu_env.parse_nvidia_smi(text)
+
+
+def test_collect_has_exactly_the_contract_keys_as_strings():
+    env = gpu_env.collect()
+    assert set(env) == set(gpu_env.KEYS)
+    assert all(isinstance(v, str) for v in env.values())
+    assert env["torch"] and env["captured_at"].endswith("+00:00")
+
+
+def test_sidecar_path_and_validation(tmp_path):
+    p = gpu_env.sidecar_path(tmp_path, "h200-1", "ABCDEF0123456789")
+    assert p == tmp_path / "h200-1" / "gpu-env-abcdef01.json"
+    with pytest.raises(ValueError, match="commit"):
+        gpu_env.sidecar_path(tmp_path, "m", "xyz")
+    with pytest.raises(ValueError, match="machine"):
+        gpu_env.sidecar_path(tmp_path, "a/b", "abcdef01")
+
+
+def test_write_sidecar_is_idempotent_and_validates(tmp_path):
+    path = tmp_path / "m" / "gpu-env-abcdef01.json"
+    first = dict.fromkeys(gpu_env.KEYS, "1")
+    assert gpu_env.write_sidecar(path, first) is True
+    assert gpu_env.write_sidecar(path, dict.fromkeys(gpu_env.KEYS, "2")) is False
+    assert json.loads(path.read_text()) == first
+    assert gpu_env.write_sidecar(path, dict.fromkeys(gpu_env.KEYS, "3"), overwrite=True) is True
+    assert json.loads(path.read_text())["gpu"] == "3"
+    with pytest.raises(ValueError, match="missing"):
+        gpu_env.write_sidecar(tmp_path / "x.json", {"gpu": "x"})
+    with pytest.raises(TypeError, match="strings"):
+        gpu_env.write_sidecar(tmp_path / "y.json", {**first, "power_w": 70.0})
+
+
+def test_write_for_asv_run_uses_asv_environment(tmp_path, monkeypatch):
+    (tmp_path / "asv.conf.json").write_text(json.dumps({"results_dir": "res"}))
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", "0123456789abcdef0123")
+    monkeypatch.setenv("ASV_MACHINE", "box")
+    path = gpu_env.write_for_asv_run()
+    assert path == tmp_path / "res" / "box" / "gpu-env-01234567.json"
+    data = json.loads(path.read_text())
+    assert list(data) == list(gpu_env.KEYS)
+
+
+def test_write_for_asv_run_outside_asv_does_nothing(monkeypatch):
+    monkeypatch.delenv("ASV_CONF_DIR", raising=False)
+    monkeypatch.delenv("ASV_COMMIT", raising=False)
+    assert gpu_env.write_for_asv_run() is None
+
+
+def test_cli_writes_sidecar(tmp_path, capsys):
+    rc = gpu_env.main(["--write", "--results-dir", str(tmp_path), "--machine", "m", "--commit", "feedface00"])
+    assert rc == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "m" / "gpu-env-feedface.json").read_text())["torch"] == printed["torch"]
+    assert gpu_env.main(["--write", "--results-dir", str(tmp_path), "--machine", "m", "--commit", "nothex!!"]) == 2

@@ -1,0 +1,76 @@
+"""Measurement helpers: the measured clock asv reads, host cost, latency, L2 rotation, GPU timer."""
+
+from __future__ import annotations
+
+import time
+import timeit
+
+import pytest
+
+from benchmarks import _timing
+from tests.conftest import HAS_CUDA
+
+
+def test_measured_clock_gives_timeit_the_reported_interval():
+    clock = _timing.MeasuredClock()
+    # asv's TimeBenchmark hands `timer` to timeit.Timer: the sample must be what the statement reported.
+    t = timeit.Timer(stmt=lambda: clock.advance(0.125), timer=clock.now)
+    assert t.timeit(number=3) == pytest.approx(0.375)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")], ids=["negative", "nan"])
+def test_measured_clock_rejects_bad_intervals(bad):
+    with pytest.raises(ValueError, match=">= 0"):
+        _timing.MeasuredClock().advance(bad)
+
+
+def test_host_cost_excludes_sync_and_latency_includes_it():
+    def sync():
+        time.sleep(0.02)
+
+    host = _timing.host_cost(lambda i: None, 5, sync)
+    lat = _timing.latency(lambda i: None, 5, sync)
+    assert host < 0.005
+    assert lat >= 0.02
+
+
+def test_measures_reject_zero_calls():
+    with pytest.raises(ValueError, match="calls"):
+        _timing.host_cost(lambda i: None, 0, lambda: None)
+    with pytest.raises(ValueError, match="calls"):
+        _timing.latency(lambda i: None, 0, lambda: None)
+
+
+def test_rotating_sets_cover_twice_the_l2():
+    sets = _timing.rotating_sets(lambda i: (i,), bytes_per_set=10, l2_bytes=45)
+    assert len(sets) == 9 and sets[0] == (0,)
+    assert len(_timing.rotating_sets(lambda i: (i,), bytes_per_set=10**9, l2_bytes=45)) == 2
+    assert len(_timing.rotating_sets(lambda i: (i,), bytes_per_set=1, l2_bytes=10**9)) == 16
+    with pytest.raises(ValueError, match="bytes_per_set"):
+        _timing.rotating_sets(lambda i: (i,), bytes_per_set=0, l2_bytes=1)
+
+
+def test_require_attr_skips_missing_library_parts():
+    with pytest.raises(NotImplementedError, match="not importable"):
+        _timing.require_attr("no_such_module_xyz", "f")
+    with pytest.raises(NotImplementedError, match="absent"):
+        _timing.require_attr("benchmarks.presets", "no_such_attr")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the no-GPU skip path")
+def test_require_cuda_skips_without_gpu():
+    with pytest.raises(NotImplementedError, match="CUDA"):
+        _timing.require_cuda()
+
+
+@pytest.mark.gpu
+def test_gpu_timer_graph_mode_scales_with_work():
+    import torch
+
+    a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
+    small = _timing.GpuTimer(lambda i: a @ a, 4, torch)
+    big = _timing.GpuTimer(lambda i: (a @ a) @ a, 4, torch)
+    assert small.mode == big.mode == "graph-events"
+    s = sorted(small.measure() for _ in range(9))[4]
+    b = sorted(big.measure() for _ in range(9))[4]
+    assert 1.5 < b / s < 2.6
