@@ -1,0 +1,224 @@
+"""`python -m ci`: commands wired to the store, verdicts, comment and dashboard; exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci.cli import main
+from ci.store import Store
+from tests.ci.conftest import MACHINE, sha_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SLOW_KEY = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+
+
+def _samples(slow_head: bool = False, bad_gate: bool = False):
+    def make(name: str, j: int, c: int) -> list[float]:
+        if "max_abs_diff" in name:
+            return [0.01 if (bad_gate and c == 1) else 0.001] * 6
+        base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
+        if slow_head and c == 1 and "time_gpu" in name and j == 0:
+            base *= 1.5
+        return [base * (1 + 0.002 * k) for k in range(12)]
+
+    return make
+
+
+def test_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("ingest", "compare", "comment", "dashboard", "ack", "run", "demo"):
+        assert command in out
+    assert main(["ingest", "--help"]) == 0
+    assert "--db" in capsys.readouterr().out
+
+
+def test_python_dash_m_entry_point(tmp_path, asv_dir):
+    root = asv_dir([sha_for(0)])
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    run = [sys.executable, "-m", "ci"]
+    ok = subprocess.run(
+        [*run, "ingest", "--db", str(tmp_path / "h.sqlite"), str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "1 inserted" in ok.stdout
+    usage = subprocess.run([*run, "ingest"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert usage.returncode == 2 and "RESULTS_DIR" in usage.stderr
+
+
+def test_default_db_is_asv_history_sqlite(tmp_path, asv_dir, monkeypatch):
+    root = asv_dir([sha_for(0)])
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest", str(root)]) == 0
+    assert (tmp_path / ".asv" / "history.sqlite").is_file()
+
+
+def test_ingest_exit_codes(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0), sha_for(1)])
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert "2 unchanged" in capsys.readouterr().out
+    bad = next((root / MACHINE).glob("00000001-*.json"))
+    bad.write_text(bad.read_text()[:100])
+    (root / MACHINE / "00000009-x.json").write_text('{"version": 2, "commit')  # truncated new file
+    assert main(["ingest", "--db", db, str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "00000009-x.json: not valid JSON, truncated" in err
+    assert main(["ingest", "--db", db, str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    with Store(db) as store:
+        assert store.counts()["runs"] == 2  # nothing lost, nothing partial
+
+
+def test_compare_regression_exits_1_and_saves_verdicts(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True))
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["compare", "--db", db, "--base", sha_for(0)[:8], "--head", sha_for(1)[:10]]) == 1
+    out = capsys.readouterr().out
+    assert "regressed" in out and SLOW_KEY in out
+    with Store(db) as store:
+        saved = {v.benchmark.key: v.outcome.value for v in store.verdicts(head_sha=sha_for(1))}
+    assert saved[SLOW_KEY] == "regressed"
+
+
+def test_compare_clean_exits_0(tmp_path, asv_dir):
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples())
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--no-save"]) == 0
+    with Store(db) as store:
+        assert store.verdicts() == []
+
+
+def test_failed_correctness_gate_exits_1(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(bad_gate=True))
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
+    assert "failed" in capsys.readouterr().out
+
+
+def test_crashed_correctness_benchmark_fails_the_gate(tmp_path, asv_dir, capsys):
+    def crash(name: str, j: int, c: int) -> list[float] | None:
+        if "max_abs_diff" in name and c == 1:
+            return None  # the correctness check raised on head: asv records null
+        return _samples()(name, j, c)
+
+    root = asv_dir([sha_for(0), sha_for(1)], samples=crash)
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
+    out = capsys.readouterr().out
+    assert any(line.startswith("failed") and "max_abs_diff" in line for line in out.splitlines())
+
+
+def test_compare_errors_exit_2(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0)])
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert main(["compare", "--db", db, "--base", "feedfacefeed", "--head", sha_for(0)]) == 2
+    assert "not in the store" in capsys.readouterr().err
+    assert main(["compare", "--db", db, "--base", sha_for(0)]) == 2  # usage error
+
+
+def test_comment_writes_markdown_and_dry_run_post(tmp_path, asv_dir, capsys):
+    root = asv_dir(
+        [sha_for(0), sha_for(1)], samples=_samples(slow_head=True), sidecar={"gpu": "NVIDIA H200", "driver": "580.65"}
+    )
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    out = tmp_path / "comment.md"
+    assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--out", str(out)]) == 1
+    body = out.read_text()
+    assert body.startswith("<!-- ragged-vit-bench -->") and "NVIDIA H200" in body and "dtype=fp16, batch=1" in body
+    posted = tmp_path / "posted.md"
+    code = main(
+        [
+            "comment",
+            "--db",
+            db,
+            "--base",
+            sha_for(0),
+            "--head",
+            sha_for(1),
+            "--repo",
+            "o/r",
+            "--pr",
+            "7",
+            "--dry-run",
+            str(posted),
+        ]
+    )
+    assert code == 1 and posted.read_text().strip() == body.strip()
+    assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "o/r"]) == 2
+    assert "--repo and --pr go together" in capsys.readouterr().err
+
+
+def test_dashboard_command(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0), sha_for(1)])
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    assert (site / "index.html").is_file()
+    assert "7 series" in capsys.readouterr().out
+
+
+def test_ack_command(tmp_path, asv_dir, capsys):
+    root = asv_dir([sha_for(0)])
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert (
+        main(
+            [
+                "ack",
+                "--db",
+                db,
+                "--benchmark",
+                SLOW_KEY,
+                "--commit",
+                sha_for(0)[:9],
+                "--who",
+                "alice",
+                "--why",
+                "expected: new tiling",
+            ]
+        )
+        == 0
+    )
+    with Store(db) as store:
+        (ack,) = store.acknowledgements()
+    assert (ack.benchmark_key, ack.commit_sha, ack.who, ack.why) == (
+        SLOW_KEY,
+        sha_for(0),
+        "alice",
+        "expected: new tiling",
+    )
+    assert main(["ack", "--db", db, "--benchmark", "nope", "--commit", sha_for(0), "--who", "a", "--why", "b"]) == 2
+    assert "unknown benchmark series" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_later_commands_say_so(command, tmp_path, capsys):
+    assert main([command, "--db", str(tmp_path / "h.sqlite")]) == 2
+    assert "not available yet" in capsys.readouterr().err
+
+
+def test_bad_db_url_exits_2(tmp_path, capsys):
+    assert (
+        main(["ack", "--db", "nosuchdialect://x", "--benchmark", "b", "--commit", "c" * 8, "--who", "a", "--why", "b"])
+        == 2
+    )
+    assert "error:" in capsys.readouterr().err
