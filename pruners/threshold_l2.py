@@ -60,6 +60,13 @@ class ThresholdL2Pruner(Pruner):
         self.calibrated = taus is not None
         self.calibrating = False
 
+    def _apply(self, fn, recurse: bool = True):
+        # Keep thresholds in fp32 through model.half(): fp16 would round tau (norms ~10-100) by up to ~0.06.
+        taus = self.thresholds.detach().clone()
+        out = super()._apply(fn, recurse)
+        self.thresholds = taus.to(self.thresholds.device)
+        return out
+
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         tok_valid = valid[:, 1:]
         norms = x[:, 1:].float().norm(dim=-1)

@@ -263,6 +263,13 @@ def test_threshold_l2_threshold_and_min_keep_guard():
     assert keep[2, 1:].sum() == 2
 
 
+def test_threshold_l2_thresholds_stay_fp32_under_half():
+    p = _bound("threshold_l2", thresholds=(10.0001, 20.0003, 30.0007))
+    p.half()
+    assert p.thresholds.dtype == torch.float32
+    assert p.thresholds.tolist() == torch.tensor([10.0001, 20.0003, 30.0007]).tolist()
+
+
 def test_threshold_l2_uncalibrated_raises():
     p = _bound("threshold_l2")
     with pytest.raises(ValueError, match="not calibrated"):
