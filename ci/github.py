@@ -132,7 +132,7 @@ class _Client:
         raise AssertionError("unreachable")  # the loop always returns or raises
 
 
-def find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str) -> dict | None:
+def _find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str) -> dict | None:
     """The oldest comment on the PR whose body starts with `marker`, or None."""
     url: str | None = f"{client.base}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
     for _ in range(_MAX_PAGES):
@@ -218,7 +218,7 @@ def post_sticky_comment(
     if not secret.reveal().strip():
         raise GitHubError("no GitHub token: set GITHUB_TOKEN (or pass token=...), or use a dry run")
     client = _Client(api_url, secret, timeout, retries)
-    existing = find_sticky_comment(client, repo, pr_number, marker)
+    existing = _find_sticky_comment(client, repo, pr_number, marker)
     if existing is not None and "id" in existing:
         result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(existing['id'])}",
                                    {"body": body})
