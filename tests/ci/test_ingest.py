@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -343,8 +344,12 @@ def test_branch_needs_repo(asv_dir, db_path):
         ingest_results_dir(store, root, branch="main")
 
 
-def _ingest_worker(db: str, root: str) -> tuple[int, int, int]:
+def _ingest_worker(db: str, root: str, start_at: float = 0.0) -> tuple[int, int, int]:
+    """One runner: open the store, wait for the common start time (so the runners really race), ingest."""
+    import time
+
     with Store(db) as store:
+        time.sleep(max(0.0, start_at - time.time()))
         r = ingest_results_dir(store, root)
     return r.count("inserted"), r.count("unchanged"), len(r.errors)
 
@@ -355,9 +360,10 @@ def test_concurrent_writers_sqlite(tmp_path, n_workers):
     no errors, no duplicates, every run exactly once."""
     dirs = overlapping_result_dirs(tmp_path, n_workers, n_commits=12)
     db = str(tmp_path / "shared.sqlite")
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("fork")  # fork: a spawned interpreter re-imports SQLAlchemy, ~2 s each on 2 cores
     with ctx.Pool(n_workers) as pool:
-        outcomes = pool.starmap(_ingest_worker, [(db, str(d)) for d in dirs])
+        start = time.time() + 1.0
+        outcomes = pool.starmap(_ingest_worker, [(db, str(d), start) for d in dirs])
     assert all(errors == 0 for _, _, errors in outcomes), outcomes
     assert sum(i for i, _, _ in outcomes) == 12  # each run inserted once, by whichever runner came first
     with Store(db) as store:

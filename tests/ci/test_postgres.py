@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -61,8 +62,9 @@ def test_concurrent_writers_postgres(pg_url, tmp_path):
     n_workers = 4
     dirs = overlapping_result_dirs(tmp_path, n_workers, n_commits=12)
     Store(pg_url).close()  # not required (migrations are locked), but keeps the race on the data
-    with mp.get_context("spawn").Pool(n_workers) as pool:
-        outcomes = pool.starmap(_ingest_worker, [(pg_url, str(d)) for d in dirs])
+    with mp.get_context("fork").Pool(n_workers) as pool:
+        start = time.time() + 1.0
+        outcomes = pool.starmap(_ingest_worker, [(pg_url, str(d), start) for d in dirs])
     assert all(errors == 0 for _, _, errors in outcomes), outcomes
     assert sum(i for i, _, _ in outcomes) == 12
     with Store(pg_url) as store:
@@ -71,7 +73,7 @@ def test_concurrent_writers_postgres(pg_url, tmp_path):
 
 
 def test_concurrent_first_open_migrates_once(pg_url):
-    with mp.get_context("spawn").Pool(3) as pool:
+    with mp.get_context("fork").Pool(3) as pool:
         pool.map(_open_and_count, [pg_url] * 3)
     with Store(pg_url) as store:
         assert store.counts()["runs"] == 0
