@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ci.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT
 from ci.records import (
@@ -73,10 +74,11 @@ class Regression:
     p_value: float = math.nan
     reason: str = ""
     ack: Acknowledgement | None = None
+    fixed_by: str = ""  # a later change point that brought the level back (change points only)
 
     @property
     def is_open(self) -> bool:
-        return self.ack is None
+        return self.ack is None and not self.fixed_by
 
 
 @dataclass(frozen=True)
@@ -288,13 +290,25 @@ def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Res
     for s in series:
         if (s.benchmark.key, s.machine) not in raw:
             continue
-        for cp in change_points(raw[(s.benchmark.key, s.machine)]):
+        cps = change_points(raw[(s.benchmark.key, s.machine)])
+        for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
             if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):
                 regressions.append(Regression(
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
-                    ack=acks.get((s.benchmark.key, cp.commit_sha))))
+                    ack=acks.get((s.benchmark.key, cp.commit_sha)),
+                    fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction)))
+
+
+def _recovery(before: float, later: Sequence[Any], direction: Direction) -> str:
+    """The first later change point whose level is back within the neutral band of `before` (the
+    level the regression left), or "": a step that was undone should not stay flagged as open."""
+    for cp in later:
+        r = cp.after / before if before else math.nan
+        if is_worse(r, direction) is not True and math.isfinite(r):
+            return cp.commit_sha
+    return ""
 
 
 def is_worse(ratio: float, direction: Direction) -> bool | None:

@@ -172,6 +172,7 @@ class _Site:
             "p": fmt.fmt_number(reg.p_value, 2), "reason": reg.reason,
             "ack_who": ack.who if ack else "", "ack_why": ack.why if ack else "",
             "ack_when": fmt.fmt_time(ack.when) if ack else "",
+            "fixed_sha": reg.fixed_by[:10], "fixed_href": self.commit_href(reg.fixed_by, depth) if reg.fixed_by else "",
         }
 
     def marks(self, s: Series) -> list[Mark]:
@@ -181,6 +182,9 @@ class _Site:
             if reg.ack is not None:
                 out.append(Mark(reg.sha, "ack", f"acknowledged {reg.outcome.value} at {reg.sha[:8]} "
                                                 f"({fmt.fmt_change(reg.ratio)}) by {reg.ack.who}: {reg.ack.why}"))
+            elif reg.fixed_by:
+                label = f"{reg.outcome.value} at {reg.sha[:8]} ({fmt.fmt_change(reg.ratio)})"
+                out.append(Mark(reg.sha, "fixed", f"{label}, level restored at {reg.fixed_by[:8]}"))
             else:
                 out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} "
                                                 f"({fmt.fmt_change(reg.ratio)}): {reg.reason}"))
@@ -255,7 +259,9 @@ class _Site:
             "gpu": self.gpu_of.get(s.machine, ""), "unit": b.unit, "direction": b.direction.value,
             "kind": b.kind.value, "scale_label": label, "rows": Markup("".join(rows)), "regs": regs,
             "siblings": siblings,
-            "gate": fmt.fmt_value(s.gate[0], scale) if s.gate else "", "marks": [(m.kind, m.label) for m in marks],
+            "gate": fmt.fmt_value(s.gate[0], scale) if s.gate else "",
+            "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
+            "marks": [(m.kind, m.label) for m in marks],
         }
 
         def late() -> dict[str, Any]:
@@ -328,7 +334,8 @@ class _Site:
         regs = self.snap.regressions
         ctx = {"page": "regressions",
                "open": [self.reg_row(r, 0) for r in regs if r.is_open],
-               "acked": [self.reg_row(r, 0) for r in regs if not r.is_open]}
+               "acked": [self.reg_row(r, 0) for r in regs if r.ack is not None],
+               "fixed": [self.reg_row(r, 0) for r in regs if r.ack is None and r.fixed_by]}
         self.emit("regressions.html", "regressions.html", ctx)
 
     def correctness_page(self) -> None:
@@ -396,7 +403,10 @@ def _digest(points: list[Point]) -> str:
 
 
 def _iqr(p: Point, scale: tuple[float, str]) -> str:
-    return f"{fmt.fmt_value(p.low, scale)} – {fmt.fmt_value(p.high, scale)}" if p.n > 1 else ""
+    if p.n < 2:
+        return ""
+    low = fmt.fmt_number(p.low / scale[0]) if math.isfinite(p.low) else "—"
+    return f"{low} – {fmt.fmt_value(p.high, scale)}"
 
 
 def _typical(points: list[Point]) -> float:

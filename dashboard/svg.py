@@ -151,7 +151,9 @@ def history_chart(
                    f'<text class="tick" x="{left - 6}" y="{y}" dy="3" text-anchor="end">{_esc(fmt_axis(t))}</text>')
     if n:
         for i in sorted({round(k * (n - 1) / 5) for k in range(6)} if n > 1 else {0}):
-            out.append(f'<text class="tick" x="{_f(x_at(i))}" y="{height - 12}" text-anchor="middle">'
+            # The end labels hang inwards so they are not clipped at the chart's edges.
+            anchor = "start" if i == 0 and n > 1 else "end" if i == n - 1 and n > 1 else "middle"
+            out.append(f'<text class="tick" x="{_f(x_at(i))}" y="{height - 12}" text-anchor="{anchor}">'
                        f"{_esc(x_label(points[i]))}</text>")
     if gate is not None:
         y = _f(y_at(gate[0]))

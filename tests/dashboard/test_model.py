@@ -119,3 +119,22 @@ def test_is_worse_respects_direction(ratio: float, direction: str, want: bool | 
     from ci.records import Direction
 
     assert is_worse(ratio, Direction(direction)) is want
+
+
+def test_change_point_regression_undone_later_is_not_open() -> None:
+    pytest.importorskip("ci.history")
+    store = synthetic_store(n_commits=60, n_series=3)
+    bench = store.benchmark_list[2]
+    # Series 2 steps up 30% at commit 30 (open verdict); bring it back down from commit 45.
+    store.result_list = [
+        Result(r.benchmark, r.commit_sha, r.machine, tuple(x / 1.3 for x in r.samples), r.run_id)
+        if r.benchmark == bench and store.commit_list.index(
+            next(c for c in store.commit_list if c.sha == r.commit_sha)) >= 45 else r
+        for r in store.result_list
+    ]
+    snap = load_snapshot(store)
+    steps = [r for r in snap.regressions if r.source == "change point" and r.benchmark == bench]
+    assert len(steps) == 1 and steps[0].sha == store.commit_list[30].sha
+    assert steps[0].fixed_by == store.commit_list[45].sha and not steps[0].is_open
+    verdict = next(r for r in snap.regressions if r.source == "verdict" and r.benchmark == bench)
+    assert verdict.is_open  # a stored verdict stays open until someone acknowledges it
