@@ -10,7 +10,8 @@ of the service that is not available yet).
                          [--dashboard-url URL] [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
     python -m ci dashboard [--db DB] --out DIR [--title T] [--base-url URL] [--baseline SHA] [--branch NAME]
     python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
-    python -m ci run | demo   (later task)
+    python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
+    python -m ci demo [--commits N] [--cpu | --gpu]
 
 `--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL.
 """
@@ -223,8 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--who", required=True, help="who acknowledges")
     p.add_argument("--why", required=True, help="why the change is expected")
 
-    add("run", "run the asv suite on this runner and ingest it (later task)", cmd_later)
-    add("demo", "the main job end to end on the embedded default (later task)", cmd_later)
+    from ci import demo, runner
+
+    runner.add_arguments(add("run", runner.HELP, runner.run_main))
+    demo.add_arguments(add("demo", demo.HELP, demo.cmd_demo))
     return parser
 
 
