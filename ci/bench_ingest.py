@@ -185,13 +185,14 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("A/B verdicts, newest pair", float("nan"), "not available yet: ci.verdicts.compare"))
         store.close()
 
-        ingest_s = rows[0][1]
-        total = ingest_s + sum(r[1] for r in rows[judge_start:] if r[1] == r[1])
+        # The budget covers ingest plus the verdict code; "read every series" is shown for scale
+        # only (detect_all does the same reads itself).
+        total = rows[0][1] + sum(r[1] for r in rows[judge_start + 1 :] if r[1] == r[1])
         print(f"\n{args.commits} commits x {args.series} series x {args.samples} samples, {store.url.split(':')[0]}")
         print(f"{'step':<28} {'seconds':>8}  notes")
         for label, secs, note in rows:
             print(f"{label:<28} {secs:>8.2f}  {note}")
-        print(f"{'ingest + read + verdicts':<28} {total:>8.2f}  budget {args.budget:.0f} s")
+        print(f"{'ingest + verdicts':<28} {total:>8.2f}  budget {args.budget:.0f} s")
         print(f"rows: {counts}")
         return 0 if total <= args.budget else 1
     finally:

@@ -167,10 +167,6 @@ def cmd_ack(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_later(args: argparse.Namespace) -> int:
-    raise Unavailable(f"not available yet: `python -m ci {args.command}` (the runner/demo task comes later)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of `python -m ci` (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(

@@ -96,25 +96,39 @@ def _parse_log(out: str, branch: str) -> dict[str, Commit]:
     return commits
 
 
-def git_commits(repo: str | os.PathLike[str], shas: Iterable[str], branch: str | None = None) -> dict[str, Commit]:
+def _branch_log(repo: str | os.PathLike[str], branch: str) -> dict[str, Commit]:
+    """Every commit reachable from `branch`: one `git log` (cheap even for 10^4 commits)
+    instead of one process per sha."""
+    root = Path(repo)
+    if not root.is_dir():
+        raise ValueError(f"--repo {repo}: no such directory")
+    return _parse_log(_git(root, "log", f"--format={_GIT_FORMAT}", branch, "--"), branch)
+
+
+def git_commits(
+    repo: str | os.PathLike[str],
+    shas: Iterable[str],
+    branch: str | None = None,
+    branch_log: dict[str, Commit] | None = None,
+) -> dict[str, Commit]:
     """Commit metadata from a git checkout.
 
     Args:
         repo: a git checkout.
         shas: full commit hashes to describe.
         branch: a branch name; commits reachable from it get `branch` set, others get "".
+        branch_log: the branch's log when the caller already has it (`_branch_log`).
 
     Returns:
         sha -> Commit for every sha git knows (unknown shas are left out).
     """
     root = Path(repo)
-    if not root.exists():
+    if not root.is_dir():
         raise ValueError(f"--repo {repo}: no such directory")
     wanted = sorted(set(shas))
     found: dict[str, Commit] = {}
     if branch:
-        # One `git log` of the branch (cheap even for 10^4 commits) instead of one process per sha.
-        on_branch = _parse_log(_git(root, "log", f"--format={_GIT_FORMAT}", branch, "--"), branch)
+        on_branch = branch_log if branch_log is not None else _branch_log(root, branch)
         found.update({s: on_branch[s] for s in wanted if s in on_branch})
     rest = [s for s in wanted if s not in found]
     if rest:
@@ -128,20 +142,32 @@ def git_commits(repo: str | os.PathLike[str], shas: Iterable[str], branch: str |
     return found
 
 
+def _machine(name: str, info: dict[str, str], sidecar: dict[str, str]) -> Machine:
+    """The Machine row: asv's machine.json plus the GPU sidecar's gpu/driver/cuda/torch/triton."""
+    return Machine(
+        name=name,
+        cpu=info.get("cpu", ""),
+        extra=tuple(sorted((k, v) for k, v in info.items() if k not in ("machine", "cpu"))),
+        **{k: sidecar.get(k, "") for k in SIDECAR_MACHINE_KEYS},
+    )
+
+
 def ingest_results_dir(
     store: Store,
     results_dir: str | os.PathLike[str],
     *,
     repo: str | os.PathLike[str] | None = None,
     branch: str | None = None,
+    batch_size: int = 50,
 ) -> IngestReport:
-    """Ingest every result file of an asv results directory, one transaction per file.
+    """Ingest every result file of an asv results directory; each file is all or nothing.
 
     Args:
         store: the destination store.
         results_dir: an asv results directory (with benchmarks.json and one folder per machine).
         repo: optional git checkout to read commit parents, branch, time and subject from.
         branch: optional branch name recorded on commits reachable from it (needs `repo`).
+        batch_size: files per transaction (each file in its own savepoint inside it).
 
     Returns:
         An IngestReport; a file that cannot be read is an "error" outcome, never a partial run.
@@ -154,6 +180,8 @@ def ingest_results_dir(
         raise AsvFormatError(f"{root}: not a directory (expected an asv results directory)")
     if branch and repo is None:
         raise ValueError("--branch needs --repo (the branch is read from git)")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     benchmarks = load_benchmarks_json(root)
 
     paths = list(iter_result_files(root))
@@ -166,50 +194,54 @@ def ingest_results_dir(
                 machine_infos[path.parent] = exc
 
     outcomes: list[FileOutcome] = []
-    parsed = []
     known = store.run_digests()
     known_shas: list[str] = []
-    for path in paths:
-        info = machine_infos[path.parent]
-        try:
-            if isinstance(info, AsvFormatError):
-                raise info
+    branch_log = _branch_log(repo, branch) if repo is not None and branch else {}
+    # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
+    # one savepoint per file), so memory stays flat however long the history is.
+    for first in range(0, len(paths), batch_size):
+        parsed = []
+        for path in paths[first : first + batch_size]:
+            info = machine_infos[path.parent]
             try:
-                # Identical bytes were ingested before: skip the parse (most of a re-ingest's cost).
-                sha = known.get(hashlib.sha256(path.read_bytes()).hexdigest())
-            except OSError as exc:
-                raise AsvFormatError(f"{path}: cannot read ({exc})") from None
-            if sha is not None:
-                known_shas.append(sha)
-                outcomes.append(FileOutcome(str(path), "unchanged"))
-                continue
-            run = parse_result_file(path, benchmarks, info)
-            # The sidecar is keyed by the commit, so it is read once the file has parsed.
-            sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
-            run = with_sidecar(run, sidecar)
-            parsed.append((run, info, sidecar))
-        except AsvFormatError as exc:
-            outcomes.append(FileOutcome(str(path), "error", 0, str(exc)))
-
-    git_info: dict[str, Commit] = {}
-    if repo is not None:
-        git_info = git_commits(repo, [run.commit_hash for run, _, _ in parsed] + known_shas, branch)
-        # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
-        store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
-
-    for run, info, sidecar in parsed:
-        machine = Machine(
-            name=run.machine,
-            cpu=info.get("cpu", ""),
-            extra=tuple(sorted((k, v) for k, v in info.items() if k not in ("machine", "cpu"))),
-            **{k: sidecar.get(k, "") for k in SIDECAR_MACHINE_KEYS},
-        )
-        commit = git_info.get(run.commit_hash) or Commit(sha=run.commit_hash, time=run.commit_time)
-        try:
-            status = store.ingest_run(run, machine, commit)
-        except Exception as exc:  # a database error on one file must not lose the others
-            outcomes.append(FileOutcome(str(run.path), "error", 0, f"{run.path}: database error: {exc}"))
+                if isinstance(info, AsvFormatError):
+                    raise info
+                try:
+                    # Identical bytes were ingested before: skip the parse (most of a re-ingest's cost).
+                    sha = known.get(hashlib.sha256(path.read_bytes()).hexdigest())
+                except OSError as exc:
+                    raise AsvFormatError(f"{path}: cannot read ({exc})") from None
+                if sha is not None:
+                    known_shas.append(sha)
+                    outcomes.append(FileOutcome(str(path), "unchanged"))
+                    continue
+                run = parse_result_file(path, benchmarks, info)
+                # The sidecar is keyed by the commit, so it is read once the file has parsed.
+                sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
+                parsed.append((with_sidecar(run, sidecar), info, sidecar))
+            except AsvFormatError as exc:
+                outcomes.append(FileOutcome(str(path), "error", 0, str(exc)))
+        if not parsed:
             continue
-        outcomes.append(FileOutcome(str(run.path), status, len(run.points)))
+        git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
+        items = [
+            (run, _machine(run.machine, info, sidecar), git_info.get(run.commit_hash)
+             or Commit(sha=run.commit_hash, time=run.commit_time))
+            for run, info, sidecar in parsed
+        ]  # fmt: skip
+        try:
+            statuses: list[str | Exception] = store.ingest_runs(items)
+        except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
+            statuses = [exc] * len(items)
+        for (run, _, _), status in zip(items, statuses, strict=True):
+            if isinstance(status, Exception):
+                outcomes.append(FileOutcome(str(run.path), "error", 0, f"{run.path}: database error: {status}"))
+            else:
+                outcomes.append(FileOutcome(str(run.path), status, len(run.points)))
+
+    if repo is not None and known_shas:
+        # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
+        git_info = git_commits(repo, known_shas, branch, branch_log)
+        store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
     outcomes.sort(key=lambda f: f.path)
     return IngestReport(tuple(outcomes))

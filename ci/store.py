@@ -383,6 +383,50 @@ class Store:
             raise ValueError(f"commit {commit.sha!r} does not match the run's commit {run.commit_hash!r}")
         return self._write_retrying(self._ingest_run_tx, run, machine, commit)
 
+    def ingest_runs(self, items: Sequence[tuple[ParsedRun, Machine, Commit]]) -> list[str | Exception]:
+        """Write several parsed result files in one transaction, each file inside its own
+        SAVEPOINT: a file that fails is rolled back alone (never a partial run) while the others
+        commit together. One commit per batch instead of per file: each file dirties ~500 pages
+        of the (benchmark, run) index, and writing those once per batch made 1,000-file ingest
+        2.5x faster on SQLite (docs/perf-notes/ci-store.md). A crash loses the whole uncommitted
+        batch, which the next ingest simply writes again.
+
+        Args:
+            items: (run, machine, commit) triples as for `ingest_run`.
+
+        Returns:
+            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it.
+        """
+        for run, machine, commit in items:
+            if not isinstance(run, ParsedRun):
+                raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
+            if machine.name != run.machine or commit.sha != run.commit_hash:
+                raise ValueError(f"{run.path}: machine/commit records do not match the run")
+        retry = object()
+
+        def tx(conn: Connection, pending: dict[str, int]) -> list[Any]:
+            out: list[Any] = []
+            for run, machine, commit in items:
+                before = dict(pending)
+                try:
+                    with conn.begin_nested():
+                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit))
+                except Exception as exc:
+                    # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
+                    pending.clear()
+                    pending.update(before)
+                    out.append(retry if isinstance(exc, DBAPIError) and _retryable(exc) else exc)
+            return out
+
+        statuses = self._write_retrying(tx)
+        for i, status in enumerate(statuses):
+            if status is retry:  # lost a race with another runner: redo that file on its own
+                try:
+                    statuses[i] = self.ingest_run(*items[i])
+                except Exception as exc:
+                    statuses[i] = exc
+        return statuses
+
     def _ingest_run_tx(
         self, conn: Connection, pending: dict[str, int], run: ParsedRun, machine: Machine, commit: Commit
     ) -> str:
@@ -455,7 +499,9 @@ class Store:
                     f"VALUES ({', '.join([mark] * len(cols))})"
                 )
                 self._result_procs = [
-                    (i, proc) for i, c in enumerate(cols) if (proc := c.type.bind_processor(conn.dialect)) is not None
+                    (i, proc)
+                    for i, c in enumerate(cols)
+                    if (proc := c.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)) is not None
                 ]
         if not self._results_sql:  # a DBAPI with named parameters: let Core do it
             conn.execute(insert(table), [dict(zip(_RESULT_COLUMNS, r, strict=True)) for r in rows])

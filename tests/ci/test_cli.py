@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from ci.cli import main
 from ci.store import Store
 from tests.ci.conftest import MACHINE, sha_for
@@ -210,10 +208,16 @@ def test_ack_command(tmp_path, asv_dir, capsys):
     assert "unknown benchmark series" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["run", "demo"])
-def test_later_commands_say_so(command, tmp_path, capsys):
-    assert main([command, "--db", str(tmp_path / "h.sqlite")]) == 2
-    assert "not available yet" in capsys.readouterr().err
+def test_run_without_a_selection_is_a_usage_error(tmp_path, capsys):
+    assert main(["run", "--db", str(tmp_path / "h.sqlite")]) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_unavailable_part_exits_2_with_its_name(monkeypatch, capsys):
+    """A command whose implementation is missing says which part, and exits 2 (never a fake result)."""
+    monkeypatch.setitem(sys.modules, "ci.verdicts", None)  # makes `import ci.verdicts` raise ImportError
+    assert main(["compare", "--base", "a" * 40, "--head", "b" * 40]) == 2
+    assert "not available yet: ci.verdicts.compare" in capsys.readouterr().err
 
 
 def test_bad_db_url_exits_2(tmp_path, capsys):

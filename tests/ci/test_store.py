@@ -204,3 +204,16 @@ def test_ingest_run_checks_its_arguments(tmp_path):
 def test_path_like_db(tmp_path: Path):
     with Store(tmp_path / "x" / "y.sqlite") as store:
         assert store.dialect == "sqlite" and (tmp_path / "x" / "y.sqlite").exists()
+
+
+def test_bulk_written_times_read_back_through_sqlalchemy(db_path, asv_dir):
+    """The raw executemany path stores datetimes in the column type's own format."""
+    from sqlalchemy import select
+
+    from ci.models import ResultRow
+
+    with _filled(db_path, asv_dir, 1) as store, store.engine.connect() as conn:
+        typed = sorted(conn.execute(select(ResultRow.started_at)).scalars().all())
+        ours = sorted(r.started_at for r in store.results())
+        assert [t.replace(tzinfo=UTC) if t.tzinfo is None else t for t in typed] == ours
+        assert all(isinstance(flag, bool) for flag in conn.execute(select(ResultRow.has_raw_samples)).scalars())
