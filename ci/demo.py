@@ -114,6 +114,8 @@ def run_demo(
     Returns:
         0 when the job ran through (whatever the verdicts say; they are in the comment), 2 on error.
     """
+    if isinstance(commits, bool) or not isinstance(commits, int) or commits < 2:
+        raise ValueError(f"the demo needs at least 2 commits (HEAD and its parent), got {commits!r}")
     t0 = time.monotonic()
     out = out.resolve()
     clone = prepare_clone(source, out / "repo")

@@ -131,7 +131,13 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
     """
     if not isinstance(name, str) or not name.strip() or name.startswith("-"):
         raise ValueError(f"not a commit name: {name!r}")
-    return _git(Path(repo), "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}").strip()
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise ValueError(f"unknown commit {name!r} in {repo}")
+    return proc.stdout.strip()
 
 
 def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: bool = True) -> list[str]:

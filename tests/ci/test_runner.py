@@ -1,0 +1,252 @@
+"""`python -m ci run` on a tiny temporary git repository through the real asv CLI.
+
+The repository holds a toy library (pure Python, no torch), a toy asv suite with a timing and a
+correctness benchmark, this project's real `benchmarks/_asv_install.py` (the per-commit .pth
+install) and `benchmarks/gpu_env.py` (the GPU-state sidecar). Commits: A, B (no change),
+C (the timed function does 4x the work: a deliberate slowdown). asv's environment is shared by
+the tests of this module (created once); each test gets its own copy of the repository, results
+and store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci.cli import main
+from ci.records import Outcome
+from ci.runner import (
+    RunnerConfig,
+    commits_in_range,
+    new_branch_commits,
+    run_history,
+    run_pr,
+    suite_regex,
+)
+from ci.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+LIB = '''
+WORK = 20_000
+
+
+def work():
+    s = 0
+    for i in range(WORK):
+        s += i * i
+    return s
+
+
+def error():
+    return 1e-4
+'''
+
+SUITE = '''
+import toylib
+
+
+class Toy:
+    rounds = 2
+    repeat = (6, 6, 10.0)
+    number = 5
+    warmup_time = 0.0
+
+    def time_work(self):
+        toylib.work()
+
+
+class ToyCheck:
+    unit = "max abs diff"
+
+    def track_max_abs_diff(self):
+        return toylib.error()
+
+
+ToyCheck.track_max_abs_diff.unit = "max abs diff"
+'''
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=repo, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A git repository with commits A, B, C; returns (repo, {"A": sha, ...})."""
+    tmp = tmp_path_factory.mktemp("runner")
+    repo = tmp / "template"
+    (repo / "benchmarks").mkdir(parents=True)
+    conf = json.loads((ROOT / "asv.conf.json").read_text())
+    conf.update(project="toy", project_url="", show_commit_url="", env_dir=str(tmp / "asv-env"))
+    (repo / "asv.conf.json").write_text(json.dumps(conf, indent=1))
+    for name in ("_asv_install.py", "gpu_env.py"):
+        shutil.copy(ROOT / "benchmarks" / name, repo / "benchmarks" / name)
+    (repo / "benchmarks" / "__init__.py").write_text('CPU_REGEX = r"^bench_toy\\."\nQUICK_REGEX = r"Toy"\n')
+    (repo / "benchmarks" / "bench_toy.py").write_text(SUITE)
+    (repo / "toylib").mkdir()
+    lib = repo / "toylib" / "__init__.py"
+    lib.write_text(LIB)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "A")
+    shas = {"A": _git(repo, "rev-parse", "HEAD")}
+    (repo / "README").write_text("docs only\n")
+    _git(repo, "add", "README")
+    _git(repo, "commit", "-q", "-m", "B: docs")
+    shas["B"] = _git(repo, "rev-parse", "HEAD")
+    lib.write_text(LIB.replace("WORK = 20_000", "WORK = 80_000"))
+    _git(repo, "commit", "-q", "-am", "C: 4x the work")
+    shas["C"] = _git(repo, "rev-parse", "HEAD")
+    return repo, shas
+
+
+@pytest.fixture
+def toy(template, tmp_path, monkeypatch) -> tuple[Path, dict[str, str]]:
+    """A private copy of the template repository, asv's machine file in a private HOME."""
+    src, shas = template
+    repo = tmp_path / "repo"
+    shutil.copytree(src, repo, symlinks=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("ASV_MACHINE", raising=False)
+    return repo, shas
+
+
+def _cfg(repo: Path, tmp_path: Path, **kw) -> RunnerConfig:
+    return RunnerConfig(repo=repo, db=str(tmp_path / "h.sqlite"), machine="cibox", bench=None, **kw)
+
+
+def _run_rows(db: str) -> list[tuple[str, str]]:
+    """(commit sha, file digest) of every stored run: a duplicate or a re-measured commit shows here."""
+    with Store(db) as store:
+        return sorted((sha, digest) for digest, sha in store.run_digests().items())
+
+
+def test_range_and_since_last_then_resume_adds_nothing(toy, tmp_path, capsys):
+    repo, shas = toy
+    assert commits_in_range(repo, f"{shas['A']}..{shas['C']}") == [shas["B"], shas["C"]]
+    assert commits_in_range(repo, shas["A"]) == [shas["A"]]
+    db = str(tmp_path / "h.sqlite")
+    common = ["--db", db, "--repo", str(repo), "--machine", "cibox", "--dashboard", str(tmp_path / "dash")]
+
+    # The history so far: A and B (one asv call each), through the CLI as the workflow calls it.
+    assert main(["run", "--commits", shas["A"], shas["B"], *common]) == 0
+    out = capsys.readouterr().out
+    assert "[runner] 1/2" in out and "[runner] 2/2" in out, out  # per-commit progress
+    assert "bench_toy.Toy.time_work" in out, "asv's own per-benchmark lines are streamed through"
+    with Store(db) as store:
+        assert {r.commit_sha for r in store.results()} == {shas["A"], shas["B"]}
+        machine = next(m for m in store.machines() if m.name == "cibox")
+        assert machine.torch, "the GPU-state sidecar (torch/triton versions, clocks) was recorded"
+    assert (tmp_path / "dash" / "index.html").is_file()
+    sidecar = json.loads((repo / ".asv" / "results" / "cibox" / f"gpu-env-{shas['A'][:8]}.json").read_text())
+    assert set(sidecar) >= {"gpu", "driver", "torch", "sm_clock_mhz"}
+
+    # --since-last: only C is new on main.
+    assert main(["run", "--since-last", "--branch", "main", *common]) == 0
+    assert "main: 1 new commit(s)" in capsys.readouterr().out
+    rows = _run_rows(db)
+    assert len(rows) == 3
+
+    # Nothing new, and a full re-run of the range is resumed to nothing: no duplicate, no re-measure.
+    assert main(["run", "--since-last", "--branch", "main", *common]) == 0
+    assert "nothing new to measure" in capsys.readouterr().out
+    assert main(["run", "--range", f"{shas['A']}~0..{shas['C']}", *common]) == 0
+    assert main(["run", "--commits", shas["A"], *common]) == 0
+    assert _run_rows(db) == rows
+
+
+def test_interrupted_history_resumes_without_losing_or_duplicating(toy, tmp_path, monkeypatch):
+    import ci.runner as runner
+
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path)
+    real = runner.run_asv
+    calls = []
+
+    def interrupt_second(cfg_, commits, *, interleave, echo):
+        calls.append(commits[0])
+
+        def echo_then_stop(line: str) -> None:
+            echo(line)
+            if len(calls) == 2 and "Benchmarking" in line:
+                raise KeyboardInterrupt  # Ctrl-C while the second commit is being measured
+
+        return real(cfg_, commits, interleave=interleave, echo=echo_then_stop)
+
+    monkeypatch.setattr(runner, "run_asv", interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        run_history(cfg, [shas["A"], shas["B"], shas["C"]])
+    first = _run_rows(cfg.db)
+    assert [sha for sha, _ in first] == [shas["A"]], "A was measured and stored before the interrupt"
+
+    monkeypatch.setattr(runner, "run_asv", real)
+    out = run_history(cfg, [shas["A"], shas["B"], shas["C"]])
+    assert out.exit_code == 0
+    rows = _run_rows(cfg.db)
+    assert sorted(sha for sha, _ in rows) == sorted(shas.values()), "each commit stored once"
+    assert first[0] in rows, "A's stored run is the one measured before the interrupt (not re-measured)"
+    # Resumed: the correctness gate judged every commit of the job, and passed.
+    assert {v.head_sha for v in out.verdicts} == set(shas.values())
+    assert all(v.outcome == Outcome.UNCHANGED for v in out.verdicts)
+
+
+def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_path):
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path, comment_path=tmp_path / "comment.md", dashboard_dir=tmp_path / "dash")
+    out = run_pr(cfg, shas["B"], shas["C"])
+    assert out.exit_code == 1
+    assert len(out.asv_runs) == 1 and out.asv_runs[0].shas == (shas["B"], shas["C"]), "one interleaved asv call"
+    by_key = {v.benchmark.key: v for v in out.verdicts}
+    slow = by_key["bench_toy.Toy.time_work"]
+    assert slow.outcome == Outcome.REGRESSED and slow.ratio > 2.0, slow
+    assert by_key["bench_toy.ToyCheck.track_max_abs_diff"].outcome == Outcome.UNCHANGED  # gate passes
+    body = (tmp_path / "comment.md").read_text()
+    assert body.startswith("<!-- ragged-vit-bench -->")
+    assert "bench_toy.Toy.time_work" in body and shas["C"][:12] in body
+    with Store(cfg.db) as store:
+        samples = [len(r.samples) for r in store.results(commit_sha=shas["C"], benchmark_key="bench_toy.Toy.time_work")]
+    assert samples == [12], "2 interleaved rounds x 6 samples, all kept"
+    assert (tmp_path / "dash" / "index.html").is_file()
+
+
+def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
+    repo, shas = toy
+    with pytest.raises(ValueError, match="asv.conf.json"):
+        RunnerConfig(repo=tmp_path, db="x", machine="m")
+    with pytest.raises(ValueError, match="machine"):
+        _cfg(repo, tmp_path).__class__(repo=repo, db="x", machine="bad/name")
+    with pytest.raises(ValueError, match="regex"):
+        RunnerConfig(repo=repo, db="x", machine="m", bench="(")
+    with pytest.raises(ValueError, match="go together"):
+        RunnerConfig(repo=repo, db="x", machine="m", github_repo="o/r")
+    with pytest.raises(ValueError, match="A..B"):
+        commits_in_range(repo, "-rf")
+    with pytest.raises(ValueError, match="max_commits"):
+        new_branch_commits(repo, "main", set(), max_commits=0)
+    with pytest.raises(ValueError, match="same commit"):
+        run_pr(_cfg(repo, tmp_path), shas["C"], shas["C"])
+    assert new_branch_commits(repo, "main", {shas["A"]}, max_commits=1) == [shas["C"]]
+    assert suite_regex(repo, "cpu") == r"^bench_toy\."
+    with pytest.raises(ValueError, match="quick"):
+        suite_regex(repo, "gpu")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["run", "--db", db, "--repo", str(repo)]) == 2, "a mode is required"
+    assert "one of the arguments" in capsys.readouterr().err
+    assert main(["run", "--pr", "--base", shas["B"], "--db", db, "--repo", str(repo)]) == 2
+    assert "--pr needs --base and --head" in capsys.readouterr().err
+    assert main(["run", "--range", "nosuch..HEAD", "--db", db, "--repo", str(repo)]) == 2
+    assert "nosuch" in capsys.readouterr().err
+    assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
