@@ -151,7 +151,9 @@ def median_iqr(samples: tuple[float, ...]) -> tuple[float, float, float, int, fl
     Returns:
         (median, q25, q75, n_finite, min, max); NaNs and 0 when nothing finite was measured.
     """
-    data = sorted(s for s in samples if math.isfinite(s))
+    data = sorted(samples)
+    if not math.isfinite(sum(data)):  # NaN/inf propagate through the sum; filter only then (rare)
+        data = [s for s in data if math.isfinite(s)]
     n = len(data)
     if n == 0:
         return math.nan, math.nan, math.nan, 0, math.nan, math.nan

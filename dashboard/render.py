@@ -117,14 +117,15 @@ class _Site:
     def _cells(self, s: Series) -> list[tuple[str, str, str, str, bool]]:
         """Each run's table cells, formatted once for the series page and the commit pages alike:
         (value, IQR, change vs the previous run, its CSS class, gate failed), escaped."""
-        scale = self.scales[id(s)]
+        div, label = self.scales[id(s)]
+        safe = (div, _esc(label))  # numbers need no escaping; the unit (from the store) is escaped once
         direction = s.benchmark.direction
         gate = s.gate
         out = []
         prev = math.nan
         for p in s.points:
             r = fmt.ratio(p.value, prev)
-            out.append((_esc(fmt.fmt_value(p.value, scale)), _esc(_iqr(p, scale)), fmt.fmt_change(r),
+            out.append((fmt.fmt_value(p.value, safe), _iqr(p, safe), fmt.fmt_change(r),
                         _cls(is_worse(r, direction)), gate is not None and gate_ok(p.value, gate) is False))
             if math.isfinite(p.value):
                 prev = p.value
