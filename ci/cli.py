@@ -90,8 +90,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
-    for f in report.errors:
-        print(f"error: {f.message}", file=sys.stderr)
+    for f in report.files:
+        if f.status == "error":
+            print(f"error: {f.message}", file=sys.stderr)
+        elif f.skipped:
+            print(f"warning: {f.message}", file=sys.stderr)
     print(report.summary())
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR

@@ -39,6 +39,7 @@ class FileOutcome:
     status: str  # inserted, replaced, unchanged, error
     points: int = 0  # benchmark points in the file (results plus marked failures)
     message: str = ""
+    skipped: int = 0  # benchmarks left out: unknown to benchmarks.json, or of another version (as asv does)
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,11 @@ class IngestReport:
     def summary(self) -> str:
         """One line for humans."""
         written = sum(f.points for f in self.files if f.status in ("inserted", "replaced"))
+        skipped = sum(f.skipped for f in self.files)
         return (
             f"{len(self.files)} result files: {self.count('inserted')} inserted, {self.count('replaced')} replaced, "
             f"{self.count('unchanged')} unchanged, {len(self.errors)} errors; {written} points written"
+            + (f"; {skipped} benchmarks skipped (not in benchmarks.json or stale version)" if skipped else "")
         )
 
 
@@ -237,7 +240,14 @@ def ingest_results_dir(
             if isinstance(status, Exception):
                 outcomes.append(FileOutcome(str(run.path), "error", 0, f"{run.path}: database error: {status}"))
             else:
-                outcomes.append(FileOutcome(str(run.path), status, len(run.points)))
+                skipped = run.skipped_unknown + run.skipped_stale
+                note = ""
+                if skipped:
+                    note = (
+                        f"{run.path}: skipped {len(run.skipped_unknown)} benchmarks missing from benchmarks.json "
+                        f"and {len(run.skipped_stale)} of another benchmark version: {', '.join(skipped[:5])}"
+                    )
+                outcomes.append(FileOutcome(str(run.path), status, len(run.points), note, len(skipped)))
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.

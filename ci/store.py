@@ -323,7 +323,8 @@ class Store:
             changes["subject"] = commit.subject
         if commit.branch and not row.branch:  # the first branch a commit was seen on stays its branch
             changes["branch"] = commit.branch
-        if commit.time is not None and (row.time is None or commit.parents):  # git's time beats asv's date
+        # git's time (a record with a subject or parents came from git) beats asv's date.
+        if commit.time is not None and (row.time is None or commit.parents or commit.subject):
             if _utc(row.time) != fields["time"]:
                 changes["time"] = fields["time"]
         if changes:

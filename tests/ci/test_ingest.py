@@ -387,3 +387,21 @@ def overlapping_result_dirs(tmp_path: Path, n_workers: int, n_commits: int) -> l
             shutil.copy(f, d / MACHINE / f.name)
         dirs.append(d)
     return dirs
+
+
+def test_unknown_and_stale_benchmarks_are_skipped_and_reported(tmp_path, db_path):
+    """As asv does: results of benchmarks absent from benchmarks.json, or of another benchmark
+    version, are not comparable and are left out, but the report says so."""
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0)])
+    bench_json = json.loads((root / "benchmarks.json").read_text())
+    bench_json["bench_attention.GPUTime.time_gpu"]["version"] = "v-attn-2"  # the benchmark changed since
+    del bench_json["bench_model.Throughput.track_images_per_s"]
+    (root / "benchmarks.json").write_text(json.dumps(bench_json))
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+        assert {b.name for b in store.benchmarks()} == {"bench_correctness.Logits.track_max_abs_diff"}
+    (f,) = report.files
+    assert f.status == "inserted" and f.skipped == 2 and f.points == 2
+    assert "1 benchmarks missing from benchmarks.json and 1 of another benchmark version" in f.message
+    assert "2 benchmarks skipped" in report.summary()
