@@ -1,6 +1,6 @@
 """Alembic environment for the results store.
 
-Run programmatically by `ci.store.migrate`, which hands over an open connection through
+Run programmatically by `ci.store.migrate_schema`, which hands over an open connection through
 `config.attributes["connection"]` (so the caller's lock and transaction cover the upgrade).
 A `sqlalchemy.url` main option works too, for alembic's own commands (e.g. autogenerate).
 """

@@ -217,3 +217,16 @@ def test_bulk_written_times_read_back_through_sqlalchemy(db_path, asv_dir):
         ours = sorted(r.started_at for r in store.results())
         assert [t.replace(tzinfo=UTC) if t.tzinfo is None else t for t in typed] == ours
         assert all(isinstance(flag, bool) for flag in conn.execute(select(ResultRow.has_raw_samples)).scalars())
+
+
+@pytest.mark.parametrize(
+    "samples",
+    [(1.0, 2.5e-05, 3), (math.nan, 1.0), (1e300, math.inf, -math.inf), (), (0.1,), (-0.0, 5e-324)],
+    ids=["mixed", "nan", "inf", "empty", "one", "extremes"],
+)
+def test_samples_text_roundtrip(samples):
+    from ci.store import _parse_samples, _samples_json
+
+    back = _parse_samples(_samples_json(samples))
+    assert len(back) == len(samples)
+    assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(samples, back, strict=True))
