@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import multiprocessing
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -285,14 +287,48 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                     environments=dict(environments), baseline_sha=baseline_sha)
 
 
-def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Result]],
-                       acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
+# Below this many series, starting worker processes costs more than it saves (~0.1 s).
+_PARALLEL_MIN_SERIES = 64
+# The fork children read the series from here (inherited memory, nothing pickled on the way in).
+_FORK_INPUT: dict[tuple[str, str], list[Result]] = {}
+
+
+def _detect_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], list[Any]]]:
     change_points = _change_points_fn()
     assert change_points is not None
+    return [(k, change_points(_FORK_INPUT[k])) for k in keys]
+
+
+def _detect_all(raw: dict[tuple[str, str], list[Result]]) -> dict[tuple[str, str], list[Any]]:
+    """`ci.history.change_points` of every series, over all CPUs this process may use.
+
+    Change points are ~60 % of a full render's CPU (23 ms per 1,000-commit series, measured
+    2026-11-29, docs/perf-notes/dashboard.md) and independent per series, so they are split
+    across forked workers; without fork (macOS/Windows) or for few series they run here.
+    """
+    global _FORK_INPUT
+    keys = sorted(raw)
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+    if workers < 2 or len(keys) < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
+        change_points = _change_points_fn()
+        assert change_points is not None
+        return {k: change_points(raw[k]) for k in keys}
+    _FORK_INPUT = raw
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_detect_chunk, [keys[i::workers] for i in range(workers)])
+    finally:
+        _FORK_INPUT = {}
+    return {k: cps for part in parts for k, cps in part}
+
+
+def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Result]],
+                       acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
+    found = _detect_all(raw)
     for s in series:
-        if (s.benchmark.key, s.machine) not in raw:
+        cps = found.get((s.benchmark.key, s.machine))
+        if not cps:
             continue
-        cps = change_points(raw[(s.benchmark.key, s.machine)])
         for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
             if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):

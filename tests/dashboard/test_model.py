@@ -138,3 +138,17 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
     assert steps[0].fixed_by == store.commit_list[45].sha and not steps[0].is_open
     verdict = next(r for r in snap.regressions if r.source == "verdict" and r.benchmark == bench)
     assert verdict.is_open  # a stored verdict stays open until someone acknowledges it
+
+
+def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ci.history")
+    import dashboard.model as dm
+
+    store = synthetic_store(n_commits=40, n_series=8, machines=2)
+    monkeypatch.setattr(dm, "_PARALLEL_MIN_SERIES", 10**9)
+    serial = load_snapshot(store)
+    monkeypatch.setattr(dm, "_PARALLEL_MIN_SERIES", 2)  # forks workers when the box has >= 2 CPUs
+    parallel = load_snapshot(store)
+    assert [s.changes for s in parallel.series] == [s.changes for s in serial.series]
+    assert parallel.regressions == serial.regressions
+    assert sum(len(s.changes) for s in serial.series) >= 2  # the step of series 2 on both machines
