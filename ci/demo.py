@@ -131,6 +131,7 @@ def run_demo(
         dashboard_dir=out / "dashboard", comment_path=out / "pr-comment.md",
         # Without a GPU the library's Triton ops run in Triton's interpreter (as the tests do).
         env=() if use_gpu or "TRITON_INTERPRET" in os.environ else (("TRITON_INTERPRET", "1"),),
+        wheelhouse=Path(os.environ["RAGGED_WHEELHOUSE"]) if os.environ.get("RAGGED_WHEELHOUSE") else None,
     )  # fmt: skip
     if shas[:-2]:
         print_outcome(run_history(cfg, shas[:-2]))

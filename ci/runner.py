@@ -216,6 +216,8 @@ class RunnerConfig:
         asv_args: extra arguments for `asv run` (e.g. `-a repeat=5`).
         python: interpreter that runs asv (its packages, torch included, are what the suite sees).
         env: extra environment for asv and the benchmarks.
+        wheelhouse: folder of wheels for the packages asv installs into its environment (pip,
+            wheel, build, asv_runner, ...) on a host without network; None lets pip use its index.
     """
 
     repo: Path
@@ -234,6 +236,7 @@ class RunnerConfig:
     asv_args: tuple[str, ...] = ()
     python: str = sys.executable
     env: tuple[tuple[str, str], ...] = field(default=())
+    wheelhouse: Path | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.repo, Path):
@@ -249,6 +252,8 @@ class RunnerConfig:
                 raise ValueError(f"bad benchmark regex {self.bench!r}: {exc}") from None
         if (self.github_repo is None) != (self.pr_number is None):
             raise ValueError("github_repo and pr_number go together (post the comment to that pull request)")
+        if self.wheelhouse is not None and not self.wheelhouse.is_dir():
+            raise ValueError(f"wheelhouse {self.wheelhouse} is not a folder")
         if self.pr_number is not None and self.pr_number <= 0:
             raise ValueError(f"pr_number must be positive, got {self.pr_number}")
 
@@ -363,6 +368,10 @@ def _asv_env(cfg: RunnerConfig) -> dict[str, str]:
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("RAGGED_ASV_BASE_PYTHON", cfg.python)
     env.pop("VIRTUAL_ENV", None)
+    if cfg.wheelhouse is not None:
+        # asv pip-installs its runner (asv_runner, build, wheel, pympler) into each new environment.
+        env["PIP_FIND_LINKS"] = str(cfg.wheelhouse.resolve())
+        env["PIP_NO_INDEX"] = "1"
     return env
 
 
@@ -675,6 +684,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
             if cp.commit_sha in new and cp.outcome == Outcome.REGRESSED
             and (cp.benchmark.key, cp.commit_sha) not in acked
         ]  # fmt: skip
+        notes = _failure_notes(store, commits, cfg.machine)
         dash = _render_dashboard(cfg, store)
     failed = [v for v in gates if v.outcome == Outcome.FAILED]
     for v in failed:
@@ -682,7 +692,8 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     for cp in steps:
         say(f"regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} (p={cp.p_value:.2g})")
     code = EXIT_REGRESSION if failed or steps else EXIT_OK
-    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash)
+    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
+                      notes=notes)  # fmt: skip
 
 
 def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
@@ -707,9 +718,20 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         ingest = _ingest(cfg, store)
         verdicts = ab_verdicts(store, base, head, cfg.machine)
         comment, url = write_comment(cfg, store, verdicts, base, head)
+        notes = _failure_notes(store, [base, head], cfg.machine)
         dash = _render_dashboard(cfg, store)
     return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), exit_code(verdicts), dash,
-                      comment, url)  # fmt: skip
+                      comment, url, notes)  # fmt: skip
+
+
+def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[str, ...]:
+    """One line per benchmark point asv recorded as failed (not skipped) on the job's commits."""
+    notes = []
+    for sha in commits:
+        for f in store.failures(commit_sha=sha, machine=machine):
+            if f.status == "failed":
+                notes.append(f"benchmark failed at {sha[:8]}: {f.benchmark.key} (see asv's output above)")
+    return tuple(notes)
 
 
 def print_outcome(out: RunOutcome) -> None:
@@ -722,6 +744,8 @@ def print_outcome(out: RunOutcome) -> None:
     for v in out.verdicts:
         if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
             say(f"  {v.outcome.value}: {v.benchmark.key} ratio {v.ratio:.3f} {v.reason}")
+    for note in out.notes:
+        say(note)
     if out.dashboard:
         say(f"dashboard: {out.dashboard / 'index.html'}")
     if out.comment:
@@ -771,6 +795,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dashboard-url", help="link from the comment to the published dashboard")
     p.add_argument("--no-resume", action="store_true", help="re-measure commits asv already has results for")
     p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")
+    p.add_argument("--wheelhouse", default=os.environ.get("RAGGED_WHEELHOUSE"),
+                   help="offline host: wheels for asv's environment (default $RAGGED_WHEELHOUSE)")
 
 
 def config_from_args(args: argparse.Namespace) -> RunnerConfig:
@@ -801,6 +827,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         comment_path=under(args.comment_out) if args.pr else None,
         github_repo=args.github_repo, pr_number=args.pr_number, api_url=args.api_url,
         dashboard_url=args.dashboard_url, resume=not args.no_resume, asv_args=tuple(args.asv_arg), env=env,
+        wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,
     )  # fmt: skip
 
 

@@ -71,6 +71,12 @@ class ToyCheck:
 
 
 ToyCheck.track_max_abs_diff.unit = "max abs diff"
+
+
+class ToyBroken:
+    def time_breaks_at_c(self):
+        if toylib.WORK > 50_000:
+            raise RuntimeError("broken at C")
 '''
 
 
@@ -220,6 +226,10 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
         samples = [len(r.samples) for r in store.results(commit_sha=shas["C"], benchmark_key="bench_toy.Toy.time_work")]
     assert samples == [12], "2 interleaved rounds x 6 samples, all kept"
     assert (tmp_path / "dash" / "index.html").is_file()
+    # asv's failure at head is reported, and the series is not judged from the base alone.
+    assert out.notes == (f"benchmark failed at {shas['C'][:8]}: bench_toy.ToyBroken.time_breaks_at_c "
+                         "(see asv's output above)",)  # fmt: skip
+    assert by_key["bench_toy.ToyBroken.time_breaks_at_c"].outcome == Outcome.INCONCLUSIVE
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
