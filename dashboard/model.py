@@ -123,6 +123,9 @@ class Snapshot:
     acks: dict[tuple[str, str], Acknowledgement]
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]]  # sha -> (machine, run) -> env
     baseline_sha: str | None
+    # sha -> points asv recorded as failed or skipped: (benchmark, machine, status). Read from
+    # `store.failures()` when the store has it (ci.store.Store does; it is not in StoreReader).
+    failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = field(default_factory=dict)
 
 
 _HEX = frozenset("0123456789abcdef")
@@ -282,9 +285,15 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             seen.add(k)
             unique.append(reg)
     unique.sort(key=lambda g: (-position[g.sha], g.benchmark.key))
+    failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = defaultdict(list)
+    failures = getattr(store, "failures", None)
+    if callable(failures):
+        for f in failures():
+            if f.commit_sha in position:
+                failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
-                    environments=dict(environments), baseline_sha=baseline_sha)
+                    environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha))
 
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).

@@ -106,6 +106,7 @@ class _Site:
             for m in reg.machines:
                 self.regs_by_series[(reg.benchmark.key, m)].append(reg)
         self.scales = {id(s): fmt.display_scale(s.benchmark.unit, _typical(s.points)) for s in snap.series}
+        self.series_keys = {(s.benchmark.key, s.machine) for s in snap.series}
         self.series_by_key: dict[str, list[Series]] = defaultdict(list)
         for s in snap.series:
             self.series_by_key[s.benchmark.key].append(s)
@@ -316,6 +317,9 @@ class _Site:
                 "verdicts": verdicts, "envs": envs,
                 "groups": [(suite, Markup("".join(rows))) for suite, rows in sorted(groups.items())],
                 "regs": [self.reg_row(r, 1) for r in regs_at.get(c.sha, [])],
+                "failures": [(b.name, b.params_label, m, status, b.kind == Kind.CORRECTNESS,
+                              self.series_href(b.key, m, 1) if (b.key, m) in self.series_keys else "")
+                             for b, m, status in snap.failures_by_sha.get(c.sha, [])],
             }
             self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx)
 
@@ -363,9 +367,16 @@ class _Site:
                                  p.sha[:10], self.commit_href(p.sha, 0), c.subject,
                                  fmt.fmt_value(p.value, scale), fmt.fmt_value(s.gate[0], scale) if s.gate else ""))
         failed_verdicts = [self.reg_row(r, 0) for r in self.snap.regressions if r.outcome == Outcome.FAILED]
+        # ci.gates: a correctness check that produced no value is not a pass.
+        not_run = [(self.snap.position[sha], b.name, b.params_label, m, sha[:10], self.commit_href(sha, 0),
+                    self.commit_by_sha[sha].subject, status)
+                   for sha, fails in self.snap.failures_by_sha.items() for b, m, status in fails
+                   if b.kind == Kind.CORRECTNESS]
+        not_run.sort(key=lambda f: -f[0])
         failures.sort(key=lambda f: -f[0])
         ctx = {"page": "correctness", "series": [info for _, info in charts_in],
-               "failures": [f[1:] for f in failures], "failed_verdicts": failed_verdicts}
+               "failures": [f[1:] for f in failures], "failed_verdicts": failed_verdicts,
+               "not_run": [f[1:] for f in not_run]}
 
         def late() -> dict[str, Any]:
             charts = []

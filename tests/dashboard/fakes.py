@@ -29,6 +29,17 @@ from ci.records import (
 )
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Same fields as `ci.store.FailedPoint`."""
+
+    benchmark: Benchmark
+    commit_sha: str
+    machine: str
+    status: str
+    run_id: str = ""
+
+
 @dataclass
 class MemoryStore:
     """A `StoreReader` over plain lists; `results` stay in commit history order."""
@@ -39,6 +50,7 @@ class MemoryStore:
     result_list: list[Result] = field(default_factory=list)
     verdict_list: list[Verdict] = field(default_factory=list)
     ack_list: list[Acknowledgement] = field(default_factory=list)
+    failure_list: list[Failure] = field(default_factory=list)
 
     def machines(self) -> list[Machine]:
         return list(self.machine_list)
@@ -71,6 +83,10 @@ class MemoryStore:
 
     def acknowledgements(self) -> list[Acknowledgement]:
         return list(self.ack_list)
+
+    def failures(self) -> list[Failure]:
+        """Like `ci.store.Store.failures`: points asv recorded as failed or skipped (not in StoreReader)."""
+        return list(self.failure_list)
 
     def add_commit(self, commit: Commit, results: Iterable[Result], verdicts: Iterable[Verdict] = ()) -> None:
         """Append one new commit with its results (what a runner does after each push)."""
@@ -124,7 +140,8 @@ def synthetic_store(
 
     Series 2 (a latency series) regresses by 30 % at commit n_commits // 2 with a stored
     REGRESSED verdict (open); series 3 regresses at n_commits // 3 with an acknowledged verdict;
-    the max-abs-diff gate fails (0.006 > 0.004) on commit n_commits - 3 with a FAILED verdict.
+    the max-abs-diff gate fails (0.006 > 0.004) on commit n_commits - 3 with a FAILED verdict;
+    the top-1 check crashed (asv "failed", no value) on runner-0 at commit n_commits - 5.
     """
     rng = random.Random(seed)
     store = MemoryStore()
@@ -167,6 +184,12 @@ def synthetic_store(
         store.ack_list.append(Acknowledgement(benchmark_key=benches[3].key, commit_sha=_sha(step_ack),
                                               who="maintainer", why="expected: bigger tile for accuracy",
                                               when=T0 + timedelta(days=30)))
+    # The top-1 check crashed on runner-0 at commit n - 5: asv recorded a failure, no value.
+    crashed = n_commits - 5
+    if crashed >= 0 and len(benches) > 1:
+        store.result_list = [r for r in store.result_list if not (
+            r.benchmark == benches[1] and r.commit_sha == _sha(crashed) and r.machine == "runner-0")]
+        store.failure_list.append(Failure(benches[1], _sha(crashed), "runner-0", "failed", f"{_sha(crashed)[:8]}-r0"))
     if gate_fail > 0:
         store.verdict_list.append(Verdict(benchmark=benches[0], outcome=Outcome.FAILED, base_value=0.0025,
                                           head_value=0.006, ratio=2.4, base_sha=_sha(gate_fail - 1),
@@ -252,10 +275,17 @@ def ingest_commits(store, mem: MemoryStore, shas: list[str]) -> None:
     for r in mem.result_list:
         if r.commit_sha in wanted:
             by_run.setdefault((r.commit_sha, r.machine), []).append(r)
+    failed: dict[tuple[str, str], list[Failure]] = {}
+    for f in mem.failure_list:
+        if f.commit_sha in wanted:
+            failed.setdefault((f.commit_sha, f.machine), []).append(f)
     for (sha, machine), results in by_run.items():
         points = tuple(ParsedPoint(benchmark=r.benchmark, status="ok", samples=r.samples, has_raw_samples=True,
                                    value=r.value, stats={}, benchmark_version=None, started_at=r.started_at,
                                    duration=1.0) for r in results)
+        points += tuple(ParsedPoint(benchmark=f.benchmark, status=f.status, samples=(), has_raw_samples=False,
+                                    value=None, stats={}, benchmark_version=None, started_at=None, duration=None)
+                        for f in failed.get((sha, machine), []))
         run = ParsedRun(path=Path(f"{machine}/{sha}.json"), run_key=f"{machine}/{sha}/env",
                         digest=hashlib.sha256(f"{machine}{sha}{len(points)}".encode()).hexdigest(), machine=machine,
                         commit_hash=sha, commit_time=commits[sha].time, env_name="env",

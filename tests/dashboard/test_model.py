@@ -56,8 +56,11 @@ def test_snapshot_series_per_machine_in_history_order() -> None:
     store.result_list.reverse()  # a loose store: the snapshot must not rely on the list's order
     snap = load_snapshot(store)
     assert len(snap.series) == 10
+    crashed = (store.benchmark_list[1].key, "runner-0")  # no value at commit 7 (asv "failed")
     for s in snap.series:
-        assert [p.index for p in s.points] == list(range(12))
+        want = [i for i in range(12) if not ((s.benchmark.key, s.machine) == crashed and i == 7)]
+        assert [p.index for p in s.points] == want
+    assert snap.failures_by_sha == {store.commit_list[7].sha: [(store.benchmark_list[1], "runner-0", "failed")]}
     assert sorted((s.benchmark.key, s.machine) for s in snap.series) == sorted(
         (b.key, m) for b in store.benchmark_list for m in ("runner-0", "runner-1"))
 

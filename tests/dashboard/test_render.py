@@ -127,6 +127,18 @@ def test_commit_page_results_verdicts_environment(site: tuple[Path, RenderStats]
     assert "NVIDIA H200" in html and "NVIDIA A100-SXM4-80GB" in html and "560.35" in html
 
 
+def test_crashed_correctness_check_is_shown(site: tuple[Path, RenderStats]) -> None:
+    out, _ = site
+    store = synthetic_store(n_commits=30, n_series=8, machines=2)
+    sha = store.commit_list[25].sha
+    page = (out / "commit" / f"{sha}.html").read_text()
+    section = page[page.index("No value (failed or skipped in asv)"):page.index("<h2>Environment")]
+    assert "track_top1_agreement" in section and "correctness check did not run" in section
+    assert section.count("<tr data-machine=") == 1 and 'data-machine="runner-0"' in section
+    corr = (out / "correctness.html").read_text()
+    assert f"commit/{sha}.html" in corr[corr.index("produced no value"):]
+
+
 def test_hostile_text_is_escaped(tmp_path: Path) -> None:
     stats = render_site(hostile_store(), tmp_path)
     assert stats.pages_written > 10

@@ -27,6 +27,8 @@ def test_render_from_sqlite_store_matches_memory(tmp_path: Path) -> None:
                     *(str(p.relative_to(tmp_path / "mem")) for p in (tmp_path / "mem" / "series").iterdir())]:
             assert (tmp_path / "db" / rel).read_text() == (tmp_path / "mem" / rel).read_text(), rel
         assert "expected: bigger tile for accuracy" in (tmp_path / "db" / "regressions.html").read_text()
+        crashed = (tmp_path / "db" / "commit" / f"{mem.commit_list[19].sha}.html").read_text()
+        assert "correctness check did not run" in crashed  # from Store.failures()
 
         # One more commit through the real ingest path: an incremental re-render.
         new = next_commit(mem)
