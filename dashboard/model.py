@@ -132,12 +132,27 @@ _HEX = frozenset("0123456789abcdef")
 
 
 def series_slug(benchmark_key: str, machine: str) -> str:
-    """File-name-safe identity of a series: names can hold any character, so hash them."""
+    """File-name-safe identity of a series: names can hold any character, so hash them.
+
+    Args:
+        benchmark_key: `Benchmark.key`.
+        machine: the machine name.
+
+    Returns:
+        16 hex characters, stable across processes and runs.
+    """
     return hashlib.sha256(f"{benchmark_key}\0{machine}".encode()).hexdigest()[:16]
 
 
 def commit_slug(sha: str) -> str:
-    """File name stem for a commit page: the sha when it is plain hex, else a hash of it."""
+    """File name stem for a commit page: the sha when it is plain hex, else a hash of it.
+
+    Args:
+        sha: the commit id as stored.
+
+    Returns:
+        The lowercase hex sha itself, or "x" + 16 hex characters for anything else.
+    """
     if 4 <= len(sha) <= 64 and _HEX.issuperset(sha):
         return sha
     return "x" + hashlib.sha256(sha.encode()).hexdigest()[:16]
@@ -176,6 +191,13 @@ def median_iqr(samples: tuple[float, ...]) -> tuple[float, float, float, int, fl
 
 def resolve_sha(commits: list[Commit], sha: str) -> str:
     """The full sha of the one commit that `sha` names (a full sha or a unique prefix).
+
+    Args:
+        commits: the history.
+        sha: a full sha or a prefix.
+
+    Returns:
+        The full sha.
 
     Raises:
         ValueError: when no commit or several commits match.
@@ -359,8 +381,16 @@ def _recovery(before: float, later: Sequence[Any], direction: Direction) -> str:
 
 
 def is_worse(ratio: float, direction: Direction) -> bool | None:
-    """True when `ratio` (new / old) is worse for this direction beyond the neutral band, False when
-    better, None when inside the band or unknown."""
+    """Whether a change is bad for this series, for colouring (not a verdict: ci.verdicts decides).
+
+    Args:
+        ratio: new / old.
+        direction: which way is better.
+
+    Returns:
+        True when worse beyond NEUTRAL_BAND, False when better beyond it, None inside it or
+        when the ratio is not finite.
+    """
     if not math.isfinite(ratio):
         return None
     if abs(ratio - 1.0) <= NEUTRAL_BAND:
@@ -369,7 +399,15 @@ def is_worse(ratio: float, direction: Direction) -> bool | None:
 
 
 def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:
-    """Whether a correctness value passes its gate; None when there is no gate or no value."""
+    """Whether a correctness value passes its gate.
+
+    Args:
+        value: the run's worst sample (see `Point`).
+        gate: (limit, strictly-below) from GATES, or None.
+
+    Returns:
+        True/False, or None when there is no gate or no finite value.
+    """
     if gate is None or not math.isfinite(value):
         return None
     limit, below = gate

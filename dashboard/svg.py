@@ -40,7 +40,15 @@ def _f(x: float) -> str:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (steps of 1, 2 or 5 times a power of ten)."""
+    """Round tick values inside [lo, hi] (steps of 1, 2 or 5 times a power of ten).
+
+    Args:
+        lo, hi: the axis range.
+        count: about how many ticks.
+
+    Returns:
+        Ascending tick values; [lo] for an empty or non-finite range.
+    """
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo] if math.isfinite(lo) else []
     raw = (hi - lo) / max(count - 1, 1)
