@@ -250,3 +250,18 @@ def test_empty_store(tmp_path: Path) -> None:
     stats = render_site(MemoryStore(), tmp_path)
     assert stats.series == 0 and stats.commits == 0
     assert "No open regressions" in (tmp_path / "index.html").read_text()
+
+
+def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
+    """ci/ and dashboard/ run on machines without torch (conftest imports it, so check in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from tests.dashboard.fakes import synthetic_store; from dashboard import render_site; "
+            f"render_site(synthetic_store(10, 4), {str(tmp_path)!r}); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'timm')); "
+            "assert not bad, bad")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "index.html").is_file()
