@@ -274,6 +274,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     for s in by_series.values():
         # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
         s.points.sort(key=lambda p: p.index)
+    for rs in (raw or {}).values():
+        rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
 
     acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}

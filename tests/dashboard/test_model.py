@@ -53,7 +53,6 @@ def test_resolve_sha() -> None:
 
 def test_snapshot_series_per_machine_in_history_order() -> None:
     store = synthetic_store(n_commits=12, n_series=5, machines=2)
-    store.result_list.reverse()  # a loose store: the snapshot must not rely on the list's order
     snap = load_snapshot(store)
     assert len(snap.series) == 10
     crashed = (store.benchmark_list[1].key, "runner-0")  # no value at commit 7 (asv "failed")
@@ -63,6 +62,24 @@ def test_snapshot_series_per_machine_in_history_order() -> None:
     assert snap.failures_by_sha == {store.commit_list[7].sha: [(store.benchmark_list[1], "runner-0", "failed")]}
     assert sorted((s.benchmark.key, s.machine) for s in snap.series) == sorted(
         (b.key, m) for b in store.benchmark_list for m in ("runner-0", "runner-1"))
+
+
+class _LooseStore(MemoryStore):
+    """Breaks the protocol's promise: results newest first."""
+
+    def results(self, **filters: str | None) -> list[Result]:
+        return super().results(**filters)[::-1]
+
+
+def test_change_points_see_history_order_from_a_loose_store() -> None:
+    pytest.importorskip("ci.history")
+    loose = _LooseStore(**vars(synthetic_store(n_commits=30, n_series=5)))
+    assert loose.results()[0].commit_sha == loose.commit_list[-1].sha
+    got = load_snapshot(loose)
+    assert all([p.index for p in s.points] == sorted(p.index for p in s.points) for s in got.series)
+    want = load_snapshot(synthetic_store(n_commits=30, n_series=5))
+    assert [s.changes for s in got.series] == [s.changes for s in want.series]
+    assert any(s.changes for s in want.series)
 
 
 def test_snapshot_rejects_result_on_unknown_commit() -> None:
