@@ -80,10 +80,14 @@ class ToyBroken:
 '''
 
 
-def _git(repo: Path, *args: str) -> str:
+def _git(repo: Path, *args: str, when: int | None = None) -> str:
+    env = None
+    if when is not None:  # distinct commit times, as real history has (the store orders by time)
+        stamp = f"{1_700_000_000 + 3600 * when} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     return subprocess.run(
         ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=repo, check=True, capture_output=True, text=True,
+        cwd=repo, check=True, capture_output=True, text=True, env=env,
     ).stdout.strip()  # fmt: skip
 
 
@@ -105,14 +109,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     lib.write_text(LIB)
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "A")
+    _git(repo, "commit", "-q", "-m", "A", when=0)
     shas = {"A": _git(repo, "rev-parse", "HEAD")}
     (repo / "README").write_text("docs only\n")
     _git(repo, "add", "README")
-    _git(repo, "commit", "-q", "-m", "B: docs")
+    _git(repo, "commit", "-q", "-m", "B: docs", when=1)
     shas["B"] = _git(repo, "rev-parse", "HEAD")
     lib.write_text(LIB.replace("WORK = 20_000", "WORK = 80_000"))
-    _git(repo, "commit", "-q", "-am", "C: 4x the work")
+    _git(repo, "commit", "-q", "-am", "C: 4x the work", when=2)
     shas["C"] = _git(repo, "rev-parse", "HEAD")
     return repo, shas
 
