@@ -621,7 +621,15 @@ def _ingest(cfg: RunnerConfig, store: Any) -> str:
 
     if not (cfg.results_dir / "benchmarks.json").exists():
         return "no results yet"
-    report = ingest_results_dir(store, cfg.results_dir, repo=cfg.repo, branch=cfg.branch)
+    branch = cfg.branch
+    if branch is not None:
+        try:
+            resolve_commit(cfg.repo, branch)
+        except ValueError:
+            # e.g. a detached CI checkout without a local `main`: commits go in without a branch.
+            say(f"branch {branch!r} is not in {cfg.repo}: commits are stored without a branch")
+            branch = None
+    report = ingest_results_dir(store, cfg.results_dir, repo=cfg.repo, branch=branch)
     for f in report.errors:
         say(f"ingest error: {f.message}")
     if not report.ok:

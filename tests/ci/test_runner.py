@@ -213,10 +213,13 @@ def test_interrupted_history_resumes_without_losing_or_duplicating(toy, tmp_path
     assert all(v.outcome == Outcome.UNCHANGED for v in out.verdicts)
 
 
-def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_path):
+def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_path, capsys):
     repo, shas = toy
-    cfg = _cfg(repo, tmp_path, comment_path=tmp_path / "comment.md", dashboard_dir=tmp_path / "dash")
+    # `release` does not exist here (like `main` in a detached CI checkout): stored without a branch.
+    cfg = _cfg(repo, tmp_path, comment_path=tmp_path / "comment.md", dashboard_dir=tmp_path / "dash",
+               branch="release")  # fmt: skip
     out = run_pr(cfg, shas["B"], shas["C"])
+    assert "branch 'release' is not in" in capsys.readouterr().out
     assert out.exit_code == 1
     assert len(out.asv_runs) == 1 and out.asv_runs[0].shas == (shas["B"], shas["C"]), "one interleaved asv call"
     by_key = {v.benchmark.key: v for v in out.verdicts}
@@ -229,6 +232,8 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     with Store(cfg.db) as store:
         samples = [len(r.samples) for r in store.results(commit_sha=shas["C"], benchmark_key="bench_toy.Toy.time_work")]
     assert samples == [12], "2 interleaved rounds x 6 samples, all kept"
+    with Store(cfg.db) as store:
+        assert {c.branch for c in store.commits()} == {""}
     assert (tmp_path / "dash" / "index.html").is_file()
     # asv's failure at head is reported, and the series is not judged from the base alone.
     assert out.notes == (f"benchmark failed at {shas['C'][:8]}: bench_toy.ToyBroken.time_breaks_at_c "
