@@ -794,9 +794,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--quick", action="store_true", help="only the PR subset (benchmarks.QUICK_REGEX)")
     sel.add_argument("--cpu", action="store_true", help="only what runs without a GPU (benchmarks.CPU_REGEX)")
     sel.add_argument("-b", "--bench", help="asv benchmark regex")
-    p.add_argument("--dashboard", default=".asv/dashboard", help="dashboard folder ('' to skip)")
+    p.add_argument("--dashboard", default=None, help="dashboard folder (default <repo>/.asv/dashboard; '' to skip)")
     p.add_argument("--dashboard-branch", default=None, help="only this branch's history on the dashboard")
-    p.add_argument("--comment-out", default=".asv/pr-comment.md", help="PR comment file (--pr)")
+    p.add_argument("--comment-out", default=None, help="PR comment file (--pr; default <repo>/.asv/pr-comment.md)")
     p.add_argument("--github-repo", help="owner/name: post the sticky comment there (needs GITHUB_TOKEN)")
     p.add_argument("--pr-number", type=int, help="pull request number to post to")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
@@ -812,18 +812,27 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
         raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
+    if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
+        raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
     bench = args.bench
     if args.quick:
         bench = suite_regex(repo, "quick")
     elif args.cpu:
         bench = suite_regex(repo, "cpu")
 
-    def under(p: str) -> Path | None:
-        return (repo / p).resolve() if p else None
+    def under(p: str | None, default: str) -> Path | None:
+        # Defaults live in the checkout's .asv/; a path given on the command line is the user's (cwd-relative).
+        if p is None:
+            return repo / default
+        return Path(p).resolve() if p else None
+
+    from ci.store import DEFAULT_DB
 
     db = args.db
-    if "://" not in str(db) and not os.path.isabs(db):
-        db = str(repo / db)
+    if db == DEFAULT_DB:
+        db = str(repo / DEFAULT_DB)
+    elif "://" not in str(db):
+        db = str(Path(db).resolve())
     env: tuple[tuple[str, str], ...] = ()
     if not has_gpu() and "TRITON_INTERPRET" not in os.environ:
         # The library's pack/unpack and kernel are Triton: without a GPU they run only in Triton's
@@ -831,8 +840,8 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         env = (("TRITON_INTERPRET", "1"),)
     return RunnerConfig(
         repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=args.branch,
-        dashboard_dir=under(args.dashboard), dashboard_branch=args.dashboard_branch,
-        comment_path=under(args.comment_out) if args.pr else None,
+        dashboard_dir=under(args.dashboard, ".asv/dashboard"), dashboard_branch=args.dashboard_branch,
+        comment_path=under(args.comment_out, ".asv/pr-comment.md") if args.pr else None,
         github_repo=args.github_repo, pr_number=args.pr_number, api_url=args.api_url,
         dashboard_url=args.dashboard_url, resume=not args.no_resume, asv_args=tuple(args.asv_arg), env=env,
         wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,

@@ -268,4 +268,6 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert "--pr needs --base and --head" in capsys.readouterr().err
     assert main(["run", "--range", "nosuch..HEAD", "--db", db, "--repo", str(repo)]) == 2
     assert "nosuch" in capsys.readouterr().err
+    assert main(["run", "--since-last", "--comment-out", "c.md", "--db", db, "--repo", str(repo)]) == 2
+    assert "go with --pr" in capsys.readouterr().err
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
