@@ -108,6 +108,30 @@ class AttentionKernels:
         _timing.CLOCK.advance(self.case.gpu.measure())
 
 
+class AttentionKernelsPR:
+    """The quick PR subset of AttentionKernels: GPU time of ours and FA2 on three presets.
+
+    The full class spawns 45 (preset, backend) cases x 3 measures per commit; a PR A/B and the
+    per-commit history need the kernel's GPU time on a few representative shapes, with enough
+    samples (2 rounds x 10) for the verdict engine's 5% detection (docs/perf-notes/ci-verdicts.md).
+    """
+
+    params = (["deitb224-b8-keep0.5", "deitb224-b32-keep0.5", "deitb384-b32-keep0.5"], ["triton", "fa2_varlen"])
+    param_names = ["preset", "backend"]
+    version = "1"
+    timer = _timing.CLOCK.now
+    rounds = 2
+    repeat = 10
+    warmup_time = 0.05
+    timeout = 240
+
+    def setup(self, preset: str, backend: str) -> None:
+        self.case = _case(preset, backend)
+
+    def time_gpu(self, preset: str, backend: str) -> None:
+        _timing.CLOCK.advance(self.case.gpu.measure())
+
+
 class AttentionCPU:
     """Ragged attention on PyTorch-CPU (fp32): the oracle, and baselines that run on the CPU.
 
