@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -178,37 +179,46 @@ def test_range_and_since_last_then_resume_adds_nothing(toy, tmp_path, capsys):
     assert _run_rows(db) == rows
 
 
-def test_interrupted_history_resumes_without_losing_or_duplicating(toy, tmp_path, monkeypatch):
-    import ci.runner as runner
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if text in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
 
+
+def test_sigterm_stops_asv_and_a_rerun_resumes_without_losing_or_duplicating(toy, tmp_path):
+    """A cancelled CI job (SIGTERM) mid-run: exit 2, asv's process group stopped, and the same
+    command again measures only what is missing."""
     repo, shas = toy
-    cfg = _cfg(repo, tmp_path)
-    real = runner.run_asv
-    calls = []
-
-    def interrupt_second(cfg_, commits, *, interleave, echo):
-        calls.append(commits[0])
-
-        def echo_then_stop(line: str) -> None:
-            echo(line)
-            if len(calls) == 2 and "Benchmarking" in line:
-                raise KeyboardInterrupt  # Ctrl-C while the second commit is being measured
-
-        return real(cfg_, commits, interleave=interleave, echo=echo_then_stop)
-
-    monkeypatch.setattr(runner, "run_asv", interrupt_second)
-    with pytest.raises(KeyboardInterrupt):
-        run_history(cfg, [shas["A"], shas["B"], shas["C"]])
-    first = _run_rows(cfg.db)
+    db = str(tmp_path / "h.sqlite")
+    cmd = [sys.executable, "-m", "ci", "run", "--commits", shas["A"], shas["B"], shas["C"], "--db", db,
+           "--repo", str(repo), "--machine", "cibox", "--dashboard", ""]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen_first = False
+    for line in proc.stdout:
+        seen_first = seen_first or line.startswith("[runner] 1/3")
+        if seen_first and "Benchmarking" in line:  # asv is measuring the second commit
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out + err
+    assert "interrupted; run the same command again to resume" in err
+    assert _processes_mentioning(str(repo)) == [], "asv and its benchmark processes were stopped"
+    first = _run_rows(db)
     assert [sha for sha, _ in first] == [shas["A"]], "A was measured and stored before the interrupt"
 
-    monkeypatch.setattr(runner, "run_asv", real)
-    out = run_history(cfg, [shas["A"], shas["B"], shas["C"]])
+    out = run_history(_cfg(repo, tmp_path), [shas["A"], shas["B"], shas["C"]])
     assert out.exit_code == 0
-    rows = _run_rows(cfg.db)
+    rows = _run_rows(db)
     assert sorted(sha for sha, _ in rows) == sorted(shas.values()), "each commit stored once"
     assert first[0] in rows, "A's stored run is the one measured before the interrupt (not re-measured)"
-    # Resumed: the correctness gate judged every commit of the job, and passed.
+    # The correctness gate judged every commit of the job, and passed.
     assert {v.head_sha for v in out.verdicts} == set(shas.values())
     assert all(v.outcome == Outcome.UNCHANGED for v in out.verdicts)
 
