@@ -12,12 +12,18 @@ Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3
    its two neighbouring segments (p < max_pvalue) and a practical size
    `|ratio - 1| >= max(floor, noise_k * sigma)`; the weakest failing candidate is removed and its
    neighbours re-tested until all pass, as Otava's weak change points are.
+   On a short history the per-commit test cannot reach `max_pvalue` at all (4 vs 5 commits: the
+   smallest two-sided p is 2/C(9,4) = 0.016), so when the segments are too short for it, the test
+   runs on the raw samples pooled per segment instead; the practical-size guard (floor and
+   commit-to-commit noise) still applies, which keeps drift between commits from passing as a step.
+   (Seen on the H200 history of 2026-11-29: a 13% kernel speed-up over 9 commits went unreported.)
 4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -93,7 +99,7 @@ class ChangePoint:
     index: int = -1
 
 
-def _per_commit(series: Sequence[Result]) -> tuple[list[str], np.ndarray, Benchmark, str]:
+def _per_commit(series: Sequence[Result]) -> tuple[list[str], np.ndarray, list[np.ndarray], Benchmark, str]:
     if isinstance(series, (str, bytes)) or not isinstance(series, Sequence):
         raise TypeError(f"series must be a sequence of Result, got {type(series).__name__}")
     shas: list[str] = []
@@ -112,11 +118,14 @@ def _per_commit(series: Sequence[Result]) -> tuple[list[str], np.ndarray, Benchm
         raise ValueError(f"series mixes several benchmarks: {sorted(keys)[:3]}; pass one series (see detect_all)")
     if len(machines) > 1:
         raise ValueError(f"series mixes machines {sorted(machines)}: steps between machines are not code changes")
-    kept = [s for s in shas if pooled[s] and np.median(pooled[s]) > 0]  # failed/skipped commits carry no level
-    values = np.array([np.median(pooled[s]) for s in kept], dtype=float)
+    # statistics.median: ~4x cheaper than np.median on these short lists (dashboard profiling).
+    medians = {s: statistics.median(v) for s, v in pooled.items() if v}
+    kept = [s for s in shas if medians.get(s, 0.0) > 0]  # failed/skipped commits carry no level
+    values = np.array([medians[s] for s in kept], dtype=float)
+    samples = [np.asarray(pooled[s], dtype=float) for s in kept]
     bench = series[0].benchmark if series else Benchmark("")
     machine = next(iter(machines)) if machines else ""
-    return kept, values, bench, machine
+    return kept, values, samples, bench, machine
 
 
 def _robust_sigma(y: np.ndarray) -> float:
@@ -124,10 +133,20 @@ def _robust_sigma(y: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2)) if d.size else 0.0
 
 
-def _segment_test(y: np.ndarray, lo: int, mid: int, hi: int) -> tuple[float, float]:
-    """(log ratio of segment medians, MWU p) for the step at `mid` between [lo, mid) and [mid, hi)."""
+def _segment_test(
+    y: np.ndarray, samples: list[np.ndarray], lo: int, mid: int, hi: int, max_pvalue: float
+) -> tuple[float, float]:
+    """(log ratio of segment medians, MWU p) for the step at `mid` between [lo, mid) and [mid, hi).
+
+    The test runs on per-commit values when the segments are long enough for it to reach
+    `max_pvalue` (smallest two-sided p = 2 / C(m+n, m)); otherwise on the pooled raw samples."""
     a, b = y[lo:mid], y[mid:hi]
     log_ratio = float(np.median(b) - np.median(a))
+    if 2.0 / math.comb(a.size + b.size, a.size) >= max_pvalue:
+        pa, pb = np.concatenate(samples[lo:mid]), np.concatenate(samples[mid:hi])
+        if pa.size and pb.size and np.ptp(np.concatenate([pa, pb])) > 0:
+            return log_ratio, float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue)
+        return log_ratio, 1.0
     if np.ptp(np.concatenate([a, b])) == 0:
         return log_ratio, 1.0
     return log_ratio, float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
@@ -154,7 +173,7 @@ def change_points(
         ValueError: `series` mixes benchmarks or machines.
     """
     settings = settings or HistorySettings()
-    shas, values, bench, machine = _per_commit(series)
+    shas, values, samples, bench, machine = _per_commit(series)
     n = values.size
     if n < settings.min_points:
         return []
@@ -168,7 +187,10 @@ def change_points(
 
     while True:
         bounds = [0, *bkps, n]
-        tested = [_segment_test(y, bounds[i], bounds[i + 1], bounds[i + 2]) for i in range(len(bkps))]
+        tested = [
+            _segment_test(y, samples, bounds[i], bounds[i + 1], bounds[i + 2], settings.max_pvalue)
+            for i in range(len(bkps))
+        ]
         failing = [
             (p, abs(lr), i) for i, (lr, p) in enumerate(tested) if p >= settings.max_pvalue or abs(lr) < min_log
         ]
