@@ -162,3 +162,21 @@ def test_detect_all_over_store_and_list() -> None:
     assert [(c.benchmark.key, c.commit_sha) for c in from_store] == [(LAT.key, "c0040")]
     assert {(c.benchmark.key, c.commit_sha) for c in detect_all(store)} == {
         (c.benchmark.key, c.commit_sha) for c in found}
+
+
+def test_short_history_step_found_through_pooled_samples() -> None:
+    """9 commits, a 13 % speed-up at the 5th (the H200 history of 2026-11-29 had this shape): the
+    per-commit test cannot reach p < 0.001 with 4 vs 5 commits, the pooled samples can."""
+    series = _series([1.0] * 4 + [0.87] * 5, noise=0.005)
+    (cp,) = change_points(series)
+    assert cp.commit_sha == "c0004" and cp.outcome == Outcome.IMPROVED
+    assert cp.p_value < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_short_flat_history_with_drift_has_no_change_point(seed: int) -> None:
+    """Pooled samples are tight inside each commit, but commit-to-commit drift below the floor
+    and the noise guard must not turn into a step."""
+    rng = np.random.default_rng(200 + seed)
+    levels = np.exp(rng.normal(0, 0.005, 9))
+    assert change_points(_series(levels, noise=0.002, seed=seed)) == []
