@@ -139,7 +139,7 @@ class AttentionCPU:
     CI sets it); elsewhere it skips. Part of the CPU subset that CI runs through real asv.
     """
 
-    params = (["tiny224-b4-keep0.5"], ["reference", "padded_sdpa", "triton"])
+    params = (["tiny224-b4-keep0.5-d32"], ["reference", "padded_sdpa", "triton"])
     param_names = ["preset", "backend"]
     version = "1"
     timer = _timing.CLOCK.now

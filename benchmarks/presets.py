@@ -140,6 +140,8 @@ CPU_PRESETS: dict[str, AttentionPreset] = {
     p.name: p
     for p in [
         AttentionPreset("tiny224-b4-keep0.5", batch=4, heads=2, head_dim=16, resolution=224, keep=0.5),
+        # head_dim 32: the smallest the Triton kernel supports (16 is rejected, so "triton" failed there).
+        AttentionPreset("tiny224-b4-keep0.5-d32", batch=4, heads=2, head_dim=32, resolution=224, keep=0.5),
     ]
 }
 

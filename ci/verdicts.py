@@ -76,7 +76,9 @@ class VerdictSettings:
     n_resamples: int = 1000
     min_samples: int = 5
     seed: int = 0
-    overrides: tuple[tuple[str, float], ...] = ()
+    # The suite's CPU subset (classes named *CPU) is timed on shared 2-core CI boxes: same-code A/B
+    # pairs there moved by +4.6% with a tight interval (make demo, 2026-11-29), so its floor is 10%.
+    overrides: tuple[tuple[str, float], ...] = ((r"CPU\.", 0.10),)
     allow_cross_machine: bool = False
 
     def __post_init__(self) -> None:
