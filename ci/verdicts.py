@@ -76,9 +76,11 @@ class VerdictSettings:
     n_resamples: int = 1000
     min_samples: int = 5
     seed: int = 0
-    # The suite's CPU subset (classes named *CPU) is timed on shared 2-core CI boxes: same-code A/B
-    # pairs there moved by +4.6% with a tight interval (make demo, 2026-11-29), so its floor is 10%.
-    overrides: tuple[tuple[str, float], ...] = ((r"CPU\.", 0.10),)
+    # The suite's CPU subset (classes named *CPU) is timed on shared 2-core CI boxes, where the
+    # level moves between asv processes more than within one: same-code A/B pairs in `make demo`
+    # (2026-11-29) came out +4.6% and +10.5% with tight intervals and p < 1e-4. Its floor is 25%:
+    # the CPU subset shows the pipeline working; kernel speed is judged on the GPU series.
+    overrides: tuple[tuple[str, float], ...] = ((r"CPU\.", 0.25),)
     allow_cross_machine: bool = False
 
     def __post_init__(self) -> None:
