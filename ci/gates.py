@@ -34,9 +34,9 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
         results: results of one commit (usually the PR head); only `Kind.CORRECTNESS` ones are read.
 
     Returns:
-        One Verdict per correctness result, sorted by series key: FAILED (limit crossed, or no
-        finite sample: a correctness check that did not run is not a pass) or UNCHANGED. `head_value`
-        is the worst sample, `threshold` the limit, `ratio` worst/limit, `reason` says why.
+        One Verdict per correctness series and commit (its results pooled), sorted by series key:
+        FAILED (limit crossed, or a result without a finite sample: a correctness check that did
+        not run is not a pass) or UNCHANGED. `head_value` is the worst sample, `threshold` the limit, `ratio` worst/limit, `reason` says why.
 
     Raises:
         TypeError: `results` is not a sequence of Result.
@@ -44,37 +44,45 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
     """
     if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
         raise TypeError(f"results must be a sequence of Result, got {type(results).__name__}")
-    verdicts: list[Verdict] = []
+    # One verdict per (series, commit): the store and the comment keep one per key, so several
+    # results of a series (reruns, several asv files, a crashed point) are judged together.
+    groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         if not isinstance(r, Result):
             raise TypeError(f"results must contain only Result records, got {type(r).__name__}")
         if r.benchmark.kind != Kind.CORRECTNESS:
             continue
-        gate = _GATES.get(r.benchmark.unit)
-        if gate is None:
+        if r.benchmark.unit not in _GATES:
             raise ValueError(
                 f"correctness series {r.benchmark.key!r} has unit {r.benchmark.unit!r}; "
                 f"gates exist for {sorted(_GATES)}"
             )
-        limit, fails, worst_of, passes = gate
-        finite = [s for s in r.samples if math.isfinite(s)]
+        groups.setdefault((r.benchmark.key, r.commit_sha), []).append(r)
+    verdicts: list[Verdict] = []
+    for (_key, sha), rs in groups.items():
+        bench = rs[0].benchmark
+        limit, fails, worst_of, passes = _GATES[bench.unit]
+        finite = [s for r in rs for s in r.samples if math.isfinite(s)]
+        n_empty = sum(not any(math.isfinite(s) for s in r.samples) for r in rs)
         if not finite:
             outcome, worst = Outcome.FAILED, math.nan
             reason = "no finite sample: the correctness check failed to run or produced NaN"
         else:
             worst = float(worst_of(finite))
             bad = fails(worst, limit)
-            outcome = Outcome.FAILED if bad else Outcome.UNCHANGED
+            outcome = Outcome.FAILED if bad or n_empty else Outcome.UNCHANGED
             verb = "fails" if bad else "passes"
-            reason = f"{r.benchmark.unit} = {worst:.6g} ({verb}: needs {passes.format(lim=limit)})"
+            reason = f"{bench.unit} = {worst:.6g} ({verb}: needs {passes.format(lim=limit)})"
             if bad and len(finite) > 1:
                 n_bad = sum(fails(s, limit) for s in finite)
                 reason += f"; {n_bad} of {len(finite)} samples fail"
+            if n_empty:
+                reason += f"; {n_empty} of {len(rs)} runs had no finite sample (failed to run or produced NaN)"
         verdicts.append(
             Verdict(
-                r.benchmark, outcome, base_value=math.nan, head_value=worst,
+                bench, outcome, base_value=math.nan, head_value=worst,
                 ratio=worst / limit if math.isfinite(worst) else math.nan,
-                threshold=limit, head_sha=r.commit_sha, reason=reason,
+                threshold=limit, head_sha=sha, reason=reason,
             )
         )
     return sorted(verdicts, key=lambda v: v.benchmark.key)

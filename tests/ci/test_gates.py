@@ -69,3 +69,25 @@ def test_bad_inputs() -> None:
         correctness_gates(Result(DIFF, "h", "m", (1.0,)))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="only Result"):
         correctness_gates([{"unit": "max abs diff"}])  # type: ignore[list-item]
+
+
+def test_one_verdict_per_series_failing_if_any_result_fails() -> None:
+    # Two runs of one series on the head (a rerun, a second asv file, or a crashed point added as a
+    # sample-less result): the store and the comment keep one verdict per series key, so a
+    # per-result verdict let a later passing run hide the failure.
+    results = [
+        Result(DIFF, "h", "m", (0.01,)),
+        Result(DIFF, "h", "m", (0.001,)),
+        Result(TOP1, "h", "m", (1.0,)),
+        Result(TOP1, "h", "m", ()),
+    ]
+    verdicts = correctness_gates(results)
+    assert [v.benchmark for v in verdicts] == sorted([DIFF, TOP1], key=lambda b: b.key)
+    by = {v.benchmark: v for v in verdicts}
+    assert by[DIFF].outcome == Outcome.FAILED
+    assert by[DIFF].head_value == pytest.approx(0.01)
+    assert by[TOP1].outcome == Outcome.FAILED, by[TOP1].reason
+    assert "no finite sample" in by[TOP1].reason
+    passing = correctness_gates([Result(DIFF, "h", "m", (0.001,)), Result(DIFF, "h", "m", (0.002, 0.003))])
+    assert len(passing) == 1 and passing[0].outcome == Outcome.UNCHANGED
+    assert passing[0].head_value == pytest.approx(0.003)
