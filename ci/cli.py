@@ -121,11 +121,11 @@ def cmd_comment(args: argparse.Namespace) -> int:
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
     with _open(args) as store:
         base, head, machine, b, h = _ab_inputs(store, args)
-        # Correctness gates judge the head alone, so their verdicts carry no base sha.
-        verdicts = [v for v in store.verdicts(head_sha=head) if v.base_sha in (base, "")]
-        if not verdicts:  # `compare` was not run (or saved) for this pair: decide now
-            verdicts = compare(b, h)
-            store.save_verdicts(verdicts)
+        # Decided afresh (compare is deterministic), not read back: stored verdicts carry no machine,
+        # base-less ones (gates, new series) would pass for this pair's, and "missing on head" ones
+        # have no head sha to find them by.
+        verdicts = compare(b, h)
+        store.save_verdicts(verdicts)
         machine_row = next((m for m in store.machines() if m.name == machine), None)
     env = {"machine": machine}
     if machine_row is not None:

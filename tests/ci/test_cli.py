@@ -164,6 +164,25 @@ def test_comment_writes_markdown_and_dry_run_post(tmp_path, asv_dir, capsys):
     assert "--repo and --pr go together" in capsys.readouterr().err
 
 
+def test_comment_judges_its_own_base_not_verdicts_saved_for_another(tmp_path, asv_dir):
+    # The head got slower at commit 1; commit 2 (the PR head) is as slow as commit 1.
+    def make(name: str, j: int, c: int) -> list[float]:
+        if "max_abs_diff" in name:
+            return [0.001] * 6
+        base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
+        return [base * (1.5 if c >= 1 and "time_gpu" in name and j == 0 else 1.0) * (1 + 0.002 * k) for k in range(12)]
+
+    root = asv_dir([sha_for(0), sha_for(1), sha_for(2)], samples=make)
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    assert main(["compare", "--db", db, "--base", sha_for(1), "--head", sha_for(2)]) == 0
+    out = tmp_path / "comment.md"
+    # Against commit 0 the head regressed: the verdicts saved for base 1 (and the base-less
+    # correctness gates among them) must not stand in for this pair.
+    assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(2), "--out", str(out)]) == 1
+    assert "Regressions (1)" in out.read_text()
+
+
 def test_dashboard_command(tmp_path, asv_dir, capsys):
     root = asv_dir([sha_for(0), sha_for(1)])
     db = str(tmp_path / "h.sqlite")
