@@ -90,13 +90,20 @@ def ats_keep(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch
     # Positions past the valid ones get 2.0: sorted order holds and |y - 2| > |y - 1| for every y <= 1.
     c = torch.where(vs, c, 2.0)
     c_start = torch.where(vs & (c != 0), c, float("inf")).amin(1)
+    # Images with <= 1 valid token, or a degenerate CDF (all-zero or non-finite scores: NaN after the
+    # normalisation), have nothing to sample from. Their NaN CDF would send the search out of bounds,
+    # so they search a well-formed placeholder (all 0, targets 1) and take the fallback below.
+    degenerate = (n_valid <= 1) | ~torch.isfinite(c_start)
+    c = torch.where(degenerate[:, None], torch.where(vs, 0.0, 2.0), c)
+    c_start = torch.where(degenerate, 1.0, c_start)
     ys = create_ys(c_start, n_samples)
     pick = nearest_cdf_index(c, ys)
     keep_sorted = torch.zeros_like(valid).scatter_(1, pick, True) & vs
     keep = torch.zeros_like(valid).scatter_(1, order, keep_sorted)
-    # Images with <= 1 valid token (or a degenerate CDF) have nothing to sample from: keep them whole.
-    degenerate = (n_valid <= 1) | ~torch.isfinite(c_start)
-    return torch.where(degenerate[:, None], valid, keep & valid)
+    # Fallback: keep the valid tokens, at most n_samples of them (first by position), so the count
+    # stays within `tokens_bound` and the packed buffer holds every image.
+    whole = valid & (valid.cumsum(1) <= n_samples)
+    return torch.where(degenerate[:, None], whole, keep & valid)
 
 
 @register

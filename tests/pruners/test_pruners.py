@@ -297,3 +297,38 @@ def test_registry_and_bad_options():
         create_pruner("evit", stages=(3, 12)).bind(INFO)
     with pytest.raises(ValueError, match="num_samples"):
         create_pruner("ats", stages=(3,), num_samples=1)
+
+
+DEGENERATE_ATS = {
+    "all-zero-scores": (torch.zeros(2, 10), torch.ones(2, 10, dtype=torch.bool)),
+    "nan-scores": (torch.full((2, 10), float("nan")), torch.ones(2, 10, dtype=torch.bool)),
+    "inf-score": (torch.tensor([[float("inf")] + [1.0] * 9] * 2), torch.ones(2, 10, dtype=torch.bool)),
+    "one-token-M1": (torch.rand(2, 1), torch.ones(2, 1, dtype=torch.bool)),
+}
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE_ATS), ids=list(DEGENERATE_ATS))
+def test_ats_degenerate_rows_keep_valid_tokens_within_the_sample_budget(case):
+    """No CDF to sample from: keep the valid tokens (never index out of bounds), at most n_samples of them,
+    so `tokens_bound` (which sizes the packed buffer) still holds."""
+    scores, valid = DEGENERATE_ATS[case]
+    scores = torch.cat([scores, torch.rand(1, scores.shape[1]) + 0.1])  # a normal image alongside
+    valid = torch.cat([valid, torch.ones(1, valid.shape[1], dtype=torch.bool)])
+    n_samples = 4
+    keep = ats_keep(scores, valid, n_samples)
+    expect = valid[:2] & (valid[:2].cumsum(1) <= n_samples)
+    assert torch.equal(keep[:2], expect)
+    alone = ats_keep(scores[2:], valid[2:], n_samples)
+    assert torch.equal(keep[2:], alone) and 1 <= int(keep[2].sum()) <= n_samples
+
+
+def test_ats_max_keep_one_runs_every_stage():
+    """max_keep=1 leaves one non-CLS token per image: the next stages see M = 1 and must not fail."""
+    p = _bound("ats", max_keep=1)
+    n = 120
+    for stage in range(3):
+        attn, valid = _attn(2, n)
+        keep = p.decide(stage, torch.randn(2, n, 64), valid, attn)
+        assert keep[:, 1:].sum(1).tolist() == [1, 1]
+        n = p.tokens_bound(stage, n)
+        assert n == 2
