@@ -36,7 +36,8 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
     Returns:
         One Verdict per correctness series and commit (its results pooled), sorted by series key:
         FAILED (limit crossed, or a result without a finite sample: a correctness check that did
-        not run is not a pass) or UNCHANGED. `head_value` is the worst sample, `threshold` the limit, `ratio` worst/limit, `reason` says why.
+        not run is not a pass) or UNCHANGED. `head_value` is the worst sample, `threshold` the
+        limit, `ratio` worst/limit, `reason` says why.
 
     Raises:
         TypeError: `results` is not a sequence of Result.
