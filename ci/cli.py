@@ -64,16 +64,13 @@ def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
 def _ab_inputs(store: Any, args: argparse.Namespace) -> tuple[str, str, str, list[Any], list[Any]]:
     """Base/head shas, machine, and their results; a correctness benchmark that crashed on head
     becomes a result without samples, so the gates fail it instead of never seeing it."""
-    from ci.records import Kind, Result
+    from ci.runner import results_with_crashes
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
     machine = _pick_machine(store, base, head, args.machine)
     base_results = store.results(commit_sha=base, machine=machine)
-    head_results = store.results(commit_sha=head, machine=machine)
-    for f in store.failures(commit_sha=head, machine=machine):
-        if f.benchmark.kind == Kind.CORRECTNESS and f.status == "failed":
-            head_results.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
+    head_results = results_with_crashes(store, head, machine)
     if not head_results:
         raise ValueError(f"no results for head {head[:12]} on {machine}")
     return base, head, machine, base_results, head_results

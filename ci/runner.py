@@ -536,10 +536,7 @@ def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]
     from ci.verdicts import compare
 
     b = store.results(commit_sha=base, machine=machine)
-    h = store.results(commit_sha=head, machine=machine)
-    for f in store.failures(commit_sha=head, machine=machine):
-        if f.benchmark.kind == Kind.CORRECTNESS and f.status == "failed":
-            h.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
+    h = results_with_crashes(store, head, machine)
     if not h:
         raise RunnerError(f"no results for head {head[:12]} on {machine}: nothing to compare")
     verdicts = compare(b, h)
@@ -547,14 +544,29 @@ def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]
     return verdicts
 
 
-def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
-    from ci.gates import correctness_gates
+def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
+    """One commit's results on one machine, plus a sample-less Result for every correctness point
+    asv recorded as failed (crashed), so that the gates FAIL it instead of never seeing it.
 
+    Args:
+        store: a `ci.store.Store`.
+        sha: full commit sha.
+        machine: machine name.
+
+    Returns:
+        Result records in the store's order, the crashed correctness points last.
+    """
     rs = store.results(commit_sha=sha, machine=machine)
     for f in store.failures(commit_sha=sha, machine=machine):
         if f.benchmark.kind == Kind.CORRECTNESS and f.status == "failed":
             rs.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
-    return correctness_gates(rs)
+    return rs
+
+
+def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
+    from ci.gates import correctness_gates
+
+    return correctness_gates(results_with_crashes(store, sha, machine))
 
 
 def _comment_env(store: Any, machine: str, head_results: Sequence[Result]) -> dict[str, str]:
