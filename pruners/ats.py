@@ -148,7 +148,8 @@ class ATSPruner(Pruner):
     def bind(self, info) -> None:
         if self._default_stages:
             self.stages = tuple(range(3, info.depth))
-            self._validate_samples()
+        # From the options every time: a default R (N0) from an earlier bind must not outlive it.
+        self._validate_samples()
         super().bind(info)
         if not self.num_samples:
             self.num_samples = (info.num_patches,) * len(self.stages)

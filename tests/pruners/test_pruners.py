@@ -332,3 +332,12 @@ def test_ats_max_keep_one_runs_every_stage():
         assert keep[:, 1:].sum(1).tolist() == [1, 1]
         n = p.tokens_bound(stage, n)
         assert n == 2
+
+
+@pytest.mark.parametrize("stages", [None, (3, 6)], ids=["default-stages", "given-stages"])
+def test_ats_rebinding_to_another_backbone_resizes_default_num_samples(stages):
+    p = create_pruner("ats") if stages is None else create_pruner("ats", stages=stages)
+    p.bind(INFO)
+    assert set(p.num_samples) == {196}
+    p.bind(ModelInfo(depth=12, num_patches=576, embed_dim=64, num_heads=4))
+    assert set(p.num_samples) == {576} and len(p.num_samples) == len(p.stages)
