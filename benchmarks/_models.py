@@ -15,8 +15,9 @@ from typing import Any
 
 from . import _timing
 
-# Backends whose forward builds NestedTensors from Python lists: cannot be captured as a CUDA graph.
-NOT_CAPTURABLE = frozenset({"nested_sdpa"})
+# Backends whose forward reads a device value on the host, which CUDA-graph capture forbids:
+# nested_sdpa (NestedTensor construction reads cu_seqlens[-1]) and padded_sdpa (the padded length).
+NOT_CAPTURABLE = frozenset({"nested_sdpa", "padded_sdpa"})
 
 
 def build_model(torch: Any, model_name: str, pruner_name: str, backend: str, dtype: Any) -> Any:
