@@ -558,18 +558,30 @@ class Store:
             verdicts: from `ci.verdicts.compare` / `ci.gates.correctness_gates`.
 
         Returns:
-            The number of verdicts written.
+            The number of verdicts written (an exact repeat within `verdicts` counts once).
+
+        Raises:
+            TypeError: an item is not a Verdict.
+            ValueError: two different verdicts for one (series, base, head): one would be lost.
         """
+        unique: dict[tuple[str, str, str], Verdict] = {}
         for v in verdicts:
             if not isinstance(v, Verdict):
                 raise TypeError(f"expected Verdict records, got {type(v).__name__}")
-        if not verdicts:
+            k = (v.benchmark.key, v.base_sha, v.head_sha)
+            # repr, not ==: fields that are NaN (never equal to themselves) still match in a repeat.
+            if repr(unique.setdefault(k, v)) != repr(v):
+                raise ValueError(
+                    f"two different verdicts for series {k[0]!r}, base {k[1]!r}, head {k[2]!r} "
+                    f"({unique[k].outcome} and {v.outcome}): only one can be stored"
+                )
+        if not unique:
             return 0
 
         def tx(conn: Connection, pending: dict[str, int]) -> int:
-            ids = self._benchmark_ids(conn, pending, (v.benchmark for v in verdicts))
+            ids = self._benchmark_ids(conn, pending, (v.benchmark for v in unique.values()))
             now = datetime.now(UTC)
-            for v in verdicts:
+            for v in unique.values():
                 bid = ids[v.benchmark.key]
                 conn.execute(
                     delete(VerdictRow).where(
@@ -596,10 +608,10 @@ class Store:
                         "reason": v.reason,
                         "created_at": now,
                     }
-                    for v in {(v.benchmark.key, v.base_sha, v.head_sha): v for v in verdicts}.values()
+                    for v in unique.values()
                 ],
             )
-            return len(verdicts)
+            return len(unique)
 
         return self._write_retrying(tx)
 

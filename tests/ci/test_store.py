@@ -91,6 +91,14 @@ def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
         assert store.verdicts(head_sha=sha_for(0)) == []
         with pytest.raises(TypeError, match="Verdict"):
             store.save_verdicts(["regressed"])  # type: ignore[list-item]
+        # Two different verdicts for one (series, base, head) in one call: one would be dropped
+        # silently (a FAILED gate hidden by a pass), so the whole call is refused.
+        ok = Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1))
+        with pytest.raises(ValueError, match="two different verdicts"):
+            store.save_verdicts([v, ok])
+        assert [x.outcome for x in store.verdicts(head_sha=sha_for(1)) if x.benchmark == bench] == [Outcome.UNCHANGED]
+        assert store.save_verdicts([ok, ok]) == 1  # an exact repeat is one verdict
+        assert store.save_verdicts([gate, Verdict(**{**gate.__dict__, "base_value": float("nan")})]) == 1
 
 
 def test_acknowledge(db_path, asv_dir):
