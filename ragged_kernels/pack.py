@@ -144,10 +144,15 @@ def _as_rows(
         _check_cu(source_cu_seqlens, x.device, "source_cu_seqlens")
         if x.stride(1) != 1:
             raise ValueError("x [R, C] must have a contiguous channel axis")
-        if max_seqlen is None or isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
-            raise TypeError("packed x [R, C] needs max_seqlen, a host int bound of the segment lengths")
+        _check_max_seqlen(max_seqlen)
         return x, keep.contiguous(), source_cu_seqlens, source_cu_seqlens.shape[0] - 1, max_seqlen, False
     raise ValueError(f"x must be dense [B, N, C] or packed [R, C], got shape {tuple(x.shape)}")
+
+
+def _check_max_seqlen(max_seqlen: int | None) -> None:
+    if max_seqlen is None or isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
+        raise TypeError(f"the packed form needs max_seqlen, a non-negative host int bound of the segment lengths, "
+                        f"got {max_seqlen!r}")
 
 
 def _check_cu(cu: torch.Tensor, device: torch.device, name: str) -> None:
@@ -232,6 +237,8 @@ def unpack_tokens(
     if not isinstance(packed, torch.Tensor) or packed.dim() != 2 or packed.stride(1) != 1:
         raise ValueError("packed must be a [capacity, C] tensor with a contiguous channel axis")
     _check_cu(cu_seqlens, packed.device, "cu_seqlens")
+    if not isinstance(keep, torch.Tensor):
+        raise TypeError(f"keep must be a bool mask tensor, got {type(keep).__name__}")
     if keep.dim() == 2:
         if source_cu_seqlens is not None:
             raise ValueError("source_cu_seqlens is only for a packed keep mask [R]")
@@ -242,6 +249,7 @@ def unpack_tokens(
         if source_cu_seqlens is None or max_seqlen is None:
             raise ValueError("a packed keep mask [R] needs source_cu_seqlens and max_seqlen")
         _check_cu(source_cu_seqlens, packed.device, "source_cu_seqlens")
+        _check_max_seqlen(max_seqlen)
         batch, seg_len, dense = source_cu_seqlens.shape[0] - 1, max_seqlen, False
         # Rows outside every source segment are not visited by the kernel: start from zeros.
         out = torch.zeros((keep.shape[0], packed.shape[1]), dtype=packed.dtype, device=packed.device)

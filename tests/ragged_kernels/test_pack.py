@@ -86,9 +86,16 @@ def test_strided_dense_input(device):
         (lambda x, k: pack_tokens(x.transpose(0, 1), k.T), ValueError, "viewable"),
         (lambda x, k: unpack_tokens(x[0], k, torch.zeros(4, dtype=torch.int32)), ValueError, "B\\+1"),
         (lambda x, k: unpack_tokens(x[0], k, torch.zeros(3, dtype=torch.int64)), ValueError, "int32"),
+        (lambda x, k: unpack_tokens(x[0], k.tolist(), torch.zeros(3, dtype=torch.int32)), TypeError, "keep"),
+        (lambda x, k: unpack_tokens(x[0], k.reshape(-1), torch.zeros(3, dtype=torch.int32),
+                                    source_cu_seqlens=torch.tensor([0, 4, 8], dtype=torch.int32), max_seqlen=2.5),
+         TypeError, "max_seqlen"),
+        (lambda x, k: unpack_tokens(x[0], k.reshape(-1), torch.zeros(3, dtype=torch.int32),
+                                    source_cu_seqlens=torch.tensor([0, 4, 8], dtype=torch.int32), max_seqlen=-1),
+         TypeError, "max_seqlen"),
     ],
     ids=["int-mask", "mask-shape", "1d-x", "packed-no-cu", "neg-capacity", "float-capacity", "transposed",
-         "cu-length", "cu-dtype"],
+         "cu-length", "cu-dtype", "unpack-keep-list", "unpack-float-max-seqlen", "unpack-neg-max-seqlen"],
 )
 def test_bad_inputs(call, exc, match):
     x = torch.randn(2, 4, 4)
