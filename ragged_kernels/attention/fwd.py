@@ -52,10 +52,6 @@ CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
 }
 
 
-def pick_config(max_seqlen: int, head_dim: int) -> AttnConfig:
-    return CONFIGS[head_dim][max_seqlen > 256]
-
-
 @triton.jit(do_not_specialize=["total_tokens"])
 def _ragged_attn_fwd_kernel(
     Q,
