@@ -127,7 +127,8 @@ class Pruner(nn.Module):
         return n_in
 
     def is_noop(self, stage: int, n_in: int) -> bool:
-        """True when the stage provably keeps everything (host-known), so the model can skip it."""
+        """True when the stage provably keeps everything (host-known). The model does not skip such
+        stages (it still packs); a pruner may use it in `tokens_bound` (EViT: no fused-token row)."""
         return False
 
     def extra_repr(self) -> str:
