@@ -98,7 +98,10 @@ class _Client:
             raise GitHubError(f"refusing to follow {method} to {parsed.scheme}://{parsed.netloc}: not the API host")
         data = json.dumps(payload).encode() if payload is not None else None
         what = parsed.path
-        for attempt in range(self.retries + 1):
+        # Only idempotent requests are retried: a POST that failed with a 5xx or a dropped connection
+        # may still have created the comment, and a retry would post it twice.
+        retries = self.retries if method in ("GET", "PATCH") else 0
+        for attempt in range(retries + 1):
             req = urllib.request.Request(url, data=data, method=method)
             req.add_header("Accept", "application/vnd.github+json")
             req.add_header("X-GitHub-Api-Version", "2022-11-28")
@@ -117,13 +120,13 @@ class _Client:
                 except (ValueError, AttributeError):
                     detail = ""
                 exc.close()
-                if status >= 500 and attempt < self.retries:
+                if status >= 500 and attempt < retries:
                     time.sleep(0.5 * 2**attempt)
                     continue
                 detail = detail.replace(self.token.reveal(), "***") if self.token.reveal() else detail
                 raise GitHubError(_status_message(status, method, what, detail[:500], headers), status) from None
             except urllib.error.URLError as exc:
-                if attempt < self.retries:
+                if attempt < retries:
                     time.sleep(0.5 * 2**attempt)
                     continue
                 raise GitHubError(f"GitHub API {method} {what}: cannot reach {self.base}: {exc.reason}") from None

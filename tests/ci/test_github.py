@@ -195,6 +195,15 @@ def test_server_errors_are_retried(github: FakeGitHub) -> None:
     assert [m for m, *_ in github.requests] == ["GET", "GET", "POST"]
 
 
+def test_post_is_not_retried_so_a_comment_is_never_posted_twice(github: FakeGitHub) -> None:
+    """A 5xx on POST may come after GitHub created the comment: retrying could post it twice."""
+    github.fail["POST"] = (502, {"message": "Bad gateway"})
+    github.fail_times["POST"] = 1
+    with pytest.raises(GitHubError, match="502"):
+        _post(github, f"{MARKER}\nx", retries=2)
+    assert [m for m, *_ in github.requests] == ["GET", "POST"]
+
+
 def test_wrong_token_is_401_and_not_leaked(github: FakeGitHub) -> None:
     secret = "ghp_WRONG_secret_value"
     with pytest.raises(GitHubError, match="401") as info:
