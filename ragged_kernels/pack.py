@@ -103,8 +103,9 @@ def _pack_unpack_kernel(
             o_bb = start + tl.arange(0, BLOCK_B)
             b_tot += tl.load(COUNTS + o_bb, mask=o_bb < n_segments, other=0).to(tl.int64)
         total = tl.minimum(tl.sum(b_tot, 0), capacity)
-        z_lo = tl.maximum(total, (capacity * i_b) // n_segments)
-        z_hi = (capacity * (i_b + 1)) // n_segments
+        i_b64 = i_b.to(tl.int64)  # capacity * B passes 2**31 past ~3,300 images of 197 tokens
+        z_lo = tl.maximum(total, (capacity * i_b64) // n_segments)
+        z_hi = (capacity * (i_b64 + 1)) // n_segments
         for start in range(z_lo, z_hi, BLOCK_L):
             o_z = start + tl.arange(0, BLOCK_L)
             b_zero = tl.zeros([BLOCK_L, BLOCK_C], dtype=Y.dtype.element_ty)

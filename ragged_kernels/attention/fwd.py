@@ -184,8 +184,14 @@ def ragged_attn_fwd(
     ck, function, metadata, consts, _ = entry
     # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
     # exit_hook, *every argument of the signature, constexprs included (the launcher skips them)).
-    ck.run(grid_m, batch * heads, 1, torch._C._cuda_getCurrentRawStream(device_index), function, metadata,
-           None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
+    stream = torch._C._cuda_getCurrentRawStream(device_index)
+    if device_index == torch._C._cuda_getDevice():
+        ck.run(grid_m, batch * heads, 1, stream, function, metadata,
+               None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
+    else:  # the kernel is loaded in its device's context: launch from there (multi-GPU callers)
+        with torch.cuda.device(device_index):
+            ck.run(grid_m, batch * heads, 1, stream, function, metadata,
+                   None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
 
 
