@@ -19,6 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ragged_kernels.attention import fwd as _fwd
+
 _BLOCK_C = 128
 _MAX_BLOCK_L = 1024
 
@@ -116,6 +118,15 @@ def _block_l(max_seqlen: int) -> int:
     return max(16, min(_MAX_BLOCK_L, triton.next_power_of_2(max(1, max_seqlen))))
 
 
+def _check_runnable(t: torch.Tensor) -> None:
+    """Triton kernels need CUDA tensors, or CPU tensors under Triton's interpreter."""
+    if not t.is_cuda and not _fwd.INTERPRET:
+        raise ValueError(
+            f"pack/unpack need CUDA tensors (got {t.device}); on the CPU they run only in Triton's "
+            "interpreter: set TRITON_INTERPRET=1 before triton is imported"
+        )
+
+
 def _as_rows(
     x: torch.Tensor, keep: torch.Tensor, source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, bool]:
@@ -192,6 +203,7 @@ def pack_tokens(
         >>> x2 = unpack_tokens(packed, keep, cu)       # == x where keep, 0 elsewhere
     """
     rows, keep_flat, cu_in, batch, seg_len, dense = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
+    _check_runnable(rows)
     n_rows, channels = rows.shape
     capacity = n_rows if capacity is None else capacity
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
@@ -238,6 +250,7 @@ def unpack_tokens(
     if not isinstance(packed, torch.Tensor) or packed.dim() != 2 or packed.stride(1) != 1:
         raise ValueError("packed must be a [capacity, C] tensor with a contiguous channel axis")
     _check_cu(cu_seqlens, packed.device, "cu_seqlens")
+    _check_runnable(packed)
     if not isinstance(keep, torch.Tensor):
         raise TypeError(f"keep must be a bool mask tensor, got {type(keep).__name__}")
     if keep.dim() == 2:

@@ -163,6 +163,11 @@ def ragged_attn_fwd(
         return out
     sm_scale_log2 = scale * LOG2E
     if INTERPRET or not q.is_cuda:
+        if not INTERPRET:
+            raise ValueError(
+                f"ragged_attention needs CUDA tensors (got {q.device}); on the CPU it runs only in Triton's "
+                "interpreter: set TRITON_INTERPRET=1 before triton is imported"
+            )
         _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg, (grid_m, batch * heads, 1))
         return out
     p_q, p_k, p_v, p_o, p_cu = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu_seqlens.data_ptr()

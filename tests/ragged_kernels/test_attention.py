@@ -130,6 +130,15 @@ def test_bad_inputs_raise_clear_errors(name):
         ragged_attention(*make(q, k, v, cu))
 
 
+def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):
+    from ragged_kernels.attention import fwd
+
+    monkeypatch.setattr(fwd, "INTERPRET", False)
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8)
+
+
 @pytest.mark.parametrize(
     "cu_values,match",
     [([0, 6, 4], "non-decreasing"), ([1, 4, 10], "must be 0"), ([0, 4, 11], "exceeds"), ([0, 1, 10], "max_seqlen")],

@@ -104,6 +104,18 @@ def test_bad_inputs(call, exc, match):
         call(x, keep)
 
 
+def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):
+    from ragged_kernels.attention import fwd
+
+    monkeypatch.setattr(fwd, "INTERPRET", False)
+    x = torch.randn(2, 4, 8)
+    keep = torch.ones(2, 4, dtype=torch.bool)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        pack_tokens(x, keep)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        unpack_tokens(x[0], keep, torch.tensor([0, 4, 8], dtype=torch.int32))
+
+
 @pytest.mark.gpu
 def test_gpu_pack_is_graph_capturable():
     x = torch.randn(64, 197, 768, dtype=torch.float16, device="cuda")
