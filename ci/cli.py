@@ -118,9 +118,9 @@ def cmd_comment(args: argparse.Namespace) -> int:
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
     with _open(args) as store:
         base, head, machine, b, h = _ab_inputs(store, args)
-        # Decided afresh (compare is deterministic), not read back: stored verdicts carry no machine,
-        # base-less ones (gates, new series) would pass for this pair's, and "missing on head" ones
-        # have no head sha to find them by.
+        # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
+        # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
+        # head" ones have no head sha to find them by.
         verdicts = compare(b, h)
         store.save_verdicts(verdicts)
         machine_row = next((m for m in store.machines() if m.name == machine), None)

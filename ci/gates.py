@@ -34,7 +34,8 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
         results: results of one commit (usually the PR head); only `Kind.CORRECTNESS` ones are read.
 
     Returns:
-        One Verdict per correctness series and commit (its results pooled), sorted by series key:
+        One Verdict per correctness series, commit and machine (its results pooled), sorted by
+        series key then machine:
         FAILED (limit crossed, or a result without a finite sample: a correctness check that did
         not run is not a pass) or UNCHANGED. `head_value` is the worst sample, `threshold` the
         limit, `ratio` worst/limit, `reason` says why.
@@ -45,9 +46,10 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
     """
     if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
         raise TypeError(f"results must be a sequence of Result, got {type(results).__name__}")
-    # One verdict per (series, commit): the store and the comment keep one per key, so several
-    # results of a series (reruns, several asv files, a crashed point) are judged together.
-    groups: dict[tuple[str, str], list[Result]] = {}
+    # One verdict per (series, commit, machine): the store keeps one per key, so several results
+    # of a series on one machine (reruns, several asv files, a crashed point) are judged together,
+    # while each machine sharing the history gets its own verdict.
+    groups: dict[tuple[str, str, str], list[Result]] = {}
     for r in results:
         if not isinstance(r, Result):
             raise TypeError(f"results must contain only Result records, got {type(r).__name__}")
@@ -58,9 +60,9 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
                 f"correctness series {r.benchmark.key!r} has unit {r.benchmark.unit!r}; "
                 f"gates exist for {sorted(_GATES)}"
             )
-        groups.setdefault((r.benchmark.key, r.commit_sha), []).append(r)
+        groups.setdefault((r.benchmark.key, r.commit_sha, r.machine), []).append(r)
     verdicts: list[Verdict] = []
-    for (_key, sha), rs in groups.items():
+    for (_key, sha, machine), rs in groups.items():
         bench = rs[0].benchmark
         limit, fails, worst_of, passes = _GATES[bench.unit]
         finite = [s for r in rs for s in r.samples if math.isfinite(s)]
@@ -83,7 +85,7 @@ def correctness_gates(results: Sequence[Result]) -> list[Verdict]:
             Verdict(
                 bench, outcome, base_value=math.nan, head_value=worst,
                 ratio=worst / limit if math.isfinite(worst) else math.nan,
-                threshold=limit, head_sha=sha, reason=reason,
+                threshold=limit, head_sha=sha, reason=reason, machine=machine,
             )
         )
-    return sorted(verdicts, key=lambda v: v.benchmark.key)
+    return sorted(verdicts, key=lambda v: (v.benchmark.key, v.machine))

@@ -124,7 +124,8 @@ class ResultRow(Base):
 
 class VerdictRow(Base):
     __tablename__ = "verdicts"
-    __table_args__ = (UniqueConstraint("benchmark_id", "base_sha", "head_sha"),)
+    # One verdict per machine: runners sharing a history judge the same (series, base, head).
+    __table_args__ = (UniqueConstraint("benchmark_id", "machine", "base_sha", "head_sha"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"), index=True)
@@ -140,6 +141,7 @@ class VerdictRow(Base):
     head_sha: Mapped[str] = mapped_column(String(64), default="", index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    machine: Mapped[str] = mapped_column(String(255), default="", server_default="")  # "": before 0003
 
 
 class AcknowledgementRow(Base):

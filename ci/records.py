@@ -130,6 +130,9 @@ class Verdict:
     base_sha: str = ""
     head_sha: str = ""
     reason: str = ""
+    # The machine whose results were judged ("" for a verdict stored before verdicts had one,
+    # which applies to every machine's series). Last, with a default, so positional callers keep working.
+    machine: str = ""
 
 
 @dataclass(frozen=True)

@@ -552,7 +552,7 @@ class Store:
         self._write_retrying(tx)
 
     def save_verdicts(self, verdicts: Sequence[Verdict]) -> int:
-        """Store verdicts; a verdict for the same (series, base, head) replaces the old one.
+        """Store verdicts; a verdict for the same (series, machine, base, head) replaces the old one.
 
         Args:
             verdicts: from `ci.verdicts.compare` / `ci.gates.correctness_gates`.
@@ -561,18 +561,20 @@ class Store:
             The number of verdicts written (an exact repeat within `verdicts` counts once).
 
         Raises:
-            TypeError: an item is not a Verdict.
-            ValueError: two different verdicts for one (series, base, head): one would be lost.
+            TypeError: an item is not a Verdict, or its machine is not a string.
+            ValueError: two different verdicts for one (series, machine, base, head): one would be lost.
         """
-        unique: dict[tuple[str, str, str], Verdict] = {}
+        unique: dict[tuple[str, str, str, str], Verdict] = {}
         for v in verdicts:
             if not isinstance(v, Verdict):
                 raise TypeError(f"expected Verdict records, got {type(v).__name__}")
-            k = (v.benchmark.key, v.base_sha, v.head_sha)
+            if not isinstance(v.machine, str):
+                raise TypeError(f"Verdict.machine must be a str ('' when unknown), got {type(v.machine).__name__}")
+            k = (v.benchmark.key, v.machine, v.base_sha, v.head_sha)
             # repr, not ==: fields that are NaN (never equal to themselves) still match in a repeat.
             if repr(unique.setdefault(k, v)) != repr(v):
                 raise ValueError(
-                    f"two different verdicts for series {k[0]!r}, base {k[1]!r}, head {k[2]!r} "
+                    f"two different verdicts for series {k[0]!r} on machine {k[1]!r}, base {k[2]!r}, head {k[3]!r} "
                     f"({unique[k].outcome} and {v.outcome}): only one can be stored"
                 )
         if not unique:
@@ -586,6 +588,7 @@ class Store:
                 conn.execute(
                     delete(VerdictRow).where(
                         VerdictRow.benchmark_id == bid,
+                        VerdictRow.machine == v.machine,
                         VerdictRow.base_sha == v.base_sha,
                         VerdictRow.head_sha == v.head_sha,
                     )
@@ -606,6 +609,7 @@ class Store:
                         "base_sha": v.base_sha,
                         "head_sha": v.head_sha,
                         "reason": v.reason,
+                        "machine": v.machine,
                         "created_at": now,
                     }
                     for v in unique.values()
@@ -873,6 +877,7 @@ class Store:
                 base_sha=v.base_sha,
                 head_sha=v.head_sha,
                 reason=v.reason,
+                machine=v.machine,
             )
             for v, b in rows
         ]

@@ -195,6 +195,7 @@ class _Pending:
     ci: tuple[float, float]
     p_raw: float
     threshold: float
+    machine: str
 
 
 def _group(results: Sequence[Result], side: str) -> dict[str, list[Result]]:
@@ -221,17 +222,23 @@ def _worse(benchmark: Benchmark, ratio: float) -> bool:
     return ratio > 1.0 if benchmark.direction == Direction.LOWER else ratio < 1.0
 
 
+def _machine_of(rs: list[Result]) -> str:
+    """The machine a verdict is about: its results' machine (several, comma-joined, only when a
+    caller pooled machines on purpose)."""
+    return ",".join(sorted({r.machine for r in rs}))
+
+
 def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) -> Verdict:
     samples = _finite(s for r in rs for s in r.samples)
     value = float(np.median(samples)) if samples.size else math.nan
     if side_present == "head":
         return Verdict(
             benchmark, Outcome.UNCHANGED, math.nan, value, math.nan, head_sha=rs[0].commit_sha,
-            reason="new series: no base measurement to compare with",
+            reason="new series: no base measurement to compare with", machine=_machine_of(rs),
         )
     return Verdict(
         benchmark, Outcome.INCONCLUSIVE, value, math.nan, math.nan, base_sha=rs[0].commit_sha,
-        reason="missing on head: removed, renamed, skipped or failed to run",
+        reason="missing on head: removed, renamed, skipped or failed to run", machine=_machine_of(rs),
     )
 
 
@@ -256,7 +263,7 @@ def compare(
     Returns:
         One Verdict per series, sorted by series key. `ratio` is head/base of the medians;
         `ci_low`/`ci_high` its bootstrap interval; `p_value` the corrected Mann-Whitney p;
-        `threshold` the relative change the series needed.
+        `threshold` the relative change the series needed; `machine` the head results' machine.
 
     Raises:
         TypeError: inputs are not sequences of Result.
@@ -293,8 +300,10 @@ def compare(
             final.append(_only_one_side(bench, (h_rs or b_rs), "head" if h_rs else "base"))  # type: ignore[arg-type]
             continue
         b, base_sha, _ = _pooled(b_rs, "base")
-        h, head_sha, _ = _pooled(h_rs, "head")
-        verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings)
+        h, head_sha, head_machine = _pooled(h_rs, "head")
+        # The head's machine: with allow_cross_machine the base may differ, but the verdict is
+        # about the head's series (the one the dashboard flags).
+        verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine)
         if isinstance(verdict_or_pending, Verdict):
             final.append(verdict_or_pending)
         else:
@@ -314,6 +323,7 @@ def _measure(
     head_sha: str,
     base_bench: Benchmark,
     settings: VerdictSettings,
+    machine: str,
 ) -> Verdict | _Pending:
     """Everything per series that does not depend on the other series; a Verdict when no test applies."""
 
@@ -321,7 +331,7 @@ def _measure(
         bv = float(np.median(b)) if b.size else math.nan
         hv = float(np.median(h)) if h.size else math.nan
         return Verdict(bench, outcome, bv, hv, ratio, threshold=threshold, base_sha=base_sha, head_sha=head_sha,
-                       reason=reason)
+                       reason=reason, machine=machine)
 
     if base_bench.unit != bench.unit or base_bench.direction != bench.direction:
         return early(Outcome.INCONCLUSIVE, math.nan,
@@ -346,7 +356,7 @@ def _measure(
             threshold,
         )
     return _Pending(bench, b, h, base_sha, head_sha, ratio, _bootstrap_ci(b, h, settings, bench.key),
-                    _mwu_pvalue(b, h), threshold)
+                    _mwu_pvalue(b, h), threshold, machine)
 
 
 def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
@@ -371,7 +381,7 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
         reason = f"{pct}: interval rules out a regression beyond {p.threshold * 100:.1f}%: {stat}"
     return Verdict(
         p.benchmark, outcome, float(np.median(p.base)), float(np.median(p.head)), p.ratio, ci_low, ci_high, p_adj,
-        p.threshold, p.base_sha, p.head_sha, reason,
+        p.threshold, p.base_sha, p.head_sha, reason, p.machine,
     )
 
 

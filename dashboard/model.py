@@ -71,7 +71,9 @@ class Regression:
     base_value: float
     head_value: float
     source: str  # "verdict" or "change point"
-    machines: tuple[str, ...]  # machines whose series hold that commit (verdicts carry no machine)
+    # Machines whose series it flags: a verdict's own machine; every machine whose series holds that
+    # commit for a verdict stored without one (before verdicts had a machine) or for a change point.
+    machines: tuple[str, ...]
     base_sha: str = ""
     p_value: float = math.nan
     reason: str = ""
@@ -129,6 +131,19 @@ class Snapshot:
 
 
 _HEX = frozenset("0123456789abcdef")
+
+
+def verdict_machines(v: Verdict) -> frozenset[str]:
+    """The machines whose series a verdict is about; empty for a verdict stored without a machine
+    (it applies to every machine's series, as before verdicts had one).
+
+    Args:
+        v: a stored verdict (`machine` may list several, comma-joined, for a pooled comparison).
+
+    Returns:
+        The machine names.
+    """
+    return frozenset(m for m in v.machine.split(",") if m)
 
 
 def series_slug(benchmark_key: str, machine: str) -> str:
@@ -293,10 +308,14 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             continue  # an A/B verdict about a commit outside this history (another branch)
         verdicts_by_sha[v.head_sha].append(v)
         if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
+            on = machines_at.get((v.benchmark.key, v.head_sha), [])
+            if v.machine:
+                # Runners share the history: a verdict judged one machine's series, not its siblings'.
+                own = verdict_machines(v)
+                on = [m for m in on if m in own]
             regressions.append(Regression(
                 benchmark=v.benchmark, sha=v.head_sha, outcome=v.outcome, ratio=v.ratio, base_value=v.base_value,
-                head_value=v.head_value, source="verdict",
-                machines=tuple(machines_at.get((v.benchmark.key, v.head_sha), ())), base_sha=v.base_sha,
+                head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
     if raw is not None:

@@ -35,6 +35,7 @@ from dashboard.model import (
     is_worse,
     load_snapshot,
     series_slug,
+    verdict_machines,
 )
 from dashboard.svg import Mark, history_chart, sparkline
 from dashboard.writer import PageWriter
@@ -98,10 +99,13 @@ class _Site:
         gpus = sorted({m.gpu for m in snap.machines if m.gpu})
         filters += [("g:" + g, "GPU: " + g) for g in gpus]
         self.filters = filters
-        self.verdict_outcomes: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+        # (series key, sha, machine) -> outcomes; machine "" for verdicts stored without one, which
+        # show on every machine's series.
+        self.verdict_outcomes: dict[tuple[str, str, str], list[Outcome]] = defaultdict(list)
         for sha, vs in snap.verdicts_by_sha.items():
             for v in vs:
-                self.verdict_outcomes[(v.benchmark.key, sha)].append(v.outcome)
+                for m in verdict_machines(v) or ("",):
+                    self.verdict_outcomes[(v.benchmark.key, sha, m)].append(v.outcome)
         self.regs_by_series: dict[tuple[str, str], list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
             for m in reg.machines:
@@ -243,7 +247,8 @@ class _Site:
         cinfo = self.cinfo
         for p, (value, iqr, change, cls, fail) in zip(s.points, self.cells[id(s)], strict=True):
             slug, short, when, subject = cinfo[p.sha]
-            outcomes = self.verdict_outcomes.get((b.key, p.sha))
+            outcomes = self.verdict_outcomes.get((b.key, p.sha, ""), []) + self.verdict_outcomes.get(
+                (b.key, p.sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
             # Built here, not in a jinja loop: a 1,000-run table costs ~25 template fragments per
             # row, several times the cost of one f-string (docs/perf-notes/dashboard.md).
@@ -295,7 +300,8 @@ class _Site:
             regs_at[reg.sha].append(reg)
         machines = {m.name: m for m in snap.machines}
         for i, c in enumerate(snap.commits):
-            verdicts = [(v.benchmark.name, v.benchmark.params_label, v.outcome.value, fmt.fmt_change(v.ratio),
+            verdicts = [(v.benchmark.name, v.benchmark.params_label, v.machine, v.outcome.value,
+                         fmt.fmt_change(v.ratio),
                          v.base_sha[:10], commit_slug(v.base_sha) if v.base_sha in self.commit_by_sha else "",
                          fmt.fmt_number(v.p_value, 2), v.reason,
                          snap.acks.get((v.benchmark.key, c.sha)) is not None)

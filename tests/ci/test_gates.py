@@ -91,3 +91,10 @@ def test_one_verdict_per_series_failing_if_any_result_fails() -> None:
     passing = correctness_gates([Result(DIFF, "h", "m", (0.001,)), Result(DIFF, "h", "m", (0.002, 0.003))])
     assert len(passing) == 1 and passing[0].outcome == Outcome.UNCHANGED
     assert passing[0].head_value == pytest.approx(0.003)
+
+
+def test_gates_judge_each_machine_separately() -> None:
+    # One history, several runners: a failure on one machine must not be merged into (or hidden
+    # by) the other machine's pass, and each verdict names its machine.
+    verdicts = correctness_gates([Result(DIFF, "h", "gpu-b", (0.001,)), Result(DIFF, "h", "gpu-a", (0.01,))])
+    assert [(v.machine, v.outcome) for v in verdicts] == [("gpu-a", Outcome.FAILED), ("gpu-b", Outcome.UNCHANGED)]

@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from ci.ingest import ingest_results_dir
 from ci.models import Base
 from ci.records import Outcome, Verdict
-from ci.store import Store, head_revision
+from ci.store import Store, head_revision, migrate_schema
 from tests.ci.conftest import sha_for
 from tests.ci.test_ingest import _ingest_worker, overlapping_result_dirs
 
@@ -105,6 +105,40 @@ def test_verdicts_and_acks_on_postgres(pg_url, asv_dir):
         store.save_verdicts([v])
         (got,) = store.verdicts(head_sha=sha_for(1))
         assert got.benchmark == v.benchmark and got.outcome == v.outcome and math.isnan(got.ci_low)
+        assert got.machine == ""
+        # Two runners' verdicts for the same (series, base, head) both stay, each with its machine.
+        store.save_verdicts([Verdict(**{**v.__dict__, "machine": m}) for m in ("gpu-a", "gpu-b")])
+        assert sorted(x.machine for x in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a", "gpu-b"]
         when = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
         ack = store.acknowledge(bench.key, sha_for(1)[:12], "carol", "accepted trade-off", when)
         assert store.acknowledgements() == [ack] and ack.when == when
+
+
+def test_verdicts_survive_upgrade_from_0002_on_postgres(pg_url, asv_dir):
+    """The 0003 migration (machine column, new unique key) on PostgreSQL keeps 0002's verdicts."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(pg_url)
+    migrate_schema(engine, "0002")
+    engine.dispose()
+    old = Store(pg_url, migrate=False)
+    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
+    bench = old.benchmarks()[0]
+    with old.engine.begin() as conn:
+        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO verdicts (benchmark_id, outcome, base_sha, head_sha, reason, created_at) "
+                "VALUES (:b, 'regressed', :base, :head, 'slower', :t)"
+            ),
+            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": datetime(2026, 11, 29, tzinfo=UTC)},
+        )
+    old.close()
+    with Store(pg_url) as store:
+        (kept,) = store.verdicts(head_sha=sha_for(1))
+        assert (kept.outcome, kept.reason, kept.machine) == (Outcome.REGRESSED, "slower", "")
+        store.save_verdicts([Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0),
+                                     head_sha=sha_for(1), machine="gpu-a")])
+        assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
+        with store.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
@@ -101,6 +101,25 @@ def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
         assert store.save_verdicts([gate, Verdict(**{**gate.__dict__, "base_value": float("nan")})]) == 1
 
 
+def test_verdicts_of_two_machines_both_survive(db_path, asv_dir):
+    """Runners sharing one history judge the same (series, base, head): one verdict per machine."""
+    with _filled(db_path, asv_dir, 2) as store:
+        bench = store.benchmarks()[0]
+        on_a = Verdict(bench, Outcome.REGRESSED, 1.0, 1.2, 1.2, base_sha=sha_for(0), head_sha=sha_for(1), machine="a")
+        on_b = Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine="b")
+        assert store.save_verdicts([on_a]) == 1
+        assert store.save_verdicts([on_b]) == 1
+        got = store.verdicts(head_sha=sha_for(1))
+        assert sorted((v.machine, v.outcome) for v in got) == [("a", Outcome.REGRESSED), ("b", Outcome.UNCHANGED)]
+        # A new verdict from one machine still replaces only that machine's.
+        store.save_verdicts([Verdict(**{**on_a.__dict__, "outcome": Outcome.IMPROVED})])
+        got = store.verdicts(head_sha=sha_for(1))
+        assert sorted((v.machine, v.outcome) for v in got) == [("a", Outcome.IMPROVED), ("b", Outcome.UNCHANGED)]
+        assert store.save_verdicts([on_a, on_b]) == 2  # not "two different verdicts": different machines
+        with pytest.raises(TypeError, match="machine"):
+            store.save_verdicts([Verdict(**{**on_a.__dict__, "machine": None})])
+
+
 def test_acknowledge(db_path, asv_dir):
     with _filled(db_path, asv_dir, 2) as store:
         key = store.benchmarks()[0].key
@@ -174,6 +193,40 @@ def test_history_survives_upgrade(tmp_path, asv_dir):
         assert {"verdicts", "acknowledgements"} <= set(sa_inspect(store.engine).get_table_names())
         store.acknowledge(before[0].benchmark.key, sha_for(1), "bob", "known")
         assert len(store.acknowledgements()) == 1
+
+
+def test_verdicts_survive_upgrade_from_0002(tmp_path, asv_dir):
+    """A store at revision 0002 (verdicts without a machine) keeps its verdicts through the upgrade;
+    they come back with machine "" and a machine's verdict for the same key is added, not merged."""
+    db = tmp_path / "old.sqlite"
+    engine = create_engine(f"sqlite:///{db}")
+    migrate_schema(engine, "0002")
+    assert "machine" not in {c["name"] for c in sa_inspect(engine).get_columns("verdicts")}
+    engine.dispose()
+    old = Store(db, migrate=False)
+    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
+    bench = old.benchmarks()[0]
+    with old.engine.begin() as conn:  # the 0002 schema has no machine column: write the row as 0002's code did
+        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO verdicts (benchmark_id, outcome, base_value, head_value, ratio, base_sha, head_sha, "
+                "reason, created_at) VALUES (:b, 'regressed', 1.0, 1.3, 1.3, :base, :head, 'slower', :t)"
+            ),
+            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": datetime(2026, 11, 29, tzinfo=UTC)},
+        )
+    old.close()
+    with Store(db) as store:  # opening migrates to head
+        assert MigrationContext.configure(store.engine.connect()).get_current_revision() == head_revision()
+        (kept,) = store.verdicts(head_sha=sha_for(1))
+        assert (kept.benchmark, kept.outcome, kept.ratio, kept.reason, kept.machine) == (
+            bench, Outcome.REGRESSED, 1.3, "slower", ""
+        )
+        mine = Verdict(
+            bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine=MACHINE
+        )
+        store.save_verdicts([mine])
+        assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", MACHINE]
 
 
 def test_reopen_is_a_noop_migration(tmp_path, asv_dir):

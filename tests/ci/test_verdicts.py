@@ -275,3 +275,21 @@ def test_bench_script_reads_asv_results_and_json(asv_dir, tmp_path) -> None:
                  "--skip-history"]) == 0  # no target applies below n=10
     with pytest.raises(SystemExit):
         main(["--slowed", "5", "--series", "4"])
+
+
+def test_verdicts_carry_their_machine() -> None:
+    # Several runners share one history: a verdict must say which machine it judged, or two
+    # machines' verdicts for one (series, base, head) overwrite each other in the store.
+    b, h = _pair(LAT, 1.10)
+    diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
+    new = Result(TPUT, "head1111", "h200", (1.0, 2.0))
+    gone = Result(Benchmark("b.gone"), "base0000", "h200", (1.0, 2.0))
+    verdicts = compare([b, gone], [h, new, Result(diff, "head1111", "h200", (0.001,))])
+    assert len(verdicts) == 4
+    assert {v.machine for v in verdicts} == {"h200"}
+    few = compare([Result(LAT, "a", "m2", (1.0,))], [Result(LAT, "b", "m2", (1.0,))])  # an early verdict
+    assert few[0].machine == "m2"
+    cross = compare([Result(LAT, "a", "m1", (1.0,) * 8)], [Result(LAT, "b", "m2", (1.0,) * 8)],
+                    settings=VerdictSettings(allow_cross_machine=True))
+    assert cross[0].machine == "m2"  # the head's machine: that is the series the verdict is about
+    assert Verdict(LAT, Outcome.UNCHANGED, 1.0, 1.0, 1.0).machine == ""  # old call sites still work

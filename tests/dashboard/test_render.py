@@ -265,3 +265,34 @@ def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "index.html").is_file()
+
+
+def test_verdict_flags_only_its_machines_series(tmp_path: Path) -> None:
+    # Several runners share one history: a regression judged on runner-1 is not one on runner-0.
+    from ci.records import Outcome, Verdict
+
+    store = synthetic_store(n_commits=8, n_series=4, machines=2)
+    bench, head, base = store.benchmark_list[2], store.commit_list[6].sha, store.commit_list[5].sha
+    store.verdict_list = [Verdict(bench, Outcome.REGRESSED, 1.0, 1.3, 1.3, base_sha=base, head_sha=head,
+                                  reason="judged on runner-1", machine="runner-1")]
+    snap = load_snapshot(store)
+    (reg,) = [r for r in snap.regressions if r.source == "verdict"]  # change points are found too
+    assert reg.machines == ("runner-1",)
+    render_site(store, tmp_path)
+
+    def series_text(machine: str) -> str:
+        return (tmp_path / "series" / f"{series_slug(bench.key, machine)}.html").read_text()
+
+    # The reason shows in the regressions table, the outcome in the history table's verdict column.
+    assert "judged on runner-1" in series_text("runner-1") and "<td>regressed</td>" in series_text("runner-1")
+    assert "judged on runner-1" not in series_text("runner-0") and "<td>regressed</td>" not in series_text("runner-0")
+    commit_page = (tmp_path / "commit" / f"{commit_slug(head)}.html").read_text()
+    assert "runner-1" in commit_page.split("<h2>Verdicts</h2>", 1)[1].split("</table>", 1)[0]
+    # A verdict without a machine (stored before verdicts had one) keeps flagging every machine.
+    store.verdict_list = [Verdict(**{**store.verdict_list[0].__dict__, "machine": ""})]
+    (reg,) = [r for r in load_snapshot(store).regressions if r.source == "verdict"]
+    assert reg.machines == ("runner-0", "runner-1")
+    out = tmp_path / "old"
+    render_site(store, out)
+    for m in ("runner-0", "runner-1"):
+        assert "judged on runner-1" in (out / "series" / f"{series_slug(bench.key, m)}.html").read_text()
