@@ -1,14 +1,19 @@
 """Post the PR comment through the GitHub REST API, sticky: one comment per PR, updated in place.
 
-The earlier comment is found by the hidden marker (`ci.comment.MARKER`) at the start of its
-body: list the issue comments (paginated), PATCH the marked one, or POST a new one. The token
-comes from the environment (GITHUB_TOKEN) and never appears in logs, exceptions or reprs.
-`api_url` points the client at a local server in tests (or at a GitHub Enterprise host).
+The earlier comment is the oldest one whose body starts with the hidden marker
+(`ci.comment.MARKER`) and whose author is the authenticated user (GET /user, asked once, when a
+marked comment is first seen): a person who pasted the bot's comment into their own must not
+have it edited (GitHub would refuse with 403 anyway). A GitHub App installation token (Actions'
+GITHUB_TOKEN) gets 403 from /user; then the author must be a bot (`user.type == "Bot"`).
+List the issue comments (paginated), PATCH that one, or POST a new one. The token comes from
+the environment (GITHUB_TOKEN) and never appears in logs, exceptions or reprs. `api_url` points
+the client at a local server in tests (or at a GitHub Enterprise host).
 
-REST endpoints (docs.github.com/en/rest/issues/comments):
+REST endpoints (docs.github.com/en/rest/issues/comments, docs.github.com/en/rest/users/users):
   GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100
   PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}
   POST  /repos/{owner}/{repo}/issues/{number}/comments
+  GET   /user
 """
 
 from __future__ import annotations
@@ -135,9 +140,25 @@ class _Client:
         raise AssertionError("unreachable")  # the loop always returns or raises
 
 
+def _authenticated_login(client: _Client) -> str | None:
+    """The token's login from GET /user; None when the token may not ask (a GitHub App
+    installation token gets 403, "Resource not accessible by integration") or the answer has none."""
+    try:
+        user, _ = client.request("GET", f"{client.base}/user")
+    except GitHubError as exc:
+        if exc.status in (403, 404):
+            return None
+        raise
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) and login else None
+
+
 def _find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str) -> dict | None:
-    """The oldest comment on the PR whose body starts with `marker`, or None."""
+    """The oldest comment on the PR whose body starts with `marker` and that the token's user
+    wrote (by login; by `user.type == "Bot"` when GET /user is refused), or None."""
     url: str | None = f"{client.base}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
+    unknown = object()
+    login: Any = unknown  # asked once, and only when a marked comment is found
     for _ in range(_MAX_PAGES):
         if url is None:
             return None
@@ -145,7 +166,13 @@ def _find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str
         if not isinstance(page, list):
             raise GitHubError(f"GitHub API GET /repos/{repo}/issues/{pr_number}/comments: expected a list")
         for comment in page:
-            if isinstance(comment, dict) and str(comment.get("body") or "").lstrip().startswith(marker):
+            if not (isinstance(comment, dict) and str(comment.get("body") or "").lstrip().startswith(marker)):
+                continue
+            if login is unknown:
+                login = _authenticated_login(client)
+            user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
+            ours = (user.get("login") == login) if login is not None else (user.get("type") == "Bot")
+            if ours:
                 return comment
         match = _NEXT_RE.search(headers.get("Link", "") if headers is not None else "")
         url = match.group(1) if match else None

@@ -16,6 +16,7 @@ from ci.github import GitHubError, main, post_sticky_comment, write_dry_run
 
 TOKEN = "ghp_TESTTOKEN_do_not_leak_123"
 REPO = "acme/ragged-vit"
+BOT = "perf-bot[bot]"  # the login TOKEN authenticates as
 
 
 class FakeGitHub:
@@ -30,10 +31,15 @@ class FakeGitHub:
         self.next_id = 1000
         self.base = ""
         self.link_override: str | None = None
+        # GET /user: 200 with this login, or this status (403 is what a GitHub App installation
+        # token, e.g. Actions' GITHUB_TOKEN, gets: "Resource not accessible by integration").
+        self.user_status = 200
 
-    def add(self, pr: int, body: str) -> dict:
+    def add(self, pr: int, body: str, login: str = "alice", user_type: str = "User") -> dict:
+        """A comment by `login` (a human by default; the bot's own comments pass login=BOT)."""
         self.next_id += 1
-        c = {"id": self.next_id, "body": body, "html_url": f"https://github.com/{REPO}/pull/{pr}#issuecomment-{self.next_id}"}
+        c = {"id": self.next_id, "body": body, "user": {"login": login, "type": user_type},
+             "html_url": f"https://github.com/{REPO}/pull/{pr}#issuecomment-{self.next_id}"}
         self.comments.setdefault(pr, []).append(c)
         return c
 
@@ -66,6 +72,10 @@ def _handler(gh: FakeGitHub):
                 return self._send(401, {"message": "Bad credentials"})
             url = urlsplit(self.path)
             parts = url.path.strip("/").split("/")
+            if method == "GET" and parts == ["user"]:
+                if gh.user_status != 200:
+                    return self._send(gh.user_status, {"message": "Resource not accessible by integration"})
+                return self._send(200, {"login": BOT, "type": "Bot", "id": 41898282})
             # /repos/{o}/{r}/issues/{n}/comments  or  /repos/{o}/{r}/issues/comments/{id}
             if parts[:3] != ["repos", *REPO.split("/")] or parts[3] != "issues":
                 return self._send(404, {"message": "Not Found"})
@@ -80,12 +90,14 @@ def _handler(gh: FakeGitHub):
                         f'<{gh.base}/repos/{REPO}/issues/{pr}/comments?per_page=100&page={page + 1}>; rel="next"')
                 return self._send(200, chunk, headers)
             if method == "POST" and parts[5:] == ["comments"]:
-                c = gh.add(int(parts[4]), json.loads(body)["body"])
+                c = gh.add(int(parts[4]), json.loads(body)["body"], BOT, "Bot")
                 return self._send(201, c)
             if method == "PATCH" and parts[4] == "comments":
                 for items in gh.comments.values():
                     for c in items:
                         if c["id"] == int(parts[5]):
+                            if c["user"]["login"] != BOT:  # as GitHub: only the author may edit it
+                                return self._send(403, {"message": "Resource not accessible by integration"})
                             c["body"] = json.loads(body)["body"]
                             return self._send(200, c)
             return self._send(404, {"message": "Not Found"})
@@ -129,8 +141,11 @@ def test_creates_then_updates_the_same_comment(github: FakeGitHub) -> None:
     assert url1 == url2
     bodies = [c["body"] for c in github.comments[7]]
     assert bodies == ["LGTM", f"{MARKER}\nsecond"]
-    methods = [m for m, *_ in github.requests]
-    assert methods == ["GET", "POST", "GET", "PATCH"]
+    paths = [(m, urlsplit(p).path) for m, p, *_ in github.requests]
+    comments = f"/repos/{REPO}/issues/7/comments"
+    # GET /user only once a marked comment is found: whose it is decides whether it is ours.
+    assert paths == [("GET", comments), ("POST", comments), ("GET", comments), ("GET", "/user"),
+                     ("PATCH", f"/repos/{REPO}/issues/comments/{github.comments[7][1]['id']}")]
     _, _, headers, _ = github.requests[0]
     assert headers["accept"] == "application/vnd.github+json"
     assert headers["x-github-api-version"] == "2022-11-28"
@@ -140,11 +155,47 @@ def test_finds_marker_on_a_later_page(github: FakeGitHub) -> None:
     github.page_size = 2
     for i in range(5):
         github.add(9, f"chatter {i}")
-    sticky = github.add(9, f"{MARKER}\nold")
+    sticky = github.add(9, f"{MARKER}\nold", BOT, "Bot")
     url = _post(github, f"{MARKER}\nnew", pr=9)
     assert url == sticky["html_url"]
     assert sticky["body"] == f"{MARKER}\nnew"
-    assert sum(m == "GET" for m, *_ in github.requests) == 3
+    assert sum(m == "GET" and "/comments" in p for m, p, *_ in github.requests) == 3
+    assert sum(p == "/user" for _, p, *_ in github.requests) == 1
+
+
+def test_human_comment_starting_with_the_marker_is_not_edited(github: FakeGitHub) -> None:
+    # A person pasted the bot's comment (marker first) into their own: editing it would fail with
+    # 403 (and would overwrite their words). Only the authenticated user's comment is sticky.
+    human = github.add(7, f"{MARKER}\nquoting the bot: why is this slower?")
+    other_bot = github.add(7, f"{MARKER}\nsome other app", "other-app[bot]", "Bot")
+    url = _post(github, f"{MARKER}\nfirst")
+    assert human["body"].endswith("why is this slower?") and other_bot["body"].endswith("some other app")
+    ours = github.comments[7][2]
+    assert url == ours["html_url"] and ours["user"]["login"] == BOT
+    assert _post(github, f"{MARKER}\nsecond") == url  # later runs update our comment, not theirs
+    assert [c["body"].split("\n", 1)[1] for c in github.comments[7]] == [
+        "quoting the bot: why is this slower?", "some other app", "second"]
+    assert sum(p == "/user" for _, p, *_ in github.requests) == 2  # once per post
+
+
+def test_without_user_endpoint_falls_back_to_bot_comments(github: FakeGitHub) -> None:
+    # GET /user answers 403 for GitHub App installation tokens (Actions' GITHUB_TOKEN): then the
+    # sticky comment is the oldest marked comment written by a bot, never a person's.
+    github.user_status = 403
+    human = github.add(7, f"{MARKER}\nhuman copy")
+    sticky = github.add(7, f"{MARKER}\nold", BOT, "Bot")
+    assert _post(github, f"{MARKER}\nnew") == sticky["html_url"]
+    assert sticky["body"] == f"{MARKER}\nnew" and human["body"] == f"{MARKER}\nhuman copy"
+    github.comments[7].remove(sticky)
+    _post(github, f"{MARKER}\nfresh")  # only the human's marked comment left: post a new one
+    assert human["body"] == f"{MARKER}\nhuman copy" and github.comments[7][-1]["body"] == f"{MARKER}\nfresh"
+
+
+def test_user_endpoint_server_error_is_reported(github: FakeGitHub) -> None:
+    github.add(7, f"{MARKER}\nold", BOT, "Bot")
+    github.user_status = 500
+    with pytest.raises(GitHubError, match="GET /user failed with HTTP 500"):
+        _post(github, f"{MARKER}\nnew")
 
 
 def test_quoted_marker_is_not_the_sticky_comment(github: FakeGitHub) -> None:
