@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ci.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT
+from ci.history import change_points
 from ci.records import (
     Acknowledgement,
     Benchmark,
@@ -227,15 +228,6 @@ def resolve_sha(commits: list[Commit], sha: str) -> str:
     return matches[0]
 
 
-def _change_points_fn():
-    """`ci.history.change_points` when that module exists (it is written in parallel), else None."""
-    try:
-        from ci.history import change_points
-    except ImportError:
-        return None
-    return change_points
-
-
 def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None) -> Snapshot:
     """Read the whole history once and arrange it by series and by commit.
 
@@ -259,7 +251,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 
     by_series: dict[tuple[str, str], Series] = {}
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
-    raw: dict[tuple[str, str], list[Result]] | None = {} if _change_points_fn() else None
+    raw: dict[tuple[str, str], list[Result]] = {}
     key_of: dict[int, str] = {}  # Benchmark.key rebuilds its text on every call; results share Benchmark objects
     for r in store.results():
         bench_id = id(r.benchmark)
@@ -281,7 +273,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         if gate is not None:
             med = largest if gate[1] else smallest
         s.points.append(Point(pos, r.commit_sha, med, lo, hi, n))
-        if raw is not None and r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
+        if r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
             raw.setdefault(key, []).append(r)
         env_key = (r.machine, r.run_id)
         if env_key not in environments[r.commit_sha]:
@@ -318,8 +310,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    if raw is not None:
-        _add_change_points(series, raw, acks, regressions)
+    _add_change_points(series, raw, acks, regressions)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -346,8 +337,6 @@ _FORK_INPUT: dict[tuple[str, str], list[Result]] = {}
 
 
 def _detect_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], list[Any]]]:
-    change_points = _change_points_fn()
-    assert change_points is not None
     return [(k, change_points(_FORK_INPUT[k])) for k in keys]
 
 
@@ -362,8 +351,6 @@ def _detect_all(raw: dict[tuple[str, str], list[Result]]) -> dict[tuple[str, str
     keys = sorted(raw)
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
     if workers < 2 or len(keys) < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
-        change_points = _change_points_fn()
-        assert change_points is not None
         return {k: change_points(raw[k]) for k in keys}
     _FORK_INPUT = raw
     try:
