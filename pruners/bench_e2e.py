@@ -8,22 +8,68 @@ synchronised regions, so host dispatch cost is included, as it is for a real ser
 Pruner settings target ~50 % fewer token-blocks than the dense model (`--budget 0.5`: mean over the
 12 blocks of tokens kept / tokens in), and the measured token fraction is printed per row.
 
+Kept counts: before warm-up, one untimed eager forward of each configuration on the measured batch
+records every packing's `cu_seqlens` and capacity (a wrapper around the model's pack function that
+is removed again before anything is timed; the graph-mode rows run the wrapped eager model inside
+the graph wrapper). From these per-image lengths each row gets the padded-to-packed token ratio and
+the dense/pruned FLOP ratio (`token_stats`); the end-of-run "targets" table turns them into the
+issue-4 checks (`target_rows`). Nothing in the timed region reads a value back to the host.
+
+Models are built once per (model, pruner) (timm init, threshold calibration) and kept on the GPU in
+fp16; each configuration wraps the shared backbone and a copy of the bound pruner in a fresh
+`PrunedDeiT` (the same objects `build_pruned_model` makes, without rebuilding the backbone).
+
 Usage (on a GPU machine):
     python -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 64 256
+    # the issue-4 points not measured in run 3 first, then the default grid, stop starting at 300 s:
+    python -m pruners.bench_e2e --order issue4-first --time-box 300 --repeats 5 --min-time 0.1
+    # print the planned configurations in order and exit (works without CUDA):
+    python -m pruners.bench_e2e --order issue4-first --dry-run
 Exit status: 0 ok, 2 no CUDA.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import math
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 
 import torch
 
-from pruners import BACKENDS, MODELS, PRUNERS, build_pruned_model, create_pruner, synthetic_images
+from pruners import (
+    BACKENDS,
+    MODELS,
+    PRUNERS,
+    GraphedPrunedModel,
+    PrunedDeiT,
+    build_pruned_model,
+    create_pruner,
+    synthetic_images,
+)
+
+# Issue 4 targets (H200, fp16, one run).
+LARGE_BATCHES = (64, 256)  # target 2: batches 64..256 (inclusive)
+SERVING_BATCHES = (1, 4)  # target 1
+TARGET_2B_FRACTION = 0.9  # gain over padded_sdpa within 10 % of the padded/packed token ratio
+TARGET_2C_FRACTION = 0.85  # pruned/dense speed-up >= 0.85 x the FLOP ratio
+TARGET_3_MODEL, TARGET_3_BATCHES = "deit_base_patch16_384", (1, 64)
+
+# What run 3 (docs/perf-notes.md, 2026-11-29) did not reach before its time box: (model, batches).
+# deit_base_patch16_384 stops at 64 (target 3 is batch 1-64; B=256 at 384 is not needed).
+ISSUE4_UNMEASURED = (("deit_base_patch16_224", (64, 256)), ("deit_base_patch16_384", (1, 4, 16, 64)))
+ISSUE4_BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "dense")
+ORDERS = ("grid", "issue4-first")
+
+
+def image_size(model_name: str) -> int:
+    """Input side in pixels of a DeiT in MODELS."""
+    return 384 if model_name.endswith("384") else 224
 
 
 def budget_options(pruner: str, budget: float, num_patches: int) -> dict:
@@ -50,6 +96,509 @@ def budget_options(pruner: str, budget: float, num_patches: int) -> dict:
     return {"dynamicvit": {"rho": r}, "evit": {"keep_rate": r}, "threshold_l2": {"keep_ratio": r}}[pruner]
 
 
+# -- kept counts -> token and FLOP ratios (pure functions) ----------------------------------------------
+
+
+def per_block(depth: int, stages: Sequence[int], placement: str, initial, after_stage: Sequence) -> tuple[list, list]:
+    """Spread per-stage values over the blocks: what each block's attention and MLP see.
+
+    A `before_block` pruner prunes before block `stages[s]`, so that whole block runs on stage s's
+    output; an `after_attention` pruner (EViT, ATS) prunes between the attention and the MLP of
+    block `stages[s]`, so that block's attention still sees the previous tokens.
+
+    Args:
+        depth: number of blocks.
+        stages: block index of each stage (ascending).
+        placement: "before_block" or "after_attention".
+        initial: the value before any stage (per-image lengths [1+N0] * B, or the dense row count).
+        after_stage: one value per stage (per-image lengths, or the packed capacity).
+
+    Returns:
+        (attention values, MLP values), one entry per block.
+    """
+    if placement not in ("before_block", "after_attention"):
+        raise ValueError(f"unknown placement {placement!r}")
+    if len(after_stage) != len(stages):
+        raise ValueError(f"{len(after_stage)} per-stage values for {len(stages)} stages")
+    stage_at = {blk: s for s, blk in enumerate(stages)}
+    attn, mlp, cur = [], [], initial
+    for j in range(depth):
+        s = stage_at.get(j)
+        if s is not None and placement == "before_block":
+            cur = after_stage[s]
+        attn.append(cur)
+        if s is not None and placement == "after_attention":
+            cur = after_stage[s]
+        mlp.append(cur)
+    return attn, mlp
+
+
+def padded_packed_ratio(attn_lengths: Sequence[Sequence[int]]) -> tuple[int, int, float]:
+    """Padded-to-packed token ratio of the attention inputs.
+
+    padded = sum over blocks of B x (longest length in the batch at that block) -- what
+    `padded_sdpa` pads every image to; packed = sum over blocks of the sum of the lengths.
+    Blocks before the first stage (all images at 1+N0) count 1:1, so this is the end-to-end bound.
+
+    Args:
+        attn_lengths: per block, the per-image token counts its attention sees.
+
+    Returns:
+        (padded tokens, packed tokens, padded / packed).
+    """
+    padded = sum(len(lens) * max(lens) for lens in attn_lengths if len(lens))
+    packed = sum(sum(lens) for lens in attn_lengths)
+    return padded, packed, (padded / packed if packed else float("nan"))
+
+
+def forward_flops(
+    attn_lengths: Sequence[Sequence[int]],
+    mlp_lengths: Sequence[Sequence[int]],
+    dim: int,
+    attn_rows: Sequence[int] | None = None,
+    mlp_rows: Sequence[int] | None = None,
+) -> float:
+    """FLOPs of the transformer blocks (multiply-add = 2 FLOPs), from per-image token counts.
+
+    Per block, with C = embed dim, A = tokens its attention sees, M = tokens its MLP sees
+    (A = M except at an `after_attention` stage block):
+        linear layers   8 C^2 * sum(A)   (qkv 6 C^2 + proj 2 C^2 per token)
+                     + 16 C^2 * sum(M)   (fc1 + fc2, hidden 4C)       -> 24 C^2 T when A = M = T
+        attention       4 C * sum_i(A_i^2)   (Q K^T and P V, 2 L^2 C each per image)
+    Norms, softmax, GELU, the patch embedding, the head and the pruners' decisions are not counted.
+
+    Args:
+        attn_lengths, mlp_lengths: per block, the per-image token counts.
+        dim: embed dim C.
+        attn_rows, mlp_rows: per block, the rows the linear layers actually run on when that is not
+            the token count (packed buffers sized by a capacity bound); default: the token counts.
+
+    Returns:
+        FLOPs summed over blocks.
+    """
+    if len(attn_lengths) != len(mlp_lengths):
+        raise ValueError("attn_lengths and mlp_lengths must have one entry per block each")
+    total = 0.0
+    for j, (a, m) in enumerate(zip(attn_lengths, mlp_lengths, strict=True)):
+        ra = sum(a) if attn_rows is None else attn_rows[j]
+        rm = sum(m) if mlp_rows is None else mlp_rows[j]
+        total += 8.0 * dim * dim * ra + 16.0 * dim * dim * rm + 4.0 * dim * sum(x * x for x in a)
+    return total
+
+
+def token_stats(
+    depth: int,
+    n_tokens: int,
+    batch: int,
+    dim: int,
+    stages: Sequence[int],
+    placement: str,
+    stage_lengths: Sequence[Sequence[int]],
+    stage_capacity: Sequence[int] | None = None,
+) -> dict:
+    """Token and FLOP figures of one forward, from the per-image lengths after each stage.
+
+    Args:
+        depth: blocks; n_tokens: 1 + N0; batch: B; dim: embed dim.
+        stages, placement: the pruner's.
+        stage_lengths: per stage, the per-image token counts after it (cu_seqlens differences; an
+            EViT fused token included); empty for the dense model.
+        stage_capacity: per stage, the packed buffer's row count (what the linear layers run on).
+
+    Returns:
+        token_fraction (mean over blocks of MLP tokens per image / n_tokens), padded_tokens,
+        packed_tokens, token_ratio (padded / packed), flops_dense, flops_pruned, flop_ratio
+        (dense / pruned, actual kept counts), flop_ratio_capacity (dense / pruned with the linear
+        layers on the capacity rows), tokens_per_block (attention tokens), longest_per_block,
+        mlp_tokens_per_block.
+    """
+    full = [n_tokens] * batch
+    attn, mlp = per_block(depth, stages, placement, full, [list(x) for x in stage_lengths])
+    padded, packed, ratio = padded_packed_ratio(attn)
+    dense = forward_flops([full] * depth, [full] * depth, dim)
+    pruned = forward_flops(attn, mlp, dim)
+    out = dict(
+        token_fraction=sum(sum(m) for m in mlp) / (depth * batch * n_tokens),
+        padded_tokens=padded,
+        packed_tokens=packed,
+        token_ratio=ratio,
+        flops_dense=dense,
+        flops_pruned=pruned,
+        flop_ratio=dense / pruned,
+        flop_ratio_capacity=dense / pruned,
+        tokens_per_block=[sum(a) for a in attn],
+        longest_per_block=[max(a) for a in attn],
+        mlp_tokens_per_block=[sum(m) for m in mlp],
+    )
+    if stage_capacity is not None:
+        rows_a, rows_m = per_block(depth, stages, placement, batch * n_tokens, list(stage_capacity))
+        out["flop_ratio_capacity"] = dense / forward_flops(attn, mlp, dim, rows_a, rows_m)
+    return out
+
+
+class record_packing:
+    """Context manager: while active, every pack of `model` (a PrunedDeiT) logs (cu_seqlens, capacity).
+
+    The bench's hook for kept counts (the model exposes keep masks, but not the EViT fused token nor
+    the capacities): it wraps the instance's pack function and restores it on exit. Use it around an
+    untimed forward only; reading the lengths (`lengths()`) syncs with the device.
+    """
+
+    def __init__(self, model: PrunedDeiT) -> None:
+        self.model = model
+        self.log: list[tuple[torch.Tensor, int]] = []
+
+    def __enter__(self) -> record_packing:
+        self._orig = self.model._pack
+
+        def pack(x: torch.Tensor, keep: torch.Tensor, capacity: int):
+            packed, cu = self._orig(x, keep, capacity)
+            self.log.append((cu.detach().clone(), int(capacity)))
+            return packed, cu
+
+        self.model._pack = pack
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.model._pack = self._orig
+
+    def lengths(self) -> tuple[list[list[int]], list[int]]:
+        """(per stage: per-image lengths, per stage: capacity rows)."""
+        lens = [(cu[1:] - cu[:-1]).tolist() for cu, _ in self.log]
+        return lens, [cap for _, cap in self.log]
+
+
+def measure_tokens(inner: PrunedDeiT, x: torch.Tensor) -> dict:
+    """`token_stats` of the decisions `inner` takes on `x` (one untimed eager forward, syncs once)."""
+    bb = inner.backbone
+    depth, n_tokens, dim = len(bb.blocks), 1 + inner.num_patches, bb.embed_dim
+    if inner.backend == "dense":
+        return token_stats(depth, n_tokens, x.shape[0], dim, (), "before_block", [])
+    with record_packing(inner) as rec:
+        inner(x)
+    lens, caps = rec.lengths()
+    pr = inner.pruner
+    return token_stats(depth, n_tokens, x.shape[0], dim, pr.stages, pr.placement, lens, caps)
+
+
+# -- the plan: configurations, order, time box ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """One timed configuration. `pruner` is None for the dense model (it does not depend on one)."""
+
+    model: str
+    pruner: str | None
+    batch: int
+    backend: str
+    mode: str = "eager"  # "eager" or "graph"
+    exact: bool = False  # eager exact_capacity
+
+    @property
+    def mode_label(self) -> str:
+        return self.mode + ("+exact" if self.exact else "")
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.pruner or '-'} B={self.batch} {self.backend}/{self.mode_label}"
+
+
+def grid_configs(
+    models: Iterable[str],
+    pruners: Sequence[str],
+    batches: Iterable[int],
+    backends: Sequence[str],
+    exact_capacity: bool = False,
+    nesting: str = "pruner",
+    exact_backends: Sequence[str] | None = None,
+) -> list[Config]:
+    """Configurations of a grid; the dense model once per (model, batch), before the pruned ones.
+
+    Args:
+        exact_capacity: add an eager exact_capacity configuration for ragged pruners.
+        nesting: "pruner" (model, pruner, batch: the historical order) or "batch" (model, batch,
+            pruner: every (model, batch) completes its target set before the next one starts).
+        exact_backends: the backends that get the exact_capacity variant (default: all pruned ones).
+    """
+    if nesting not in ("pruner", "batch"):
+        raise ValueError(f"nesting must be 'pruner' or 'batch', got {nesting!r}")
+    out: list[Config] = []
+    for model in models:
+        pairs = (
+            [(p, b) for p in pruners for b in batches]
+            if nesting == "pruner"
+            else [(p, b) for b in batches for p in pruners]
+        )
+        dense_done: set[int] = set()
+        for pruner, batch in pairs:
+            if "dense" in backends and batch not in dense_done:
+                dense_done.add(batch)
+                out.append(Config(model, None, batch, "dense"))
+            for backend in backends:
+                if backend == "dense":
+                    continue
+                out.append(Config(model, pruner, batch, backend))
+                if backend == "triton":
+                    out.append(Config(model, pruner, batch, backend, "graph"))
+                if exact_capacity and PRUNERS[pruner].ragged and (exact_backends is None or backend in exact_backends):
+                    out.append(Config(model, pruner, batch, backend, "eager", True))
+    return out
+
+
+def plan(
+    order: str,
+    models: Sequence[str],
+    pruners: Sequence[str],
+    batches: Sequence[int],
+    backends: Sequence[str],
+    exact_capacity: bool = False,
+) -> list[Config]:
+    """Configurations in run order.
+
+    "grid": models x pruners x batches x backends, as before. "issue4-first": first the issue-4
+    points run 3 did not measure (ISSUE4_UNMEASURED, backends ISSUE4_BACKENDS within `backends`, the
+    given pruners, batch-major so each (model, batch) completes its target set; with
+    `exact_capacity`, triton eager+exact for the ragged pruners, not the baselines), then the rest of
+    the grid. Duplicates run once, at their first position.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    grid = grid_configs(models, pruners, batches, backends, exact_capacity)
+    if order == "grid":
+        return grid
+    first_backends = [b for b in backends if b in ISSUE4_BACKENDS]
+    first: list[Config] = []
+    for model, model_batches in ISSUE4_UNMEASURED:
+        first += grid_configs(
+            [model], pruners, model_batches, first_backends, exact_capacity, nesting="batch", exact_backends=("triton",)
+        )
+    seen: set[Config] = set()
+    out = []
+    for cfg in first + grid:
+        if cfg not in seen:
+            seen.add(cfg)
+            out.append(cfg)
+    return out
+
+
+@dataclass
+class PlanResult:
+    rows: list[dict]
+    failed: list[tuple[Config, str]]
+    skipped: list[Config]  # not started: the time box ran out
+
+
+def run_plan(
+    configs: Sequence[Config],
+    measure: Callable[[Config], dict],
+    time_box: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    start: float | None = None,
+    on_row: Callable[[dict], None] | None = None,
+    on_error: Callable[[Config, str], None] | None = None,
+) -> PlanResult:
+    """Run `measure` on each configuration in order; start none once `time_box` seconds have passed.
+
+    A configuration already running when the box ends finishes (the box bounds starts, not ends).
+    RuntimeError/NotImplementedError (out of memory, a missing baseline) fail that configuration only.
+
+    Args:
+        configs: the plan.
+        measure: Config -> result row.
+        time_box: seconds from `start` after which no configuration starts; None = no limit.
+        clock: seconds (monotonic).
+        start: the clock value the box counts from (default: now).
+        on_row, on_error: progress callbacks.
+
+    Returns:
+        rows (each with config_s and elapsed_s added), failures, configurations never started.
+    """
+    start = clock() if start is None else start
+    res = PlanResult([], [], [])
+    for i, cfg in enumerate(configs):
+        if time_box is not None and clock() - start >= time_box:
+            res.skipped = list(configs[i:])
+            break
+        t0 = clock()
+        try:
+            row = measure(cfg)
+        except (RuntimeError, NotImplementedError) as e:
+            res.failed.append((cfg, str(e)))
+            if on_error:
+                on_error(cfg, str(e))
+            continue
+        now = clock()
+        row["config_s"], row["elapsed_s"] = now - t0, now - start
+        res.rows.append(row)
+        if on_row:
+            on_row(row)
+    return res
+
+
+def describe_skipped(skipped: Sequence[Config]) -> list[str]:
+    """One line per (model, pruner, batch): the backends/modes not started."""
+    groups: dict[tuple, list[str]] = {}
+    for c in skipped:
+        groups.setdefault((c.model, c.pruner or "-", c.batch), []).append(f"{c.backend}/{c.mode_label}")
+    return [f"{m} {p} B={b}: {', '.join(v)}" for (m, p, b), v in groups.items()]
+
+
+# -- targets -------------------------------------------------------------------------------------------
+
+
+def _status(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def _same_decisions(rows: Sequence[dict]) -> bool:
+    keys = ("tokens_per_block", "longest_per_block", "mlp_tokens_per_block", "flops_pruned")
+    sigs = {tuple(json.dumps(r.get(k)) for k in keys) for r in rows}
+    return len(sigs) <= 1
+
+
+def target_rows(rows: Sequence[dict]) -> list[dict]:
+    """Issue-4 target figures per (model, pruner, batch) that has a triton row.
+
+    triton best = the fastest triton row without exact_capacity (graph or eager: the same packed
+    capacities as the eager baselines, so the comparison is about attention and overheads); its kept
+    counts give the token and FLOP ratios. Against `dense` the fastest triton row of any mode counts
+    (eager+exact included when measured: it is the triton path's answer to capacity rows).
+    Statuses: PASS / MISS, "n/a" where the target does not apply, "no data" where a row it needs was
+    not measured.
+        1   (B 1, 4):     triton graph >= 3x fa2_varlen and >= 4x padded_sdpa
+        2a  (B 64-256):   triton best >= fa2_varlen and >= padded_sdpa
+        2b  (B 64-256, ragged pruners): (best / padded_sdpa) >= 0.9 x token_ratio
+        2c  (B 64-256):   (best any mode / dense) >= 0.85 x flop_ratio
+        3   (deit_base_patch16_384, B 1-64): triton best >= fa2_varlen
+    """
+    dense = {(r["model"], r["batch"]): r for r in rows if r["backend"] == "dense"}
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["backend"] != "dense":
+            groups.setdefault((r["model"], r["pruner"], r["batch"]), []).append(r)
+    out = []
+    for (model, pruner, batch), grp in groups.items():
+        tri = [r for r in grp if r["backend"] == "triton"]
+        plain = [r for r in tri if not r["mode"].endswith("+exact")]
+        if not tri:
+            continue
+        best_any = max(tri, key=lambda r: r["img_per_s"])
+        best = max(plain, key=lambda r: r["img_per_s"]) if plain else best_any
+        graph = next((r for r in tri if r["mode"] == "graph"), None)
+        fa2 = next((r for r in grp if r["backend"] == "fa2_varlen" and r["mode"] == "eager"), None)
+        pad = next((r for r in grp if r["backend"] == "padded_sdpa" and r["mode"] == "eager"), None)
+        den = dense.get((model, batch))
+        v = best["img_per_s"]
+        t = dict(
+            model=model,
+            pruner=pruner,
+            batch=batch,
+            ragged=bool(best.get("ragged", False)),
+            triton_best_mode=best["mode"],
+            triton_best=v,
+            fa2_varlen=fa2["img_per_s"] if fa2 else None,
+            padded_sdpa=pad["img_per_s"] if pad else None,
+            dense=den["img_per_s"] if den else None,
+            token_ratio=best["token_ratio"],
+            flop_ratio=best["flop_ratio"],
+            flop_ratio_capacity=best.get("flop_ratio_capacity"),
+            vs_fa2=v / fa2["img_per_s"] if fa2 else None,
+            vs_padded=v / pad["img_per_s"] if pad else None,
+            vs_dense_mode=best_any["mode"],
+            vs_dense=best_any["img_per_s"] / den["img_per_s"] if den else None,
+            same_decisions=_same_decisions([r for r in grp if r["backend"] in ("triton", "fa2_varlen", "padded_sdpa")]),
+        )
+        t["frac_2b"] = t["vs_padded"] / t["token_ratio"] if t["vs_padded"] else None
+        t["frac_2c"] = t["vs_dense"] / t["flop_ratio"] if t["vs_dense"] else None
+        serving = batch in SERVING_BATCHES
+        large = LARGE_BATCHES[0] <= batch <= LARGE_BATCHES[1]
+        if not serving:
+            t["t1"] = "n/a"
+        elif graph is None or fa2 is None or pad is None:
+            t["t1"] = "no data"
+        else:
+            t["t1"] = _status(graph["img_per_s"] >= 3 * fa2["img_per_s"] and graph["img_per_s"] >= 4 * pad["img_per_s"])
+        if not large:
+            t["t2a"] = t["t2b"] = t["t2c"] = "n/a"
+        else:
+            t["t2a"] = "no data" if fa2 is None or pad is None else _status(t["vs_fa2"] >= 1 and t["vs_padded"] >= 1)
+            if not t["ragged"]:
+                t["t2b"] = "n/a"
+            else:
+                t["t2b"] = "no data" if pad is None else _status(t["frac_2b"] >= TARGET_2B_FRACTION)
+            t["t2c"] = "no data" if den is None else _status(t["frac_2c"] >= TARGET_2C_FRACTION)
+        if model != TARGET_3_MODEL or not TARGET_3_BATCHES[0] <= batch <= TARGET_3_BATCHES[1]:
+            t["t3"] = "n/a"
+        else:
+            t["t3"] = "no data" if fa2 is None else _status(t["vs_fa2"] >= 1)
+        out.append(t)
+    return out
+
+
+def _f(x, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def throughput_table(rows: Sequence[dict]) -> list[str]:
+    """Markdown: images/s per (model, pruner, batch) and backend/mode."""
+    cols = [
+        ("triton", "graph"),
+        ("triton", "eager"),
+        ("triton", "eager+exact"),
+        ("fa2_varlen", "eager"),
+        ("padded_sdpa", "eager"),
+        ("nested_sdpa", "eager"),
+    ]
+    by = {(r["model"], r["pruner"], r["batch"], r["backend"], r["mode"]): r for r in rows}
+    dense = {(r["model"], r["batch"]): r["img_per_s"] for r in rows if r["backend"] == "dense"}
+    keys = sorted({(r["model"], r["pruner"], r["batch"]) for r in rows if r["backend"] != "dense"}, key=str)
+    head = "| model | pruner | batch | " + " | ".join(f"{b} {m}" for b, m in cols) + " | dense | tokens |"
+    lines = [head, "|" + "---|" * (len(cols) + 5)]
+    for m, p, b in keys:
+        cells = [_f(by[(m, p, b, be, mo)]["img_per_s"], ".0f") if (m, p, b, be, mo) in by else "—" for be, mo in cols]
+        frac = next(r["token_fraction"] for r in rows if (r["model"], r["pruner"], r["batch"]) == (m, p, b))
+        lines.append(f"| {m} | {p} | {b} | " + " | ".join(cells) + f" | {_f(dense.get((m, b)), '.0f')} | {frac:.3f} |")
+    return lines
+
+
+def targets_table(targets: Sequence[dict]) -> list[str]:
+    """Markdown: the issue-4 target figures and PASS/MISS per (model, pruner, batch)."""
+    head = (
+        "| model | pruner | batch | ragged | triton best | img/s | /fa2 | /padded | /dense | pad/packed tokens "
+        "| 2b reached | FLOP ratio | FLOP ratio @cap | 2c reached | same kept | 1 | 2a | 2b | 2c | 3 |"
+    )
+    lines = [head, "|" + "---|" * 20]
+    for t in targets:
+        cells = [
+            t["model"],
+            t["pruner"],
+            str(t["batch"]),
+            "yes" if t["ragged"] else "no",
+            t["triton_best_mode"],
+            f"{t['triton_best']:.0f}",
+            _f(t["vs_fa2"], ".2f"),
+            _f(t["vs_padded"], ".2f"),
+            _f(t["vs_dense"], ".2f")
+            + ("" if t["vs_dense_mode"] == t["triton_best_mode"] else f" ({t['vs_dense_mode']})"),
+            _f(t["token_ratio"], ".3f"),
+            _f(t["frac_2b"], ".2f"),
+            _f(t["flop_ratio"], ".2f"),
+            _f(t["flop_ratio_capacity"], ".2f"),
+            _f(t["frac_2c"], ".2f"),
+            "yes" if t["same_decisions"] else "NO",
+            t["t1"],
+            t["t2a"],
+            t["t2b"],
+            t["t2c"],
+            t["t3"],
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+# -- GPU measurement -----------------------------------------------------------------------------------
+
+
 def _time(fn, x: torch.Tensor, repeats: int, min_time: float) -> float:
     """Median seconds per call over `repeats`, each repeat >= min_time long (synchronised host clock)."""
     torch.cuda.synchronize()
@@ -69,49 +618,95 @@ def _time(fn, x: torch.Tensor, repeats: int, min_time: float) -> float:
     return statistics.median(times)
 
 
+class ModelCache:
+    """Backbones per model and bound (calibrated) pruners per (model, pruner), built once.
+
+    Built with `build_pruned_model` (seed 0, so the backbone equals what every backend would build)
+    and moved to `device`/`dtype`; `make` wraps them in a fresh PrunedDeiT (a copy of the pruner) per
+    configuration, as `build_pruned_model(...).to(device, dtype)` would.
+
+    Args:
+        budget: see `budget_options`.
+        device, dtype: where the models run (the bench: CUDA, fp16).
+    """
+
+    def __init__(self, budget: float, device: str | torch.device = "cuda", dtype: torch.dtype = torch.float16) -> None:
+        self.budget = budget
+        self.device, self.dtype = device, dtype
+        self.backbones: dict[str, torch.nn.Module] = {}
+        self.pruners: dict[tuple[str, str | None], torch.nn.Module] = {}
+
+    def _parts(self, model_name: str, pruner_name: str | None):
+        key = (model_name, pruner_name)
+        if key not in self.pruners:
+            n0 = (image_size(model_name) // 16) ** 2
+            pr = (
+                None
+                if pruner_name is None
+                else create_pruner(pruner_name, **budget_options(pruner_name, self.budget, n0))
+            )
+            built = build_pruned_model(model_name, pr, "dense" if pr is None else "reference")
+            if model_name not in self.backbones:
+                self.backbones[model_name] = built.backbone.to(self.device, self.dtype)
+            self.pruners[key] = built.pruner.to(self.device, self.dtype)
+            del built
+        return self.backbones[model_name], self.pruners[key]
+
+    def make(self, cfg: Config) -> tuple[torch.nn.Module, PrunedDeiT]:
+        """(the model to time, its eager PrunedDeiT) for a configuration."""
+        backbone, pruner = self._parts(cfg.model, cfg.pruner)
+        inner = PrunedDeiT(backbone, copy.deepcopy(pruner), cfg.backend, exact_capacity=cfg.exact).eval()
+        return (GraphedPrunedModel(inner) if cfg.mode == "graph" else inner), inner
+
+
 @torch.no_grad()
-def bench_one(model_name, pruner_name, backend, mode, batch, budget, repeats, min_time, warmup, exact=False) -> dict:
-    """Throughput of one configuration; returns a result row."""
-    size = 384 if model_name.endswith("384") else 224
-    n0 = (size // 16) ** 2
-    pruner = create_pruner(pruner_name, **budget_options(pruner_name, budget, n0))
-    opts = {"graph": mode == "graph", "exact_capacity": exact}
-    model = build_pruned_model(model_name, pruner, backend, **opts).half().cuda()
-    x = synthetic_images(batch, size, seed=1).half().cuda()
-    frac = 1.0
-    if backend != "dense":
-        inner = model.model if mode == "graph" else model
-        inner.record = True
-        y = model(x)
-        counts = [k.sum(1).float().mean().item() for k in inner.recorded_keeps]
-        stages = list(inner.pruner.stages)
-        per_block, n = [], 1 + n0
-        for i in range(len(inner.backbone.blocks)):
-            if i in stages:
-                n = counts[stages.index(i)]
-            per_block.append(n / (1 + n0))
-        frac = sum(per_block) / len(per_block)
-        inner.record = False
-    for _ in range(warmup):
-        y = model(x)
-    del y
-    sec = _time(model, x, repeats, min_time)
-    del model
-    torch.cuda.empty_cache()
+def bench_one(cfg: Config, cache: ModelCache, repeats: int, min_time: float, warmup: int) -> dict:
+    """Throughput and kept-count figures of one configuration; returns a result row."""
+    torch.cuda.reset_peak_memory_stats()
+    model, inner = cache.make(cfg)
+    try:
+        x = synthetic_images(cfg.batch, image_size(cfg.model), seed=1).half().cuda()
+        stats = measure_tokens(inner, x)  # untimed, eager; the pack hook is gone afterwards
+        for _ in range(warmup):
+            model(x)
+        sec = _time(model, x, repeats, min_time)
+        peak = torch.cuda.max_memory_allocated() / 2**30
+    finally:
+        del model, inner
+        torch.cuda.empty_cache()
+    ragged = cfg.pruner is not None and bool(cache.pruners[(cfg.model, cfg.pruner)].ragged)
     return dict(
-        model=model_name,
-        pruner=pruner_name,
-        backend=backend,
-        mode=mode + ("+exact" if exact else ""),
-        batch=batch,
-        img_per_s=batch / sec,
+        table="throughput",
+        model=cfg.model,
+        pruner=cfg.pruner,
+        backend=cfg.backend,
+        mode=cfg.mode_label,
+        batch=cfg.batch,
+        img_per_s=cfg.batch / sec,
         ms=sec * 1e3,
-        token_fraction=frac,
+        ragged=ragged,
+        peak_gib=peak,
+        **stats,
+    )
+
+
+HEADER = (
+    f"{'model':24} {'pruner':13} {'backend':12} {'mode':12} {'batch':>5} {'img/s':>10} {'ms':>9} {'tokens':>6} "
+    f"{'pad/pk':>6} {'FLOPx':>6} {'GiB':>6} {'t[s]':>6}"
+)
+
+
+def _row_line(r: dict) -> str:
+    return (
+        f"{r['model']:24} {r['pruner'] or '-':13} {r['backend']:12} {r['mode']:12} {r['batch']:>5} "
+        f"{r['img_per_s']:10.1f} {r['ms']:9.3f} {r['token_fraction']:6.3f} {r['token_ratio']:6.3f} "
+        f"{r['flop_ratio']:6.2f} {r['peak_gib']:6.2f} {r['elapsed_s']:6.0f}"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; see the module docstring."""
+    t_start = time.monotonic()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["deit_small_patch16_224", "deit_base_patch16_224"], choices=MODELS)
     ap.add_argument("--pruners", nargs="+", default=list(PRUNERS), choices=sorted(PRUNERS))
@@ -122,74 +717,80 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repeat")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
-    ap.add_argument("--json", help="write the rows to this file as JSON")
+    ap.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="grid",
+        help="grid: models x pruners x batches (default); issue4-first: first the issue-4 points run 3 did not "
+        "measure (deit_base_patch16_224 B 64/256, deit_base_patch16_384 B 1/4/16/64; backends triton graph+eager, "
+        "fa2_varlen, padded_sdpa, dense; --pruners), then the grid",
+    )
+    ap.add_argument(
+        "--time-box",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start no configuration after SECONDS since the bench started (the running one finishes); "
+        "the ones not started are listed",
+    )
+    ap.add_argument("--dry-run", action="store_true", help="print the planned configurations in order and exit")
+    ap.add_argument("--json", help="write the rows (throughput, targets, skipped) to this file as JSON")
     args = ap.parse_args(argv)
+    if args.time_box is not None and args.time_box <= 0:
+        ap.error("--time-box must be positive")
+    configs = plan(args.order, args.models, args.pruners, args.batches, args.backends, args.exact_capacity)
+    if args.dry_run:
+        for i, c in enumerate(configs):
+            print(f"{i:4} {c}")
+        return 0
     if not torch.cuda.is_available():
         print("bench_e2e needs a CUDA GPU", file=sys.stderr)
         return 2
-    rows = []
-    print(f"{'model':24} {'pruner':13} {'backend':12} {'mode':12} {'batch':>5} {'img/s':>10} {'ms':>9} {'tokens':>6}")
-    for model_name in args.models:
-        for pruner_name in args.pruners:
-            for batch in args.batches:
-                configs = []
-                for backend in args.backends:
-                    configs.append((backend, "eager", False))
-                    if backend == "triton":
-                        configs.append((backend, "graph", False))
-                    if args.exact_capacity and backend != "dense" and PRUNERS[pruner_name].ragged:
-                        configs.append((backend, "eager", True))
-                for backend, mode, exact in configs:
-                    if backend == "dense" and pruner_name != args.pruners[0]:
-                        continue  # the dense model does not depend on the pruner
-                    try:
-                        r = bench_one(
-                            model_name,
-                            pruner_name,
-                            backend,
-                            mode,
-                            batch,
-                            args.budget,
-                            args.repeats,
-                            args.min_time,
-                            args.warmup,
-                            exact,
-                        )
-                    except (RuntimeError, NotImplementedError) as e:  # e.g. out of memory, missing baseline
-                        print(f"{model_name:24} {pruner_name:13} {backend:12} {mode:12} {batch:>5} skipped: {e}")
-                        torch.cuda.empty_cache()
-                        continue
-                    rows.append(r)
-                    print(
-                        f"{r['model']:24} {r['pruner']:13} {r['backend']:12} {r['mode']:12} {r['batch']:>5} "
-                        f"{r['img_per_s']:10.1f} {r['ms']:9.3f} {r['token_fraction']:6.3f}",
-                        flush=True,
-                    )
-    _summary(rows)
+    print(f"{len(configs)} configurations, order {args.order}, time box {args.time_box or 'none'}")
+    print(HEADER)
+    cache = ModelCache(args.budget)
+
+    def on_error(cfg: Config, msg: str) -> None:
+        print(
+            f"{cfg.model:24} {cfg.pruner or '-':13} {cfg.backend:12} {cfg.mode_label:12} {cfg.batch:>5} failed: {msg}"
+        )
+
+    res = run_plan(
+        configs,
+        lambda c: bench_one(c, cache, args.repeats, args.min_time, args.warmup),
+        time_box=args.time_box,
+        start=t_start,
+        on_row=lambda r: print(_row_line(r), flush=True),
+        on_error=on_error,
+    )
+    print("\n### throughput (images/s)\n")
+    print("\n".join(throughput_table(res.rows)))
+    targets = target_rows(res.rows)
+    print("\n### targets\n")
+    print(
+        "triton best = fastest triton graph/eager row; /x = its images/s over x (eager); /dense uses the fastest "
+        "triton row of any mode (named when it is +exact); pad/packed tokens = sum over blocks "
+        "of B x longest / sum of lengths (its kept counts); 2b reached = (/padded) / (pad/packed), target >= "
+        f"{TARGET_2B_FRACTION}; FLOP ratio = dense / pruned from the kept counts (@cap: linear layers on the "
+        f"packed capacity rows); 2c reached = (/dense) / FLOP ratio, target >= {TARGET_2C_FRACTION}\n"
+    )
+    print("\n".join(targets_table(targets)))
+    if res.failed:
+        print(f"\n{len(res.failed)} configurations failed:")
+        for c, msg in res.failed:
+            print(f"  {c}: {msg.splitlines()[0] if msg else ''}")
+    if res.skipped:
+        print(f"\ntime box ({args.time_box:.0f} s) reached: {len(res.skipped)} configurations not started:")
+        for line in describe_skipped(res.skipped):
+            print(f"  {line}")
+    print(f"\ntotal {time.monotonic() - t_start:.0f} s")
     if args.json:
+        out = list(res.rows) + [dict(table="targets", **t) for t in targets]
+        out += [dict(table="skipped", **asdict(c)) for c in res.skipped]
+        out += [dict(table="failed", error=msg, **asdict(c)) for c, msg in res.failed]
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(out, f, indent=1)
     return 0
-
-
-def _summary(rows: list[dict]) -> None:
-    """Speed-up of triton (graph at serving batches, best mode at large ones) over the eager baselines."""
-    by = {(r["model"], r["pruner"], r["backend"], r["mode"], r["batch"]): r["img_per_s"] for r in rows}
-    print("\nspeed-ups (triton vs eager fa2_varlen / padded_sdpa)")
-    for (m, p, b, mode, bs), v in sorted(by.items()):
-        if b != "triton" or mode != "graph":
-            continue
-        best = max(v, by.get((m, p, "triton", "eager", bs), 0.0))
-        ours = v if bs <= 4 else best
-        fa2, pad = by.get((m, p, "fa2_varlen", "eager", bs)), by.get((m, p, "padded_sdpa", "eager", bs))
-        need = (3.0, 4.0) if bs <= 4 else (1.0, 1.0)
-        parts = []
-        for name, base, target in (("fa2", fa2, need[0]), ("padded", pad, need[1])):
-            if base:
-                parts.append(
-                    f"{name} {ours / base:5.2f}x (target {target:.0f}x {'ok' if ours / base >= target else 'MISS'})"
-                )
-        print(f"{m:24} {p:13} batch {bs:>4}: " + ", ".join(parts))
 
 
 if __name__ == "__main__":

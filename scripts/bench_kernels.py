@@ -25,7 +25,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragged_kernels import (  # noqa: E402
-    _launch,  # noqa: E402
     fa2_varlen_attention,
     pack_tokens,
     padded_sdpa_attention,
@@ -119,23 +118,6 @@ def gpu_time(fns: list, calls: int = 20, reps: int = 20) -> float:
     return statistics.median(samples)
 
 
-class triton_launcher:
-    """`with triton_launcher(direct=False):` runs ragged_attention through Triton's CompiledKernel.run
-    instead of the direct cuLaunchKernel path (ragged_kernels/_launch.py), for an A/B in one run."""
-
-    def __init__(self, direct: bool) -> None:
-        self.direct = direct
-
-    def __enter__(self):
-        self.saved = _launch.USE_DIRECT
-        _launch.USE_DIRECT = self.direct
-        fwd._compiled.clear()
-
-    def __exit__(self, *exc):
-        _launch.USE_DIRECT = self.saved
-        fwd._compiled.clear()
-
-
 def impls(cap: int):
     return {
         # Host cost and latency: every implementation allocates its output, as FA2 does.
@@ -159,27 +141,23 @@ def fmt_us(x: float) -> str:
 
 def table_host(rows: list, quick: bool):
     print("\n## 1. Host cost per call (µs, N=200 back-to-back, before sync), N=197 capacity")
-    print("(every call allocates its output, as FA2 does; triton = direct cuLaunchKernel path, triton_ck = the same")
-    print(" call through Triton's CompiledKernel.run launcher)")
-    print("| batch | keep | triton | triton_ck | fa2 | padded_sdpa | varlen_attn | triton/fa2 | triton_ck/fa2 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("(every call allocates its output, as FA2 does)")
+    print("| batch | keep | triton | fa2 | padded_sdpa | varlen_attn | triton/fa2 |")
+    print("|---|---|---|---|---|---|---|")
     for batch in (1, 4, 32):
         for keep in (1.0, 0.5, 0.2):
             lengths = lengths_for(batch, max(1, round(197 * keep)), 197, ragged=keep < 1)
             cu, sets = make_inputs(lengths, 1)
             r = {}
-            for name in ("triton", "triton_ck", "fa2", "padded_sdpa", "varlen_attn"):
+            for name in ("triton", "fa2", "padded_sdpa", "varlen_attn"):
                 try:
-                    with triton_launcher(direct=name != "triton_ck"):
-                        fn = bound_calls(name.replace("_ck", ""), 197, cu, sets)[0]
-                        r[name] = host_cost(fn, n=100 if quick else 200)
+                    r[name] = host_cost(bound_calls(name, 197, cu, sets)[0], n=100 if quick else 200)
                 except Exception as exc:  # a baseline missing on this torch: report, don't hide
                     r[name] = float("nan")
                     print(f"<!-- {name} failed: {exc!r} -->")
             rows.append({"measure": "host", "batch": batch, "keep": keep, **r})
-            print(f"| {batch} | {keep} | {fmt_us(r['triton'])} | {fmt_us(r['triton_ck'])} | {fmt_us(r['fa2'])} | "
-                  f"{fmt_us(r['padded_sdpa'])} | {fmt_us(r['varlen_attn'])} | {r['triton'] / r['fa2']:.2f} | "
-                  f"{r['triton_ck'] / r['fa2']:.2f} |")
+            print(f"| {batch} | {keep} | {fmt_us(r['triton'])} | {fmt_us(r['fa2'])} | {fmt_us(r['padded_sdpa'])} | "
+                  f"{fmt_us(r['varlen_attn'])} | {r['triton'] / r['fa2']:.2f} |")
 
 
 def table_host_breakdown(rows: list):
@@ -189,13 +167,11 @@ def table_host_breakdown(rows: list):
     q, k, v = sets[0]
     out = torch.empty_like(q)
     ragged_attention(q, k, v, cu, 197, out=out)
-    ck, function, metadata, consts, _, direct = next(iter(fwd._compiled.values()))
+    ck, function, metadata, consts, _ = next(iter(fwd._compiled.values()))
     ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu.data_ptr())
     grid_m = 197 // 64 + 1
     stream = torch._C._cuda_getCurrentRawStream(0)
     parts = {
-        "direct cuLaunchKernel only": (lambda: direct(grid_m, 4 * HEADS, 1, stream, *ptrs, q.shape[0], 0.18))
-        if direct is not None else (lambda: None),
         "CompiledKernel.run only": lambda: ck.run(grid_m, 4 * HEADS, 1, stream, function, metadata, None, None, None,
                                                   *ptrs, q.shape[0], 0.18, *consts),
         "torch.empty (output)": lambda: torch.empty(q.shape, dtype=q.dtype, device="cuda"),
@@ -216,18 +192,16 @@ def table_host_breakdown(rows: list):
 
 def table_latency(rows: list, quick: bool):
     print("\n## 2. Latency, call + synchronize (µs, median), 80% pruning (keep 0.2), N=197 capacity")
-    print("| batch | triton | triton_ck | fa2 | padded_sdpa | triton/fa2 | triton_ck/fa2 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| batch | triton | fa2 | padded_sdpa | triton/fa2 |")
+    print("|---|---|---|---|---|")
     for batch in (1, 2, 4, 8, 16, 32):
         lengths = lengths_for(batch, round(197 * 0.2), 197, ragged=True)
         cu, sets = make_inputs(lengths, 1)
-        r = {}
-        for name in ("triton", "triton_ck", "fa2", "padded_sdpa"):
-            with triton_launcher(direct=name != "triton_ck"):
-                r[name] = latency(bound_calls(name.replace("_ck", ""), 197, cu, sets)[0], n=100 if quick else 300)
+        r = {name: latency(bound_calls(name, 197, cu, sets)[0], n=100 if quick else 300)
+             for name in ("triton", "fa2", "padded_sdpa")}
         rows.append({"measure": "latency", "batch": batch, "keep": 0.2, **r})
-        print(f"| {batch} | {fmt_us(r['triton'])} | {fmt_us(r['triton_ck'])} | {fmt_us(r['fa2'])} | "
-              f"{fmt_us(r['padded_sdpa'])} | {r['triton'] / r['fa2']:.2f} | {r['triton_ck'] / r['fa2']:.2f} |")
+        print(f"| {batch} | {fmt_us(r['triton'])} | {fmt_us(r['fa2'])} | {fmt_us(r['padded_sdpa'])} | "
+              f"{r['triton'] / r['fa2']:.2f} |")
 
 
 def gpu_points(quick: bool):

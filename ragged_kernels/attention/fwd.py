@@ -27,8 +27,6 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels import _launch
-
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 LOG2E = 1.4426950408889634
 
@@ -186,16 +184,11 @@ def ragged_attn_fwd(
                              (grid_m, batch * heads, 1))
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
                   q.dtype == torch.float32)
-        _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg, _direct_launch(ck))
+        _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
         return out
-    ck, function, metadata, consts, _, direct = entry
+    ck, function, metadata, consts, _ = entry
     stream = torch._C._cuda_getCurrentRawStream(device_index)
     if device_index == torch._C._cuda_getDevice():
-        # The direct cuLaunchKernel path (ragged_kernels/_launch.py); on any driver error (e.g. a
-        # thread with no current context yet) Triton's launcher below handles it or raises.
-        if direct is not None and direct(grid_m, batch * heads, 1, stream, p_q, p_k, p_v, p_o, p_cu, total,
-                                         sm_scale_log2) == 0:
-            return out
         # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
         # exit_hook, *every argument of the signature, constexprs included (the launcher skips them)).
         ck.run(grid_m, batch * heads, 1, stream, function, metadata,
@@ -205,20 +198,6 @@ def ragged_attn_fwd(
             ck.run(grid_m, batch * heads, 1, stream, function, metadata,
                    None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
-
-
-# Kinds of the kernel's non-constexpr arguments, in order: Q, K, V, Out, CU, total_tokens, sm_scale_log2.
-_SIGNATURE = ("ptr", "ptr", "ptr", "ptr", "ptr", "i32", "fp32")
-
-
-def _direct_launch(ck) -> _launch.DirectLaunch | None:
-    """The direct launcher for a compiled kernel, or None where it does not apply (then Triton's)."""
-    if not _launch.USE_DIRECT:
-        return None
-    try:
-        return _launch.DirectLaunch(ck, _SIGNATURE)
-    except (_launch.DirectLaunchUnsupported, OSError, AttributeError):
-        return None
 
 
 def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg: AttnConfig, grid):

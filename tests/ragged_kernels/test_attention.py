@@ -203,25 +203,3 @@ def test_gpu_graph_replay_with_new_lengths():
         ref = ragged_attention_ref(q, k, v, cu)
         assert (out[:n].float() - ref[:n]).abs().max().item() < 2e-3
 
-
-@pytest.mark.gpu
-def test_gpu_direct_launch_is_used_and_matches_tritons_launcher(monkeypatch):
-    from ragged_kernels import _launch
-    from ragged_kernels.attention import fwd
-
-    lengths = [197, 120, 60, 1]
-    cu = _cu(lengths, "cuda")
-    qkv = torch.randn(sum(lengths), 3, 12, 64, dtype=torch.float16, device="cuda")
-    q, k, v = qkv.unbind(1)
-    monkeypatch.setattr(fwd, "_compiled", {})
-    ragged_attention(q, k, v, cu, 197)  # compile
-    (entry,) = fwd._compiled.values()
-    assert isinstance(entry[-1], _launch.DirectLaunch), "the direct cuLaunchKernel path was refused for fp16 D64"
-    direct = ragged_attention(q, k, v, cu, 197)
-    monkeypatch.setattr(fwd, "_compiled", {})
-    monkeypatch.setattr(_launch, "USE_DIRECT", False)
-    ragged_attention(q, k, v, cu, 197)
-    (entry,) = fwd._compiled.values()
-    assert entry[-1] is None
-    via_triton = ragged_attention(q, k, v, cu, 197)
-    assert torch.equal(direct, via_triton)
