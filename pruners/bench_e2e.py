@@ -730,8 +730,8 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="start no configuration after SECONDS since the bench started (the running one finishes); "
-        "the ones not started are listed",
+        help="start no configuration once SECONDS have passed since main() began (after the imports; the "
+        "running configuration finishes, then the tables print); the ones not started are listed",
     )
     ap.add_argument("--dry-run", action="store_true", help="print the planned configurations in order and exit")
     ap.add_argument("--json", help="write the rows (throughput, targets, skipped) to this file as JSON")
