@@ -458,7 +458,8 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
     for s in shas:
         if not _SHA_RE.match(s):
             raise ValueError(f"not a full commit sha: {s!r}")
-    args = ["run", "--machine", cfg.machine, "--record-samples", "--launch-method", "spawn", "--show-stderr"]
+    # The launch method comes from asv.conf.json (forkserver: benchmarks/__init__.py says why).
+    args = ["run", "--machine", cfg.machine, "--record-samples", "--show-stderr"]
     if cfg.bench:
         args += ["-b", cfg.bench]
     if interleave:
