@@ -485,17 +485,42 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
                 echo(raw.rstrip("\n"))
             return proc.wait()
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
+            # SIGINT first: asv turns it into KeyboardInterrupt and closes its forkserver, whose
+            # process group (the server and the benchmark it forked) is not asv's own group.
+            for sig, wait_s in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, None)):
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                    os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            _kill_forkservers(cfg.repo)
             raise
     finally:
         os.unlink(hashfile)
+
+
+def _kill_forkservers(repo: Path) -> None:
+    """Stop asv forkservers (and what they forked) left over for `repo` when asv died uncleanly.
+
+    asv starts its benchmark server in a process group of its own, so stopping asv's group does not
+    reach it; asv closes it itself on KeyboardInterrupt, and this sweeps up after a harder kill.
+    """
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return
+    needle = str(repo)
+    for d in proc_dir.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "run_server" in cmd and needle in cmd:
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpgid(int(d.name)), signal.SIGKILL)
 
 
 @contextlib.contextmanager
