@@ -150,6 +150,11 @@ def lookup(results: dict, key: str, name: str) -> float:
     Returns:
         The value.
     """
+    return float(entry_values(results, key)[name])
+
+
+def entry_values(results: dict, key: str) -> dict:
+    """All values of entry `key`, with `lookup`'s skip / error behaviour."""
     if "skip" in results.get("_global", {}):
         raise NotImplementedError(results["_global"]["skip"])
     entry = results.get(key)
@@ -159,7 +164,7 @@ def lookup(results: dict, key: str, name: str) -> float:
         raise NotImplementedError(entry["skip"])
     if "error" in entry:
         raise RuntimeError(f"{key} failed in setup_cache:\n{entry['error']}")
-    return float(entry["values"][name])
+    return entry["values"]
 
 
 def key_of(parts: Iterable[str]) -> str:

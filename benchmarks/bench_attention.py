@@ -79,33 +79,95 @@ def _case(preset: str, backend: str) -> _Case:
     return _STATE[key]
 
 
+MEASURES = ("time_gpu", "time_host", "time_latency")
+SAMPLES = 20  # per measure and case, all taken in AttentionKernels' one setup_cache process
+_NEXT: dict[tuple[str, str], int] = {}
+
+
+def measure_matrix(presets: list[str], backends: list[str], samples: int = SAMPLES) -> dict:
+    """Raw samples of the three measures for every (preset, backend), in this one process.
+
+    Args:
+        presets: ATTENTION_PRESETS names.
+        backends: ATTENTION_BACKENDS names.
+        samples: samples per measure and case.
+
+    Returns:
+        `{key: {"values": {measure: [seconds, ...]}}}` (or a skip / error entry, `_models.guarded`).
+    """
+    from . import _models
+
+    try:
+        torch = _timing.require_cuda()
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
+    results: dict = {}
+    for preset in presets:
+        for backend in backends:
+
+            def compute(preset: str = preset, backend: str = backend) -> dict:
+                c = _Case(preset, backend)
+                sync = torch.cuda.synchronize
+                out = {
+                    "time_gpu": [c.gpu.measure() for _ in range(samples)],
+                    "time_host": [_timing.host_cost(c.call, 50, sync) for _ in range(samples)],
+                    "time_latency": [_timing.latency(c.call, 20, sync) for _ in range(samples)],
+                }
+                del c
+                torch.cuda.empty_cache()
+                return out
+
+            _models.guarded(results, _models.key_of((preset, backend)), compute)
+    return results
+
+
 class AttentionKernels:
-    """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer."""
+    """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer.
+
+    All 45 (preset, backend) cases are measured in ONE process (`setup_cache`: one torch import,
+    one CUDA context): SAMPLES raw samples per measure, each as `_Case` takes them. The per-case
+    `time_*` processes then hand those samples to asv one per call through the measured clock, so
+    asv's result files hold exactly the raw samples (asv compare's test, the service's verdicts).
+    Why: a spawned process costs ~4 s of torch import + CUDA init on the H200 VM, and the 135
+    per-case processes took over 8 minutes per round (device runs A and B, docs/perf-notes.md).
+    One round: a second round would replay the same samples (setup_cache runs once per commit).
+    PR A/Bs use AttentionKernelsPR, whose samples come from interleaved per-case processes.
+    """
 
     params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
-    version = "1"
+    version = "2"  # 2: samples taken in setup_cache (v1: per-case processes, 2 rounds)
     timer = _timing.CLOCK.now
-    # Samples: 2 rounds x 10-25 per round. Each sample is itself a mean over 20-50 calls.
-    rounds = 2
-    repeat = (10, 25, 2.0)
-    warmup_time = 0.05  # the real warm-up (compile, capture) happens in setup
-    timeout = 240
+    rounds = 1
+    repeat = SAMPLES  # exactly one call per recorded sample:
+    number = 1  # no calibration calls,
+    warmup_time = 0.0  # no warm-up calls (the real warm-up happened in setup_cache)
+    timeout = 120
 
-    def setup(self, preset: str, backend: str) -> None:
-        # asv_runner re-runs setup before every sample: _case memoises the expensive part.
-        self.case = _case(preset, backend)
+    def setup_cache(self) -> dict:
+        return measure_matrix(*self.params)
 
-    def time_host(self, preset: str, backend: str) -> None:
-        c = self.case
-        _timing.CLOCK.advance(_timing.host_cost(c.call, 50, c.torch.cuda.synchronize))
+    setup_cache.timeout = 900
 
-    def time_latency(self, preset: str, backend: str) -> None:
-        c = self.case
-        _timing.CLOCK.advance(_timing.latency(c.call, 20, c.torch.cuda.synchronize))
+    def setup(self, cache: dict, preset: str, backend: str) -> None:
+        from . import _models
 
-    def time_gpu(self, preset: str, backend: str) -> None:
-        _timing.CLOCK.advance(self.case.gpu.measure())
+        self.samples = _models.entry_values(cache, _models.key_of((preset, backend)))  # skip / error -> asv
+
+    def _replay(self, measure: str, preset: str, backend: str) -> None:
+        samples = self.samples[measure]
+        i = _NEXT.get((measure, preset + "|" + backend), 0)
+        _NEXT[(measure, preset + "|" + backend)] = i + 1
+        _timing.CLOCK.advance(samples[i % len(samples)])
+
+    def time_host(self, cache: dict, preset: str, backend: str) -> None:
+        self._replay("time_host", preset, backend)
+
+    def time_latency(self, cache: dict, preset: str, backend: str) -> None:
+        self._replay("time_latency", preset, backend)
+
+    def time_gpu(self, cache: dict, preset: str, backend: str) -> None:
+        self._replay("time_gpu", preset, backend)
 
 
 class AttentionKernelsPR:
