@@ -51,3 +51,17 @@ def test_asv_calls_the_function_exactly_once_per_sample():
     # repeat == samples, number 1, no warm-up: no call outside the recorded samples.
     assert AttentionKernels.repeat == bench_attention.SAMPLES
     assert AttentionKernels.number == 1 and AttentionKernels.warmup_time == 0.0 and AttentionKernels.rounds == 1
+
+
+@pytest.mark.parametrize("cls_name", ["bench_pack.PackTokensCPU", "bench_attention.AttentionCPU"])
+def test_cpu_classes_skip_without_the_interpreter(monkeypatch, cls_name):
+    """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (device run C)."""
+    import importlib
+
+    mod_name, cls = cls_name.split(".")
+    bench_cls = getattr(importlib.import_module(f"benchmarks.{mod_name}"), cls)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    preset = bench_cls.params[0][0]
+    op = "pack" if mod_name == "bench_pack" else "triton"
+    with pytest.raises(NotImplementedError, match="TRITON_INTERPRET"):
+        bench_cls().setup(preset, op)
