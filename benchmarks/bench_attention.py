@@ -6,16 +6,17 @@
 
 Parameters: shape preset (batch x keep ratio x geometry, `presets.ATTENTION_PRESETS`) x backend
 (`ragged_kernels.ATTENTION_BACKENDS` keys; the kernel under test is "triton").
+
+Every class takes all its samples in its `setup_cache` (one process, one CUDA context) and hands
+them to asv one per call (`_replay`: why, and how rounds get distinct samples).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import _timing
+from . import _replay, _timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, AttentionPreset
-
-_STATE: dict[tuple[str, str], Any] = {}
 
 
 def make_qkv(torch: Any, preset: AttentionPreset, device: str, dtype: Any, seed: int) -> tuple:
@@ -72,133 +73,140 @@ class _Case:
         self.gpu = _timing.GpuTimer(call, self.CALLS, torch)
 
 
-def _case(preset: str, backend: str) -> _Case:
-    key = (preset, backend)
-    if key not in _STATE:
-        _STATE[key] = _Case(preset, backend)
-    return _STATE[key]
+GPU_MEASURES = ("time_gpu", "time_host", "time_latency")
 
 
-MEASURES = ("time_gpu", "time_host", "time_latency")
-SAMPLES = 20  # per measure and case, all taken in AttentionKernels' one setup_cache process
-_NEXT: dict[tuple[str, str], int] = {}
+def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
+    """compute(preset, backend) -> {measure: [seconds] * samples} on the GPU (for `_replay.measure_matrix`)."""
+    torch = _timing.require_cuda()
+
+    def take(preset: str, backend: str) -> dict:
+        c = _Case(preset, backend)
+        sync = torch.cuda.synchronize
+        once = {
+            "time_gpu": c.gpu.measure,
+            "time_host": lambda: _timing.host_cost(c.call, 50, sync),
+            "time_latency": lambda: _timing.latency(c.call, 20, sync),
+        }
+        return {m: [once[m]() for _ in range(samples)] for m in measures}
+
+    def compute(preset: str, backend: str) -> dict:
+        try:
+            return take(preset, backend)
+        finally:  # the case's input sets and graph are gone: give their memory back before the next
+            torch.cuda.empty_cache()
+
+    return compute
 
 
-def measure_matrix(presets: list[str], backends: list[str], samples: int = SAMPLES) -> dict:
-    """Raw samples of the three measures for every (preset, backend), in this one process.
-
-    Args:
-        presets: ATTENTION_PRESETS names.
-        backends: ATTENTION_BACKENDS names.
-        samples: samples per measure and case.
-
-    Returns:
-        `{key: {"values": {measure: [seconds, ...]}}}` (or a skip / error entry, `_models.guarded`).
-    """
-    from . import _models
+def _gpu_matrix(params: tuple, measures: tuple[str, ...], samples: int) -> dict:
+    import itertools
 
     try:
-        torch = _timing.require_cuda()
+        compute = _gpu_samples(measures, samples)
     except NotImplementedError as exc:
         return {"_global": {"skip": str(exc)}}
-    results: dict = {}
-    for preset in presets:
-        for backend in backends:
-
-            def compute(preset: str = preset, backend: str = backend) -> dict:
-                c = _Case(preset, backend)
-                sync = torch.cuda.synchronize
-                out = {
-                    "time_gpu": [c.gpu.measure() for _ in range(samples)],
-                    "time_host": [_timing.host_cost(c.call, 50, sync) for _ in range(samples)],
-                    "time_latency": [_timing.latency(c.call, 20, sync) for _ in range(samples)],
-                }
-                del c
-                torch.cuda.empty_cache()
-                return out
-
-            _models.guarded(results, _models.key_of((preset, backend)), compute)
-    return results
+    return _replay.measure_matrix(itertools.product(*params), compute)
 
 
 class AttentionKernels:
     """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer.
 
-    All 45 (preset, backend) cases are measured in ONE process (`setup_cache`: one torch import,
-    one CUDA context): SAMPLES raw samples per measure, each as `_Case` takes them. The per-case
-    `time_*` processes then hand those samples to asv one per call through the measured clock, so
-    asv's result files hold exactly the raw samples (asv compare's test, the service's verdicts).
-    Why: a spawned process costs ~4 s of torch import + CUDA init on the H200 VM, and the 135
-    per-case processes took over 8 minutes per round (device runs A and B, docs/perf-notes.md).
-    One round: a second round would replay the same samples (setup_cache runs once per commit).
-    PR A/Bs use AttentionKernelsPR, whose samples come from interleaved per-case processes.
+    All 45 (preset, backend) cases x 3 measures are measured in this class's one setup_cache
+    process (20 samples each); one round (a PR A/B uses AttentionKernelsPR).
     """
 
     params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
-    version = "2"  # 2: samples taken in setup_cache (v1: per-case processes, 2 rounds)
+    version = "2"  # 2: samples taken in setup_cache (v1: one process per case, 2 rounds)
     timer = _timing.CLOCK.now
     rounds = 1
-    repeat = SAMPLES  # exactly one call per recorded sample:
+    repeat = 20  # exactly one call per recorded sample (_replay): an int repeat,
     number = 1  # no calibration calls,
-    warmup_time = 0.0  # no warm-up calls (the real warm-up happened in setup_cache)
+    warmup_time = 0.0  # no warm-up calls (the warm-up happened in setup_cache)
     timeout = 120
 
     def setup_cache(self) -> dict:
-        return measure_matrix(*self.params)
+        return _gpu_matrix(self.params, GPU_MEASURES, self.rounds * self.repeat)
 
     setup_cache.timeout = 900
 
     def setup(self, cache: dict, preset: str, backend: str) -> None:
-        from . import _models
-
-        self.samples = _models.entry_values(cache, _models.key_of((preset, backend)))  # skip / error -> asv
-
-    def _replay(self, measure: str, preset: str, backend: str) -> None:
-        samples = self.samples[measure]
-        i = _NEXT.get((measure, preset + "|" + backend), 0)
-        _NEXT[(measure, preset + "|" + backend)] = i + 1
-        _timing.CLOCK.advance(samples[i % len(samples)])
+        self.samples = _replay.case_samples(cache, (preset, backend))
 
     def time_host(self, cache: dict, preset: str, backend: str) -> None:
-        self._replay("time_host", preset, backend)
+        _replay.replay(self.samples, "time_host", (preset, backend), self.repeat)
 
     def time_latency(self, cache: dict, preset: str, backend: str) -> None:
-        self._replay("time_latency", preset, backend)
+        _replay.replay(self.samples, "time_latency", (preset, backend), self.repeat)
 
     def time_gpu(self, cache: dict, preset: str, backend: str) -> None:
-        self._replay("time_gpu", preset, backend)
+        _replay.replay(self.samples, "time_gpu", (preset, backend), self.repeat)
 
 
 class AttentionKernelsPR:
     """The quick PR subset of AttentionKernels: GPU time of ours and FA2 on three presets.
 
-    The full class spawns 45 (preset, backend) cases x 3 measures per commit; a PR A/B and the
-    per-commit history need the kernel's GPU time on a few representative shapes, with enough
-    samples (2 rounds x 10) for the verdict engine's 5% detection (docs/perf-notes/ci-verdicts.md).
+    A PR A/B and the per-commit history need the kernel's GPU time on a few representative shapes,
+    with enough samples (2 rounds x 10) for the verdict engine's 5% detection
+    (docs/perf-notes/ci-verdicts.md). In a PR job (`--interleave-rounds`) asv computes setup_cache
+    for every round of both commits, so each round's samples come from a fresh process.
     """
 
     params = (["deitb224-b8-keep0.5", "deitb224-b32-keep0.5", "deitb384-b32-keep0.5"], ["triton", "fa2_varlen"])
     param_names = ["preset", "backend"]
-    version = "1"
+    version = "1"  # the same measure as before (GPU time of a 20-call graph replay per sample)
     timer = _timing.CLOCK.now
     rounds = 2
     repeat = 10
-    warmup_time = 0.05
-    timeout = 240
+    number = 1
+    warmup_time = 0.0
+    timeout = 120
 
-    def setup(self, preset: str, backend: str) -> None:
-        self.case = _case(preset, backend)
+    def setup_cache(self) -> dict:
+        return _gpu_matrix(self.params, ("time_gpu",), self.rounds * self.repeat)
 
-    def time_gpu(self, preset: str, backend: str) -> None:
-        _timing.CLOCK.advance(self.case.gpu.measure())
+    setup_cache.timeout = 300
+
+    def setup(self, cache: dict, preset: str, backend: str) -> None:
+        self.samples = _replay.case_samples(cache, (preset, backend))
+
+    def time_gpu(self, cache: dict, preset: str, backend: str) -> None:
+        _replay.replay(self.samples, "time_gpu", (preset, backend), self.repeat)
+
+
+def _cpu_host_samples(samples: int) -> Any:
+    """compute(preset, backend) -> {"time_host": [...]} on PyTorch-CPU fp32."""
+
+    def compute(preset: str, backend: str) -> dict:
+        import os
+
+        if backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise NotImplementedError("triton on the CPU needs TRITON_INTERPRET=1")
+        import torch
+
+        from .presets import CPU_PRESETS
+
+        torch.set_num_threads(1)  # see bench_pack: thread stalls on a shared CPU box
+        p = CPU_PRESETS[preset]
+        if backend == "reference":
+            fn = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
+        else:
+            fn = _backend(backend)
+        q, k, v, cu = make_qkv(torch, p, "cpu", torch.float32, seed=0)
+        fn(q, k, v, cu, p.tokens)  # first call outside timing (interpreter/JIT set-up)
+        call = lambda i: fn(q, k, v, cu, p.tokens)  # noqa: E731
+        return {"time_host": [_timing.host_cost(call, 3, lambda: None) for _ in range(samples)]}
+
+    return compute
 
 
 class AttentionCPU:
     """Ragged attention on PyTorch-CPU (fp32): the oracle, and baselines that run on the CPU.
 
     "triton" runs only under the Triton interpreter (TRITON_INTERPRET=1 in asv's environment, as
-    CI sets it); elsewhere it skips. Part of the CPU subset that CI runs through real asv.
+    CI sets it); elsewhere it skips. Part of the CPU subset that CI runs through real asv, which
+    also exercises the sample replay of `_replay` end to end.
     """
 
     params = (["tiny224-b4-keep0.5-d32"], ["reference", "padded_sdpa", "triton"])
@@ -206,32 +214,20 @@ class AttentionCPU:
     version = "1"
     timer = _timing.CLOCK.now
     rounds = 2
-    repeat = (3, 10, 1.0)
+    repeat = 5
+    number = 1
     warmup_time = 0.0
     timeout = 120
 
-    def setup(self, preset: str, backend: str) -> None:
-        key = ("cpu", preset, backend)
-        if key not in _STATE:
-            import os
+    def setup_cache(self) -> dict:
+        import itertools
 
-            if backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1":
-                raise NotImplementedError("triton on the CPU needs TRITON_INTERPRET=1")
-            import torch
+        return _replay.measure_matrix(itertools.product(*self.params), _cpu_host_samples(self.rounds * self.repeat))
 
-            from .presets import CPU_PRESETS
+    setup_cache.timeout = 300
 
-            torch.set_num_threads(1)  # see bench_pack: thread stalls on a shared CPU box
+    def setup(self, cache: dict, preset: str, backend: str) -> None:
+        self.samples = _replay.case_samples(cache, (preset, backend))
 
-            p = CPU_PRESETS[preset]
-            if backend == "reference":
-                fn = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
-            else:
-                fn = _backend(backend)
-            q, k, v, cu = make_qkv(torch, p, "cpu", torch.float32, seed=0)
-            fn(q, k, v, cu, p.tokens)  # first call outside timing (interpreter/JIT set-up)
-            _STATE[key] = lambda i: fn(q, k, v, cu, p.tokens)
-        self.call = _STATE[key]
-
-    def time_host(self, preset: str, backend: str) -> None:
-        _timing.CLOCK.advance(_timing.host_cost(self.call, 3, lambda: None))
+    def time_host(self, cache: dict, preset: str, backend: str) -> None:
+        _replay.replay(self.samples, "time_host", (preset, backend), self.repeat)

@@ -115,6 +115,7 @@ class ModelCorrectness:
     params = (MODELS, PRUNERS, CHECKED_BACKENDS)
     param_names = ["model", "pruner", "backend"]
     version = "1"
+    rounds = 1  # deterministic values: a second round (another setup_cache per commit in a PR job) adds nothing
 
     def setup_cache(self) -> dict:
         return model_matrix(*self.params)
@@ -143,6 +144,7 @@ class KernelError:
     params = (["deitb224-b8-keep0.5", "deitb384-b8-keep0.5", "deitb224-b32-keep0.5-uniform"], ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
     version = "1"
+    rounds = 1  # deterministic values, as ModelCorrectness
 
     def setup_cache(self) -> dict:
         return kernel_matrix(*self.params)

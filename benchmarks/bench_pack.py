@@ -9,10 +9,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _timing
+from . import _replay, _timing
 from .presets import CPU_PRESETS, PACK_PRESETS, AttentionPreset
-
-_STATE: dict[tuple, Any] = {}
 
 
 def make_tokens(torch: Any, preset: AttentionPreset, device: str, dtype: Any, seed: int) -> tuple:
@@ -77,45 +75,76 @@ class _Case:
         self.gpu = _timing.GpuTimer(call, 20, torch) if device == "cuda" else None
 
 
-def _case(preset: AttentionPreset, op: str, device: str) -> _Case:
-    key = (preset.name, op, device)
-    if key not in _STATE:
+def _samples(device: str, measures: tuple[str, ...], samples: int) -> Any:
+    """compute(preset_name, op) -> {measure: [seconds] * samples} (for `_replay.measure_matrix`)."""
+    if device == "cuda":
+        torch = _timing.require_cuda()
+        from .gpu_env import write_for_asv_run
+
+        write_for_asv_run()
+        presets, calls = PACK_PRESETS, 50
+    else:
+        import os
+
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            raise NotImplementedError("pack/unpack on the CPU need TRITON_INTERPRET=1")
+        import torch
+
+        # One intra-op thread: host cost is what we measure, and on a loaded CI box a parallel
+        # region waiting for a descheduled worker inflates samples (2026-11, 2 shared cores).
+        torch.set_num_threads(1)
+        presets, calls = CPU_PRESETS, 20
+
+    def compute(preset: str, op: str) -> dict:
+        c = _Case(presets[preset], op, device, torch)
+        once = {"time_gpu": lambda: c.gpu.measure(), "time_host": lambda: _timing.host_cost(c.call, calls, c.sync)}
+        out = {m: [once[m]() for _ in range(samples)] for m in measures}
         if device == "cuda":
-            torch = _timing.require_cuda()
-            from .gpu_env import write_for_asv_run
+            del c, once
+            torch.cuda.empty_cache()
+        return out
 
-            write_for_asv_run()
-        else:
-            import torch
+    return compute
 
-            # One intra-op thread: host cost is what we measure, and on a loaded CI box a parallel
-            # region waiting for a descheduled worker inflates samples (2026-11, 2 shared cores).
-            torch.set_num_threads(1)
-        _STATE[key] = _Case(preset, op, device, torch)
-    return _STATE[key]
+
+def _matrix(params: tuple, device: str, measures: tuple[str, ...], samples: int) -> dict:
+    import itertools
+
+    try:
+        compute = _samples(device, measures, samples)
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
+    return _replay.measure_matrix(itertools.product(*params), compute)
 
 
 class PackTokens:
-    """pack_tokens / unpack_tokens on the GPU, fp16 tokens, DeiT-B width (768)."""
+    """pack_tokens / unpack_tokens on the GPU, fp16 tokens, DeiT-B width (768).
+
+    Samples are taken in setup_cache and handed to asv one per call (`_replay`)."""
 
     params = (list(PACK_PRESETS), ["pack", "unpack"])
     param_names = ["preset", "op"]
     version = "1"
     timer = _timing.CLOCK.now
     rounds = 2
-    repeat = (10, 25, 2.0)
-    warmup_time = 0.05
-    timeout = 240
+    repeat = 10
+    number = 1
+    warmup_time = 0.0
+    timeout = 120
 
-    def setup(self, preset: str, op: str) -> None:
-        self.case = _case(PACK_PRESETS[preset], op, "cuda")
+    def setup_cache(self) -> dict:
+        return _matrix(self.params, "cuda", ("time_gpu", "time_host"), self.rounds * self.repeat)
 
-    def time_gpu(self, preset: str, op: str) -> None:
-        _timing.CLOCK.advance(self.case.gpu.measure())
+    setup_cache.timeout = 300
 
-    def time_host(self, preset: str, op: str) -> None:
-        c = self.case
-        _timing.CLOCK.advance(_timing.host_cost(c.call, 50, c.sync))
+    def setup(self, cache: dict, preset: str, op: str) -> None:
+        self.samples = _replay.case_samples(cache, (preset, op))
+
+    def time_gpu(self, cache: dict, preset: str, op: str) -> None:
+        _replay.replay(self.samples, "time_gpu", (preset, op), self.repeat)
+
+    def time_host(self, cache: dict, preset: str, op: str) -> None:
+        _replay.replay(self.samples, "time_host", (preset, op), self.repeat)
 
 
 class PackTokensCPU:
@@ -129,17 +158,18 @@ class PackTokensCPU:
     version = "1"
     timer = _timing.CLOCK.now
     rounds = 2
-    repeat = (5, 10, 1.0)
-    warmup_time = 0.05
+    repeat = 5
+    number = 1
+    warmup_time = 0.0
     timeout = 120
 
-    def setup(self, preset: str, op: str) -> None:
-        import os
+    def setup_cache(self) -> dict:
+        return _matrix(self.params, "cpu", ("time_host",), self.rounds * self.repeat)
 
-        if os.environ.get("TRITON_INTERPRET") != "1":
-            raise NotImplementedError("pack/unpack on the CPU need TRITON_INTERPRET=1")
-        self.case = _case(CPU_PRESETS[preset], op, "cpu")
+    setup_cache.timeout = 300
 
-    def time_host(self, preset: str, op: str) -> None:
-        c = self.case
-        _timing.CLOCK.advance(_timing.host_cost(c.call, 20, c.sync))
+    def setup(self, cache: dict, preset: str, op: str) -> None:
+        self.samples = _replay.case_samples(cache, (preset, op))
+
+    def time_host(self, cache: dict, preset: str, op: str) -> None:
+        _replay.replay(self.samples, "time_host", (preset, op), self.repeat)

@@ -943,8 +943,10 @@ def run_main(args: argparse.Namespace) -> int:
     try:
         return cmd_run(args)
     except KeyboardInterrupt:
-        print("error: interrupted; run the same command again to resume (nothing measured is lost)",
-              file=sys.stderr)  # fmt: skip
+        # asv writes a commit's result file only when that commit is finished: commits completed
+        # before the interrupt are stored, the one in progress is measured again on resume.
+        print("error: interrupted; run the same command again to resume (commits finished before the interrupt "
+              "are stored; the commit in progress starts over)", file=sys.stderr)  # fmt: skip
         return EXIT_ERROR
     finally:
         signal.signal(signal.SIGTERM, previous)

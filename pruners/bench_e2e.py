@@ -510,7 +510,7 @@ def target_rows(rows: Sequence[dict]) -> list[dict]:
         )
         t["frac_2b"] = t["vs_padded"] / t["token_ratio"] if t["vs_padded"] else None
         t["frac_2c"] = t["vs_dense"] / t["flop_ratio"] if t["vs_dense"] else None
-        serving = batch in SERVING_BATCHES
+        serving = batch in SERVING_BATCHES and image_size(model) == 224  # target 1: DeiT-S/B at 224²
         large = LARGE_BATCHES[0] <= batch <= LARGE_BATCHES[1]
         if not serving:
             t["t1"] = "n/a"

@@ -80,6 +80,9 @@ def test_cpu_subset_records_samples_and_gpu_cases_skip(asv_repo):
     pack = dict(zip(cols, data["results"]["bench_pack.PackTokensCPU.time_host"], strict=False))
     assert all(v > 0 for v in pack["result"]), pack["result"]
     assert all(len(s) >= 6 for s in pack["samples"]), "asv needs >= 6 samples per side for its U test"
+    # 2 rounds x 5 samples, taken in setup_cache and handed out once each (benchmarks/_replay.py):
+    # the second round's process claimed its own chunk, so no sample is repeated.
+    assert all(len(s) == 10 and len(set(s)) == 10 for s in pack["samples"]), pack["samples"]
     kernel = dict(zip(cols, data["results"]["bench_correctness.KernelError.track_max_abs_error"], strict=False))
     # Without a GPU every case is skipped (NaN in asv's files), not failed (null).
     assert kernel["result"] and all(v != v for v in kernel["result"]), kernel["result"]

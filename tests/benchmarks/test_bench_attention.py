@@ -1,10 +1,10 @@
-"""AttentionKernels hands asv the samples its setup_cache measured, one per call, in order."""
+"""Classes hand asv the samples their setup_cache measured, one per call, in order (benchmarks/_replay.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import _timing, bench_attention
+from benchmarks import _replay, _timing, bench_attention
 from benchmarks.bench_attention import AttentionKernels
 
 
@@ -16,17 +16,37 @@ def _cache():
     }
 
 
-def test_each_call_advances_the_clock_by_the_next_recorded_sample(monkeypatch):
-    monkeypatch.setattr(bench_attention, "_NEXT", {})
-    cache = _cache()
+def _take(cls, cache, case, measure, calls):
     seen = []
-    for _ in range(3):
-        b = AttentionKernels()
-        b.setup(cache, "p", "triton")  # asv re-runs setup before every sample
+    for _ in range(calls):
+        b = cls()
+        b.setup(cache, *case)  # asv re-runs setup before every sample
         t0 = _timing.CLOCK.now()
-        b.time_gpu(cache, "p", "triton")
+        getattr(b, measure)(cache, *case)
         seen.append(_timing.CLOCK.now() - t0)
-    assert seen == pytest.approx([1e-6, 2e-6, 4e-6])
+    return seen
+
+
+def test_each_call_advances_the_clock_by_the_next_recorded_sample(monkeypatch, tmp_path):
+    monkeypatch.setattr(_replay, "_CALLS", {})
+    monkeypatch.chdir(tmp_path)  # not asv's setup_cache directory: chunk 0
+    assert _take(AttentionKernels, _cache(), ("p", "triton"), "time_gpu", 3) == pytest.approx([1e-6, 2e-6, 4e-6])
+
+
+def test_each_round_process_claims_its_own_chunk_in_the_cache_directory(monkeypatch, tmp_path):
+    """`asv run` of one commit: one setup_cache, one process per round; no sample handed out twice."""
+    (tmp_path / "cache.pickle").write_bytes(b"")  # what asv_runner's setup_cache leaves there
+    monkeypatch.chdir(tmp_path)
+    cache = {"p|triton": {"values": {"time_gpu": [float(i) for i in range(20)]}}}
+    rounds = []
+    for _ in range(2):  # each round: a fresh benchmark process
+        monkeypatch.setattr(_replay, "_CALLS", {})
+        rounds.append(_take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 10))
+    assert rounds == [pytest.approx([float(i) for i in range(10)]), pytest.approx([float(i) for i in range(10, 20)])]
+    # Another measure or case of the same directory has its own counter.
+    monkeypatch.setattr(_replay, "_CALLS", {})
+    other = {"q|triton": {"values": {"time_gpu": [float(i) for i in range(20)]}}}
+    assert _take(bench_attention.AttentionKernelsPR, other, ("q", "triton"), "time_gpu", 1) == [0.0]
 
 
 def test_skips_and_errors_of_the_matrix_reach_asv():
@@ -42,26 +62,38 @@ def test_without_a_gpu_the_matrix_is_one_skip():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("has a GPU")
-    cache = bench_attention.measure_matrix(["deitb224-b8-keep0.5"], ["triton"])
+    cache = bench_attention._gpu_matrix((["deitb224-b8-keep0.5"], ["triton"]), ("time_gpu",), 2)
     with pytest.raises(NotImplementedError, match="CUDA"):
         AttentionKernels().setup(cache, "deitb224-b8-keep0.5", "triton")
 
 
-def test_asv_calls_the_function_exactly_once_per_sample():
-    # repeat == samples, number 1, no warm-up: no call outside the recorded samples.
-    assert AttentionKernels.repeat == bench_attention.SAMPLES
-    assert AttentionKernels.number == 1 and AttentionKernels.warmup_time == 0.0 and AttentionKernels.rounds == 1
+REPLAYED = ["bench_attention.AttentionKernels", "bench_attention.AttentionKernelsPR", "bench_attention.AttentionCPU",
+            "bench_pack.PackTokens", "bench_pack.PackTokensCPU"]
 
 
-@pytest.mark.parametrize("cls_name", ["bench_pack.PackTokensCPU", "bench_attention.AttentionCPU"])
-def test_cpu_classes_skip_without_the_interpreter(monkeypatch, cls_name):
-    """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (device run C)."""
+def _cls(name):
     import importlib
 
-    mod_name, cls = cls_name.split(".")
-    bench_cls = getattr(importlib.import_module(f"benchmarks.{mod_name}"), cls)
+    mod_name, cls = name.split(".")
+    return getattr(importlib.import_module(f"benchmarks.{mod_name}"), cls)
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+def test_asv_calls_the_function_exactly_once_per_sample(name):
+    # An int repeat, number 1, no warm-up: asv makes no call outside the recorded samples; and
+    # setup_cache is the class's own (asv keys caches on the function's source line).
+    cls = _cls(name)
+    assert isinstance(cls.repeat, int) and cls.number == 1 and cls.warmup_time == 0.0
+    assert "setup_cache" in vars(cls)
+
+
+@pytest.mark.parametrize("name", ["bench_pack.PackTokensCPU", "bench_attention.AttentionCPU"])
+def test_cpu_classes_skip_without_the_interpreter(monkeypatch, name):
+    """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (device run C)."""
+    cls = _cls(name)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    preset = bench_cls.params[0][0]
-    op = "pack" if mod_name == "bench_pack" else "triton"
+    cache = cls().setup_cache()
+    preset = cls.params[0][0]
+    op = "pack" if "Pack" in name else "triton"
     with pytest.raises(NotImplementedError, match="TRITON_INTERPRET"):
-        bench_cls().setup(preset, op)
+        cls().setup(cache, preset, op)

@@ -327,7 +327,10 @@ def test_target_rows_statuses():
         _row(M, "evit", 256, "triton", "graph", 1600.0, 1.0, 2.0),
         _row(M, "evit", 256, "fa2_varlen", "eager", 1650.0, 1.0, 2.0),
         _row(M, "evit", 256, "padded_sdpa", "eager", 1500.0, 1.0, 2.0),
-        # serving batch and 384
+        # serving batch at 224² (target 1) and 384 (target 3 only)
+        _row(M, "evit", 4, "triton", "graph", 900.0),
+        _row(M, "evit", 4, "fa2_varlen", "eager", 200.0),
+        _row(M, "evit", 4, "padded_sdpa", "eager", 100.0),
         _row(M384, "evit", 4, "triton", "graph", 900.0),
         _row(M384, "evit", 4, "fa2_varlen", "eager", 200.0),
         _row(M384, "evit", 4, "padded_sdpa", "eager", 100.0),
@@ -344,13 +347,14 @@ def test_target_rows_statuses():
     assert (ev["t2a"], ev["t2b"], ev["t2c"]) == ("MISS", "n/a", "MISS")  # 1.6 < 0.85 * 2.0
     assert ev["same_decisions"] is True
     s4 = t[("evit", M384, 4)]
-    assert (s4["t1"], s4["t2a"], s4["t3"]) == ("PASS", "n/a", "PASS")  # 4.5x fa2, 9x padded
+    assert (s4["t1"], s4["t2a"], s4["t3"]) == ("n/a", "n/a", "PASS")  # target 1 is 224² only; 4.5x fa2
+    assert t[("evit", M, 4)]["t1"] == "PASS"  # 4.5x fa2, 9x padded
     s16 = t[("evit", M384, 16)]
     assert (s16["t1"], s16["t3"], s16["fa2_varlen"]) == ("n/a", "no data", None)
     table = targets_table(target_rows(rows))
-    assert len(table) == 2 + 4 and all(line.count("|") == 21 for line in table)
+    assert len(table) == 2 + 5 and all(line.count("|") == 21 for line in table)
     tput = throughput_table(rows)
-    assert len(tput) == 2 + 4
+    assert len(tput) == 2 + 5
     ats_line = next(line for line in tput if "| ats | 256 |" in line)
     assert ats_line.split(" | ")[3:6] == ["1800", "1700", "—"] and "| 1000 | 0.500 |" in ats_line
 
