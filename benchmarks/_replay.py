@@ -82,5 +82,11 @@ def replay(samples: dict, measure: str, case: tuple[str, ...], per_round: int) -
     if state is None:
         state = _CALLS[key] = [_claim_chunk(key), 0]
     seq = samples[measure]
-    _timing.CLOCK.advance(seq[(state[0] * per_round + state[1]) % len(seq)])
+    index = state[0] * per_round + state[1]
+    if index >= len(seq):
+        raise RuntimeError(
+            f"{key}: sample {index + 1} asked for, setup_cache took {len(seq)} (rounds x repeat of the class); "
+            "an `-a rounds=`/`-a repeat=` override above the class's values would hand out samples twice"
+        )
+    _timing.CLOCK.advance(seq[index])
     state[1] += 1

@@ -97,3 +97,12 @@ def test_cpu_classes_skip_without_the_interpreter(monkeypatch, name):
     op = "pack" if "Pack" in name else "triton"
     with pytest.raises(NotImplementedError, match="TRITON_INTERPRET"):
         cls().setup(cache, preset, op)
+
+
+def test_more_calls_than_recorded_samples_is_an_error_not_a_repeat(monkeypatch, tmp_path):
+    monkeypatch.setattr(_replay, "_CALLS", {})
+    monkeypatch.chdir(tmp_path)
+    cache = {"p|triton": {"values": {"time_gpu": [1.0, 2.0]}}}
+    _take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 2)
+    with pytest.raises(RuntimeError, match="setup_cache took 2"):
+        _take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 1)
