@@ -90,3 +90,24 @@ def replay(samples: dict, measure: str, case: tuple[str, ...], per_round: int) -
         )
     _timing.CLOCK.advance(seq[index])
     state[1] += 1
+
+
+class Replayed:
+    """Base of a class whose samples come from its setup_cache: asv's timing settings and `setup`.
+
+    The subclass sets `params`, `rounds`, `repeat` (an int: samples per round) and defines its
+    own `setup_cache` (in its body: see the module docstring) and `time_*` methods that call
+    `self.replay(measure, *case)`.
+    """
+
+    timer = _timing.CLOCK.now
+    number = 1  # no calibration calls,
+    warmup_time = 0.0  # no warm-up calls (the warm-up happened in setup_cache)
+    timeout = 120
+    repeat = 10
+
+    def setup(self, cache: dict, *case: str) -> None:
+        self.samples = case_samples(cache, case)
+
+    def replay(self, measure: str, *case: str) -> None:
+        replay(self.samples, measure, case, self.repeat)

@@ -109,7 +109,7 @@ def _gpu_matrix(params: tuple, measures: tuple[str, ...], samples: int) -> dict:
     return _replay.measure_matrix(itertools.product(*params), compute)
 
 
-class AttentionKernels:
+class AttentionKernels(_replay.Replayed):
     """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer.
 
     All 45 (preset, backend) cases x 3 measures are measured in this class's one setup_cache
@@ -119,32 +119,25 @@ class AttentionKernels:
     params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
     version = "2"  # 2: samples taken in setup_cache (v1: one process per case, 2 rounds)
-    timer = _timing.CLOCK.now
     rounds = 1
-    repeat = 20  # exactly one call per recorded sample (_replay): an int repeat,
-    number = 1  # no calibration calls,
-    warmup_time = 0.0  # no warm-up calls (the warm-up happened in setup_cache)
-    timeout = 120
+    repeat = 20
 
     def setup_cache(self) -> dict:
         return _gpu_matrix(self.params, GPU_MEASURES, self.rounds * self.repeat)
 
     setup_cache.timeout = 900
 
-    def setup(self, cache: dict, preset: str, backend: str) -> None:
-        self.samples = _replay.case_samples(cache, (preset, backend))
-
     def time_host(self, cache: dict, preset: str, backend: str) -> None:
-        _replay.replay(self.samples, "time_host", (preset, backend), self.repeat)
+        self.replay("time_host", preset, backend)
 
     def time_latency(self, cache: dict, preset: str, backend: str) -> None:
-        _replay.replay(self.samples, "time_latency", (preset, backend), self.repeat)
+        self.replay("time_latency", preset, backend)
 
     def time_gpu(self, cache: dict, preset: str, backend: str) -> None:
-        _replay.replay(self.samples, "time_gpu", (preset, backend), self.repeat)
+        self.replay("time_gpu", preset, backend)
 
 
-class AttentionKernelsPR:
+class AttentionKernelsPR(_replay.Replayed):
     """The quick PR subset of AttentionKernels: GPU time of ours and FA2 on three presets.
 
     A PR A/B and the per-commit history need the kernel's GPU time on a few representative shapes,
@@ -156,23 +149,16 @@ class AttentionKernelsPR:
     params = (["deitb224-b8-keep0.5", "deitb224-b32-keep0.5", "deitb384-b32-keep0.5"], ["triton", "fa2_varlen"])
     param_names = ["preset", "backend"]
     version = "1"  # the same measure as before (GPU time of a 20-call graph replay per sample)
-    timer = _timing.CLOCK.now
     rounds = 2
     repeat = 10
-    number = 1
-    warmup_time = 0.0
-    timeout = 120
 
     def setup_cache(self) -> dict:
         return _gpu_matrix(self.params, ("time_gpu",), self.rounds * self.repeat)
 
     setup_cache.timeout = 300
 
-    def setup(self, cache: dict, preset: str, backend: str) -> None:
-        self.samples = _replay.case_samples(cache, (preset, backend))
-
     def time_gpu(self, cache: dict, preset: str, backend: str) -> None:
-        _replay.replay(self.samples, "time_gpu", (preset, backend), self.repeat)
+        self.replay("time_gpu", preset, backend)
 
 
 def _cpu_host_samples(samples: int) -> Any:
@@ -201,7 +187,7 @@ def _cpu_host_samples(samples: int) -> Any:
     return compute
 
 
-class AttentionCPU:
+class AttentionCPU(_replay.Replayed):
     """Ragged attention on PyTorch-CPU (fp32): the oracle, and baselines that run on the CPU.
 
     "triton" runs only under the Triton interpreter (TRITON_INTERPRET=1 in asv's environment, as
@@ -212,12 +198,8 @@ class AttentionCPU:
     params = (["tiny224-b4-keep0.5-d32"], ["reference", "padded_sdpa", "triton"])
     param_names = ["preset", "backend"]
     version = "1"
-    timer = _timing.CLOCK.now
     rounds = 2
     repeat = 5
-    number = 1
-    warmup_time = 0.0
-    timeout = 120
 
     def setup_cache(self) -> dict:
         import itertools
@@ -226,8 +208,5 @@ class AttentionCPU:
 
     setup_cache.timeout = 300
 
-    def setup(self, cache: dict, preset: str, backend: str) -> None:
-        self.samples = _replay.case_samples(cache, (preset, backend))
-
     def time_host(self, cache: dict, preset: str, backend: str) -> None:
-        _replay.replay(self.samples, "time_host", (preset, backend), self.repeat)
+        self.replay("time_host", preset, backend)

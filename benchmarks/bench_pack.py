@@ -117,7 +117,7 @@ def _matrix(params: tuple, device: str, measures: tuple[str, ...], samples: int)
     return _replay.measure_matrix(itertools.product(*params), compute)
 
 
-class PackTokens:
+class PackTokens(_replay.Replayed):
     """pack_tokens / unpack_tokens on the GPU, fp16 tokens, DeiT-B width (768).
 
     Samples are taken in setup_cache and handed to asv one per call (`_replay`)."""
@@ -125,29 +125,22 @@ class PackTokens:
     params = (list(PACK_PRESETS), ["pack", "unpack"])
     param_names = ["preset", "op"]
     version = "1"
-    timer = _timing.CLOCK.now
     rounds = 2
     repeat = 10
-    number = 1
-    warmup_time = 0.0
-    timeout = 120
 
     def setup_cache(self) -> dict:
         return _matrix(self.params, "cuda", ("time_gpu", "time_host"), self.rounds * self.repeat)
 
     setup_cache.timeout = 300
 
-    def setup(self, cache: dict, preset: str, op: str) -> None:
-        self.samples = _replay.case_samples(cache, (preset, op))
-
     def time_gpu(self, cache: dict, preset: str, op: str) -> None:
-        _replay.replay(self.samples, "time_gpu", (preset, op), self.repeat)
+        self.replay("time_gpu", preset, op)
 
     def time_host(self, cache: dict, preset: str, op: str) -> None:
-        _replay.replay(self.samples, "time_host", (preset, op), self.repeat)
+        self.replay("time_host", preset, op)
 
 
-class PackTokensCPU:
+class PackTokensCPU(_replay.Replayed):
     """pack_tokens / unpack_tokens on PyTorch-CPU tensors (fp32), through Triton's interpreter.
 
     Runs where TRITON_INTERPRET=1 is set in asv's environment (CI sets it); elsewhere (a GPU runner)
@@ -156,20 +149,13 @@ class PackTokensCPU:
     params = (list(CPU_PRESETS), ["pack", "unpack"])
     param_names = ["preset", "op"]
     version = "1"
-    timer = _timing.CLOCK.now
     rounds = 2
     repeat = 5
-    number = 1
-    warmup_time = 0.0
-    timeout = 120
 
     def setup_cache(self) -> dict:
         return _matrix(self.params, "cpu", ("time_host",), self.rounds * self.repeat)
 
     setup_cache.timeout = 300
 
-    def setup(self, cache: dict, preset: str, op: str) -> None:
-        self.samples = _replay.case_samples(cache, (preset, op))
-
     def time_host(self, cache: dict, preset: str, op: str) -> None:
-        _replay.replay(self.samples, "time_host", (preset, op), self.repeat)
+        self.replay("time_host", preset, op)
