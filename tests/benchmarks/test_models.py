@@ -38,3 +38,26 @@ def test_guarded_and_lookup_map_skips_and_errors():
         _models.lookup(results, "missing", "v")
     with pytest.raises(NotImplementedError, match="needs a CUDA GPU"):
         _models.lookup({"_global": {"skip": "needs a CUDA GPU"}, "ok": {"values": {"v": 1.0}}}, "ok", "v")
+
+
+@pytest.mark.parametrize("pruner", ["threshold_l2", "dynamicvit"])
+def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypatch, pruner):
+    """ModelCorrectness builds every (model, pruner) once per backend: the second build must not
+    calibrate again, and must give exactly the logits of a fresh build."""
+    from pruners import build_pruned_model, create_pruner
+    from pruners.model import PrunedDeiT
+
+    monkeypatch.setattr(_models, "_PRUNERS", {})
+    calls = []
+    real = PrunedDeiT.calibrate
+    monkeypatch.setattr(PrunedDeiT, "calibrate", lambda self, images: (calls.append(1), real(self, images))[1])
+    name = "deit_tiny_patch16_224"
+    _models.build_cpu(name, pruner, "padded_sdpa")
+    first = len(calls)
+    cached = _models.build_cpu(name, pruner, "padded_sdpa")
+    assert len(calls) == first, "the second build calibrated again"
+    assert first == (1 if pruner == "threshold_l2" else 0)
+    fresh = build_pruned_model(name, create_pruner(pruner), "padded_sdpa", seed=0)
+    x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(3))
+    with torch.inference_mode():
+        assert torch.equal(cached(x), fresh(x))
