@@ -106,3 +106,24 @@ def test_more_calls_than_recorded_samples_is_an_error_not_a_repeat(monkeypatch, 
     _take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 2)
     with pytest.raises(RuntimeError, match="setup_cache took 2"):
         _take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 1)
+
+
+def test_quick_regex_selects_the_pr_classes_and_nothing_else():
+    import re
+
+    from benchmarks import QUICK_REGEX
+
+    names = {
+        "bench_attention.AttentionKernelsPR.time_gpu": True,
+        "bench_attention.AttentionKernels.time_gpu": False,
+        "bench_attention.AttentionCPU.time_host": False,
+        "bench_pack.PackTokens.time_gpu": True,
+        "bench_pack.PackTokens.time_host": False,
+        "bench_pack.PackTokensCPU.time_host": False,
+        "bench_correctness.KernelError.track_max_abs_error": True,
+        "bench_correctness.ModelCorrectnessPR.track_max_abs_logit_diff": True,
+        "bench_correctness.ModelCorrectness.track_max_abs_logit_diff": False,
+        "bench_end_to_end.EndToEndPR.track_images_per_s": True,
+        "bench_end_to_end.EndToEnd.track_images_per_s": False,
+    }
+    assert {n: bool(re.search(QUICK_REGEX, n)) for n in names} == names
