@@ -25,8 +25,9 @@ source line, and an inherited one would be shared between classes.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from . import _models, _timing
@@ -34,18 +35,23 @@ from . import _models, _timing
 _CALLS: dict[str, list[int]] = {}  # per process: measure|case -> [claimed chunk, calls so far]
 
 
-def measure_matrix(cases: Iterable[tuple[str, ...]], compute: Callable[..., dict]) -> dict:
-    """`{key: entry}` for every case (`_models.guarded`: values, skip or error).
+def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]]) -> dict:
+    """`{key: entry}` for every case of `params` (`_models.guarded`: values, skip or error).
 
     Args:
-        cases: parameter tuples, e.g. (preset, backend).
-        compute: `compute(*case)` -> `{measure: [seconds, ...]}`; NotImplementedError skips the case.
+        params: the class's `params` (their product is the cases, e.g. (preset, backend)).
+        make_compute: returns `compute(*case)` -> `{measure: [seconds, ...]}`; NotImplementedError
+            from it skips the whole matrix (no GPU), from `compute` only that case.
 
     Returns:
         The matrix setup_cache returns.
     """
+    try:
+        compute = make_compute()
+    except NotImplementedError as exc:
+        return {"_global": {"skip": str(exc)}}
     results: dict = {}
-    for case in cases:
+    for case in itertools.product(*params):
         _models.guarded(results, _models.key_of(case), lambda case=case: compute(*case))
     return results
 
@@ -104,7 +110,6 @@ class Replayed:
     number = 1  # no calibration calls,
     warmup_time = 0.0  # no warm-up calls (the warm-up happened in setup_cache)
     timeout = 120
-    repeat = 10
 
     def setup(self, cache: dict, *case: str) -> None:
         self.samples = case_samples(cache, case)

@@ -99,16 +99,6 @@ def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
     return compute
 
 
-def _gpu_matrix(params: tuple, measures: tuple[str, ...], samples: int) -> dict:
-    import itertools
-
-    try:
-        compute = _gpu_samples(measures, samples)
-    except NotImplementedError as exc:
-        return {"_global": {"skip": str(exc)}}
-    return _replay.measure_matrix(itertools.product(*params), compute)
-
-
 class AttentionKernels(_replay.Replayed):
     """Ragged attention forward, fp16, DeiT-B heads, q/k/v strided views of a fused qkv buffer.
 
@@ -123,7 +113,7 @@ class AttentionKernels(_replay.Replayed):
     repeat = 20
 
     def setup_cache(self) -> dict:
-        return _gpu_matrix(self.params, GPU_MEASURES, self.rounds * self.repeat)
+        return _replay.measure_matrix(self.params, lambda: _gpu_samples(GPU_MEASURES, self.rounds * self.repeat))
 
     setup_cache.timeout = 900
 
@@ -153,7 +143,7 @@ class AttentionKernelsPR(_replay.Replayed):
     repeat = 10
 
     def setup_cache(self) -> dict:
-        return _gpu_matrix(self.params, ("time_gpu",), self.rounds * self.repeat)
+        return _replay.measure_matrix(self.params, lambda: _gpu_samples(("time_gpu",), self.rounds * self.repeat))
 
     setup_cache.timeout = 300
 
@@ -202,9 +192,7 @@ class AttentionCPU(_replay.Replayed):
     repeat = 5
 
     def setup_cache(self) -> dict:
-        import itertools
-
-        return _replay.measure_matrix(itertools.product(*self.params), _cpu_host_samples(self.rounds * self.repeat))
+        return _replay.measure_matrix(self.params, lambda: _cpu_host_samples(self.rounds * self.repeat))
 
     setup_cache.timeout = 300
 

@@ -95,26 +95,19 @@ def _samples(device: str, measures: tuple[str, ...], samples: int) -> Any:
         torch.set_num_threads(1)
         presets, calls = CPU_PRESETS, 20
 
-    def compute(preset: str, op: str) -> dict:
+    def take(preset: str, op: str) -> dict:
         c = _Case(presets[preset], op, device, torch)
         once = {"time_gpu": lambda: c.gpu.measure(), "time_host": lambda: _timing.host_cost(c.call, calls, c.sync)}
-        out = {m: [once[m]() for _ in range(samples)] for m in measures}
-        if device == "cuda":
-            del c, once
-            torch.cuda.empty_cache()
-        return out
+        return {m: [once[m]() for _ in range(samples)] for m in measures}
+
+    def compute(preset: str, op: str) -> dict:
+        try:
+            return take(preset, op)
+        finally:  # the case's inputs and graph are gone: give their memory back before the next
+            if device == "cuda":
+                torch.cuda.empty_cache()
 
     return compute
-
-
-def _matrix(params: tuple, device: str, measures: tuple[str, ...], samples: int) -> dict:
-    import itertools
-
-    try:
-        compute = _samples(device, measures, samples)
-    except NotImplementedError as exc:
-        return {"_global": {"skip": str(exc)}}
-    return _replay.measure_matrix(itertools.product(*params), compute)
 
 
 class PackTokens(_replay.Replayed):
@@ -129,7 +122,8 @@ class PackTokens(_replay.Replayed):
     repeat = 10
 
     def setup_cache(self) -> dict:
-        return _matrix(self.params, "cuda", ("time_gpu", "time_host"), self.rounds * self.repeat)
+        samples = self.rounds * self.repeat
+        return _replay.measure_matrix(self.params, lambda: _samples("cuda", ("time_gpu", "time_host"), samples))
 
     setup_cache.timeout = 300
 
@@ -153,7 +147,7 @@ class PackTokensCPU(_replay.Replayed):
     repeat = 5
 
     def setup_cache(self) -> dict:
-        return _matrix(self.params, "cpu", ("time_host",), self.rounds * self.repeat)
+        return _replay.measure_matrix(self.params, lambda: _samples("cpu", ("time_host",), self.rounds * self.repeat))
 
     setup_cache.timeout = 300
 

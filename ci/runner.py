@@ -495,32 +495,10 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
                     break
                 except subprocess.TimeoutExpired:
                     continue
-            _kill_forkservers(cfg.repo)
             raise
     finally:
         os.unlink(hashfile)
 
-
-def _kill_forkservers(repo: Path) -> None:
-    """Stop asv forkservers (and what they forked) left over for `repo` when asv died uncleanly.
-
-    asv starts its benchmark server in a process group of its own, so stopping asv's group does not
-    reach it; asv closes it itself on KeyboardInterrupt, and this sweeps up after a harder kill.
-    """
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return
-    needle = str(repo)
-    for d in proc_dir.iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if "run_server" in cmd and needle in cmd:
-            with contextlib.suppress(OSError):
-                os.killpg(os.getpgid(int(d.name)), signal.SIGKILL)
 
 
 @contextlib.contextmanager

@@ -152,9 +152,16 @@ def ragged_attn_fwd(
 ) -> torch.Tensor:
     """Launch the kernel on validated inputs (see `ragged_attention` for the contract).
 
+    `config` overrides the offline table (the tuning sweep in scripts/bench_kernels.py)."""
+    return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, q.stride(), k.stride(), v.stride(),
+                            q.get_device())
+
+
+def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index) -> torch.Tensor:
+    """`ragged_attn_fwd` with the strides of q/k/v and q's device index already read by the caller.
+
     The hot path is lean on purpose (host cost is a product target): one cache lookup keyed on
-    what Triton specialises on, then `CompiledKernel.run` with integer pointers. `config` overrides
-    the offline table (the tuning sweep in scripts/bench_kernels.py)."""
+    what Triton specialises on, then `CompiledKernel.run` with integer pointers."""
     total, heads, head_dim = q.shape
     batch = cu_seqlens.shape[0] - 1
     cfg = config or CONFIGS[head_dim][max_seqlen > 256]
@@ -174,8 +181,7 @@ def ragged_attn_fwd(
     # Triton specialises pointers on 16-byte alignment, so alignment is part of the cache key.
     aligned = ((p_q | p_k | p_v | p_o | p_cu) & 15) == 0
     align = True if aligned else tuple(p % 16 == 0 for p in (p_q, p_k, p_v, p_o, p_cu))
-    device_index = q.get_device()
-    sq, sk, sv, so = q.stride(), k.stride(), v.stride(), out.stride()
+    so = out.stride()
     key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, align, device_index)
     entry = _compiled.get(key)
     if entry is None:

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, ragged_attn_fwd
+from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, launch_validated
 
 _SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
@@ -104,11 +104,12 @@ def ragged_attention(
     # their messages, run only when it fails.
     try:
         shape, dtype, dev = q.shape, q.dtype, q.get_device()
+        sq, sk, sv = q.stride(), k.stride(), v.stride()  # read once: the launch keys on them too
         cs = cu_seqlens.shape
         ok = (
             len(shape) == 3 and k.shape == shape and v.shape == shape
             and dtype in _SUPPORTED_DTYPES and k.dtype is dtype and v.dtype is dtype
-            and shape[2] in _SUPPORTED_HEAD_DIMS and q.stride(2) == 1 and k.stride(2) == 1 and v.stride(2) == 1
+            and shape[2] in _SUPPORTED_HEAD_DIMS and sq[2] == 1 and sk[2] == 1 and sv[2] == 1
             and cu_seqlens.dtype is torch.int32 and len(cs) == 1 and cs[0] >= 1 and cu_seqlens.is_contiguous()
             and k.get_device() == dev and v.get_device() == dev and cu_seqlens.get_device() == dev
             and ((q.is_cuda and k.is_cuda and v.is_cuda and cu_seqlens.is_cuda)
@@ -126,4 +127,5 @@ def ragged_attention(
         out = torch.empty_like(q, memory_format=torch.contiguous_format)  # the cheapest allocation call
     elif out.shape != shape or out.dtype is not dtype or out.get_device() != dev or out.stride(2) != 1:
         raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
-    return ragged_attn_fwd(q, k, v, cu_seqlens, max_seqlen, _SCALES[shape[2]] if scale is None else scale, out)
+    scale = _SCALES[shape[2]] if scale is None else scale
+    return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, None, sq, sk, sv, dev)

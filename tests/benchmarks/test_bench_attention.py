@@ -62,7 +62,8 @@ def test_without_a_gpu_the_matrix_is_one_skip():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("has a GPU")
-    cache = bench_attention._gpu_matrix((["deitb224-b8-keep0.5"], ["triton"]), ("time_gpu",), 2)
+    params = (["deitb224-b8-keep0.5"], ["triton"])
+    cache = _replay.measure_matrix(params, lambda: bench_attention._gpu_samples(("time_gpu",), 2))
     with pytest.raises(NotImplementedError, match="CUDA"):
         AttentionKernels().setup(cache, "deitb224-b8-keep0.5", "triton")
 
