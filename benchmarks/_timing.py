@@ -126,9 +126,16 @@ class GpuTimer:
     The graph holds `calls` launches cycling over several input sets (so a small problem is not
     flattered by a warm L2). Each measurement first replays the graph once untimed: while the GPU
     runs it, the host enqueues the start event and the timed replay, so the host's launch gap is
-    not counted. Where capture fails (an op that syncs or is not capturable, e.g. NestedTensor
-    construction), it falls back to events around `calls` eager calls after an untimed warm call;
-    that number then includes any host-bound idle gaps, and `mode` says so.
+    not counted (`mode` "graph-events").
+
+    Where capture fails (an op that reads a device value on the host, or is not capturable, e.g.
+    padded SDPA's longest-length read and NestedTensor construction), the GPU idles between the
+    call's kernels while the host catches up, so events around eager calls would measure the host:
+    on the H200 such "GPU times" of padded SDPA spread 0.36-0.78 ms between two runs of one commit
+    for ~20 us of kernels. Then each measurement is the summed device duration of every kernel,
+    copy and memset of `calls` eager calls, from the CUDA profiler's activity trace (CUPTI, through
+    `torch.profiler`; `mode` "kernel-sum"): what the GPU spent, without the host-bound gaps.
+    Without an activity trace (no CUPTI), events around eager calls remain ("eager-events").
     """
 
     def __init__(self, fn: Callable[[int], Any], calls: int, torch_mod: Any) -> None:
@@ -156,11 +163,30 @@ class GpuTimer:
             torch.cuda.synchronize()
             self.graph = graph
             self.mode = "graph-events"
-        except Exception:  # noqa: BLE001 - any capture failure means "not capturable": use eager events
+        except Exception:  # noqa: BLE001 - any capture failure means "not capturable": measure eager calls
             torch.cuda.synchronize()
             self.graph = None
+            if self._kernel_sum() > 0:  # also the warm call of the profiler itself (CUPTI's start is slow once)
+                self.mode = "kernel-sum"
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
+
+    def _kernel_sum(self) -> float:
+        """Summed device seconds of the kernels, copies and memsets of `calls` eager calls; 0.0
+        when the profiler records no device activity (no CUPTI)."""
+        torch = self.torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        try:
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for i in range(self.calls):
+                    self.fn(i)
+                torch.cuda.synchronize()
+        except RuntimeError:  # profiler unavailable in this build / process
+            return 0.0
+        micros = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
+        return micros * 1e-6 / self.calls
 
     def _run_all(self) -> None:
         if self.graph is not None:
@@ -171,6 +197,8 @@ class GpuTimer:
 
     def measure(self) -> float:
         """One sample: GPU seconds per call."""
+        if self.mode == "kernel-sum":
+            return self._kernel_sum()
         self._run_all()  # untimed: keeps the GPU busy while the timed work is enqueued
         self.start.record()
         self._run_all()

@@ -2,7 +2,8 @@
 
 - `time_host`: host cost per call (wall time of N back-to-back calls before the final sync, / N);
 - `time_latency`: call + synchronize, wall clock;
-- `time_gpu`: GPU time per call from CUDA events around a CUDA-graph replay (see `_timing`).
+- `time_gpu`: GPU time per call from CUDA events around a CUDA-graph replay, or the summed kernel
+  time of eager calls for the baselines that cannot be captured (see `_timing.GpuTimer`).
 
 Parameters: shape preset (batch x keep ratio x geometry, `presets.ATTENTION_PRESETS`) x backend
 (`ragged_kernels.ATTENTION_BACKENDS` keys; the kernel under test is "triton").
@@ -108,7 +109,10 @@ class AttentionKernels(_replay.Replayed):
 
     params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
-    version = "2"  # 2: samples taken in setup_cache (v1: one process per case, 2 rounds)
+    # 3: GPU time of the cases that cannot be captured (padded_sdpa, nested_sdpa) is their summed
+    #    kernel time, no longer events around eager calls that counted the host's gaps (_timing.GpuTimer)
+    # 2: samples taken in setup_cache (v1: one process per case, 2 rounds)
+    version = "3"
     rounds = 1
     repeat = 20
 

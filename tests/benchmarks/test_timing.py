@@ -74,3 +74,24 @@ def test_gpu_timer_graph_mode_scales_with_work():
     s = sorted(small.measure() for _ in range(9))[4]
     b = sorted(big.measure() for _ in range(9))[4]
     assert 1.5 < b / s < 2.6
+
+
+@pytest.mark.gpu
+def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
+    import time
+
+    import torch
+
+    a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
+    graph = _timing.GpuTimer(lambda i: a @ a, 4, torch)
+
+    def syncing(i):  # reads a device value on the host (cannot be captured) and idles the GPU 2 ms
+        time.sleep(0.002)
+        return float((a @ a)[0, 0])
+
+    eager = _timing.GpuTimer(syncing, 4, torch)
+    assert eager.mode == "kernel-sum"
+    g = sorted(graph.measure() for _ in range(9))[4]
+    k = sorted(eager.measure() for _ in range(9))[4]
+    assert k < 1e-3  # the 2 ms of host sleep per call are not GPU time
+    assert 0.7 < k / g < 1.5  # the same matmul (plus a tiny copy) as the captured case
