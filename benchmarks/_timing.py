@@ -174,19 +174,26 @@ class GpuTimer:
     def _kernel_sum(self) -> float:
         """Summed device seconds of the kernels, copies and memsets of `calls` eager calls; 0.0
         when the profiler records no device activity (no CUPTI)."""
+        durations = self._device_durations(self.calls)
+        return sum(durations) / self.calls if durations else 0.0
+
+    def _device_durations(self, calls: int) -> list[float]:
+        """Device seconds of every kernel, copy and memset of `calls` eager calls, in start order."""
         torch = self.torch
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
 
         try:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for i in range(self.calls):
+                for i in range(calls):
                     self.fn(i)
                 torch.cuda.synchronize()
         except RuntimeError:  # profiler unavailable in this build / process
-            return 0.0
-        micros = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
-        return micros * 1e-6 / self.calls
+            return []
+        device = sorted(
+            (e.time_range.start, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA
+        )
+        return [us * 1e-6 for _, us in device]
 
     def _run_all(self) -> None:
         if self.graph is not None:
@@ -194,6 +201,15 @@ class GpuTimer:
         else:
             for i in range(self.calls):
                 self.fn(i)
+
+    def measure_many(self, samples: int) -> list[float]:
+        """`samples` samples of `measure`, cheaper in "kernel-sum" mode: one profiler session for
+        all of them instead of one each (a session costs ~0.2 s or more of trace start, flush and
+        parse; per-sample sessions made AttentionKernels' setup over 60 s longer on the H200)."""
+        if self.mode != "kernel-sum" or samples < 2:
+            return [self.measure() for _ in range(samples)]
+        grouped = split_samples(self._device_durations(samples * self.calls), samples, self.calls)
+        return grouped if grouped is not None else [self.measure() for _ in range(samples)]
 
     def measure(self) -> float:
         """One sample: GPU seconds per call."""
@@ -205,6 +221,23 @@ class GpuTimer:
         self.end.record()
         self.end.synchronize()
         return self.start.elapsed_time(self.end) * 1e-3 / self.calls
+
+
+def split_samples(durations: Sequence[float], samples: int, calls: int) -> list[float] | None:
+    """Per-call GPU seconds of each of `samples` consecutive groups of `calls` calls, from the
+    device durations of all `samples * calls` calls in start order.
+
+    Every call of one case launches the same sequence of device activities, so the list splits
+    into equal consecutive parts. When its length does not divide evenly (a call launched a
+    different number), the grouping is unknown: None, and the caller measures sample by sample.
+    """
+    if samples < 1 or calls < 1:
+        raise ValueError(f"samples and calls must be >= 1, got {samples}, {calls}")
+    n = len(durations)
+    if n == 0 or n % (samples * calls):
+        return None
+    per_sample = n // samples
+    return [sum(durations[j * per_sample : (j + 1) * per_sample]) / calls for j in range(samples)]
 
 
 def rotating_sets(make: Callable[[int], Sequence[Any]], bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> list:

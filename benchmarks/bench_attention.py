@@ -84,12 +84,12 @@ def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
     def take(preset: str, backend: str) -> dict:
         c = _Case(preset, backend)
         sync = torch.cuda.synchronize
-        once = {
-            "time_gpu": c.gpu.measure,
-            "time_host": lambda: _timing.host_cost(c.call, 50, sync),
-            "time_latency": lambda: _timing.latency(c.call, 20, sync),
+        many = {
+            "time_gpu": c.gpu.measure_many,
+            "time_host": lambda n: [_timing.host_cost(c.call, 50, sync) for _ in range(n)],
+            "time_latency": lambda n: [_timing.latency(c.call, 20, sync) for _ in range(n)],
         }
-        return {m: [once[m]() for _ in range(samples)] for m in measures}
+        return {m: many[m](samples) for m in measures}
 
     def compute(preset: str, backend: str) -> dict:
         try:

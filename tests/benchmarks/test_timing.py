@@ -93,5 +93,20 @@ def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
     assert eager.mode == "kernel-sum"
     g = sorted(graph.measure() for _ in range(9))[4]
     k = sorted(eager.measure() for _ in range(9))[4]
+    many = eager.measure_many(9)  # one profiler session for all nine
+    assert len(many) == 9 and 0.7 < sorted(many)[4] / k < 1.4
     assert k < 1e-3  # the 2 ms of host sleep per call are not GPU time
     assert 0.7 < k / g < 1.5  # the same matmul (plus a tiny copy) as the captured case
+
+
+def test_split_samples_groups_consecutive_calls():
+    # 2 samples x 2 calls, 3 device activities per call: sample 0 = first 6, sample 1 = last 6
+    durations = [1.0, 2.0, 3.0] * 2 + [10.0, 20.0, 30.0] * 2
+    assert _timing.split_samples(durations, 2, 2) == [6.0, 60.0]
+
+
+def test_split_samples_refuses_uneven_counts():
+    assert _timing.split_samples([1.0] * 7, 2, 2) is None  # a call launched a different number of kernels
+    assert _timing.split_samples([], 2, 2) is None  # no activity trace
+    with pytest.raises(ValueError, match=">= 1"):
+        _timing.split_samples([1.0], 0, 1)
