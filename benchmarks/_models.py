@@ -112,8 +112,11 @@ def forward_runner(torch: Any, model: Any, x: Any, graph: bool) -> Callable[[], 
     return g.replay
 
 
-def images_per_s_and_peak(torch: Any, run: Callable[[], Any], batch: int, reps: int = 30) -> tuple[float, float]:
-    """Throughput as batch / median synced forward latency, and peak allocated bytes over one forward.
+def images_per_s_and_peak(
+    torch: Any, run: Callable[[], Any], batch: int, reps: int = 30
+) -> tuple[float, float, list[float]]:
+    """Throughput as batch / median synced forward latency, peak allocated bytes over one forward,
+    and the timed forwards themselves.
 
     Args:
         torch: the torch module.
@@ -122,7 +125,7 @@ def images_per_s_and_peak(torch: Any, run: Callable[[], Any], batch: int, reps: 
         reps: timed forwards.
 
     Returns:
-        (images per second, peak bytes).
+        (images per second, peak bytes, [seconds per synced forward] * reps in the order taken).
     """
     for _ in range(5):
         run()
@@ -137,7 +140,7 @@ def images_per_s_and_peak(torch: Any, run: Callable[[], Any], batch: int, reps: 
         run()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    return batch / statistics.median(times), peak
+    return batch / statistics.median(times), peak, times
 
 
 def guarded(results: dict, key: str, compute: Callable[[], dict]) -> None:

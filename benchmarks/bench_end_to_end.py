@@ -4,13 +4,18 @@ The whole matrix is measured once per commit inside `setup_cache` (one process: 
 import, one CUDA context), then each parameter's `track_` process only reads its number; spawning
 one torch process per point would cost more than the measurements. Throughput is batch / median
 of 30 synchronised forwards (host dispatch included: at serving batch sizes it is the bottleneck).
+
+`time_forward` hands asv those synchronised forwards themselves, one per call (`_replay`), so a
+throughput change has samples on both sides: asv's Mann-Whitney test in `asv continuous` and the
+service's A/B verdicts can judge it. A `track_` value is one number per setup_cache, which neither
+can test (asv compares it by its factor only; the verdicts call it "too few samples").
 "graph" captures the whole forward once as a CUDA graph and replays it. "dense" is the unpruned
 model: the same value is reported under every pruner, as that pruner's reference line.
 """
 
 from __future__ import annotations
 
-from . import _models, _timing
+from . import _models, _replay, _timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
 MODES = ["eager", "graph"]
@@ -58,8 +63,8 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
                             raise NotImplementedError(f"{backend} cannot be captured as a CUDA graph")
                         with torch.inference_mode():
                             run = _models.forward_runner(torch, model, x, graph=mode == "graph")
-                            ips, peak = _models.images_per_s_and_peak(torch, run, batch)
-                        return {"images_per_s": ips, "peak_bytes": peak}
+                            ips, peak, times = _models.images_per_s_and_peak(torch, run, batch, reps=FORWARDS)
+                        return {"images_per_s": ips, "peak_bytes": peak, "time_forward": times}
 
                     _models.guarded(results, _models.key_of((preset_name, pruner, backend, mode)), compute)
                 del model
@@ -73,32 +78,39 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
 
 
 NOT_CAPTURABLE = _models.NOT_CAPTURABLE
+FORWARDS = 30  # timed forwards per point: >= rounds x repeat of every class below
 
 
-class _EndToEndBase:
+class _EndToEndBase(_replay.Replayed):
     param_names = ["preset", "pruner", "backend", "mode"]
     version = "1"
-
-    def setup(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> None:
-        key = _models.key_of((preset, pruner, backend, mode))
-        self.images_per_s = _models.lookup(cache, key, "images_per_s")
-        self.peak_bytes = _models.lookup(cache, key, "peak_bytes")
+    timeout = 120
 
     def track_images_per_s(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
-        return self.images_per_s
+        return float(self.samples["images_per_s"])
 
     track_images_per_s.unit = "images/s"
 
     def track_peak_memory(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
-        return self.peak_bytes
+        return float(self.samples["peak_bytes"])
 
     track_peak_memory.unit = "bytes"
 
+    def time_forward(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> None:
+        """Seconds per synchronised forward of the preset's batch (images/s = batch / this)."""
+        self.replay("time_forward", preset, pruner, backend, mode)
+
 
 class EndToEnd(_EndToEndBase):
-    """Full matrix (every commit on the GPU runner)."""
+    """Full matrix (every commit on the GPU runner).
+
+    One round: `asv run` computes setup_cache once per commit, so a second round would only re-read
+    it (102 more processes at ~0.5 s); the history compares commits, not rounds.
+    """
 
     params = (["deits224-b1", "deitb224-b32", "deitb384-b8"], PRUNERS, MODEL_BACKENDS, MODES)
+    rounds = 1
+    repeat = 20
 
     def setup_cache(self) -> dict:
         return measure_matrix(*self.params)
@@ -107,9 +119,15 @@ class EndToEnd(_EndToEndBase):
 
 
 class EndToEndPR(_EndToEndBase):
-    """Quick PR subset: DeiT-S at serving batch 32, truly ragged pruner, the kernel vs the best baselines."""
+    """Quick PR subset: DeiT-S at serving batch 32, truly ragged pruner, the kernel vs the best baselines.
+
+    Two rounds of 10: in a PR job asv computes setup_cache per round and commit, interleaved, so
+    drift over the job reaches base and head alike.
+    """
 
     params = (["deits224-b32"], ["threshold_l2"], ["triton", "fa2_varlen", "padded_sdpa", "dense"], MODES)
+    rounds = 2
+    repeat = 10
 
     def setup_cache(self) -> dict:
         return measure_matrix(*self.params)

@@ -68,8 +68,15 @@ def test_without_a_gpu_the_matrix_is_one_skip():
         AttentionKernels().setup(cache, "deitb224-b8-keep0.5", "triton")
 
 
-REPLAYED = ["bench_attention.AttentionKernels", "bench_attention.AttentionKernelsPR", "bench_attention.AttentionCPU",
-            "bench_pack.PackTokens", "bench_pack.PackTokensCPU"]
+REPLAYED = [
+    "bench_attention.AttentionKernels",
+    "bench_attention.AttentionKernelsPR",
+    "bench_attention.AttentionCPU",
+    "bench_pack.PackTokens",
+    "bench_pack.PackTokensCPU",
+    "bench_end_to_end.EndToEnd",
+    "bench_end_to_end.EndToEndPR",
+]
 
 
 def _cls(name):
@@ -88,9 +95,37 @@ def test_asv_calls_the_function_exactly_once_per_sample(name):
     assert "setup_cache" in vars(cls)
 
 
+@pytest.mark.parametrize("name", ["bench_end_to_end.EndToEnd", "bench_end_to_end.EndToEndPR"])
+def test_end_to_end_hands_out_its_timed_forwards_and_tracks_its_values(monkeypatch, tmp_path, name):
+    """images/s as one tracked number per commit, and the synced forwards behind it as samples
+    (so `asv continuous` and the verdicts can test a throughput change)."""
+    from benchmarks import bench_end_to_end
+
+    cls = _cls(name)
+    assert cls.rounds * cls.repeat <= bench_end_to_end.FORWARDS  # setup_cache takes enough samples
+    monkeypatch.setattr(_replay, "_CALLS", {})
+    monkeypatch.chdir(tmp_path)
+    case = ("deits224-b32", "threshold_l2", "triton", "eager")
+    times = [0.01 + i * 1e-4 for i in range(30)]
+    cache = {"|".join(case): {"values": {"images_per_s": 3200.0, "peak_bytes": 1e9, "time_forward": times}}}
+    assert _take(cls, cache, case, "time_forward", cls.repeat) == pytest.approx(times[: cls.repeat])
+    b = cls()
+    b.setup(cache, *case)
+    assert b.track_images_per_s(cache, *case) == 3200.0 and b.track_peak_memory(cache, *case) == 1e9
+    with pytest.raises(NotImplementedError, match="CUDA graph"):
+        cls().setup(
+            {"|".join(case[:3] + ("graph",)): {"skip": "padded_sdpa cannot be captured as a CUDA graph"}},
+            *case[:3],
+            "graph",
+        )
+
+
 @pytest.mark.parametrize("name", ["bench_pack.PackTokensCPU", "bench_attention.AttentionCPU"])
 def test_cpu_classes_skip_without_the_interpreter(monkeypatch, name):
     """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (device run C)."""
+    import ragged_kernels  # noqa: F401 - imported with the suite's TRITON_INTERPRET=1: its module-level
+    # switch must not be read while the variable is deleted here (later CPU tests would lose the interpreter)
+
     cls = _cls(name)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     cache = cls().setup_cache()
@@ -125,6 +160,8 @@ def test_quick_regex_selects_the_pr_classes_and_nothing_else():
         "bench_correctness.ModelCorrectnessPR.track_max_abs_logit_diff": True,
         "bench_correctness.ModelCorrectness.track_max_abs_logit_diff": False,
         "bench_end_to_end.EndToEndPR.track_images_per_s": True,
+        "bench_end_to_end.EndToEndPR.time_forward": True,
         "bench_end_to_end.EndToEnd.track_images_per_s": False,
+        "bench_end_to_end.EndToEnd.time_forward": False,
     }
     assert {n: bool(re.search(QUICK_REGEX, n)) for n in names} == names
