@@ -56,6 +56,22 @@ def require_cuda() -> Any:
     return torch
 
 
+def warm_up_device(torch: Any, seconds: float = 0.5) -> None:
+    """Keep the GPU busy with fp16 matmuls for about `seconds` before a process's first timed case.
+
+    An idle card sits at a low clock (the runner's GPU sidecar reads 345 MHz on the H200 at idle)
+    and takes time to raise it; without this the first case of a setup_cache would be timed on the
+    way up. Clocks are only observed, never set (the device's METHOD.md).
+    """
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(8):
+            a @ a
+        torch.cuda.synchronize()
+    del a
+
+
 def require_attr(module_name: str, attr: str) -> Any:
     """Import `module_name.attr`, skipping (NotImplementedError) when it is absent at this commit.
 

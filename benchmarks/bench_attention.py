@@ -80,6 +80,7 @@ GPU_MEASURES = ("time_gpu", "time_host", "time_latency")
 def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
     """compute(preset, backend) -> {measure: [seconds] * samples} on the GPU (for `_replay.measure_matrix`)."""
     torch = _timing.require_cuda()
+    _timing.warm_up_device(torch)
 
     def take(preset: str, backend: str) -> dict:
         c = _Case(preset, backend)

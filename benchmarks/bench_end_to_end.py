@@ -41,6 +41,7 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
     from .gpu_env import write_for_asv_run
 
     write_for_asv_run()
+    _timing.warm_up_device(torch)
     for preset_name in presets:
         p = MODEL_PRESETS[preset_name]
         x = _models.images(torch, p.batch, p.resolution).half()

@@ -82,6 +82,7 @@ def _samples(device: str, measures: tuple[str, ...], samples: int) -> Any:
         from .gpu_env import write_for_asv_run
 
         write_for_asv_run()
+        _timing.warm_up_device(torch)
         presets, calls = PACK_PRESETS, 50
     else:
         import os

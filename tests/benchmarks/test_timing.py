@@ -110,3 +110,14 @@ def test_split_samples_refuses_uneven_counts():
     assert _timing.split_samples([], 2, 2) is None  # no activity trace
     with pytest.raises(ValueError, match=">= 1"):
         _timing.split_samples([1.0], 0, 1)
+
+
+@pytest.mark.gpu
+def test_warm_up_device_keeps_the_gpu_busy_for_about_the_time_asked():
+    import time
+
+    import torch
+
+    t0 = time.perf_counter()
+    _timing.warm_up_device(torch, seconds=0.2)
+    assert 0.2 <= time.perf_counter() - t0 < 2.0
