@@ -1,0 +1,138 @@
+"""Experimental: a linear layer over packed rows that skips the rows past `cu_seqlens[-1]`.
+
+Why: a pruned forward captured as one CUDA graph sizes its packed buffers by a host-known capacity
+(`pack_tokens(..., capacity=R)`), so cuBLAS multiplies all R rows even when the images kept half of
+them. Device run 3 of 2026-11-29 (session 3, docs/perf-notes.md) measured DeiT-B 224 B 32 in graph
+mode at 9,005 images/s with Threshold-L2 against 9,736 dense: the ragged pruners' linear layers run
+at dense size. Here the grid still covers the capacity (no host sync, graph-safe), but every row
+tile that starts at or past the kept total (read from `cu_seqlens[-1]` on the device) returns at
+once, so the work follows the kept count.
+
+Status: correct on the CPU (Triton interpreter tests); **not measured on the GPU and not used by
+the pruned model yet**. `scripts/bench_ragged_linear.py` compares it with cuBLAS on the capacity
+rows; whether a Triton GEMM on the kept rows beats cuBLAS on all rows decides if it is wired in.
+
+Rows past the kept total are left as they were in `out` (garbage for a fresh buffer): the packed
+layout's contract is that padding rows are never read into a valid row (pruners/_ops.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ragged_kernels.attention.fwd import INTERPRET
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _ragged_linear_kernel(
+    X, W, B, Y, CU, n_rows, n_out, n_in, n_segments,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
+    HAS_BIAS: tl.constexpr, GELU: tl.constexpr, DOT_FP32: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    total = tl.load(CU + n_segments)
+    total = tl.minimum(tl.maximum(total, 0), n_rows)  # any cu_seqlens: never past the buffers
+    row0 = pid_m * BLOCK_M
+    if row0 >= total:
+        return
+    rm = row0 + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_ok = rm < total
+    n_ok = rn < n_out
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, n_in, BLOCK_K):
+        k_ok = (k0 + rk) < n_in
+        x = tl.load(
+            X + rm[:, None].to(tl.int64) * stride_xm + (k0 + rk)[None, :] * stride_xk,
+            mask=m_ok[:, None] & k_ok[None, :], other=0.0,
+        )
+        w = tl.load(
+            W + rn[None, :].to(tl.int64) * stride_wn + (k0 + rk)[:, None] * stride_wk,
+            mask=n_ok[None, :] & k_ok[:, None], other=0.0,
+        )
+        if DOT_FP32:  # the interpreter has no fp16/bf16 dot
+            acc += tl.dot(x.to(tl.float32), w.to(tl.float32))
+        else:
+            acc += tl.dot(x, w)
+    if HAS_BIAS:
+        acc += tl.load(B + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    if GELU:  # exact (erf) GELU, as timm's Mlp uses
+        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+    tl.store(
+        Y + rm[:, None].to(tl.int64) * stride_ym + rn[None, :] * stride_yn,
+        acc.to(Y.dtype.element_ty),
+        mask=m_ok[:, None] & n_ok[None, :],
+    )
+
+
+# Unswept guess for Hopper-class GPUs (128 x 128 x 64, 8 warps, 3 stages); the interpreter gets small
+# tiles so CPU tests stay fast.
+BLOCKS = (16, 16, 16, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
+
+
+def ragged_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    cu_seqlens: torch.Tensor,
+    *,
+    gelu: bool = False,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`x[:total] @ weight.T + bias` (optionally GELU), total = `cu_seqlens[-1]`, without a host sync.
+
+    Args:
+        x: packed rows `[R, K]` (R = the capacity, a host int), fp16/bf16/fp32, CUDA (or CPU in
+            Triton's interpreter).
+        weight: `[N, K]`, same dtype and device (nn.Linear's layout).
+        bias: `[N]` or None.
+        cu_seqlens: int32 `[B+1]` on x's device; only its last entry is read (on the device).
+        gelu: apply exact GELU to the result (fuses timm Mlp's fc1 + act).
+        out: optional `[R, N]` output buffer (rows past the total are left untouched).
+
+    Returns:
+        `[R, N]`; rows `>= total` hold whatever `out` held (uninitialised for a fresh buffer).
+    """
+    if x.dim() != 2 or weight.dim() != 2 or x.shape[1] != weight.shape[1]:
+        raise ValueError(f"x must be [R, K] and weight [N, K], got {tuple(x.shape)} and {tuple(weight.shape)}")
+    if weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype):
+        raise TypeError(f"x, weight and bias must share a dtype, got {x.dtype}, {weight.dtype}, "
+                        f"{None if bias is None else bias.dtype}")  # fmt: skip
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(f"bias must be [{weight.shape[0]}], got {tuple(bias.shape)}")
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
+        raise ValueError(
+            f"cu_seqlens must be int32 [B+1] with B >= 1, got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}"
+        )
+    tensors = [x, weight, cu_seqlens] + ([bias] if bias is not None else [])
+    if any(t.device != x.device for t in tensors):
+        raise ValueError("x, weight, bias and cu_seqlens must be on one device")
+    if not x.is_cuda and not INTERPRET:
+        raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
+    n_rows, n_in = x.shape
+    n_out = weight.shape[0]
+    if out is None:
+        out = torch.empty((n_rows, n_out), dtype=x.dtype, device=x.device)
+    elif tuple(out.shape) != (n_rows, n_out) or out.dtype != x.dtype or out.device != x.device:
+        raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
+    if n_rows == 0 or n_out == 0:
+        return out
+    bm, bn, bk, warps, stages = BLOCKS
+    grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
+    _ragged_linear_kernel[grid](
+        x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in, cu_seqlens.numel() - 1,
+        x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0), out.stride(1),
+        HAS_BIAS=bias is not None, GELU=gelu, DOT_FP32=INTERPRET, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    return out
+
+
+__all__ = ["ragged_linear"]

@@ -1,0 +1,93 @@
+"""Is a Triton GEMM over the kept rows faster than cuBLAS over the whole capacity? (GPU only.)
+
+For DeiT-B's four linear layers (qkv 768->2304, proj 768->768, fc1 768->3072 + GELU, fc2 3072->768)
+at B x 197 capacity rows, prints GPU time (CUDA-graph replay of 20 calls, events) of
+`torch.nn.functional.linear` on all rows (what the packed graph-mode forward runs today) against
+`ragged_kernels.linear.ragged_linear` at kept fractions 1.0 / 0.7 / 0.5 / 0.3, and checks its kept
+rows against torch. Output: a markdown table; ratios < 1 mean the ragged GEMM is faster.
+
+Usage: python scripts/bench_ragged_linear.py [--batch 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from ragged_kernels.linear import ragged_linear  # noqa: E402
+
+LAYERS = {
+    "qkv": (768, 2304, False),
+    "proj": (768, 768, False),
+    "fc1+gelu": (768, 3072, True),
+    "fc2": (3072, 768, False),
+}
+
+
+def gpu_time(fn, calls: int = 20, samples: int = 15) -> float:
+    """Median seconds per call over `samples` replays of a graph of `calls` calls."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(samples):
+        g.replay()
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3 / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=32)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("bench_ragged_linear: needs a CUDA GPU (this measures GPU time)", file=sys.stderr)
+        return 2
+    rows = args.batch * 197
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, capacity {rows} rows (B={args.batch} x 197)")
+    print("| layer | cuBLAS all rows | kept 1.0 | kept 0.7 | kept 0.5 | kept 0.3 | ratio at 0.5 | max err |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (k, n, gelu) in LAYERS.items():
+        x = torch.randn(rows, k, device="cuda", dtype=torch.float16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
+        b = torch.randn(n, device="cuda", dtype=torch.float16)
+        out = torch.empty(rows, n, device="cuda", dtype=torch.float16)
+
+        def dense(x=x, w=w, b=b, gelu=gelu):
+            y = F.linear(x, w, b)
+            return F.gelu(y) if gelu else y
+
+        t_dense = gpu_time(dense)
+        cells, err = [], 0.0
+        for frac in (1.0, 0.7, 0.5, 0.3):
+            total = int(rows * frac)
+            cu = torch.tensor([0, total], dtype=torch.int32, device="cuda")
+            t = gpu_time(lambda cu=cu, x=x, w=w, b=b, g=gelu, o=out: ragged_linear(x, w, b, cu, gelu=g, out=o))
+            ref = dense()
+            err = max(err, (out[:total].float() - ref[:total].float()).abs().max().item())
+            cells.append(t)
+        print(f"| {name} | {t_dense * 1e6:.1f} µs | " + " | ".join(f"{t * 1e6:.1f} µs" for t in cells)
+              + f" | {cells[2] / t_dense:.2f} | {err:.3g} |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""ragged_linear (experimental): kept rows equal torch's linear, rows past the total are untouched."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ragged_kernels.linear import ragged_linear
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _case(rows=40, n_in=24, n_out=36, total=23, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, n_in, generator=g).to(DEVICE, dtype)
+    w = (torch.randn(n_out, n_in, generator=g) / n_in**0.5).to(DEVICE, dtype)
+    b = torch.randn(n_out, generator=g).to(DEVICE, dtype)
+    cu = torch.tensor([0, total // 2, total], dtype=torch.int32, device=DEVICE)
+    return x, w, b, cu
+
+
+@pytest.mark.parametrize("gelu", [False, True])
+@pytest.mark.parametrize("total", [0, 1, 16, 23, 40])
+def test_kept_rows_match_torch_and_padding_rows_are_untouched(gelu, total):
+    x, w, b, cu = _case(total=total)
+    out = torch.full((x.shape[0], w.shape[0]), 7.0, device=DEVICE)
+    ragged_linear(x, w, b, cu, gelu=gelu, out=out)
+    ref = F.linear(x.double(), w.double(), b.double())
+    ref = F.gelu(ref) if gelu else ref
+    torch.testing.assert_close(out[:total].double(), ref[:total], atol=1e-4, rtol=1e-4)
+    assert torch.all(out[total:] == 7.0), "rows past cu_seqlens[-1] must not be written"
+
+
+def test_fp16_strided_input_without_bias():
+    x, w, _, cu = _case(rows=33, n_in=40, n_out=20, total=30, dtype=torch.float16)
+    xs = torch.cat([x, x], dim=1)[:, ::2]  # a strided view (stride 2 along K)
+    out = ragged_linear(xs, w, None, cu)
+    ref = F.linear(xs.float(), w.float())
+    torch.testing.assert_close(out[:30].float(), ref[:30], atol=2e-2, rtol=2e-2)
+
+
+def test_a_total_past_the_buffer_is_clamped_not_an_out_of_bounds_write():
+    x, w, b, cu = _case(rows=20, total=20)
+    cu[-1] = 10_000  # malformed cu_seqlens: the kernel must stay inside the buffers
+    out = ragged_linear(x, w, b, cu)
+    torch.testing.assert_close(out.double(), F.linear(x.double(), w.double(), b.double()), atol=1e-4, rtol=1e-4)
+
+
+def test_bad_inputs_raise_clear_errors():
+    x, w, b, cu = _case()
+    with pytest.raises(ValueError, match=r"\[R, K\]"):
+        ragged_linear(x[:, :5], w, b, cu)
+    with pytest.raises(TypeError, match="share a dtype"):
+        ragged_linear(x, w.double(), b, cu)
+    with pytest.raises(ValueError, match="bias must be"):
+        ragged_linear(x, w, b[:3], cu)
+    with pytest.raises(ValueError, match="int32"):
+        ragged_linear(x, w, b, cu.long())
+    with pytest.raises(ValueError, match="out must be"):
+        ragged_linear(x, w, b, cu, out=torch.empty(3, 3, device=DEVICE))
