@@ -82,6 +82,23 @@ def _pack_fn(packer: str) -> PackFn:
     return pack
 
 
+def _ragged_linear_fn() -> Callable[..., torch.Tensor]:
+    from ragged_kernels.linear import ragged_linear
+
+    return ragged_linear
+
+
+def _is_plain_mlp(mlp: nn.Module) -> bool:
+    """timm's Mlp with Linear layers and exact GELU (what DeiT uses): fc1 + act can be fused."""
+    act = getattr(mlp, "act", None)
+    return (
+        isinstance(getattr(mlp, "fc1", None), nn.Linear)
+        and isinstance(getattr(mlp, "fc2", None), nn.Linear)
+        and isinstance(act, nn.GELU)
+        and act.approximate == "none"
+    )
+
+
 class PrunedDeiT(nn.Module):
     """A timm DeiT whose forward prunes tokens with `pruner` and attends with `backend`.
 
@@ -94,6 +111,11 @@ class PrunedDeiT(nn.Module):
         packer: "ragged_kernels" (the library's pack_tokens) or "torch"; default: torch for the
             reference backend, ragged_kernels otherwise. Packing is exact data movement, so the choice
             never changes results.
+        ragged_linear: experimental: on packed tokens, run qkv, proj and the MLP (fc1 with its GELU
+            fused) through `ragged_kernels.linear.ragged_linear`, which skips the capacity rows past
+            `cu_seqlens[-1]` on the device instead of multiplying them (graph mode at the kept size).
+            Padding rows then hold uninitialised values, which the packed layout never reads into a
+            valid row. Not measured on the GPU yet (docs/perf-notes.md, session 3).
 
     Attributes:
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`
@@ -110,6 +132,7 @@ class PrunedDeiT(nn.Module):
         *,
         exact_capacity: bool = False,
         packer: str | None = None,
+        ragged_linear: bool = False,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS + EXTRA_BACKENDS:
@@ -125,6 +148,10 @@ class PrunedDeiT(nn.Module):
         self.backend = backend
         self.exact_capacity = bool(exact_capacity)
         self.packer = packer
+        if ragged_linear and backend == "dense":
+            raise ValueError("ragged_linear applies to packed tokens; the dense backend has none")
+        self.ragged_linear = bool(ragged_linear)
+        self._ragged_linear_fn = _ragged_linear_fn() if ragged_linear else None
         self._attend = _attention_fn(backend) if backend != "dense" else reference_attention
         self._pack = _pack_fn(packer)
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
@@ -136,39 +163,51 @@ class PrunedDeiT(nn.Module):
         self.num_patches = pe.num_patches
 
     # -- layouts ---------------------------------------------------------------------------------
-    @staticmethod
-    def _qkv(blk: nn.Module, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _linear(self, layer: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
+        """`layer(x)`; on packed rows with `ragged_linear`, only the rows before cu_seqlens[-1]."""
+        if cu is None or self._ragged_linear_fn is None or not isinstance(layer, nn.Linear):
+            return layer(x)
+        return self._ragged_linear_fn(x, layer.weight, layer.bias, cu)
+
+    def _qkv(
+        self, blk: nn.Module, h: torch.Tensor, cu: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         a = blk.attn
-        qkv = a.qkv(h).unflatten(-1, (3, a.num_heads, a.head_dim))
+        qkv = self._linear(a.qkv, h, cu).unflatten(-1, (3, a.num_heads, a.head_dim))
         q, k, v = qkv.unbind(-3)
         return a.q_norm(q), a.k_norm(k), v
 
-    @staticmethod
-    def _attn_out(blk: nn.Module, h: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+    def _attn_out(self, blk: nn.Module, h: torch.Tensor, o: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
         a = blk.attn
         o = a.norm(o.flatten(-2))
         gate = getattr(a, "gate", None)
         if gate is not None:
             o = o * gate(h).sigmoid()
-        return blk.drop_path1(blk.ls1(a.proj_drop(a.proj(o))))
+        return blk.drop_path1(blk.ls1(a.proj_drop(self._linear(a.proj, o, cu))))
 
     def _attention(
         self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None, n: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Residual-added attention output and the q, k, v it used, on either layout."""
         h = blk.norm1(x)
-        q, k, v = self._qkv(blk, h)
+        q, k, v = self._qkv(blk, h, cu)
         if cu is None:  # dense [B, N, H, D]: the same SDPA for every backend
             o = F.scaled_dot_product_attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=blk.attn.scale
             ).transpose(1, 2)
         else:
             o = self._attend(q, k, v, cu, n, scale=blk.attn.scale)
-        return x + self._attn_out(blk, h, o), q, k, v
+        return x + self._attn_out(blk, h, o, cu), q, k, v
 
-    @staticmethod
-    def _mlp(blk: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        return x + blk.drop_path2(blk.ls2(blk.mlp(blk.norm2(x))))
+    def _mlp(self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
+        h = blk.norm2(x)
+        mlp = blk.mlp
+        if cu is None or self._ragged_linear_fn is None or not _is_plain_mlp(mlp):
+            return x + blk.drop_path2(blk.ls2(mlp(h)))
+        # timm Mlp: fc1 -> act -> drop1 -> norm -> fc2 -> drop2; fc1 and its exact GELU in one kernel.
+        h = self._ragged_linear_fn(h, mlp.fc1.weight, mlp.fc1.bias, cu, gelu=True)
+        h = self._linear(mlp.fc2, mlp.norm(mlp.drop1(h)), cu)
+        return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
     def _dense_view(self, x: torch.Tensor, cu: torch.Tensor | None, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         if cu is None:
@@ -247,18 +286,18 @@ class PrunedDeiT(nn.Module):
             stage = self._stage_at.get(i)
             if stage is None:
                 x, _, _, _ = self._attention(blk, x, cu, n)
-                x = self._mlp(blk, x)
+                x = self._mlp(blk, x, cu)
             elif pr.placement == "before_block":
                 xd, valid = self._dense_view(x, cu, n)
                 x, cu, n = self._prune(stage, xd, valid, None, n)
                 x, _, _, _ = self._attention(blk, x, cu, n)
-                x = self._mlp(blk, x)
+                x = self._mlp(blk, x, cu)
             else:
                 x, q, k, v = self._attention(blk, x, cu, n)
                 xd, valid = self._dense_view(x, cu, n)
                 info = self._attn_info(q, k, v, cu, n, valid, blk.attn.scale)
                 x, cu, n = self._prune(stage, xd, valid, info, n)
-                x = self._mlp(blk, x)
+                x = self._mlp(blk, x, cu)
         cls = x[:, 0] if cu is None else x[cu[:-1].long()]
         return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
 
@@ -273,18 +312,21 @@ class PrunedDeiT(nn.Module):
         """
         if not hasattr(self.pruner, "calibrating"):
             raise ValueError(f"pruner {self.pruner.name!r} has nothing to calibrate")
-        attend, pack = self._attend, self._pack
-        self._attend, self._pack = reference_attention, pack_dense_torch
+        attend, pack, linear = self._attend, self._pack, self._ragged_linear_fn
+        self._attend, self._pack, self._ragged_linear_fn = reference_attention, pack_dense_torch, None
         self.pruner.calibrating = True
         try:
             self.forward(images)
         finally:
             self.pruner.calibrating = False
-            self._attend, self._pack = attend, pack
+            self._attend, self._pack, self._ragged_linear_fn = attend, pack, linear
         self.pruner.calibrated = True
 
     def extra_repr(self) -> str:
-        return f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}"
+        return (
+            f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}, "
+            f"ragged_linear={self.ragged_linear}"
+        )
 
 
 def synthetic_images(n: int, size: int, seed: int = 0) -> torch.Tensor:
@@ -305,7 +347,7 @@ def synthetic_images(n: int, size: int, seed: int = 0) -> torch.Tensor:
     return (img - img.mean(dim=(2, 3), keepdim=True)) / img.std(dim=(2, 3), keepdim=True)
 
 
-_BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "exact_capacity", "packer", "calibration_images"}
+_BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "exact_capacity", "packer", "calibration_images", "ragged_linear"}
 
 
 def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: str, **options) -> nn.Module:
@@ -323,6 +365,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
             graph (bool, False): `triton` only: capture the forward as a CUDA graph per batch size.
             exact_capacity (bool, False): eager only: one host read per stage to size buffers exactly.
             packer (str): "ragged_kernels" or "torch" (see PrunedDeiT).
+            ragged_linear (bool, False): experimental, see PrunedDeiT.
             calibration_images (Tensor [B,3,H,W]): for an uncalibrated threshold_l2 pruner (default:
                 4 seeded `synthetic_images`).
 
@@ -374,7 +417,12 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
     )
     pruner.eval()
     model = PrunedDeiT(
-        backbone, pruner, backend, exact_capacity=options.get("exact_capacity", False), packer=options.get("packer")
+        backbone,
+        pruner,
+        backend,
+        exact_capacity=options.get("exact_capacity", False),
+        packer=options.get("packer"),
+        ragged_linear=options.get("ragged_linear", False),
     ).eval()
     if getattr(pruner, "calibrated", True) is False:
         images = options.get("calibration_images")

@@ -6,7 +6,11 @@ at B x 197 capacity rows, prints GPU time (CUDA-graph replay of 20 calls, events
 `ragged_kernels.linear.ragged_linear` at kept fractions 1.0 / 0.7 / 0.5 / 0.3, and checks its kept
 rows against torch. Output: a markdown table; ratios < 1 mean the ragged GEMM is faster.
 
-Usage: python scripts/bench_ragged_linear.py [--batch 32]
+With `--models`, also the end-to-end question: images/s of DeiT-B 224 in graph mode (triton backend)
+for each pruner, with the linear layers on cuBLAS (all capacity rows) and with `ragged_linear=True`,
+next to the dense model (same seeded weights and images; median of 30 synchronised replays).
+
+Usage: python scripts/bench_ragged_linear.py [--batch 32] [--models]
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ def gpu_time(fn, calls: int = 20, samples: int = 15) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--models", action="store_true", help="also the pruned DeiT-B end to end")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_ragged_linear: needs a CUDA GPU (this measures GPU time)", file=sys.stderr)
@@ -86,7 +91,43 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(t)
         print(f"| {name} | {t_dense * 1e6:.1f} µs | " + " | ".join(f"{t * 1e6:.1f} µs" for t in cells)
               + f" | {cells[2] / t_dense:.2f} | {err:.3g} |")  # fmt: skip
+    if args.models:
+        models_table(args.batch)
     return 0
+
+
+def models_table(batch: int) -> None:
+    """images/s of DeiT-B 224 graph mode per pruner: cuBLAS linears vs ragged_linear, and dense."""
+    import statistics
+    import time
+
+    from pruners import build_pruned_model, synthetic_images
+
+    images = synthetic_images(batch, 224, seed=0).half().cuda()
+
+    def ips(model) -> float:
+        with torch.no_grad():
+            for _ in range(5):
+                model(images)
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(30):
+                t0 = time.perf_counter()
+                model(images)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+        return batch / statistics.median(times)
+
+    name = "deit_base_patch16_224"
+    dense = ips(build_pruned_model(name, None, "dense").half().cuda())
+    print(f"\n# DeiT-B 224, B={batch}, graph mode, images/s (dense: {dense:,.0f})")
+    print("| pruner | cuBLAS linears | ragged_linear | ragged / cuBLAS | ragged / dense |")
+    print("|---|---|---|---|---|")
+    for pruner in ("threshold_l2", "ats", "dynamicvit", "evit"):
+        base = ips(build_pruned_model(name, pruner, "triton", graph=True).half().cuda())
+        fast = ips(build_pruned_model(name, pruner, "triton", graph=True, ragged_linear=True).half().cuda())
+        print(f"| {pruner} | {base:,.0f} | {fast:,.0f} | {fast / base:.2f} | {fast / dense:.2f} |")
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

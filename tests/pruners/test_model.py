@@ -265,3 +265,52 @@ def test_graph_mode_refuses_cpu_images():
         pytest.skip("ragged_kernels not importable")
     with pytest.raises(ValueError, match="CUDA"):
         model(synthetic_images(1, 224))
+
+
+@pytest.mark.parametrize("case", ["threshold_l2", "evit"])
+def test_ragged_linear_gives_the_same_logits(case):
+    """The experimental ragged linear layers (rows past cu_seqlens[-1] skipped) change no logit."""
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    if not HAS_CUDA:
+        import os
+
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            pytest.skip("needs the Triton interpreter on the CPU")
+    dev = "cuda" if HAS_CUDA else "cpu"
+    base = _model(case, "triton").to(dev)
+    fast = build_pruned_model(TINY, _pruner(case), "triton", ragged_linear=True).to(dev)
+    assert fast.ragged_linear and "ragged_linear=True" in repr(fast)
+    calls = []
+    real = fast._ragged_linear_fn
+    fast._ragged_linear_fn = lambda *a, **k: (calls.append(k.get("gelu", False)), real(*a, **k))[1]
+    images = synthetic_images(2, 224, seed=3).to(dev)
+    base.record = True
+    with torch.no_grad():
+        y = base(images)
+        fast.keep_override = base.recorded_keeps
+        torch.testing.assert_close(fast(images), y, rtol=0, atol=2e-4)
+    # Packed from the first stage on: its attention too when the pruner runs before the block.
+    mlps = len(fast.backbone.blocks) - fast.pruner.stages[0]
+    attns = mlps - (fast.pruner.placement == "after_attention")
+    assert sum(calls) == mlps and len(calls) == 2 * attns + 2 * mlps  # qkv + proj, fc1+GELU + fc2
+    base.to("cpu")
+
+
+def test_ragged_linear_needs_packed_tokens():
+    with pytest.raises(ValueError, match="ragged_linear"):
+        build_pruned_model(TINY, None, "dense", ragged_linear=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["threshold_l2", "ats"])
+def test_gpu_ragged_linear_graph_mode_matches_eager(case):
+    pruner = _pruner(case)
+    tri = build_pruned_model("deit_small_patch16_224", pruner, "triton").half().cuda()
+    fast = build_pruned_model("deit_small_patch16_224", pruner, "triton", graph=True, ragged_linear=True).half().cuda()
+    tri.record = True
+    images = synthetic_images(8, 224, seed=5).half().cuda()
+    with torch.no_grad():
+        y = tri(images)
+        fast.model.keep_override = tri.recorded_keeps
+        torch.testing.assert_close(fast(images), y, rtol=0, atol=4e-3)
