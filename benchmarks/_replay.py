@@ -41,7 +41,9 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
     Args:
         params: the class's `params` (their product is the cases, e.g. (preset, backend)).
         make_compute: returns `compute(*case)` -> `{measure: [seconds, ...]}`; NotImplementedError
-            from it skips the whole matrix (no GPU), from `compute` only that case.
+            from it skips the whole matrix (no GPU), from `compute` only that case. A measure may
+            instead map to a zero-argument callable returning the samples: it is called after every
+            case has been measured (what must come last in the process, e.g. profiling).
 
     Returns:
         The matrix setup_cache returns.
@@ -53,6 +55,12 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
     results: dict = {}
     for case in itertools.product(*params):
         _models.guarded(results, _models.key_of(case), lambda case=case: compute(*case))
+    for key, entry in list(results.items()):
+        deferred = {m: v for m, v in entry.get("values", {}).items() if callable(v)}
+        if deferred:
+            _models.guarded(results, key, lambda entry=entry, deferred=deferred: {
+                **entry["values"], **{m: take() for m, take in deferred.items()}
+            })  # fmt: skip
     return results
 
 

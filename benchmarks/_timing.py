@@ -148,10 +148,15 @@ class GpuTimer:
     padded SDPA's longest-length read and NestedTensor construction), the GPU idles between the
     call's kernels while the host catches up, so events around eager calls would measure the host:
     on the H200 such "GPU times" of padded SDPA spread 0.36-0.78 ms between two runs of one commit
-    for ~20 us of kernels. Then each measurement is the summed device duration of every kernel,
-    copy and memset of `calls` eager calls, from the CUDA profiler's activity trace (CUPTI, through
-    `torch.profiler`; `mode` "kernel-sum"): what the GPU spent, without the host-bound gaps.
-    Without an activity trace (no CUPTI), events around eager calls remain ("eager-events").
+    for ~20 us of kernels. Then (`mode` "kernel-sum") each sample is the summed device duration of
+    every kernel, copy and memset of `calls` eager calls, from the CUDA profiler's activity trace
+    (CUPTI, through `torch.profiler`): what the GPU spent, without the host-bound gaps. If the
+    trace holds no device activity (no CUPTI), the timer falls back to events around eager calls
+    and `mode` becomes "eager-events".
+
+    Profile last: once used, CUPTI can stay attached to the process and slow every later launch
+    (pytorch/pytorch#146604), so a caller that also times host cost must take the kernel-sum
+    samples after everything else in the process (`bench_attention` defers them).
     """
 
     def __init__(self, fn: Callable[[int], Any], calls: int, torch_mod: Any) -> None:
@@ -182,19 +187,13 @@ class GpuTimer:
         except Exception:  # noqa: BLE001 - any capture failure means "not capturable": measure eager calls
             torch.cuda.synchronize()
             self.graph = None
-            if self._kernel_sum() > 0:  # also the warm call of the profiler itself (CUPTI's start is slow once)
-                self.mode = "kernel-sum"
+            self.mode = "kernel-sum"  # no profiling here: see the class docstring, "profile last"
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
 
-    def _kernel_sum(self) -> float:
-        """Summed device seconds of the kernels, copies and memsets of `calls` eager calls; 0.0
-        when the profiler records no device activity (no CUPTI)."""
-        durations = self._device_durations(self.calls)
-        return sum(durations) / self.calls if durations else 0.0
-
     def _device_durations(self, calls: int) -> list[float]:
-        """Device seconds of every kernel, copy and memset of `calls` eager calls, in start order."""
+        """Device seconds of every kernel, copy and memset of `calls` eager calls, in start order;
+        [] when the profiler is unavailable or records no device activity."""
         torch = self.torch
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
@@ -219,18 +218,38 @@ class GpuTimer:
                 self.fn(i)
 
     def measure_many(self, samples: int) -> list[float]:
-        """`samples` samples of `measure`, cheaper in "kernel-sum" mode: one profiler session for
-        all of them instead of one each (a session costs ~0.2 s or more of trace start, flush and
-        parse; per-sample sessions made AttentionKernels' setup over 60 s longer on the H200)."""
-        if self.mode != "kernel-sum" or samples < 2:
-            return [self.measure() for _ in range(samples)]
-        grouped = split_samples(self._device_durations(samples * self.calls), samples, self.calls)
-        return grouped if grouped is not None else [self.measure() for _ in range(samples)]
+        """`samples` samples of `measure`. In "kernel-sum" mode all of them come from one profiler
+        session (a session costs ~0.2 s or more of trace start, flush and parse; one per sample made
+        AttentionKernels' setup over 60 s longer on the H200), which starts with one untimed warm-up
+        sample: CUPTI can drop records at the start of a session (pytorch/pytorch#192021), and
+        `split_samples` discards the warm-up sample, dropped records included."""
+        if samples < 1:
+            raise ValueError(f"samples must be >= 1, got {samples}")
+        if self.mode == "kernel-sum":
+            durations = self._device_durations((samples + 1) * self.calls)
+            grouped = split_samples(durations, samples, self.calls, warmup=1)
+            if grouped is not None:
+                return grouped
+            if not durations:  # no activity trace: events around eager calls, and say so
+                self.mode = "eager-events"
+            else:  # records lost past the warm-up sample: one session per sample
+                return [self._kernel_sum() for _ in range(samples)]
+        return [self.measure() for _ in range(samples)]
+
+    def _kernel_sum(self) -> float:
+        durations = self._device_durations(2 * self.calls)
+        grouped = split_samples(durations, 1, self.calls, warmup=1)
+        if grouped is None:
+            raise RuntimeError(
+                f"kernel-sum: {len(durations)} device records for 2 x {self.calls} calls do not split into "
+                "equal calls (calls launch varying kernel counts, or the trace lost records)"
+            )
+        return grouped[0]
 
     def measure(self) -> float:
         """One sample: GPU seconds per call."""
         if self.mode == "kernel-sum":
-            return self._kernel_sum()
+            return self.measure_many(1)[0]
         self._run_all()  # untimed: keeps the GPU busy while the timed work is enqueued
         self.start.record()
         self._run_all()
@@ -239,21 +258,30 @@ class GpuTimer:
         return self.start.elapsed_time(self.end) * 1e-3 / self.calls
 
 
-def split_samples(durations: Sequence[float], samples: int, calls: int) -> list[float] | None:
+def split_samples(durations: Sequence[float], samples: int, calls: int, warmup: int = 0) -> list[float] | None:
     """Per-call GPU seconds of each of `samples` consecutive groups of `calls` calls, from the
-    device durations of all `samples * calls` calls in start order.
+    device durations of `warmup` untimed groups followed by the timed ones, in start order.
 
-    Every call of one case launches the same sequence of device activities, so the list splits
-    into equal consecutive parts. When its length does not divide evenly (a call launched a
-    different number), the grouping is unknown: None, and the caller measures sample by sample.
+    Every call of one case launches the same sequence of device activities (k of them), so the
+    timed part is the last `samples * calls * k` records. Records may be missing from the head of
+    the trace (a profiler session can drop its first records): k is inferred as the smallest count
+    that fits, which is right while fewer than `(samples + warmup) * calls` records are missing;
+    if the inferred loss reaches past the warm-up groups, or there is a loss and no warm-up, the
+    grouping is unknown: None, and the caller measures another way.
     """
-    if samples < 1 or calls < 1:
-        raise ValueError(f"samples and calls must be >= 1, got {samples}, {calls}")
+    if samples < 1 or calls < 1 or warmup < 0:
+        raise ValueError(f"samples and calls must be >= 1 and warmup >= 0, got {samples}, {calls}, {warmup}")
     n = len(durations)
-    if n == 0 or n % (samples * calls):
+    groups = samples + warmup
+    if n == 0:
         return None
-    per_sample = n // samples
-    return [sum(durations[j * per_sample : (j + 1) * per_sample]) / calls for j in range(samples)]
+    per_call = -(-n // (groups * calls))  # ceil: the head may have lost records
+    missing = groups * calls * per_call - n
+    if missing > warmup * calls * per_call:
+        return None  # lost records would reach the timed groups (or there is no warm-up to lose them in)
+    per_sample = calls * per_call
+    timed = durations[n - samples * per_sample :]
+    return [sum(timed[j * per_sample : (j + 1) * per_sample]) / calls for j in range(samples)]
 
 
 def rotating_sets(make: Callable[[int], Sequence[Any]], bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> list:

@@ -94,6 +94,7 @@ def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
     g = sorted(graph.measure() for _ in range(9))[4]
     k = sorted(eager.measure() for _ in range(9))[4]
     many = eager.measure_many(9)  # one profiler session for all nine
+    assert eager.mode == "kernel-sum", "the profiler recorded no device activity"
     assert len(many) == 9 and 0.7 < sorted(many)[4] / k < 1.4
     assert k < 1e-3  # the 2 ms of host sleep per call are not GPU time
     assert 0.7 < k / g < 1.5  # the same matmul (plus a tiny copy) as the captured case
@@ -110,6 +111,41 @@ def test_split_samples_refuses_uneven_counts():
     assert _timing.split_samples([], 2, 2) is None  # no activity trace
     with pytest.raises(ValueError, match=">= 1"):
         _timing.split_samples([1.0], 0, 1)
+
+
+def test_split_samples_discards_the_warm_up_group_and_records_lost_from_its_head():
+    timed = [10.0, 20.0, 30.0] * 2 + [40.0, 50.0, 60.0] * 2  # 2 samples x 2 calls x 3 records
+    warm = [1.0, 2.0, 3.0] * 2
+    assert _timing.split_samples(warm + timed, 2, 2, warmup=1) == [60.0, 150.0]
+    # A session that lost its first records (pytorch/pytorch#192021): still the same timed part.
+    assert _timing.split_samples(warm[4:] + timed, 2, 2, warmup=1) == [60.0, 150.0]
+    # Lost records reaching past the warm-up group (5 samples x 1 call x 3 records, 4 lost): unknown.
+    trace = [1.0, 2.0, 3.0] * 6
+    assert _timing.split_samples(trace[3:], 5, 1, warmup=1) == [6.0] * 5
+    assert _timing.split_samples(trace[4:], 5, 1, warmup=1) is None
+
+
+def test_measure_matrix_runs_deferred_measures_after_every_case():
+    from benchmarks import _replay
+
+    log = []
+
+    def make_compute():
+        def compute(preset, backend):
+            log.append(("measure", backend))
+            if backend == "late":
+                return {"time_host": [1.0], "time_gpu": lambda: log.append(("deferred", backend)) or [2.0]}
+            if backend == "broken":
+                return {"time_host": [1.0], "time_gpu": lambda: 1 / 0}
+            return {"time_host": [3.0], "time_gpu": [4.0]}
+
+        return compute
+
+    cache = _replay.measure_matrix((["p"], ["late", "broken", "early"]), make_compute)
+    assert log == [("measure", "late"), ("measure", "broken"), ("measure", "early"), ("deferred", "late")]
+    assert cache["p|late"] == {"values": {"time_host": [1.0], "time_gpu": [2.0]}}
+    assert cache["p|early"] == {"values": {"time_host": [3.0], "time_gpu": [4.0]}}
+    assert "ZeroDivisionError" in cache["p|broken"]["error"]
 
 
 @pytest.mark.gpu
