@@ -27,6 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ragged_kernels.attention import native as _native
+
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 LOG2E = 1.4426950408889634
 
@@ -191,8 +193,11 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
                   q.dtype == torch.float32)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
+        _offer_native(key, ck, max_seqlen, config, aligned)
         return out
     ck, function, metadata, consts, _ = entry
+    if _native.ENABLED and key not in _offered:  # compiled before the native entry point was enabled
+        _offer_native(key, ck, max_seqlen, config, aligned)
     stream = torch._C._cuda_getCurrentRawStream(device_index)
     if device_index == torch._C._cuda_getDevice():
         # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
@@ -204,6 +209,20 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
             ck.run(grid_m, batch * heads, 1, stream, function, metadata,
                    None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
+
+
+_offered: set = set()  # keys of _compiled already offered to the native entry point
+
+
+def _offer_native(key: tuple, ck, max_seqlen: int, config, aligned: bool) -> None:
+    """Register the kernel of `_compiled[key]` with the native entry point (native.py) where it
+    launches the same kernel: the table's config, a fresh contiguous output, 16-byte aligned pointers."""
+    if not _native.ENABLED:
+        return
+    _offered.add(key)
+    dtype, heads, head_dim, sq, sk, sv, so, cfg, _, device_index = key
+    if config is None and aligned and so == (heads * head_dim, head_dim, 1):
+        _native.register(ck, dtype, heads, head_dim, sq, sk, sv, int(max_seqlen > 256), device_index, cfg.BLOCK_M)
 
 
 def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg: AttnConfig, grid):

@@ -6,10 +6,13 @@ import os
 
 import torch
 
+from ragged_kernels.attention import native as _native
 from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, launch_validated
 
 _SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
+# The experimental native entry point (RAGGED_KERNELS_LAUNCH=native; native.py), built at import.
+_NATIVE = _native.module()
 
 
 def set_debug(enabled: bool) -> None:
@@ -102,6 +105,13 @@ def ragged_attention(
     """
     # One combined test on the hot path (host cost is a product target); the detailed checks, and
     # their messages, run only when it fails.
+    if _NATIVE is not None and out is None and scale is None and not _DEBUG and type(max_seqlen) is int:
+        try:
+            fast = _NATIVE.attention(q, k, v, cu_seqlens, max_seqlen)
+        except TypeError:  # not tensors / not an int: the Python path names the problem
+            fast = None
+        if fast is not None:
+            return fast
     try:
         shape, dtype, dev = q.shape, q.dtype, q.get_device()
         sq, sk, sv = q.stride(), k.stride(), v.stride()  # read once: the launch keys on them too

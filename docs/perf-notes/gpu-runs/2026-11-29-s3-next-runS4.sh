@@ -9,3 +9,4 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/tes
   2>&1 | tee $OUT/gpu-tests.log | tail -15
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ragged_kernels/test_linear.py 2>&1 | tail -3
 timeout 240 python3 scripts/bench_ragged_linear.py --batch 32 --models 2>&1 | tee $OUT/bench_ragged_linear.md
+timeout 300 python3 scripts/bench_native_launch.py 2>&1 | tee $OUT/bench_native_launch.md

@@ -1,0 +1,104 @@
+"""Experimental native entry point of `ragged_attention` (opt-in: `RAGGED_KERNELS_LAUNCH=native`).
+
+`native.cpp` checks the arguments, allocates the output and calls `cuLaunchKernel` in one C++ call,
+with the kernel Triton compiled for the same key (registered here after the Python path compiles
+it). Anything it does not handle returns None and the Python path runs, so errors, the debug mode,
+`out=`, `scale=` and multi-GPU callers behave exactly as without it. Built on first use with
+`torch.utils.cpp_extension.load` (needs a C++ compiler and the CUDA headers; ~1 min, cached); if
+the build fails, a warning says so and the Python path stays. Not yet measured on the GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+
+ENABLED = os.environ.get("RAGGED_KERNELS_LAUNCH", "").strip().lower() == "native"
+_DTYPE_CODES: dict = {}
+_module = None
+_failed = False
+
+# Kinds of the kernel's non-constexpr arguments as PTX declares them: Q, K, V, Out, CU (pointers),
+# total_tokens (i32), sm_scale_log2 (f32); Triton appends 64-bit scratch pointers after them.
+_PTX_KINDS = ({"u64", "b64"},) * 5 + ({"u32", "s32", "b32"}, {"f32", "b32"})
+
+
+def module():
+    """The compiled extension, or None (disabled, or the build failed: warned once)."""
+    global _module, _failed
+    if _module is not None or _failed or not ENABLED:
+        return _module
+    try:
+        import torch
+        from torch.utils.cpp_extension import load
+
+        torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+        _module = load(
+            name="ragged_kernels_native",
+            sources=[str(Path(__file__).with_name("native.cpp"))],
+            extra_cflags=["-O3"],
+            extra_include_paths=_cuda_include_dirs(),
+            # No CUDA toolkit libraries: libcuda is opened at run time, the stream comes from c10_cuda.
+            extra_ldflags=[f"-L{torch_lib}", "-lc10_cuda", f"-Wl,-rpath,{torch_lib}"],
+            with_cuda=False,
+            verbose=False,
+        )
+        _DTYPE_CODES.update({torch.float16: 0, torch.bfloat16: 1, torch.float32: 2})
+    except Exception as exc:  # noqa: BLE001 - any build/import failure: keep the Python path, say why
+        _failed = True
+        warnings.warn(f"RAGGED_KERNELS_LAUNCH=native: the native entry point did not build ({exc}); "
+                      "using the Python launch path", stacklevel=2)  # fmt: skip
+    return _module
+
+
+def _cuda_include_dirs() -> list[str]:
+    """A directory with the CUDA runtime headers that c10/cuda includes: the toolkit's, or the
+    `nvidia-cuda-runtime` wheel's that a CUDA build of torch depends on."""
+    import glob
+    import sysconfig
+
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    candidates = [os.path.join(CUDA_HOME, "include")] if CUDA_HOME else []
+    candidates += sorted(glob.glob("/usr/local/cuda*/include"), reverse=True)
+    candidates += sorted(glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "*", "include")))
+    needed = ("cuda_runtime_api.h", os.path.join("crt", "host_defines.h"))
+    found = [d for d in candidates if all(os.path.isfile(os.path.join(d, f)) for f in needed)]
+    if not found:
+        raise RuntimeError("no CUDA runtime headers (cuda_runtime_api.h) found")
+    return found[:1]
+
+
+def ptx_extra_params(ptx: str, name: str) -> int | None:
+    """How many trailing 64-bit parameters follow our 7 in the kernel's PTX entry; None if the
+    entry does not start with exactly our parameter kinds (then the kernel is not registered)."""
+    m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\((.*?)\)", ptx, re.S)
+    if m is None:
+        return None
+    kinds = re.findall(r"\.param\s+\.(\w+)", m.group(1))
+    if len(kinds) < len(_PTX_KINDS) or any(k not in ok for k, ok in zip(kinds, _PTX_KINDS, strict=False)):
+        return None
+    extra = kinds[len(_PTX_KINDS) :]
+    return len(extra) if all(k in ("u64", "b64") for k in extra) else None
+
+
+def register(ck, dtype, heads: int, head_dim: int, sq, sk, sv, bucket: int, device: int, block_m: int) -> bool:
+    """Hand a kernel Triton compiled (with the table's config, a contiguous output and 16-byte
+    aligned pointers) to the native entry point; False where it does not qualify."""
+    mod = module()
+    if mod is None:
+        return False
+    md = ck.metadata
+    if any(getattr(md, f, 0) for f in ("global_scratch_size", "profile_scratch_size", "launch_cooperative_grid",
+                                       "launch_pdl")) or getattr(md, "num_ctas", 1) != 1:  # fmt: skip
+        return False
+    ptx = getattr(ck, "asm", {}).get("ptx")
+    extra = ptx_extra_params(ptx, getattr(ck, "name", None) or md.name) if ptx else None
+    if extra is None:
+        return False
+    return bool(
+        mod.register_kernel(_DTYPE_CODES[dtype], heads, head_dim, sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], bucket,
+                            device, int(ck.function), 32 * md.num_warps, int(md.shared), extra, block_m)
+    )  # fmt: skip

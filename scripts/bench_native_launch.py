@@ -1,0 +1,96 @@
+"""The experimental native entry point of ragged_attention (RAGGED_KERNELS_LAUNCH=native), on a GPU:
+does it launch the same kernel (bitwise equal outputs), and what does it save on the host?
+
+Prints (1) a check over dtypes x head dims x ragged batches with q/k/v as strided views of one qkv
+buffer: native output == Python-path output, bit for bit, and the native path really launched;
+(2) host cost per call (µs, 200 back-to-back calls before the sync, every call allocating its
+output) and latency (call + sync) for the Python path, the native path and FA2 varlen, side by side
+in one process, with native/FA2 ratios (issue 3 targets: host <= 0.33x, latency <= 0.5x at 80%
+pruning). Builds the extension first (~1 min).
+
+Usage: python scripts/bench_native_launch.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ["RAGGED_KERNELS_LAUNCH"] = "native"  # read when ragged_kernels is imported
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("bench_native_launch: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from bench_kernels import fmt_us, host_cost, latency, lengths_for  # noqa: PLC0415
+
+    from ragged_kernels import fa2_varlen_attention, ragged_attention
+    from ragged_kernels.attention import interface, native
+
+    mod = native.module()
+    if mod is None:
+        print("native entry point did not build (see the warning above)", file=sys.stderr)
+        return 3
+    python_path = None  # interface._NATIVE = None runs the Python path in this process
+
+    def run(native_on: bool, *args):
+        interface._NATIVE = mod if native_on else python_path
+        try:
+            return ragged_attention(*args)
+        finally:
+            interface._NATIVE = mod
+
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}\n")
+    print("## 1. Same kernel, same result")
+    print("| dtype | head_dim | batch | max abs diff native vs Python path | native launched |")
+    print("|---|---|---|---|---|")
+    bad = 0
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        for head_dim in (32, 64, 128):
+            for batch, cap in ((3, 197), (8, 577)):
+                lengths = lengths_for(batch, cap // 2, cap, ragged=True, seed=batch)
+                cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+                qkv = torch.randn(sum(lengths), 3, 4, head_dim, device="cuda", dtype=dtype)
+                q, k, v = qkv.unbind(1)
+                ref = run(False, q, k, v, cu, cap)  # compiles and registers the kernel
+                fast = mod.attention(q, k, v, cu, cap)  # the native entry point itself
+                launched = fast is not None
+                diff = (fast.float() - ref.float()).abs().max().item() if launched else float("nan")
+                bad += (not launched) or diff != 0.0
+                print(f"| {str(dtype)[6:]} | {head_dim} | {batch} x {cap} | {diff:.3g} | {launched} |")
+    print(f"\n{'OK' if bad == 0 else f'{bad} FAILED'}: registered kernels {mod.registered()}\n")
+
+    print("## 2. Host cost and latency per call (µs), DeiT-B heads (12 x 64), 197-token capacity, fp16")
+    print("| batch | keep | host: python | host: native | host: fa2 | native/fa2 | latency: python | "
+          "latency: native | latency: fa2 | native/fa2 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for batch in (1, 4, 32):
+        for keep in (1.0, 0.5, 0.2):
+            lengths = lengths_for(batch, max(1, round(197 * keep)), 197, ragged=keep < 1)
+            cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+            q, k, v = torch.randn(sum(lengths), 3, 12, 64, device="cuda", dtype=torch.float16).unbind(1)
+            args = (q, k, v, cu, 197)
+            run(False, *args)  # compile + register
+            h, lat = {}, {}
+            for name, impl, native_on in (("python", ragged_attention, False), ("native", ragged_attention, True),
+                                          ("fa2", fa2_varlen_attention, True)):  # fmt: skip
+                interface._NATIVE = mod if native_on else python_path
+                try:
+                    h[name] = host_cost(lambda impl=impl, args=args: impl(*args))
+                    lat[name] = latency(lambda impl=impl, args=args: impl(*args))
+                finally:
+                    interface._NATIVE = mod
+            print(f"| {batch} | {keep} | {fmt_us(h['python'])} | {fmt_us(h['native'])} | {fmt_us(h['fa2'])} | "
+                  f"{h['native'] / h['fa2']:.2f} | {fmt_us(lat['python'])} | {fmt_us(lat['native'])} | "
+                  f"{fmt_us(lat['fa2'])} | {lat['native'] / lat['fa2']:.2f} |")  # fmt: skip
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""The experimental native entry point (RAGGED_KERNELS_LAUNCH=native): builds, and hands everything
+it does not handle back to the Python path, which keeps its errors and results."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ragged_kernels.attention import native
+
+pytest.importorskip("torch.utils.cpp_extension")
+
+
+@pytest.fixture(scope="module")
+def mod():
+    try:
+        native._cuda_include_dirs()
+    except RuntimeError:
+        pytest.skip("no CUDA runtime headers to build the native entry point against")
+    saved = native.ENABLED
+    native.ENABLED = True
+    try:
+        m = native.module()
+    finally:
+        native.ENABLED = saved
+    assert m is not None, "the native entry point did not build"
+    return m
+
+
+def test_ptx_parameter_check():
+    ptx = ".entry k(\n .param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d, .param .u64 e,\n" \
+          " .param .u32 f, .param .f32 g, .param .u64 s1, .param .u64 s2)\n{"  # fmt: skip
+    assert native.ptx_extra_params(ptx, "k") == 2
+    assert native.ptx_extra_params(ptx.replace(".u32 f", ".u64 f"), "k") is None  # not our signature
+    assert native.ptx_extra_params(ptx, "other") is None
+
+
+def test_cpu_tensors_go_back_to_the_python_path(mod, monkeypatch):
+    from ragged_kernels.attention import interface
+
+    q = torch.randn(10, 2, 32)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32)
+    assert mod.attention(q, q, q, cu, 16) is None
+    assert mod.registered() == 0
+    monkeypatch.setattr(interface, "_NATIVE", mod)
+    # Through the public function: the Python path runs (interpreter) and its errors are unchanged.
+    ref = interface.ragged_attention(q, q, q, cu, 16)
+    assert ref.shape == q.shape and torch.isfinite(ref).all()
+    with pytest.raises(TypeError, match="max_seqlen"):
+        interface.ragged_attention(q, q, q, cu, True)
+    with pytest.raises(ValueError, match="int32"):
+        interface.ragged_attention(q, q, q, cu.long(), 16)
+
+
+@pytest.mark.gpu
+def test_gpu_native_launch_is_the_same_kernel():
+    """scripts/bench_native_launch.py part 1 as a test: bitwise equal outputs, and it launched."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_native_launch.py"
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "OK: registered kernels" in r.stdout
