@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -34,6 +36,8 @@ def module():
         import torch
         from torch.utils.cpp_extension import load
 
+        if shutil.which("ninja") is None:  # the pip `ninja` of this interpreter's environment, not on PATH
+            os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
         torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
         _module = load(
             name="ragged_kernels_native",
