@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Next device session, call 1 (~5 min): GPU tests of what session 3 built on the CPU only, then the
-# ragged_linear measurement. Calls 2-4: `TAG=aa1 bash .whl/runS3.sh partA`, `TAG=aa2 bash .whl/runS3.sh
+# ragged_linear and native-launch measurements. Calls 2-4: `TAG=aa1 bash .whl/runS3.sh partA`, `TAG=aa2 bash .whl/runS3.sh
 # partA`, `bash .whl/runS3.sh partB` (A/A of AttentionKernels v3 and the full suite's time).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
