@@ -29,7 +29,7 @@ from ragged_kernels.attention.fwd import INTERPRET
 def _ragged_linear_kernel(
     X, W, B, Y, CU, n_rows, n_out, n_in, n_segments,
     stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-    HAS_BIAS: tl.constexpr, GELU: tl.constexpr, DOT_FP32: tl.constexpr, PRECISION: tl.constexpr,
+    HAS_BIAS: tl.constexpr, GELU: tl.constexpr, DOT_FP32: tl.constexpr, IEEE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0)
@@ -57,8 +57,10 @@ def _ragged_linear_kernel(
         )
         if DOT_FP32:  # the interpreter has no fp16/bf16 dot
             acc += tl.dot(x.to(tl.float32), w.to(tl.float32))
-        else:  # fp32 inputs: full precision ("ieee"), not TF32; fp16/bf16 ignore it
-            acc += tl.dot(x, w, input_precision=PRECISION)
+        elif IEEE:  # fp32 inputs: full precision, not TF32 (as the attention kernel's UPCAST path)
+            acc += tl.dot(x, w, input_precision="ieee")
+        else:
+            acc += tl.dot(x, w)
     if HAS_BIAS:
         acc += tl.load(B + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     if GELU:  # exact (erf) GELU, as timm's Mlp uses
@@ -131,7 +133,7 @@ def ragged_linear(
         x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in, cu_seqlens.numel() - 1,
         x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0), out.stride(1),
         HAS_BIAS=bias is not None, GELU=gelu, DOT_FP32=INTERPRET,
-        PRECISION="ieee" if x.dtype == torch.float32 else "tf32", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
     return out
