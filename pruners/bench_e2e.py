@@ -294,10 +294,11 @@ class Config:
     backend: str
     mode: str = "eager"  # "eager" or "graph"
     exact: bool = False  # eager exact_capacity
+    rlinear: bool = False  # build_pruned_model(ragged_linear=True): linear layers over the kept rows only
 
     @property
     def mode_label(self) -> str:
-        return self.mode + ("+exact" if self.exact else "")
+        return self.mode + ("+exact" if self.exact else "") + ("+rlin" if self.rlinear else "")
 
     def __str__(self) -> str:
         return f"{self.model} {self.pruner or '-'} B={self.batch} {self.backend}/{self.mode_label}"
@@ -311,11 +312,14 @@ def grid_configs(
     exact_capacity: bool = False,
     nesting: str = "pruner",
     exact_backends: Sequence[str] | None = None,
+    ragged_linear: bool = False,
 ) -> list[Config]:
     """Configurations of a grid; the dense model once per (model, batch), before the pruned ones.
 
     Args:
         exact_capacity: add an eager exact_capacity configuration for ragged pruners.
+        ragged_linear: add a triton graph configuration with `ragged_linear=True` for ragged pruners
+            (experimental: their graph mode's linear layers over the kept rows only).
         nesting: "pruner" (model, pruner, batch: the historical order) or "batch" (model, batch,
             pruner: every (model, batch) completes its target set before the next one starts).
         exact_backends: the backends that get the exact_capacity variant (default: all pruned ones).
@@ -342,6 +346,8 @@ def grid_configs(
                     out.append(Config(model, pruner, batch, backend, "graph"))
                 if exact_capacity and PRUNERS[pruner].ragged and (exact_backends is None or backend in exact_backends):
                     out.append(Config(model, pruner, batch, backend, "eager", True))
+                if ragged_linear and backend == "triton" and PRUNERS[pruner].ragged:
+                    out.append(Config(model, pruner, batch, backend, "graph", rlinear=True))
     return out
 
 
@@ -352,6 +358,7 @@ def plan(
     batches: Sequence[int],
     backends: Sequence[str],
     exact_capacity: bool = False,
+    ragged_linear: bool = False,
 ) -> list[Config]:
     """Configurations in run order.
 
@@ -363,14 +370,21 @@ def plan(
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-    grid = grid_configs(models, pruners, batches, backends, exact_capacity)
+    grid = grid_configs(models, pruners, batches, backends, exact_capacity, ragged_linear=ragged_linear)
     if order == "grid":
         return grid
     first_backends = [b for b in backends if b in ISSUE4_BACKENDS]
     first: list[Config] = []
     for model, model_batches in ISSUE4_UNMEASURED:
         first += grid_configs(
-            [model], pruners, model_batches, first_backends, exact_capacity, nesting="batch", exact_backends=("triton",)
+            [model],
+            pruners,
+            model_batches,
+            first_backends,
+            exact_capacity,
+            nesting="batch",
+            exact_backends=("triton",),
+            ragged_linear=ragged_linear,
         )
     seen: set[Config] = set()
     out = []
@@ -459,10 +473,11 @@ def _same_decisions(rows: Sequence[dict]) -> bool:
 def target_rows(rows: Sequence[dict]) -> list[dict]:
     """Issue-4 target figures per (model, pruner, batch) that has a triton row.
 
-    triton best = the fastest triton row without exact_capacity (graph or eager: the same packed
-    capacities as the eager baselines, so the comparison is about attention and overheads); its kept
-    counts give the token and FLOP ratios. Against `dense` the fastest triton row of any mode counts
-    (eager+exact included when measured: it is the triton path's answer to capacity rows).
+    triton best = the fastest triton row without exact_capacity or ragged_linear (graph or eager: the
+    same packed capacities as the eager baselines, so the comparison is about attention and
+    overheads); its kept counts give the token and FLOP ratios. Against `dense` the fastest triton
+    row of any mode counts (eager+exact and graph+rlin included when measured: the triton path's
+    answers to capacity rows).
     Statuses: PASS / MISS, "n/a" where the target does not apply, "no data" where a row it needs was
     not measured.
         1   (B 1, 4):     triton graph >= 3x fa2_varlen and >= 4x padded_sdpa
@@ -479,7 +494,9 @@ def target_rows(rows: Sequence[dict]) -> list[dict]:
     out = []
     for (model, pruner, batch), grp in groups.items():
         tri = [r for r in grp if r["backend"] == "triton"]
-        plain = [r for r in tri if not r["mode"].endswith("+exact")]
+        # The same packed capacities as the eager baselines: not +exact, not +rlin (which the
+        # baselines' pipelines could use as well); those count against dense only.
+        plain = [r for r in tri if not r["mode"].endswith(("+exact", "+rlin"))]
         if not tri:
             continue
         best_any = max(tri, key=lambda r: r["img_per_s"])
@@ -545,6 +562,7 @@ def throughput_table(rows: Sequence[dict]) -> list[str]:
         ("triton", "graph"),
         ("triton", "eager"),
         ("triton", "eager+exact"),
+        ("triton", "graph+rlin"),
         ("fa2_varlen", "eager"),
         ("padded_sdpa", "eager"),
         ("nested_sdpa", "eager"),
@@ -655,7 +673,9 @@ class ModelCache:
     def make(self, cfg: Config) -> tuple[torch.nn.Module, PrunedDeiT]:
         """(the model to time, its eager PrunedDeiT) for a configuration."""
         backbone, pruner = self._parts(cfg.model, cfg.pruner)
-        inner = PrunedDeiT(backbone, copy.deepcopy(pruner), cfg.backend, exact_capacity=cfg.exact).eval()
+        inner = PrunedDeiT(
+            backbone, copy.deepcopy(pruner), cfg.backend, exact_capacity=cfg.exact, ragged_linear=cfg.rlinear
+        ).eval()
         return (GraphedPrunedModel(inner) if cfg.mode == "graph" else inner), inner
 
 
@@ -718,6 +738,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
     ap.add_argument(
+        "--ragged-linear",
+        action="store_true",
+        help="also time triton graph mode with ragged_linear=True for ragged pruners (experimental)",
+    )
+    ap.add_argument(
         "--order",
         choices=ORDERS,
         default="grid",
@@ -738,7 +763,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.time_box is not None and args.time_box <= 0:
         ap.error("--time-box must be positive")
-    configs = plan(args.order, args.models, args.pruners, args.batches, args.backends, args.exact_capacity)
+    configs = plan(
+        args.order, args.models, args.pruners, args.batches, args.backends, args.exact_capacity, args.ragged_linear
+    )
     if args.dry_run:
         for i, c in enumerate(configs):
             print(f"{i:4} {c}")

@@ -413,3 +413,19 @@ def test_gpu_bench_one_tiny():
     ref = build_pruned_model(TINY, create_pruner("threshold_l2", **opts), "triton", graph=True).half().cuda()
     with torch.no_grad():
         torch.testing.assert_close(graphed(x), ref(x), atol=2e-3, rtol=0)
+
+
+def test_ragged_linear_rows_are_planned_for_ragged_pruners_and_count_against_dense_only():
+    cfgs = grid_configs(["m"], ["evit", "ats"], [64], ["triton", "fa2_varlen", "dense"], ragged_linear=True)
+    rl = [c for c in cfgs if c.rlinear]
+    assert rl == [Config("m", "ats", 64, "triton", "graph", rlinear=True)] and rl[0].mode_label == "graph+rlin"
+    M = "deit_base_patch16_224"
+    rows = [
+        _row(M, "threshold_l2", 64, "triton", "graph", 1000.0, 1.2, 2.0, True),
+        _row(M, "threshold_l2", 64, "triton", "graph+rlin", 1800.0, 1.2, 2.0, True),
+        _row(M, "threshold_l2", 64, "fa2_varlen", "eager", 900.0, 1.2, 2.0, True),
+        _row(M, None, 64, "dense", "eager", 1000.0, 1.0, 1.0, False),
+    ]
+    (t,) = target_rows(rows)
+    assert t["triton_best_mode"] == "graph" and t["vs_fa2"] == pytest.approx(1000 / 900)  # 2a: same capacities
+    assert t["vs_dense_mode"] == "graph+rlin" and t["vs_dense"] == pytest.approx(1.8)
