@@ -86,6 +86,7 @@ def ragged_linear(
     *,
     gelu: bool = False,
     out: torch.Tensor | None = None,
+    blocks: tuple[int, int, int, int, int] | None = None,
 ) -> torch.Tensor:
     """`x[:total] @ weight.T + bias` (optionally GELU), total = `cu_seqlens[-1]`, without a host sync.
 
@@ -97,6 +98,7 @@ def ragged_linear(
         cu_seqlens: int32 `[B+1]` on x's device; only its last entry is read (on the device).
         gelu: apply exact GELU to the result (fuses timm Mlp's fc1 + act).
         out: optional `[R, N]` output buffer (rows past the total are left untouched).
+        blocks: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of `BLOCKS` (tuning sweeps).
 
     Returns:
         `[R, N]`; rows `>= total` hold whatever `out` held (uninitialised for a fresh buffer).
@@ -127,7 +129,7 @@ def ragged_linear(
         raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
     if n_rows == 0 or n_out == 0:
         return out
-    bm, bn, bk, warps, stages = BLOCKS
+    bm, bn, bk, warps, stages = BLOCKS if blocks is None else blocks
     grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
     _ragged_linear_kernel[grid](
         x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in, cu_seqlens.numel() - 1,

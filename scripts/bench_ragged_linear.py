@@ -10,7 +10,10 @@ With `--models`, also the end-to-end question: images/s of DeiT-B 224 in graph m
 for each pruner, with the linear layers on cuBLAS (all capacity rows) and with `ragged_linear=True`,
 next to the dense model (same seeded weights and images; median of 30 synchronised replays).
 
-Usage: python scripts/bench_ragged_linear.py [--batch 32] [--models]
+With `--sweep`, also the GPU time of a few tile configs per layer at kept 0.5 (the default tiles
+are an unswept guess).
+
+Usage: python scripts/bench_ragged_linear.py [--batch 32] [--sweep] [--models]
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--models", action="store_true", help="also the pruned DeiT-B end to end")
+    ap.add_argument("--sweep", action="store_true", help="also sweep tile configs at kept 0.5 per layer")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_ragged_linear: needs a CUDA GPU (this measures GPU time)", file=sys.stderr)
@@ -91,9 +95,45 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(t)
         print(f"| {name} | {t_dense * 1e6:.1f} µs | " + " | ".join(f"{t * 1e6:.1f} µs" for t in cells)
               + f" | {cells[2] / t_dense:.2f} | {err:.3g} |")  # fmt: skip
+    if args.sweep:
+        sweep_table(rows)
     if args.models:
         models_table(args.batch)
     return 0
+
+
+SWEEP = [
+    (128, 128, 64, 8, 3),
+    (128, 128, 64, 4, 4),
+    (128, 256, 64, 8, 3),
+    (64, 128, 64, 4, 4),
+    (128, 64, 64, 4, 4),
+    (64, 64, 64, 4, 4),
+    (128, 128, 32, 4, 4),
+]
+
+
+def sweep_table(rows: int) -> None:
+    """GPU time per tile config at kept 0.5, per layer, against cuBLAS on all rows."""
+    print(f"\n# sweep at kept 0.5 ({rows // 2} of {rows} rows): µs per config, best first; cuBLAS on all rows")
+    for name, (k, n, gelu) in LAYERS.items():
+        x = torch.randn(rows, k, device="cuda", dtype=torch.float16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
+        b = torch.randn(n, device="cuda", dtype=torch.float16)
+        out = torch.empty(rows, n, device="cuda", dtype=torch.float16)
+        cu = torch.tensor([0, rows // 2], dtype=torch.int32, device="cuda")
+        t_dense = gpu_time(lambda x=x, w=w, b=b: F.linear(x, w, b))
+        res = []
+        for cfg in SWEEP:
+            try:
+                args = (x, w, b, cu)
+                t = gpu_time(lambda cfg=cfg, a=args, g=gelu, o=out: ragged_linear(*a, gelu=g, out=o, blocks=cfg))
+                res.append((t, cfg))
+            except Exception as exc:  # noqa: BLE001 - a config that does not compile here: say so, go on
+                print(f"<!-- {name} {cfg}: {exc!r} -->")
+        res.sort()
+        cells = ", ".join(f"{cfg}: {t * 1e6:.1f}" for t, cfg in res)
+        print(f"- {name}: cuBLAS {t_dense * 1e6:.1f} µs; {cells}")
 
 
 def models_table(batch: int) -> None:

@@ -8,5 +8,5 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/benchmarks/tes
   tests/ragged_kernels/test_linear.py "tests/pruners/test_model.py" -k "timer or warm or ragged_linear or linear" \
   2>&1 | tee $OUT/gpu-tests.log | tail -15
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ragged_kernels/test_linear.py 2>&1 | tail -3
-timeout 240 python3 scripts/bench_ragged_linear.py --batch 32 --models 2>&1 | tee $OUT/bench_ragged_linear.md
+timeout 300 python3 scripts/bench_ragged_linear.py --batch 32 --sweep --models 2>&1 | tee $OUT/bench_ragged_linear.md
 timeout 300 python3 scripts/bench_native_launch.py 2>&1 | tee $OUT/bench_native_launch.md
