@@ -232,19 +232,14 @@ class GpuTimer:
                 return grouped
             if not durations:  # no activity trace: events around eager calls, and say so
                 self.mode = "eager-events"
-            else:  # records lost past the warm-up sample: one session per sample
-                return [self._kernel_sum() for _ in range(samples)]
+            elif samples > 1:  # records lost past the warm-up sample: one session per sample
+                return [self.measure_many(1)[0] for _ in range(samples)]
+            else:
+                raise RuntimeError(
+                    f"kernel-sum: {len(durations)} device records for 2 x {self.calls} calls do not split into "
+                    "equal calls (calls launch varying kernel counts, or the trace lost records)"
+                )
         return [self.measure() for _ in range(samples)]
-
-    def _kernel_sum(self) -> float:
-        durations = self._device_durations(2 * self.calls)
-        grouped = split_samples(durations, 1, self.calls, warmup=1)
-        if grouped is None:
-            raise RuntimeError(
-                f"kernel-sum: {len(durations)} device records for 2 x {self.calls} calls do not split into "
-                "equal calls (calls launch varying kernel counts, or the trace lost records)"
-            )
-        return grouped[0]
 
     def measure(self) -> float:
         """One sample: GPU seconds per call."""

@@ -13,6 +13,7 @@ Usage: python scripts/bench_native_launch.py
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -37,14 +38,18 @@ def main() -> int:
     if mod is None:
         print("native entry point did not build (see the warning above)", file=sys.stderr)
         return 3
-    python_path = None  # interface._NATIVE = None runs the Python path in this process
-
-    def run(native_on: bool, *args):
-        interface._NATIVE = mod if native_on else python_path
+    @contextlib.contextmanager
+    def python_path():
+        """ragged_attention through the Python launch path (interface._NATIVE = None) inside."""
+        interface._NATIVE = None
         try:
-            return ragged_attention(*args)
+            yield
         finally:
             interface._NATIVE = mod
+
+    def run_python_path(*args):
+        with python_path():
+            return ragged_attention(*args)
 
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}\n")
     print("## 1. Same kernel, same result")
@@ -58,7 +63,7 @@ def main() -> int:
                 cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
                 qkv = torch.randn(sum(lengths), 3, 4, head_dim, device="cuda", dtype=dtype)
                 q, k, v = qkv.unbind(1)
-                ref = run(False, q, k, v, cu, cap)  # compiles and registers the kernel
+                ref = run_python_path(q, k, v, cu, cap)  # compiles and registers the kernel
                 fast = mod.attention(q, k, v, cu, cap)  # the native entry point itself
                 launched = fast is not None
                 diff = (fast.float() - ref.float()).abs().max().item() if launched else float("nan")
@@ -76,16 +81,13 @@ def main() -> int:
             cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
             q, k, v = torch.randn(sum(lengths), 3, 12, 64, device="cuda", dtype=torch.float16).unbind(1)
             args = (q, k, v, cu, 197)
-            run(False, *args)  # compile + register
+            run_python_path(*args)  # compile + register
             h, lat = {}, {}
-            for name, impl, native_on in (("python", ragged_attention, False), ("native", ragged_attention, True),
-                                          ("fa2", fa2_varlen_attention, True)):  # fmt: skip
-                interface._NATIVE = mod if native_on else python_path
-                try:
+            impls = (("python", ragged_attention), ("native", ragged_attention), ("fa2", fa2_varlen_attention))
+            for name, impl in impls:
+                with python_path() if name == "python" else contextlib.nullcontext():
                     h[name] = host_cost(lambda impl=impl, args=args: impl(*args))
                     lat[name] = latency(lambda impl=impl, args=args: impl(*args))
-                finally:
-                    interface._NATIVE = mod
             print(f"| {batch} | {keep} | {fmt_us(h['python'])} | {fmt_us(h['native'])} | {fmt_us(h['fa2'])} | "
                   f"{h['native'] / h['fa2']:.2f} | {fmt_us(lat['python'])} | {fmt_us(lat['native'])} | "
                   f"{fmt_us(lat['fa2'])} | {lat['native'] / lat['fa2']:.2f} |")  # fmt: skip

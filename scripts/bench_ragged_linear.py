@@ -23,9 +23,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from bench_kernels import gpu_time  # noqa: E402  (graph replay of 20 calls, events, median)
 
 from ragged_kernels.linear import ragged_linear  # noqa: E402
 
@@ -35,30 +37,6 @@ LAYERS = {
     "fc1+gelu": (768, 3072, True),
     "fc2": (3072, 768, False),
 }
-
-
-def gpu_time(fn, calls: int = 20, samples: int = 15) -> float:
-    """Median seconds per call over `samples` replays of a graph of `calls` calls."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(samples):
-        g.replay()
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3 / calls)
-    return sorted(times)[len(times) // 2]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,12 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             y = F.linear(x, w, b)
             return F.gelu(y) if gelu else y
 
-        t_dense = gpu_time(dense)
+        t_dense = gpu_time([dense])
         cells, err = [], 0.0
         for frac in (1.0, 0.7, 0.5, 0.3):
             total = int(rows * frac)
             cu = torch.tensor([0, total], dtype=torch.int32, device="cuda")
-            t = gpu_time(lambda cu=cu, x=x, w=w, b=b, g=gelu, o=out: ragged_linear(x, w, b, cu, gelu=g, out=o))
+            t = gpu_time([lambda cu=cu, x=x, w=w, b=b, g=gelu, o=out: ragged_linear(x, w, b, cu, gelu=g, out=o)])
             ref = dense()
             err = max(err, (out[:total].float() - ref[:total].float()).abs().max().item())
             cells.append(t)
@@ -122,12 +100,12 @@ def sweep_table(rows: int) -> None:
         b = torch.randn(n, device="cuda", dtype=torch.float16)
         out = torch.empty(rows, n, device="cuda", dtype=torch.float16)
         cu = torch.tensor([0, rows // 2], dtype=torch.int32, device="cuda")
-        t_dense = gpu_time(lambda x=x, w=w, b=b: F.linear(x, w, b))
+        t_dense = gpu_time([lambda x=x, w=w, b=b: F.linear(x, w, b)])
         res = []
         for cfg in SWEEP:
             try:
                 args = (x, w, b, cu)
-                t = gpu_time(lambda cfg=cfg, a=args, g=gelu, o=out: ragged_linear(*a, gelu=g, out=o, blocks=cfg))
+                t = gpu_time([lambda cfg=cfg, a=args, g=gelu, o=out: ragged_linear(*a, gelu=g, out=o, blocks=cfg)])
                 res.append((t, cfg))
             except Exception as exc:  # noqa: BLE001 - a config that does not compile here: say so, go on
                 print(f"<!-- {name} {cfg}: {exc!r} -->")
@@ -138,25 +116,14 @@ def sweep_table(rows: int) -> None:
 
 def models_table(batch: int) -> None:
     """images/s of DeiT-B 224 graph mode per pruner: cuBLAS linears vs ragged_linear, and dense."""
-    import statistics
-    import time
-
+    from benchmarks._models import images_per_s_and_peak
     from pruners import build_pruned_model, synthetic_images
 
     images = synthetic_images(batch, 224, seed=0).half().cuda()
 
-    def ips(model) -> float:
+    def ips(model) -> float:  # batch / median of 30 synchronised forwards, as the asv EndToEnd class
         with torch.no_grad():
-            for _ in range(5):
-                model(images)
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(30):
-                t0 = time.perf_counter()
-                model(images)
-                torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
-        return batch / statistics.median(times)
+            return images_per_s_and_peak(torch, lambda: model(images), batch)[0]
 
     name = "deit_base_patch16_224"
     dense = ips(build_pruned_model(name, None, "dense").half().cuda())

@@ -196,8 +196,6 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         _offer_native(key, ck, max_seqlen, config, aligned)
         return out
     ck, function, metadata, consts, _ = entry
-    if _native.ENABLED and key not in _offered:  # compiled before the native entry point was enabled
-        _offer_native(key, ck, max_seqlen, config, aligned)
     stream = torch._C._cuda_getCurrentRawStream(device_index)
     if device_index == torch._C._cuda_getDevice():
         # Triton 3.4+: run(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
@@ -211,15 +209,12 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     return out
 
 
-_offered: set = set()  # keys of _compiled already offered to the native entry point
-
-
 def _offer_native(key: tuple, ck, max_seqlen: int, config, aligned: bool) -> None:
-    """Register the kernel of `_compiled[key]` with the native entry point (native.py) where it
-    launches the same kernel: the table's config, a fresh contiguous output, 16-byte aligned pointers."""
+    """Register the kernel just compiled for `key` with the native entry point (native.py) where it
+    launches the same kernel: the table's config, a fresh contiguous output, 16-byte aligned pointers.
+    Kernels compiled before the entry point was enabled stay on the Python path."""
     if not _native.ENABLED:
         return
-    _offered.add(key)
     dtype, heads, head_dim, sq, sk, sv, so, cfg, _, device_index = key
     if config is None and aligned and so == (heads * head_dim, head_dim, 1):
         _native.register(ck, dtype, heads, head_dim, sq, sk, sv, int(max_seqlen > 256), device_index, cfg.BLOCK_M)

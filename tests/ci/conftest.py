@@ -61,6 +61,34 @@ def sha_for(i: int) -> str:
     return f"{i:08x}" + "ab" * 16
 
 
+def store_at_0002_with_a_verdict(url: str, results_dir: Path) -> Any:
+    """A store at schema revision 0002 (verdicts without a machine) holding `results_dir` and one
+    REGRESSED verdict (ratio 1.3, reason "slower", commit 0 -> 1) written as 0002's code wrote it;
+    returns the verdict's benchmark. For the 0003 migration tests on SQLite and PostgreSQL."""
+    from sqlalchemy import create_engine, text
+
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store, migrate_schema
+
+    engine = create_engine(url)
+    migrate_schema(engine, "0002")
+    engine.dispose()
+    old = Store(url, migrate=False)
+    ingest_results_dir(old, results_dir)
+    bench = old.benchmarks()[0]
+    with old.engine.begin() as conn:  # the 0002 schema has no machine column
+        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO verdicts (benchmark_id, outcome, base_value, head_value, ratio, base_sha, head_sha, "
+                "reason, created_at) VALUES (:b, 'regressed', 1.0, 1.3, 1.3, :base, :head, 'slower', :t)"
+            ),
+            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": dt.datetime(2026, 11, 29, tzinfo=dt.UTC)},
+        )
+    old.close()
+    return bench
+
+
 def _points(bench: dict[str, Any]) -> int:
     n = 1
     for p in bench["params"]:

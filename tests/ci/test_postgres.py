@@ -15,8 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from ci.ingest import ingest_results_dir
 from ci.models import Base
 from ci.records import Outcome, Verdict
-from ci.store import Store, head_revision, migrate_schema
-from tests.ci.conftest import sha_for
+from ci.store import Store, head_revision
+from tests.ci.conftest import sha_for, store_at_0002_with_a_verdict
 from tests.ci.test_ingest import _ingest_worker, overlapping_result_dirs
 
 pytestmark = pytest.mark.postgres
@@ -116,24 +116,7 @@ def test_verdicts_and_acks_on_postgres(pg_url, asv_dir):
 
 def test_verdicts_survive_upgrade_from_0002_on_postgres(pg_url, asv_dir):
     """The 0003 migration (machine column, new unique key) on PostgreSQL keeps 0002's verdicts."""
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(pg_url)
-    migrate_schema(engine, "0002")
-    engine.dispose()
-    old = Store(pg_url, migrate=False)
-    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
-    bench = old.benchmarks()[0]
-    with old.engine.begin() as conn:
-        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
-        conn.execute(
-            text(
-                "INSERT INTO verdicts (benchmark_id, outcome, base_sha, head_sha, reason, created_at) "
-                "VALUES (:b, 'regressed', :base, :head, 'slower', :t)"
-            ),
-            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": datetime(2026, 11, 29, tzinfo=UTC)},
-        )
-    old.close()
+    bench = store_at_0002_with_a_verdict(pg_url, asv_dir([sha_for(0), sha_for(1)]))
     with Store(pg_url) as store:
         (kept,) = store.verdicts(head_sha=sha_for(1))
         assert (kept.outcome, kept.reason, kept.machine) == (Outcome.REGRESSED, "slower", "")

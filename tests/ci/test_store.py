@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
 from ci.models import Base
 from ci.records import Benchmark, Commit, Direction, Kind, Outcome, StoreReader, Verdict
 from ci.store import Store, head_revision, migrate_schema, resolve_url
-from tests.ci.conftest import MACHINE, sha_for, write_results
+from tests.ci.conftest import MACHINE, sha_for, store_at_0002_with_a_verdict, write_results
 
 
 def _filled(db, asv_dir, n=3) -> Store:
@@ -199,23 +199,10 @@ def test_verdicts_survive_upgrade_from_0002(tmp_path, asv_dir):
     """A store at revision 0002 (verdicts without a machine) keeps its verdicts through the upgrade;
     they come back with machine "" and a machine's verdict for the same key is added, not merged."""
     db = tmp_path / "old.sqlite"
+    bench = store_at_0002_with_a_verdict(f"sqlite:///{db}", asv_dir([sha_for(0), sha_for(1)]))
     engine = create_engine(f"sqlite:///{db}")
-    migrate_schema(engine, "0002")
     assert "machine" not in {c["name"] for c in sa_inspect(engine).get_columns("verdicts")}
     engine.dispose()
-    old = Store(db, migrate=False)
-    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
-    bench = old.benchmarks()[0]
-    with old.engine.begin() as conn:  # the 0002 schema has no machine column: write the row as 0002's code did
-        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
-        conn.execute(
-            text(
-                "INSERT INTO verdicts (benchmark_id, outcome, base_value, head_value, ratio, base_sha, head_sha, "
-                "reason, created_at) VALUES (:b, 'regressed', 1.0, 1.3, 1.3, :base, :head, 'slower', :t)"
-            ),
-            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": datetime(2026, 11, 29, tzinfo=UTC)},
-        )
-    old.close()
     with Store(db) as store:  # opening migrates to head
         assert MigrationContext.configure(store.engine.connect()).get_current_revision() == head_revision()
         (kept,) = store.verdicts(head_sha=sha_for(1))
