@@ -63,13 +63,30 @@ def warm_up_device(torch: Any, seconds: float = 0.5) -> None:
     and takes time to raise it; without this the first case of a setup_cache would be timed on the
     way up. Clocks are only observed, never set (the device's METHOD.md).
     """
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    # Not randn: the CUDA generator may be unusable after a failed capture (see GpuTimer).
+    a = torch.full((4096, 4096), 0.5, device="cuda", dtype=torch.float16)
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         for _ in range(8):
             a @ a
         torch.cuda.synchronize()
     del a
+
+
+def restore_rng_after_failed_capture(torch: Any) -> None:
+    """Give the current device's CUDA generator back its eager state after a capture that raised.
+
+    A capture that fails midway never reaches the generator's capture epilogue, so the generator
+    stays marked as capturing and every later eager `torch.randn(..., device="cuda")` of the
+    process raises "Offset increment outside graph capture encountered unexpectedly" (seen on the
+    H200, 2026-11-29 session 4). A cloned state starts outside any capture; seed and offset carry
+    over, so the random stream continues where it was.
+    """
+    try:
+        gen = torch.cuda.default_generators[torch.cuda.current_device()]
+        gen.graphsafe_set_state(gen.clone_state())
+    except Exception:  # noqa: BLE001 - best effort: older torch without graph-safe generator states
+        pass
 
 
 def require_attr(module_name: str, attr: str) -> Any:
@@ -186,6 +203,7 @@ class GpuTimer:
             self.mode = "graph-events"
         except Exception:  # noqa: BLE001 - any capture failure means "not capturable": measure eager calls
             torch.cuda.synchronize()
+            restore_rng_after_failed_capture(torch)
             self.graph = None
             self.mode = "kernel-sum"  # no profiling here: see the class docstring, "profile last"
         self.start = torch.cuda.Event(enable_timing=True)

@@ -7,7 +7,7 @@ Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
   gpu    CUDA-graph replay of CALLS calls rotating over input sets larger than L2, CUDA events, / CALLS
   pack   pack + unpack at B=64, C=768 against a plain device copy of the same bytes (graph replay)
 
-Usage:  python scripts/bench_kernels.py [--sweep] [--quick] [--json OUT.json]
+Usage:  python scripts/bench_kernels.py [--sweep | --only-sweep | --variants] [--quick] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -330,10 +330,70 @@ def sweep(rows: list):
                     print(f"| {bm} | {bn} | {warps} | {stages} | {cells} | {gm:.3f} |", flush=True)
 
 
+VARIANT_POINTS = [(1, 40, 197, False), (1, 99, 197, False), (1, 197, 197, False), (4, 99, 197, False),
+                  (4, 197, 197, False), (32, 40, 197, False), (32, 99, 197, False), (32, 99, 197, True),
+                  (32, 197, 197, False), (32, 197, 197, True), (128, 99, 197, False), (128, 197, 197, False),
+                  (1, 577, 577, False), (4, 577, 577, False), (32, 288, 577, False), (32, 577, 577, False),
+                  (128, 577, 577, True)]
+
+
+def variants() -> list[AttnConfig]:
+    out = []
+    for bm, bn, warps, stages in ((64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 8, 3), (64, 128, 4, 3), (64, 32, 4, 3)):
+        for tail in (0, 16, 32):
+            if tail >= bn:
+                continue
+            for k_rows in (False, True):
+                out.append(AttnConfig(bm, bn, warps, stages, TAIL_N=tail, K_ROWS=k_rows))
+    return out
+
+
+def variant_sweep(rows: list, time_box: float = 240.0):
+    """Kernel variants (tail width, K layout) x configs on the issue's uniform points, per bucket."""
+    t_start = time.perf_counter()
+    points = []
+    for batch, tokens, cap, ragged in VARIANT_POINTS:
+        lengths = lengths_for(batch, tokens, cap, ragged)
+        cu, sets = make_inputs(lengths, n_sets(lengths))
+        points.append((batch, tokens, cap, ragged, cu, sets, gpu_time(bound_calls("fa2", cap, cu, sets))))
+    print("\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%)")
+    head = " | ".join(f"B{b} {t}/{c}{'r' if r else 'u'}" for b, t, c, r in VARIANT_POINTS)
+    print(f"| config | {head} | gm 197 | worst 197 | gm 577 | worst 577 | gm <=99 |")
+    print("|---|" + "---|" * (len(VARIANT_POINTS) + 5))
+    scale = default_scale(DIM)
+    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    for cfg in variants():
+        if time.perf_counter() - t_start > time_box:
+            print(f"(time box of {time_box:.0f} s reached: remaining variants not run)")
+            break
+        name = f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.tail_n}{' krows' * cfg.K_ROWS}"
+        try:
+            ratios = []
+            for batch, tokens, cap, ragged, cu, sets, t_fa2 in points:
+                outs = [torch.empty_like(s[0]) for s in sets]
+                calls = [lambda s=s, o=o, cu=cu, cap=cap, c=cfg: ragged_attn_fwd(*s, cu, cap, scale, o, c)
+                         for s, o in zip(sets, outs, strict=True)]
+                t = gpu_time(calls)
+                ratios.append(t / t_fa2)
+                rows.append({"measure": "variant", "config": repr(cfg), "batch": batch, "tokens": tokens, "cap": cap,
+                             "ragged": ragged, "triton": t, "fa2": t_fa2})
+        except Exception as exc:  # noqa: BLE001 - a config that does not compile: say so, go on
+            print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} |")
+            continue
+        r197 = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[2] == 197]
+        r577 = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[2] == 577]
+        small = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[1] <= 99]
+        cells = " | ".join(f"{r:.2f}" for r in ratios)
+        print(f"| {name} | {cells} | {gm(r197):.3f} | {max(r197):.2f} | {gm(r577):.3f} | {max(r577):.2f} | "
+              f"{gm(small):.3f} |", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sweep", action="store_true", help="also sweep kernel configs")
     ap.add_argument("--only-sweep", action="store_true")
+    ap.add_argument("--variants", action="store_true",
+                    help="only the kernel-variant sweep (tail width, K layout) on the issue's points")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -345,7 +405,9 @@ def main() -> int:
     print(f"# {p.name}, torch {torch.__version__}, triton {__import__('triton').__version__}, "
           f"SMs {p.multi_processor_count}")
     rows: list = []
-    if not args.only_sweep:
+    if args.variants:
+        variant_sweep(rows)
+    elif not args.only_sweep:
         table_host(rows, args.quick)
         table_host_breakdown(rows)
         table_latency(rows, args.quick)

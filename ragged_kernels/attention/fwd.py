@@ -36,10 +36,21 @@ LOG2E = 1.4426950408889634
 # eq=False: hashed by identity (cheap on the hot path); the table's entries are singletons.
 @dataclass(frozen=True, eq=False)
 class AttnConfig:
+    """One kernel configuration. `TAIL_N` (0: same as BLOCK_N) is the key-block width of the masked
+    tail after the last full BLOCK_N block; a narrower tail wastes fewer masked keys (197 = 3 x 64 + 5
+    computes 256 keys with one tail width, 208 with TAIL_N 16). `K_ROWS` loads K as [BLOCK_N, HEAD_DIM]
+    rows and transposes in registers instead of loading it transposed."""
+
     BLOCK_M: int
     BLOCK_N: int
     num_warps: int
     num_stages: int
+    TAIL_N: int = 0
+    K_ROWS: bool = False
+
+    @property
+    def tail_n(self) -> int:
+        return self.TAIL_N or self.BLOCK_N
 
 
 # Chosen offline on the H200 (scripts/bench_kernels.py --sweep, 2026-11-29, docs/perf-notes.md):
@@ -52,6 +63,52 @@ CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
     64: (AttnConfig(64, 64, 4, 3), AttnConfig(64, 64, 4, 3)),
     128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
 }
+
+
+@triton.jit
+def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                STRIDE_KT: tl.constexpr, STRIDE_VT: tl.constexpr, BLOCK_N: tl.constexpr,
+                MASKED: tl.constexpr, K_ROWS: tl.constexpr, UPCAST: tl.constexpr):
+    """One key block of the online softmax: scores, running max and sum, rescaled accumulator.
+    MASKED is off for full blocks (no bounds test, no -inf fill)."""
+    o_n = start_n + tl.arange(0, BLOCK_N)
+    m_n = o_n < seqlen
+    if K_ROWS:
+        p_k = p_k0 + o_n[:, None] * STRIDE_KT + o_d[None, :]
+        if MASKED:
+            b_k = tl.trans(tl.load(p_k, mask=m_n[:, None], other=0.0))
+        else:
+            b_k = tl.trans(tl.load(p_k))
+    else:
+        p_k = p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None]
+        if MASKED:
+            b_k = tl.load(p_k, mask=m_n[None, :], other=0.0)
+        else:
+            b_k = tl.load(p_k)
+    p_v = p_v0 + o_n[:, None] * STRIDE_VT + o_d[None, :]
+    if MASKED:
+        b_v = tl.load(p_v, mask=m_n[:, None], other=0.0)
+    else:
+        b_v = tl.load(p_v)
+    if UPCAST:
+        b_k = b_k.to(tl.float32)
+        b_v = b_v.to(tl.float32)
+        b_s = tl.dot(b_q, b_k, input_precision="ieee")
+    else:
+        b_s = tl.dot(b_q, b_k)
+    b_s = b_s * sm_scale_log2
+    if MASKED:
+        b_s = tl.where(m_n[None, :], b_s, float("-inf"))
+    b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
+    b_p = tl.math.exp2(b_s - b_m_new[:, None])
+    b_alpha = tl.math.exp2(b_m - b_m_new)
+    b_l = b_l * b_alpha + tl.sum(b_p, 1)
+    b_acc = b_acc * b_alpha[:, None]
+    if UPCAST:
+        b_acc += tl.dot(b_p, b_v, input_precision="ieee")
+    else:
+        b_acc += tl.dot(b_p.to(b_v.dtype), b_v)
+    return b_m_new, b_l, b_acc
 
 
 @triton.jit(do_not_specialize=["total_tokens"])
@@ -76,6 +133,8 @@ def _ragged_attn_fwd_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     UPCAST: tl.constexpr,
+    TAIL_N: tl.constexpr,
+    K_ROWS: tl.constexpr,
 ):
     i_m = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -107,28 +166,14 @@ def _ragged_attn_fwd_kernel(
 
     p_k0 = K + bos * STRIDE_KT + i_h.to(tl.int64) * STRIDE_KH
     p_v0 = V + bos * STRIDE_VT + i_h.to(tl.int64) * STRIDE_VH
-    for start_n in range(0, seqlen, BLOCK_N):
-        o_n = start_n + tl.arange(0, BLOCK_N)
-        m_n = o_n < seqlen
-        b_k = tl.load(p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None], mask=m_n[None, :], other=0.0)
-        b_v = tl.load(p_v0 + o_n[:, None] * STRIDE_VT + o_d[None, :], mask=m_n[:, None], other=0.0)
-        if UPCAST:
-            b_k = b_k.to(tl.float32)
-            b_v = b_v.to(tl.float32)
-            b_s = tl.dot(b_q, b_k, input_precision="ieee")
-        else:
-            b_s = tl.dot(b_q, b_k)
-        b_s = tl.where(m_n[None, :], b_s * sm_scale_log2, float("-inf"))
-        b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
-        b_p = tl.math.exp2(b_s - b_m_new[:, None])
-        b_alpha = tl.math.exp2(b_m - b_m_new)
-        b_l = b_l * b_alpha + tl.sum(b_p, 1)
-        b_acc = b_acc * b_alpha[:, None]
-        if UPCAST:
-            b_acc += tl.dot(b_p, b_v, input_precision="ieee")
-        else:
-            b_acc += tl.dot(b_p.to(b_v.dtype), b_v)
-        b_m = b_m_new
+    # Full key blocks without masks, then the rest in (narrower) masked tail blocks.
+    n_full = (seqlen // BLOCK_N) * BLOCK_N
+    for start_n in range(0, n_full, BLOCK_N):
+        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, K_ROWS, UPCAST)
+    for start_n in range(n_full, seqlen, TAIL_N):
+        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, K_ROWS, UPCAST)
 
     b_o = b_acc / b_l[:, None]
     p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
@@ -191,7 +236,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
             ck = _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg,
                              (grid_m, batch * heads, 1))
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
-                  q.dtype == torch.float32)
+                  q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
         _offer_native(key, ck, max_seqlen, config, aligned)
         return out
@@ -227,7 +272,7 @@ def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim,
         STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1],
         STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
         HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
-        UPCAST=INTERPRET or q.dtype == torch.float32,
+        UPCAST=INTERPRET or q.dtype == torch.float32, TAIL_N=cfg.tail_n, K_ROWS=cfg.K_ROWS,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
 

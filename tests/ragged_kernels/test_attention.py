@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from ragged_kernels import padded_sdpa_attention, ragged_attention, set_debug
+from ragged_kernels.attention.fwd import AttnConfig, default_scale, ragged_attn_fwd
 from ragged_kernels.attention.naive import ragged_attention_ref
 
 
@@ -60,6 +61,31 @@ def test_matches_oracle(case, device, poison):
     qkv = torch.randn(total, 3, heads, head_dim, dtype=dtype, device=device)
     q, k, v = qkv.unbind(1)  # strided views of one fused buffer: no copies
     _check(q, k, v, cu, max(lengths) + 5, poison)
+
+
+# Every kernel variant the offline table can pick: narrower masked tails, K loaded as rows.
+VARIANTS = {
+    "tail=block": AttnConfig(64, 64, 4, 3),
+    "tail16": AttnConfig(64, 64, 4, 3, TAIL_N=16),
+    "tail32-krows": AttnConfig(64, 64, 4, 3, TAIL_N=32, K_ROWS=True),
+    "bn32-krows": AttnConfig(64, 32, 4, 3, K_ROWS=True),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+def test_kernel_variants_match_oracle(variant, device, poison):
+    # Lengths around the block edges: 1, one full block (64), full blocks + a 1-key tail (129),
+    # a tail longer than TAIL_N (64 + 50) and an empty segment.
+    lengths = [1, 64, 0, 129, 114] if device == "cuda" else [1, 64, 0, 129]
+    heads, head_dim = (12, 64) if device == "cuda" else (1, 32)
+    cu = _cu(lengths, device)
+    q, k, v = torch.randn(sum(lengths) + 3, 3, heads, head_dim, dtype=torch.float16, device=device).unbind(1)
+    out = poison(*q.shape, dtype=q.dtype, device=device)
+    ragged_attn_fwd(q, k, v, cu, max(lengths), default_scale(head_dim), out, VARIANTS[variant])
+    n = sum(lengths)
+    ref = ragged_attention_ref(q, k, v, cu)
+    assert (out[:n].float() - ref[:n]).abs().max().item() < 2e-3
+    assert torch.isnan(out[n:]).all()
 
 
 def test_max_seqlen_is_only_a_bound(device, poison):
