@@ -72,10 +72,13 @@ def _ragged_linear_kernel(
     )
 
 
-# Unswept guess for Hopper-class GPUs (128 x 128 x 64, 8 warps, 3 stages). The interpreter's cost is
-# per program and loop step, not per element: 64-wide tiles keep a DeiT-tiny forward in CPU tests at
-# seconds (16-wide ones took minutes).
-BLOCKS = (64, 64, 64, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (session 4,
+# `scripts/bench_ragged_linear.py --batch 32 --sweep`, DeiT-B layers at kept 0.5): 128 x 256 tiles were
+# fastest for qkv, proj and fc2; fc1 with the fused GELU preferred 128 x 128 (47.1 vs 51.9 µs).
+# The interpreter's cost is per program and loop step, not per element: 64-wide tiles keep a DeiT-tiny
+# forward in CPU tests at seconds (16-wide ones took minutes).
+BLOCKS = (64, 64, 64, 1, 1) if INTERPRET else (128, 256, 64, 8, 3)
+BLOCKS_GELU = (64, 64, 64, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
 
 
 def ragged_linear(
@@ -129,7 +132,7 @@ def ragged_linear(
         raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
     if n_rows == 0 or n_out == 0:
         return out
-    bm, bn, bk, warps, stages = BLOCKS if blocks is None else blocks
+    bm, bn, bk, warps, stages = (BLOCKS_GELU if gelu else BLOCKS) if blocks is None else blocks
     grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
     _ragged_linear_kernel[grid](
         x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in, cu_seqlens.numel() - 1,

@@ -402,8 +402,11 @@ def main() -> int:
         return 2
     torch.manual_seed(0)
     p = torch.cuda.get_device_properties(0)
+    from ragged_kernels.attention import interface  # noqa: PLC0415
+
+    launch = "native" if interface._NATIVE is not None else "python"
     print(f"# {p.name}, torch {torch.__version__}, triton {__import__('triton').__version__}, "
-          f"SMs {p.multi_processor_count}")
+          f"SMs {p.multi_processor_count}, ragged_attention launch path: {launch}")
     rows: list = []
     if args.variants:
         variant_sweep(rows)

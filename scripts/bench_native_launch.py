@@ -1,4 +1,4 @@
-"""The experimental native entry point of ragged_attention (RAGGED_KERNELS_LAUNCH=native), on a GPU:
+"""The native entry point of ragged_attention (the default launch path on CUDA machines), on a GPU:
 does it launch the same kernel (bitwise equal outputs), and what does it save on the host?
 
 Prints (1) a check over dtypes x head dims x ragged batches with q/k/v as strided views of one qkv

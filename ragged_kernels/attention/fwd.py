@@ -53,14 +53,17 @@ class AttnConfig:
         return self.TAIL_N or self.BLOCK_N
 
 
-# Chosen offline on the H200 (scripts/bench_kernels.py --sweep, 2026-11-29, docs/perf-notes.md):
-# (64, 64, 4 warps, 3 stages) had the best geomean against FA2 over the sweep points at both the
-# 197- and the 577-token capacity (0.62x; (128, 64, 8, 3) tied at 577 but lost at 197). Indexed by
-# head_dim, then capacity bucket (0: max_seqlen <= 256, 1: longer). Head dim 128 keeps 2 stages
-# for shared memory headroom (not swept yet).
+# Chosen offline on the H200. Session 1 (scripts/bench_kernels.py --sweep, docs/perf-notes.md):
+# 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2 at both capacities. Session 4
+# (--variants, 17 points of the grid): a 16-key masked tail after the full blocks cut the
+# geomean from 0.709 to 0.670 at the 197-token capacity (with 32-key blocks) and from 0.689 to 0.640
+# at 577 (worst point 0.81 -> 0.75); loading K as rows made no difference (within 0.01).
+# Indexed by head_dim, then capacity bucket (0: max_seqlen <= 256, 1: longer). Head dim 32 follows 64
+# (not swept on its own); head dim 128 keeps 2 stages for shared memory headroom and the full-width
+# tail (neither swept yet).
 CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
-    32: (AttnConfig(64, 64, 4, 3), AttnConfig(64, 64, 4, 3)),
-    64: (AttnConfig(64, 64, 4, 3), AttnConfig(64, 64, 4, 3)),
+    32: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)),
+    64: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)),
     128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
 }
 

@@ -11,7 +11,7 @@ from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS
 
 _SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
-# The experimental native entry point (RAGGED_KERNELS_LAUNCH=native; native.py), built at import.
+# The native entry point (native.py): default where CUDA is available, built (or loaded) at import.
 _NATIVE = _native.module()
 
 

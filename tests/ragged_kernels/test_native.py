@@ -1,5 +1,5 @@
-"""The experimental native entry point (RAGGED_KERNELS_LAUNCH=native): builds, and hands everything
-it does not handle back to the Python path, which keeps its errors and results."""
+"""The native entry point (default on CUDA machines; RAGGED_KERNELS_LAUNCH): builds, and hands
+everything it does not handle back to the Python path, which keeps its errors and results."""
 
 from __future__ import annotations
 
@@ -33,6 +33,15 @@ def test_ptx_parameter_check():
     assert native.ptx_extra_params(ptx, "k") == 2
     assert native.ptx_extra_params(ptx.replace(".u32 f", ".u64 f"), "k") is None  # not our signature
     assert native.ptx_extra_params(ptx, "other") is None
+
+
+def test_launch_choice_from_the_environment(monkeypatch):
+    assert native._enabled("native") is True and native._enabled(" Python ") is False
+    import torch
+
+    assert native._enabled("") is torch.cuda.is_available()  # default: native where CUDA is available
+    with pytest.raises(ValueError, match="RAGGED_KERNELS_LAUNCH"):
+        native._enabled("cuda")
 
 
 def test_cpu_tensors_go_back_to_the_python_path(mod, monkeypatch):
