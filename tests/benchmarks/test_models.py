@@ -61,3 +61,29 @@ def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypat
     x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(3))
     with torch.inference_mode():
         assert torch.equal(cached(x), fresh(x))
+
+
+def test_model_correctness_replays_the_checked_models_decisions():
+    """ModelCorrectness compares logits under the same keep decisions (issue 4): a checked model that
+    decides differently (here: EViT made to keep the mirror image of the reference's first-stage
+    token set, same counts, weights and backend) gives the reference's logits exactly once the
+    reference replays its masks, though not with its own."""
+    from benchmarks.bench_correctness import compare_with_reference
+    from pruners import build_pruned_model, create_pruner
+
+    name = "deit_tiny_patch16_224"
+    ref, checked = (build_pruned_model(name, create_pruner("evit"), "padded_sdpa", seed=0).eval() for _ in range(2))
+    x = torch.randn(2, 3, 224, 224)
+    ref.record = True
+    with torch.inference_mode():
+        ref_logits = ref(x).float()
+    other = [k.clone() for k in ref.recorded_keeps]
+    other[0][:, 1:] = other[0][:, 1:].flip(1)  # another token set of the same size; CLS stays kept
+    assert not torch.equal(other[0], ref.recorded_keeps[0])
+    checked.keep_override = other
+    with torch.inference_mode():
+        own = (checked(x).float() - ref_logits).abs().max().item()
+    got = compare_with_reference(torch, checked, {"model": ref, "logits": ref_logits}, x)
+    assert own > 1e-3, "different decisions should move the logits"
+    assert got["max_abs_diff"] < 1e-5 and got["top1_agreement"] == 1.0
+    assert ref.keep_override is None, "the reference must be left deciding on its own"
