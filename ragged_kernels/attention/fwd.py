@@ -184,6 +184,7 @@ def _ragged_attn_fwd_kernel(
 
 
 _SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, which carries B x heads
 _SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
 # (dtype, heads, head_dim, strides, config, pointer alignment, device) -> (kernel, function, metadata, constexprs, cfg)
@@ -214,6 +215,8 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     what Triton specialises on, then `CompiledKernel.run` with integer pointers."""
     total, heads, head_dim = q.shape
     batch = cu_seqlens.shape[0] - 1
+    if batch * heads > MAX_GRID_Y:
+        return _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index)
     cfg = config or CONFIGS[head_dim][max_seqlen > 256]
     grid_m = (max_seqlen + cfg.BLOCK_M - 1) // cfg.BLOCK_M
     if grid_m == 0 or batch <= 0 or total == 0:
@@ -254,6 +257,22 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         with torch.cuda.device(device_index):
             ck.run(grid_m, batch * heads, 1, stream, function, metadata,
                    None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
+    return out
+
+
+def _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index):
+    """B x heads programs exceed the grid's second axis (65,535): launch the kernel on consecutive
+    slices of images. A slice of `cu_seqlens` still holds absolute token offsets, so every launch
+    writes its own rows of `out`; slices start at multiples of 4 images to keep the 16-byte pointer
+    alignment the common kernel was compiled for."""
+    heads = q.shape[1]
+    step = (MAX_GRID_Y // heads) // 4 * 4
+    if step == 0:
+        raise ValueError(f"ragged_attention supports at most {MAX_GRID_Y // 4} heads, got {heads}")
+    batch = cu_seqlens.shape[0] - 1
+    for b0 in range(0, batch, step):
+        launch_validated(q, k, v, cu_seqlens[b0 : min(batch, b0 + step) + 1], max_seqlen, scale, out, config,
+                         sq, sk, sv, device_index)
     return out
 
 

@@ -88,6 +88,34 @@ def test_kernel_variants_match_oracle(variant, device, poison):
     assert torch.isnan(out[n:]).all()
 
 
+def test_more_programs_than_the_grid_axis_holds_launch_in_chunks(device, poison, monkeypatch):
+    """B x heads above CUDA's 65,535 limit on the grid's second axis: the batch is launched in slices
+    (here the limit is lowered to 8 so a small case takes the path: 9 images x 2 heads, 3 slices)."""
+    from ragged_kernels.attention import fwd
+
+    monkeypatch.setattr(fwd, "MAX_GRID_Y", 8)
+    grids = []
+    real = fwd._launch_jit
+    monkeypatch.setattr(fwd, "_launch_jit", lambda *a: (grids.append(a[-1]), real(*a))[1])
+    lengths = [3, 1, 0, 7, 2, 5, 1, 4, 6]
+    cu = _cu(lengths, device)
+    q, k, v = torch.randn(sum(lengths) + 2, 3, 2, 32, dtype=torch.float16, device=device).unbind(1)
+    _check(q, k, v, cu, 8, poison)
+    if device == "cpu":  # the interpreter compiles nothing: one _launch_jit per launch
+        assert [g[1] for g in grids] == [8, 8, 2], "expected slices of 4, 4 and 1 images x 2 heads"
+    monkeypatch.setattr(fwd, "MAX_GRID_Y", 3)  # fewer than 4 images per slice: no usable slice
+    with pytest.raises(ValueError, match="at most 0 heads"):
+        ragged_attention(q, k, v, cu, 8)
+
+
+@pytest.mark.gpu
+def test_gpu_batch_times_heads_past_the_grid_limit(poison):
+    lengths = torch.randint(0, 5, (6000,)).tolist()  # 6000 x 12 heads = 72,000 programs per query tile
+    cu = _cu(lengths, "cuda")
+    qkv = torch.randn(sum(lengths), 3, 12, 32, dtype=torch.float16, device="cuda")
+    _check(*qkv.unbind(1), cu, 4, poison)
+
+
 def test_max_seqlen_is_only_a_bound(device, poison):
     cu = _cu([10, 30], device)
     q, k, v = torch.randn(3, 40, 2, 64, dtype=torch.float16, device=device).unbind(0)
