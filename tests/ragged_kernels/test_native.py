@@ -72,3 +72,26 @@ def test_gpu_native_launch_is_the_same_kernel():
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "OK: registered kernels" in r.stdout
+
+
+def test_installed_package_carries_the_native_source(tmp_path):
+    """A non-editable install must ship native.cpp, or every GPU user silently gets the Python path."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "src"  # a copy, so setuptools' build/ and egg-info stay out of the checkout
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, src / name)
+    for pkg in ("ragged_kernels", "pruners"):
+        shutil.copytree(root / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path), str(src)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "ragged_kernels/attention/native.cpp" in names
+    assert "ragged_kernels/attention/native.py" in names
