@@ -52,7 +52,9 @@ def padded_sdpa_attention(
         return out
     pos = torch.arange(longest, device=q.device, dtype=torch.int32)
     valid = pos[None, :] < lengths[:, None]  # [B, L]
-    idx = (cu_seqlens[:-1, None] + pos[None, :]).clamp_(max=total - 1).long()  # [B, L]
+    # Padded positions gather the segment's own first row, not the rows after it: SDPA multiplies
+    # masked keys' values by a zero weight, and 0 x NaN from an unwritten padding row would be NaN.
+    idx = (cu_seqlens[:-1, None] + torch.where(valid, pos[None, :], 0)).clamp_(max=total - 1).long()  # [B, L]
 
     def pad(t: torch.Tensor) -> torch.Tensor:
         return t[idx].transpose(1, 2)  # [B, L, H, D] -> [B, H, L, D]

@@ -1,7 +1,7 @@
 """Fused token pack / unpack for pruned ViTs: keep mask → packed tokens + `cu_seqlens`, and back.
 
 Two Triton launches for a pack (a per-segment count, then one copy kernel that also writes
-`cu_seqlens` and zero-fills the unused capacity), one for an unpack, and no host sync: the packed
+`cu_seqlens` and, unless `fill=None`, fills the unused capacity), one for an unpack, and no host sync: the packed
 buffer has a host-known number of rows (`capacity`, default every token), so the whole pruned
 forward can be captured as one CUDA graph. Ranks inside a segment come from `tl.cumsum` over the
 keep mask, the segment's offset from the counts of the segments before it (B <= a few thousand, one
@@ -57,12 +57,12 @@ def _segment_count_kernel(KEEP, CU_IN, COUNTS, n_rows, SEG_LEN: tl.constexpr, DE
 @triton.jit
 def _pack_unpack_kernel(
     X, Y, KEEP, CU_IN, CU_OUT, COUNTS,
-    n_rows, capacity, n_channels, n_segments,
+    n_rows, capacity, n_channels, n_segments, fill_value,
     STRIDE_X: tl.constexpr, STRIDE_Y: tl.constexpr,
-    SEG_LEN: tl.constexpr, DENSE: tl.constexpr, PACK: tl.constexpr,
+    SEG_LEN: tl.constexpr, DENSE: tl.constexpr, PACK: tl.constexpr, FILL: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
-    """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and zero-fills unused capacity.
+    """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and (FILL) fills unused capacity.
     not PACK: Y[n_rows] <- X[capacity] rows at CU_OUT[b] + rank for kept rows, zero elsewhere."""
     i_b = tl.program_id(0)
     i_c = tl.program_id(1)
@@ -102,8 +102,8 @@ def _pack_unpack_kernel(
             tl.store(Y + o_l[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_l[:, None] & m_c[None, :])
         running += tl.sum(b_keep, 0)
 
-    if PACK:
-        # Zero the unused capacity [total, capacity), split evenly over the segments' programs.
+    if PACK and FILL:
+        # Fill the unused capacity [total, capacity), split evenly over the segments' programs.
         b_tot = tl.zeros([BLOCK_B], dtype=tl.int64)
         for start in range(0, n_segments, BLOCK_B):
             o_bb = start + tl.arange(0, BLOCK_B)
@@ -114,8 +114,8 @@ def _pack_unpack_kernel(
         z_hi = (capacity * (i_b64 + 1)) // n_segments
         for start in range(z_lo, z_hi, BLOCK_L):
             o_z = start + tl.arange(0, BLOCK_L)
-            b_zero = tl.zeros([BLOCK_L, BLOCK_C], dtype=Y.dtype.element_ty)
-            tl.store(Y + o_z[:, None] * STRIDE_Y + o_c[None, :], b_zero, mask=(o_z < z_hi)[:, None] & m_c[None, :])
+            b_fill = tl.full([BLOCK_L, BLOCK_C], fill_value, dtype=tl.float32).to(Y.dtype.element_ty)
+            tl.store(Y + o_z[:, None] * STRIDE_Y + o_c[None, :], b_fill, mask=(o_z < z_hi)[:, None] & m_c[None, :])
 
 
 def _block_l(max_seqlen: int) -> int:
@@ -187,6 +187,7 @@ def pack_tokens(
     capacity: int | None = None,
     source_cu_seqlens: torch.Tensor | None = None,
     max_seqlen: int | None = None,
+    fill: float | None = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gather the kept tokens of every image into one packed buffer, in order, with no host sync.
 
@@ -194,10 +195,13 @@ def pack_tokens(
         x: dense `[B, N, C]` tokens, or packed `[R, C]` rows with `source_cu_seqlens`.
         keep: bool `[B, N]` (dense) or `[R]` (packed); True keeps the token.
         capacity: rows of the packed buffer, a host int (default: all rows, `B*N` or `R`). Must be
-            at least the number of kept tokens; rows past the total are zero. Kept tokens that do
-            not fit are dropped and `cu_seqlens` is clamped to the capacity.
+            at least the number of kept tokens; rows past the total hold `fill`. Kept tokens that
+            do not fit are dropped and `cu_seqlens` is clamped to the capacity.
         source_cu_seqlens: int32 `[B+1]` segments of packed x.
         max_seqlen: packed form only: host upper bound of the source segment lengths.
+        fill: value written to the rows past the kept total (default 0.0); None leaves them
+            unwritten, which saves writing (capacity - total) rows where nothing reads them (the
+            pruned model's packed blocks: every consumer stops at `cu_seqlens`).
 
     Returns:
         `(packed [capacity, C], cu_seqlens int32 [B+1])` on x's device, dtype of x.
@@ -212,11 +216,14 @@ def pack_tokens(
     capacity = n_rows if capacity is None else capacity
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
         raise TypeError(f"capacity must be a non-negative host int, got {capacity!r}")
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))):
+        raise TypeError(f"fill must be a number or None, got {fill!r}")
     packed = torch.empty((capacity, channels), dtype=x.dtype, device=x.device)
     cu_out = torch.empty((batch + 1,), dtype=torch.int32, device=x.device)
     if batch == 0:
         cu_out.zero_()
-        packed.zero_()
+        if fill is not None:
+            packed.fill_(fill)
         return packed, cu_out
     counts = torch.empty((batch,), dtype=torch.int32, device=x.device)
     block_l = _block_l(seg_len)
@@ -225,8 +232,9 @@ def pack_tokens(
     grid = (batch, triton.cdiv(max(channels, 1), _BLOCK_C))
     _pack_unpack_kernel[grid](
         rows, packed, keep_flat, cu_in, cu_out, counts, n_rows, capacity, channels, batch,
+        0.0 if fill is None else float(fill),
         STRIDE_X=rows.stride(0), STRIDE_Y=max(channels, 1), SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=True, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        PACK=True, FILL=fill is not None, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=4,
     )
     return packed, cu_out
@@ -287,9 +295,9 @@ def unpack_tokens(
     grid = (batch, triton.cdiv(channels, _BLOCK_C))
     _pack_unpack_kernel[grid](
         packed, rows_out, keep.reshape(-1).contiguous(), cu_in, cu_seqlens, cu_seqlens, n_rows, packed.shape[0],
-        channels, batch,
+        channels, batch, 0.0,
         STRIDE_X=packed.stride(0), STRIDE_Y=channels, SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=False, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        PACK=False, FILL=False, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=4,
     )
     return out

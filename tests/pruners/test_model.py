@@ -172,6 +172,26 @@ def test_backends_take_identical_decisions_and_replay(case):
             pad.keep_override = None
 
 
+@pytest.mark.parametrize("case", ["threshold_l2", "evit", "ats"])
+@pytest.mark.parametrize("backend", ["triton", "padded_sdpa"])
+def test_padding_rows_never_reach_a_valid_row(case, backend, monkeypatch):
+    """The packed blocks leave the padding rows past cu_seqlens[-1] unwritten (pack fill=None). Filled
+    with NaN instead, they must not change a single logit: nothing reads them into a valid row."""
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    from pruners import model as model_mod
+
+    model = _model(case, backend)
+    images = synthetic_images(2, 224, seed=8)
+    with torch.no_grad():
+        monkeypatch.setattr(model_mod, "PADDING_FILL", 0.0)
+        zero = model(images)
+        monkeypatch.setattr(model_mod, "PADDING_FILL", float("nan"))
+        poisoned = model(images)
+    assert torch.isfinite(zero).all()
+    torch.testing.assert_close(poisoned, zero, rtol=0, atol=0)
+
+
 def test_exact_capacity_gives_same_logits_with_smaller_buffers():
     pruner = _pruner("threshold_l2")
     eager = _model("threshold_l2", "reference")

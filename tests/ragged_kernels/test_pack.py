@@ -38,6 +38,22 @@ def test_dense_pack_unpack_exact(case, dtype, device):
     assert torch.equal(back, torch.where(keep[..., None], x, torch.zeros_like(x)))
 
 
+def test_fill_of_the_unused_capacity(device):
+    x = torch.randn(3, 20, 16, device=device)
+    keep = torch.zeros(3, 20, dtype=torch.bool, device=device)
+    keep[:, :5] = True  # 15 kept
+    nan, _ = pack_tokens(x, keep, capacity=40, fill=float("nan"))
+    assert torch.equal(nan[:15], x[keep]) and torch.isnan(nan[15:]).all()
+    ones, _ = pack_tokens(x.half(), keep, capacity=40, fill=1.0)
+    assert (ones[15:] == 1).all()
+    unwritten, cu = pack_tokens(x, keep, capacity=40, fill=None)  # rows 15.. hold whatever was there
+    assert torch.equal(unwritten[:15], x[keep]) and cu.tolist() == [0, 5, 10, 15]
+    empty, cu0 = pack_tokens(x[:0], keep[:0], capacity=4, fill=float("nan"))
+    assert cu0.tolist() == [0] and torch.isnan(empty).all()
+    with pytest.raises(TypeError, match="fill"):
+        pack_tokens(x, keep, fill="0")
+
+
 def test_capacity_larger_and_smaller(device):
     x = torch.randn(3, 20, 16, device=device)
     keep = torch.zeros(3, 20, dtype=torch.bool, device=device)
