@@ -31,7 +31,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from ci.records import Benchmark, Direction, Kind, Outcome, Result, StoreReader
+from ci.records import Benchmark, Direction, Kind, Outcome, Result, StoreReader, current_version
 
 
 @dataclass(frozen=True)
@@ -268,5 +268,6 @@ def detect_all(
         raise TypeError(f"source must be a StoreReader or a sequence of Result, got {type(source).__name__}")
     out: list[ChangePoint] = []
     for key in sorted(groups):
-        out.extend(change_points(groups[key], settings=settings))
+        # A step where the benchmark's code changed is not the library's: judge the current version only.
+        out.extend(change_points(current_version(groups[key]), settings=settings))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -97,6 +98,9 @@ class Result:
     run_id: str = ""  # one asv result file (commit × machine × environment × time)
     started_at: datetime | None = None
     environment: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # asv's `version` of the benchmark code that measured it (None: unknown). A benchmark whose
+    # version changed measures something else: asv drops the older results, and so do we.
+    benchmark_version: str | None = field(default=None, compare=False)
 
     @property
     def value(self) -> float:
@@ -112,6 +116,24 @@ class Result:
             return (self.value, self.value)
         q = statistics.quantiles(finite, n=4, method="inclusive")
         return (q[0], q[2])
+
+
+def current_version(series: Sequence[Result]) -> list[Result]:
+    """The results of one series measured by its newest benchmark version (that of the last result
+    in history order), as asv keeps only the current version's results; results of an unknown
+    version (None) count as the current one.
+
+    Args:
+        series: results of one series, oldest first.
+
+    Returns:
+        The results to analyse, order kept.
+    """
+    versions = {r.benchmark_version for r in series} - {None}
+    if len(versions) <= 1:
+        return list(series)
+    latest = next((r.benchmark_version for r in reversed(series) if r.benchmark_version is not None), None)
+    return [r for r in series if r.benchmark_version in (latest, None)]
 
 
 @dataclass(frozen=True)

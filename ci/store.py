@@ -754,6 +754,7 @@ class Store:
                 RunRow.environment,
                 CommitRow.sha,
                 MachineRow.name.label("machine"),
+                ResultRow.benchmark_version,
             )
             .join(RunRow, ResultRow.run_id == RunRow.id)
             .join(CommitRow, RunRow.commit_id == CommitRow.id)
@@ -814,7 +815,7 @@ class Store:
         envs: dict[str, tuple[tuple[str, str], ...]] = {}  # one parse per run, not per row
         times: dict[Any, datetime | None] = {}
         out = []
-        for bid, samples, started, _status, run_key, run_started, env_text, sha, machine in rows:
+        for bid, samples, started, _status, run_key, run_started, env_text, sha, machine, version in rows:
             env = envs.get(env_text)
             if env is None:
                 env = envs[env_text] = tuple(sorted(json.loads(env_text).items()))
@@ -827,6 +828,7 @@ class Store:
                     run_id=run_key,
                     started_at=_parse_dt(started, times) or _parse_dt(run_started, times),
                     environment=env,
+                    benchmark_version=version,
                 )
             )
         return out

@@ -303,7 +303,8 @@ def compare(
         h, head_sha, head_machine = _pooled(h_rs, "head")
         # The head's machine: with allow_cross_machine the base may differ, but the verdict is
         # about the head's series (the one the dashboard flags).
-        verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine)
+        verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
+                                      _version_change(b_rs, h_rs))
         if isinstance(verdict_or_pending, Verdict):
             final.append(verdict_or_pending)
         else:
@@ -315,6 +316,16 @@ def compare(
     return sorted(final, key=lambda v: v.benchmark.key)
 
 
+def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | None:
+    """Why base and head of a series cannot be compared because asv's benchmark `version` differs
+    (the benchmark code measures something else now); None when they match or are unknown."""
+    b = {r.benchmark_version for r in base} - {None}
+    h = {r.benchmark_version for r in head} - {None}
+    if not b or not h or b == h:
+        return None
+    return f"the benchmark's version changed ({', '.join(sorted(b))} -> {', '.join(sorted(h))})"
+
+
 def _measure(
     bench: Benchmark,
     b: np.ndarray,
@@ -324,6 +335,7 @@ def _measure(
     base_bench: Benchmark,
     settings: VerdictSettings,
     machine: str,
+    version_change: str | None = None,
 ) -> Verdict | _Pending:
     """Everything per series that does not depend on the other series; a Verdict when no test applies."""
 
@@ -333,6 +345,8 @@ def _measure(
         return Verdict(bench, outcome, bv, hv, ratio, threshold=threshold, base_sha=base_sha, head_sha=head_sha,
                        reason=reason, machine=machine)
 
+    if version_change is not None:
+        return early(Outcome.INCONCLUSIVE, math.nan, f"not comparable: {version_change}")
     if base_bench.unit != bench.unit or base_bench.direction != bench.direction:
         return early(Outcome.INCONCLUSIVE, math.nan,
                      f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "

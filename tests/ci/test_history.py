@@ -180,3 +180,19 @@ def test_short_flat_history_with_drift_has_no_change_point(seed: int) -> None:
     rng = np.random.default_rng(200 + seed)
     levels = np.exp(rng.normal(0, 0.005, 9))
     assert change_points(_series(levels, noise=0.002, seed=seed)) == []
+
+
+def test_a_step_made_by_a_benchmark_version_change_is_not_a_change_point() -> None:
+    """The series' old results were measured by other benchmark code (asv drops them): a step at the
+    version change is not the library's, a step inside the current version still is."""
+    from dataclasses import replace
+
+    from ci.records import current_version
+
+    series = _series([1.0] * 40 + [2.0] * 30 + [2.2] * 30, seed=5)
+    versioned = [replace(r, benchmark_version="v1" if i < 40 else "v2") for i, r in enumerate(series)]
+    assert current_version(versioned) == versioned[40:]
+    assert current_version(series) == series  # versions unknown: all kept
+    (cp,) = detect_all(versioned)
+    assert cp.commit_sha == "c0070" and cp.ratio == pytest.approx(1.1, rel=0.02)
+    assert {c.commit_sha for c in detect_all(series)} == {"c0040", "c0070"}

@@ -55,6 +55,13 @@ def test_reader_filters_and_history_order(db_path, asv_dir):
         assert store.commits(branch="main") == []  # no git metadata given
 
 
+def test_results_carry_the_benchmark_version(db_path, asv_dir):
+    with _filled(db_path, asv_dir, 2) as store:
+        versions = {r.benchmark.name: r.benchmark_version for r in store.results()}
+        assert versions["bench_attention.GPUTime.time_gpu"] == "v-attn-1"
+        assert versions["bench_correctness.Logits.track_max_abs_diff"] == "v-corr-1"
+
+
 def test_value_and_spread_from_raw_samples(db_path, asv_dir):
     samples = [3.0, 1.0, 2.0, 5.0, 4.0]
     store = Store(db_path)

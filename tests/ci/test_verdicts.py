@@ -293,3 +293,16 @@ def test_verdicts_carry_their_machine() -> None:
                     settings=VerdictSettings(allow_cross_machine=True))
     assert cross[0].machine == "m2"  # the head's machine: that is the series the verdict is about
     assert Verdict(LAT, Outcome.UNCHANGED, 1.0, 1.0, 1.0).machine == ""  # old call sites still work
+
+
+def test_a_changed_benchmark_version_is_not_compared() -> None:
+    """asv's `version` changes with the benchmark's code: base and head then measure different things."""
+    from dataclasses import replace
+
+    b, h = _pair(LAT, 1.5)
+    (v,) = compare([replace(b, benchmark_version="v1")], [replace(h, benchmark_version="v2")])
+    assert v.outcome == Outcome.INCONCLUSIVE and "version changed (v1 -> v2)" in v.reason
+    (same,) = compare([replace(b, benchmark_version="v2")], [replace(h, benchmark_version="v2")])
+    assert same.outcome == Outcome.REGRESSED
+    (unknown,) = compare([b], [replace(h, benchmark_version="v2")])  # an unknown version is not a change
+    assert unknown.outcome == Outcome.REGRESSED

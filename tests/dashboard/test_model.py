@@ -82,6 +82,26 @@ def test_change_points_see_history_order_from_a_loose_store() -> None:
     assert any(s.changes for s in want.series)
 
 
+def test_a_series_shows_only_its_current_benchmark_version() -> None:
+    """As asv publishes: results of an older benchmark version (other benchmark code) are dropped,
+    also from a store that returns results newest first."""
+    from dataclasses import replace
+
+    for cls in (MemoryStore, _LooseStore):
+        store = cls(**vars(synthetic_store(n_commits=10, n_series=2, machines=1)))
+        first = store.benchmark_list[0]
+        pos = {c.sha: i for i, c in enumerate(store.commit_list)}
+        store.result_list = [
+            replace(r, benchmark_version="v1" if pos[r.commit_sha] < 6 else "v2") if r.benchmark == first else r
+            for r in store.result_list
+        ]
+        snap = load_snapshot(store)
+        (changed,) = [s for s in snap.series if s.benchmark == first]
+        assert [p.index for p in changed.points] == [6, 7, 8, 9]
+        (other,) = [s for s in snap.series if s.benchmark != first]
+        assert len(other.points) >= 9  # unversioned results are all kept
+
+
 def test_snapshot_rejects_result_on_unknown_commit() -> None:
     store = synthetic_store(n_commits=4, n_series=3)
     store.result_list.append(nan_result(store.benchmark_list[2], "f" * 40, "runner-0"))
