@@ -62,6 +62,7 @@ def module():
         if shutil.which("ninja") is None:  # the pip `ninja` of this interpreter's environment, not on PATH
             os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
         torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+        _clear_stale_build_lock()
         _module = load(
             name="ragged_kernels_native",
             sources=[str(Path(__file__).with_name("native.cpp"))],
@@ -79,6 +80,35 @@ def module():
                       "launch path (host cost ~2x; RAGGED_KERNELS_LAUNCH=python silences this)",
                       stacklevel=2)  # fmt: skip
     return _module
+
+
+STALE_LOCK_S = 600.0  # a build takes ~25-60 s; a lock file this old was left by a killed build
+
+
+def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
+    """Remove the build lock a killed build left behind, where torch's extension loader waits on a
+    lock *file* (torch.utils.file_baton.FileBaton, older torch): its existence alone blocks, so after
+    a SIGKILL during the first build every later import would wait forever. Newer torch holds an OS
+    lock that dies with its process; nothing to do there. Returns whether a lock was removed."""
+    import time
+
+    from torch.utils import cpp_extension
+
+    if getattr(cpp_extension, "FileBaton", None) is None:
+        return False
+    lock = os.path.join(cpp_extension._get_build_directory("ragged_kernels_native", verbose=False), "lock")
+    try:
+        age = time.time() - os.path.getmtime(lock)
+    except OSError:
+        return False
+    if age < max_age_s:
+        return False
+    warnings.warn(f"ragged_kernels: removing a stale extension build lock ({lock}, {age:.0f} s old)", stacklevel=3)
+    try:
+        os.remove(lock)
+    except OSError:
+        return False
+    return True
 
 
 def _cuda_include_dirs() -> list[str]:

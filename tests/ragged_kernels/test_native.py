@@ -95,3 +95,28 @@ def test_installed_package_carries_the_native_source(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "ragged_kernels/attention/native.cpp" in names
     assert "ragged_kernels/attention/native.py" in names
+
+
+def test_a_stale_build_lock_from_a_killed_build_is_removed(tmp_path, monkeypatch):
+    """Older torch waits while a lock *file* exists: one left by a killed build would hang every import."""
+    import os
+    import time
+
+    from torch.utils import cpp_extension
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(cpp_extension, "FileBaton", object, raising=False)  # the lock-file loader
+    build = tmp_path / "ragged_kernels_native"
+    build.mkdir()
+    lock = build / "lock"
+    lock.touch()
+    assert native._clear_stale_build_lock() is False and lock.exists()  # fresh: a build may be running
+    old = time.time() - native.STALE_LOCK_S - 5
+    os.utime(lock, (old, old))
+    with pytest.warns(UserWarning, match="stale extension build lock"):
+        assert native._clear_stale_build_lock() is True
+    assert not lock.exists()
+    monkeypatch.delattr(cpp_extension, "FileBaton", raising=False)  # OS-level lock: never touched
+    lock.touch()
+    os.utime(lock, (old, old))
+    assert native._clear_stale_build_lock() is False and lock.exists()
