@@ -69,6 +69,8 @@ VARIANTS = {
     "tail16": AttnConfig(64, 64, 4, 3, TAIL_N=16),
     "tail32-krows": AttnConfig(64, 64, 4, 3, TAIL_N=32, K_ROWS=True),
     "bn32-krows": AttnConfig(64, 32, 4, 3, K_ROWS=True),
+    "bm32-bn16-2warps": AttnConfig(32, 16, 2, 3),
+    "bn16-2warps": AttnConfig(64, 16, 2, 3),
 }
 
 
