@@ -112,8 +112,11 @@ def forward_runner(torch: Any, model: Any, x: Any, graph: bool) -> Callable[[], 
     return g.replay
 
 
+WARMUP_S = 0.3  # per case: at least this long of its own forwards before anything is timed
+
+
 def images_per_s_and_peak(
-    torch: Any, run: Callable[[], Any], batch: int, reps: int = 30
+    torch: Any, run: Callable[[], Any], batch: int, reps: int = 30, warmup_s: float = WARMUP_S
 ) -> tuple[float, float, list[float]]:
     """Throughput as batch / median synced forward latency, peak allocated bytes over one forward,
     and the timed forwards themselves.
@@ -123,12 +126,22 @@ def images_per_s_and_peak(
         run: one forward.
         batch: images per forward.
         reps: timed forwards.
+        warmup_s: untimed forwards first, for at least this many seconds (and at least 5).
 
     Returns:
         (images per second, peak bytes, [seconds per synced forward] * reps in the order taken).
     """
-    for _ in range(5):
+    # Warm-up by time, not count: at batch 1 eager five forwards are ~25 ms, and the first cases of
+    # a process measured up to 2x slower than the same forwards later (DeiT-S B 1 eager, triton
+    # first: 105-110 images/s against 160-206 for the next backends, H200 sessions 3 and 4), while
+    # the card idled through each model build in between.
+    t_end = time.perf_counter() + warmup_s
+    n = 0
+    while n < 5 or time.perf_counter() < t_end:
         run()
+        n += 1
+        if n % 5 == 0:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     run()

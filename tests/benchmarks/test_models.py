@@ -87,3 +87,27 @@ def test_model_correctness_replays_the_checked_models_decisions():
     assert own > 1e-3, "different decisions should move the logits"
     assert got["max_abs_diff"] < 1e-5 and got["top1_agreement"] == 1.0
     assert ref.keep_override is None, "the reference must be left deciding on its own"
+
+
+def test_images_per_s_warms_up_by_time_then_times_reps():
+    """Each case runs its own forwards for at least `warmup_s` (and 5) before anything is timed."""
+    import time
+    from types import SimpleNamespace
+
+    calls = []
+    fake_cuda = SimpleNamespace(synchronize=lambda: None, reset_peak_memory_stats=lambda: None,
+                                max_memory_allocated=lambda: 1234)
+    fake_torch = SimpleNamespace(cuda=fake_cuda)
+
+    def run():
+        calls.append(time.perf_counter())
+        time.sleep(0.002)
+
+    t0 = time.perf_counter()
+    ips, peak, times = _models.images_per_s_and_peak(fake_torch, run, batch=4, reps=7, warmup_s=0.1)
+    untimed = len(calls) - 7
+    assert untimed >= 5 + 1 and calls[untimed - 1] - t0 >= 0.09  # warm-up (+ the peak-memory forward)
+    assert len(times) == 7 and peak == 1234.0 and ips == pytest.approx(4 / sorted(times)[3])
+    calls.clear()
+    _models.images_per_s_and_peak(fake_torch, run, batch=1, reps=1, warmup_s=0.0)
+    assert len(calls) == 5 + 1 + 1  # never fewer than 5 warm-up forwards
