@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Next device session (each line one call, < 10 min):
-#   bash .whl/runS6.sh correctness   GPU tests of pruners + ModelCorrectness v2 (replayed decisions), check_grid
-#   bash .whl/runS6.sh quick         the quick asv subset (its correctness gate must pass with v2)
+# Next device session (each line one call, < 10 min); rebuild .whl/repo.bundle first for quick/partA/partB.
+#   bash .whl/runS6.sh correctness   GPU tests of pruners, benchmarks and ragged_kernels, then the full check_grid
+#   bash .whl/runS6.sh kernels       bench_kernels --variants (new candidates), then bench_kernels --quick tables
+#   bash .whl/runS6.sh quick         the quick asv subset (ModelCorrectness v2's gate must pass)
 #   bash .whl/runS6.sh linear        bench_ragged_linear --models with the per-layer tiles
+#   TAG=partA bash .whl/runS3.sh partA; bash .whl/runS3.sh partB    the full suite re-timed (EndToEnd v2 warm-up)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 case ${1:-correctness} in
   correctness)
-    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners tests/benchmarks 2>&1 | tee $OUT/gpu-tests.log | tail -4
-    timeout 360 python3 -m pruners.check_grid 2>&1 | tee $OUT/check_grid.md | grep -v Warning | tail -40
+    timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners tests/benchmarks tests/ragged_kernels \
+      2>&1 | tee $OUT/gpu-tests.log | tail -4
+    timeout 330 python3 -m pruners.check_grid 2>&1 | tee $OUT/check_grid.md | grep -v Warning | tail -40
+    ;;
+  kernels)
+    timeout 200 python3 scripts/bench_kernels.py --variants --json $OUT/variants.json 2>&1 | tee $OUT/variants.md
+    timeout 200 python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
+    tail -60 $OUT/bench_kernels.md
     ;;
   quick) NO_TESTS=1 LIMIT=300 bash .whl/runS3.sh quick ;;
   linear) timeout 400 python3 scripts/bench_ragged_linear.py --batch 32 --models 2>&1 | tee $OUT/bench_ragged_linear.md ;;
