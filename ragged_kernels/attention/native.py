@@ -63,6 +63,7 @@ def module():
             os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
         torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
         _clear_stale_build_lock()
+        _say_if_building()
         _module = load(
             name="ragged_kernels_native",
             sources=[str(Path(__file__).with_name("native.cpp"))],
@@ -109,6 +110,18 @@ def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
     except OSError:
         return False
     return True
+
+
+def _say_if_building() -> None:
+    """One line on stderr before the first build (~25 s), so a first import does not look hung."""
+    import glob
+
+    from torch.utils import cpp_extension
+
+    build = cpp_extension._get_build_directory("ragged_kernels_native", verbose=False)
+    if not glob.glob(os.path.join(build, "*.so")):
+        print("ragged_kernels: building the native launch path once (~25 s; cached in "
+              f"{os.path.dirname(build)}; RAGGED_KERNELS_LAUNCH=python skips it)", file=sys.stderr, flush=True)
 
 
 def _cuda_include_dirs() -> list[str]:

@@ -120,3 +120,14 @@ def test_a_stale_build_lock_from_a_killed_build_is_removed(tmp_path, monkeypatch
     lock.touch()
     os.utime(lock, (old, old))
     assert native._clear_stale_build_lock() is False and lock.exists()
+
+
+def test_first_build_says_so_and_a_built_one_is_quiet(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    build = tmp_path / "ragged_kernels_native"
+    build.mkdir()
+    native._say_if_building()
+    assert "building the native launch path once" in capsys.readouterr().err
+    (build / "ragged_kernels_native.so").touch()
+    native._say_if_building()
+    assert capsys.readouterr().err == ""
