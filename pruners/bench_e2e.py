@@ -646,10 +646,14 @@ class ModelCache:
     Args:
         budget: see `budget_options`.
         device, dtype: where the models run (the bench: CUDA, fp16).
+        calibrated_capacity: Threshold-L2 with max_keep="calibrate" (a per-stage static capacity
+            learned on the calibration images, so graph mode runs the later blocks below full size).
     """
 
-    def __init__(self, budget: float, device: str | torch.device = "cuda", dtype: torch.dtype = torch.float16) -> None:
+    def __init__(self, budget: float, device: str | torch.device = "cuda", dtype: torch.dtype = torch.float16,
+                 calibrated_capacity: bool = False) -> None:
         self.budget = budget
+        self.calibrated_capacity = calibrated_capacity
         self.device, self.dtype = device, dtype
         self.backbones: dict[str, torch.nn.Module] = {}
         self.pruners: dict[tuple[str, str | None], torch.nn.Module] = {}
@@ -658,11 +662,10 @@ class ModelCache:
         key = (model_name, pruner_name)
         if key not in self.pruners:
             n0 = (image_size(model_name) // 16) ** 2
-            pr = (
-                None
-                if pruner_name is None
-                else create_pruner(pruner_name, **budget_options(pruner_name, self.budget, n0))
-            )
+            options = {} if pruner_name is None else budget_options(pruner_name, self.budget, n0)
+            if self.calibrated_capacity and pruner_name == "threshold_l2":
+                options["max_keep"] = "calibrate"  # per-stage caps learned with the thresholds
+            pr = None if pruner_name is None else create_pruner(pruner_name, **options)
             built = build_pruned_model(model_name, pr, "dense" if pr is None else "reference")
             if model_name not in self.backbones:
                 self.backbones[model_name] = built.backbone.to(self.device, self.dtype)
@@ -743,6 +746,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also time triton graph mode with ragged_linear=True for ragged pruners (experimental)",
     )
     ap.add_argument(
+        "--calibrated-capacity",
+        action="store_true",
+        help="Threshold-L2 with max_keep='calibrate': per-stage capacity caps learned on the calibration images "
+        "(every backend shares them, so decisions still agree)",
+    )
+    ap.add_argument(
         "--order",
         choices=ORDERS,
         default="grid",
@@ -775,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{len(configs)} configurations, order {args.order}, time box {args.time_box or 'none'}")
     print(HEADER)
-    cache = ModelCache(args.budget)
+    cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity)
 
     def on_error(cfg: Config, msg: str) -> None:
         print(

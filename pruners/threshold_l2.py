@@ -5,6 +5,13 @@ No reference repository (project-defined ragged baseline, reference notes sectio
 kept; at least `min_keep` tokens (the largest norms) survive per image. Thresholds are absolute, one
 per stage, either given or calibrated: tau_s = quantile(1 - keep_ratio_s) of the non-CLS token norms
 at stage s over a calibration batch, stage after stage (stage s sees the tokens stages < s kept).
+
+Capacity: the packed buffer after a stage must hold the most tokens any image can keep, a host int
+known before the forward (graph mode captures it). Uncapped, that is every token of the stage
+before, so the blocks after a stage run at the unpruned size. `max_keep` caps the tokens an image
+keeps (the largest norms win), per stage or for all; `max_keep="calibrate"` learns the cap on the
+calibration batch: (1 + capacity_margin) x the most tokens any calibration image kept at that stage.
+An image that would keep more then loses its lowest-norm surplus tokens.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ class ThresholdL2Pruner(Pruner):
         thresholds: absolute tau per stage; None = calibrate (see `build_pruned_model`).
         keep_ratio: calibration target, fraction of the current tokens kept per stage (0.7).
         min_keep: tokens always kept per image (top by norm), >= 1.
-        max_keep: optional cap on non-CLS tokens kept per image (a tighter static capacity).
+        max_keep: optional cap on non-CLS tokens kept per image (a tighter static capacity): an int,
+            one per stage, or "calibrate" (learned with the thresholds; see the module docstring).
+        capacity_margin: with max_keep="calibrate", the headroom over the calibration maximum (0.25).
     """
 
     name = "threshold_l2"
@@ -41,7 +50,8 @@ class ThresholdL2Pruner(Pruner):
         thresholds: float | Sequence[float] | None = None,
         keep_ratio: float | Sequence[float] = 0.7,
         min_keep: int = 1,
-        max_keep: int | None = None,
+        max_keep: int | Sequence[int] | str | None = None,
+        capacity_margin: float = 0.25,
     ) -> None:
         super().__init__(stages)
         n = len(self.stages)
@@ -50,15 +60,33 @@ class ThresholdL2Pruner(Pruner):
             raise ValueError(f"threshold_l2: keep_ratio must be in (0, 1], got {self.keep_ratios}")
         if not isinstance(min_keep, int) or min_keep < 1:
             raise ValueError(f"threshold_l2: min_keep must be an int >= 1, got {min_keep!r}")
-        if max_keep is not None and (not isinstance(max_keep, int) or max_keep < min_keep):
-            raise ValueError(f"threshold_l2: max_keep must be an int >= min_keep or None, got {max_keep!r}")
-        self.min_keep, self.max_keep = min_keep, max_keep
+        self.calibrate_caps = max_keep == "calibrate"
+        if isinstance(max_keep, str) and not self.calibrate_caps:
+            raise ValueError(f"threshold_l2: max_keep must be an int, one per stage, 'calibrate' or None, "
+                             f"got {max_keep!r}")
+        caps = None if self.calibrate_caps else per_stage(max_keep, n, "max_keep", self.name)
+        if caps is not None and any(isinstance(c, bool) or not isinstance(c, int) or c < min_keep for c in caps):
+            raise ValueError(f"threshold_l2: max_keep must be ints >= min_keep ({min_keep}), got {max_keep!r}")
+        if isinstance(capacity_margin, bool) or not isinstance(capacity_margin, (int, float)) or not (
+            0 <= capacity_margin < math.inf
+        ):
+            raise ValueError(f"threshold_l2: capacity_margin must be a finite number >= 0, got {capacity_margin!r}")
+        self.min_keep, self.capacity_margin = min_keep, float(capacity_margin)
+        # Per-stage caps (host ints, None = uncapped): given, or filled in by calibration.
+        self.max_keeps: tuple[int | None, ...] = caps if caps is not None else (None,) * n
         taus = per_stage(thresholds, n, "thresholds", self.name)
+        self.calibrate_taus = taus is None
         if taus is not None and any(not math.isfinite(t) and t != float("-inf") for t in taus):
             raise ValueError(f"threshold_l2: thresholds must be finite (or -inf), got {taus}")
         self.register_buffer("thresholds", torch.tensor(taus if taus else [float("nan")] * n, dtype=torch.float32))
-        self.calibrated = taus is not None
+        self.calibrated = taus is not None and not self.calibrate_caps
         self.calibrating = False
+
+    @property
+    def max_keep(self) -> int | None:
+        """The cap of a single-cap pruner (the same at every stage), else None."""
+        caps = set(self.max_keeps)
+        return caps.pop() if len(caps) == 1 else None
 
     def _apply(self, fn, recurse: bool = True):
         # Keep thresholds in fp32 through model.half(): fp16 would round tau (norms ~10-100) by up to ~0.06.
@@ -70,21 +98,32 @@ class ThresholdL2Pruner(Pruner):
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         tok_valid = valid[:, 1:]
         norms = x[:, 1:].float().norm(dim=-1)
-        if self.calibrating:
+        if self.calibrating and self.calibrate_taus:
             q = 1.0 - self.keep_ratios[stage]
             # Calibration only (outside any timed or captured forward): boolean indexing is fine here.
             self.thresholds[stage] = torch.quantile(norms[tok_valid], q) if q > 0 else float("-inf")
-        elif not self.calibrated:
-            raise ValueError("threshold_l2: thresholds are not calibrated; pass thresholds=... or calibrate")
+        elif not self.calibrated and not self.calibrating:
+            what = "thresholds and capacity caps are" if self.calibrate_caps else "thresholds are"
+            raise ValueError(f"threshold_l2: {what} not calibrated; pass thresholds=... / max_keep=... or calibrate")
         rank = rank_desc(norms, tok_valid)
         keep = (norms > self.thresholds[stage]) | (rank < self.min_keep)
-        if self.max_keep is not None:
-            keep = keep & (rank < self.max_keep)
+        if self.calibrating and self.calibrate_caps:
+            # Host read, calibration only: the most tokens any calibration image keeps here, plus headroom.
+            most = int((keep & tok_valid).sum(1).max())
+            cap = max(self.min_keep, math.ceil(most * (1.0 + self.capacity_margin)))
+            caps = list(self.max_keeps)
+            caps[stage] = min(cap, tok_valid.shape[1])
+            self.max_keeps = tuple(caps)
+        cap = self.max_keeps[stage]
+        if cap is not None:
+            keep = keep & (rank < cap)
         keep = keep & tok_valid
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
-        return n_in if self.max_keep is None else min(n_in, 1 + self.max_keep)
+        cap = self.max_keeps[stage]
+        return n_in if cap is None else min(n_in, 1 + cap)
 
     def extra_repr(self) -> str:
-        return f"stages={self.stages}, keep_ratios={self.keep_ratios}, calibrated={self.calibrated}"
+        caps = f", max_keeps={self.max_keeps}" if any(c is not None for c in self.max_keeps) else ""
+        return f"stages={self.stages}, keep_ratios={self.keep_ratios}, calibrated={self.calibrated}{caps}"

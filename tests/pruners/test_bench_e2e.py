@@ -155,6 +155,16 @@ def test_model_cache_equals_build_pruned_model(pruner):
     assert again.backbone is inner.backbone and again.pruner is not inner.pruner  # shared weights, own pruner
 
 
+@torch.no_grad()
+def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
+    cache = ModelCache(0.5, device="cpu", dtype=torch.float32, calibrated_capacity=True)
+    _, inner = cache.make(Config(TINY, "threshold_l2", 2, "reference"))
+    caps = inner.pruner.max_keeps
+    assert all(isinstance(c, int) for c in caps) and inner.pruner.tokens_bound(2, 197) < 197
+    _, evit = cache.make(Config(TINY, "evit", 2, "reference"))  # fixed-count pruners: unchanged
+    assert not hasattr(evit.pruner, "max_keeps")
+
+
 # -- plan, order, time box -------------------------------------------------------------------------------
 PR = list(PRUNERS)
 

@@ -276,6 +276,57 @@ def test_threshold_l2_uncalibrated_raises():
         p.decide(0, torch.randn(1, 10, 4), torch.ones(1, 10, dtype=torch.bool), None)
 
 
+def test_threshold_l2_per_stage_caps_and_bad_cap_options():
+    p = _bound("threshold_l2", thresholds=(-1.0, -1.0, -1.0), max_keep=(30, 20, 10))
+    x, valid = torch.randn(2, 50, 16), torch.ones(2, 50, dtype=torch.bool)
+    assert [int(p.decide(s, x, valid, None)[:, 1:].sum(1).max()) for s in range(3)] == [30, 20, 10]
+    assert [p.tokens_bound(s, 50) for s in range(3)] == [31, 21, 11] and p.max_keep is None
+    assert _bound("threshold_l2", thresholds=(1.0, 2.0, 3.0), max_keep=7).max_keep == 7
+    for bad, match in [("auto", "'calibrate'"), ((5, 6), "entries"), (0, "min_keep"), (True, "max_keep"),
+                       (2.5, "min_keep")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            create_pruner("threshold_l2", max_keep=bad)
+    for margin in (-0.1, float("inf"), "1"):
+        with pytest.raises(ValueError, match="capacity_margin"):
+            create_pruner("threshold_l2", max_keep="calibrate", capacity_margin=margin)
+
+
+def test_threshold_l2_calibrated_capacity_bounds_the_packed_buffer_without_changing_results():
+    """max_keep="calibrate": per-stage caps learned with the thresholds; on the calibration images
+    no image reaches its cap, so decisions and logits equal the uncapped model's, while the packed
+    buffers after each stage shrink from every token to the cap."""
+    from pruners import build_pruned_model, synthetic_images
+
+    images = synthetic_images(4, 224, seed=3)
+    name = "deit_tiny_patch16_224"
+    plain = build_pruned_model(name, create_pruner("threshold_l2"), "reference", calibration_images=images)
+    capped = build_pruned_model(name, create_pruner("threshold_l2", max_keep="calibrate", capacity_margin=0.1),
+                                "reference", calibration_images=images)  # fmt: skip
+    pr = capped.pruner
+    assert pr.calibrated and all(isinstance(c, int) for c in pr.max_keeps)
+    assert torch.equal(pr.thresholds, plain.pruner.thresholds)
+    plain.record = capped.record = True
+    with torch.no_grad():
+        # Same decisions; fp32 differences (~1e-7) only from the reference attention's padded length.
+        torch.testing.assert_close(capped(images), plain(images), rtol=0, atol=1e-5)
+    n, bounds = 197, []
+    for s, (keep, keep_capped) in enumerate(zip(plain.recorded_keeps, capped.recorded_keeps, strict=True)):
+        assert torch.equal(keep.sum(1), keep_capped.sum(1))
+        most = int(keep[:, 1:].sum(1).max())
+        assert most <= pr.max_keeps[s] <= math.ceil(most * 1.1) + 1
+        n = pr.tokens_bound(s, n)
+        bounds.append(n)
+    assert bounds == [1 + c for c in pr.max_keeps] and bounds[-1] < 197 * 0.7
+    given = _bound("threshold_l2", thresholds=(1.0, 2.0, 3.0), max_keep="calibrate")  # caps still to learn
+    with pytest.raises(ValueError, match="capacity caps are not calibrated"):
+        given.decide(0, torch.randn(1, 10, 4), torch.ones(1, 10, dtype=torch.bool), None)
+    taus = tuple(plain.pruner.thresholds.tolist())
+    kept_taus = build_pruned_model(name, create_pruner("threshold_l2", thresholds=taus, max_keep="calibrate"),
+                                   "reference", calibration_images=images).pruner  # fmt: skip
+    assert tuple(kept_taus.thresholds.tolist()) == taus  # given thresholds are kept, only caps learned
+    assert kept_taus.calibrated and all(isinstance(c, int) and c < 197 for c in kept_taus.max_keeps)
+
+
 # -- registry and validation --------------------------------------------------------------------
 def test_registry_and_bad_options():
     assert set(PRUNERS) == {"threshold_l2", "dynamicvit", "evit", "ats"}

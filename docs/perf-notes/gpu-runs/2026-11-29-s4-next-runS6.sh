@@ -3,7 +3,7 @@
 #   bash .whl/runS6.sh correctness   GPU tests of pruners, benchmarks and ragged_kernels, then the full check_grid
 #   bash .whl/runS6.sh kernels       bench_kernels --variants (new candidates), then bench_kernels --quick tables
 #   bash .whl/runS6.sh quick         the quick asv subset (ModelCorrectness v2's gate must pass)
-#   bash .whl/runS6.sh linear        bench_ragged_linear --models with the per-layer tiles
+#   bash .whl/runS6.sh linear        bench_ragged_linear --models (per-layer tiles); Threshold-L2 2c with calibrated capacity
 #   TAG=partA bash .whl/runS3.sh partA; bash .whl/runS3.sh partB    the full suite re-timed (EndToEnd v2 warm-up)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -19,5 +19,10 @@ case ${1:-correctness} in
     tail -60 $OUT/bench_kernels.md
     ;;
   quick) NO_TESTS=1 LIMIT=300 bash .whl/runS3.sh quick ;;
-  linear) timeout 400 python3 scripts/bench_ragged_linear.py --batch 32 --models 2>&1 | tee $OUT/bench_ragged_linear.md ;;
+  linear)
+    timeout 250 python3 scripts/bench_ragged_linear.py --batch 32 --models 2>&1 | tee $OUT/bench_ragged_linear.md
+    timeout 300 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --pruners threshold_l2 --batches 64 256 \
+      --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 \
+      --time-box 240 2>&1 | tee $OUT/bench_e2e_capacity.md | tail -30
+    ;;
 esac
