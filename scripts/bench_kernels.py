@@ -347,7 +347,8 @@ def variants() -> list[AttnConfig]:
     Session 4's sweep (tail widths x K layout x five tile shapes; gpu-runs/2026-11-29-s4-run6-*) chose
     the tables' 16-key tails; its misses are the 99-token points at the 197 capacity (0.83-0.90 of
     FA2), where smaller key blocks did better (64x32 beat 64x64). Next: smaller still, fewer warps
-    (two warps: no warpgroup MMA, but half the threads per 64-row tile), and a fourth stage."""
+    (two warps: no warpgroup MMA, but half the threads per 64-row tile), a fourth stage, and lazy
+    rescaling of the accumulator (AttnConfig.LAZY_RESCALE)."""
     table = [AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)]
     candidates = [
         AttnConfig(64, 16, 4, 3),
@@ -360,6 +361,8 @@ def variants() -> list[AttnConfig]:
         AttnConfig(128, 32, 8, 3, TAIL_N=16),
         AttnConfig(64, 64, 4, 4, TAIL_N=16),
         AttnConfig(64, 64, 2, 3, TAIL_N=16),
+        AttnConfig(64, 32, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
+        AttnConfig(64, 64, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
     ]
     return table + candidates
 
@@ -382,7 +385,8 @@ def variant_sweep(rows: list, time_box: float = 240.0):
         if time.perf_counter() - t_start > time_box:
             print(f"(time box of {time_box:.0f} s reached: remaining variants not run)")
             break
-        name = f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.tail_n}{' krows' * cfg.K_ROWS}"
+        name = (f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.tail_n}"
+                f"{' krows' * cfg.K_ROWS}{' lazy' * cfg.LAZY_RESCALE}")
         try:
             ratios = []
             for batch, tokens, cap, ragged, cu, sets, t_fa2 in points:

@@ -39,7 +39,9 @@ class AttnConfig:
     """One kernel configuration. `TAIL_N` (0: same as BLOCK_N) is the key-block width of the masked
     tail after the last full BLOCK_N block; a narrower tail wastes fewer masked keys (197 = 3 x 64 + 5
     computes 256 keys with one tail width, 208 with TAIL_N 16). `K_ROWS` loads K as [BLOCK_N, HEAD_DIM]
-    rows and transposes in registers instead of loading it transposed."""
+    rows and transposes in registers instead of loading it transposed. `LAZY_RESCALE` keeps the
+    running row maxima until some row's grows by more than 8 (in log2 units), so most key blocks
+    skip rescaling the accumulator; probabilities then stay below 2**8, safe in fp32 and fp16."""
 
     BLOCK_M: int
     BLOCK_N: int
@@ -47,6 +49,7 @@ class AttnConfig:
     num_stages: int
     TAIL_N: int = 0
     K_ROWS: bool = False
+    LAZY_RESCALE: bool = False
 
     @property
     def tail_n(self) -> int:
@@ -71,7 +74,7 @@ CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
 @triton.jit
 def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
                 STRIDE_KT: tl.constexpr, STRIDE_VT: tl.constexpr, BLOCK_N: tl.constexpr,
-                MASKED: tl.constexpr, K_ROWS: tl.constexpr, UPCAST: tl.constexpr):
+                MASKED: tl.constexpr, K_ROWS: tl.constexpr, UPCAST: tl.constexpr, LAZY_RESCALE: tl.constexpr):
     """One key block of the online softmax: scores, running max and sum, rescaled accumulator.
     MASKED is off for full blocks (no bounds test, no -inf fill)."""
     o_n = start_n + tl.arange(0, BLOCK_N)
@@ -103,10 +106,21 @@ def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2
     if MASKED:
         b_s = tl.where(m_n[None, :], b_s, float("-inf"))
     b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
-    b_p = tl.math.exp2(b_s - b_m_new[:, None])
-    b_alpha = tl.math.exp2(b_m - b_m_new)
-    b_l = b_l * b_alpha + tl.sum(b_p, 1)
-    b_acc = b_acc * b_alpha[:, None]
+    if LAZY_RESCALE:
+        # Rescale only when a row's maximum grew by > 8 (log2 units; the first block always: -inf).
+        if tl.max(b_m_new - b_m, 0) > 8.0:
+            b_alpha = tl.math.exp2(b_m - b_m_new)
+            b_l = b_l * b_alpha
+            b_acc = b_acc * b_alpha[:, None]
+            b_m = b_m_new
+        b_m_new = b_m
+        b_p = tl.math.exp2(b_s - b_m_new[:, None])
+        b_l = b_l + tl.sum(b_p, 1)
+    else:
+        b_p = tl.math.exp2(b_s - b_m_new[:, None])
+        b_alpha = tl.math.exp2(b_m - b_m_new)
+        b_l = b_l * b_alpha + tl.sum(b_p, 1)
+        b_acc = b_acc * b_alpha[:, None]
     if UPCAST:
         b_acc += tl.dot(b_p, b_v, input_precision="ieee")
     else:
@@ -138,6 +152,7 @@ def _ragged_attn_fwd_kernel(
     UPCAST: tl.constexpr,
     TAIL_N: tl.constexpr,
     K_ROWS: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr,
 ):
     i_m = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -173,10 +188,10 @@ def _ragged_attn_fwd_kernel(
     n_full = (seqlen // BLOCK_N) * BLOCK_N
     for start_n in range(0, n_full, BLOCK_N):
         b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, K_ROWS, UPCAST)
+                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, K_ROWS, UPCAST, LAZY_RESCALE)
     for start_n in range(n_full, seqlen, TAIL_N):
         b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, K_ROWS, UPCAST)
+                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, K_ROWS, UPCAST, LAZY_RESCALE)
 
     b_o = b_acc / b_l[:, None]
     p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
@@ -242,7 +257,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
             ck = _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg,
                              (grid_m, batch * heads, 1))
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
-                  q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS)
+                  q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS, cfg.LAZY_RESCALE)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
         _offer_native(key, ck, max_seqlen, config, aligned)
         return out
@@ -295,6 +310,7 @@ def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim,
         STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
         HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
         UPCAST=INTERPRET or q.dtype == torch.float32, TAIL_N=cfg.tail_n, K_ROWS=cfg.K_ROWS,
+        LAZY_RESCALE=cfg.LAZY_RESCALE,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
 
