@@ -115,6 +115,8 @@ class ATSPruner(Pruner):
         num_samples: R per stage (scalar or per stage); None = N0 (reference: n_ref_tokens - 1).
         max_keep: optional cap on non-CLS tokens kept per image (the highest-significance samples):
             gives a tighter static buffer capacity; None = no cap (reference).
+        sampler: "torch" (the op-by-op port, `ats_keep`) or "fused" (the same sampling as one Triton
+            kernel per stage, `pruners.ats_triton`; CUDA tensors, or CPU under Triton's interpreter).
     """
 
     name = "ats"
@@ -129,6 +131,7 @@ class ATSPruner(Pruner):
         stages: Sequence[int] | None = None,
         num_samples: int | Sequence[int] | None = None,
         max_keep: int | None = None,
+        sampler: str = "torch",
     ) -> None:
         self._default_stages = stages is None
         super().__init__(() if stages is None else stages)
@@ -136,6 +139,9 @@ class ATSPruner(Pruner):
         if max_keep is not None and (not isinstance(max_keep, int) or max_keep < 1):
             raise ValueError(f"ats: max_keep must be a positive int or None, got {max_keep!r}")
         self.max_keep = max_keep
+        if sampler not in ("torch", "fused"):
+            raise ValueError(f"ats: sampler must be 'torch' or 'fused', got {sampler!r}")
+        self.sampler = sampler
         self.num_samples: tuple[int, ...] = ()
         self._validate_samples()
 
@@ -159,7 +165,12 @@ class ATSPruner(Pruner):
             raise ValueError("ats: needs the block's CLS attention and values")
         sig = attn.cls_probs.sum(1) * attn.v.float().norm(dim=-1)
         tok_valid = valid[:, 1:]
-        keep = ats_keep(sig[:, 1:], tok_valid, self.num_samples[stage])
+        if self.sampler == "fused":
+            from pruners.ats_triton import ats_keep_fused
+
+            keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
+        else:
+            keep = ats_keep(sig[:, 1:], tok_valid, self.num_samples[stage])
         if self.max_keep is not None:
             keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
@@ -171,4 +182,5 @@ class ATSPruner(Pruner):
         return 1 + bound
 
     def extra_repr(self) -> str:
-        return f"stages={self.stages}, num_samples={self.num_samples or 'N0'}, max_keep={self.max_keep}"
+        return (f"stages={self.stages}, num_samples={self.num_samples or 'N0'}, max_keep={self.max_keep}, "
+                f"sampler={self.sampler!r}")

@@ -192,6 +192,20 @@ def test_padding_rows_never_reach_a_valid_row(case, backend, monkeypatch):
     torch.testing.assert_close(poisoned, zero, rtol=0, atol=0)
 
 
+def test_ats_fused_sampler_gives_the_same_model_decisions_and_logits():
+    """The one-kernel ATS sampler in the whole packed forward: every stage keeps the same tokens."""
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    fused = build_pruned_model(TINY, create_pruner("ats", num_samples=120, sampler="fused"), "triton")
+    ref = _model("ats", "triton")
+    fused.record = ref.record = True
+    images = synthetic_images(2, 224, seed=9)
+    with torch.no_grad():
+        a, b = fused(images), ref(images)
+    assert all(torch.equal(x, y) for x, y in zip(fused.recorded_keeps, ref.recorded_keeps, strict=True))
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_exact_capacity_gives_same_logits_with_smaller_buffers():
     pruner = _pruner("threshold_l2")
     eager = _model("threshold_l2", "reference")

@@ -251,6 +251,60 @@ def test_ats_decide_uses_cls_attention_times_value_norm_and_max_keep():
     assert p.tokens_bound(0, 120) == 41
 
 
+def _ats_cases(seed: int, m: int, device: str):
+    """Scores with continuous values, a row of repeated values (sort ties), and degenerate rows."""
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.rand(4, m, generator=g) ** 3
+    valid = torch.rand(4, m, generator=g) < 0.8
+    valid[0] = True
+    scores[1] = torch.rand(7, generator=g)[torch.randint(0, 7, (m,), generator=g)]
+    if seed % 2:
+        valid[2] = False
+        valid[2, m // 2] = True  # one valid token
+        scores[3] = 0.0  # all-zero significance
+    else:
+        scores[3, m // 3] = float("nan")
+    return scores.to(device), valid.to(device)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy on the NaN row
+@pytest.mark.parametrize(("m", "r"), [(196, 120), (50, 10), (13, 2), (100, 300), (5, 7)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, device):
+    from pruners.ats_triton import ats_keep_fused
+
+    scores, valid = _ats_cases(seed, m, device)
+    assert torch.equal(ats_keep_fused(scores, valid, r), ats_keep(scores, valid, r))
+
+
+@pytest.mark.gpu
+def test_gpu_ats_fused_sampler_takes_the_reference_decisions():
+    from pruners.ats_triton import ats_keep_fused
+
+    for seed in range(6):
+        for m, r in [(196, 196), (196, 120), (576, 576), (288, 100), (13, 2), (100, 300)]:
+            scores, valid = _ats_cases(seed, m, "cuda")
+            assert torch.equal(ats_keep_fused(scores, valid, r), ats_keep(scores, valid, r)), (seed, m, r)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_ats_fused_sampler_in_the_pruner_and_bad_inputs():
+    from pruners.ats_triton import ats_keep_fused
+
+    scores, valid = _ats_cases(3, 60, "cpu")
+    with pytest.raises(ValueError, match="n_samples"):
+        ats_keep_fused(scores, valid, 1)
+    with pytest.raises(ValueError, match="bool valid mask"):
+        ats_keep_fused(scores, valid.int(), 5)
+    assert ats_keep_fused(scores[:0], valid[:0], 5).shape == (0, 60)
+    with pytest.raises(ValueError, match="sampler"):
+        create_pruner("ats", sampler="numpy")
+    fused, ref = _bound("ats", sampler="fused"), _bound("ats")
+    x, ok = torch.randn(2, 60, 8), torch.ones(2, 60, dtype=torch.bool)
+    attn = AttnInfo(torch.softmax(torch.randn(2, 3, 60), -1), torch.randn(2, 60, 8))
+    assert torch.equal(fused.decide(0, x, ok, attn), ref.decide(0, x, ok, attn))
+
+
 # -- Threshold-L2 -------------------------------------------------------------------------------
 def test_threshold_l2_threshold_and_min_keep_guard():
     p = _bound("threshold_l2", thresholds=(5.0, 6.0, 7.0), min_keep=2)

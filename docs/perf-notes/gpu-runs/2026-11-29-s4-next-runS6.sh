@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Next device session (each line one call, < 10 min); rebuild .whl/repo.bundle first for quick/partA/partB.
 #   bash .whl/runS6.sh correctness   GPU tests of pruners, benchmarks and ragged_kernels, then the full check_grid
-#   bash .whl/runS6.sh kernels       bench_kernels --variants (new candidates), then bench_kernels --quick tables
+#   bash .whl/runS6.sh kernels       bench_kernels --variants, bench_kernels --quick tables, bench_ats_sampler --models
 #   bash .whl/runS6.sh quick         the quick asv subset (ModelCorrectness v2's gate must pass)
 #   bash .whl/runS6.sh linear        bench_ragged_linear --models (per-layer tiles); Threshold-L2 2c with calibrated capacity
 #   TAG=partA bash .whl/runS3.sh partA; bash .whl/runS3.sh partB    the full suite re-timed (EndToEnd v2 warm-up)
@@ -17,6 +17,7 @@ case ${1:-correctness} in
     timeout 200 python3 scripts/bench_kernels.py --variants --json $OUT/variants.json 2>&1 | tee $OUT/variants.md
     timeout 200 python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
     tail -60 $OUT/bench_kernels.md
+    timeout 200 python3 scripts/bench_ats_sampler.py --models 2>&1 | tee $OUT/bench_ats_sampler.md
     ;;
   quick) NO_TESTS=1 LIMIT=300 bash .whl/runS3.sh quick ;;
   linear)
