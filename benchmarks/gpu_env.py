@@ -3,7 +3,9 @@
 Contract with the store (`ci` ingest): the suite writes
 `<results_dir>/<machine>/gpu-env-<commit_hash[:8]>.json`, a JSON object of string values with
 keys gpu, driver, cuda, torch, triton, sm_clock_mhz, mem_clock_mhz, temperature_c, power_w,
-captured_at (ISO 8601, UTC). Unknown values are "" (e.g. no nvidia-smi).
+captured_at (ISO 8601, UTC), attention_launch ("native" or "python": which launch path
+`ragged_attention` took at this commit; a runner without a C++ compiler falls back to the Python
+path, ~2x the host cost, and the history should say so). Unknown values are "" (e.g. no nvidia-smi).
 
 Inside asv the benchmark processes get ASV_CONF_DIR and ASV_COMMIT from asv; asv does not pass
 the machine name, so it is `$ASV_MACHINE` (the runner exports it next to `--machine`), else the
@@ -27,7 +29,7 @@ from pathlib import Path
 
 KEYS = (
     "gpu", "driver", "cuda", "torch", "triton",
-    "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at",
+    "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch",
 )  # fmt: skip
 _SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw"
 
@@ -75,6 +77,7 @@ def collect() -> dict[str, str]:
         env["triton"] = triton.__version__
     except ImportError:
         pass
+    env["attention_launch"] = attention_launch()
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
@@ -86,6 +89,16 @@ def collect() -> dict[str, str]:
         except (subprocess.SubprocessError, OSError, ValueError):
             pass  # the sidecar is best effort: a broken nvidia-smi must not fail the benchmark
     return env
+
+
+def attention_launch() -> str:
+    """ "native" or "python": the launch path `ragged_attention` uses in this process ("python" at
+    commits without the native entry point); "" when the library cannot be imported."""
+    try:
+        from ragged_kernels.attention import interface
+    except Exception:  # noqa: BLE001 - best effort, as the rest of the sidecar
+        return ""
+    return "native" if getattr(interface, "_NATIVE", None) is not None else "python"
 
 
 def _machine_name() -> str:

@@ -77,3 +77,12 @@ def test_cli_writes_sidecar(tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert json.loads((tmp_path / "m" / "gpu-env-feedface.json").read_text())["torch"] == printed["torch"]
     assert gpu_env.main(["--write", "--results-dir", str(tmp_path), "--machine", "m", "--commit", "nothex!!"]) == 2
+
+
+def test_sidecar_says_which_launch_path_ragged_attention_took(monkeypatch):
+    from ragged_kernels.attention import interface
+
+    monkeypatch.setattr(interface, "_NATIVE", None)
+    assert gpu_env.attention_launch() == "python" and gpu_env.collect()["attention_launch"] == "python"
+    monkeypatch.setattr(interface, "_NATIVE", object())  # the built extension
+    assert gpu_env.attention_launch() == "native"
