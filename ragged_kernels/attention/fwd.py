@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -253,9 +253,13 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, align, device_index)
     entry = _compiled.get(key)
     if entry is None:
-        with torch.cuda.device(device_index):
-            ck = _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg,
-                             (grid_m, batch * heads, 1))
+
+        def launch(c: AttnConfig):
+            with torch.cuda.device(device_index):
+                return _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, c,
+                                   (grid_m, batch * heads, 1))
+
+        ck, cfg = compile_with_fallback(launch, cfg)
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
                   q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS, cfg.LAZY_RESCALE)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
@@ -273,6 +277,38 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
             ck.run(grid_m, batch * heads, 1, stream, function, metadata,
                    None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
+
+
+def smaller_config(cfg: AttnConfig) -> AttnConfig | None:
+    """The next config to try when `cfg` needs more shared memory than the GPU has: one pipeline
+    stage fewer, then half the key block; the query tile (and so the grid) never changes. None when
+    nothing smaller is left."""
+    if cfg.num_stages > 1:
+        return replace(cfg, num_stages=cfg.num_stages - 1)
+    if cfg.BLOCK_N > 16:
+        half = cfg.BLOCK_N // 2
+        return replace(cfg, BLOCK_N=half, TAIL_N=min(cfg.tail_n, half))
+    return None
+
+
+def compile_with_fallback(launch, cfg: AttnConfig):
+    """`launch(cfg)` (compile + first launch), stepping down to `smaller_config` while the GPU
+    lacks the shared memory: the table is tuned on the H200 (227 KB per block); a consumer GPU has
+    ~100 KB, less than e.g. fp32 at head dim 128 with two stages needs (115 KB).
+
+    Returns:
+        (the compiled kernel, the config it was compiled with).
+    """
+    from triton.runtime.errors import OutOfResources
+
+    while True:
+        try:
+            return launch(cfg), cfg
+        except OutOfResources:
+            smaller = smaller_config(cfg)
+            if smaller is None:
+                raise
+            cfg = smaller
 
 
 def _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index):

@@ -95,6 +95,37 @@ def test_kernel_variants_match_oracle(variant, device, poison):
     assert torch.isnan(out[n:]).all()
 
 
+def test_a_gpu_with_less_shared_memory_gets_a_smaller_config():
+    """The table is tuned on the H200; where a config needs more shared memory than the GPU has,
+    the launch steps down (fewer stages, then a smaller key block), never changing the query tile."""
+    from triton.runtime.errors import OutOfResources
+
+    from ragged_kernels.attention.fwd import compile_with_fallback, smaller_config
+
+    cfg = AttnConfig(64, 64, 4, 2, TAIL_N=16)
+    steps = [cfg]
+    while (nxt := smaller_config(steps[-1])) is not None:
+        steps.append(nxt)
+    assert [(c.BLOCK_M, c.BLOCK_N, c.num_stages, c.tail_n) for c in steps] == [
+        (64, 64, 2, 16), (64, 64, 1, 16), (64, 32, 1, 16), (64, 16, 1, 16)]
+
+    tried = []
+
+    def launch(c):  # a GPU whose shared memory fits one stage of 32-key blocks only
+        tried.append(c)
+        if c.num_stages > 1 or c.BLOCK_N > 32:
+            raise OutOfResources(120000, 101376, "shared memory")
+        return "kernel"
+
+    from dataclasses import astuple
+
+    kernel, used = compile_with_fallback(launch, cfg)
+    assert kernel == "kernel" and astuple(used) == astuple(steps[2])
+    assert [astuple(c) for c in tried] == [astuple(c) for c in steps[:3]]
+    with pytest.raises(OutOfResources):
+        compile_with_fallback(lambda c: (_ for _ in ()).throw(OutOfResources(1, 0, "shared memory")), cfg)
+
+
 def test_more_programs_than_the_grid_axis_holds_launch_in_chunks(device, poison, monkeypatch):
     """B x heads above CUDA's 65,535 limit on the grid's second axis: the batch is launched in slices
     (here the limit is lowered to 8 so a small case takes the path: 9 images x 2 heads, 3 slices)."""
