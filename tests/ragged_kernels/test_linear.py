@@ -60,3 +60,33 @@ def test_bad_inputs_raise_clear_errors():
         ragged_linear(x, w, b, cu.long())
     with pytest.raises(ValueError, match="out must be"):
         ragged_linear(x, w, b, cu, out=torch.empty(3, 3, device=DEVICE))
+
+
+def test_a_gpu_with_less_shared_memory_gets_fewer_stages_then_smaller_k_blocks(monkeypatch):
+    """Tuned on the H200; where the tiles do not fit a smaller GPU's shared memory the launch steps
+    down and remembers what fits (simulated limit: at most 2 stages of 32-wide K blocks)."""
+    from triton.runtime.errors import OutOfResources
+
+    from ragged_kernels import linear
+
+    calls = []
+
+    class FakeKernel:
+        def __getitem__(self, grid):
+            def run(*args, BLOCK_K, num_stages, **kw):
+                calls.append((BLOCK_K, num_stages))
+                if num_stages > 2 or BLOCK_K > 32:
+                    raise OutOfResources(200000, 101376, "shared memory")
+
+            return run
+
+    monkeypatch.setattr(linear, "_ragged_linear_kernel", FakeKernel())
+    monkeypatch.setattr(linear, "_FITTED", {})
+    x, w = torch.randn(8, 64), torch.randn(16, 64)
+    cu = torch.tensor([0, 8], dtype=torch.int32)
+    blocks = (64, 64, 64, 4, 4)
+    linear.ragged_linear(x, w, None, cu, blocks=blocks)
+    assert calls == [(64, 4), (64, 3), (64, 2), (64, 1), (32, 1)]
+    calls.clear()
+    linear.ragged_linear(x, w, None, cu, blocks=blocks)
+    assert calls == [(32, 1)]  # remembered
