@@ -19,6 +19,8 @@ between two CDF points. Tests compare decisions with `ats_keep` (CPU interpreter
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -115,6 +117,11 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) ->
                          f"{tuple(scores.shape)} {valid.dtype} {tuple(valid.shape)}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
+    if valid.device != scores.device:
+        raise ValueError(f"scores and valid must be on one device, got {scores.device} and {valid.device}")
+    if not scores.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        raise ValueError(f"the fused ATS sampler needs CUDA tensors (got {scores.device}); on the CPU it runs "
+                         "only in Triton's interpreter (TRITON_INTERPRET=1), or use sampler='torch'")
     b, m = scores.shape
     keep = torch.zeros((b, m), dtype=torch.int8, device=scores.device)
     if b == 0 or m == 0:

@@ -297,6 +297,8 @@ def test_ats_fused_sampler_in_the_pruner_and_bad_inputs():
     with pytest.raises(ValueError, match="bool valid mask"):
         ats_keep_fused(scores, valid.int(), 5)
     assert ats_keep_fused(scores[:0], valid[:0], 5).shape == (0, 60)
+    with pytest.raises(ValueError, match="one device"):
+        ats_keep_fused(scores, valid.to("meta"), 5)
     with pytest.raises(ValueError, match="sampler"):
         create_pruner("ats", sampler="numpy")
     fused, ref = _bound("ats", sampler="fused"), _bound("ats")
