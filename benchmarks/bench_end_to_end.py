@@ -85,7 +85,6 @@ FORWARDS = 30  # timed forwards per point: >= rounds x repeat of every class bel
 class _EndToEndBase(_replay.Replayed):
     param_names = ["preset", "pruner", "backend", "mode"]
     version = "2"  # 2: each case warms up for WARMUP_S of its own forwards (was 5 forwards)
-    timeout = 120
 
     def track_images_per_s(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
         return float(self.samples["images_per_s"])

@@ -122,7 +122,7 @@ class PrunedDeiT(nn.Module):
             fused) through `ragged_kernels.linear.ragged_linear`, which skips the capacity rows past
             `cu_seqlens[-1]` on the device instead of multiplying them (graph mode at the kept size).
             Padding rows then hold uninitialised values, which the packed layout never reads into a
-            valid row. Not measured on the GPU yet (docs/perf-notes.md, session 3).
+            valid row. Opt-in: on the H200 it pays for Threshold-L2 only (docs/perf-notes.md, session 4).
 
     Attributes:
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`

@@ -299,33 +299,44 @@ SWEEP_POINTS = [(1, 197, 197, True), (32, 40, 197, False), (32, 99, 197, True), 
                 (128, 197, 197, True), (32, 288, 577, True), (32, 577, 577, False)]
 
 
-def sweep(rows: list):
-    """Time every config on a few representative points; FA2 measured once per point."""
+def _sweep_points(specs: list) -> list:
+    """(batch, tokens, cap, ragged, cu, sets, FA2 GPU time) per point spec, FA2 measured once."""
     points = []
-    for batch, tokens, cap, ragged in SWEEP_POINTS:
+    for batch, tokens, cap, ragged in specs:
         lengths = lengths_for(batch, tokens, cap, ragged)
         cu, sets = make_inputs(lengths, n_sets(lengths))
-        points.append((batch, tokens, cap, cu, sets, gpu_time(bound_calls("fa2", cap, cu, sets))))
+        points.append((batch, tokens, cap, ragged, cu, sets, gpu_time(bound_calls("fa2", cap, cu, sets))))
+    return points
+
+
+def _config_ratios(cfg: AttnConfig, points: list, rows: list, measure: str) -> list[float]:
+    """triton/FA2 GPU time of `cfg` at every point (rows get one entry each); raises if it fails."""
+    scale = default_scale(DIM)
+    ratios = []
+    for batch, tokens, cap, ragged, cu, sets, t_fa2 in points:
+        outs = [torch.empty_like(s[0]) for s in sets]
+        calls = [lambda s=s, o=o, cu=cu, cap=cap: ragged_attn_fwd(*s, cu, cap, scale, o, cfg)
+                 for s, o in zip(sets, outs, strict=True)]  # fmt: skip
+        t = gpu_time(calls)
+        ratios.append(t / t_fa2)
+        rows.append({"measure": measure, "config": repr(cfg), "batch": batch, "tokens": tokens, "cap": cap,
+                     "ragged": ragged, "triton": t, "fa2": t_fa2})  # fmt: skip
+    return ratios
+
+
+def sweep(rows: list):
+    """Time every config on a few representative points; FA2 measured once per point."""
+    points = _sweep_points(SWEEP_POINTS)
     print("\n## Config sweep: triton/fa2 GPU time per point")
     head = " | ".join(f"B{b} {t}/{c}" for b, t, c, _ in SWEEP_POINTS)
     print(f"| BM | BN | warps | stages | {head} | geomean |")
     print("|---|---|---|---|" + "---|" * (len(SWEEP_POINTS) + 1))
-    scale = default_scale(DIM)
     for bm in (32, 64, 128):
         for bn in (32, 64, 128):
             for warps in (4, 8):
                 for stages in (2, 3):
-                    cfg = AttnConfig(bm, bn, warps, stages)
-                    ratios = []
                     try:
-                        for batch, tokens, cap, cu, sets, t_fa2 in points:
-                            outs = [torch.empty_like(s[0]) for s in sets]
-                            calls = [lambda s=s, o=o, cu=cu, cap=cap, c=cfg: ragged_attn_fwd(*s, cu, cap, scale, o, c)
-                                     for s, o in zip(sets, outs, strict=True)]
-                            t = gpu_time(calls)
-                            ratios.append(t / t_fa2)
-                            rows.append({"measure": "sweep", "config": repr(cfg), "batch": batch, "tokens": tokens,
-                                         "cap": cap, "triton": t, "fa2": t_fa2})
+                        ratios = _config_ratios(AttnConfig(bm, bn, warps, stages), points, rows, "sweep")
                     except Exception as exc:
                         print(f"| {bm} | {bn} | {warps} | {stages} | failed: {type(exc).__name__}: {exc} |")
                         continue
@@ -370,16 +381,11 @@ def variants() -> list[AttnConfig]:
 def variant_sweep(rows: list, time_box: float = 240.0):
     """Kernel variants (tail width, K layout) x configs on the issue's uniform points, per bucket."""
     t_start = time.perf_counter()
-    points = []
-    for batch, tokens, cap, ragged in VARIANT_POINTS:
-        lengths = lengths_for(batch, tokens, cap, ragged)
-        cu, sets = make_inputs(lengths, n_sets(lengths))
-        points.append((batch, tokens, cap, ragged, cu, sets, gpu_time(bound_calls("fa2", cap, cu, sets))))
+    points = _sweep_points(VARIANT_POINTS)
     print("\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%)")
     head = " | ".join(f"B{b} {t}/{c}{'r' if r else 'u'}" for b, t, c, r in VARIANT_POINTS)
     print(f"| config | {head} | gm 197 | worst 197 | gm 577 | worst 577 | gm <=99 |")
     print("|---|" + "---|" * (len(VARIANT_POINTS) + 5))
-    scale = default_scale(DIM)
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     for cfg in variants():
         if time.perf_counter() - t_start > time_box:
@@ -388,15 +394,7 @@ def variant_sweep(rows: list, time_box: float = 240.0):
         name = (f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.tail_n}"
                 f"{' krows' * cfg.K_ROWS}{' lazy' * cfg.LAZY_RESCALE}")
         try:
-            ratios = []
-            for batch, tokens, cap, ragged, cu, sets, t_fa2 in points:
-                outs = [torch.empty_like(s[0]) for s in sets]
-                calls = [lambda s=s, o=o, cu=cu, cap=cap, c=cfg: ragged_attn_fwd(*s, cu, cap, scale, o, c)
-                         for s, o in zip(sets, outs, strict=True)]
-                t = gpu_time(calls)
-                ratios.append(t / t_fa2)
-                rows.append({"measure": "variant", "config": repr(cfg), "batch": batch, "tokens": tokens, "cap": cap,
-                             "ragged": ragged, "triton": t, "fa2": t_fa2})
+            ratios = _config_ratios(cfg, points, rows, "variant")
         except Exception as exc:  # noqa: BLE001 - a config that does not compile: say so, go on
             print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} |")
             continue

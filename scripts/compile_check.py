@@ -23,7 +23,9 @@ SMEM_LIMIT = 227 * 1024  # H100/H200 opt-in shared memory per block
 
 
 def _attention_jobs(variants: bool) -> list:
-    from ragged_kernels.attention.fwd import CONFIGS, AttnConfig, _ragged_attn_fwd_kernel
+    from dataclasses import astuple, replace
+
+    from ragged_kernels.attention.fwd import CONFIGS, _ragged_attn_fwd_kernel
 
     jobs = []
     dtypes = {"fp16": "*fp16", "bf16": "*bf16", "fp32": "*fp32"}
@@ -35,11 +37,10 @@ def _attention_jobs(variants: bool) -> list:
         cases += [(64, cfg, "fp16") for cfg in sweep_variants()]
     seen = set()
     for head_dim, cfg, dt in cases:
-        if (head_dim, cfg.BLOCK_M, cfg.BLOCK_N, cfg.num_warps, cfg.num_stages, cfg.tail_n, cfg.K_ROWS,
-                cfg.LAZY_RESCALE, dt) in seen:  # fmt: skip
+        ident = (head_dim, dt, *astuple(replace(cfg, TAIL_N=cfg.tail_n)))  # AttnConfig compares by identity
+        if ident in seen:
             continue
-        seen.add((head_dim, cfg.BLOCK_M, cfg.BLOCK_N, cfg.num_warps, cfg.num_stages, cfg.tail_n, cfg.K_ROWS,
-                  cfg.LAZY_RESCALE, dt))  # fmt: skip
+        seen.add(ident)
         heads = 12
         ptr = dtypes[dt]
         args = dict(Q=ptr, K=ptr, V=ptr, Out=ptr, CU="*i32", total_tokens="i32", sm_scale_log2="fp32")
@@ -48,7 +49,6 @@ def _attention_jobs(variants: bool) -> list:
                       STRIDE_OT=heads * head_dim, STRIDE_OH=head_dim, HEADS=heads, HEAD_DIM=head_dim,
                       BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=dt == "fp32", TAIL_N=cfg.tail_n,
                       K_ROWS=cfg.K_ROWS, LAZY_RESCALE=cfg.LAZY_RESCALE)  # fmt: skip
-        assert isinstance(cfg, AttnConfig)
         name = f"attention D{head_dim} {dt} {cfg}"
         jobs.append((name, _ragged_attn_fwd_kernel, args, consts,
                      dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))  # fmt: skip
@@ -85,9 +85,7 @@ def _linear_jobs() -> list:
         bm, bn, bk, warps, stages = blocks
         args, consts = {}, {}
         for name in params:
-            if name in ("X", "W", "Y"):
-                args[name] = "*fp16"
-            elif name == "B":
+            if name in ("X", "W", "B", "Y"):
                 args[name] = "*fp16"
             elif name == "CU":
                 args[name] = "*i32"

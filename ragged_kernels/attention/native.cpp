@@ -1,4 +1,5 @@
-// Native entry point of ragged_attention (experimental, opt-in: RAGGED_KERNELS_LAUNCH=native).
+// Native entry point of ragged_attention: the default launch path where CUDA is available
+// (RAGGED_KERNELS_LAUNCH=python turns it off; ragged_kernels/attention/native.py).
 //
 // Why: host cost per call is a product target (issue 3, <= 0.33x FlashAttention-2 varlen). The
 // Python path spends ~14 us per call on the H200 VM: argument checks, the output allocation, the

@@ -41,6 +41,7 @@ def _enabled(choice: str) -> bool:
 
 
 ENABLED = _enabled(os.environ.get("RAGGED_KERNELS_LAUNCH", ""))
+_EXT_NAME = "ragged_kernels_native"
 _DTYPE_CODES: dict = {}
 _module = None
 _failed = False
@@ -65,7 +66,7 @@ def module():
         _clear_stale_build_lock()
         _say_if_building()
         _module = load(
-            name="ragged_kernels_native",
+            name=_EXT_NAME,
             sources=[str(Path(__file__).with_name("native.cpp"))],
             extra_cflags=["-O3"],
             extra_include_paths=_cuda_include_dirs(),
@@ -97,7 +98,7 @@ def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
 
     if getattr(cpp_extension, "FileBaton", None) is None:
         return False
-    lock = os.path.join(cpp_extension._get_build_directory("ragged_kernels_native", verbose=False), "lock")
+    lock = os.path.join(_build_dir(), "lock")
     try:
         age = time.time() - os.path.getmtime(lock)
     except OSError:
@@ -112,13 +113,18 @@ def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
     return True
 
 
+def _build_dir() -> str:
+    """Where torch's extension loader builds and caches the extension."""
+    from torch.utils import cpp_extension
+
+    return cpp_extension._get_build_directory(_EXT_NAME, verbose=False)
+
+
 def _say_if_building() -> None:
     """One line on stderr before the first build (~25 s), so a first import does not look hung."""
     import glob
 
-    from torch.utils import cpp_extension
-
-    build = cpp_extension._get_build_directory("ragged_kernels_native", verbose=False)
+    build = _build_dir()
     if not glob.glob(os.path.join(build, "*.so")):
         print("ragged_kernels: building the native launch path once (~25 s; cached in "
               f"{os.path.dirname(build)}; RAGGED_KERNELS_LAUNCH=python skips it)", file=sys.stderr, flush=True)
