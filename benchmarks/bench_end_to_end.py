@@ -1,14 +1,15 @@
-"""End to end: images/s and peak GPU memory of pruned DeiTs, per model x pruner x backend x batch x resolution x mode.
+"""End to end: throughput and peak GPU memory of pruned DeiTs, per model x pruner x backend x batch x resolution x mode.
 
 The whole matrix is measured once per commit inside `setup_cache` (one process: one torch
-import, one CUDA context), then each parameter's `track_` process only reads its number; spawning
-one torch process per point would cost more than the measurements. Throughput is batch / median
-of 30 synchronised forwards (host dispatch included: at serving batch sizes it is the bottleneck).
+import, one CUDA context), then each parameter's process only reads its numbers; spawning one
+torch process per point would cost more than the measurements.
 
-`time_forward` hands asv those synchronised forwards themselves, one per call (`_replay`), so a
-throughput change has samples on both sides: asv's Mann-Whitney test in `asv continuous` and the
-service's A/B verdicts can judge it. A `track_` value is one number per setup_cache, which neither
-can test (asv compares it by its factor only; the verdicts call it "too few samples").
+`time_forward` hands asv the 30 synchronised forwards of each case (host dispatch included: at
+serving batch sizes it is the bottleneck), one per call (`_replay`), so a throughput change has
+samples on both sides: asv's Mann-Whitney test in `asv continuous` and the service's A/B verdicts
+can judge it. images/s is the preset's batch / this time. (Until session 5 a `track_images_per_s`
+reported the same quantity as one number per commit, which neither test can judge, so PR comments
+showed it as "too few samples"; it also cost ~50 s of process spawns per full run. Removed.)
 "graph" captures the whole forward once as a CUDA graph and replays it. "dense" is the unpruned
 model: the same value is reported under every pruner, as that pruner's reference line.
 """
@@ -85,11 +86,6 @@ FORWARDS = 30  # timed forwards per point: >= rounds x repeat of every class bel
 class _EndToEndBase(_replay.Replayed):
     param_names = ["preset", "pruner", "backend", "mode"]
     version = "2"  # 2: each case warms up for WARMUP_S of its own forwards (was 5 forwards)
-
-    def track_images_per_s(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
-        return float(self.samples["images_per_s"])
-
-    track_images_per_s.unit = "images/s"
 
     def track_peak_memory(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
         return float(self.samples["peak_bytes"])

@@ -97,8 +97,8 @@ def test_asv_calls_the_function_exactly_once_per_sample(name):
 
 @pytest.mark.parametrize("name", ["bench_end_to_end.EndToEnd", "bench_end_to_end.EndToEndPR"])
 def test_end_to_end_hands_out_its_timed_forwards_and_tracks_its_values(monkeypatch, tmp_path, name):
-    """images/s as one tracked number per commit, and the synced forwards behind it as samples
-    (so `asv continuous` and the verdicts can test a throughput change)."""
+    """The synced forwards as samples (so `asv continuous` and the verdicts can test a throughput
+    change), peak memory as one tracked number per commit."""
     from benchmarks import bench_end_to_end
 
     cls = _cls(name)
@@ -111,7 +111,8 @@ def test_end_to_end_hands_out_its_timed_forwards_and_tracks_its_values(monkeypat
     assert _take(cls, cache, case, "time_forward", cls.repeat) == pytest.approx(times[: cls.repeat])
     b = cls()
     b.setup(cache, *case)
-    assert b.track_images_per_s(cache, *case) == 3200.0 and b.track_peak_memory(cache, *case) == 1e9
+    assert b.track_peak_memory(cache, *case) == 1e9
+    assert not hasattr(b, "track_images_per_s")  # time_forward carries it, with samples
     with pytest.raises(NotImplementedError, match="CUDA graph"):
         cls().setup(
             {"|".join(case[:3] + ("graph",)): {"skip": "padded_sdpa cannot be captured as a CUDA graph"}},
@@ -159,9 +160,9 @@ def test_quick_regex_selects_the_pr_classes_and_nothing_else():
         "bench_correctness.KernelError.track_max_abs_error": True,
         "bench_correctness.ModelCorrectnessPR.track_max_abs_logit_diff": True,
         "bench_correctness.ModelCorrectness.track_max_abs_logit_diff": False,
-        "bench_end_to_end.EndToEndPR.track_images_per_s": True,
+        "bench_end_to_end.EndToEndPR.track_peak_memory": True,
         "bench_end_to_end.EndToEndPR.time_forward": True,
-        "bench_end_to_end.EndToEnd.track_images_per_s": False,
+        "bench_end_to_end.EndToEnd.track_peak_memory": False,
         "bench_end_to_end.EndToEnd.time_forward": False,
     }
     assert {n: bool(re.search(QUICK_REGEX, n)) for n in names} == names
