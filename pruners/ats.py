@@ -115,11 +115,17 @@ class ATSPruner(Pruner):
         num_samples: R per stage (scalar or per stage); None = N0 (reference: n_ref_tokens - 1).
         max_keep: optional cap on non-CLS tokens kept per image (the highest-significance samples):
             gives a tighter static buffer capacity; None = no cap (reference).
-        sampler: "torch" (the op-by-op port, `ats_keep`) or "fused" (the same sampling as one Triton
-            kernel per stage, `pruners.ats_triton`; CUDA tensors, or CPU under Triton's interpreter).
+        sampler: "torch" (the op-by-op port, `ats_keep`), "fused" (the same sampling as one Triton
+            kernel per stage, `pruners.ats_triton`; CUDA tensors, or CPU under Triton's interpreter),
+            or "auto" (default): fused for CUDA tensors with at most FUSED_MAX_TOKENS tokens, torch
+            otherwise. The choice is made from shapes and devices only, so it is graph-safe.
     """
 
     name = "ats"
+    # H200, session 5 (`scripts/bench_ats_sampler.py --models`): at 196 tokens the fused sampler takes
+    # 0.27-0.49x the torch port's GPU time and DeiT-B/224 B 32 graph mode runs 1.15x faster; at 576
+    # tokens its [16, M] search tiles make it 1.11x slower alone and DeiT-B/384 ties (0.99x).
+    FUSED_MAX_TOKENS = 256
     placement = "after_attention"
     needs_attention = True
     needs_values = True
@@ -131,7 +137,7 @@ class ATSPruner(Pruner):
         stages: Sequence[int] | None = None,
         num_samples: int | Sequence[int] | None = None,
         max_keep: int | None = None,
-        sampler: str = "torch",
+        sampler: str = "auto",
     ) -> None:
         self._default_stages = stages is None
         super().__init__(() if stages is None else stages)
@@ -139,8 +145,8 @@ class ATSPruner(Pruner):
         if max_keep is not None and (not isinstance(max_keep, int) or max_keep < 1):
             raise ValueError(f"ats: max_keep must be a positive int or None, got {max_keep!r}")
         self.max_keep = max_keep
-        if sampler not in ("torch", "fused"):
-            raise ValueError(f"ats: sampler must be 'torch' or 'fused', got {sampler!r}")
+        if sampler not in ("auto", "torch", "fused"):
+            raise ValueError(f"ats: sampler must be 'auto', 'torch' or 'fused', got {sampler!r}")
         self.sampler = sampler
         self.num_samples: tuple[int, ...] = ()
         self._validate_samples()
@@ -165,7 +171,7 @@ class ATSPruner(Pruner):
             raise ValueError("ats: needs the block's CLS attention and values")
         sig = attn.cls_probs.sum(1) * attn.v.float().norm(dim=-1)
         tok_valid = valid[:, 1:]
-        if self.sampler == "fused":
+        if self.uses_fused(sig):
             from pruners.ats_triton import ats_keep_fused
 
             keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
@@ -174,6 +180,12 @@ class ATSPruner(Pruner):
         if self.max_keep is not None:
             keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+
+    def uses_fused(self, sig: torch.Tensor) -> bool:
+        """Whether decide() samples with the fused kernel for significance `sig` [B, N] (CLS first)."""
+        if self.sampler == "auto":
+            return sig.is_cuda and sig.shape[1] - 1 <= self.FUSED_MAX_TOKENS
+        return self.sampler == "fused"
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         bound = min(n_in - 1, self.num_samples[stage])

@@ -307,6 +307,30 @@ def test_ats_fused_sampler_in_the_pruner_and_bad_inputs():
     assert torch.equal(fused.decide(0, x, ok, attn), ref.decide(0, x, ok, attn))
 
 
+
+def test_ats_auto_sampler_picks_by_device_and_token_count():
+    """auto: the fused kernel for CUDA significance rows of <= FUSED_MAX_TOKENS tokens, else the port."""
+    from pruners.ats import ATSPruner
+
+    auto, torch_only, fused = (create_pruner("ats", sampler=s) for s in ("auto", "torch", "fused"))
+    assert create_pruner("ats").sampler == "auto"
+    small = torch.empty(2, 1 + ATSPruner.FUSED_MAX_TOKENS, device="meta")
+    large = torch.empty(2, 2 + ATSPruner.FUSED_MAX_TOKENS, device="meta")
+    assert not auto.uses_fused(torch.empty(2, 197))  # CPU: the port (the kernel needs CUDA or the interpreter)
+    assert fused.uses_fused(torch.empty(2, 197)) and not torch_only.uses_fused(torch.empty(2, 197))
+    # meta tensors are not CUDA either; the CUDA branch is the GPU test's below
+    assert not auto.uses_fused(small) and not auto.uses_fused(large)
+
+
+@pytest.mark.gpu
+def test_gpu_ats_auto_sampler_is_fused_up_to_the_limit_only():
+    from pruners.ats import ATSPruner
+
+    auto = create_pruner("ats")
+    assert auto.uses_fused(torch.empty(2, 197, device="cuda"))
+    assert auto.uses_fused(torch.empty(2, 1 + ATSPruner.FUSED_MAX_TOKENS, device="cuda"))
+    assert not auto.uses_fused(torch.empty(2, 577, device="cuda"))
+
 # -- Threshold-L2 -------------------------------------------------------------------------------
 def test_threshold_l2_threshold_and_min_keep_guard():
     p = _bound("threshold_l2", thresholds=(5.0, 6.0, 7.0), min_keep=2)
