@@ -92,7 +92,8 @@ def main() -> int:
     sampler_table()
     if args.models:
         print("\n## 2. ATS (default: R = N0, blocks 3-11), graph mode, images/s")
-        print("| model | B | dense first / last | ATS torch sampler | ATS fused sampler | fused / torch | fused / dense |")
+        print("| model | B | dense first / last | ATS torch sampler | ATS fused sampler | fused / torch "
+              "| fused / dense |")
         print("|---|---|---|---|---|---|---|")
         models_table(args.batch)
     return 0
