@@ -15,6 +15,12 @@ the graph wrapper). From these per-image lengths each row gets the padded-to-pac
 the dense/pruned FLOP ratio (`token_stats`); the end-of-run "targets" table turns them into the
 issue-4 checks (`target_rows`). Nothing in the timed region reads a value back to the host.
 
+Decisions: in fp16 the backends' own keep decisions differ in a few tokens (Threshold-L2 norms, ATS
+samples, near-ties of top-k), so by default every configuration of a (model, pruner, batch) replays
+the masks its first configuration took on the bench images (`PrunedDeiT.keep_override`; the pruner
+still runs, so its cost stays in the timing), and the targets table checks the kept counts agree.
+`--own-decisions` lets each backend decide for itself.
+
 Models are built once per (model, pruner) (timm init, threshold calibration) and kept on the GPU in
 fp16; each configuration wraps the shared backbone and a copy of the bound pruner in a fresh
 `PrunedDeiT` (the same objects `build_pruned_model` makes, without rebuilding the backbone).
@@ -648,12 +654,20 @@ class ModelCache:
         device, dtype: where the models run (the bench: CUDA, fp16).
         calibrated_capacity: Threshold-L2 with max_keep="calibrate" (a per-stage static capacity
             learned on the calibration images, so graph mode runs the later blocks below full size).
+        same_decisions: every configuration of a (model, pruner, batch) replays the keep masks the
+            first one measured took on the bench images (`PrunedDeiT.keep_override`; the pruner still
+            computes its own, so its cost stays in the timing). Issue 4 compares backends "with the
+            same pruning decisions"; in fp16 the backends' own decisions differ in a few tokens
+            (Threshold-L2 norms, ATS samples, near-ties of top-k). eager+exact configurations keep
+            their own: their dense views are narrower, so the masks do not fit.
     """
 
     def __init__(self, budget: float, device: str | torch.device = "cuda", dtype: torch.dtype = torch.float16,
-                 calibrated_capacity: bool = False) -> None:
+                 calibrated_capacity: bool = False, same_decisions: bool = True) -> None:
         self.budget = budget
         self.calibrated_capacity = calibrated_capacity
+        self.same_decisions = same_decisions
+        self.decisions: dict[tuple, list[torch.Tensor]] = {}
         self.device, self.dtype = device, dtype
         self.backbones: dict[str, torch.nn.Module] = {}
         self.pruners: dict[tuple[str, str | None], torch.nn.Module] = {}
@@ -689,7 +703,17 @@ def bench_one(cfg: Config, cache: ModelCache, repeats: int, min_time: float, war
     model, inner = cache.make(cfg)
     try:
         x = synthetic_images(cfg.batch, image_size(cfg.model), seed=1).half().cuda()
+        decisions = "own"
+        key = (cfg.model, cfg.pruner, cfg.batch)
+        if cache.same_decisions and cfg.pruner is not None and not cfg.exact:
+            if key in cache.decisions:
+                inner.keep_override, decisions = cache.decisions[key], "replayed"
+            else:
+                inner.record, decisions = True, "recorded"
         stats = measure_tokens(inner, x)  # untimed, eager; the pack hook is gone afterwards
+        if inner.record:  # the first configuration: from now on it replays what it just decided, as the rest do
+            cache.decisions[key] = inner.keep_override = [k.clone() for k in inner.recorded_keeps]
+            inner.record = False
         for _ in range(warmup):
             model(x)
         sec = _time(model, x, repeats, min_time)
@@ -708,6 +732,7 @@ def bench_one(cfg: Config, cache: ModelCache, repeats: int, min_time: float, war
         img_per_s=cfg.batch / sec,
         ms=sec * 1e3,
         ragged=ragged,
+        decisions=decisions,
         peak_gib=peak,
         **stats,
     )
@@ -752,6 +777,12 @@ def main(argv: list[str] | None = None) -> int:
         "(every backend shares them, so decisions still agree)",
     )
     ap.add_argument(
+        "--own-decisions",
+        action="store_true",
+        help="let every backend take its own keep decisions (default: each (model, pruner, batch) replays the "
+        "decisions of its first configuration, so the backends are timed on the same packed tokens)",
+    )
+    ap.add_argument(
         "--order",
         choices=ORDERS,
         default="grid",
@@ -784,7 +815,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{len(configs)} configurations, order {args.order}, time box {args.time_box or 'none'}")
     print(HEADER)
-    cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity)
+    cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity,
+                       same_decisions=not args.own_decisions)
 
     def on_error(cfg: Config, msg: str) -> None:
         print(

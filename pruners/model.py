@@ -129,6 +129,8 @@ class PrunedDeiT(nn.Module):
             (one [B, N] bool tensor per stage, before any EViT fused token).
         keep_override: when set to such a list, the forward applies these masks instead of the
             pruner's decisions (replays another backend's decisions; fusion weights are recomputed).
+            The pruner still computes its own decisions, unused, so a replaying forward costs what
+            the pruned forward costs.
     """
 
     def __init__(
@@ -226,6 +228,9 @@ class PrunedDeiT(nn.Module):
         self, stage: int, xd: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None, n: int
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
         B = xd.shape[0]
+        # The pruner decides even when its decision is overridden: a replaying model then pays what
+        # the pruner costs, so its timing compares with the model whose decisions it replays.
+        keep = self.pruner.decide(stage, xd, valid, attn)
         if self.keep_override is not None:
             if self._applied >= len(self.keep_override):
                 raise ValueError(f"keep_override has {len(self.keep_override)} masks; stage {stage} needs one more")
@@ -235,8 +240,6 @@ class PrunedDeiT(nn.Module):
                     f"keep_override[{self._applied}] must be bool {tuple(valid.shape)}, "
                     f"got {keep.dtype} {tuple(keep.shape)}"
                 )
-        else:
-            keep = self.pruner.decide(stage, xd, valid, attn)
         keep = torch.cat([torch.ones_like(keep[:, :1]), keep[:, 1:] & valid[:, 1:]], dim=1)
         self._applied += 1
         if self.record:

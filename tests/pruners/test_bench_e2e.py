@@ -165,6 +165,26 @@ def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
     assert not hasattr(evit.pruner, "max_keeps")
 
 
+@torch.no_grad()
+def test_replaying_model_applies_the_masks_and_still_runs_its_pruner(monkeypatch):
+    """keep_override (what bench_e2e's same-decisions replay uses): the masks given are applied, and
+    the pruner still decides, so a replaying forward costs what the pruned forward costs."""
+    model = build_pruned_model(TINY, create_pruner("threshold_l2"), "reference")
+    x = synthetic_images(2, 224, seed=1)
+    model.record = True
+    model(x)
+    own = [k.clone() for k in model.recorded_keeps]
+    forced = [k.clone() for k in own]
+    forced[0][:, 1:] = True  # keep every token at the first stage
+    calls = []
+    decide = model.pruner.decide
+    monkeypatch.setattr(model.pruner, "decide", lambda *a: calls.append(a[0]) or decide(*a))
+    model.keep_override = forced
+    model(x)
+    assert calls == list(range(len(own)))  # one decision per stage, unused
+    assert torch.equal(model.recorded_keeps[0], forced[0]) and not torch.equal(forced[0], own[0])
+
+
 # -- plan, order, time box -------------------------------------------------------------------------------
 PR = list(PRUNERS)
 
@@ -410,7 +430,9 @@ def test_gpu_bench_one_tiny():
         assert r["img_per_s"] > 0 and r["peak_gib"] > 0
     eager, graph, padded, dense = rows
     assert eager["ragged"] and not dense["ragged"]
-    assert eager["tokens_per_block"] == graph["tokens_per_block"]
+    assert [r["decisions"] for r in rows] == ["recorded", "replayed", "replayed", "own"]
+    assert eager["tokens_per_block"] == graph["tokens_per_block"] == padded["tokens_per_block"]
+    assert eager["longest_per_block"] == padded["longest_per_block"]
     assert eager["token_ratio"] > 1.0 and eager["flop_ratio"] > 1.0 and dense["flop_ratio"] == 1.0
     for r in rows:
         r["elapsed_s"] = 0.0
