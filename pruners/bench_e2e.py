@@ -1,9 +1,10 @@
 """End-to-end throughput (images/s) per model x pruner x backend x batch, eager and graph mode.
 
 Timing: every configuration is warmed up first (Triton compiles, cuDNN/cuBLAS heuristics, graph
-capture), then each repeat synchronises, runs `iters` forwards back to back, synchronises again and
-reads the host clock; the reported number is the median over repeats (host clocks only ever span
-synchronised regions, so host dispatch cost is included, as it is for a real server).
+capture; `--warmup` forwards, at least 0.3 s, and until the time per forward is steady), then each
+repeat synchronises, runs `iters` forwards back to back, synchronises again and reads the host
+clock; the reported number is the median over repeats (host clocks only ever span synchronised
+regions, so host dispatch cost is included, as it is for a real server).
 
 Pruner settings target ~50 % fewer token-blocks than the dense model (`--budget 0.5`: mean over the
 12 blocks of tokens kept / tokens in), and the measured token fraction is printed per row.
@@ -623,6 +624,29 @@ def targets_table(targets: Sequence[dict]) -> list[str]:
 # -- GPU measurement -----------------------------------------------------------------------------------
 
 
+def _warm_up(fn, x: torch.Tensor, min_n: int, min_s: float = 0.3, max_s: float = 2.0, tol: float = 0.03) -> int:
+    """Untimed calls: at least `min_n` and `min_s` seconds, then until two consecutive ~25 ms chunks
+    agree within `tol` per call, at most `max_s` (as `benchmarks._models.warm_up`, which asv runs
+    against older commits and so cannot import this). H200 session 5: the first configuration at a
+    new size read 10,927 images/s after 5 warm-up forwards, the next one (other backend) 14,011.
+
+    Returns:
+        calls made.
+    """
+    t_start, n, prev, chunk = time.perf_counter(), 0, None, max(1, min_n)
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(chunk):
+            fn(x)
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        n, dt = n + chunk, (now - t0) / chunk
+        steady = prev is not None and abs(dt - prev) <= tol * prev
+        if n >= min_n and ((now - t_start >= min_s and steady) or now - t_start >= max(max_s, min_s)):
+            return n
+        prev, chunk = dt, max(1, min(1000, int(0.025 / max(dt, 1e-6))))
+
+
 def _time(fn, x: torch.Tensor, repeats: int, min_time: float) -> float:
     """Median seconds per call over `repeats`, each repeat >= min_time long (synchronised host clock)."""
     torch.cuda.synchronize()
@@ -714,8 +738,7 @@ def bench_one(cfg: Config, cache: ModelCache, repeats: int, min_time: float, war
         if inner.record:  # the first configuration: from now on it replays what it just decided, as the rest do
             cache.decisions[key] = inner.keep_override = [k.clone() for k in inner.recorded_keeps]
             inner.record = False
-        for _ in range(warmup):
-            model(x)
+        _warm_up(model, x, warmup)
         sec = _time(model, x, repeats, min_time)
         peak = torch.cuda.max_memory_allocated() / 2**30
     finally:
@@ -763,7 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.5, help="mean token fraction per block (0.5 = ~50%% pruning)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repeat")
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=5,
+                    help="untimed forwards at least; then for >= 0.3 s and until steady (at most 2 s)")
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
     ap.add_argument(
         "--ragged-linear",

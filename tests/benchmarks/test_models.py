@@ -89,25 +89,51 @@ def test_model_correctness_replays_the_checked_models_decisions():
     assert ref.keep_override is None, "the reference must be left deciding on its own"
 
 
+def _fake_torch():
+    from types import SimpleNamespace
+
+    fake_cuda = SimpleNamespace(synchronize=lambda: None, reset_peak_memory_stats=lambda: None,
+                                max_memory_allocated=lambda: 1234)
+    return SimpleNamespace(cuda=fake_cuda)
+
+
 def test_images_per_s_warms_up_by_time_then_times_reps():
     """Each case runs its own forwards for at least `warmup_s` (and 5) before anything is timed."""
     import time
-    from types import SimpleNamespace
 
     calls = []
-    fake_cuda = SimpleNamespace(synchronize=lambda: None, reset_peak_memory_stats=lambda: None,
-                                max_memory_allocated=lambda: 1234)
-    fake_torch = SimpleNamespace(cuda=fake_cuda)
 
     def run():
         calls.append(time.perf_counter())
         time.sleep(0.002)
 
     t0 = time.perf_counter()
-    ips, peak, times = _models.images_per_s_and_peak(fake_torch, run, batch=4, reps=7, warmup_s=0.1)
+    ips, peak, times = _models.images_per_s_and_peak(_fake_torch(), run, batch=4, reps=7, warmup_s=0.1)
     untimed = len(calls) - 7
     assert untimed >= 5 + 1 and calls[untimed - 1] - t0 >= 0.09  # warm-up (+ the peak-memory forward)
+    assert calls[untimed - 1] - t0 < _models.WARMUP_MAX_S + 0.5
     assert len(times) == 7 and peak == 1234.0 and ips == pytest.approx(4 / sorted(times)[3])
     calls.clear()
-    _models.images_per_s_and_peak(fake_torch, run, batch=1, reps=1, warmup_s=0.0)
-    assert len(calls) == 5 + 1 + 1  # never fewer than 5 warm-up forwards
+    _models.images_per_s_and_peak(_fake_torch(), run, batch=1, reps=1, warmup_s=0.0)
+    assert len(calls) >= 5 + 1 + 1  # never fewer than 5 warm-up forwards
+
+
+def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap():
+    """A forward that speeds up over its first 0.3 s (a card still raising its clocks) keeps the
+    warm-up going past its minimum; one that never settles stops at the cap."""
+    import itertools
+    import time
+
+    t0 = time.perf_counter()
+
+    def ramping():  # 6 ms falling linearly to 2 ms at 0.3 s: > 5% per 25 ms chunk until then
+        time.sleep(0.006 - 0.004 * min(1.0, (time.perf_counter() - t0) / 0.3))
+
+    _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=2.0)
+    assert time.perf_counter() - t0 >= 0.25
+    assert time.perf_counter() - t0 < 2.5  # the cap (2 s), with room for a loaded CI machine
+
+    count = itertools.count()
+    t1 = time.perf_counter()
+    _models.warm_up(_fake_torch(), lambda: time.sleep(0.001 * 1.03 ** next(count)), min_s=0.0, max_s=0.2)
+    assert 0.2 <= time.perf_counter() - t1 < 0.6  # every chunk slower than the last: never steady

@@ -461,3 +461,22 @@ def test_ragged_linear_rows_are_planned_for_ragged_pruners_and_count_against_den
     (t,) = target_rows(rows)
     assert t["triton_best_mode"] == "graph" and t["vs_fa2"] == pytest.approx(1000 / 900)  # 2a: same capacities
     assert t["vs_dense_mode"] == "graph+rlin" and t["vs_dense"] == pytest.approx(1.8)
+
+
+def test_warm_up_runs_until_steady_within_its_bounds(monkeypatch):
+    import time
+
+    from pruners.bench_e2e import _warm_up
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    t0 = time.perf_counter()
+    calls = []
+
+    def ramping(x):  # 6 ms falling to 2 ms over 0.3 s, then steady
+        calls.append(x)
+        time.sleep(0.006 - 0.004 * min(1.0, (time.perf_counter() - t0) / 0.3))
+
+    n = _warm_up(ramping, "x", min_n=5, min_s=0.05)
+    assert n == len(calls) >= 5 and 0.25 <= time.perf_counter() - t0 < 2.5
+    t1 = time.perf_counter()
+    assert _warm_up(lambda x: None, "x", min_n=7, min_s=0.0) >= 7 and time.perf_counter() - t1 < 2.5
