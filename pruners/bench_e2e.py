@@ -624,7 +624,7 @@ def targets_table(targets: Sequence[dict]) -> list[str]:
 # -- GPU measurement -----------------------------------------------------------------------------------
 
 
-def _warm_up(fn, x: torch.Tensor, min_n: int, min_s: float = 0.3, max_s: float = 2.0, tol: float = 0.03) -> int:
+def _warm_up(fn, x: torch.Tensor, min_n: int, min_s: float = 0.3, max_s: float = 1.5, tol: float = 0.05) -> int:
     """Untimed calls: at least `min_n` and `min_s` seconds, then until two consecutive ~25 ms chunks
     agree within `tol` per call, at most `max_s` (as `benchmarks._models.warm_up`, which asv runs
     against older commits and so cannot import this). H200 session 5: the first configuration at a
@@ -787,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repeat")
     ap.add_argument("--warmup", type=int, default=5,
-                    help="untimed forwards at least; then for >= 0.3 s and until steady (at most 2 s)")
+                    help="untimed forwards at least; then for >= 0.3 s and until steady (at most 1.5 s)")
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
     ap.add_argument(
         "--ragged-linear",

@@ -118,22 +118,35 @@ def test_images_per_s_warms_up_by_time_then_times_reps():
     assert len(calls) >= 5 + 1 + 1  # never fewer than 5 warm-up forwards
 
 
-def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap():
+class _FakeClock:
+    """A clock that only the fake forwards advance: warm-up decisions without real sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap(monkeypatch):
     """A forward that speeds up over its first 0.3 s (a card still raising its clocks) keeps the
     warm-up going past its minimum; one that never settles stops at the cap."""
-    import itertools
-    import time
+    clock = _FakeClock()
+    monkeypatch.setattr(_models, "time", clock)
 
-    t0 = time.perf_counter()
+    def ramping():  # 10 ms falling linearly to 2 ms at 0.3 s, then steady
+        clock.now += 0.010 - 0.008 * min(1.0, clock.now / 0.3)
 
-    def ramping():  # 6 ms falling linearly to 2 ms at 0.3 s: > 5% per 25 ms chunk until then
-        time.sleep(0.006 - 0.004 * min(1.0, (time.perf_counter() - t0) / 0.3))
+    n = _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=1.5)
+    assert 0.3 <= clock.now < 0.5 and n >= 5
+    clock.now, calls = 0.0, [0]
 
-    _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=2.0)
-    assert time.perf_counter() - t0 >= 0.25
-    assert time.perf_counter() - t0 < 2.5  # the cap (2 s), with room for a loaded CI machine
+    def slowing():  # every call 3% slower than the last: never steady
+        calls[0] += 1
+        clock.now += 0.001 * 1.03 ** calls[0]
 
-    count = itertools.count()
-    t1 = time.perf_counter()
-    _models.warm_up(_fake_torch(), lambda: time.sleep(0.001 * 1.03 ** next(count)), min_s=0.0, max_s=0.2)
-    assert 0.2 <= time.perf_counter() - t1 < 0.6  # every chunk slower than the last: never steady
+    _models.warm_up(_fake_torch(), slowing, min_s=0.0, max_s=0.2)
+    assert 0.2 <= clock.now < 0.3
+    clock.now = 0.0
+    assert _models.warm_up(_fake_torch(), lambda: setattr(clock, "now", clock.now + 0.002), min_s=0.1) >= 5
+    assert 0.1 <= clock.now < 0.2  # steady from the start: stops soon after its minimum

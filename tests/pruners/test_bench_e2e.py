@@ -464,19 +464,21 @@ def test_ragged_linear_rows_are_planned_for_ragged_pruners_and_count_against_den
 
 
 def test_warm_up_runs_until_steady_within_its_bounds(monkeypatch):
-    import time
+    from types import SimpleNamespace
 
-    from pruners.bench_e2e import _warm_up
+    from pruners import bench_e2e
 
+    clock = SimpleNamespace(now=0.0)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    t0 = time.perf_counter()
+    monkeypatch.setattr(bench_e2e, "time", SimpleNamespace(perf_counter=lambda: clock.now))
     calls = []
 
-    def ramping(x):  # 6 ms falling to 2 ms over 0.3 s, then steady
+    def ramping(x):  # 10 ms falling to 2 ms over 0.3 s, then steady (a fake clock: no real sleeps)
         calls.append(x)
-        time.sleep(0.006 - 0.004 * min(1.0, (time.perf_counter() - t0) / 0.3))
+        clock.now += 0.010 - 0.008 * min(1.0, clock.now / 0.3)
 
-    n = _warm_up(ramping, "x", min_n=5, min_s=0.05)
-    assert n == len(calls) >= 5 and 0.25 <= time.perf_counter() - t0 < 2.5
-    t1 = time.perf_counter()
-    assert _warm_up(lambda x: None, "x", min_n=7, min_s=0.0) >= 7 and time.perf_counter() - t1 < 2.5
+    n = bench_e2e._warm_up(ramping, "x", min_n=5, min_s=0.05)
+    assert n == len(calls) >= 5 and 0.3 <= clock.now < 0.5
+    clock.now = 0.0
+    assert bench_e2e._warm_up(lambda x: setattr(clock, "now", clock.now + 0.002), "x", min_n=7, min_s=0.0) >= 7
+    assert clock.now < 0.1
