@@ -113,7 +113,7 @@ def forward_runner(torch: Any, model: Any, x: Any, graph: bool) -> Callable[[], 
 
 
 WARMUP_S = 0.3  # per case: at least this long of its own forwards before anything is timed
-WARMUP_MAX_S = 1.5  # ... and then until two consecutive chunks agree (STEADY_TOL), at most this long
+WARMUP_MAX_S = 1.0  # ... and then until two consecutive chunks agree (STEADY_TOL), at most this long
 STEADY_TOL = 0.05  # the slow first cases read 20-30% slow; host jitter of eager B 1 chunks is a few %
 CHUNK_S = 0.025  # forwards per chunk: enough for ~25 ms
 

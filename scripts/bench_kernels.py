@@ -355,25 +355,25 @@ VARIANT_POINTS = [(1, 40, 197, False), (1, 99, 197, False), (1, 197, 197, False)
 def variants() -> list[AttnConfig]:
     """The table's configs first (the reference rows), then candidates for the points they miss.
 
-    Session 4's sweep (tail widths x K layout x five tile shapes; gpu-runs/2026-11-29-s4-run6-*) chose
-    the tables' 16-key tails; its misses are the 99-token points at the 197 capacity (0.83-0.90 of
-    FA2), where smaller key blocks did better (64x32 beat 64x64). Next: smaller still, fewer warps
-    (two warps: no warpgroup MMA, but half the threads per 64-row tile), a fourth stage, and lazy
-    rescaling of the accumulator (AttnConfig.LAZY_RESCALE)."""
+    Session 4's sweep chose the tables' 16-key tails. Session 5's (gpu-runs/2026-11-29-s5-run2-*)
+    ruled out smaller tiles for the 99-token points: 16-key blocks, 2 warps, 32-row query tiles,
+    8 warps on 64 rows and lazy rescaling all lost (geomean 0.72-1.22 of FA2 against 0.68); a fourth
+    stage tied (0.668 vs 0.676 at 197; 0.55 vs 0.59 at B 1 x 577). FA2 itself runs one 128-row tile
+    per (image, head) up to 128 tokens, which is why its time barely moves from 40 to 99 tokens
+    (14.6 -> 15.8 us at B 32). Next: 128-row tiles with wide key blocks (one or two K steps for a
+    99-token segment), wider tails, and 128-key blocks for the 577 bucket."""
     table = [AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)]
     candidates = [
-        AttnConfig(64, 16, 4, 3),
         AttnConfig(64, 32, 4, 4, TAIL_N=16),
-        AttnConfig(64, 32, 2, 3, TAIL_N=16),
-        AttnConfig(64, 16, 2, 3),
-        AttnConfig(32, 32, 2, 3, TAIL_N=16),
-        AttnConfig(32, 16, 2, 3),
-        AttnConfig(64, 32, 8, 3, TAIL_N=16),
-        AttnConfig(128, 32, 8, 3, TAIL_N=16),
         AttnConfig(64, 64, 4, 4, TAIL_N=16),
-        AttnConfig(64, 64, 2, 3, TAIL_N=16),
-        AttnConfig(64, 32, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
-        AttnConfig(64, 64, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
+        AttnConfig(128, 64, 8, 3, TAIL_N=16),
+        AttnConfig(128, 64, 8, 3, TAIL_N=32),
+        AttnConfig(128, 128, 8, 2),
+        AttnConfig(128, 64, 4, 3, TAIL_N=16),
+        AttnConfig(64, 32, 4, 3, TAIL_N=32),
+        AttnConfig(64, 64, 4, 3, TAIL_N=32),
+        AttnConfig(64, 128, 4, 2, TAIL_N=16),
+        AttnConfig(128, 128, 8, 2, TAIL_N=32),
     ]
     return table + candidates
 

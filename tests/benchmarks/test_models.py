@@ -137,7 +137,7 @@ def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap(monkeypatch):
     def ramping():  # 10 ms falling linearly to 2 ms at 0.3 s, then steady
         clock.now += 0.010 - 0.008 * min(1.0, clock.now / 0.3)
 
-    n = _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=1.5)
+    n = _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=1.0)
     assert 0.3 <= clock.now < 0.5 and n >= 5
     clock.now, calls = 0.0, [0]
 

@@ -72,6 +72,8 @@ VARIANTS = {
     "bm32-bn16-2warps": AttnConfig(32, 16, 2, 3),
     "bn16-2warps": AttnConfig(64, 16, 2, 3),
     "lazy-rescale": AttnConfig(64, 32, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
+    "bm128-bn64-tail32": AttnConfig(128, 64, 8, 3, TAIL_N=32),  # session-6 sweep candidates
+    "bm128-bn128": AttnConfig(128, 128, 8, 2),
 }
 
 
