@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Next device session (session 6), one call per line, rebuild .whl/repo.bundle first (git bundle create .whl/repo.bundle main):
+#   TAG=partA bash .whl/runS3.sh partA ; bash .whl/runS3.sh partB     the full suite re-timed (<= 15 min?), ~6 + ~9 min
+#   bash .whl/runS8.sh kernels    variant sweep (128-row tiles), the issue-3 tables, GPU tests of ragged_kernels
+#   bash .whl/runS8.sh e2e        bench_e2e: all pruners, DeiT-B 224 B 64/256 + DeiT-S B 1/4 (replayed decisions, steady warm-up)
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+case ${1:-kernels} in
+  kernels)
+    timeout 200 python3 scripts/bench_kernels.py --variants --json $OUT/variants.json 2>&1 | tee $OUT/variants.md
+    timeout 200 python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
+    tail -60 $OUT/bench_kernels.md
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ragged_kernels tests/pruners tests/benchmarks 2>&1 | tee $OUT/gpu-tests.log | tail -3
+    ;;
+  e2e)
+    timeout 280 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
+      --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 \
+      --time-box 230 2>&1 | tee $OUT/bench_e2e_b.md | tail -12
+    timeout 250 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
+      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 200 2>&1 \
+      | tee $OUT/bench_e2e_s.md | tail -20
+    ;;
+esac
