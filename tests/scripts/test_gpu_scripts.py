@@ -1,0 +1,26 @@
+"""The GPU-only scripts, on a machine without one: a clear message and exit status 2, no traceback."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_SCRIPTS = ["bench_ats_sampler.py", "bench_kernels.py", "bench_native_launch.py", "bench_ragged_linear.py",
+               "profile_end_to_end_setup.py"]
+
+
+@pytest.mark.parametrize("script", GPU_SCRIPTS)
+def test_gpu_script_without_cuda_says_so(script):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / script)], capture_output=True, text=True,
+                       cwd=ROOT, env=env, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and ("GPU" in r.stderr or "CUDA" in r.stderr), r.stderr[-2000:]
