@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_SCRIPTS = ["bench_ats_sampler.py", "bench_kernels.py", "bench_native_launch.py", "bench_ragged_linear.py",
+               "profile_pruned_forward.py",
                "profile_end_to_end_setup.py"]
 
 

@@ -2,7 +2,8 @@
 # Next device session (session 6), one call per line, rebuild .whl/repo.bundle first (git bundle create .whl/repo.bundle main):
 #   TAG=partA bash .whl/runS3.sh partA ; bash .whl/runS3.sh partB     the full suite re-timed (<= 15 min?), ~6 + ~9 min
 #   bash .whl/runS8.sh kernels    variant sweep (128-row tiles), the issue-3 tables, GPU tests of ragged_kernels
-#   bash .whl/runS8.sh e2e        bench_e2e: all pruners, DeiT-B 224 B 64/256 + DeiT-S B 1/4 (replayed decisions, steady warm-up)
+#   bash .whl/runS8.sh e2e        bench_e2e: all pruners, DeiT-B 224 B 64/256 + DeiT-S B 1/4 (replayed decisions, steady warm-up);
+#                                 where 2c's missing time goes (scripts/profile_pruned_forward.py)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 case ${1:-kernels} in
@@ -19,5 +20,7 @@ case ${1:-kernels} in
     timeout 250 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
       --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 200 2>&1 \
       | tee $OUT/bench_e2e_s.md | tail -20
+    timeout 120 python3 scripts/profile_pruned_forward.py --batch 64 --calibrated-capacity --graph 2>&1 \
+      | grep -v Warn | tee $OUT/profile_pruned_forward.md
     ;;
 esac

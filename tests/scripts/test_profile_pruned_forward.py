@@ -1,0 +1,51 @@
+"""scripts/profile_pruned_forward.py's bookkeeping on kernel names the H200 prints (no GPU needed)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "profile_pruned_forward", Path(__file__).resolve().parents[2] / "scripts" / "profile_pruned_forward.py"
+)
+ppf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ppf)
+
+
+@pytest.mark.parametrize(
+    ("name", "cat"),
+    [
+        ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", "gemm"),
+        ("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN", "gemm"),
+        ("_ragged_linear_kernel", "gemm"),
+        ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>", "attention"),
+        ("_ragged_attn_fwd_kernel", "attention"),
+        ("_pack_unpack_kernel", "pack"),
+        ("_segment_count_kernel", "pack"),
+        ("_ats_keep_kernel", "ats sampler"),
+        ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>", "layernorm"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", "gelu"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>>", "elementwise"),
+        ("void at::native::index_elementwise_kernel<128, 4>", "gather/scatter"),
+        ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", "reduction"),
+        ("void at_cuda_detail::cub::DeviceScanKernel<...>", "sort/scan"),
+        ("Memcpy DtoD (Device -> Device)", "copy/fill"),
+        ("some_new_kernel", "other"),
+    ],
+)
+def test_kernel_categories(name, cat):
+    assert ppf.category(name) == cat
+
+
+def test_summary_and_table():
+    dense = ppf.summarize([("gemm_a", 100.0), ("gemm_b", 60.0), ("flash_fwd", 40.0)] * 2, forwards=2)
+    pruned = ppf.summarize([("gemm_a", 50.0), ("_ragged_attn_fwd_kernel", 10.0), ("_pack_unpack_kernel", 5.0)],
+                           forwards=1)
+    assert dense == {"gemm": (160.0, 2.0), "attention": (40.0, 1.0)}
+    rows = ppf.table({"dense": dense, "evit": pruned})
+    assert rows[0].startswith("| category | dense µs (kernels) | evit µs (kernels) | evit / dense |")
+    body = {r.split(" | ")[0].lstrip("| "): r for r in rows[2:]}
+    assert list(body) == ["gemm", "attention", "pack", "total"]  # by time, largest first; totals last
+    assert body["gemm"] == "| gemm | 160 (2) | 50 (1) | 0.31 |"
+    assert body["pack"] == "| pack | 0 (0) | 5 (1) | — |"
+    assert body["total"] == "| total | 200 (3) | 65 (3) | 0.33 |"
