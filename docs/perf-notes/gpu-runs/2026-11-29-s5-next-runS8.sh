@@ -14,11 +14,11 @@ case ${1:-kernels} in
     timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ragged_kernels tests/pruners tests/benchmarks 2>&1 | tee $OUT/gpu-tests.log | tail -3
     ;;
   e2e)
-    timeout 280 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
+    timeout 240 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
       --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 \
-      --time-box 230 2>&1 | tee $OUT/bench_e2e_b.md | tail -12
-    timeout 250 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
-      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 200 2>&1 \
+      --time-box 190 2>&1 | tee $OUT/bench_e2e_b.md | tail -12
+    timeout 200 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
+      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 150 2>&1 \
       | tee $OUT/bench_e2e_s.md | tail -20
     timeout 120 python3 scripts/profile_pruned_forward.py --batch 64 --calibrated-capacity --graph 2>&1 \
       | grep -v Warn | tee $OUT/profile_pruned_forward.md
