@@ -32,6 +32,36 @@ def seq_lens(cu_seqlens: torch.Tensor) -> torch.Tensor:
     return (cu_seqlens[1:] - cu_seqlens[:-1]).long()
 
 
+def dense_index(cu_seqlens: torch.Tensor, max_seqlen: int, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row indices and validity of the right-padded dense view of packed rows (no host sync).
+
+    Computed once per layout and shared by every tensor gathered into it (a stage gathers the
+    tokens, and for attention-based pruners the keys and values too: one index, three gathers).
+
+    Args:
+        cu_seqlens: int [B+1] offsets into the rows.
+        max_seqlen: host int upper bound of any segment length.
+        rows: the packed tensors' row count (indices are clamped into it).
+
+    Returns:
+        (idx [B, max_seqlen] int64 row of each position, valid [B, max_seqlen] bool).
+    """
+    pos = torch.arange(max_seqlen, device=cu_seqlens.device)
+    valid = pos[None, :] < seq_lens(cu_seqlens)[:, None]
+    idx = (cu_seqlens[:-1].long()[:, None] + pos[None, :]).clamp_(max=rows - 1)
+    return idx, valid
+
+
+def gather_dense(x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """`x`'s packed rows [R, ...] as the dense view [B, max_seqlen, ...] of `index` (`dense_index`),
+    zeros at invalid positions."""
+    idx, valid = index
+    dense = x[idx]
+    # torch.where, not a multiply: padding rows of a backend's output may hold NaN/garbage.
+    mask = valid.view(*valid.shape, *([1] * (dense.dim() - 2)))
+    return torch.where(mask, dense, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
 def to_dense(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Gather packed rows into a right-padded dense batch (no host sync).
 
@@ -43,14 +73,8 @@ def to_dense(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> tupl
     Returns:
         (dense [B, max_seqlen, ...] with zeros at invalid positions, valid [B, max_seqlen] bool).
     """
-    pos = torch.arange(max_seqlen, device=x.device)
-    lens = seq_lens(cu_seqlens)
-    valid = pos[None, :] < lens[:, None]
-    idx = (cu_seqlens[:-1].long()[:, None] + pos[None, :]).clamp_(max=x.shape[0] - 1)
-    dense = x[idx]
-    # torch.where, not a multiply: padding rows of a backend's output may hold NaN/garbage.
-    mask = valid.view(*valid.shape, *([1] * (dense.dim() - 2)))
-    return torch.where(mask, dense, torch.zeros((), dtype=x.dtype, device=x.device)), valid
+    index = dense_index(cu_seqlens, max_seqlen, x.shape[0])
+    return gather_dense(x, index), index[1]
 
 
 def pack_dense_torch(x: torch.Tensor, keep: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:

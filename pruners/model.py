@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pruners._ops import cls_attention, pack_dense_torch, to_dense
+from pruners._ops import cls_attention, dense_index, gather_dense, pack_dense_torch
 from pruners.base import AttnInfo, ModelInfo, Pruner, create_pruner
 
 MODELS = ("deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224", "deit_base_patch16_384")
@@ -51,9 +51,8 @@ def reference_attention(
         [R, H, D]; rows past cu_seqlens[-1] are zero.
     """
     R, H, D = q.shape
-    qd, valid = to_dense(q, cu_seqlens, max_seqlen)
-    kd, _ = to_dense(k, cu_seqlens, max_seqlen)
-    vd, _ = to_dense(v, cu_seqlens, max_seqlen)
+    index = dense_index(cu_seqlens, max_seqlen, R)
+    qd, kd, vd, valid = gather_dense(q, index), gather_dense(k, index), gather_dense(v, index), index[1]
     o = F.scaled_dot_product_attention(
         qd.transpose(1, 2), kd.transpose(1, 2), vd.transpose(1, 2), attn_mask=valid[:, None, None, :], scale=scale
     )
@@ -218,10 +217,13 @@ class PrunedDeiT(nn.Module):
         h = self._linear(mlp.fc2, mlp.norm(mlp.drop1(h)), cu)
         return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
-    def _dense_view(self, x: torch.Tensor, cu: torch.Tensor | None, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _dense_view(
+        self, x: torch.Tensor, cu: torch.Tensor | None, n: int, index: tuple | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if cu is None:
             return x, torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        return to_dense(x, cu, n)
+        index = dense_index(cu, n, x.shape[0]) if index is None else index
+        return gather_dense(x, index), index[1]
 
     # -- pruning ---------------------------------------------------------------------------------
     def _prune(
@@ -256,13 +258,14 @@ class PrunedDeiT(nn.Module):
         packed, cu = self._pack(xd, keep, cap)
         return packed, cu, n_out
 
-    def _attn_info(self, q, k, v, cu, n, valid, scale) -> AttnInfo:
+    def _attn_info(self, q, k, v, cu, n, valid, scale, index: tuple | None = None) -> AttnInfo:
         if cu is None:
             q_cls, kd, vd = q[:, 0], k, v
         else:
+            index = dense_index(cu, n, k.shape[0]) if index is None else index
             q_cls = q[cu[:-1].long()]
-            kd, _ = to_dense(k, cu, n)
-            vd = to_dense(v, cu, n)[0] if self.pruner.needs_values else None
+            kd = gather_dense(k, index)
+            vd = gather_dense(v, index) if self.pruner.needs_values else None
         probs = cls_attention(q_cls, kd, valid, scale)
         return AttnInfo(probs, vd.flatten(-2) if vd is not None else None)
 
@@ -304,8 +307,9 @@ class PrunedDeiT(nn.Module):
                 x = self._mlp(blk, x, cu)
             else:
                 x, q, k, v = self._attention(blk, x, cu, n)
-                xd, valid = self._dense_view(x, cu, n)
-                info = self._attn_info(q, k, v, cu, n, valid, blk.attn.scale)
+                index = None if cu is None else dense_index(cu, n, x.shape[0])  # one index, three gathers
+                xd, valid = self._dense_view(x, cu, n, index)
+                info = self._attn_info(q, k, v, cu, n, valid, blk.attn.scale, index)
                 x, cu, n = self._prune(stage, xd, valid, info, n)
                 x = self._mlp(blk, x, cu)
         cls = x[:, 0] if cu is None else x[cu[:-1].long()]
