@@ -3,13 +3,22 @@
 Public API:
     create_pruner(name, **options) -> Pruner
     build_pruned_model(model_name, pruner, backend, **options) -> nn.Module
+    clear_backbone_cache(): drop the seeded backbones build_pruned_model keeps (two) for reuse
     PRUNERS: name -> pruner class;  BACKENDS: attention backend names;  MODELS: supported DeiTs.
 """
 
 from pruners import ats, dynamicvit, evit, threshold_l2  # noqa: F401  (register the pruners)
 from pruners.base import PRUNERS, AttnInfo, ModelInfo, Pruner, create_pruner
 from pruners.graph import GraphedPrunedModel
-from pruners.model import BACKENDS, MODELS, PrunedDeiT, build_pruned_model, reference_attention, synthetic_images
+from pruners.model import (
+    BACKENDS,
+    MODELS,
+    PrunedDeiT,
+    build_pruned_model,
+    clear_backbone_cache,
+    reference_attention,
+    synthetic_images,
+)
 
 __all__ = [
     "BACKENDS",
@@ -21,6 +30,7 @@ __all__ = [
     "PrunedDeiT",
     "Pruner",
     "build_pruned_model",
+    "clear_backbone_cache",
     "create_pruner",
     "reference_attention",
     "synthetic_images",

@@ -348,3 +348,32 @@ def test_gpu_ragged_linear_graph_mode_matches_eager(case):
         y = tri(images)
         fast.model.keep_override = tri.recorded_keeps
         torch.testing.assert_close(fast(images), y, rtol=0, atol=4e-3)
+
+
+def test_seeded_backbones_are_cached_copies_with_fresh_init_weights():
+    """A rebuilt model has exactly the weights of a fresh seeded init, and its own parameters."""
+    import timm
+
+    from pruners import clear_backbone_cache
+    from pruners import model as pm
+
+    clear_backbone_cache()
+    a = build_pruned_model(TINY, None, "dense", seed=3)
+    b = build_pruned_model(TINY, None, "dense", seed=3)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        fresh = timm.create_model(TINY, pretrained=False)
+    for (name, pa), pb, pf in zip(a.backbone.named_parameters(), b.backbone.parameters(), fresh.parameters(),
+                                  strict=True):
+        assert torch.equal(pa, pf) and torch.equal(pb, pf), name
+        assert pa.data_ptr() != pb.data_ptr()  # not shared: mutating one model leaves the other alone
+    with torch.no_grad():
+        next(a.backbone.parameters()).add_(1.0)
+    c = build_pruned_model(TINY, None, "dense", seed=3)
+    assert torch.equal(next(c.backbone.parameters()), next(fresh.parameters()))
+    other = build_pruned_model(TINY, None, "dense", seed=4)
+    assert not torch.equal(next(other.backbone.parameters()), next(fresh.parameters()))
+    build_pruned_model("deit_small_patch16_224", None, "dense", seed=3)
+    assert len(pm._seeded) == pm._SEEDED_CACHE_SIZE  # bounded: the oldest entry went
+    clear_backbone_cache()
+    assert not pm._seeded
