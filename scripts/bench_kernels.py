@@ -33,7 +33,7 @@ from ragged_kernels import (  # noqa: E402
     varlen_attn_attention,
 )
 from ragged_kernels.attention import fwd  # noqa: E402
-from ragged_kernels.attention.fwd import AttnConfig, default_scale, ragged_attn_fwd  # noqa: E402
+from ragged_kernels.attention.fwd import CONFIGS, AttnConfig, default_scale, ragged_attn_fwd  # noqa: E402
 
 HEADS, DIM = 12, 64
 L2_BYTES = 60 * 2**20
@@ -352,7 +352,7 @@ VARIANT_POINTS = [(1, 40, 197, False), (1, 99, 197, False), (1, 197, 197, False)
                   (128, 577, 577, True)]
 
 
-def variants() -> list[AttnConfig]:
+def variants(head_dim: int = 64) -> list[AttnConfig]:
     """The table's configs first (the reference rows), then candidates for the points they miss.
 
     Session 4's sweep chose the tables' 16-key tails. Session 5's (gpu-runs/2026-11-29-s5-run2-*)
@@ -362,7 +362,20 @@ def variants() -> list[AttnConfig]:
     per (image, head) up to 128 tokens, which is why its time barely moves from 40 to 99 tokens
     (14.6 -> 15.8 us at B 32). Next: 128-row tiles with wide key blocks (one or two K steps for a
     99-token segment), wider tails, and 128-key blocks for the 577 bucket."""
-    table = [AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)]
+    # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
+    table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
+    if head_dim == 128:
+        # Head dim 128 keeps session 1's (64, 64, 4 warps, 2 stages) with a full-width tail: never
+        # swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
+        return table + [
+            AttnConfig(64, 64, 4, 2, TAIL_N=16),
+            AttnConfig(64, 32, 4, 3, TAIL_N=16),
+            AttnConfig(64, 64, 4, 3, TAIL_N=16),
+            AttnConfig(64, 64, 8, 2, TAIL_N=16),
+            AttnConfig(128, 64, 8, 2, TAIL_N=16),
+            AttnConfig(128, 32, 8, 3, TAIL_N=16),
+            AttnConfig(64, 128, 8, 2, TAIL_N=32),
+        ]
     candidates = [
         AttnConfig(64, 32, 4, 4, TAIL_N=16),
         AttnConfig(64, 64, 4, 4, TAIL_N=16),
@@ -382,12 +395,12 @@ def variant_sweep(rows: list, time_box: float = 240.0):
     """Kernel variants (tail width, K layout) x configs on the issue's uniform points, per bucket."""
     t_start = time.perf_counter()
     points = _sweep_points(VARIANT_POINTS)
-    print("\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%)")
+    print(f"\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%), {HEADS} heads x {DIM}")
     head = " | ".join(f"B{b} {t}/{c}{'r' if r else 'u'}" for b, t, c, r in VARIANT_POINTS)
     print(f"| config | {head} | gm 197 | worst 197 | gm 577 | worst 577 | gm <=99 |")
     print("|---|" + "---|" * (len(VARIANT_POINTS) + 5))
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-    for cfg in variants():
+    for cfg in variants(DIM):
         if time.perf_counter() - t_start > time_box:
             print(f"(time box of {time_box:.0f} s reached: remaining variants not run)")
             break
@@ -412,9 +425,15 @@ def main() -> int:
     ap.add_argument("--only-sweep", action="store_true")
     ap.add_argument("--variants", action="store_true",
                     help="only the kernel-variant sweep (tail width, K layout) on the issue's points")
+    ap.add_argument("--head-dim", type=int, choices=(32, 64, 128), default=64,
+                    help="with --variants: the head dim swept, at DeiT-B's width (768 / head dim heads)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.head_dim != 64 and not args.variants:
+        ap.error("--head-dim applies to --variants only (the issue's tables are at 12 heads x 64)")
+    global HEADS, DIM
+    HEADS, DIM = 768 // args.head_dim, args.head_dim
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 2

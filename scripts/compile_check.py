@@ -34,7 +34,7 @@ def _attention_jobs(variants: bool) -> list:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_kernels import variants as sweep_variants  # noqa: PLC0415
 
-        cases += [(64, cfg, "fp16") for cfg in sweep_variants()]
+        cases += [(d, cfg, "fp16") for d in CONFIGS for cfg in sweep_variants(d)]
     seen = set()
     for head_dim, cfg, dt in cases:
         ident = (head_dim, dt, *astuple(replace(cfg, TAIL_N=cfg.tail_n)))  # AttnConfig compares by identity

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Next device session (session 6), one call per line, rebuild .whl/repo.bundle first (git bundle create .whl/repo.bundle main):
 #   TAG=partA bash .whl/runS3.sh partA ; bash .whl/runS3.sh partB     the full suite re-timed (<= 15 min?), ~6 + ~9 min
-#   bash .whl/runS8.sh kernels    variant sweep (128-row tiles), the issue-3 tables, GPU tests of ragged_kernels
+#   bash .whl/runS8.sh kernels    variant sweeps (128-row tiles; head dims 128 and 32), the issue-3 tables, GPU tests
 #   bash .whl/runS8.sh e2e        bench_e2e: all pruners, DeiT-B 224 B 64/256 + DeiT-S B 1/4 (replayed decisions, steady warm-up);
 #                                 where 2c's missing time goes (scripts/profile_pruned_forward.py)
 set -uo pipefail
@@ -9,6 +9,7 @@ export PYTHONUNBUFFERED=1
 case ${1:-kernels} in
   kernels)
     timeout 200 python3 scripts/bench_kernels.py --variants --json $OUT/variants.json 2>&1 | tee $OUT/variants.md
+    for d in 128 32; do timeout 120 python3 scripts/bench_kernels.py --variants --head-dim $d 2>&1 | tee $OUT/variants-d$d.md | tail -12; done
     timeout 200 python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
     tail -60 $OUT/bench_kernels.md
     timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ragged_kernels tests/pruners tests/benchmarks 2>&1 | tee $OUT/gpu-tests.log | tail -3
