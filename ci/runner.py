@@ -68,14 +68,15 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
 
     Args:
         repo: the checkout holding `benchmarks/`.
-        which: "quick" (the PR subset) or "cpu" (what runs without a GPU).
+        which: "quick" (the PR subset), "cpu" (what runs without a GPU) or "full" (the whole suite
+            less the combinations that can never run).
 
     Returns:
-        The regex for `asv run -b`.
+        The regex for `asv run -b` ("" for "full" at a checkout that has none: no filter).
     """
-    names = {"quick": ("QUICK_REGEX", _QUICK_FALLBACK), "cpu": ("CPU_REGEX", _CPU_FALLBACK)}
+    names = {"quick": ("QUICK_REGEX", _QUICK_FALLBACK), "cpu": ("CPU_REGEX", _CPU_FALLBACK), "full": ("FULL_REGEX", "")}
     if which not in names:
-        raise ValueError(f"which must be 'quick' or 'cpu', got {which!r}")
+        raise ValueError(f"which must be 'quick', 'cpu' or 'full', got {which!r}")
     const, fallback = names[which]
     path = Path(repo) / "benchmarks" / "__init__.py"
     try:
@@ -835,6 +836,8 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         bench = suite_regex(repo, "quick")
     elif args.cpu:
         bench = suite_regex(repo, "cpu")
+    elif bench is None:
+        bench = suite_regex(repo, "full") or None
 
     def under(p: str | None, default: str) -> Path | None:
         # Defaults live in the checkout's .asv/; a path given on the command line is the user's (cwd-relative).

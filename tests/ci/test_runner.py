@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -269,6 +270,7 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
         run_pr(_cfg(repo, tmp_path), shas["C"], shas["C"])
     assert new_branch_commits(repo, "main", {shas["A"]}, max_commits=1) == [shas["C"]]
     assert suite_regex(repo, "cpu") == r"^bench_toy\."
+    assert suite_regex(repo, "full") == ""  # the toy suite names none: the whole suite, no filter
     with pytest.raises(ValueError, match="quick"):
         suite_regex(repo, "gpu")
     db = str(tmp_path / "h.sqlite")
@@ -281,3 +283,25 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert main(["run", "--since-last", "--comment-out", "c.md", "--db", db, "--repo", str(repo)]) == 2
     assert "go with --pr" in capsys.readouterr().err
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
+
+
+def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
+    """As asv selects parameterised benchmarks: `name(param, ...)` with each param's repr."""
+    import itertools
+
+    from benchmarks import FULL_REGEX, QUICK_REGEX, bench_end_to_end
+
+    assert suite_regex(Path(__file__).resolve().parents[2], "full") == FULL_REGEX
+    pattern = re.compile(FULL_REGEX)
+    for cls in (bench_end_to_end.EndToEnd, bench_end_to_end.EndToEndPR):
+        for method in ("time_forward", "track_peak_memory"):
+            for combo in itertools.product(*cls.params):
+                name = f"bench_end_to_end.{cls.__name__}.{method}({', '.join(repr(p) for p in combo)})"
+                never_runs = combo[2] in bench_end_to_end.NOT_CAPTURABLE and combo[3] == "graph"
+                assert bool(pattern.search(name)) is not never_runs, name
+    for name in ["bench_attention.AttentionKernels.time_gpu('deitb224-b32-keep0.5', 'padded_sdpa')",
+                 "bench_correctness.ModelCorrectness.track_max_abs_logit_diff('deit_small_patch16_224', 'ats', "
+                 "'nested_sdpa')", "bench_pack.PackTokens.time_gpu('b64-keep0.5', 'pack')",
+                 "bench_attention.AttentionCPU.time_host"]:
+        assert pattern.search(name), name
+    assert re.search(QUICK_REGEX, "bench_end_to_end.EndToEndPR.time_forward")  # the PR subset is unchanged
