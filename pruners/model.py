@@ -452,7 +452,9 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
 
     ckpt = options.get("checkpoint_path")
     if ckpt:
-        backbone = timm.create_model(model_name, pretrained=False, checkpoint_path=ckpt)
+        with torch.random.fork_rng(devices=[]):  # timm initialises before loading: leave the caller's RNG alone
+            torch.manual_seed(seed)
+            backbone = timm.create_model(model_name, pretrained=False, checkpoint_path=ckpt)
     else:
         backbone = _seeded_backbone(model_name, seed)
     backbone.eval()
