@@ -224,7 +224,10 @@ def test_seed_and_checkpoint(tmp_path):
         ya, yb, yc = a(images), b(images), c(images)
     assert torch.equal(ya, yb) and not torch.allclose(ya, yc)
     torch.save(c.backbone.state_dict(), tmp_path / "deit.pth")
+    state = torch.random.get_rng_state()
     d = build_pruned_model(TINY, "evit", "reference", seed=1, checkpoint_path=str(tmp_path / "deit.pth"))
+    build_pruned_model(TINY, "evit", "reference", seed=5)  # a seeded build, first time (not cached)
+    assert torch.equal(torch.random.get_rng_state(), state), "building a model must leave the caller's RNG alone"
     with torch.no_grad():
         assert torch.equal(d(images), yc)
 
