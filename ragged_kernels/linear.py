@@ -21,9 +21,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.runtime.errors import OutOfResources
 
-from ragged_kernels.attention.fwd import INTERPRET
+from ragged_kernels.attention.fwd import INTERPRET, compile_with_fallback
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -134,29 +133,36 @@ def ragged_linear(
     if n_rows == 0 or n_out == 0:
         return out
     chosen = (BLOCKS_GELU if gelu else BLOCKS) if blocks is None else blocks
-    fit_key = (chosen, x.dtype, x.device)
-    bm, bn, bk, warps, stages = _FITTED.get(fit_key, chosen)
-    while True:
+
+    def launch(cfg: tuple[int, int, int, int, int]) -> None:
+        bm, bn, bk, warps, stages = cfg
         grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
-        try:
-            _ragged_linear_kernel[grid](
-                x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in,
-                cu_seqlens.numel() - 1, x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0),
-                out.stride(1), HAS_BIAS=bias is not None, GELU=gelu, DOT_FP32=INTERPRET,
-                IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                num_warps=warps, num_stages=stages,
-            )  # fmt: skip
-            return out
-        except OutOfResources:
-            # Tuned on the H200 (227 KB of shared memory per block): on a smaller GPU step down to
-            # fewer stages, then a smaller K block, and remember what fits for the next calls.
-            if stages > 1:
-                stages -= 1
-            elif bk > 16:
-                bk //= 2
-            else:
-                raise
-            _FITTED[fit_key] = (bm, bn, bk, warps, stages)
+        _ragged_linear_kernel[grid](
+            x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in,
+            cu_seqlens.numel() - 1, x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0),
+            out.stride(1), HAS_BIAS=bias is not None, GELU=gelu, DOT_FP32=INTERPRET,
+            IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+            num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+
+    fit_key = (chosen, x.dtype, x.device)
+    fitted = _FITTED.get(fit_key)
+    if fitted is not None:
+        launch(fitted)
+    else:  # first call for these blocks on this GPU: step down while its shared memory is too small
+        _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=_smaller_blocks)
+    return out
+
+
+def _smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
+    """Tuned on the H200 (227 KB of shared memory per block): on a smaller GPU, one stage fewer,
+    then half the K block; None when nothing smaller is left."""
+    bm, bn, bk, warps, stages = cfg
+    if stages > 1:
+        return (bm, bn, bk, warps, stages - 1)
+    if bk > 16:
+        return (bm, bn, bk // 2, warps, stages)
+    return None
 
 
 # (configured blocks, dtype, device) -> the blocks that fit that GPU's shared memory

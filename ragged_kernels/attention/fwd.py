@@ -291,13 +291,14 @@ def smaller_config(cfg: AttnConfig) -> AttnConfig | None:
     return None
 
 
-def compile_with_fallback(launch, cfg: AttnConfig):
-    """`launch(cfg)` (compile + first launch), stepping down to `smaller_config` while the GPU
-    lacks the shared memory: the table is tuned on the H200 (227 KB per block); a consumer GPU has
-    ~100 KB, less than e.g. fp32 at head dim 128 with two stages needs (115 KB).
+def compile_with_fallback(launch, cfg, smaller=smaller_config):
+    """`launch(cfg)` (compile + first launch), stepping down to `smaller(cfg)` while the GPU lacks
+    the shared memory: the tables are tuned on the H200 (227 KB per block); a consumer GPU has
+    ~100 KB, less than e.g. fp32 at head dim 128 with two stages needs (115 KB). Used by the
+    attention kernel (AttnConfig, `smaller_config`) and `ragged_kernels.linear` (its block tuples).
 
     Returns:
-        (the compiled kernel, the config it was compiled with).
+        (what `launch` returned, the config it ran with).
     """
     from triton.runtime.errors import OutOfResources
 
@@ -305,10 +306,10 @@ def compile_with_fallback(launch, cfg: AttnConfig):
         try:
             return launch(cfg), cfg
         except OutOfResources:
-            smaller = smaller_config(cfg)
-            if smaller is None:
+            step = smaller(cfg)
+            if step is None:
                 raise
-            cfg = smaller
+            cfg = step
 
 
 def _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index):
