@@ -30,6 +30,7 @@ from ci.records import (
     Result,
     StoreReader,
     Verdict,
+    current_version,
 )
 
 # Correctness gates drawn on the charts, with ci.gates' limits (one source of truth for the PR
@@ -253,19 +254,16 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
     raw: dict[tuple[str, str], list[Result]] = {}
     key_of: dict[int, str] = {}  # Benchmark.key rebuilds its text on every call; results share Benchmark objects
-    results = store.results()
     # As asv does, a series shows only its current benchmark version (that of its newest result):
     # older results were measured by other benchmark code.
-    latest: dict[tuple[int, str], tuple[int, str]] = {}
+    grouped: dict[tuple[int, str], list[Result]] = defaultdict(list)
+    for r in store.results():
+        grouped[(id(r.benchmark), r.machine)].append(r)
+    results: list[Result] = []
+    for rs in grouped.values():
+        rs.sort(key=lambda r: position.get(r.commit_sha, -1))
+        results.extend(current_version(rs))
     for r in results:
-        pos = position.get(r.commit_sha, -1)
-        series_key = (id(r.benchmark), r.machine)
-        if r.benchmark_version is not None and pos >= latest.get(series_key, (-1, ""))[0]:
-            latest[series_key] = (pos, r.benchmark_version)
-    for r in results:
-        current = latest.get((id(r.benchmark), r.machine), (0, None))[1]
-        if current is not None and r.benchmark_version not in (current, None):
-            continue
         bench_id = id(r.benchmark)
         bench_key = key_of.get(bench_id)
         if bench_key is None:
