@@ -259,11 +259,12 @@ class PrunedDeiT(nn.Module):
         packed, cu = self._pack(xd, keep, cap)
         return packed, cu, n_out
 
-    def _attn_info(self, q, k, v, cu, n, valid, scale, index: tuple | None = None) -> AttnInfo:
+    def _attn_info(self, q, k, v, cu, valid, scale, index: tuple | None) -> AttnInfo:
+        """The CLS attention row (and the values) an attention-based pruner decides on; on packed rows
+        `index` is the stage's `dense_index`, shared with the token gather."""
         if cu is None:
             q_cls, kd, vd = q[:, 0], k, v
         else:
-            index = dense_index(cu, n, k.shape[0]) if index is None else index
             q_cls = q[cu[:-1].long()]
             kd = gather_dense(k, index)
             vd = gather_dense(v, index) if self.pruner.needs_values else None
@@ -310,7 +311,7 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 index = None if cu is None else dense_index(cu, n, x.shape[0])  # one index, three gathers
                 xd, valid = self._dense_view(x, cu, n, index)
-                info = self._attn_info(q, k, v, cu, n, valid, blk.attn.scale, index)
+                info = self._attn_info(q, k, v, cu, valid, blk.attn.scale, index)
                 x, cu, n = self._prune(stage, xd, valid, info, n)
                 x = self._mlp(blk, x, cu)
         cls = x[:, 0] if cu is None else x[cu[:-1].long()]
