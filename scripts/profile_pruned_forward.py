@@ -11,7 +11,7 @@ graph-mode replay; graph mode removes only the launch gaps. `--graph` also times
 (events) and prints the sum of kernel times next to it; the difference is idle GPU time.
 
 Usage: python scripts/profile_pruned_forward.py [--model deit_base_patch16_224] [--batch 64]
-           [--pruners threshold_l2 dynamicvit evit ats] [--calibrated-capacity] [--graph]
+           [--pruners threshold_l2 dynamicvit evit ats] [--calibrated-capacity] [--graph] [--ops N]
 """
 
 from __future__ import annotations
@@ -104,6 +104,21 @@ def _kernels(prof) -> list[tuple[str, float]]:
     return out
 
 
+def top_ops(prof, forwards: int, n: int) -> list[str]:
+    """Markdown rows of the `n` (aten op, input shapes) pairs with the most self GPU time per forward."""
+    rows = []
+    for e in prof.key_averages(group_by_input_shape=True):
+        us = getattr(e, "self_device_time_total", None)
+        us = float(us if us is not None else e.self_cuda_time_total)
+        if us > 0:
+            rows.append((us / forwards, e.count / forwards, e.key, str(e.input_shapes)[:90]))
+    rows.sort(key=lambda r: -r[0])
+    total = sum(r[0] for r in rows)
+    out = ["| op | input shapes | µs | calls | share |", "|---|---|---|---|---|"]
+    out += [f"| {k} | {shapes} | {us:,.1f} | {c:g} | {us / total:.1%} |" for us, c, k, shapes in rows[:n]]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="deit_base_patch16_224")
@@ -115,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ragged-linear", action="store_true")
     ap.add_argument("--forwards", type=int, default=10)
     ap.add_argument("--graph", action="store_true", help="also time a CUDA-graph replay per model (events)")
+    ap.add_argument("--ops", type=int, default=0, metavar="N",
+                    help="also list each model's N aten ops (with input shapes) that take the most GPU time")
     args = ap.parse_args(argv)
     import torch
 
@@ -131,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     n0 = (size // 16) ** 2
     columns: dict[str, dict[str, tuple[float, float]]] = {}
     replay_us: dict[str, float] = {}
+    op_tables: dict[str, list[str]] = {}
     for name in ["dense"] + list(args.pruners):
         if name == "dense":
             model = build_pruned_model(args.model, None, "dense")
@@ -143,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         model = model.half().cuda().eval()
         with torch.no_grad():
             _warm_up(model, x, 5)
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=args.ops > 0) as prof:
                 for _ in range(args.forwards):
                     model(x)
                 torch.cuda.synchronize()
             columns[name] = summarize(_kernels(prof), args.forwards)
+            if args.ops:
+                op_tables[name] = top_ops(prof, args.forwards, args.ops)
             if args.graph:
                 from pruners import GraphedPrunedModel
 
@@ -170,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, us in replay_us.items():
             busy = sum(v[0] for v in columns[name].values())
             print(f"| {name} | {busy:,.0f} | {us:,.0f} | {max(0.0, 1 - busy / us):.0%} |")
+    for name, rows in op_tables.items():
+        print(f"\n### {name}: top {args.ops} aten ops by GPU time (self), per forward\n")
+        print("\n".join(rows))
     return 0
 
 
