@@ -138,6 +138,56 @@ def cls_attention(q_cls: torch.Tensor, k: torch.Tensor, valid: torch.Tensor, sca
     return torch.softmax(s, dim=-1)
 
 
+def cls_attention_packed(
+    q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
+    index: tuple[torch.Tensor, torch.Tensor],
+) -> torch.Tensor:
+    """`cls_attention` of packed rows: row 0 of every image's softmax attention, [B, H, max_seqlen] fp32.
+
+    On CUDA the scores come from `pruners.cls_triton` (keys read once, in place); elsewhere the keys are
+    gathered into the dense view of `index` (`dense_index(cu_seqlens, max_seqlen, R)`) first. The
+    choice depends on the device only, so every attention backend of a model takes the same path.
+
+    Args:
+        q, k: [R, H, D] packed rows (each image's CLS query is its first row).
+        cu_seqlens: int32 [B+1].
+        max_seqlen: host upper bound of the segment lengths.
+        scale: softmax scale.
+        index: the stage's `dense_index`.
+    """
+    if q.is_cuda:
+        from pruners import cls_triton
+
+        if cls_triton.supported(q, k):
+            return torch.softmax(cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale), dim=-1)
+    return cls_attention(q[cu_seqlens[:-1].long()], gather_dense(k, index), index[1], scale)
+
+
+def cls_attention_full(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
+    """`cls_attention` of a dense batch with every position valid (the first pruning stage): q, k
+    [B, N, H, D] -> [B, H, N] fp32. On CUDA through `pruners.cls_triton` (rows as B segments of N),
+    which reads k in place instead of copying it to fp32 first."""
+    B, N = q.shape[:2]
+    if q.is_cuda:
+        from pruners import cls_triton
+
+        qf, kf = q.flatten(0, 1), k.flatten(0, 1)
+        if cls_triton.supported(qf, kf):
+            cu = torch.arange(0, (B + 1) * N, N, dtype=torch.int32, device=q.device)
+            return torch.softmax(cls_triton.cls_scores_packed(qf, kf, cu, N, scale), dim=-1)
+    return cls_attention(q[:, 0], k, torch.ones(B, N, dtype=torch.bool, device=q.device), scale)
+
+
+def value_norms(v: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """fp32 L2 norms of value vectors with heads concatenated: v [..., H, D] -> [...].
+
+    With `index` (`dense_index` of packed rows v [R, H, D]): the norms of the packed rows, gathered into
+    that dense view [B, max_seqlen] (zero at invalid positions); only scalars are gathered.
+    """
+    norms = torch.linalg.vector_norm(v.flatten(-2), dim=-1, dtype=torch.float32)
+    return norms if index is None else gather_dense(norms, index)
+
+
 def ceil_count(rate: float, counts: torch.Tensor) -> torch.Tensor:
     """ceil(rate * counts) in float64, so device results equal Python's `math.ceil(rate * n)` exactly."""
     return torch.ceil(rate * counts.double()).long()

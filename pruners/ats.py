@@ -128,7 +128,7 @@ class ATSPruner(Pruner):
     FUSED_MAX_TOKENS = 256
     placement = "after_attention"
     needs_attention = True
-    needs_values = True
+    needs_value_norms = True  # significance uses ||v|| only (AttnInfo.v_norm)
     ragged = True
 
     def __init__(
@@ -167,9 +167,12 @@ class ATSPruner(Pruner):
             self.num_samples = (info.num_patches,) * len(self.stages)
 
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
-        if attn is None or attn.v is None:
-            raise ValueError("ats: needs the block's CLS attention and values")
-        sig = attn.cls_probs.sum(1) * attn.v.float().norm(dim=-1)
+        if attn is None or (attn.v_norm is None and attn.v is None):
+            raise ValueError("ats: needs the block's CLS attention and value norms")
+        v_norm = attn.v_norm
+        if v_norm is None:
+            v_norm = torch.linalg.vector_norm(attn.v, dim=-1, dtype=torch.float32)
+        sig = attn.cls_probs.sum(1) * v_norm
         tok_valid = valid[:, 1:]
         if self.uses_fused(sig):
             from pruners.ats_triton import ats_keep_fused

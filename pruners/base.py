@@ -37,11 +37,15 @@ class AttnInfo:
     Attributes:
         cls_probs: [B, H, N] fp32, row 0 of the block's softmax attention (zero at invalid keys).
         v: [B, N, C] value vectors with heads concatenated (zeros at invalid positions), or None when
-            the pruner does not ask for them.
+            the pruner does not ask for them (`needs_values`).
+        v_norm: [B, N] fp32 L2 norms of those value vectors (zero at invalid positions), or None when
+            the pruner does not ask for them (`needs_value_norms`: cheaper than `v` on packed rows,
+            where the norms are taken on the packed rows and only [B, N] scalars are gathered).
     """
 
     cls_probs: torch.Tensor
     v: torch.Tensor | None
+    v_norm: torch.Tensor | None = None
 
 
 def check_stages(stages: Sequence[int], name: str) -> tuple[int, ...]:
@@ -70,12 +74,13 @@ def per_stage(value: float | Sequence[float] | None, n: int, what: str, name: st
 
 
 class Pruner(nn.Module):
-    """Base class. Subclasses set `name`, `placement`, `needs_attention`, `needs_values`."""
+    """Base class. Subclasses set `name`, `placement`, `needs_attention`, `needs_values`, `needs_value_norms`."""
 
     name: ClassVar[str] = ""
     placement: ClassVar[Placement] = "before_block"
     needs_attention: ClassVar[bool] = False
     needs_values: ClassVar[bool] = False
+    needs_value_norms: ClassVar[bool] = False
     ragged: ClassVar[bool] = False
 
     def __init__(self, stages: Sequence[int]) -> None:

@@ -24,7 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pruners._ops import cls_attention, dense_index, gather_dense, pack_dense_torch
+from pruners._ops import (
+    cls_attention_full,
+    cls_attention_packed,
+    dense_index,
+    gather_dense,
+    pack_dense_torch,
+    value_norms,
+)
 from pruners.base import AttnInfo, ModelInfo, Pruner, create_pruner
 
 MODELS = ("deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224", "deit_base_patch16_384")
@@ -104,6 +111,43 @@ def _is_plain_mlp(mlp: nn.Module) -> bool:
         and isinstance(act, nn.GELU)
         and act.approximate == "none"
     )
+
+
+class PatchGemm(nn.Conv2d):
+    """A patch embedding (Conv2d with stride == kernel, no padding) computed as one GEMM.
+
+    Why: on the H200, cuDNN runs DeiT-B's 16x16/16 fp16 patch convolution as an sm80 implicit-GEMM
+    kernel plus two NCHW<->NHWC transposes, ~560 us at B 64 (9% of the dense forward; docs/perf-notes.md,
+    session 6). The same product as unfold + one cuBLAS GEMM, [B*h*w, C*p*q] x [C*p*q, out], moves the
+    image once. Same parameters (`weight` [out, C, p, q], `bias`) and state_dict keys as the Conv2d it
+    replaces, same output [B, out, h, w] (a permuted view; timm's `flatten(2).transpose(1, 2)` of it is
+    contiguous). Only the summation order of each dot product differs (fp32 accumulation either way).
+    """
+
+    @classmethod
+    def replacing(cls, conv: nn.Module) -> nn.Module:
+        """`conv` as a PatchGemm sharing its parameters, or `conv` itself when it is no patch convolution."""
+        if (
+            type(conv) is not nn.Conv2d
+            or conv.stride != conv.kernel_size
+            or conv.padding not in ((0, 0), "valid")
+            or conv.dilation != (1, 1)
+            or conv.groups != 1
+        ):
+            return conv
+        new = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, bias=conv.bias is not None,
+                  device="meta")
+        new.weight = conv.weight
+        new.bias = conv.bias
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, C, H, W = x.shape
+        p, q = self.kernel_size
+        h, w = H // p, W // q  # as the convolution: a remainder of rows/columns is dropped
+        cols = x[:, :, : h * p, : w * q].reshape(B, C, h, p, w, q).permute(0, 2, 4, 1, 3, 5).reshape(B * h * w, -1)
+        y = F.linear(cols, self.weight.reshape(self.out_channels, -1), self.bias)
+        return y.view(B, h, w, self.out_channels).permute(0, 3, 1, 2)
 
 
 class PrunedDeiT(nn.Module):
@@ -260,16 +304,18 @@ class PrunedDeiT(nn.Module):
         return packed, cu, n_out
 
     def _attn_info(self, q, k, v, cu, valid, scale, index: tuple | None) -> AttnInfo:
-        """The CLS attention row (and the values) an attention-based pruner decides on; on packed rows
-        `index` is the stage's `dense_index`, shared with the token gather."""
+        """The CLS attention row (and the values or their norms) an attention-based pruner decides on; on
+        packed rows `index` is the stage's `dense_index`, shared with the token gather."""
+        pr = self.pruner
         if cu is None:
-            q_cls, kd, vd = q[:, 0], k, v
+            probs = cls_attention_full(q, k, scale)  # every position is valid before the first stage
+            vd = v.flatten(-2) if pr.needs_values else None
+            vn = value_norms(v) if pr.needs_value_norms else None
         else:
-            q_cls = q[cu[:-1].long()]
-            kd = gather_dense(k, index)
-            vd = gather_dense(v, index) if self.pruner.needs_values else None
-        probs = cls_attention(q_cls, kd, valid, scale)
-        return AttnInfo(probs, vd.flatten(-2) if vd is not None else None)
+            probs = cls_attention_packed(q, k, cu, valid.shape[1], scale, index)
+            vd = gather_dense(v, index).flatten(-2) if pr.needs_values else None
+            vn = value_norms(v, index) if pr.needs_value_norms else None
+        return AttnInfo(probs, vd, vn)
 
     # -- forward ---------------------------------------------------------------------------------
     def check_images(self, images: torch.Tensor) -> None:
@@ -459,6 +505,9 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
     else:
         backbone = _seeded_backbone(model_name, seed)
     backbone.eval()
+    # Every backend, `dense` included, embeds patches with one GEMM (PatchGemm: same weights, ~14x less
+    # GPU time than cuDNN's kernel on the H200), so pruned and dense models share that fixed cost.
+    backbone.patch_embed.proj = PatchGemm.replacing(backbone.patch_embed.proj)
     pruner = copy.deepcopy(pruner)
     pruner.bind(
         ModelInfo(

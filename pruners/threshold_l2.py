@@ -97,7 +97,7 @@ class ThresholdL2Pruner(Pruner):
 
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         tok_valid = valid[:, 1:]
-        norms = x[:, 1:].float().norm(dim=-1)
+        norms = torch.linalg.vector_norm(x[:, 1:], dim=-1, dtype=torch.float32)  # fp32 sums, no fp32 copy of x
         if self.calibrating and self.calibrate_taus:
             q = 1.0 - self.keep_ratios[stage]
             # Calibration only (outside any timed or captured forward): boolean indexing is fine here.

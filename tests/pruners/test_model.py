@@ -380,3 +380,34 @@ def test_seeded_backbones_are_cached_copies_with_fresh_init_weights():
     assert len(pm._seeded) == pm._SEEDED_CACHE_SIZE  # bounded: the oldest entry went
     clear_backbone_cache()
     assert not pm._seeded
+
+
+def test_patch_embedding_runs_as_one_gemm_with_the_convolutions_weights(tmp_path):
+    """Every built model (dense too) embeds patches with PatchGemm: the Conv2d's parameters and
+    state_dict keys, its output up to the summation order; any other convolution is left alone."""
+    import timm
+    from torch import nn
+
+    from pruners.model import PatchGemm
+
+    model = build_pruned_model(TINY, None, "dense", seed=5)
+    proj = model.backbone.patch_embed.proj
+    assert type(proj) is PatchGemm
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        stock = timm.create_model(TINY, pretrained=False).eval()
+    assert list(model.backbone.state_dict()) == list(stock.state_dict())
+    images = synthetic_images(2, 224, seed=1)
+    with torch.no_grad():
+        torch.testing.assert_close(proj(images), stock.patch_embed.proj(images), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(model(images), stock(images), rtol=1e-4, atol=1e-4)
+        odd = torch.randn(1, 3, 37, 40)  # remainders dropped as the convolution drops them
+        torch.testing.assert_close(proj(odd), stock.patch_embed.proj(odd), rtol=1e-5, atol=1e-5)
+    for other in (nn.Conv2d(3, 8, 3, 1, padding=1), nn.Conv2d(3, 8, 4, 2), nn.Conv2d(4, 8, 2, 2, groups=2)):
+        assert PatchGemm.replacing(other) is other
+    # A checkpoint saved from a built model loads back into timm (same keys and shapes).
+    path = tmp_path / "w.pth"
+    torch.save(model.backbone.state_dict(), path)
+    again = build_pruned_model(TINY, None, "dense", checkpoint_path=str(path))
+    assert type(again.backbone.patch_embed.proj) is PatchGemm
+    assert torch.equal(again.backbone.patch_embed.proj.weight, proj.weight)
