@@ -8,6 +8,7 @@ a plain dict: `{key: {"value": float}}`, `{key: {"skip": reason}}` or `{key: {"e
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -184,20 +185,36 @@ def images_per_s_and_peak(
     return batch / statistics.median(times), peak, times
 
 
-def guarded(results: dict, key: str, compute: Callable[[], dict]) -> None:
+def guarded(results: dict, key: str, compute: Callable[[], dict], seconds: dict[str, float] | None = None) -> None:
     """Store compute()'s dict under key; NotImplementedError becomes a skip, anything else an error.
 
     Args:
         results: the matrix being filled.
         key: entry key.
         compute: returns `{name: float}`.
+        seconds: when given, compute()'s wall time is added to `seconds[key]` (`report_setup`).
     """
+    t0 = time.perf_counter()
     try:
         results[key] = {"values": compute()}
     except NotImplementedError as exc:
         results[key] = {"skip": str(exc) or "not implemented"}
     except Exception:  # noqa: BLE001 - one broken configuration must not hide the rest of the matrix
         results[key] = {"error": traceback.format_exc(limit=8)}
+    finally:
+        if seconds is not None:
+            seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - t0
+
+
+def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
+    """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
+    spent in cases, and the slowest cases. The runner passes asv `--show-stderr`, so the line lands
+    in the run's log: a suite that got slower says which class and case took the time."""
+    top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
+    line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
+            "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
+    print(line, file=file if file is not None else sys.stderr, flush=True)
+    return line
 
 
 def lookup(results: dict, key: str, name: str) -> float:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,20 +50,29 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
     Returns:
         The matrix setup_cache returns.
     """
+    t0 = time.perf_counter()
     try:
         compute = make_compute()
     except NotImplementedError as exc:
         return {"_global": {"skip": str(exc)}}
     results: dict = {}
+    seconds: dict[str, float] = {}
     for case in itertools.product(*params):
-        _models.guarded(results, _models.key_of(case), lambda case=case: compute(*case))
+        _models.guarded(results, _models.key_of(case), lambda case=case: compute(*case), seconds)
     for key, entry in list(results.items()):
         deferred = {m: v for m, v in entry.get("values", {}).items() if callable(v)}
         if deferred:
             _models.guarded(results, key, lambda entry=entry, deferred=deferred: {
                 **entry["values"], **{m: take() for m, take in deferred.items()}
-            })  # fmt: skip
+            }, seconds)  # fmt: skip
+    _models.report_setup(_caller_class(), seconds, time.perf_counter() - t0)
     return results
+
+
+def _caller_class() -> str:
+    """The benchmark class whose setup_cache called measure_matrix (its `self`), for the log line."""
+    owner = sys._getframe(2).f_locals.get("self")
+    return type(owner).__name__ if owner is not None else "measure_matrix"
 
 
 def case_samples(cache: dict, case: tuple[str, ...]) -> dict:

@@ -16,6 +16,8 @@ model: the same value is reported under every pruner, as that pruner's reference
 
 from __future__ import annotations
 
+import time
+
 from . import _models, _replay, _timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
@@ -35,6 +37,8 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
         `{key: entry}` as described in `_models`; key = "preset|pruner|backend|mode".
     """
     results: dict = {}
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
     try:
         torch = _timing.require_cuda()
     except NotImplementedError as exc:
@@ -68,7 +72,7 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
                             ips, peak, times = _models.images_per_s_and_peak(torch, run, batch, reps=FORWARDS)
                         return {"images_per_s": ips, "peak_bytes": peak, "time_forward": times}
 
-                    _models.guarded(results, _models.key_of((preset_name, pruner, backend, mode)), compute)
+                    _models.guarded(results, _models.key_of((preset_name, pruner, backend, mode)), compute, seconds)
                 del model
                 torch.cuda.empty_cache()
             if backend == "dense":
@@ -76,6 +80,7 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
                     for mode in modes:
                         k0 = _models.key_of((preset_name, pruners[0], backend, mode))
                         results[_models.key_of((preset_name, pruner, backend, mode))] = results[k0]
+    _models.report_setup(f"end-to-end matrix ({len(presets)} presets)", seconds, time.perf_counter() - t0)
     return results
 
 
