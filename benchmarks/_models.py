@@ -7,6 +7,7 @@ a plain dict: `{key: {"value": float}}`, `{key: {"skip": reason}}` or `{key: {"e
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -208,12 +209,22 @@ def guarded(results: dict, key: str, compute: Callable[[], dict], seconds: dict[
 
 def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
     """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
-    spent in cases, and the slowest cases. The runner passes asv `--show-stderr`, so the line lands
-    in the run's log: a suite that got slower says which class and case took the time."""
+    spent in cases, and the slowest cases; also append it to the file `RAGGED_SETUP_LOG` names.
+
+    asv shows a setup_cache's output only when it fails, so `python -m ci run` sets RAGGED_SETUP_LOG
+    and prints the file's lines after asv finishes: a suite that got slower says which class and
+    case took the time."""
     top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
     line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
             "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
     print(line, file=file if file is not None else sys.stderr, flush=True)
+    log = os.environ.get("RAGGED_SETUP_LOG")
+    if log:
+        try:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError:
+            pass  # a diagnostic only: never fail a benchmark over it
     return line
 
 

@@ -474,10 +474,15 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
         fh.write("".join(f"{s}\n" for s in shas))
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
+    env = _asv_env(cfg)
+    # Each setup_cache appends one "[setup]" line (benchmarks._models.report_setup); asv itself shows
+    # their output only on failure, so the lines are echoed once asv is done.
+    setup_log = Path(tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")[1])
+    env["RAGGED_SETUP_LOG"] = str(setup_log)
     try:
         # Its own session, so an interrupt can stop asv and every benchmark process it spawned.
         proc = subprocess.Popen(
-            cmd, cwd=cfg.repo, env=_asv_env(cfg), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cmd, cwd=cfg.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, bufsize=1, start_new_session=True,
         )  # fmt: skip
         try:
@@ -499,6 +504,10 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
             raise
     finally:
         os.unlink(hashfile)
+        with contextlib.suppress(OSError):
+            for line in setup_log.read_text(encoding="utf-8").splitlines():
+                echo(line)
+        setup_log.unlink(missing_ok=True)
 
 
 

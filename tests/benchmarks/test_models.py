@@ -152,7 +152,7 @@ def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap(monkeypatch):
     assert 0.1 <= clock.now < 0.2  # steady from the start: stops soon after its minimum
 
 
-def test_setup_report_names_the_slowest_cases(capsys):
+def test_setup_report_names_the_slowest_cases(capsys, monkeypatch, tmp_path):
     """measure_matrix times every case and prints one `[setup]` line (asv --show-stderr: the run log)."""
     from benchmarks import _replay
 
@@ -162,11 +162,14 @@ def test_setup_report_names_the_slowest_cases(capsys):
         def setup_cache(self):
             return _replay.measure_matrix(self.params, lambda: lambda p, q: {"v": [float(len(p + q))]})
 
+    monkeypatch.setenv("RAGGED_SETUP_LOG", str(tmp_path / "setup.log"))
     cache = Fake().setup_cache()
     assert cache["a|x"] == {"values": {"v": [2.0]}}
     line = capsys.readouterr().err.strip()
     assert line.startswith("[setup] Fake: 2 cases, ") and "slowest: " in line and "a|x" in line and "b|x" in line
+    assert (tmp_path / "setup.log").read_text() == line + "\n"  # for the runner to echo (asv hides it)
     seconds = {"k1": 0.5, "k2": 3.0}
     _models.guarded({}, "k1", lambda: (_ for _ in ()).throw(ValueError("boom")), seconds)
     assert seconds["k1"] > 0.5  # errors are timed too
-    assert _models.report_setup("C", seconds, 4.0).index("k2 3.0 s") < _models.report_setup("C", seconds, 4.0).index("k1")
+    line = _models.report_setup("C", seconds, 4.0)
+    assert line.index("k2 3.0 s") < line.index("k1")  # slowest first

@@ -305,3 +305,18 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
                  "bench_attention.AttentionCPU.time_host"]:
         assert pattern.search(name), name
     assert re.search(QUICK_REGEX, "bench_end_to_end.EndToEndPR.time_forward")  # the PR subset is unchanged
+
+
+def test_setup_lines_written_during_the_asv_run_are_echoed_after_it(toy, tmp_path, monkeypatch):
+    """asv hides a successful setup_cache's output: each one appends its `[setup]` line to the file
+    RAGGED_SETUP_LOG names (benchmarks._models.report_setup), which run_asv echoes, then removes."""
+    from ci import runner
+
+    repo, shas = toy
+    script = ("import os, sys; log = os.environ['RAGGED_SETUP_LOG']; open(log, 'a').write('[setup] Fake: 2 cases\\n'); "
+              "print(log); sys.exit(0)")
+    monkeypatch.setattr(runner, "_asv_cmd", lambda cfg, *args: [sys.executable, "-c", script])
+    lines: list[str] = []
+    assert runner.run_asv(_cfg(repo, tmp_path), [shas["A"]], interleave=False, echo=lines.append) == 0
+    assert len(lines) == 2 and lines[1] == "[setup] Fake: 2 cases"
+    assert not Path(lines[0]).exists()  # the file asv's processes wrote to is gone
