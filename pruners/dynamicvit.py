@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from pruners._ops import rank_desc
@@ -46,7 +47,12 @@ class PredictorLG(nn.Module):
         w = policy.to(h.dtype)[..., None]
         # Mean of the global half over the currently present tokens (reference: policy-weighted mean).
         glob = (h[..., c // 2 :] * w).sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp_min(1)
-        return self.out_conv(torch.cat([local, glob.expand(-1, h.shape[1], -1)], dim=-1))
+        # The reference applies out_conv[0] to cat([local, glob expanded over the tokens]). The same
+        # Linear split over its input halves needs no [B, N, C] concatenation, and the global half is
+        # one row per image instead of N: local @ W_l^T + (glob @ W_g^T + b).
+        first = self.out_conv[0]
+        y = F.linear(local, first.weight[:, : c // 2]) + F.linear(glob, first.weight[:, c // 2 :], first.bias)
+        return self.out_conv[1:](y)
 
 
 def _init_weights(m: nn.Module) -> None:
