@@ -101,16 +101,19 @@ def _ats_keep_kernel(
         tl.store(base + order, keep_sorted.to(tl.int8), mask=inb)
 
 
-def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
     """`pruners.ats.ats_keep` in one kernel launch (CUDA, or CPU under Triton's interpreter).
 
     Args:
-        scores: [B, M] significance (>= 0), any float dtype.
-        valid: [B, M] bool.
+        scores: [B, M] significance (>= 0), any float dtype; rows may be strided (e.g. `sig[:, 1:]`).
+        valid: [B, M] bool, rows may be strided likewise.
         n_samples: R (>= 2).
+        out: optional bool [B, M] to write the mask into (e.g. columns 1: of the stage's [B, N] keep
+            mask, so no concatenation follows); unit stride along M.
 
     Returns:
-        keep [B, M] bool.
+        keep [B, M] bool (`out` when given).
     """
     if scores.dim() != 2 or valid.shape != scores.shape or valid.dtype != torch.bool:
         raise ValueError(f"scores [B, M] and a bool valid mask of the same shape expected, got "
@@ -119,21 +122,30 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) ->
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
     if valid.device != scores.device:
         raise ValueError(f"scores and valid must be on one device, got {scores.device} and {valid.device}")
+    if out is not None and (out.shape != scores.shape or out.dtype != torch.bool or out.device != scores.device
+                            or (out.numel() and out.stride(-1) != 1)):
+        raise ValueError(f"out must be bool {tuple(scores.shape)} on {scores.device} with unit stride along M, got "
+                         f"{out.dtype} {tuple(out.shape)} on {out.device}")
     if not scores.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         raise ValueError(f"the fused ATS sampler needs CUDA tensors (got {scores.device}); on the CPU it runs "
                          "only in Triton's interpreter (TRITON_INTERPRET=1), or use sampler='torch'")
     b, m = scores.shape
-    keep = torch.zeros((b, m), dtype=torch.int8, device=scores.device)
+    # Every position in [0, M) of every row is written (the kernel stores a whole permutation), so
+    # the buffer needs no zero fill.
+    keep = out if out is not None else torch.empty((b, m), dtype=torch.bool, device=scores.device)
     if b == 0 or m == 0:
-        return keep.bool()
-    scores = scores.contiguous()
-    valid8 = valid.contiguous().view(torch.int8)
+        return keep
+    if scores.stride(-1) != 1:
+        scores = scores.contiguous()
+    if valid.stride(-1) != 1:
+        valid = valid.contiguous()
+    valid8, keep8 = valid.view(torch.int8), keep.view(torch.int8)
     block = max(16, triton.next_power_of_2(m))
     _ats_keep_kernel[(b,)](
-        scores, valid8, keep, m, n_samples, scores.stride(0), valid8.stride(0), keep.stride(0), _TINY,
+        scores, valid8, keep8, m, n_samples, scores.stride(0), valid8.stride(0), keep8.stride(0), _TINY,
         BLOCK=block, CHUNK=_CHUNK, num_warps=4 if block <= 256 else 8,
     )
-    return keep.view(torch.bool)
+    return keep
 
 
 __all__ = ["ats_keep_fused"]

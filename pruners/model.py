@@ -287,7 +287,8 @@ class PrunedDeiT(nn.Module):
                     f"keep_override[{self._applied}] must be bool {tuple(valid.shape)}, "
                     f"got {keep.dtype} {tuple(keep.shape)}"
                 )
-        keep = torch.cat([torch.ones_like(keep[:, :1]), keep[:, 1:] & valid[:, 1:]], dim=1)
+        keep = keep & valid  # a new tensor: the pruner's or keep_override's mask is left alone
+        keep[:, 0] = True
         self._applied += 1
         if self.record:
             self.recorded_keeps.append(keep)

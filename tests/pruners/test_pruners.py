@@ -274,7 +274,15 @@ def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, device):
     from pruners.ats_triton import ats_keep_fused
 
     scores, valid = _ats_cases(seed, m, device)
-    assert torch.equal(ats_keep_fused(scores, valid, r), ats_keep(scores, valid, r))
+    expect = ats_keep(scores, valid, r)
+    assert torch.equal(ats_keep_fused(scores, valid, r), expect)
+    # Into columns 1: of a wider mask, from strided rows, over pre-set values: every position is written.
+    for fill in (True, False):
+        full = torch.full((scores.shape[0], m + 1), fill, dtype=torch.bool, device=device)
+        wide_s = torch.cat([torch.zeros_like(scores[:, :1]), scores], 1)
+        wide_v = torch.cat([torch.ones_like(valid[:, :1]), valid], 1)
+        assert ats_keep_fused(wide_s[:, 1:], wide_v[:, 1:], r, out=full[:, 1:]).data_ptr() == full[:, 1:].data_ptr()
+        assert torch.equal(full[:, 1:], expect) and (full[:, 0] == fill).all()
 
 
 @pytest.mark.gpu
@@ -297,6 +305,10 @@ def test_ats_fused_sampler_in_the_pruner_and_bad_inputs():
     with pytest.raises(ValueError, match="bool valid mask"):
         ats_keep_fused(scores, valid.int(), 5)
     assert ats_keep_fused(scores[:0], valid[:0], 5).shape == (0, 60)
+    with pytest.raises(ValueError, match="out must be bool"):
+        ats_keep_fused(scores, valid, 5, out=torch.zeros(2, 60, dtype=torch.int8))
+    with pytest.raises(ValueError, match="out must be bool"):
+        ats_keep_fused(scores, valid, 5, out=torch.zeros(60, 4, dtype=torch.bool).t())
     with pytest.raises(ValueError, match="one device"):
         ats_keep_fused(scores, valid.to("meta"), 5)
     with pytest.raises(ValueError, match="sampler"):
