@@ -111,6 +111,15 @@ def _ats_jobs() -> list:
              dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]  # fmt: skip
 
 
+def _cls_jobs() -> list:
+    from pruners.cls_triton import _cls_scores_kernel
+
+    args = dict(Q="*fp16", K="*fp16", CU="*i32", OUT="*fp32", R="i32", N="i32", scale="fp32", stride_qr="i32",
+                stride_qh="i32", stride_kr="i32", stride_kh="i32", stride_ob="i32", stride_oh="i32")  # fmt: skip
+    return [(f"CLS scores D{d} BLOCK_N={b}", _cls_scores_kernel, args, dict(HEAD_DIM=d, BLOCK_N=b), dict(num_warps=4))
+            for d in (32, 64, 128) for b in (16, 128)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", type=int, default=90, help="CUDA compute capability x10 (90: Hopper)")
@@ -124,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     from triton.compiler import ASTSource
 
     target = GPUTarget("cuda", args.arch, 32)
-    jobs = _attention_jobs(args.variants) + _pack_jobs() + _linear_jobs() + _ats_jobs()
+    jobs = _attention_jobs(args.variants) + _pack_jobs() + _linear_jobs() + _ats_jobs() + _cls_jobs()
     failed = 0
     for name, kernel, sig_args, consts, options in jobs:
         signature = {**sig_args, **{k: "constexpr" for k in consts}}
