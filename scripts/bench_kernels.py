@@ -358,10 +358,11 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     Session 4's sweep chose the tables' 16-key tails. Session 5's (gpu-runs/2026-11-29-s5-run2-*)
     ruled out smaller tiles for the 99-token points: 16-key blocks, 2 warps, 32-row query tiles,
     8 warps on 64 rows and lazy rescaling all lost (geomean 0.72-1.22 of FA2 against 0.68); a fourth
-    stage tied (0.668 vs 0.676 at 197; 0.55 vs 0.59 at B 1 x 577). FA2 itself runs one 128-row tile
-    per (image, head) up to 128 tokens, which is why its time barely moves from 40 to 99 tokens
-    (14.6 -> 15.8 us at B 32). Next: 128-row tiles with wide key blocks (one or two K steps for a
-    99-token segment), wider tails, and 128-key blocks for the 577 bucket."""
+    stage tied. Session 6's (gpu-runs/2026-11-29-s6-run1-*) ruled out FA2's own tiling: 128-row tiles
+    with 64- or 128-key blocks lose 20-30% at <= 99 tokens (geomean 0.88-1.15 against 0.69), and
+    32-key tails tie 16-key ones. At these sizes both kernels are latency-bound (B 32 x 99 tokens is
+    ~2.4 us of tensor-core work against 13-16 us measured). Next: fewer pipeline stages (a shorter
+    prologue for 2-4 key steps) and wider tails on 64-key blocks (fewer dependent steps)."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
     if head_dim == 128:
@@ -377,16 +378,12 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
             AttnConfig(64, 128, 8, 2, TAIL_N=32),
         ]
     candidates = [
-        AttnConfig(64, 32, 4, 4, TAIL_N=16),
-        AttnConfig(64, 64, 4, 4, TAIL_N=16),
-        AttnConfig(128, 64, 8, 3, TAIL_N=16),
-        AttnConfig(128, 64, 8, 3, TAIL_N=32),
-        AttnConfig(128, 128, 8, 2),
-        AttnConfig(128, 64, 4, 3, TAIL_N=16),
+        AttnConfig(64, 32, 4, 2, TAIL_N=16),
+        AttnConfig(64, 64, 4, 2, TAIL_N=16),
+        AttnConfig(64, 64, 4, 2, TAIL_N=32),
+        AttnConfig(64, 64, 4, 2),
+        AttnConfig(64, 64, 4, 3),
         AttnConfig(64, 32, 4, 3, TAIL_N=32),
-        AttnConfig(64, 64, 4, 3, TAIL_N=32),
-        AttnConfig(64, 128, 4, 2, TAIL_N=16),
-        AttnConfig(128, 128, 8, 2, TAIL_N=32),
     ]
     return table + candidates
 
