@@ -32,6 +32,7 @@ CATEGORIES: list[tuple[str, re.Pattern]] = [
         ("attention", r"flash|fmha|_ragged_attn|attention|efficient_attn"),
         ("pack", r"_pack_unpack|_segment_count"),
         ("ats sampler", r"_ats_keep"),
+        ("cls probe", r"_cls_scores"),
         ("gemm", r"gemm|cutlass|xmma|cublas|_ragged_linear|matmul|wgmma|nvjet"),
         ("layernorm", r"layer_?norm"),
         ("gelu", r"gelu"),

@@ -498,7 +498,8 @@ def _packed_qkv(lens, heads, dim, device, pad_rows=3, dtype=torch.float32):
     return qkv[:, 0], qkv[:, 1], qkv[:, 2], cu
 
 
-@pytest.mark.parametrize("lens", [[1, 5, 17, 3], [40], [9, 9], [2, 70, 1], [150, 3]], ids=lambda v: "L" + "-".join(map(str, v)))
+@pytest.mark.parametrize("lens", [[1, 5, 17, 3], [40], [9, 9], [2, 70, 1], [150, 3]],
+                         ids=lambda v: "L" + "-".join(map(str, v)))
 def test_cls_scores_packed_give_the_dense_cls_attention(lens, device):
     """softmax(cls_scores_packed) equals `cls_attention` on the gathered dense view, for strided q/k,
     ragged lengths, a max_seqlen above the longest image, and NaN padding rows that must stay unread."""

@@ -23,6 +23,7 @@ _spec.loader.exec_module(ppf)
         ("_pack_unpack_kernel", "pack"),
         ("_segment_count_kernel", "pack"),
         ("_ats_keep_kernel", "ats sampler"),
+        ("_cls_scores_kernel", "cls probe"),
         ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>", "layernorm"),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", "gelu"),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>>", "elementwise"),
@@ -49,3 +50,16 @@ def test_summary_and_table():
     assert body["gemm"] == "| gemm | 160 (2) | 50 (1) | 0.31 |"
     assert body["pack"] == "| pack | 0 (0) | 5 (1) | — |"
     assert body["total"] == "| total | 200 (3) | 65 (3) | 0.33 |"
+
+
+def test_top_ops_ranks_ops_by_self_gpu_time_per_forward():
+    from types import SimpleNamespace
+
+    events = [SimpleNamespace(key="aten::addmm", input_shapes=[[768], [64, 768]], count=20,
+                              self_device_time_total=400.0),
+              SimpleNamespace(key="aten::gelu", input_shapes=[[64, 3072]], count=10, self_device_time_total=100.0),
+              SimpleNamespace(key="aten::view", input_shapes=[[1]], count=50, self_device_time_total=0.0)]
+    prof = SimpleNamespace(key_averages=lambda group_by_input_shape: events)
+    rows = ppf.top_ops(prof, forwards=10, n=5)
+    assert rows[2].startswith("| aten::addmm | [[768], [64, 768]] | 40.0 | 2 | 80.0% |")
+    assert rows[3].startswith("| aten::gelu |") and len(rows) == 4  # ops without GPU time are left out
