@@ -13,7 +13,7 @@ HEAD=$(git rev-parse HEAD); echo "mode=$MODE head=$HEAD setup took $(( $(date +%
 case $MODE in
   quick) SEL=(--quick) ;;
   partA) SEL=(-b '^bench_attention\.|^bench_pack\.') ;;
-  partB) SEL=(-b '^bench_correctness\.|^bench_end_to_end\.') ;;
+  partB) SEL=(-b "^(?!bench_end_to_end\.EndToEnd(PR)?\.\w+\(.*'(padded_sdpa|nested_sdpa)', 'graph'\))(bench_correctness\.|bench_end_to_end\.)") ;;
   aa)    SEL=(-b '^bench_attention\.AttentionKernels(PR)?\.time_gpu|^bench_pack\.PackTokens\.time_gpu') ;;
 esac
 T1=$(date +%s)
