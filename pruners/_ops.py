@@ -47,8 +47,10 @@ def dense_index(cu_seqlens: torch.Tensor, max_seqlen: int, rows: int) -> tuple[t
         (idx [B, max_seqlen] int64 row of each position, valid [B, max_seqlen] bool).
     """
     pos = torch.arange(max_seqlen, device=cu_seqlens.device)
-    valid = pos[None, :] < seq_lens(cu_seqlens)[:, None]
-    idx = (cu_seqlens[:-1].long()[:, None] + pos[None, :]).clamp_(max=rows - 1)
+    # No separate int64 casts of cu_seqlens (each one a kernel per stage): the int64 `pos` promotes
+    # inside the comparison and the addition.
+    valid = pos[None, :] < (cu_seqlens[1:] - cu_seqlens[:-1])[:, None]
+    idx = (cu_seqlens[:-1, None] + pos[None, :]).clamp_(max=rows - 1)
     return idx, valid
 
 
@@ -57,9 +59,10 @@ def gather_dense(x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor]) -> t
     zeros at invalid positions."""
     idx, valid = index
     dense = x[idx]
-    # torch.where, not a multiply: padding rows of a backend's output may hold NaN/garbage.
+    # torch.where, not a multiply: padding rows of a backend's output may hold NaN/garbage. A Python
+    # scalar, not a device zero: no fill kernel, and the result keeps x's dtype.
     mask = valid.view(*valid.shape, *([1] * (dense.dim() - 2)))
-    return torch.where(mask, dense, torch.zeros((), dtype=x.dtype, device=x.device))
+    return torch.where(mask, dense, False if x.dtype == torch.bool else 0)
 
 
 def to_dense(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> tuple[torch.Tensor, torch.Tensor]:
