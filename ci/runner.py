@@ -477,7 +477,9 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
     env = _asv_env(cfg)
     # Each setup_cache appends one "[setup]" line (benchmarks._models.report_setup); asv itself shows
     # their output only on failure, so the lines are echoed once asv is done.
-    setup_log = Path(tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")[1])
+    fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")
+    os.close(fd)
+    setup_log = Path(name)
     env["RAGGED_SETUP_LOG"] = str(setup_log)
     try:
         # Its own session, so an interrupt can stop asv and every benchmark process it spawned.

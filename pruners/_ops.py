@@ -20,18 +20,6 @@ import torch
 import torch.nn.functional as F
 
 
-def seq_lens(cu_seqlens: torch.Tensor) -> torch.Tensor:
-    """Per-image token counts from cumulative offsets.
-
-    Args:
-        cu_seqlens: int [B+1].
-
-    Returns:
-        int64 [B].
-    """
-    return (cu_seqlens[1:] - cu_seqlens[:-1]).long()
-
-
 def dense_index(cu_seqlens: torch.Tensor, max_seqlen: int, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Row indices and validity of the right-padded dense view of packed rows (no host sync).
 
@@ -141,6 +129,18 @@ def cls_attention(q_cls: torch.Tensor, k: torch.Tensor, valid: torch.Tensor, sca
     return torch.softmax(s, dim=-1)
 
 
+def _cls_probs_kernel(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor | None, max_seqlen: int,
+                      scale: float) -> torch.Tensor | None:
+    """Softmax of `pruners.cls_triton`'s scores for CUDA q/k [R, H, D] it supports; None otherwise."""
+    if not q.is_cuda:
+        return None
+    from pruners import cls_triton
+
+    if not cls_triton.supported(q, k):
+        return None
+    return torch.softmax(cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale), dim=-1)
+
+
 def cls_attention_packed(
     q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
     index: tuple[torch.Tensor, torch.Tensor],
@@ -158,11 +158,9 @@ def cls_attention_packed(
         scale: softmax scale.
         index: the stage's `dense_index`.
     """
-    if q.is_cuda:
-        from pruners import cls_triton
-
-        if cls_triton.supported(q, k):
-            return torch.softmax(cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale), dim=-1)
+    probs = _cls_probs_kernel(q, k, cu_seqlens, max_seqlen, scale)
+    if probs is not None:
+        return probs
     return cls_attention(q[cu_seqlens[:-1].long()], gather_dense(k, index), index[1], scale)
 
 
@@ -171,13 +169,10 @@ def cls_attention_full(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.
     [B, N, H, D] -> [B, H, N] fp32. On CUDA through `pruners.cls_triton` (rows as B segments of N),
     which reads k in place instead of copying it to fp32 first."""
     B, N = q.shape[:2]
-    if q.is_cuda:
-        from pruners import cls_triton
-
-        qf, kf = q.flatten(0, 1), k.flatten(0, 1)
-        if cls_triton.supported(qf, kf):
-            cu = torch.arange(0, (B + 1) * N, N, dtype=torch.int32, device=q.device)
-            return torch.softmax(cls_triton.cls_scores_packed(qf, kf, cu, N, scale), dim=-1)
+    cu = torch.arange(0, (B + 1) * N, N, dtype=torch.int32, device=q.device) if q.is_cuda else None
+    probs = _cls_probs_kernel(q.flatten(0, 1), k.flatten(0, 1), cu, N, scale)
+    if probs is not None:
+        return probs
     return cls_attention(q[:, 0], k, torch.ones(B, N, dtype=torch.bool, device=q.device), scale)
 
 

@@ -174,20 +174,18 @@ class ATSPruner(Pruner):
             v_norm = torch.linalg.vector_norm(attn.v, dim=-1, dtype=torch.float32)
         sig = attn.cls_probs.sum(1) * v_norm
         tok_valid = valid[:, 1:]
-        if self.uses_fused(sig) and self.max_keep is None:
-            from pruners.ats_triton import ats_keep_fused
-
-            # The kernel writes columns 1: of the stage's mask in place: no concatenation after it.
-            full = torch.empty(valid.shape, dtype=torch.bool, device=valid.device)
-            full[:, 0] = True
-            ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage], out=full[:, 1:])
-            return full
-        if self.uses_fused(sig):
-            from pruners.ats_triton import ats_keep_fused
-
-            keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
-        else:
+        if not self.uses_fused(sig):
             keep = ats_keep(sig[:, 1:], tok_valid, self.num_samples[stage])
+        else:
+            from pruners.ats_triton import ats_keep_fused
+
+            if self.max_keep is None:
+                # The kernel writes columns 1: of the stage's mask in place: no concatenation after it.
+                full = torch.empty(valid.shape, dtype=torch.bool, device=valid.device)
+                full[:, 0] = True
+                ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage], out=full[:, 1:])
+                return full
+            keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
         if self.max_keep is not None:
             keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
