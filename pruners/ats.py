@@ -129,6 +129,7 @@ class ATSPruner(Pruner):
     placement = "after_attention"
     needs_attention = True
     needs_value_norms = True  # significance uses ||v|| only (AttnInfo.v_norm)
+    needs_tokens = False
     ragged = True
 
     def __init__(
@@ -190,11 +191,33 @@ class ATSPruner(Pruner):
             keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
 
+    def decide_packed(self, stage, q, k, v, cu_seqlens, max_seqlen, scale):
+        """The whole decision from the block's q, k, v in three kernels (CLS scores, value norms, then
+        `pruners.ats_triton.ats_stage_fused`: softmax, head sum, significance and sampling): where the fused
+        sampler applies (CUDA, at most FUSED_MAX_TOKENS tokens) and without `max_keep`."""
+        if self.max_keep is not None or not self._fused_for(q.device, max_seqlen):
+            return None
+        from pruners import cls_triton
+        from pruners.ats_triton import ats_stage_fused
+
+        if cu_seqlens is None:  # the first stage: dense [B, N, H, D], every position valid
+            b, n = q.shape[:2]
+            cu_seqlens = torch.arange(0, (b + 1) * n, n, dtype=torch.int32, device=q.device)
+            q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)
+        if not cls_triton.supported(q, k):
+            return None
+        scores = cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
+        norms = torch.linalg.vector_norm(v.flatten(-2), dim=-1, dtype=torch.float32)
+        return ats_stage_fused(scores, norms, cu_seqlens, self.num_samples[stage])
+
+    def _fused_for(self, device: torch.device, n_tokens: int) -> bool:
+        if self.sampler == "auto":
+            return device.type == "cuda" and n_tokens - 1 <= self.FUSED_MAX_TOKENS
+        return self.sampler == "fused"
+
     def uses_fused(self, sig: torch.Tensor) -> bool:
         """Whether decide() samples with the fused kernel for significance `sig` [B, N] (CLS first)."""
-        if self.sampler == "auto":
-            return sig.is_cuda and sig.shape[1] - 1 <= self.FUSED_MAX_TOKENS
-        return self.sampler == "fused"
+        return self._fused_for(sig.device, sig.shape[1])
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         bound = min(n_in - 1, self.num_samples[stage])

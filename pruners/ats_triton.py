@@ -37,16 +37,11 @@ def _ordered_bits(x):
 
 
 @triton.jit
-def _ats_keep_kernel(
-    SCORES, VALID, KEEP, M, R, stride_s, stride_v, stride_k, tiny,
-    BLOCK: tl.constexpr, CHUNK: tl.constexpr,
-):
-    row = tl.program_id(0).to(tl.int64)
-    o = tl.arange(0, BLOCK)
-    inb = o < M
-    valid = (tl.load(VALID + row * stride_v + o, mask=inb, other=0) != 0) & inb
-    sc = tl.load(SCORES + row * stride_s + o, mask=inb, other=0.0).to(tl.float32)
-    s = tl.where(valid, sc, 0.0)
+def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+    """The sampling of one image's significance `s` [BLOCK] (valid where `valid`): returns
+    (keep_sorted, order, degenerate, whole): the sampled flags in sorted order with the permutation that
+    sorts, and the fallback (`whole`, in token order) taken where `degenerate`."""
+    s = tl.where(valid, s, 0.0)
     s = tl.math.div_rn(s, tl.maximum(tl.sum(s, 0), tiny))
 
     # Stable ascending sort of (valid ? s : +inf) with the permutation: value bits above the index.
@@ -94,11 +89,63 @@ def _ats_keep_kernel(
 
     keep_sorted = (picked != 0) & vs
     whole = valid & (tl.cumsum(valid.to(tl.int32), 0) <= R)
+    return keep_sorted, order, degenerate, whole
+
+
+@triton.jit
+def _ats_keep_kernel(
+    SCORES, VALID, KEEP, M, R, stride_s, stride_v, stride_k, tiny,
+    BLOCK: tl.constexpr, CHUNK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    o = tl.arange(0, BLOCK)
+    inb = o < M
+    valid = (tl.load(VALID + row * stride_v + o, mask=inb, other=0) != 0) & inb
+    sc = tl.load(SCORES + row * stride_s + o, mask=inb, other=0.0).to(tl.float32)
+    keep_sorted, order, degenerate, whole = _sample(sc, valid, o, inb, M, R, tiny, BLOCK, CHUNK)
     base = KEEP + row * stride_k
     if degenerate:
         tl.store(base + o, whole.to(tl.int8), mask=inb)
     else:
         tl.store(base + order, keep_sorted.to(tl.int8), mask=inb)
+
+
+@triton.jit
+def _ats_stage_kernel(
+    SCORES, VNORM, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
+    H_PAD: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """One image's whole ATS decision from its CLS scores: softmax per head, sum over heads, times the
+    value norms of its packed rows, then `_sample`; writes the [N] keep row (CLS True, past the
+    image's length False)."""
+    b = tl.program_id(0)
+    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
+    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
+    length = tl.minimum(end - start, N)
+    M = N - 1
+    o = tl.arange(0, BLOCK)  # token o is position 1 + o (CLS excluded)
+    inb = o < M
+    valid = (o + 1 < length) & inb
+    h = tl.arange(0, H_PAD)
+    hm = h < H
+    sb = SCORES + b.to(tl.int64) * stride_sb + h.to(tl.int64)[:, None] * stride_sh
+    t = tl.load(sb + 1 + o[None, :], mask=hm[:, None] & valid[None, :], other=float("-inf"))
+    s0 = tl.load(SCORES + b.to(tl.int64) * stride_sb + h.to(tl.int64) * stride_sh, mask=hm & (length > 0),
+                 other=float("-inf"))
+    mx = tl.maximum(tl.max(t, 1), s0)
+    mx = tl.where(mx == float("-inf"), 0.0, mx)  # padded heads (and an empty image): no NaN
+    e = tl.exp(t - mx[:, None])
+    den = tl.sum(e, 1) + tl.exp(s0 - mx)
+    den = tl.where(den > 0, den, 1.0)
+    probs = tl.sum(tl.math.div_rn(e, den[:, None]), 0)  # [BLOCK]: CLS attention summed over heads
+    vn = tl.load(VNORM + start.to(tl.int64) + 1 + o, mask=valid, other=0.0)
+    keep_sorted, order, degenerate, whole = _sample(probs * vn, valid, o, inb, M, R, tiny, BLOCK, CHUNK)
+    base = KEEP + b.to(tl.int64) * stride_k
+    tl.store(base, 1)
+    if degenerate:
+        tl.store(base + 1 + o, whole.to(tl.int8), mask=inb)
+    else:
+        tl.store(base + 1 + order, keep_sorted.to(tl.int8), mask=inb)
 
 
 def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
@@ -148,4 +195,58 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
     return keep
 
 
-__all__ = ["ats_keep_fused"]
+def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+                    n_samples: int) -> torch.Tensor:
+    """One ATS stage's keep mask from packed-row facts, in one kernel launch (after the CLS scores).
+
+    Equals `ATSPruner.decide` on the same block: significance = (CLS softmax attention summed over heads) x
+    value norm, then `ats_keep`'s sampling (the softmax and the head sum associate differently from
+    PyTorch's, so the significance may differ in the last bits; see the module notes).
+
+    Args:
+        scores: fp32 [B, H, N] scaled CLS scores (`pruners.cls_triton.cls_scores_packed`: -inf past each
+            image's length).
+        value_norms: fp32 [R] L2 norms of the packed rows' value vectors (heads concatenated).
+        cu_seqlens: int32 [B+1] segments of the R rows (clamped into [0, R]; lengths past N are cut to N).
+        n_samples: R (>= 2).
+
+    Returns:
+        keep [B, N] bool: CLS (column 0) True, the sampled tokens True, positions past each image's
+        length False.
+    """
+    if scores.dim() != 3 or scores.dtype != torch.float32:
+        raise ValueError(f"scores must be fp32 [B, H, N], got {scores.dtype} {tuple(scores.shape)}")
+    if value_norms.dim() != 1 or value_norms.dtype != torch.float32 or not value_norms.is_contiguous():
+        raise ValueError(f"value_norms must be a contiguous fp32 [R], got {value_norms.dtype} "
+                         f"{tuple(value_norms.shape)}")
+    b, h, n = scores.shape
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.shape != (b + 1,) or not cu_seqlens.is_contiguous():
+        raise ValueError(f"cu_seqlens must be a contiguous int32 [B+1] = [{b + 1}], got {cu_seqlens.dtype} "
+                         f"{tuple(cu_seqlens.shape)}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
+    if len({scores.device, value_norms.device, cu_seqlens.device}) != 1:
+        raise ValueError("scores, value_norms and cu_seqlens must be on one device")
+    if not scores.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        raise ValueError(f"the fused ATS stage needs CUDA tensors (got {scores.device}); on the CPU it runs only "
+                         "in Triton's interpreter (TRITON_INTERPRET=1)")
+    keep = torch.empty((b, n), dtype=torch.bool, device=scores.device)
+    if b == 0 or n == 0:
+        return keep
+    if n == 1 or h == 0 or value_norms.shape[0] == 0:
+        keep[:, 0] = True
+        keep[:, 1:] = False
+        return keep
+    if scores.stride(-1) != 1:
+        scores = scores.contiguous()
+    keep8 = keep.view(torch.int8)
+    block = max(16, triton.next_power_of_2(n - 1))
+    _ats_stage_kernel[(b,)](
+        scores, value_norms, cu_seqlens, keep8, n, h, n_samples, value_norms.shape[0],
+        scores.stride(0), scores.stride(1), keep8.stride(0), _TINY,
+        H_PAD=triton.next_power_of_2(h), BLOCK=block, CHUNK=_CHUNK, num_warps=4 if block <= 256 else 8,
+    )
+    return keep
+
+
+__all__ = ["ats_keep_fused", "ats_stage_fused"]

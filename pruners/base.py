@@ -81,12 +81,17 @@ class Pruner(nn.Module):
     needs_attention: ClassVar[bool] = False
     needs_values: ClassVar[bool] = False
     needs_value_norms: ClassVar[bool] = False
+    # False when decide() never reads the tokens x (it is then passed None and the model skips
+    # gathering them into a dense view).
+    needs_tokens: ClassVar[bool] = True
     ragged: ClassVar[bool] = False
 
     def __init__(self, stages: Sequence[int]) -> None:
         super().__init__()
         self.stages = check_stages(stages, self.name)
         self.info: ModelInfo | None = None
+        # True when extra_token() may add a token (EViT's fusion): the model calls it only then.
+        self.fuses_tokens = False
 
     def bind(self, info: ModelInfo) -> None:
         """Attach to a backbone: check the stages fit and build anything that depends on its size.
@@ -104,7 +109,8 @@ class Pruner(nn.Module):
         Args:
             stage: stage index.
             x: dense tokens [B, N, C], CLS at position 0 (post-attention residual stream for
-                `after_attention` pruners, block input for `before_block` ones).
+                `after_attention` pruners, block input for `before_block` ones); None when the
+                pruner sets `needs_tokens = False`.
             valid: [B, N] bool.
             attn: attention facts (only for `needs_attention` pruners).
 
@@ -113,10 +119,22 @@ class Pruner(nn.Module):
         """
         raise NotImplementedError
 
+    def decide_packed(
+        self, stage: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor | None,
+        max_seqlen: int, scale: float,
+    ) -> torch.Tensor | None:
+        """Optional fast path for `after_attention` pruners: the keep mask straight from the block's q, k, v
+        (packed [R, H, D] with `cu_seqlens`, or dense [B, N, H, D] with None), without the dense views that
+        `decide` reads. Returns None where it does not apply (the model then calls `decide`). The mask must
+        equal `decide`'s up to floating-point association, keep CLS and no position past an image's length.
+        The choice may depend on devices, shapes and options, never on the attention backend."""
+        return None
+
     def extra_token(
         self, stage: int, x: torch.Tensor, valid: torch.Tensor, keep: torch.Tensor, attn: AttnInfo | None
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Optional token appended after the kept ones (EViT fusion): ([B, 1, C], present [B, 1] bool)."""
+        """Optional token appended after the kept ones (EViT fusion): ([B, 1, C], present [B, 1] bool).
+        Called only when `fuses_tokens` is True."""
         return None
 
     def tokens_bound(self, stage: int, n_in: int) -> int:

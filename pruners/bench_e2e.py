@@ -256,14 +256,23 @@ class record_packing:
         self.log: list[tuple[torch.Tensor, int]] = []
 
     def __enter__(self) -> record_packing:
-        self._orig = self.model._pack
+        self._orig = orig = self.model._pack
+        log = self.log
 
-        def pack(x: torch.Tensor, keep: torch.Tensor, capacity: int):
-            packed, cu = self._orig(x, keep, capacity)
-            self.log.append((cu.detach().clone(), int(capacity)))
-            return packed, cu
+        def logged(packed_cu: tuple[torch.Tensor, torch.Tensor], capacity: int):
+            log.append((packed_cu[1].detach().clone(), int(capacity)))
+            return packed_cu
 
-        self.model._pack = pack
+        class Logged:  # the model's packer (`dense` and `rows`), logging every packing
+            name = orig.name
+
+            def dense(self, x, keep, capacity, keep_first=True):
+                return logged(orig.dense(x, keep, capacity, keep_first), capacity)
+
+            def rows(self, x, cu, n, keep, capacity):
+                return logged(orig.rows(x, cu, n, keep, capacity), capacity)
+
+        self.model._pack = Logged()
         return self
 
     def __exit__(self, *exc) -> None:

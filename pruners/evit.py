@@ -31,6 +31,7 @@ class EViTPruner(Pruner):
     name = "evit"
     placement = "after_attention"
     needs_attention = True
+    needs_tokens = False  # decide() reads the CLS attention only; the fusion gets its own dense view
 
     def __init__(
         self, *, keep_rate: float | Sequence[float] = 0.7, stages: Sequence[int] = (3, 6, 9), fuse_token: bool = True
@@ -42,6 +43,7 @@ class EViTPruner(Pruner):
         if not isinstance(fuse_token, bool):
             raise TypeError(f"evit: fuse_token must be a bool, got {type(fuse_token).__name__}")
         self.fuse_token = fuse_token
+        self.fuses_tokens = fuse_token
 
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         if attn is None:

@@ -30,6 +30,7 @@ from pruners._ops import (
     dense_index,
     gather_dense,
     pack_dense_torch,
+    to_dense,
     value_norms,
 )
 from pruners.base import AttnInfo, ModelInfo, Pruner, create_pruner
@@ -41,7 +42,6 @@ BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "dense")
 EXTRA_BACKENDS = ("reference",)
 
 AttentionFn = Callable[..., torch.Tensor]
-PackFn = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]
 
 
 def reference_attention(
@@ -83,17 +83,38 @@ def _attention_fn(backend: str) -> AttentionFn:
 PADDING_FILL: float | None = None
 
 
-def _pack_fn(packer: str) -> PackFn:
-    if packer == "torch":
-        return pack_dense_torch
-    import ragged_kernels
+class _Packer:
+    """Packs a stage's kept tokens. `dense(x, keep, cap)`: x [B, N, C], keep [B, N]; `rows(x, cu, n, keep,
+    cap)`: packed rows [R, C] and a per-position keep [B, n] (positions past an image's length are never
+    read). Both keep every image's first row (CLS) whatever `keep` says (`keep_first`)."""
 
-    def pack(x: torch.Tensor, keep: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def __init__(self, packer: str) -> None:
+        self.name = packer
+        if packer == "ragged_kernels":
+            import ragged_kernels
+
+            self._pack_tokens = ragged_kernels.pack_tokens
+
+    def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int, keep_first: bool = True):
+        if self.name == "torch":
+            if keep_first:
+                keep = keep.clone()
+                keep[:, 0] = True
+            return pack_dense_torch(x, keep, capacity)
         # fill=None: the rows past the kept total stay unwritten (every consumer of the packed blocks
         # stops at cu_seqlens), which saves writing (capacity - kept) rows per stage.
-        return ragged_kernels.pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL)
+        return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=keep_first)
 
-    return pack
+    def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int):
+        if self.name == "torch":
+            xd, valid = to_dense(x, cu, n)
+            keep = keep & valid
+            keep[:, 0] = True
+            return pack_dense_torch(xd, keep, capacity)
+        # Straight from the packed rows: no dense view of the tokens, no `keep & valid` (the kernel reads
+        # keep only inside each image's length).
+        return self._pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=cu, max_seqlen=n,
+                                 fill=PADDING_FILL, keep_first=True)
 
 
 def _ragged_linear_fn() -> Callable[..., torch.Tensor]:
@@ -206,7 +227,7 @@ class PrunedDeiT(nn.Module):
         self.ragged_linear = bool(ragged_linear)
         self._ragged_linear_fn = _ragged_linear_fn() if ragged_linear else None
         self._attend = _attention_fn(backend) if backend != "dense" else reference_attention
-        self._pack = _pack_fn(packer)
+        self._pack = _Packer(packer)
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
         self.record = False
         self.recorded_keeps: list[torch.Tensor] = []
@@ -262,46 +283,75 @@ class PrunedDeiT(nn.Module):
         h = self._linear(mlp.fc2, mlp.norm(mlp.drop1(h)), cu)
         return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
-    def _dense_view(
-        self, x: torch.Tensor, cu: torch.Tensor | None, n: int, index: tuple | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if cu is None:
-            return x, torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        index = dense_index(cu, n, x.shape[0]) if index is None else index
-        return gather_dense(x, index), index[1]
+    def _valid(self, x: torch.Tensor, index: tuple | None) -> torch.Tensor:
+        if index is None:  # dense x: every position is valid
+            return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        return index[1]
 
     # -- pruning ---------------------------------------------------------------------------------
     def _prune(
-        self, stage: int, xd: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None, n: int
+        self, stage: int, x: torch.Tensor, cu: torch.Tensor | None, n: int,
+        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None, scale: float | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        B = xd.shape[0]
+        """One pruning stage on x (dense [B, N, C] before the first stage, packed rows after): decide,
+        then pack the kept tokens. `qkv` (and the block's `scale`) for `after_attention` pruners.
+
+        The dense views (index, tokens, attention facts) are built only when something reads them: a
+        pruner's `decide_packed` fast path needs none, and the packer reads the packed rows directly."""
+        pr = self.pruner
+        B = x.shape[0] if cu is None else cu.shape[0] - 1
         # The pruner decides even when its decision is overridden: a replaying model then pays what
         # the pruner costs, so its timing compares with the model whose decisions it replays.
-        keep = self.pruner.decide(stage, xd, valid, attn)
+        keep = None if qkv is None else pr.decide_packed(stage, *qkv, cu, n, scale)
+        index: tuple | None = None
+        valid = xd = info = None
+        if keep is None:
+            index = None if cu is None else dense_index(cu, n, x.shape[0])
+            valid = self._valid(x, index)
+            if pr.needs_tokens:
+                xd = x if index is None else gather_dense(x, index)
+            info = None if qkv is None else self._attn_info(*qkv, cu, valid, scale, index)
+            keep = pr.decide(stage, xd, valid, info)
         if self.keep_override is not None:
             if self._applied >= len(self.keep_override):
                 raise ValueError(f"keep_override has {len(self.keep_override)} masks; stage {stage} needs one more")
             keep = self.keep_override[self._applied]
-            if keep.shape != valid.shape or keep.dtype != torch.bool:
+            if keep.shape != (B, n) or keep.dtype != torch.bool:
                 raise ValueError(
-                    f"keep_override[{self._applied}] must be bool {tuple(valid.shape)}, "
-                    f"got {keep.dtype} {tuple(keep.shape)}"
+                    f"keep_override[{self._applied}] must be bool {(B, n)}, got {keep.dtype} {tuple(keep.shape)}"
                 )
-        keep = keep & valid  # a new tensor: the pruner's or keep_override's mask is left alone
-        keep[:, 0] = True
         self._applied += 1
-        if self.record:
-            self.recorded_keeps.append(keep)
-        extra = self.pruner.extra_token(stage, xd, valid, keep, attn)
-        if extra is not None:
-            xd = torch.cat([xd, extra[0]], dim=1)
-            keep = torch.cat([keep, extra[1]], dim=1)
         n_out = self.pruner.tokens_bound(stage, n)
         cap = B * n_out
+        fuse = pr.fuses_tokens
+        if self.record or self.exact_capacity or fuse:
+            # The applied mask itself: CLS on, nothing past an image's length (the packers apply the
+            # same rules on their own, so the fast path below never builds it).
+            if valid is None:
+                index = None if cu is None else dense_index(cu, n, x.shape[0])
+                valid = self._valid(x, index)
+            keep = keep & valid  # a new tensor: the pruner's or keep_override's mask is left alone
+            keep[:, 0] = True
+            if self.record:
+                self.recorded_keeps.append(keep)
+        if fuse:
+            if xd is None:
+                xd = x if index is None else gather_dense(x, index)
+            if info is None and qkv is not None:
+                info = self._attn_info(*qkv, cu, valid, scale, index)
+            extra = pr.extra_token(stage, xd, valid, keep, info)
+            if extra is not None:
+                xd = torch.cat([xd, extra[0]], dim=1)
+                keep = torch.cat([keep, extra[1]], dim=1)
         if self.exact_capacity:
             counts = keep.sum(1)
             cap, n_out = (int(t) for t in torch.stack([counts.sum(), counts.max()]).tolist())
-        packed, cu = self._pack(xd, keep, cap)
+        if fuse:
+            packed, cu = self._pack.dense(xd, keep, cap)
+        elif cu is None:
+            packed, cu = self._pack.dense(x, keep, cap)
+        else:
+            packed, cu = self._pack.rows(x, cu, n, keep, cap)
         return packed, cu, n_out
 
     def _attn_info(self, q, k, v, cu, valid, scale, index: tuple | None) -> AttnInfo:
@@ -350,18 +400,14 @@ class PrunedDeiT(nn.Module):
                 x, _, _, _ = self._attention(blk, x, cu, n)
                 x = self._mlp(blk, x, cu)
             elif pr.placement == "before_block":
-                xd, valid = self._dense_view(x, cu, n)
-                x, cu, n = self._prune(stage, xd, valid, None, n)
+                x, cu, n = self._prune(stage, x, cu, n)
                 x, _, _, _ = self._attention(blk, x, cu, n)
                 x = self._mlp(blk, x, cu)
             else:
                 x, q, k, v = self._attention(blk, x, cu, n)
-                index = None if cu is None else dense_index(cu, n, x.shape[0])  # one index, three gathers
-                xd, valid = self._dense_view(x, cu, n, index)
-                info = self._attn_info(q, k, v, cu, valid, blk.attn.scale, index)
-                x, cu, n = self._prune(stage, xd, valid, info, n)
+                x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
-        cls = x[:, 0] if cu is None else x[cu[:-1].long()]
+        cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
         return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
 
     @torch.no_grad()
@@ -376,7 +422,7 @@ class PrunedDeiT(nn.Module):
         if not hasattr(self.pruner, "calibrating"):
             raise ValueError(f"pruner {self.pruner.name!r} has nothing to calibrate")
         attend, pack, linear = self._attend, self._pack, self._ragged_linear_fn
-        self._attend, self._pack, self._ragged_linear_fn = reference_attention, pack_dense_torch, None
+        self._attend, self._pack, self._ragged_linear_fn = reference_attention, _Packer("torch"), None
         self.pruner.calibrating = True
         try:
             self.forward(images)

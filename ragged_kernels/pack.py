@@ -43,23 +43,39 @@ def _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constex
 
 
 @triton.jit
-def _segment_count_kernel(KEEP, CU_IN, COUNTS, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constexpr,
-                          BLOCK_L: tl.constexpr):
+def _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr):
+    """int32 keep flags of rows o_l (masked by m_l) of the segment starting at row bos.
+    KEEP_SEG: KEEP is [B, keep_len], indexed by (segment, position in the segment); positions past
+    keep_len are dropped. Otherwise KEEP is indexed by row. KEEP_FIRST: each segment's first row is kept."""
+    if KEEP_SEG:
+        pos = o_l - bos
+        b_keep = tl.load(KEEP + i_b.to(tl.int64) * keep_len + pos, mask=m_l & (pos < keep_len), other=0).to(tl.int32)
+    else:
+        b_keep = tl.load(KEEP + o_l, mask=m_l, other=0).to(tl.int32)
+    if KEEP_FIRST:
+        b_keep = tl.where(m_l & (o_l == bos), 1, b_keep)
+    return b_keep
+
+
+@triton.jit
+def _segment_count_kernel(KEEP, CU_IN, COUNTS, n_rows, keep_len, SEG_LEN: tl.constexpr, DENSE: tl.constexpr,
+                          KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr, BLOCK_L: tl.constexpr):
     i_b = tl.program_id(0)
     bos, eos = _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN, DENSE)
     b_n = tl.zeros([BLOCK_L], dtype=tl.int32)
     for start in range(bos, eos, BLOCK_L):
         o_l = start + tl.arange(0, BLOCK_L)
-        b_n += tl.load(KEEP + o_l, mask=o_l < eos, other=0).to(tl.int32)
+        b_n += _load_keep(KEEP, o_l, o_l < eos, bos, i_b, keep_len, KEEP_SEG, KEEP_FIRST)
     tl.store(COUNTS + i_b, tl.sum(b_n, 0))
 
 
 @triton.jit
 def _pack_unpack_kernel(
     X, Y, KEEP, CU_IN, CU_OUT, COUNTS,
-    n_rows, capacity, n_channels, n_segments, fill_value,
+    n_rows, capacity, n_channels, n_segments, fill_value, keep_len,
     STRIDE_X: tl.constexpr, STRIDE_Y: tl.constexpr,
     SEG_LEN: tl.constexpr, DENSE: tl.constexpr, PACK: tl.constexpr, FILL: tl.constexpr,
+    KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
     """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and (FILL) fills unused capacity.
@@ -90,7 +106,7 @@ def _pack_unpack_kernel(
     for start in range(bos, eos, BLOCK_L):
         o_l = start + tl.arange(0, BLOCK_L)
         m_l = o_l < eos
-        b_keep = tl.load(KEEP + o_l, mask=m_l, other=0).to(tl.int32)
+        b_keep = _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG, KEEP_FIRST)
         o_dst = running + tl.cumsum(b_keep, 0) - 1  # packed row of each kept row
         m_kept = (b_keep != 0) & (o_dst < capacity)
         if PACK:
@@ -133,9 +149,10 @@ def _check_runnable(t: torch.Tensor) -> None:
 
 def _as_rows(
     x: torch.Tensor, keep: torch.Tensor, source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, bool]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, bool, int]:
     """Validate and view the input as rows `[R, C]` with segments; returns
-    (rows, keep_flat, cu_in, batch, seg_len_bound, dense)."""
+    (rows, keep_flat, cu_in, batch, seg_len_bound, dense, keep_len); keep_len > 0 when keep is indexed by
+    (segment, position) (the packed form's `[B, L]` mask), 0 when it is indexed by row."""
     if not isinstance(x, torch.Tensor) or not isinstance(keep, torch.Tensor):
         raise TypeError("x and keep must be tensors")
     if keep.dtype != torch.bool:
@@ -151,17 +168,24 @@ def _as_rows(
         if x.stride(2) != 1 or x.stride(0) != seq * x.stride(1):
             raise ValueError("x [B, N, C] must be viewable as rows [B*N, C] with a contiguous channel axis")
         rows = x.as_strided((batch * seq, channels), (x.stride(1), 1))
-        return rows, keep.reshape(-1).contiguous(), keep, batch, seq, True
+        return rows, keep.reshape(-1).contiguous(), keep, batch, seq, True, 0
     if x.dim() == 2:
         if source_cu_seqlens is None:
             raise ValueError("packed x [R, C] needs source_cu_seqlens (int32 [B+1]) for its segments")
-        if keep.shape != (x.shape[0],):
-            raise ValueError(f"keep must be [R] = ({x.shape[0]},), got {tuple(keep.shape)}")
         _check_cu(source_cu_seqlens, x.device, "source_cu_seqlens")
+        batch = source_cu_seqlens.shape[0] - 1
+        keep_len = 0
+        if keep.dim() == 2:
+            if keep.shape[0] != batch or keep.shape[1] < 1:
+                raise ValueError(f"a per-position keep mask must be [B, L] with B = {batch} segments and L >= 1, "
+                                 f"got {tuple(keep.shape)}")
+            keep_len = keep.shape[1]
+        elif keep.shape != (x.shape[0],):
+            raise ValueError(f"keep must be [R] = ({x.shape[0]},) or [B, L] = ({batch}, L), got {tuple(keep.shape)}")
         if x.stride(1) != 1:
             raise ValueError("x [R, C] must have a contiguous channel axis")
         _check_max_seqlen(max_seqlen)
-        return x, keep.contiguous(), source_cu_seqlens, source_cu_seqlens.shape[0] - 1, max_seqlen, False
+        return x, keep.reshape(-1).contiguous(), source_cu_seqlens, batch, max_seqlen, False, keep_len
     raise ValueError(f"x must be dense [B, N, C] or packed [R, C], got shape {tuple(x.shape)}")
 
 
@@ -188,12 +212,15 @@ def pack_tokens(
     source_cu_seqlens: torch.Tensor | None = None,
     max_seqlen: int | None = None,
     fill: float | None = 0.0,
+    keep_first: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gather the kept tokens of every image into one packed buffer, in order, with no host sync.
 
     Args:
         x: dense `[B, N, C]` tokens, or packed `[R, C]` rows with `source_cu_seqlens`.
-        keep: bool `[B, N]` (dense) or `[R]` (packed); True keeps the token.
+        keep: bool `[B, N]` (dense); for packed x either `[R]` (one flag per row) or `[B, L]` (one flag
+            per segment position: `keep[b, j]` is the j-th row of segment b; positions at or past a
+            segment's length are never read, rows at positions >= L are dropped). True keeps the token.
         capacity: rows of the packed buffer, a host int (default: all rows, `B*N` or `R`). Must be
             at least the number of kept tokens; rows past the total hold `fill`. Kept tokens that
             do not fit are dropped and `cu_seqlens` is clamped to the capacity.
@@ -202,6 +229,7 @@ def pack_tokens(
         fill: value written to the rows past the kept total (default 0.0); None leaves them
             unwritten, which saves writing (capacity - total) rows where nothing reads them (the
             pruned model's packed blocks: every consumer stops at `cu_seqlens`).
+        keep_first: keep every segment's first row whatever `keep` says (a ViT's class token).
 
     Returns:
         `(packed [capacity, C], cu_seqlens int32 [B+1])` on x's device, dtype of x.
@@ -210,7 +238,9 @@ def pack_tokens(
         >>> packed, cu = pack_tokens(x, keep)          # x [B, 197, 768], keep [B, 197]
         >>> x2 = unpack_tokens(packed, keep, cu)       # == x where keep, 0 elsewhere
     """
-    rows, keep_flat, cu_in, batch, seg_len, dense = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
+    rows, keep_flat, cu_in, batch, seg_len, dense, keep_len = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
+    if not isinstance(keep_first, bool):
+        raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
     _check_runnable(rows)
     n_rows, channels = rows.shape
     capacity = n_rows if capacity is None else capacity
@@ -227,14 +257,15 @@ def pack_tokens(
         return packed, cu_out
     counts = torch.empty((batch,), dtype=torch.int32, device=x.device)
     block_l = _block_l(seg_len)
-    _segment_count_kernel[(batch,)](keep_flat, cu_in, counts, n_rows, SEG_LEN=seg_len if dense else 0,
-                                    DENSE=dense, BLOCK_L=block_l)
+    _segment_count_kernel[(batch,)](keep_flat, cu_in, counts, n_rows, keep_len, SEG_LEN=seg_len if dense else 0,
+                                    DENSE=dense, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first, BLOCK_L=block_l)
     grid = (batch, triton.cdiv(max(channels, 1), _BLOCK_C))
     _pack_unpack_kernel[grid](
         rows, packed, keep_flat, cu_in, cu_out, counts, n_rows, capacity, channels, batch,
-        0.0 if fill is None else float(fill),
+        0.0 if fill is None else float(fill), keep_len,
         STRIDE_X=rows.stride(0), STRIDE_Y=max(channels, 1), SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=True, FILL=fill is not None, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        PACK=True, FILL=fill is not None, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
+        BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=4,
     )
     return packed, cu_out
@@ -247,14 +278,19 @@ def unpack_tokens(
     *,
     source_cu_seqlens: torch.Tensor | None = None,
     max_seqlen: int | None = None,
+    rows: int | None = None,
+    keep_first: bool = False,
 ) -> torch.Tensor:
     """Exact inverse of `pack_tokens` on kept rows; zero where `keep` is False.
 
     Args:
         packed: `[capacity, C]` from `pack_tokens`.
-        keep: the same bool mask, `[B, N]` (returns `[B, N, C]`) or `[R]` (returns `[R, C]`, with
-            `source_cu_seqlens` and `max_seqlen` as given to `pack_tokens`).
+        keep: the same bool mask, `[B, N]` (returns `[B, N, C]`) or, with `source_cu_seqlens` and
+            `max_seqlen` as given to `pack_tokens`, `[R]` (returns `[R, C]`) or `[B, L]` (per segment
+            position; returns `[rows, C]`).
         cu_seqlens: int32 `[B+1]` returned by `pack_tokens`.
+        rows: the source's row count R, for a `[B, L]` mask with `source_cu_seqlens` only.
+        keep_first: as given to `pack_tokens`.
 
     Returns:
         dense `[B, N, C]` or rows `[R, C]`, dtype of packed.
@@ -265,23 +301,34 @@ def unpack_tokens(
     _check_runnable(packed)
     if not isinstance(keep, torch.Tensor):
         raise TypeError(f"keep must be a bool mask tensor, got {type(keep).__name__}")
-    if keep.dim() == 2:
-        if source_cu_seqlens is not None:
-            raise ValueError("source_cu_seqlens is only for a packed keep mask [R]")
+    if not isinstance(keep_first, bool):
+        raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
+    if rows is not None and (keep.dim() != 2 or source_cu_seqlens is None):
+        raise ValueError("rows is only for a per-position keep mask [B, L] with source_cu_seqlens")
+    keep_len = 0
+    if keep.dim() == 2 and source_cu_seqlens is None:
         batch, seq = keep.shape
         out = torch.empty((batch, seq, packed.shape[1]), dtype=packed.dtype, device=packed.device)
         cu_in, seg_len, dense = keep, seq, True
-    elif keep.dim() == 1:
+    elif keep.dim() in (1, 2):
         if source_cu_seqlens is None or max_seqlen is None:
             raise ValueError("a packed keep mask [R] needs source_cu_seqlens and max_seqlen")
         _check_cu(source_cu_seqlens, packed.device, "source_cu_seqlens")
         _check_max_seqlen(max_seqlen)
         batch, seg_len, dense = source_cu_seqlens.shape[0] - 1, max_seqlen, False
+        n_out = keep.shape[0]
+        if keep.dim() == 2:
+            if rows is None or isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+                raise TypeError(f"a per-position keep mask [B, L] needs rows, the source's row count, got {rows!r}")
+            if keep.shape[0] != batch or keep.shape[1] < 1:
+                raise ValueError(f"a per-position keep mask must be [B, L] with B = {batch} segments and L >= 1, "
+                                 f"got {tuple(keep.shape)}")
+            n_out, keep_len = rows, keep.shape[1]
         # Rows outside every source segment are not visited by the kernel: start from zeros.
-        out = torch.zeros((keep.shape[0], packed.shape[1]), dtype=packed.dtype, device=packed.device)
+        out = torch.zeros((n_out, packed.shape[1]), dtype=packed.dtype, device=packed.device)
         cu_in = source_cu_seqlens
     else:
-        raise ValueError(f"keep must be [B, N] or [R], got shape {tuple(keep.shape)}")
+        raise ValueError(f"keep must be [B, N], [R] or [B, L], got shape {tuple(keep.shape)}")
     if keep.dtype != torch.bool or keep.device != packed.device:
         raise TypeError("keep must be a bool mask on packed's device")
     if cu_seqlens.shape[0] != batch + 1:
@@ -295,9 +342,10 @@ def unpack_tokens(
     grid = (batch, triton.cdiv(channels, _BLOCK_C))
     _pack_unpack_kernel[grid](
         packed, rows_out, keep.reshape(-1).contiguous(), cu_in, cu_seqlens, cu_seqlens, n_rows, packed.shape[0],
-        channels, batch, 0.0,
+        channels, batch, 0.0, keep_len,
         STRIDE_X=packed.stride(0), STRIDE_Y=channels, SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=False, FILL=False, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
+        PACK=False, FILL=False, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
+        BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=4,
     )
     return out

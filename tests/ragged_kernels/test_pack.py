@@ -81,6 +81,62 @@ def test_packed_repack_second_stage(device):
     assert torch.equal(back, torch.where(keep[:, None], rows, torch.zeros_like(rows)))
 
 
+@pytest.mark.parametrize("keep_first", [False, True])
+@pytest.mark.parametrize("width", [12, 9])
+def test_packed_rows_per_position_keep(device, keep_first, width):
+    """Packed rows with a [B, L] mask indexed by segment position (what a pruning stage decides on its
+    dense view): positions at or past a segment's length are never read, positions >= L are dropped,
+    keep_first keeps each segment's first row; the inverse restores exactly the kept rows."""
+    lengths = [7, 0, 12, 3]
+    source_cu = torch.tensor([0, 7, 7, 19, 22], dtype=torch.int32, device=device)
+    rows = torch.randn(25, 24, device=device)  # 3 rows of capacity padding at the end
+    keep = torch.rand(4, width, device=device) < 0.5
+    keep[:, 0] = False  # only keep_first can keep a first row
+    keep[3, 5:] = True  # past segment 3's length: must not be read
+    # The per-row mask the per-position one stands for.
+    flat = torch.zeros(25, dtype=torch.bool, device=device)
+    for b, (a, n) in enumerate(zip(source_cu[:-1].tolist(), lengths, strict=True)):
+        m = min(n, width)
+        flat[a:a + m] = keep[b, :m]
+        if keep_first and n:
+            flat[a] = True
+    packed, cu = pack_tokens(rows, keep, source_cu_seqlens=source_cu, max_seqlen=max(lengths), keep_first=keep_first,
+                             fill=None)
+    counts = [int(flat[a:b].sum()) for a, b in zip(source_cu[:-1].tolist(), source_cu[1:].tolist(), strict=True)]
+    assert cu.tolist() == [0, *torch.tensor(counts).cumsum(0).tolist()]
+    assert torch.equal(packed[: sum(counts)], rows[flat])
+    back = unpack_tokens(packed, keep, cu, source_cu_seqlens=source_cu, max_seqlen=max(lengths), rows=25,
+                         keep_first=keep_first)
+    assert torch.equal(back, torch.where(flat[:, None], rows, torch.zeros_like(rows)))
+
+
+def test_dense_keep_first(device):
+    x = torch.randn(3, 6, 8, device=device)
+    keep = torch.zeros(3, 6, dtype=torch.bool, device=device)
+    keep[1, 4] = True
+    packed, cu = pack_tokens(x, keep, keep_first=True)
+    assert cu.tolist() == [0, 1, 3, 4]
+    assert torch.equal(packed[:4], torch.stack([x[0, 0], x[1, 0], x[1, 4], x[2, 0]]))
+
+
+def test_per_position_keep_errors(device):
+    rows = torch.randn(10, 8, device=device)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=device)
+    with pytest.raises(ValueError, match="B = 2 segments"):
+        pack_tokens(rows, torch.ones(3, 6, dtype=torch.bool, device=device), source_cu_seqlens=cu, max_seqlen=6)
+    with pytest.raises(TypeError, match="keep_first"):
+        pack_tokens(rows, torch.ones(10, dtype=torch.bool, device=device), source_cu_seqlens=cu, max_seqlen=6,
+                    keep_first=1)
+    packed, out_cu = pack_tokens(rows, torch.ones(2, 6, dtype=torch.bool, device=device), source_cu_seqlens=cu,
+                                 max_seqlen=6)
+    with pytest.raises(TypeError, match="needs rows"):
+        unpack_tokens(packed, torch.ones(2, 6, dtype=torch.bool, device=device), out_cu, source_cu_seqlens=cu,
+                      max_seqlen=6)
+    with pytest.raises(ValueError, match="rows is only"):
+        unpack_tokens(packed, torch.ones(10, dtype=torch.bool, device=device), out_cu, source_cu_seqlens=cu,
+                      max_seqlen=6, rows=10)
+
+
 def test_strided_dense_input(device):
     """A [B, N, C] slice of a wider buffer (e.g. one of q/k/v) packs without a copy first."""
     wide = torch.randn(2, 9, 3, 8, device=device)
