@@ -191,12 +191,13 @@ class ATSPruner(Pruner):
             keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
         return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
 
-    def decide_packed(self, stage, q, k, v, cu_seqlens, max_seqlen, scale):
+    def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
         """The whole decision from the block's q, k, v in three kernels (CLS scores, value norms, then
         `pruners.ats_triton.ats_stage_fused`: softmax, head sum, significance and sampling): where the fused
         sampler applies (CUDA, at most FUSED_MAX_TOKENS tokens) and without `max_keep`."""
-        if self.max_keep is not None or not self._fused_for(q.device, max_seqlen):
+        if qkv is None or self.max_keep is not None or not self._fused_for(x.device, max_seqlen):
             return None
+        q, k, v = qkv
         from pruners import cls_triton
         from pruners.ats_triton import ats_stage_fused
 

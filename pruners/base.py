@@ -120,14 +120,16 @@ class Pruner(nn.Module):
         raise NotImplementedError
 
     def decide_packed(
-        self, stage: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor | None,
-        max_seqlen: int, scale: float,
+        self, stage: int, x: torch.Tensor, cu_seqlens: torch.Tensor | None, max_seqlen: int,
+        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None, scale: float | None = None,
     ) -> torch.Tensor | None:
-        """Optional fast path for `after_attention` pruners: the keep mask straight from the block's q, k, v
-        (packed [R, H, D] with `cu_seqlens`, or dense [B, N, H, D] with None), without the dense views that
-        `decide` reads. Returns None where it does not apply (the model then calls `decide`). The mask must
-        equal `decide`'s up to floating-point association, keep CLS and no position past an image's length.
-        The choice may depend on devices, shapes and options, never on the attention backend."""
+        """Optional fast path: the keep mask [B, max_seqlen] straight from the tokens x (packed rows [R, C]
+        with `cu_seqlens`, or dense [B, N, C] with None) and, for `after_attention` pruners, the block's
+        q, k, v (same layout, [.., H, D]) and softmax `scale`, without the dense views `decide` reads.
+
+        Returns None where it does not apply (the model then calls `decide`). The mask must equal
+        `decide`'s up to floating-point association and keep CLS; positions past an image's length are
+        ignored. The choice may depend on devices, shapes and options, never on the attention backend."""
         return None
 
     def extra_token(

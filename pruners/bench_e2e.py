@@ -272,6 +272,9 @@ class record_packing:
             def rows(self, x, cu, n, keep, capacity):
                 return logged(orig.rows(x, cu, n, keep, capacity), capacity)
 
+            def to_dense(self, x, cu, index):
+                return orig.to_dense(x, cu, index)
+
         self.model._pack = Logged()
         return self
 

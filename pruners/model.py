@@ -105,6 +105,16 @@ class _Packer:
         # stops at cu_seqlens), which saves writing (capacity - kept) rows per stage.
         return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=keep_first)
 
+    def to_dense(self, x: torch.Tensor, cu: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Packed rows [R, C] as the dense view [B, n, C] of `index` (`dense_index(cu, n, R)`), zeros at
+        invalid positions: `gather_dense`, in one kernel (`unpack_tokens` with keep = the validity mask)
+        instead of an index and a `where`. Pure data movement: the same values either way."""
+        if self.name == "torch" or x.dim() != 2 or x.stride(1) != 1:
+            return gather_dense(x, index)
+        import ragged_kernels
+
+        return ragged_kernels.unpack_tokens(x, index[1], cu)
+
     def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int):
         if self.name == "torch":
             xd, valid = to_dense(x, cu, n)
@@ -302,14 +312,14 @@ class PrunedDeiT(nn.Module):
         B = x.shape[0] if cu is None else cu.shape[0] - 1
         # The pruner decides even when its decision is overridden: a replaying model then pays what
         # the pruner costs, so its timing compares with the model whose decisions it replays.
-        keep = None if qkv is None else pr.decide_packed(stage, *qkv, cu, n, scale)
+        keep = pr.decide_packed(stage, x, cu, n, qkv, scale)
         index: tuple | None = None
         valid = xd = info = None
         if keep is None:
             index = None if cu is None else dense_index(cu, n, x.shape[0])
             valid = self._valid(x, index)
             if pr.needs_tokens:
-                xd = x if index is None else gather_dense(x, index)
+                xd = x if index is None else self._pack.to_dense(x, cu, index)
             info = None if qkv is None else self._attn_info(*qkv, cu, valid, scale, index)
             keep = pr.decide(stage, xd, valid, info)
         if self.keep_override is not None:
@@ -336,7 +346,7 @@ class PrunedDeiT(nn.Module):
                 self.recorded_keeps.append(keep)
         if fuse:
             if xd is None:
-                xd = x if index is None else gather_dense(x, index)
+                xd = x if index is None else self._pack.to_dense(x, cu, index)
             if info is None and qkv is not None:
                 info = self._attn_info(*qkv, cu, valid, scale, index)
             extra = pr.extra_token(stage, xd, valid, keep, info)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import rank_desc
+from pruners._ops import dense_index, gather_dense, rank_desc
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -96,8 +96,22 @@ class ThresholdL2Pruner(Pruner):
         return out
 
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
+        norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)  # fp32 sums, no fp32 copy of x
+        return self._keep_by_norms(stage, norms, valid)
+
+    def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
+        """`decide` with the norms taken on the packed rows: only [B, N] scalars are gathered into the
+        dense view, not the [B, N, C] tokens (the same values: each row's norm is the same reduction)."""
+        norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
+        if cu_seqlens is None:
+            return self._keep_by_norms(stage, norms, torch.ones_like(norms, dtype=torch.bool))
+        index = dense_index(cu_seqlens, max_seqlen, x.shape[0])
+        return self._keep_by_norms(stage, gather_dense(norms, index), index[1])
+
+    def _keep_by_norms(self, stage: int, norms: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """The decision from every position's token norm [B, N] (CLS first; any value at invalid positions)."""
         tok_valid = valid[:, 1:]
-        norms = torch.linalg.vector_norm(x[:, 1:], dim=-1, dtype=torch.float32)  # fp32 sums, no fp32 copy of x
+        norms = norms[:, 1:]
         if self.calibrating and self.calibrate_taus:
             q = 1.0 - self.keep_ratios[stage]
             # Calibration only (outside any timed or captured forward): boolean indexing is fine here.

@@ -177,8 +177,9 @@ def test_replaying_model_applies_the_masks_and_still_runs_its_pruner(monkeypatch
     forced = [k.clone() for k in own]
     forced[0][:, 1:] = True  # keep every token at the first stage
     calls = []
-    decide = model.pruner.decide
-    monkeypatch.setattr(model.pruner, "decide", lambda *a: calls.append(a[0]) or decide(*a))
+    # Threshold-L2 decides through its packed fast path (decide_packed), which the model tries first.
+    decide = model.pruner.decide_packed
+    monkeypatch.setattr(model.pruner, "decide_packed", lambda *a: calls.append(a[0]) or decide(*a))
     model.keep_override = forced
     model(x)
     assert calls == list(range(len(own)))  # one decision per stage, unused

@@ -411,3 +411,32 @@ def test_patch_embedding_runs_as_one_gemm_with_the_convolutions_weights(tmp_path
     again = build_pruned_model(TINY, None, "dense", checkpoint_path=str(path))
     assert type(again.backbone.patch_embed.proj) is PatchGemm
     assert torch.equal(again.backbone.patch_embed.proj.weight, proj.weight)
+
+
+@pytest.mark.parametrize("packer", ["ragged_kernels", "torch"])
+def test_packer_dense_view_equals_gather_dense(packer, device):
+    """The model's one-kernel dense view of packed rows is `gather_dense` exactly (NaN padding rows unread,
+    zeros at invalid positions), and `rows` packs what the dense view + the applied mask would."""
+    if packer == "ragged_kernels" and not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    from pruners._ops import dense_index, gather_dense, pack_dense_torch
+    from pruners.model import _Packer
+
+    lens = [3, 1, 8, 5]
+    total = sum(lens)
+    x = torch.randn(total + 4, 32, device=device)
+    x[total:] = float("nan")
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=device)
+    index = dense_index(cu, 10, x.shape[0])
+    p = _Packer(packer)
+    dense = p.to_dense(x, cu, index)
+    assert torch.equal(dense, gather_dense(x, index))
+    keep = torch.rand(4, 10, device=device) < 0.5
+    keep[:, 0] = False
+    applied = keep & index[1]
+    applied[:, 0] = True
+    packed, out_cu = p.rows(x, cu, 10, keep, 20)
+    expect, expect_cu = pack_dense_torch(dense, applied, 20)
+    assert torch.equal(out_cu, expect_cu)
+    n = int(expect_cu[-1])
+    assert torch.equal(packed[:n], expect[:n])

@@ -498,6 +498,26 @@ def _packed_qkv(lens, heads, dim, device, pad_rows=3, dtype=torch.float32):
     return qkv[:, 0], qkv[:, 1], qkv[:, 2], cu
 
 
+@pytest.mark.parametrize("lens", [[1, 5, 17, 3], [9, 9], [2, 30, 1]], ids=lambda v: "L" + "-".join(map(str, v)))
+def test_threshold_l2_decide_packed_equals_decide_on_the_dense_view(lens):
+    """Norms taken on the packed rows, gathered as scalars: the same keep masks as `decide` on the gathered
+    tokens (NaN padding rows unread), at both a packed stage and the first, dense one."""
+    from pruners._ops import dense_index, gather_dense
+
+    p = _bound("threshold_l2", thresholds=[4.0, 4.2, 4.4], max_keep=[6, 4, 3], min_keep=2)
+    total = sum(lens)
+    x = torch.randn(total + 3, 16)
+    x[total:] = float("nan")
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
+    n = max(lens) + 2
+    index = dense_index(cu, n, x.shape[0])
+    for stage in (0, 1):
+        expect = p.decide(stage, gather_dense(x, index), index[1], None)
+        assert torch.equal(p.decide_packed(stage, x, cu, n), expect)
+    xd = torch.randn(3, 11, 16)
+    assert torch.equal(p.decide_packed(0, xd, None, 11), p.decide(0, xd, torch.ones(3, 11, dtype=torch.bool), None))
+
+
 def _ats_generic_keep(q, k, v, cu, n, scale, r):
     """ATS's decision through the dense views (`decide` on gathered CLS probabilities and value norms)."""
     from pruners._ops import dense_index, value_norms
@@ -526,7 +546,7 @@ def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, device):
     q, k, v, cu = _packed_qkv(lens, 3, 16, device)
     n, scale = max(lens) + extra, 0.25
     p = _bound("ats", sampler="fused", num_samples=r)
-    got = p.decide_packed(0, q, k, v, cu, n, scale)
+    got = p.decide_packed(0, q, cu, n, (q, k, v), scale)
     assert got.shape == (len(lens), n) and got[:, 0].all()
     for b, length in enumerate(lens):
         assert not got[b, length:].any()
@@ -536,10 +556,10 @@ def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, device):
     dense_cu = torch.tensor([0, 9, 18], dtype=torch.int32, device=device)
     expect = _ats_generic_keep(qd.flatten(0, 1), kd.flatten(0, 1), vd.flatten(0, 1), dense_cu, 9, scale, 5)
     p5 = _bound("ats", sampler="fused", num_samples=5)
-    assert torch.equal(p5.decide_packed(0, qd, kd, vd, None, 9, scale), expect)
+    assert torch.equal(p5.decide_packed(0, qd, None, 9, (qd, kd, vd), scale), expect)
     # Where it does not apply the model falls back to decide(): the port, or a max_keep cap.
-    assert _bound("ats", sampler="torch").decide_packed(0, q, k, v, cu, n, scale) is None
-    assert _bound("ats", sampler="fused", max_keep=3).decide_packed(0, q, k, v, cu, n, scale) is None
+    assert _bound("ats", sampler="torch").decide_packed(0, q, cu, n, (q, k, v), scale) is None
+    assert _bound("ats", sampler="fused", max_keep=3).decide_packed(0, q, cu, n, (q, k, v), scale) is None
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -572,7 +592,7 @@ def test_gpu_ats_decide_packed_equals_decide_in_fp16():
         lens = torch.randint(2, 197, (64,), generator=g).tolist()
         q, k, v, cu = _packed_qkv(lens, 12, 64, "cuda", dtype=torch.float16)
         p = _bound("ats")  # auto: the fused stage on CUDA
-        got = p.decide_packed(seed, q, k, v, cu, 197, 0.125)
+        got = p.decide_packed(seed, q, cu, 197, (q, k, v), 0.125)
         expect = _ats_generic_keep(q, k, v, cu, 197, 0.125, p.num_samples[seed])
         # The softmax and the head sum associate differently: a decision may flip only where a CDF target
         # sits on a midpoint. Allow none here (seeded data), but report which image if one does.
