@@ -39,9 +39,15 @@ class PredictorLG(nn.Module):
             nn.LogSoftmax(dim=-1),
         )
 
-    def forward(self, x: torch.Tensor, policy: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities [B, N, 2] (index 0 = keep) for tokens x [B, N, C] with policy [B, N] bool."""
+    def forward(self, x: torch.Tensor, policy: torch.Tensor, skip_first: bool = False) -> torch.Tensor:
+        """Log-probabilities [B, N, 2] (index 0 = keep) for tokens x [B, N, C] with policy [B, N] bool.
+
+        skip_first: x is [B, 1 + N, C] with the class token first, which is left out (as the reference
+        does by slicing x[:, 1:]). The norm and first Linear run on every row (row-wise: the same
+        values), so the slice comes after them and no [B, N, C] copy is made for the norm's input."""
         h = self.in_conv(x)
+        if skip_first:
+            h = h[:, 1:]
         c = h.shape[-1]
         local = h[..., : c // 2]
         w = policy.to(h.dtype)[..., None]
@@ -133,7 +139,7 @@ class DynamicViTPruner(Pruner):
 
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         tok_valid = valid[:, 1:]
-        logp = self.predictors[stage](x[:, 1:], tok_valid)
+        logp = self.predictors[stage](x, tok_valid, skip_first=True)
         score = logp[..., 0].float()
         rank = rank_desc(score, tok_valid)
         if self.mode == "ratio":

@@ -91,8 +91,9 @@ def test_dynamicvit_keeps_reference_topk_set(rho):
     valid = torch.ones(3, 197, dtype=torch.bool)
     with torch.no_grad():
         keep = p.decide(0, x, valid, None)
-        logp = p.predictors[0](x[:, 1:], valid[:, 1:])
+        logp = p.predictors[0](x, valid[:, 1:], skip_first=True)  # what decide() runs
         torch.testing.assert_close(logp, _predictor_ref(p.predictors[0], x[:, 1:]), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(logp, p.predictors[0](x[:, 1:], valid[:, 1:]), rtol=1e-5, atol=1e-6)
         score = logp[..., 0]
     K = int(196 * rho)
     assert keep[:, 0].all()
