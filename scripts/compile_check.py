@@ -60,16 +60,25 @@ def _pack_jobs() -> list:
 
     jobs = []
     args = dict(X="*fp16", Y="*fp16", KEEP="*i1", CU_IN="*i1", CU_OUT="*i32", COUNTS="*i32", n_rows="i32",
-                capacity="i32", n_channels="i32", n_segments="i32", fill_value="fp32")  # fmt: skip
-    for dense, pack, fill, block_l in ((True, True, True, 256), (True, True, False, 256), (True, False, False, 256),
-                                       (False, True, False, 128), (False, False, False, 128)):  # fmt: skip
+                capacity="i32", n_channels="i32", n_segments="i32", fill_value="fp32", keep_len="i32")  # fmt: skip
+    # (dense, pack, fill, BLOCK_L, per-position keep, keep_first): the last two are the pruned model's packs.
+    for dense, pack, fill, block_l, seg, first in (
+        (True, True, True, 256, False, False), (True, True, False, 256, False, False),
+        (True, False, False, 256, False, False), (False, True, False, 128, False, False),
+        (False, False, False, 128, False, False), (True, True, False, 256, False, True),
+        (False, True, False, 256, True, True), (True, False, False, 256, False, False),
+    ):  # fmt: skip
         cu_in = "*i1" if dense else "*i32"
         consts = dict(STRIDE_X=768, STRIDE_Y=768, SEG_LEN=197 if dense else 0, DENSE=dense, PACK=pack, FILL=fill,
-                      BLOCK_L=block_l, BLOCK_C=128, BLOCK_B=256)  # fmt: skip
-        jobs.append((f"pack/unpack dense={dense} pack={pack} fill={fill}", _pack_unpack_kernel,
-                     {**args, "CU_IN": cu_in}, consts, dict(num_warps=4)))  # fmt: skip
-    jobs.append(("segment count", _segment_count_kernel, dict(KEEP="*i1", CU_IN="*i1", COUNTS="*i32", n_rows="i32"),
-                 dict(SEG_LEN=197, DENSE=True, BLOCK_L=256), dict(num_warps=4)))  # fmt: skip
+                      KEEP_SEG=seg, KEEP_FIRST=first, BLOCK_L=block_l, BLOCK_C=128, BLOCK_B=256)  # fmt: skip
+        jobs.append((f"pack/unpack dense={dense} pack={pack} fill={fill} per-position={seg} keep_first={first}",
+                     _pack_unpack_kernel, {**args, "CU_IN": cu_in}, consts, dict(num_warps=4)))  # fmt: skip
+    count_args = dict(KEEP="*i1", CU_IN="*i1", COUNTS="*i32", n_rows="i32", keep_len="i32")
+    for dense, seg, first in ((True, False, False), (True, False, True), (False, True, True)):
+        jobs.append((f"segment count dense={dense} per-position={seg} keep_first={first}", _segment_count_kernel,
+                     {**count_args, "CU_IN": "*i1" if dense else "*i32"},
+                     dict(SEG_LEN=197 if dense else 0, DENSE=dense, KEEP_SEG=seg, KEEP_FIRST=first, BLOCK_L=256),
+                     dict(num_warps=4)))  # fmt: skip
     return jobs
 
 
@@ -103,12 +112,17 @@ def _linear_jobs() -> list:
 
 
 def _ats_jobs() -> list:
-    from pruners.ats_triton import _CHUNK, _ats_keep_kernel
+    from pruners.ats_triton import _CHUNK, _ats_keep_kernel, _ats_stage_kernel
 
     args = dict(SCORES="*fp32", VALID="*i8", KEEP="*i8", M="i32", R="i32", stride_s="i32", stride_v="i32",
                 stride_k="i32", tiny="fp32")  # fmt: skip
-    return [(f"ats sampler BLOCK={b}", _ats_keep_kernel, args, dict(BLOCK=b, CHUNK=_CHUNK),
+    jobs = [(f"ats sampler BLOCK={b}", _ats_keep_kernel, args, dict(BLOCK=b, CHUNK=_CHUNK),
              dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]  # fmt: skip
+    stage_args = dict(SCORES="*fp32", VNORM="*fp32", CU="*i32", KEEP="*i8", N="i32", H="i32", R="i32", n_rows="i32",
+                      stride_sb="i32", stride_sh="i32", stride_k="i32", tiny="fp32")  # fmt: skip
+    jobs += [(f"ats stage H_PAD={h} BLOCK={b}", _ats_stage_kernel, stage_args, dict(H_PAD=h, BLOCK=b, CHUNK=_CHUNK),
+              dict(num_warps=4 if b <= 256 else 8)) for h, b in ((16, 256), (8, 256), (4, 64), (16, 1024))]  # fmt: skip
+    return jobs
 
 
 def _cls_jobs() -> list:
