@@ -440,3 +440,17 @@ def test_packer_dense_view_equals_gather_dense(packer, device):
     assert torch.equal(out_cu, expect_cu)
     n = int(expect_cu[-1])
     assert torch.equal(packed[:n], expect[:n])
+
+
+def test_embedding_and_dense_forward_equal_timm_bitwise():
+    """The pruned model's embedding (class token written in place, one add) and its dense forward give
+    timm's values exactly, in eval under no_grad (the fused path) and with autograd on (timm's own path)."""
+    dense = build_pruned_model(TINY, None, "dense").eval()
+    images = synthetic_images(2, 224, seed=4)
+    m = dense.backbone
+    with torch.no_grad():
+        expect = m.norm_pre(m.patch_drop(m._pos_embed(m.patch_embed(images))))
+        assert dense._fused_pos_embed
+        assert torch.equal(dense._embed(images), expect)
+        assert torch.equal(dense(images), m(images))
+    assert torch.equal(dense._embed(images), expect)  # autograd on: timm's _pos_embed
