@@ -104,10 +104,21 @@ def rank_desc(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     Returns:
         int64 [B, N] ranks (a permutation of 0..N-1 per row; ties broken by position).
     """
-    key = torch.where(valid, score.float(), float("-inf"))
+    # In the score's own float dtype: widening fp16 to fp32 is exact and monotonic, so the order (and the
+    # stable tie order) is the same without an fp32 copy.
+    key = torch.where(valid, score if score.is_floating_point() else score.float(), float("-inf"))
     order = torch.argsort(key, dim=1, descending=True, stable=True)
     ar = torch.arange(score.shape[1], device=score.device).expand_as(order)
     return torch.empty_like(order).scatter_(1, order, ar)
+
+
+def with_cls(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The stage mask [B, 1 + M] from token masks a, b [B, M] (CLS excluded): True in column 0 (CLS), a & b
+    in the rest. One fill and the `&` written in place: no `ones_like` + `cat` copy of the mask."""
+    full = torch.empty((a.shape[0], a.shape[1] + 1), dtype=torch.bool, device=a.device)
+    full[:, 0] = True
+    torch.bitwise_and(a, b, out=full[:, 1:])
+    return full
 
 
 def cls_attention(q_cls: torch.Tensor, k: torch.Tensor, valid: torch.Tensor, scale: float) -> torch.Tensor:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import rank_desc
+from pruners._ops import rank_desc, with_cls
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -187,9 +187,9 @@ class ATSPruner(Pruner):
                 ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage], out=full[:, 1:])
                 return full
             keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
-        if self.max_keep is not None:
-            keep = keep & (rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
-        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+        if self.max_keep is None:
+            return with_cls(keep, keep)
+        return with_cls(keep, rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
 
     def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
         """The whole decision from the block's q, k, v in three kernels (CLS scores, value norms, then

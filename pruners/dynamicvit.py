@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pruners._ops import rank_desc
+from pruners._ops import rank_desc, with_cls
 from pruners.base import AttnInfo, ModelInfo, Pruner, per_stage, register
 
 
@@ -42,23 +42,28 @@ class PredictorLG(nn.Module):
     def forward(self, x: torch.Tensor, policy: torch.Tensor, skip_first: bool = False) -> torch.Tensor:
         """Log-probabilities [B, N, 2] (index 0 = keep) for tokens x [B, N, C] with policy [B, N] bool.
 
-        skip_first: x is [B, 1 + N, C] with the class token first, which is left out (as the reference
-        does by slicing x[:, 1:]). The norm and first Linear run on every row (row-wise: the same
-        values), so the slice comes after them and no [B, N, C] copy is made for the norm's input."""
+        skip_first: x is [B, 1 + N, C] with the class token first, which is left out (the reference
+        slices x[:, 1:]). Every layer is row-wise except the policy-weighted mean, so the whole predictor
+        runs on all 1 + N rows (the class token weighted 0 in the mean) and only its output is sliced:
+        no strided [B, N, C] input is copied for the norm or a Linear."""
         h = self.in_conv(x)
-        if skip_first:
-            h = h[:, 1:]
         c = h.shape[-1]
-        local = h[..., : c // 2]
-        w = policy.to(h.dtype)[..., None]
-        # Mean of the global half over the currently present tokens (reference: policy-weighted mean).
-        glob = (h[..., c // 2 :] * w).sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp_min(1)
+        if skip_first:
+            w = torch.zeros(h.shape[:2], dtype=h.dtype, device=h.device)
+            w[:, 1:] = policy
+        else:
+            w = policy.to(h.dtype)
+        # Mean of the global half over the currently present tokens (reference: policy-weighted mean),
+        # as one batched product [B, 1, N] x [B, N, C/2] instead of a weighted copy and a sum.
+        glob = torch.bmm(w[:, None, :], h[..., c // 2 :]) / w.sum(1).clamp_min(1)[:, None, None]
         # The reference applies out_conv[0] to cat([local, glob expanded over the tokens]). The same
         # Linear split over its input halves needs no [B, N, C] concatenation, and the global half is
         # one row per image instead of N: local @ W_l^T + (glob @ W_g^T + b).
         first = self.out_conv[0]
-        y = F.linear(local, first.weight[:, : c // 2]) + F.linear(glob, first.weight[:, c // 2 :], first.bias)
-        return self.out_conv[1:](y)
+        w_local, w_glob = first.weight[:, : c // 2], first.weight[:, c // 2 :]
+        y = F.linear(h[..., : c // 2], w_local) + F.linear(glob, w_glob, first.bias)
+        out = self.out_conv[1:](y)
+        return out[:, 1:] if skip_first else out
 
 
 def _init_weights(m: nn.Module) -> None:
@@ -140,14 +145,12 @@ class DynamicViTPruner(Pruner):
     def decide(self, stage: int, x: torch.Tensor, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor:
         tok_valid = valid[:, 1:]
         logp = self.predictors[stage](x, tok_valid, skip_first=True)
-        score = logp[..., 0].float()
-        rank = rank_desc(score, tok_valid)
+        rank = rank_desc(logp[..., 0], tok_valid)
         if self.mode == "ratio":
             keep = rank < self._count(stage)
         else:
             keep = (logp[..., 0] > logp[..., 1]) | (rank < self.min_keep)
-        keep = keep & tok_valid
-        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+        return with_cls(keep, tok_valid)
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         if self.mode == "ratio":

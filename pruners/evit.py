@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import ceil_count, host_ceil, rank_desc
+from pruners._ops import ceil_count, host_ceil, rank_desc, with_cls
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -51,8 +51,7 @@ class EViTPruner(Pruner):
         tok_valid = valid[:, 1:]
         a = attn.cls_probs.mean(1)[:, 1:]
         k = ceil_count(self.keep_rates[stage], tok_valid.sum(1))
-        keep = (rank_desc(a, tok_valid) < k[:, None]) & tok_valid
-        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+        return with_cls(rank_desc(a, tok_valid) < k[:, None], tok_valid)
 
     def extra_token(
         self, stage: int, x: torch.Tensor, valid: torch.Tensor, keep: torch.Tensor, attn: AttnInfo | None

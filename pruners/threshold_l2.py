@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import dense_index, gather_dense, rank_desc
+from pruners._ops import dense_index, gather_dense, rank_desc, with_cls
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -131,8 +131,7 @@ class ThresholdL2Pruner(Pruner):
         cap = self.max_keeps[stage]
         if cap is not None:
             keep = keep & (rank < cap)
-        keep = keep & tok_valid
-        return torch.cat([torch.ones_like(keep[:, :1]), keep], dim=1)
+        return with_cls(keep, tok_valid)
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         cap = self.max_keeps[stage]
