@@ -3,6 +3,8 @@
 #   bash .whl/runS12.sh verify   GPU tests of pack + pruners; where the time goes (profile); bench_e2e DeiT-B 224 B 64/256
 #   bash .whl/runS12.sh grid     check_grid (correctness gate) on this session's changes; DeiT-B/384 B 1/8/64 (target 3)
 #   bash .whl/runS12.sh kernels  issue-3 tables (--quick) and the variant sweep
+#   bash .whl/runS12.sh verify2  GPU tests, profile, bench_e2e B 64/256 (+rlin), then check_grid with the time left
+#   bash .whl/runS12.sh serve    DeiT-S/B B 1/4 (target 1), DeiT-B/384 B 1/8/64 (target 3), issue-3 tables
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
@@ -40,6 +42,39 @@ case ${1:-verify} in
     stamp quick
     left=$(( 560 - ($(date +%s) - T0) ))
     timeout $left python3 scripts/bench_kernels.py --variants --json $OUT/variants.json 2>&1 | tee $OUT/variants.md | cut -c1-400
+    stamp all
+    ;;
+  verify2)
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners tests/ragged_kernels/test_pack.py 2>&1 \
+      | tee $OUT/gpu-tests.log | tail -6
+    stamp tests
+    timeout 100 python3 scripts/profile_pruned_forward.py --batch 64 --calibrated-capacity --graph 2>&1 \
+      | grep -v Warn | tee $OUT/profile_pruned_forward.md | tail -22
+    stamp profile
+    timeout 120 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
+      --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --repeats 5 --min-time 0.1 \
+      --time-box 100 2>&1 | tee $OUT/bench_e2e_b.md | tail -12
+    stamp e2e
+    timeout 60 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --pruners threshold_l2 --batches 64 256 \
+      --backends triton dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 --time-box 40 \
+      2>&1 | tee $OUT/bench_e2e_rlin.md | tail -6
+    stamp rlin
+    left=$(( 575 - ($(date +%s) - T0) ))
+    timeout $left python3 -m pruners.check_grid 2>&1 | grep -v Warn | tee $OUT/check_grid.md | tail -30
+    stamp all
+    ;;
+  serve)
+    timeout 130 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
+      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 110 2>&1 \
+      | tee $OUT/bench_e2e_s.md | tail -20
+    stamp serve
+    timeout 200 python3 -m pruners.bench_e2e --models deit_base_patch16_384 --batches 1 8 64 \
+      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 175 2>&1 \
+      | tee $OUT/bench_e2e_384.md | tail -16
+    stamp 384
+    left=$(( 560 - ($(date +%s) - T0) ))
+    timeout $left python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
+    tail -60 $OUT/bench_kernels.md
     stamp all
     ;;
 esac
