@@ -103,6 +103,16 @@ class ThresholdL2Pruner(Pruner):
         """`decide` with the norms taken on the packed rows: only [B, N] scalars are gathered into the
         dense view, not the [B, N, C] tokens (the same values: each row's norm is the same reduction)."""
         norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
+        if x.is_cuda and self.calibrated and not self.calibrating:
+            # One kernel for the rest of the stage (`pruners.threshold_triton`): the same masks.
+            from pruners.threshold_triton import threshold_keep_fused
+
+            if cu_seqlens is None:  # the first stage: dense [B, N, C], every position valid
+                b, n = norms.shape
+                cu_seqlens = torch.arange(0, (b + 1) * n, n, dtype=torch.int32, device=x.device)
+                norms = norms.reshape(-1)
+            return threshold_keep_fused(norms, cu_seqlens, max_seqlen, self.thresholds[stage:stage + 1],
+                                        self.min_keep, self.max_keeps[stage])
         if cu_seqlens is None:
             return self._keep_by_norms(stage, norms, torch.ones_like(norms, dtype=torch.bool))
         index = dense_index(cu_seqlens, max_seqlen, x.shape[0])

@@ -125,6 +125,15 @@ def _ats_jobs() -> list:
     return jobs
 
 
+def _threshold_jobs() -> list:
+    from pruners.threshold_triton import _threshold_keep_kernel
+
+    args = dict(NORMS="*fp32", CU="*i32", THR="*fp32", KEEP="*i8", N="i32", n_rows="i32", min_keep="i32", cap="i32",
+                stride_k="i32")  # fmt: skip
+    return [(f"threshold-L2 stage BLOCK={b}", _threshold_keep_kernel, args, dict(BLOCK=b),
+             dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]  # fmt: skip
+
+
 def _cls_jobs() -> list:
     from pruners.cls_triton import _cls_scores_kernel
 
@@ -147,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     from triton.compiler import ASTSource
 
     target = GPUTarget("cuda", args.arch, 32)
-    jobs = _attention_jobs(args.variants) + _pack_jobs() + _linear_jobs() + _ats_jobs() + _cls_jobs()
+    jobs = _attention_jobs(args.variants) + _pack_jobs() + _linear_jobs() + _ats_jobs() + _threshold_jobs()
+    jobs += _cls_jobs()
     failed = 0
     for name, kernel, sig_args, consts, options in jobs:
         signature = {**sig_args, **{k: "constexpr" for k in consts}}

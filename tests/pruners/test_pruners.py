@@ -519,6 +519,69 @@ def test_threshold_l2_decide_packed_equals_decide_on_the_dense_view(lens):
     assert torch.equal(p.decide_packed(0, xd, None, 11), p.decide(0, xd, torch.ones(3, 11, dtype=torch.bool), None))
 
 
+def _threshold_cases(lens, device, seed=0, dim=16):
+    g = torch.Generator().manual_seed(seed)
+    total = sum(lens)
+    x = torch.randn(total + 3, dim, generator=g)
+    x[: total // 3] = x[0]  # many equal norms: ties must break by position
+    x[total:] = float("nan")
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
+    return x.to(device), cu.to(device)
+
+
+@pytest.mark.parametrize("lens", [[1, 5, 17, 3], [40], [2, 30, 1, 9]], ids=lambda v: "L" + "-".join(map(str, v)))
+@pytest.mark.parametrize(("tau", "min_keep", "cap"),
+                         [(4.0, 2, 6), (4.2, 1, None), (float("-inf"), 3, 4), (50.0, 2, None)])
+def test_threshold_keep_fused_equals_the_torch_decision(lens, tau, min_keep, cap, device):
+    """The one-kernel Threshold-L2 stage gives exactly `_keep_by_norms`'s mask on the gathered norms:
+    ties by position, min_keep and cap by rank, a width above the longest image, NaN padding rows unread."""
+    from pruners._ops import dense_index, gather_dense
+    from pruners.threshold_triton import threshold_keep_fused
+
+    p = _bound("threshold_l2", thresholds=tau, max_keep=cap, min_keep=min_keep)
+    x, cu = _threshold_cases(lens, device)
+    n = max(lens) + 3
+    norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
+    index = dense_index(cu, n, x.shape[0])
+    expect = p._keep_by_norms(0, gather_dense(norms, index), index[1])
+    got = threshold_keep_fused(norms, cu, n, p.thresholds[0:1], min_keep, cap)
+    assert torch.equal(got, expect)
+
+
+def test_threshold_keep_fused_bad_inputs(device):
+    from pruners.threshold_triton import threshold_keep_fused
+
+    norms = torch.rand(20, device=device)
+    cu = torch.tensor([0, 8, 15], dtype=torch.int32, device=device)
+    thr = torch.tensor([0.5], device=device)
+    with pytest.raises(ValueError, match="norms"):
+        threshold_keep_fused(norms.double(), cu, 8, thr, 1, None)
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        threshold_keep_fused(norms, cu.long(), 8, thr, 1, None)
+    with pytest.raises(ValueError, match="threshold"):
+        threshold_keep_fused(norms, cu, 8, thr.double(), 1, None)
+    with pytest.raises(ValueError, match="cap"):
+        threshold_keep_fused(norms, cu, 8, thr, 1, -2)
+    # Offsets past the rows, or decreasing: clamped; every image keeps CLS and only in-length tokens.
+    keep = threshold_keep_fused(norms, torch.tensor([5, 1000, 3], dtype=torch.int32, device=device), 8, thr, 1, None)
+    assert keep[:, 0].all() and not keep[1, 1:].any()
+
+
+@pytest.mark.gpu
+def test_gpu_threshold_l2_decide_packed_is_the_kernel_and_equals_decide():
+    from pruners._ops import dense_index, gather_dense
+
+    p = _bound("threshold_l2", thresholds=[10.0, 10.5, 11.0], max_keep=[120, 80, 40], min_keep=1)
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        lens = torch.randint(2, 197, (64,), generator=g).tolist()
+        x, cu = _threshold_cases(lens, "cuda", seed=seed, dim=128)
+        x = x.half()
+        index = dense_index(cu, 197, x.shape[0])
+        expect = p.decide(seed, gather_dense(x, index), index[1], None)
+        assert torch.equal(p.decide_packed(seed, x, cu, 197), expect)
+
+
 def _ats_generic_keep(q, k, v, cu, n, scale, r):
     """ATS's decision through the dense views (`decide` on gathered CLS probabilities and value norms)."""
     from pruners._ops import dense_index, value_norms

@@ -1,0 +1,105 @@
+"""Threshold-L2's stage decision (`ThresholdL2Pruner._keep_by_norms`) as one Triton kernel: one program per image.
+
+Why: on packed rows the PyTorch path is ~20 small kernels per stage (the dense index, the gathered norms,
+a segmented stable argsort and its inverse scatter, the comparisons, the CLS column). In graph mode at
+DeiT-B B 64 their latency, not their arithmetic, was most of Threshold-L2's stage overhead on the H200
+(docs/perf-notes.md, session 7). Here each program reads its image's token norms where they lie in the
+packed rows, sorts them in registers and writes the image's keep row: norms, this kernel and the pack.
+
+Same decision, exactly: rank = position in the stable descending order of the valid token norms (ties by
+position, as `pruners._ops.rank_desc`); keep = (norm > threshold) | (rank < min_keep), then rank < cap;
+CLS kept; nothing at or past an image's length. Comparisons are on the same fp32 values, so the masks are
+equal, not just close. The threshold is read on the device (a calibrated buffer), so no host sync.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from pruners.ats_triton import _ordered_bits
+
+
+@triton.jit
+def _threshold_keep_kernel(
+    NORMS, CU, THR, KEEP, N, n_rows, min_keep, cap, stride_k,
+    BLOCK: tl.constexpr,
+):
+    b = tl.program_id(0)
+    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
+    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
+    length = tl.minimum(end - start, N)
+    M = N - 1
+    o = tl.arange(0, BLOCK)  # token o is position 1 + o (CLS excluded)
+    inb = o < M
+    valid = (o + 1 < length) & inb
+    x = tl.load(NORMS + start.to(tl.int64) + 1 + o, mask=valid, other=0.0)
+    # Stable descending order: ~ordered_bits reverses the float order; the position breaks ties upward.
+    key = tl.where(valid, ~_ordered_bits(x), 0x7FFFFFFF)
+    packed = (key.to(tl.int64) << 32) | o.to(tl.int64)
+    packed = tl.where(inb, packed, 0x7FFFFFFFFFFFFFFF)
+    packed = tl.sort(packed)
+    order = (packed & 0xFFFFFFFF).to(tl.int32)
+    kb = ~((packed >> 32).to(tl.int32))
+    x_sorted = (kb ^ ((kb >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    n_valid = tl.sum(valid.to(tl.int32), 0)
+    thr = tl.load(THR)
+    rank = o  # sorted position = rank
+    keep = ((x_sorted > thr) | (rank < min_keep)) & (rank < cap) & (rank < n_valid)
+    base = KEEP + b.to(tl.int64) * stride_k
+    tl.store(base, 1)
+    tl.store(base + 1 + order, keep.to(tl.int8), mask=inb)
+
+
+def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, threshold: torch.Tensor,
+                         min_keep: int, cap: int | None) -> torch.Tensor:
+    """One Threshold-L2 stage's keep mask from the packed rows' token norms, in one kernel launch.
+
+    Args:
+        norms: fp32 [R] L2 norms of the packed rows (CLS rows included; contiguous).
+        cu_seqlens: int32 [B+1] segments of the rows (clamped into [0, R]; lengths past max_seqlen are cut).
+        max_seqlen: host int N, the mask's width.
+        threshold: fp32 tensor with one element on the rows' device (the stage's calibrated threshold).
+        min_keep: tokens always kept per image (largest norms first).
+        cap: at most this many non-CLS tokens per image (largest norms first), or None.
+
+    Returns:
+        keep [B, N] bool: CLS True, positions at or past each image's length False.
+    """
+    if norms.dim() != 1 or norms.dtype != torch.float32 or not norms.is_contiguous():
+        raise ValueError(f"norms must be a contiguous fp32 [R], got {norms.dtype} {tuple(norms.shape)}")
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 1 \
+            or not cu_seqlens.is_contiguous():
+        raise ValueError(f"cu_seqlens must be a contiguous int32 [B+1], got {cu_seqlens.dtype} "
+                         f"{tuple(cu_seqlens.shape)}")
+    if threshold.numel() != 1 or threshold.dtype != torch.float32:
+        raise ValueError(f"threshold must be one fp32 value, got {threshold.dtype} {tuple(threshold.shape)}")
+    if len({norms.device, cu_seqlens.device, threshold.device}) != 1:
+        raise ValueError("norms, cu_seqlens and threshold must be on one device")
+    for name, v in (("max_seqlen", max_seqlen), ("min_keep", min_keep)) + ((("cap", cap),) if cap is not None else ()):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    if not norms.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        raise ValueError(f"the fused Threshold-L2 stage needs CUDA tensors (got {norms.device}); on the CPU it runs "
+                         "only in Triton's interpreter (TRITON_INTERPRET=1)")
+    b, n = cu_seqlens.shape[0] - 1, max_seqlen
+    keep = torch.empty((b, n), dtype=torch.bool, device=norms.device)
+    if b == 0 or n == 0:
+        return keep
+    if n == 1 or norms.shape[0] == 0:
+        keep[:, 0] = True
+        keep[:, 1:] = False
+        return keep
+    keep8 = keep.view(torch.int8)
+    block = max(16, triton.next_power_of_2(n - 1))
+    _threshold_keep_kernel[(b,)](
+        norms, cu_seqlens, threshold, keep8, n, norms.shape[0], min_keep, n if cap is None else min(cap, n),
+        keep8.stride(0), BLOCK=block, num_warps=4 if block <= 256 else 8,
+    )
+    return keep
+
+
+__all__ = ["threshold_keep_fused"]
