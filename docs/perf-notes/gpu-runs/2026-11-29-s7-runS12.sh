@@ -4,6 +4,7 @@
 #   bash .whl/runS12.sh grid     check_grid (correctness gate) on this session's changes; DeiT-B/384 B 1/8/64 (target 3)
 #   bash .whl/runS12.sh kernels  issue-3 tables (--quick) and the variant sweep
 #   bash .whl/runS12.sh verify2  GPU tests, profile, bench_e2e B 64/256 (+rlin), then check_grid with the time left
+#   bash .whl/runS12.sh verify3  as verify2 after the fused Threshold-L2 stage; DeiT-B/384 Threshold-L2 with calibrated capacity
 #   bash .whl/runS12.sh serve    DeiT-S/B B 1/4 (target 1), DeiT-B/384 B 1/8/64 (target 3), issue-3 tables
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -61,6 +62,28 @@ case ${1:-verify} in
     stamp rlin
     left=$(( 575 - ($(date +%s) - T0) ))
     timeout $left python3 -m pruners.check_grid 2>&1 | grep -v Warn | tee $OUT/check_grid.md | tail -30
+    stamp all
+    ;;
+  verify3)
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners 2>&1 | tee $OUT/gpu-tests.log | tail -6
+    stamp tests
+    timeout 100 python3 scripts/profile_pruned_forward.py --batch 64 --calibrated-capacity --graph 2>&1 \
+      | grep -v Warn | tee $OUT/profile_pruned_forward.md | tail -22
+    stamp profile
+    timeout 120 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
+      --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --repeats 5 --min-time 0.1 \
+      --time-box 100 2>&1 | tee $OUT/bench_e2e_b.md | tail -12
+    stamp e2e
+    timeout 60 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --pruners threshold_l2 --batches 64 256 \
+      --backends triton dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 --time-box 40 \
+      2>&1 | tee $OUT/bench_e2e_rlin.md | tail -6
+    stamp rlin
+    timeout 60 python3 -m pruners.bench_e2e --models deit_base_patch16_384 --pruners threshold_l2 --batches 64 \
+      --backends triton fa2_varlen padded_sdpa dense --calibrated-capacity --repeats 5 --min-time 0.1 --time-box 45 \
+      2>&1 | tee $OUT/bench_e2e_384_thr.md | tail -6
+    stamp 384
+    left=$(( 575 - ($(date +%s) - T0) ))
+    timeout $left python3 -m pruners.check_grid 2>&1 | grep -v Warn | tee $OUT/check_grid.md | tail -8
     stamp all
     ;;
   serve)
