@@ -571,7 +571,7 @@ def test_threshold_keep_fused_bad_inputs(device):
 def test_gpu_threshold_l2_decide_packed_is_the_kernel_and_equals_decide():
     from pruners._ops import dense_index, gather_dense
 
-    p = _bound("threshold_l2", thresholds=[10.0, 10.5, 11.0], max_keep=[120, 80, 40], min_keep=1)
+    p = _bound("threshold_l2", thresholds=[10.0, 10.5, 11.0], max_keep=[120, 80, 40], min_keep=1).cuda()
     for seed in range(3):
         g = torch.Generator().manual_seed(seed)
         lens = torch.randint(2, 197, (64,), generator=g).tolist()
