@@ -5,6 +5,7 @@
 #   bash .whl/runS12.sh kernels  issue-3 tables (--quick) and the variant sweep
 #   bash .whl/runS12.sh verify2  GPU tests, profile, bench_e2e B 64/256 (+rlin), then check_grid with the time left
 #   bash .whl/runS12.sh verify3  as verify2 after the fused Threshold-L2 stage; DeiT-B/384 Threshold-L2 with calibrated capacity
+#   bash .whl/runS12.sh final    the fixed GPU test; Threshold-L2 B 64 read again; the quick asv subset (git bundle first)
 #   bash .whl/runS12.sh serve    DeiT-S/B B 1/4 (target 1), DeiT-B/384 B 1/8/64 (target 3), issue-3 tables
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -84,6 +85,18 @@ case ${1:-verify} in
     stamp 384
     left=$(( 575 - ($(date +%s) - T0) ))
     timeout $left python3 -m pruners.check_grid 2>&1 | grep -v Warn | tee $OUT/check_grid.md | tail -8
+    stamp all
+    ;;
+  final)
+    timeout 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners -k "threshold or ats_decide" 2>&1 \
+      | tee $OUT/gpu-tests.log | tail -3
+    stamp tests
+    timeout 70 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --pruners threshold_l2 --batches 64 \
+      --backends triton dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 --time-box 50 \
+      2>&1 | tee $OUT/bench_e2e_rlin.md | tail -5
+    stamp rlin
+    NO_TESTS=1 LIMIT=$(( 570 - ($(date +%s) - T0) )) bash .whl/runS3.sh quick
+    grep "\[setup\]" $OUT/quick.log | cut -c1-400
     stamp all
     ;;
   serve)
