@@ -194,8 +194,9 @@ class PrunedDeiT(nn.Module):
             reference backend, ragged_kernels otherwise. Packing is exact data movement, so the choice
             never changes results.
         ragged_linear: experimental: on packed tokens, run qkv, proj and the MLP (fc1 with its GELU
-            fused) through `ragged_kernels.linear.ragged_linear`, which skips the capacity rows past
-            `cu_seqlens[-1]` on the device instead of multiplying them (graph mode at the kept size).
+            fused) through `ragged_kernels.linear.ragged_linear`, and the blocks' LayerNorms through
+            `ragged_layer_norm`, which skip the capacity rows past `cu_seqlens[-1]` on the device
+            instead of computing them (graph mode at the kept size).
             Padding rows then hold uninitialised values, which the packed layout never reads into a
             valid row. Opt-in: on the H200 it pays for Threshold-L2 only (docs/perf-notes.md, session 4).
 
@@ -262,6 +263,15 @@ class PrunedDeiT(nn.Module):
             return layer(x)
         return self._ragged_linear_fn(x, layer.weight, layer.bias, cu)
 
+    def _norm(self, norm: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
+        """`norm(x)`; on packed rows with `ragged_linear`, a LayerNorm runs on the rows before cu_seqlens[-1] only."""
+        if cu is None or self._ragged_linear_fn is None or type(norm) is not nn.LayerNorm or x.dim() != 2 \
+                or tuple(norm.normalized_shape) != (x.shape[1],):
+            return norm(x)
+        from ragged_kernels.linear import ragged_layer_norm
+
+        return ragged_layer_norm(x, norm.weight, norm.bias, norm.eps, cu)
+
     def _qkv(
         self, blk: nn.Module, h: torch.Tensor, cu: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -282,7 +292,7 @@ class PrunedDeiT(nn.Module):
         self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None, n: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Residual-added attention output and the q, k, v it used, on either layout."""
-        h = blk.norm1(x)
+        h = self._norm(blk.norm1, x, cu)
         q, k, v = self._qkv(blk, h, cu)
         if cu is None:  # dense [B, N, H, D]: the same SDPA for every backend
             o = F.scaled_dot_product_attention(
@@ -293,7 +303,7 @@ class PrunedDeiT(nn.Module):
         return x + self._attn_out(blk, h, o, cu), q, k, v
 
     def _mlp(self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
-        h = blk.norm2(x)
+        h = self._norm(blk.norm2, x, cu)
         mlp = blk.mlp
         if cu is None or self._ragged_linear_fn is None or not _is_plain_mlp(mlp):
             return x + blk.drop_path2(blk.ls2(mlp(h)))

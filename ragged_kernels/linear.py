@@ -8,9 +8,11 @@ at dense size. Here the grid still covers the capacity (no host sync, graph-safe
 tile that starts at or past the kept total (read from `cu_seqlens[-1]` on the device) returns at
 once, so the work follows the kept count.
 
-Status: correct on the CPU (Triton interpreter tests); **not measured on the GPU and not used by
-the pruned model yet**. `scripts/bench_ragged_linear.py` compares it with cuBLAS on the capacity
-rows; whether a Triton GEMM on the kept rows beats cuBLAS on all rows decides if it is wired in.
+Status: opt-in in the pruned model (`build_pruned_model(..., ragged_linear=True)`: qkv, proj, fc1 with
+its GELU, fc2, and with them the LayerNorms through `ragged_layer_norm`). Measured on the H200
+(docs/perf-notes.md, sessions 4-7): it pays where the capacity holds many padding rows (Threshold-L2);
+at the kept sizes of the other pruners cuBLAS on all rows is as fast. `scripts/bench_ragged_linear.py`
+compares it with cuBLAS per layer.
 
 Rows past the kept total are left as they were in `out` (garbage for a fresh buffer): the packed
 layout's contract is that padding rows are never read into a valid row (pruners/_ops.py).
@@ -169,4 +171,80 @@ def _smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int,
 _FITTED: dict[tuple, tuple[int, int, int, int, int]] = {}
 
 
-__all__ = ["ragged_linear"]
+@triton.jit
+def _ragged_layer_norm_kernel(
+    X, W, B, Y, CU, n_rows, n_cols, n_segments, stride_x, stride_y, eps,
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
+):  # fmt: skip
+    total = tl.load(CU + n_segments)
+    total = tl.minimum(tl.maximum(total, 0), n_rows)
+    row0 = tl.program_id(0) * ROWS
+    if row0 >= total:
+        return
+    r = row0 + tl.arange(0, ROWS)
+    c = tl.arange(0, BLOCK_C)
+    m_r = r < total
+    m_c = c < n_cols
+    m = m_r[:, None] & m_c[None, :]
+    x = tl.load(X + r[:, None].to(tl.int64) * stride_x + c[None, :], mask=m, other=0.0).to(tl.float32)
+    mean = tl.sum(x, 1) / n_cols
+    d = tl.where(m, x - mean[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, 1) / n_cols + eps)
+    y = d * rstd[:, None]
+    if HAS_W:
+        y = y * tl.load(W + c, mask=m_c, other=0.0).to(tl.float32)[None, :]
+    if HAS_B:
+        y = y + tl.load(B + c, mask=m_c, other=0.0).to(tl.float32)[None, :]
+    tl.store(Y + r[:, None].to(tl.int64) * stride_y + c[None, :], y.to(Y.dtype.element_ty), mask=m)
+
+
+def ragged_layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, cu_seqlens: torch.Tensor,
+) -> torch.Tensor:
+    """`F.layer_norm(x[:total], (C,), weight, bias, eps)`, total = `cu_seqlens[-1]`, without a host sync:
+    `ragged_linear`'s companion for the norms between the linear layers of a packed block. Statistics in
+    fp32 (mean, then the mean squared deviation), as PyTorch's kernel; results agree to rounding.
+
+    Args:
+        x: packed rows `[R, C]`, unit stride along C, C <= 8192.
+        weight, bias: `[C]` or None (nn.LayerNorm's parameters, x's dtype or fp32).
+        eps: the norm's epsilon.
+        cu_seqlens: int32 `[B+1]` on x's device; only its last entry is read (on the device).
+
+    Returns:
+        `[R, C]` of x's dtype; rows `>= total` are uninitialised.
+    """
+    if x.dim() != 2 or x.stride(1) != 1:
+        raise ValueError(f"x must be [R, C] with unit stride along C, got {tuple(x.shape)} strides {x.stride()}")
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    n_rows, n_cols = x.shape
+    if n_cols > 8192:
+        raise ValueError(f"ragged_layer_norm takes at most 8192 channels, got {n_cols}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (tuple(t.shape) != (n_cols,) or not t.is_contiguous()):
+            raise ValueError(f"{name} must be a contiguous [{n_cols}], got {tuple(t.shape)}")
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
+        raise ValueError(
+            f"cu_seqlens must be int32 [B+1] with B >= 1, got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}"
+        )
+    if any(t is not None and t.device != x.device for t in (weight, bias, cu_seqlens)):
+        raise ValueError("x, weight, bias and cu_seqlens must be on one device")
+    if not x.is_cuda and not INTERPRET:
+        raise ValueError("ragged_layer_norm needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is "
+                         "imported)")
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if n_rows == 0 or n_cols == 0:
+        return out
+    block_c = triton.next_power_of_2(n_cols)
+    rows = max(1, min(16, 8192 // block_c))
+    _ragged_layer_norm_kernel[(triton.cdiv(n_rows, rows),)](
+        x, weight if weight is not None else x, bias if bias is not None else x, out, cu_seqlens, n_rows, n_cols,
+        cu_seqlens.numel() - 1, x.stride(0), out.stride(0), float(eps),
+        HAS_W=weight is not None, HAS_B=bias is not None, ROWS=rows, BLOCK_C=block_c,
+        num_warps=4 if block_c <= 1024 else 8,
+    )  # fmt: skip
+    return out
+
+
+__all__ = ["ragged_layer_norm", "ragged_linear"]

@@ -111,6 +111,16 @@ def _linear_jobs() -> list:
     return jobs
 
 
+def _layer_norm_jobs() -> list:
+    from ragged_kernels.linear import _ragged_layer_norm_kernel
+
+    args = dict(X="*fp16", W="*fp16", B="*fp16", Y="*fp16", CU="*i32", n_rows="i32", n_cols="i32", n_segments="i32",
+                stride_x="i32", stride_y="i32", eps="fp32")  # fmt: skip
+    return [(f"ragged_layer_norm BLOCK_C={c}", _ragged_layer_norm_kernel, args,
+             dict(HAS_W=True, HAS_B=True, ROWS=max(1, min(16, 8192 // c)), BLOCK_C=c),
+             dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]  # fmt: skip
+
+
 def _ats_jobs() -> list:
     from pruners.ats_triton import _CHUNK, _ats_keep_kernel, _ats_stage_kernel
 
@@ -157,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
     target = GPUTarget("cuda", args.arch, 32)
     jobs = _attention_jobs(args.variants) + _pack_jobs() + _linear_jobs() + _ats_jobs() + _threshold_jobs()
-    jobs += _cls_jobs()
+    jobs += _cls_jobs() + _layer_norm_jobs()
     failed = 0
     for name, kernel, sig_args, consts, options in jobs:
         signature = {**sig_args, **{k: "constexpr" for k in consts}}

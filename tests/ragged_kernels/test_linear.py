@@ -90,3 +90,46 @@ def test_a_gpu_with_less_shared_memory_gets_fewer_stages_then_smaller_k_blocks(m
     calls.clear()
     linear.ragged_linear(x, w, None, cu, blocks=blocks)
     assert calls == [(32, 1)]  # remembered
+
+
+# -- ragged_layer_norm ----------------------------------------------------------------------------
+@pytest.mark.parametrize("total", [0, 1, 9, 37])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_of_the_kept_rows_matches_torch(total, affine):
+    from ragged_kernels.linear import ragged_layer_norm
+
+    g = torch.Generator().manual_seed(total)
+    x = (torch.randn(40, 48, generator=g) * 3 + 1).to(DEVICE)
+    x[total:] = float("nan")  # padding rows: never read into a kept row
+    w = torch.randn(48, generator=g).to(DEVICE) if affine else None
+    b = torch.randn(48, generator=g).to(DEVICE) if affine else None
+    cu = torch.tensor([0, total // 2, total], dtype=torch.int32, device=DEVICE)
+    y = ragged_layer_norm(x, w, b, 1e-6, cu)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    torch.testing.assert_close(y[:total], torch.nn.functional.layer_norm(x[:total], (48,), w, b, 1e-6),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_fp16_strided_rows_and_a_total_past_the_buffer():
+    from ragged_kernels.linear import ragged_layer_norm
+
+    wide = torch.randn(30, 2, 64).half().to(DEVICE)
+    x = wide[:, 1]  # row stride 128
+    w, b = torch.rand(64).half().to(DEVICE), torch.rand(64).half().to(DEVICE)
+    y = ragged_layer_norm(x, w, b, 1e-5, torch.tensor([0, 1000], dtype=torch.int32, device=DEVICE))  # clamped
+    expect = torch.nn.functional.layer_norm(x.float(), (64,), w.float(), b.float(), 1e-5).half()
+    torch.testing.assert_close(y, expect, rtol=2e-3, atol=2e-3)
+
+
+def test_layer_norm_bad_inputs():
+    from ragged_kernels.linear import ragged_layer_norm
+
+    x, cu = torch.randn(8, 16, device=DEVICE), torch.tensor([0, 8], dtype=torch.int32, device=DEVICE)
+    with pytest.raises(ValueError, match="unit stride"):
+        ragged_layer_norm(x.t(), None, None, 1e-5, cu)
+    with pytest.raises(TypeError, match="float16"):
+        ragged_layer_norm(x.double(), None, None, 1e-5, cu)
+    with pytest.raises(ValueError, match="weight"):
+        ragged_layer_norm(x, torch.ones(15, device=DEVICE), None, 1e-5, cu)
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        ragged_layer_norm(x, None, None, 1e-5, cu.long())
