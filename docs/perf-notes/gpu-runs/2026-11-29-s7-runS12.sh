@@ -6,6 +6,7 @@
 #   bash .whl/runS12.sh verify2  GPU tests, profile, bench_e2e B 64/256 (+rlin), then check_grid with the time left
 #   bash .whl/runS12.sh verify3  as verify2 after the fused Threshold-L2 stage; DeiT-B/384 Threshold-L2 with calibrated capacity
 #   bash .whl/runS12.sh final    the fixed GPU test; Threshold-L2 B 64 read again; the quick asv subset (git bundle first)
+#   bash .whl/runS12.sh rln      ragged_layer_norm: its tests on the GPU; Threshold-L2 graph+rlin B 64/256 read twice
 #   bash .whl/runS12.sh serve    DeiT-S/B B 1/4 (target 1), DeiT-B/384 B 1/8/64 (target 3), issue-3 tables
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -98,6 +99,18 @@ case ${1:-verify} in
     NO_TESTS=1 LIMIT=$(( 570 - ($(date +%s) - T0) )) bash .whl/runS3.sh quick
     grep "\[setup\]" $OUT/quick.log | cut -c1-400
     stamp all
+    ;;
+  rln)
+    timeout 90 python3 -m pytest -q -p no:cacheprovider tests/ragged_kernels/test_linear.py 2>&1 | tail -2
+    timeout 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/pruners -k "ragged_linear or threshold" 2>&1 \
+      | tee $OUT/gpu-tests.log | tail -2
+    stamp tests
+    for i in 1 2; do
+      timeout 70 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --pruners threshold_l2 --batches 64 256 \
+        --backends triton dense --calibrated-capacity --ragged-linear --repeats 5 --min-time 0.1 --time-box 50 \
+        2>&1 | tee $OUT/bench_e2e_rlin_$i.md | grep -E "^deit|threshold_l2 \| (64|256) \| yes"
+      stamp rlin$i
+    done
     ;;
   serve)
     timeout 130 python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
