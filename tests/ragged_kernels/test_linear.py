@@ -82,8 +82,8 @@ def test_a_gpu_with_less_shared_memory_gets_fewer_stages_then_smaller_k_blocks(m
 
     monkeypatch.setattr(linear, "_ragged_linear_kernel", FakeKernel())
     monkeypatch.setattr(linear, "_FITTED", {})
-    x, w = torch.randn(8, 64), torch.randn(16, 64)
-    cu = torch.tensor([0, 8], dtype=torch.int32)
+    x, w = torch.randn(8, 64, device=DEVICE), torch.randn(16, 64, device=DEVICE)
+    cu = torch.tensor([0, 8], dtype=torch.int32, device=DEVICE)
     blocks = (64, 64, 64, 4, 4)
     linear.ragged_linear(x, w, None, cu, blocks=blocks)
     assert calls == [(64, 4), (64, 3), (64, 2), (64, 1), (32, 1)]
