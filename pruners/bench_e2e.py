@@ -314,10 +314,12 @@ class Config:
     mode: str = "eager"  # "eager" or "graph"
     exact: bool = False  # eager exact_capacity
     rlinear: bool = False  # build_pruned_model(ragged_linear=True): linear layers over the kept rows only
+    reread: bool = False  # the dense model's second reading, after the model's pruned configurations
 
     @property
     def mode_label(self) -> str:
-        return self.mode + ("+exact" if self.exact else "") + ("+rlin" if self.rlinear else "")
+        return (self.mode + ("+exact" if self.exact else "") + ("+rlin" if self.rlinear else "")
+                + ("+again" if self.reread else ""))
 
     def __str__(self) -> str:
         return f"{self.model} {self.pruner or '-'} B={self.batch} {self.backend}/{self.mode_label}"
@@ -333,7 +335,8 @@ def grid_configs(
     exact_backends: Sequence[str] | None = None,
     ragged_linear: bool = False,
 ) -> list[Config]:
-    """Configurations of a grid; the dense model once per (model, batch), before the pruned ones.
+    """Configurations of a grid; the dense model before the pruned ones of each (model, batch) and once
+    more after all of the model's (the faster reading counts: `best_dense`).
 
     Args:
         exact_capacity: add an eager exact_capacity configuration for ragged pruners.
@@ -367,6 +370,22 @@ def grid_configs(
                     out.append(Config(model, pruner, batch, backend, "eager", True))
                 if ragged_linear and backend == "triton" and PRUNERS[pruner].ragged:
                     out.append(Config(model, pruner, batch, backend, "graph", rlinear=True))
+        # The dense model again after the model's pruned ones: the first configuration of a process has
+        # read up to ~15% slow on the H200 (session 7, run 6), and 2c divides by dense. The faster of
+        # the two readings counts (`best_dense`): the conservative choice for the pruned/dense ratios.
+        for batch in sorted(dense_done, key=[b for _, b in pairs].index):
+            out.append(Config(model, None, batch, "dense", reread=True))
+    return out
+
+
+def best_dense(rows: Sequence[dict]) -> dict[tuple, dict]:
+    """(model, batch) -> the dense row with the most images/s (dense is read first and last)."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["backend"] == "dense":
+            key = (r["model"], r["batch"])
+            if key not in out or r["img_per_s"] > out[key]["img_per_s"]:
+                out[key] = r
     return out
 
 
@@ -505,7 +524,7 @@ def target_rows(rows: Sequence[dict]) -> list[dict]:
         2c  (B 64-256):   (best any mode / dense) >= 0.85 x flop_ratio
         3   (deit_base_patch16_384, B 1-64): triton best >= fa2_varlen
     """
-    dense = {(r["model"], r["batch"]): r for r in rows if r["backend"] == "dense"}
+    dense = best_dense(rows)
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["backend"] != "dense":
@@ -587,7 +606,7 @@ def throughput_table(rows: Sequence[dict]) -> list[str]:
         ("nested_sdpa", "eager"),
     ]
     by = {(r["model"], r["pruner"], r["batch"], r["backend"], r["mode"]): r for r in rows}
-    dense = {(r["model"], r["batch"]): r["img_per_s"] for r in rows if r["backend"] == "dense"}
+    dense = {k: r["img_per_s"] for k, r in best_dense(rows).items()}
     keys = sorted({(r["model"], r["pruner"], r["batch"]) for r in rows if r["backend"] != "dense"}, key=str)
     head = "| model | pruner | batch | " + " | ".join(f"{b} {m}" for b, m in cols) + " | dense | tokens |"
     lines = [head, "|" + "---|" * (len(cols) + 5)]
@@ -873,7 +892,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n### targets\n")
     print(
         "triton best = fastest triton graph/eager row; /x = its images/s over x (eager); /dense uses the fastest "
-        "triton row of any mode (named when it is +exact); pad/packed tokens = sum over blocks "
+        "triton row of any mode (named when it is +exact) and the faster of dense's two readings (first and "
+        "last); pad/packed tokens = sum over blocks "
         "of B x longest / sum of lengths (its kept counts); 2b reached = (/padded) / (pad/packed), target >= "
         f"{TARGET_2B_FRACTION}; FLOP ratio = dense / pruned from the kept counts (@cap: linear layers on the "
         f"packed capacity rows); 2c reached = (/dense) / FLOP ratio, target >= {TARGET_2C_FRACTION}\n"
