@@ -2,8 +2,10 @@
 
 A pruner is an `nn.Module` (DynamicViT owns learned predictors; Threshold-L2 owns calibrated
 thresholds as buffers) that, at each of its stages, turns the current tokens into a keep mask.
-Decisions are computed on a dense view `[B, N, C]` with a validity mask, on the device, with no host
-sync. Host-side it only answers how many tokens an image can hold after a stage (`tokens_bound`), which
+Decisions are computed on the device, with no host sync: by `decide` on a dense view `[B, N, C]` with a
+validity mask, or, where a pruner has one, by `decide_packed` straight from the packed rows (ATS and
+Threshold-L2 on CUDA: one fused kernel per stage; in graph mode a stage's cost is its kernel count).
+Host-side it only answers how many tokens an image can hold after a stage (`tokens_bound`), which
 sizes the packed buffers (exact for the fixed-count pruners, an upper bound for the ragged ones).
 """
 
