@@ -111,6 +111,20 @@ def _ats_keep_kernel(
 
 
 @triton.jit
+def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
+    """Image b's packed rows: (first row, length cut to N, token lanes o (token o is position 1 + o, CLS
+    excluded), lanes in [0, N-1), lanes holding a token of the image). Offsets are clamped into
+    [0, n_rows] and an end before its start is an empty image, so nothing outside the rows is read."""
+    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
+    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
+    length = tl.minimum(end - start, N)
+    o = tl.arange(0, BLOCK)
+    inb = o < N - 1
+    valid = (o + 1 < length) & inb
+    return start, length, o, inb, valid
+
+
+@triton.jit
 def _ats_stage_kernel(
     SCORES, VNORM, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
     H_PAD: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
@@ -119,13 +133,8 @@ def _ats_stage_kernel(
     value norms of its packed rows, then `_sample`; writes the [N] keep row (CLS True, past the
     image's length False)."""
     b = tl.program_id(0)
-    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
-    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
-    length = tl.minimum(end - start, N)
+    start, length, o, inb, valid = _image_tokens(CU, b, n_rows, N, BLOCK)
     M = N - 1
-    o = tl.arange(0, BLOCK)  # token o is position 1 + o (CLS excluded)
-    inb = o < M
-    valid = (o + 1 < length) & inb
     h = tl.arange(0, H_PAD)
     hm = h < H
     sb = SCORES + b.to(tl.int64) * stride_sb + h.to(tl.int64)[:, None] * stride_sh

@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from pruners.ats_triton import _ordered_bits
+from pruners.ats_triton import _image_tokens, _ordered_bits
 
 
 @triton.jit
@@ -29,13 +29,7 @@ def _threshold_keep_kernel(
     BLOCK: tl.constexpr,
 ):
     b = tl.program_id(0)
-    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
-    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
-    length = tl.minimum(end - start, N)
-    M = N - 1
-    o = tl.arange(0, BLOCK)  # token o is position 1 + o (CLS excluded)
-    inb = o < M
-    valid = (o + 1 < length) & inb
+    start, length, o, inb, valid = _image_tokens(CU, b, n_rows, N, BLOCK)
     x = tl.load(NORMS + start.to(tl.int64) + 1 + o, mask=valid, other=0.0)
     # Stable descending order: ~ordered_bits reverses the float order; the position breaks ties upward.
     key = tl.where(valid, ~_ordered_bits(x), 0x7FFFFFFF)
