@@ -31,10 +31,10 @@ CATEGORIES: list[tuple[str, re.Pattern]] = [
     for name, pattern in [
         ("attention", r"flash|fmha|_ragged_attn|attention|efficient_attn"),
         ("pack", r"_pack_unpack|_segment_count"),
-        ("ats sampler", r"_ats_keep"),
+        ("decision kernel", r"_ats_keep|_ats_stage|_threshold_keep"),  # the pruners' fused decisions
         ("cls probe", r"_cls_scores"),
         ("gemm", r"gemm|cutlass|xmma|cublas|_ragged_linear|matmul|wgmma|nvjet"),
-        ("layernorm", r"layer_?norm"),
+        ("layernorm", r"layer_?norm"),  # ragged_layer_norm included
         ("gelu", r"gelu"),
         ("softmax", r"softmax"),
         ("sort/scan", r"sort|scan|cumsum"),
