@@ -92,8 +92,9 @@ class Pruner(nn.Module):
         super().__init__()
         self.stages = check_stages(stages, self.name)
         self.info: ModelInfo | None = None
-        # True when extra_token() may add a token (EViT's fusion): the model calls it only then.
-        self.fuses_tokens = False
+        # True when extra_token() may add a token (EViT's fusion): the model calls it only then. By default
+        # True exactly when a subclass overrides extra_token, so a custom pruner's token is never skipped.
+        self.fuses_tokens = type(self).extra_token is not Pruner.extra_token
 
     def bind(self, info: ModelInfo) -> None:
         """Attach to a backbone: check the stages fit and build anything that depends on its size.

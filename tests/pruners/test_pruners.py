@@ -734,3 +734,20 @@ def test_gpu_cls_attention_full_uses_the_kernel_on_strided_views():
     q, k = qkv[:, :, 0], qkv[:, :, 1]
     expect = cls_attention(q[:, 0], k, torch.ones(8, 197, dtype=torch.bool, device="cuda"), 0.125)
     torch.testing.assert_close(cls_attention_full(q, k, 0.125), expect, rtol=1e-4, atol=1e-6)
+
+
+def test_fuses_tokens_defaults_to_whether_extra_token_is_overridden():
+    from pruners.base import Pruner
+
+    class Plain(Pruner):
+        name = "plain-test"
+
+    class WithExtra(Pruner):
+        name = "extra-test"
+
+        def extra_token(self, stage, x, valid, keep, attn):
+            return None
+
+    assert not Plain(()).fuses_tokens and WithExtra(()).fuses_tokens
+    assert create_pruner("evit").fuses_tokens and not create_pruner("evit", fuse_token=False).fuses_tokens
+    assert not create_pruner("ats").fuses_tokens
