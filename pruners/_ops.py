@@ -20,6 +20,11 @@ import torch
 import torch.nn.functional as F
 
 
+def uniform_cu_seqlens(batch: int, length: int, device: torch.device) -> torch.Tensor:
+    """int32 [B+1] offsets of B segments of `length` rows each: a dense [B, N, ...] batch seen as packed rows."""
+    return torch.arange(0, (batch + 1) * length, length, dtype=torch.int32, device=device)
+
+
 def dense_index(cu_seqlens: torch.Tensor, max_seqlen: int, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Row indices and validity of the right-padded dense view of packed rows (no host sync).
 
@@ -112,12 +117,15 @@ def rank_desc(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(order).scatter_(1, order, ar)
 
 
-def with_cls(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The stage mask [B, 1 + M] from token masks a, b [B, M] (CLS excluded): True in column 0 (CLS), a & b
-    in the rest. One fill and the `&` written in place: no `ones_like` + `cat` copy of the mask."""
+def with_cls(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """The stage mask [B, 1 + M] from token masks a (and b) [B, M] (CLS excluded): True in column 0 (CLS),
+    a (& b) in the rest. One fill and one write in place: no `ones_like` + `cat` copy of the mask."""
     full = torch.empty((a.shape[0], a.shape[1] + 1), dtype=torch.bool, device=a.device)
     full[:, 0] = True
-    torch.bitwise_and(a, b, out=full[:, 1:])
+    if b is None:
+        full[:, 1:] = a
+    else:
+        torch.bitwise_and(a, b, out=full[:, 1:])
     return full
 
 
@@ -180,7 +188,7 @@ def cls_attention_full(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.
     [B, N, H, D] -> [B, H, N] fp32. On CUDA through `pruners.cls_triton` (rows as B segments of N),
     which reads k in place instead of copying it to fp32 first."""
     B, N = q.shape[:2]
-    cu = torch.arange(0, (B + 1) * N, N, dtype=torch.int32, device=q.device) if q.is_cuda else None
+    cu = uniform_cu_seqlens(B, N, q.device) if q.is_cuda else None
     probs = _cls_probs_kernel(q.flatten(0, 1), k.flatten(0, 1), cu, N, scale)
     if probs is not None:
         return probs

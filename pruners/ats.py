@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import rank_desc, with_cls
+from pruners._ops import rank_desc, uniform_cu_seqlens, with_cls
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -180,15 +180,9 @@ class ATSPruner(Pruner):
         else:
             from pruners.ats_triton import ats_keep_fused
 
-            if self.max_keep is None:
-                # The kernel writes columns 1: of the stage's mask in place: no concatenation after it.
-                full = torch.empty(valid.shape, dtype=torch.bool, device=valid.device)
-                full[:, 0] = True
-                ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage], out=full[:, 1:])
-                return full
             keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
         if self.max_keep is None:
-            return with_cls(keep, keep)
+            return with_cls(keep)
         return with_cls(keep, rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
 
     def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
@@ -203,7 +197,7 @@ class ATSPruner(Pruner):
 
         if cu_seqlens is None:  # the first stage: dense [B, N, H, D], every position valid
             b, n = q.shape[:2]
-            cu_seqlens = torch.arange(0, (b + 1) * n, n, dtype=torch.int32, device=q.device)
+            cu_seqlens = uniform_cu_seqlens(b, n, q.device)
             q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)
         if not cls_triton.supported(q, k):
             return None

@@ -94,6 +94,7 @@ class _Packer:
             import ragged_kernels
 
             self._pack_tokens = ragged_kernels.pack_tokens
+            self._unpack_tokens = ragged_kernels.unpack_tokens
 
     def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int, keep_first: bool = True):
         if self.name == "torch":
@@ -111,9 +112,7 @@ class _Packer:
         instead of an index and a `where`. Pure data movement: the same values either way."""
         if self.name == "torch" or x.dim() != 2 or x.stride(1) != 1:
             return gather_dense(x, index)
-        import ragged_kernels
-
-        return ragged_kernels.unpack_tokens(x, index[1], cu)
+        return self._unpack_tokens(x, index[1], cu)
 
     def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int):
         if self.name == "torch":
@@ -131,6 +130,12 @@ def _ragged_linear_fn() -> Callable[..., torch.Tensor]:
     from ragged_kernels.linear import ragged_linear
 
     return ragged_linear
+
+
+def _ragged_layer_norm_fn() -> Callable[..., torch.Tensor]:
+    from ragged_kernels.linear import ragged_layer_norm
+
+    return ragged_layer_norm
 
 
 def _is_plain_mlp(mlp: nn.Module) -> bool:
@@ -237,6 +242,7 @@ class PrunedDeiT(nn.Module):
             raise ValueError("ragged_linear applies to packed tokens; the dense backend has none")
         self.ragged_linear = bool(ragged_linear)
         self._ragged_linear_fn = _ragged_linear_fn() if ragged_linear else None
+        self._ragged_layer_norm_fn = _ragged_layer_norm_fn() if ragged_linear else None
         self._attend = _attention_fn(backend) if backend != "dense" else reference_attention
         self._pack = _Packer(packer)
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
@@ -265,12 +271,11 @@ class PrunedDeiT(nn.Module):
 
     def _norm(self, norm: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
         """`norm(x)`; on packed rows with `ragged_linear`, a LayerNorm runs on the rows before cu_seqlens[-1] only."""
+        # Gated on `_ragged_linear_fn` (the one switch `calibrate` turns off); the function is resolved once.
         if cu is None or self._ragged_linear_fn is None or type(norm) is not nn.LayerNorm or x.dim() != 2 \
                 or tuple(norm.normalized_shape) != (x.shape[1],):
             return norm(x)
-        from ragged_kernels.linear import ragged_layer_norm
-
-        return ragged_layer_norm(x, norm.weight, norm.bias, norm.eps, cu)
+        return self._ragged_layer_norm_fn(x, norm.weight, norm.bias, norm.eps, cu)
 
     def _qkv(
         self, blk: nn.Module, h: torch.Tensor, cu: torch.Tensor | None
@@ -312,10 +317,12 @@ class PrunedDeiT(nn.Module):
         h = self._linear(mlp.fc2, mlp.norm(mlp.drop1(h)), cu)
         return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
-    def _valid(self, x: torch.Tensor, index: tuple | None) -> torch.Tensor:
-        if index is None:  # dense x: every position is valid
-            return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        return index[1]
+    def _index_valid(self, x: torch.Tensor, cu: torch.Tensor | None, n: int) -> tuple[tuple | None, torch.Tensor]:
+        """(the stage's `dense_index`, or None for dense x; the validity mask [B, n])."""
+        if cu is None:  # dense x: every position is valid
+            return None, torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        index = dense_index(cu, n, x.shape[0])
+        return index, index[1]
 
     # -- pruning ---------------------------------------------------------------------------------
     def _prune(
@@ -335,8 +342,7 @@ class PrunedDeiT(nn.Module):
         index: tuple | None = None
         valid = xd = info = None
         if keep is None:
-            index = None if cu is None else dense_index(cu, n, x.shape[0])
-            valid = self._valid(x, index)
+            index, valid = self._index_valid(x, cu, n)
             if pr.needs_tokens:
                 xd = x if index is None else self._pack.to_dense(x, cu, index)
             info = None if qkv is None else self._attn_info(*qkv, cu, valid, scale, index)
@@ -357,8 +363,7 @@ class PrunedDeiT(nn.Module):
             # The applied mask itself: CLS on, nothing past an image's length (the packers apply the
             # same rules on their own, so the fast path below never builds it).
             if valid is None:
-                index = None if cu is None else dense_index(cu, n, x.shape[0])
-                valid = self._valid(x, index)
+                index, valid = self._index_valid(x, cu, n)
             keep = keep & valid  # a new tensor: the pruner's or keep_override's mask is left alone
             keep[:, 0] = True
             if self.record:

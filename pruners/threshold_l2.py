@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pruners._ops import dense_index, gather_dense, rank_desc, with_cls
+from pruners._ops import dense_index, gather_dense, rank_desc, uniform_cu_seqlens, with_cls
 from pruners.base import AttnInfo, Pruner, per_stage, register
 
 
@@ -109,7 +109,7 @@ class ThresholdL2Pruner(Pruner):
 
             if cu_seqlens is None:  # the first stage: dense [B, N, C], every position valid
                 b, n = norms.shape
-                cu_seqlens = torch.arange(0, (b + 1) * n, n, dtype=torch.int32, device=x.device)
+                cu_seqlens = uniform_cu_seqlens(b, n, x.device)
                 norms = norms.reshape(-1)
             return threshold_keep_fused(norms, cu_seqlens, max_seqlen, self.thresholds[stage:stage + 1],
                                         self.min_keep, self.max_keeps[stage])
