@@ -5,8 +5,9 @@ thresholds as buffers) that, at each of its stages, turns the current tokens int
 Decisions are computed on the device, with no host sync: by `decide` on a dense view `[B, N, C]` with a
 validity mask, or, where a pruner has one, by `decide_packed` straight from the packed rows (ATS and
 Threshold-L2 on CUDA: one fused kernel per stage; in graph mode a stage's cost is its kernel count).
-Host-side it only answers how many tokens an image can hold after a stage (`tokens_bound`), which
-sizes the packed buffers (exact for the fixed-count pruners, an upper bound for the ragged ones).
+Host-side it only answers how many tokens an image (`tokens_bound`) and a batch (`rows_bound`) can hold
+after a stage, which sizes the packed buffers (exact for the fixed-count pruners, an upper bound for the
+ragged ones).
 """
 
 from __future__ import annotations
@@ -153,6 +154,13 @@ class Pruner(nn.Module):
             the bound (exact for fixed-count pruners on uniform input).
         """
         return n_in
+
+    def rows_bound(self, stage: int, n_in: int, batch: int) -> int:
+        """Host upper bound on the packed rows of a batch of `batch` images after `stage` (every image's
+        tokens, CLS and any extra token included): the packed buffer's size. Default `batch` x
+        `tokens_bound`; a pruner whose decisions bound the batch's total more tightly (Threshold-L2's
+        batch budget) returns less."""
+        return batch * self.tokens_bound(stage, n_in)
 
     def is_noop(self, stage: int, n_in: int) -> bool:
         """True when the stage provably keeps everything (host-known). The model does not skip such

@@ -6,7 +6,12 @@ wherever the reference's top-1/top-2 margin exceeds the measured error (the othe
 Also reports whether `padded_sdpa` reached the same decisions on its own, and checks that with keep
 ratio 1 every pruned backend equals `dense`.
 
+`--calibrated-capacity` builds Threshold-L2 with `max_keep="calibrate"` (per-image caps and the batch
+budget learned on the photos): graph mode then runs in tight buffers, and the random images, unlike
+the photos, can overflow the budget, which exercises its water-filling on the device.
+
 Usage (on a GPU machine):  python -m pruners.check_grid [--models ...] [--pruners ...] [--batch 8]
+                           [--calibrated-capacity]
 Exit status: 0 all pass, 1 a check failed, 2 no CUDA.
 """
 
@@ -45,12 +50,14 @@ def _top1_report(y: torch.Tensor, ref: torch.Tensor, err: float) -> tuple[int, i
 
 
 @torch.no_grad()
-def check_case(model_name: str, pruner_name: str, batch: int, seed: int) -> list[dict]:
+def check_case(model_name: str, pruner_name: str, batch: int, seed: int,
+               calibrated_capacity: bool = False) -> list[dict]:
     """Run one model x pruner over the image sets; returns one row per (image set, mode)."""
     dev = "cuda"
     size = 384 if model_name.endswith("384") else 224
     images = _image_sets(size, batch, seed)
-    pruner = create_pruner(pruner_name)
+    capped = calibrated_capacity and pruner_name == "threshold_l2"
+    pruner = create_pruner(pruner_name, **({"max_keep": "calibrate"} if capped else {}))
     calib = images["photos"] if pruner_name == "threshold_l2" else None
     opts = {"seed": seed, "calibration_images": calib} if calib is not None else {"seed": seed}
     tri = build_pruned_model(model_name, pruner, "triton", **opts).half().to(dev)
@@ -79,7 +86,7 @@ def check_case(model_name: str, pruner_name: str, batch: int, seed: int) -> list
             rows.append(
                 dict(
                     model=model_name,
-                    pruner=pruner_name,
+                    pruner=pruner_name + ("+cap" if capped else ""),
                     images=set_name,
                     mode=mode,
                     max_abs=err,
@@ -119,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pruners", nargs="+", default=list(PRUNERS), choices=sorted(PRUNERS))
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calibrated-capacity", action="store_true",
+                    help="Threshold-L2 with max_keep='calibrate' (per-image caps and the batch budget)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("check_grid needs a CUDA GPU", file=sys.stderr)
@@ -128,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     print(hdr + f"{'same dec':>8} {'own|d|':>8}  tokens/stage  verdict")
     for model_name in args.models:
         for pruner_name in args.pruners:
-            for r in check_case(model_name, pruner_name, args.batch, args.seed):
+            for r in check_case(model_name, pruner_name, args.batch, args.seed, args.calibrated_capacity):
                 failed += not r["ok"]
                 print(
                     f"{r['model']:24} {r['pruner']:13} {r['images']:13} {r['mode']:5} {r['max_abs']:8.5f} "

@@ -356,8 +356,8 @@ class PrunedDeiT(nn.Module):
                     f"keep_override[{self._applied}] must be bool {(B, n)}, got {keep.dtype} {tuple(keep.shape)}"
                 )
         self._applied += 1
-        n_out = self.pruner.tokens_bound(stage, n)
-        cap = B * n_out
+        n_out = pr.tokens_bound(stage, n)
+        cap = pr.rows_bound(stage, n, B)
         fuse = pr.fuses_tokens
         if self.record or self.exact_capacity or fuse:
             # The applied mask itself: CLS on, nothing past an image's length (the packers apply the

@@ -12,6 +12,17 @@ before, so the blocks after a stage run at the unpruned size. `max_keep` caps th
 keeps (the largest norms win), per stage or for all; `max_keep="calibrate"` learns the cap on the
 calibration batch: (1 + capacity_margin) x the most tokens any calibration image kept at that stage.
 An image that would keep more then loses its lowest-norm surplus tokens.
+
+Batch capacity: a per-image cap must cover the image that keeps the most, but a batch's total
+concentrates around B x the mean (its spread grows as sqrt(B), not B). With `max_keep="calibrate"`
+the calibration also records the mean tokens an image keeps per stage (mu), and the packed buffer of
+a batch of B images holds B x mu' + (cap - mu') x sqrt(B) non-CLS tokens, mu' = (1 + batch_margin) mu:
+the per-image cap at B = 1, close to B x mu' for large batches (DeiT-B B 64: the buffer after the
+last stage drops from 45 to ~36 tokens per image, docs/perf-notes.md, session 8). A batch that would
+keep more is water-filled: the largest per-image limit c with sum_i min(k_i, c) <= budget, and each
+image keeps its top min(k_i, c) tokens by norm. So an image's decision depends on its batch only when
+the batch overflows the budget; every backend applies the same rule, so their decisions stay equal.
+`batch_margin=None` turns it off (the per-image caps alone size the buffers).
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ class ThresholdL2Pruner(Pruner):
         max_keep: optional cap on non-CLS tokens kept per image (a tighter static capacity): an int,
             one per stage, or "calibrate" (learned with the thresholds; see the module docstring).
         capacity_margin: with max_keep="calibrate", the headroom over the calibration maximum (0.25).
+        batch_margin: with max_keep="calibrate", the headroom of a batch's budget over the calibration
+            mean (0.1; see the module docstring), or None for no batch budget.
     """
 
     name = "threshold_l2"
@@ -52,6 +65,7 @@ class ThresholdL2Pruner(Pruner):
         min_keep: int = 1,
         max_keep: int | Sequence[int] | str | None = None,
         capacity_margin: float = 0.25,
+        batch_margin: float | None = 0.1,
     ) -> None:
         super().__init__(stages)
         n = len(self.stages)
@@ -71,7 +85,16 @@ class ThresholdL2Pruner(Pruner):
             0 <= capacity_margin < math.inf
         ):
             raise ValueError(f"threshold_l2: capacity_margin must be a finite number >= 0, got {capacity_margin!r}")
+        if batch_margin is not None and (
+            isinstance(batch_margin, bool) or not isinstance(batch_margin, (int, float))
+            or not 0 <= batch_margin < math.inf
+        ):
+            raise ValueError(f"threshold_l2: batch_margin must be a finite number >= 0 or None, got {batch_margin!r}")
         self.min_keep, self.capacity_margin = min_keep, float(capacity_margin)
+        self.batch_margin = None if batch_margin is None else float(batch_margin)
+        # Per-stage mean of the non-CLS tokens a calibration image keeps (after its cap): host floats,
+        # learned with max_keep="calibrate" (None = unknown: no batch budget).
+        self.mean_keeps: tuple[float | None, ...] = (None,) * n
         # Per-stage caps (host ints, None = uncapped): given, or filled in by calibration.
         self.max_keeps: tuple[int | None, ...] = caps if caps is not None else (None,) * n
         taus = per_stage(thresholds, n, "thresholds", self.name)
@@ -112,7 +135,8 @@ class ThresholdL2Pruner(Pruner):
                 cu_seqlens = uniform_cu_seqlens(b, n, x.device)
                 norms = norms.reshape(-1)
             return threshold_keep_fused(norms, cu_seqlens, max_seqlen, self.thresholds[stage:stage + 1],
-                                        self.min_keep, self.max_keeps[stage])
+                                        self.min_keep, self.max_keeps[stage],
+                                        self.batch_budget(stage, cu_seqlens.shape[0] - 1))
         if cu_seqlens is None:
             return self._keep_by_norms(stage, norms, torch.ones_like(norms, dtype=torch.bool))
         index = dense_index(cu_seqlens, max_seqlen, x.shape[0])
@@ -132,16 +156,41 @@ class ThresholdL2Pruner(Pruner):
         rank = rank_desc(norms, tok_valid)
         keep = (norms > self.thresholds[stage]) | (rank < self.min_keep)
         if self.calibrating and self.calibrate_caps:
-            # Host read, calibration only: the most tokens any calibration image keeps here, plus headroom.
+            # Host reads, calibration only: the most tokens any calibration image keeps here, plus headroom,
+            # and (under that cap) the mean, which sizes a batch's budget.
             most = int((keep & tok_valid).sum(1).max())
-            cap = max(self.min_keep, math.ceil(most * (1.0 + self.capacity_margin)))
-            caps = list(self.max_keeps)
-            caps[stage] = min(cap, tok_valid.shape[1])
-            self.max_keeps = tuple(caps)
+            cap = min(max(self.min_keep, math.ceil(most * (1.0 + self.capacity_margin))), tok_valid.shape[1])
+            self.max_keeps = _replace(self.max_keeps, stage, cap)
+            mean = float((keep & tok_valid & (rank < cap)).sum(1, dtype=torch.float64).mean())
+            self.mean_keeps = _replace(self.mean_keeps, stage, mean)
         cap = self.max_keeps[stage]
         if cap is not None:
             keep = keep & (rank < cap)
+        budget = None if self.calibrating else self.batch_budget(stage, norms.shape[0])
+        if budget is not None:
+            # Water-filling (module docstring): the largest c in [0, N] with sum_i min(k_i, c) <= budget.
+            # keep is a prefix in rank order per image (ranks < k_i), so min(k_i, c) is `rank < c` on it.
+            k = (keep & tok_valid).sum(1)
+            levels = torch.arange(norms.shape[1] + 1, device=k.device)
+            fits = torch.minimum(k[None, :], levels[:, None]).sum(1) <= budget  # a prefix of the levels
+            keep = keep & (rank < fits.sum() - 1)
         return with_cls(keep, tok_valid)
+
+    def batch_budget(self, stage: int, batch: int) -> int | None:
+        """The most non-CLS tokens a batch of `batch` images keeps after `stage` (host int), or None when
+        only the per-image cap bounds it (no calibrated mean, `batch_margin=None`, or no tighter than
+        batch x cap). See the module docstring."""
+        cap, mean = self.max_keeps[stage], self.mean_keeps[stage]
+        if cap is None or mean is None or self.batch_margin is None or batch < 1:
+            return None
+        mu = min(float(cap), mean * (1.0 + self.batch_margin))
+        budget = max(batch * self.min_keep, math.ceil(batch * mu + (cap - mu) * math.sqrt(batch) - 1e-9))
+        return budget if budget < batch * cap else None
+
+    def rows_bound(self, stage: int, n_in: int, batch: int) -> int:
+        bound = batch * self.tokens_bound(stage, n_in)
+        budget = self.batch_budget(stage, batch)
+        return bound if budget is None else min(bound, batch + budget)
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         cap = self.max_keeps[stage]
@@ -149,4 +198,12 @@ class ThresholdL2Pruner(Pruner):
 
     def extra_repr(self) -> str:
         caps = f", max_keeps={self.max_keeps}" if any(c is not None for c in self.max_keeps) else ""
+        if any(m is not None for m in self.mean_keeps) and self.batch_margin is not None:
+            caps += f", mean_keeps={tuple(None if m is None else round(m, 2) for m in self.mean_keeps)}"
         return f"stages={self.stages}, keep_ratios={self.keep_ratios}, calibrated={self.calibrated}{caps}"
+
+
+def _replace(values: tuple, i: int, value) -> tuple:
+    out = list(values)
+    out[i] = value
+    return tuple(out)

@@ -8,7 +8,8 @@ packed rows, sorts them in registers and writes the image's keep row: norms, thi
 
 Same decision, exactly: rank = position in the stable descending order of the valid token norms (ties by
 position, as `pruners._ops.rank_desc`); keep = (norm > threshold) | (rank < min_keep), then rank < cap;
-CLS kept; nothing at or past an image's length. Comparisons are on the same fp32 values, so the masks are
+CLS kept; nothing at or past an image's length; under a batch budget, rank < the water level c computed from
+every image's count (a first pass writes them). Comparisons are on the same fp32 values, so the masks are
 equal, not just close. The threshold is read on the device (a calibrated buffer), so no host sync.
 """
 
@@ -24,11 +25,9 @@ from pruners.ats_triton import _image_tokens, _ordered_bits
 
 
 @triton.jit
-def _threshold_keep_kernel(
-    NORMS, CU, THR, KEEP, N, n_rows, min_keep, cap, stride_k,
-    BLOCK: tl.constexpr,
-):
-    b = tl.program_id(0)
+def _image_keep(NORMS, CU, THR, b, N, n_rows, min_keep, cap, BLOCK: tl.constexpr):
+    """Image b's stage decision before any batch budget: (keep [BLOCK] by rank, order [BLOCK]: the token
+    lane at each rank, inb [BLOCK]: lanes in [0, N-1))."""
     start, length, o, inb, valid = _image_tokens(CU, b, n_rows, N, BLOCK)
     x = tl.load(NORMS + start.to(tl.int64) + 1 + o, mask=valid, other=0.0)
     # Stable descending order: ~ordered_bits reverses the float order; the position breaks ties upward.
@@ -43,14 +42,46 @@ def _threshold_keep_kernel(
     thr = tl.load(THR)
     rank = o  # sorted position = rank
     keep = ((x_sorted > thr) | (rank < min_keep)) & (rank < cap) & (rank < n_valid)
+    return keep, order, inb
+
+
+@triton.jit
+def _threshold_count_kernel(NORMS, CU, THR, COUNTS, N, n_rows, min_keep, cap, BLOCK: tl.constexpr):
+    """Pass 1 under a batch budget: each image's kept count (non-CLS) into COUNTS[b]."""
+    b = tl.program_id(0)
+    keep, order, inb = _image_keep(NORMS, CU, THR, b, N, n_rows, min_keep, cap, BLOCK)
+    tl.store(COUNTS + b, tl.sum(keep.to(tl.int32), 0))
+
+
+@triton.jit
+def _threshold_keep_kernel(
+    NORMS, CU, THR, KEEP, COUNTS, N, n_rows, min_keep, cap, stride_k, n_images, budget,
+    BLOCK: tl.constexpr, BUDGET: tl.constexpr, BLOCK_B: tl.constexpr, LEVEL_STEPS: tl.constexpr,
+):
+    b = tl.program_id(0)
+    keep, order, inb = _image_keep(NORMS, CU, THR, b, N, n_rows, min_keep, cap, BLOCK)
+    if BUDGET:
+        # Water-filling: the largest level c in [0, N] with sum_j min(k_j, c) <= budget (the sum is
+        # non-decreasing in c: binary search), every program over the whole batch's counts.
+        i = tl.arange(0, BLOCK_B)
+        counts = tl.load(COUNTS + i, mask=i < n_images, other=0)
+        lo = 0
+        hi = N
+        for _ in tl.static_range(LEVEL_STEPS):
+            mid = (lo + hi + 1) // 2
+            fits = tl.sum(tl.minimum(counts, mid), 0) <= budget
+            lo = tl.where(fits, mid, lo)
+            hi = tl.where(fits, hi, mid - 1)
+        keep = keep & (tl.arange(0, BLOCK) < lo)  # rank < c: keep is a prefix in rank order
     base = KEEP + b.to(tl.int64) * stride_k
     tl.store(base, 1)
     tl.store(base + 1 + order, keep.to(tl.int8), mask=inb)
 
 
 def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, threshold: torch.Tensor,
-                         min_keep: int, cap: int | None) -> torch.Tensor:
-    """One Threshold-L2 stage's keep mask from the packed rows' token norms, in one kernel launch.
+                         min_keep: int, cap: int | None, budget: int | None = None) -> torch.Tensor:
+    """One Threshold-L2 stage's keep mask from the packed rows' token norms, in one kernel launch (two
+    under a batch budget: the images' counts, then the decision).
 
     Args:
         norms: fp32 [R] L2 norms of the packed rows (CLS rows included; contiguous).
@@ -59,6 +90,7 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
         threshold: fp32 tensor with one element on the rows' device (the stage's calibrated threshold).
         min_keep: tokens always kept per image (largest norms first).
         cap: at most this many non-CLS tokens per image (largest norms first), or None.
+        budget: at most this many non-CLS tokens over the batch, water-filled (`ThresholdL2Pruner`), or None.
 
     Returns:
         keep [B, N] bool: CLS True, positions at or past each image's length False.
@@ -73,8 +105,9 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
         raise ValueError(f"threshold must be one fp32 value, got {threshold.dtype} {tuple(threshold.shape)}")
     if len({norms.device, cu_seqlens.device, threshold.device}) != 1:
         raise ValueError("norms, cu_seqlens and threshold must be on one device")
-    for name, v in (("max_seqlen", max_seqlen), ("min_keep", min_keep)) + ((("cap", cap),) if cap is not None else ()):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+    ints = [("max_seqlen", max_seqlen), ("min_keep", min_keep), ("cap", cap), ("budget", budget)]
+    for name, v in ints:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ValueError(f"{name} must be a non-negative int, got {v!r}")
     if not norms.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         raise ValueError(f"the fused Threshold-L2 stage needs CUDA tensors (got {norms.device}); on the CPU it runs "
@@ -89,9 +122,19 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
         return keep
     keep8 = keep.view(torch.int8)
     block = max(16, triton.next_power_of_2(n - 1))
+    warps = 4 if block <= 256 else 8
+    cap = n if cap is None else min(cap, n)
+    args = (norms, cu_seqlens, threshold)
+    counts = keep8  # unread without a budget
+    if budget is not None and budget < b * cap:
+        counts = torch.empty(b, dtype=torch.int32, device=norms.device)
+        _threshold_count_kernel[(b,)](*args, counts, n, norms.shape[0], min_keep, cap, BLOCK=block, num_warps=warps)
+    else:
+        budget = None
     _threshold_keep_kernel[(b,)](
-        norms, cu_seqlens, threshold, keep8, n, norms.shape[0], min_keep, n if cap is None else min(cap, n),
-        keep8.stride(0), BLOCK=block, num_warps=4 if block <= 256 else 8,
+        *args, keep8, counts, n, norms.shape[0], min_keep, cap, keep8.stride(0), b, 0 if budget is None else budget,
+        BLOCK=block, BUDGET=budget is not None, BLOCK_B=triton.next_power_of_2(b) if budget is not None else 1,
+        LEVEL_STEPS=n.bit_length() + 1, num_warps=warps,
     )
     return keep
 

@@ -31,7 +31,7 @@ CATEGORIES: list[tuple[str, re.Pattern]] = [
     for name, pattern in [
         ("attention", r"flash|fmha|_ragged_attn|attention|efficient_attn"),
         ("pack", r"_pack_unpack|_segment_count"),
-        ("decision kernel", r"_ats_keep|_ats_stage|_threshold_keep"),  # the pruners' fused decisions
+        ("decision kernel", r"_ats_keep|_ats_stage|_threshold_keep|_threshold_count"),  # the pruners' fused decisions
         ("cls probe", r"_cls_scores"),
         ("gemm", r"gemm|cutlass|xmma|cublas|_ragged_linear|matmul|wgmma|nvjet"),
         ("layernorm", r"layer_?norm"),  # ragged_layer_norm included

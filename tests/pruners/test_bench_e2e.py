@@ -166,6 +166,40 @@ def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
 
 
 @torch.no_grad()
+def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
+    """max_keep="calibrate": a batch's packed buffer is B + the batch budget rows, below B x the
+    per-image bound; the budget binds only on overflow, so a batch like the calibration images keeps
+    what the uncapped pruner keeps, and a batch that overflows is water-filled into the buffer."""
+    cal = synthetic_images(4, 224, seed=0)
+    opts = budget_options("threshold_l2", 0.5, 196)
+    plain = build_pruned_model(TINY, create_pruner("threshold_l2", **opts), "reference", calibration_images=cal)
+    model = build_pruned_model(TINY, create_pruner("threshold_l2", max_keep="calibrate", **opts), "reference",
+                               calibration_images=cal)  # fmt: skip
+    pr = model.pruner
+    assert all(m is not None and 0 < m <= c for m, c in zip(pr.mean_keeps, pr.max_keeps, strict=True))
+    x = synthetic_images(8, 224, seed=0)[[0, 1, 2, 3, 0, 1, 2, 3]]  # the calibration images, twice
+    with record_packing(model) as rec:
+        out = model(x)
+    lens, caps = rec.lengths()
+    n = 197
+    for s, (stage, cap) in enumerate(zip(lens, caps, strict=True)):
+        budget = pr.batch_budget(s, 8)
+        assert budget is not None and cap == 8 + budget < 8 * pr.tokens_bound(s, n)
+        assert sum(stage) <= cap
+        n = pr.tokens_bound(s, n)
+    plain.record = model.record = True
+    torch.testing.assert_close(out, plain(x), rtol=0, atol=1e-5)  # no overflow: the same decisions
+    # Force an overflow: a zero-margin budget sized for tokens far below what these images keep.
+    pr.mean_keeps = tuple(0.5 * m for m in pr.mean_keeps)
+    pr.batch_margin = 0.0
+    with record_packing(model) as rec:
+        model(x)
+    lens, caps = rec.lengths()
+    assert all(sum(stage) <= cap for stage, cap in zip(lens, caps, strict=True))
+    assert sum(lens[0]) < sum(k.sum().item() for k in plain.recorded_keeps[:1])  # the budget bound
+
+
+@torch.no_grad()
 def test_replaying_model_applies_the_masks_and_still_runs_its_pruner(monkeypatch):
     """keep_override (what bench_e2e's same-decisions replay uses): the masks given are applied, and
     the pruner still decides, so a replaying forward costs what the pruned forward costs."""

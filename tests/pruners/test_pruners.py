@@ -548,6 +548,68 @@ def test_threshold_keep_fused_equals_the_torch_decision(lens, tau, min_keep, cap
     assert torch.equal(got, expect)
 
 
+@pytest.mark.parametrize("budget", [0, 3, 9, 14, 1000])
+def test_threshold_keep_fused_with_a_batch_budget_equals_the_torch_decision(budget, device):
+    """Under a batch budget both paths water-fill the same way: equal masks, from an empty budget (CLS
+    only; the pruner never asks for less than B x min_keep) to one that binds nothing."""
+    from pruners._ops import dense_index, gather_dense
+    from pruners.threshold_triton import threshold_keep_fused
+
+    lens = [1, 9, 17, 3, 12]
+    p = _bound("threshold_l2", thresholds=3.5, max_keep=10, min_keep=1)
+    p.batch_budget = lambda stage, batch: budget  # the budget a calibrated pruner would compute
+    x, cu = _threshold_cases(lens, device, seed=1)
+    n = max(lens) + 2
+    norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
+    index = dense_index(cu, n, x.shape[0])
+    expect = p._keep_by_norms(0, gather_dense(norms, index), index[1])
+    got = threshold_keep_fused(norms, cu, n, p.thresholds[0:1], 1, 10, budget)
+    assert torch.equal(got, expect)
+
+
+def test_threshold_l2_batch_budget_water_fills_the_largest_level():
+    """Water-filling: the kept total fits the budget; every image keeps its top min(k_i, c) tokens for
+    the largest such c (c + 1 would not fit); images at or below c keep exactly their own decision."""
+    g = torch.Generator().manual_seed(0)
+    B, N = 6, 40
+    norms = torch.rand(B, N, generator=g) * 10
+    valid = torch.ones(B, N, dtype=torch.bool)
+    valid[2, 25:] = False
+    p = _bound("threshold_l2", thresholds=2.0, max_keep=30, min_keep=2)
+    own = p._keep_by_norms(0, norms, valid)[:, 1:]
+    k = own.sum(1)
+    for budget in (12, 50, 90, int(k.sum()) - 1):
+        p.batch_budget = lambda stage, batch, budget=budget: budget
+        got = p._keep_by_norms(0, norms, valid)
+        assert got[:, 0].all()
+        kept = got[:, 1:]
+        assert not (kept & ~own).any()  # only ever drops tokens
+        assert int(kept.sum()) <= budget
+        c = int(kept.sum(1).max())
+        assert torch.equal(kept.sum(1), torch.clamp(k, max=c))
+        assert int(torch.clamp(k, max=c + 1).sum()) > budget  # the largest level that fits
+        rank = rank_desc(norms[:, 1:], valid[:, 1:])
+        assert torch.equal(kept, own & (rank < c))  # each image's top tokens by norm
+
+
+def test_threshold_l2_batch_budget_sizes_between_the_mean_and_the_cap():
+    p = _bound("threshold_l2", thresholds=1.0, max_keep=100, min_keep=1)
+    assert p.batch_budget(0, 64) is None and p.rows_bound(0, 197, 64) == 64 * 101  # no calibrated mean
+    p.mean_keeps = (60.0,) * 3
+    assert p.batch_budget(0, 1) is None  # B = 1: the per-image cap itself
+    mu = 66.0  # (1 + batch_margin 0.1) x 60
+    for B in (2, 4, 64, 256):
+        budget = p.batch_budget(0, B)
+        assert budget == math.ceil(B * mu + (100 - mu) * math.sqrt(B) - 1e-9) < B * 100
+        assert p.rows_bound(0, 197, B) == B + budget
+    assert p.rows_bound(0, 50, 64) == 64 * 50  # images shorter than the budget's level: their length bounds
+    p.batch_margin = None
+    assert p.batch_budget(0, 64) is None
+    for bad in (-0.5, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match="batch_margin"):
+            create_pruner("threshold_l2", max_keep="calibrate", batch_margin=bad)
+
+
 def test_threshold_keep_fused_bad_inputs(device):
     from pruners.threshold_triton import threshold_keep_fused
 
@@ -562,6 +624,8 @@ def test_threshold_keep_fused_bad_inputs(device):
         threshold_keep_fused(norms, cu, 8, thr.double(), 1, None)
     with pytest.raises(ValueError, match="cap"):
         threshold_keep_fused(norms, cu, 8, thr, 1, -2)
+    with pytest.raises(ValueError, match="budget"):
+        threshold_keep_fused(norms, cu, 8, thr, 1, 4, 2.5)
     # Offsets past the rows, or decreasing: clamped; every image keeps CLS and only in-length tokens.
     keep = threshold_keep_fused(norms, torch.tensor([5, 1000, 3], dtype=torch.int32, device=device), 8, thr, 1, None)
     assert keep[:, 0].all() and not keep[1, 1:].any()
@@ -572,14 +636,22 @@ def test_gpu_threshold_l2_decide_packed_is_the_kernel_and_equals_decide():
     from pruners._ops import dense_index, gather_dense
 
     p = _bound("threshold_l2", thresholds=[10.0, 10.5, 11.0], max_keep=[120, 80, 40], min_keep=1).cuda()
-    for seed in range(3):
-        g = torch.Generator().manual_seed(seed)
-        lens = torch.randint(2, 197, (64,), generator=g).tolist()
-        x, cu = _threshold_cases(lens, "cuda", seed=seed, dim=128)
-        x = x.half()
-        index = dense_index(cu, 197, x.shape[0])
-        expect = p.decide(seed, gather_dense(x, index), index[1], None)
-        assert torch.equal(p.decide_packed(seed, x, cu, 197), expect)
+    # Without a batch budget, then with one that binds (a calibrated mean far below what these keep).
+    for means in ((None,) * 3, (20.0, 15.0, 10.0)):
+        p.mean_keeps = means
+        for seed in range(3):
+            g = torch.Generator().manual_seed(seed)
+            lens = torch.randint(2, 197, (64,), generator=g).tolist()
+            x, cu = _threshold_cases(lens, "cuda", seed=seed, dim=128)
+            x = x.half()
+            index = dense_index(cu, 197, x.shape[0])
+            expect = p.decide(seed, gather_dense(x, index), index[1], None)
+            got = p.decide_packed(seed, x, cu, 197)
+            assert torch.equal(got, expect)
+            budget = p.batch_budget(seed, 64)
+            assert (budget is None) == (means[0] is None)
+            if budget is not None:
+                assert int(got[:, 1:].sum()) <= budget
 
 
 def _ats_generic_keep(q, k, v, cu, n, scale, r):
