@@ -136,12 +136,20 @@ def _ats_jobs() -> list:
 
 
 def _threshold_jobs() -> list:
-    from pruners.threshold_triton import _threshold_keep_kernel
+    from pruners.threshold_triton import _threshold_count_kernel, _threshold_keep_kernel
 
-    args = dict(NORMS="*fp32", CU="*i32", THR="*fp32", KEEP="*i8", N="i32", n_rows="i32", min_keep="i32", cap="i32",
-                stride_k="i32")  # fmt: skip
-    return [(f"threshold-L2 stage BLOCK={b}", _threshold_keep_kernel, args, dict(BLOCK=b),
-             dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]  # fmt: skip
+    base = dict(NORMS="*fp32", CU="*i32", THR="*fp32")
+    args = dict(**base, KEEP="*i8", COUNTS="*i32", N="i32", n_rows="i32", min_keep="i32", cap="i32", stride_k="i32",
+                n_images="i32", budget="i32")  # fmt: skip
+    count_args = dict(**base, COUNTS="*i32", N="i32", n_rows="i32", min_keep="i32", cap="i32")
+    jobs = []
+    for b in (256, 1024):
+        warps = dict(num_warps=4 if b <= 256 else 8)
+        jobs.append((f"threshold-L2 counts BLOCK={b}", _threshold_count_kernel, count_args, dict(BLOCK=b), warps))
+        for budget, block_b in ((False, 1), (True, 64), (True, 256)):
+            jobs.append((f"threshold-L2 stage BLOCK={b} budget={budget} BLOCK_B={block_b}", _threshold_keep_kernel,
+                         args, dict(BLOCK=b, BUDGET=budget, BLOCK_B=block_b, LEVEL_STEPS=11), warps))  # fmt: skip
+    return jobs
 
 
 def _cls_jobs() -> list:
