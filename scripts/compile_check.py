@@ -50,8 +50,10 @@ def _attention_jobs(variants: bool) -> list:
                       BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=dt == "fp32", TAIL_N=cfg.tail_n,
                       K_ROWS=cfg.K_ROWS, LAZY_RESCALE=cfg.LAZY_RESCALE)  # fmt: skip
         name = f"attention D{head_dim} {dt} {cfg}"
-        jobs.append((name, _ragged_attn_fwd_kernel, args, consts,
-                     dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)))  # fmt: skip
+        options = dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        if cfg.maxnreg:
+            options["maxnreg"] = cfg.maxnreg
+        jobs.append((name, _ragged_attn_fwd_kernel, args, consts, options))
     return jobs
 
 
