@@ -68,11 +68,36 @@ class AttnConfig:
 # Indexed by head_dim, then capacity bucket (0: max_seqlen <= 256, 1: longer). Head dim 32 follows 64
 # (not swept on its own); head dim 128 keeps 2 stages for shared memory headroom and the full-width
 # tail (neither swept yet).
-CONFIGS: dict[int, tuple[AttnConfig, AttnConfig]] = {
-    32: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)),
-    64: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16)),
-    128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
+#
+# Bucket 2 (session 8, `BENCH_VARIANTS=maxnreg scripts/bench_kernels.py --variants`): short capacities with
+# many (image, head) pairs. The fp16 64 x 32 config takes 93 registers on sm_90, so 5 programs of 128
+# threads fit an SM (660 on the H200); B 32 x 99 tokens runs 768 programs, two waves. Capped at 80
+# registers (no spill), 6 fit (792): B 32 x 99 went from 0.82 to 0.73 of FA2's time, B 128 x 99 from
+# 0.80 to 0.77; at B 1-4 the cap cost 3-15%, hence the bucket. fp32 (upcast math) keeps bucket 0's config.
+CONFIGS: dict[int, tuple[AttnConfig, AttnConfig, AttnConfig]] = {
+    32: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16), AttnConfig(64, 32, 4, 3, TAIL_N=16)),
+    64: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16),
+         AttnConfig(64, 32, 4, 3, TAIL_N=16, maxnreg=80)),
+    128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
 }
+# Bucket 2 from this many (image, head) pairs on (about two per SM of the H200's 132). Mirrored in native.cpp
+# (kWidePairs; a test checks they agree).
+WIDE_PAIRS = 256
+
+
+def config_bucket(max_seqlen: int, pairs: int) -> int:
+    """The table's bucket: 1 for capacities above 256 tokens, else 2 from `WIDE_PAIRS` (image, head) pairs,
+    else 0. Host ints only (capacities and the batch), so a captured graph keeps its config."""
+    return 1 if max_seqlen > 256 else (2 if pairs >= WIDE_PAIRS else 0)
+
+
+def table_config(head_dim: int, max_seqlen: int, pairs: int, dtype: torch.dtype) -> tuple[AttnConfig, int]:
+    """(the offline table's config, its bucket) for a launch."""
+    bucket = config_bucket(max_seqlen, pairs)
+    cfg = CONFIGS[head_dim][bucket]
+    if cfg.maxnreg and dtype == torch.float32:
+        cfg = CONFIGS[head_dim][0]  # the upcast fp32 math needs more registers than the cap
+    return cfg, bucket
 
 
 @triton.jit
@@ -236,7 +261,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     batch = cu_seqlens.shape[0] - 1
     if batch * heads > MAX_GRID_Y:
         return _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index)
-    cfg = config or CONFIGS[head_dim][max_seqlen > 256]
+    cfg = config or table_config(head_dim, max_seqlen, batch * heads, q.dtype)[0]
     grid_m = (max_seqlen + cfg.BLOCK_M - 1) // cfg.BLOCK_M
     if grid_m == 0 or batch <= 0 or total == 0:
         return out
@@ -267,7 +292,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
                   q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS, cfg.LAZY_RESCALE)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
-        _offer_native(key, ck, max_seqlen, config, aligned)
+        _offer_native(key, ck, config_bucket(max_seqlen, batch * heads), config, aligned)
         return out
     ck, function, metadata, consts, _ = entry
     stream = torch._C._cuda_getCurrentRawStream(device_index)
@@ -332,7 +357,7 @@ def _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, s
     return out
 
 
-def _offer_native(key: tuple, ck, max_seqlen: int, config, aligned: bool) -> None:
+def _offer_native(key: tuple, ck, bucket: int, config, aligned: bool) -> None:
     """Register the kernel just compiled for `key` with the native entry point (native.py) where it
     launches the same kernel: the table's config, a fresh contiguous output, 16-byte aligned pointers.
     Kernels compiled before the entry point was enabled stay on the Python path."""
@@ -340,7 +365,7 @@ def _offer_native(key: tuple, ck, max_seqlen: int, config, aligned: bool) -> Non
         return
     dtype, heads, head_dim, sq, sk, sv, so, cfg, _, device_index = key
     if config is None and aligned and so == (heads * head_dim, head_dim, 1):
-        _native.register(ck, dtype, heads, head_dim, sq, sk, sv, int(max_seqlen > 256), device_index, cfg.BLOCK_M)
+        _native.register(ck, dtype, heads, head_dim, sq, sk, sv, bucket, device_index, cfg.BLOCK_M)
 
 
 def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg: AttnConfig, grid):

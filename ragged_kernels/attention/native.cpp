@@ -30,6 +30,8 @@ using LaunchFn = CUresultInt (*)(void*, unsigned, unsigned, unsigned, unsigned, 
                                  void*, void**, void**);
 
 constexpr double kLog2e = 1.4426950408889634;
+// fwd.py's WIDE_PAIRS: from this many (image, head) pairs, capacities <= 256 use the table's bucket 2.
+constexpr int64_t kWidePairs = 256;
 constexpr int kMaxExtra = 8;
 
 struct Entry {
@@ -96,7 +98,8 @@ py::object attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   if (dev != static_cast<int64_t>(c10::cuda::current_device())) return py::none();  // multi-GPU: Python path
   if (!aligned16(q) || !aligned16(k) || !aligned16(v) || !aligned16(cu)) return py::none();
   if (total > INT32_MAX) return py::none();
-  const int64_t bucket = max_seqlen > 256 ? 1 : 0;
+  const int64_t pairs = (cu.size(0) - 1) * heads;
+  const int64_t bucket = max_seqlen > 256 ? 1 : (pairs >= kWidePairs ? 2 : 0);  // fwd.py's config_bucket
   Key key{dt, heads, head_dim, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
           bucket, dev};
   auto it = g_table.find(key);

@@ -297,3 +297,31 @@ def test_gpu_graph_replay_with_new_lengths():
         ref = ragged_attention_ref(q, k, v, cu)
         assert (out[:n].float() - ref[:n]).abs().max().item() < 2e-3
 
+
+
+def test_table_config_buckets_and_the_fp32_exception():
+    """Many (image, head) pairs at a short capacity take bucket 2 (the register-capped config for 16-bit
+    head dim 64); fp32's upcast math keeps bucket 0's config; the choice reads host ints only."""
+    from ragged_kernels.attention.fwd import CONFIGS, WIDE_PAIRS, table_config
+
+    assert table_config(64, 197, WIDE_PAIRS, torch.float16) == (CONFIGS[64][2], 2)
+    assert CONFIGS[64][2].maxnreg > 0
+    assert table_config(64, 197, WIDE_PAIRS, torch.float32) == (CONFIGS[64][0], 2)
+    assert table_config(64, 197, 12, torch.bfloat16) == (CONFIGS[64][0], 0)
+    assert table_config(64, 577, 10_000, torch.float16) == (CONFIGS[64][1], 1)
+    for head_dim in (32, 128):
+        assert len(CONFIGS[head_dim]) == 3 and not CONFIGS[head_dim][2].maxnreg
+
+
+def test_wide_bucket_matches_the_oracle_in_the_interpreter():
+    """A launch in bucket 2 (pairs >= WIDE_PAIRS): same results as the oracle (the config's register cap
+    is a compile option the interpreter ignores; the GPU grid's B 32 x 12 heads runs it compiled)."""
+    from ragged_kernels.attention.fwd import WIDE_PAIRS
+
+    heads = WIDE_PAIRS // 4 + 1
+    lengths = [3, 0, 5, 2]
+    cu = _cu(lengths, "cpu")
+    q, k, v = torch.randn(3, sum(lengths), heads, 64).unbind(0)
+    out = ragged_attention(q, k, v, cu, 8)
+    ref = ragged_attention_ref(q, k, v, cu)
+    assert (out - ref).abs().max().item() < 1e-4

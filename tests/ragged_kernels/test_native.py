@@ -131,3 +131,18 @@ def test_first_build_says_so_and_a_built_one_is_quiet(tmp_path, monkeypatch, cap
     (build / "ragged_kernels_native.so").touch()
     native._say_if_building()
     assert capsys.readouterr().err == ""
+
+
+def test_native_bucket_rule_mirrors_the_python_table():
+    """native.cpp chooses the table's bucket itself: its pair threshold must be fwd.py's WIDE_PAIRS."""
+    import re
+    from pathlib import Path
+
+    from ragged_kernels.attention.fwd import WIDE_PAIRS, config_bucket
+
+    src = (Path(native.__file__).with_name("native.cpp")).read_text()
+    m = re.search(r"constexpr int64_t kWidePairs = (\d+);", src)
+    assert m is not None and int(m.group(1)) == WIDE_PAIRS
+    assert "max_seqlen > 256 ? 1 : (pairs >= kWidePairs ? 2 : 0)" in src
+    assert [config_bucket(197, p) for p in (1, WIDE_PAIRS - 1, WIDE_PAIRS)] == [0, 0, 2]
+    assert config_bucket(257, 10_000) == 1 and config_bucket(256, 10_000) == 2
