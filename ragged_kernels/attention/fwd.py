@@ -231,7 +231,8 @@ _SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, which carries B x heads
 _SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
-# (dtype, heads, head_dim, strides, config, pointer alignment, device) -> (kernel, function, metadata, constexprs, cfg)
+# (dtype, heads, head_dim, strides, config, table bucket, pointer alignment, device) -> (kernel, function, metadata,
+# constexprs, cfg)
 _compiled: dict[tuple, object] = {}
 
 
@@ -261,7 +262,10 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     batch = cu_seqlens.shape[0] - 1
     if batch * heads > MAX_GRID_Y:
         return _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index)
-    cfg = config or table_config(head_dim, max_seqlen, batch * heads, q.dtype)[0]
+    if config is None:
+        cfg, bucket = table_config(head_dim, max_seqlen, batch * heads, q.dtype)
+    else:
+        cfg, bucket = config, config_bucket(max_seqlen, batch * heads)
     grid_m = (max_seqlen + cfg.BLOCK_M - 1) // cfg.BLOCK_M
     if grid_m == 0 or batch <= 0 or total == 0:
         return out
@@ -279,7 +283,9 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     aligned = ((p_q | p_k | p_v | p_o | p_cu) & 15) == 0
     align = True if aligned else tuple(p % 16 == 0 for p in (p_q, p_k, p_v, p_o, p_cu))
     so = out.stride()
-    key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, align, device_index)
+    # The bucket too: two buckets may share a config (fp32's bucket 2), and the native entry point
+    # registers kernels per bucket.
+    key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, bucket, align, device_index)
     entry = _compiled.get(key)
     if entry is None:
 
@@ -292,7 +298,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
                   q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS, cfg.LAZY_RESCALE)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
-        _offer_native(key, ck, config_bucket(max_seqlen, batch * heads), config, aligned)
+        _offer_native(key, ck, config, aligned)
         return out
     ck, function, metadata, consts, _ = entry
     stream = torch._C._cuda_getCurrentRawStream(device_index)
@@ -357,13 +363,13 @@ def _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, s
     return out
 
 
-def _offer_native(key: tuple, ck, bucket: int, config, aligned: bool) -> None:
+def _offer_native(key: tuple, ck, config, aligned: bool) -> None:
     """Register the kernel just compiled for `key` with the native entry point (native.py) where it
     launches the same kernel: the table's config, a fresh contiguous output, 16-byte aligned pointers.
     Kernels compiled before the entry point was enabled stay on the Python path."""
     if not _native.ENABLED:
         return
-    dtype, heads, head_dim, sq, sk, sv, so, cfg, _, device_index = key
+    dtype, heads, head_dim, sq, sk, sv, so, cfg, bucket, _, device_index = key
     if config is None and aligned and so == (heads * head_dim, head_dim, 1):
         _native.register(ck, dtype, heads, head_dim, sq, sk, sv, bucket, device_index, cfg.BLOCK_M)
 

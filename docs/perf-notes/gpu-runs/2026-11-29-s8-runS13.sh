@@ -3,6 +3,9 @@
 #   bash .whl/runS13.sh verify   GPU tests of the pruners; check_grid of Threshold-L2 with the calibrated capacity
 #                                (batch budget); profile; bench_e2e DeiT-B 224 B 64/256 (all pruners); TL2 B 64 re-read
 #   bash .whl/runS13.sh grid     full check_grid; DeiT-B/384 Threshold-L2 calibrated B 64; serving B 1/4 (target 1)
+#   bash .whl/runS13.sh full     the native entry point's GPU tests; the full issue-3 tables (batches 1/4/32/64/128)
+#   bash .whl/runS13.sh kern     bucket 2 (register-capped config): ragged_kernels GPU tests; issue-3 --quick tables;
+#                                bench_e2e DeiT-B 224 B 64/256; check_grid
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
@@ -41,6 +44,29 @@ case ${1:-verify} in
     timeout $left python3 -m pruners.bench_e2e --models deit_small_patch16_224 deit_base_patch16_224 --batches 1 4 \
       --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box $(( left - 25 )) 2>&1 \
       | tee $OUT/bench_e2e_s.md | tail -20
+    stamp all
+    ;;
+  kern)
+    timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ragged_kernels 2>&1 | tee $OUT/gpu-tests.log | tail -4
+    stamp tests
+    timeout 200 python3 scripts/bench_kernels.py --quick --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
+    sed -n '/## 2/,$p' $OUT/bench_kernels.md | head -60
+    stamp quick
+    timeout 90 python3 -m pruners.bench_e2e --models deit_base_patch16_224 --batches 64 256 \
+      --backends triton dense --calibrated-capacity --repeats 5 --min-time 0.1 --time-box 75 2>&1 \
+      | tee $OUT/bench_e2e_b.md | grep -E "^\| deit"
+    stamp e2e
+    left=$(( 575 - ($(date +%s) - T0) ))
+    timeout $left python3 -m pruners.check_grid 2>&1 | grep -v Warn | tee $OUT/check_grid.md | tail -3
+    stamp all
+    ;;
+  full)
+    timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ragged_kernels/test_native.py 2>&1 \
+      | tee $OUT/gpu-tests.log | tail -3
+    stamp tests
+    left=$(( 570 - ($(date +%s) - T0) ))
+    timeout $left python3 scripts/bench_kernels.py --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
+    sed -n '/## 2/,$p' $OUT/bench_kernels.md | head -100
     stamp all
     ;;
 esac
