@@ -363,7 +363,13 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     with 64- or 128-key blocks lose 20-30% at <= 99 tokens (geomean 0.88-1.15 against 0.69), and
     32-key tails tie 16-key ones. At these sizes both kernels are latency-bound (B 32 x 99 tokens is
     ~2.4 us of tensor-core work against 13-16 us measured). Next: fewer pipeline stages (a shorter
-    prologue for 2-4 key steps) and wider tails on 64-key blocks (fewer dependent steps)."""
+    prologue for 2-4 key steps) and wider tails on 64-key blocks (fewer dependent steps).
+
+    Session 8 (gpu-runs/2026-11-29-s8-run3-*, run6-*): a register cap of 80 on the 64 x 32 config
+    (6 programs per SM instead of 5) wins where the programs need two waves at 5 per SM (B 32 x 99:
+    0.82 -> 0.73) and loses 3-15% at B 1-4: the table's bucket 2. Handing programs out pair-first
+    (every pair's first query tile before any second one; the same grid) lost: B 4 x 99 0.84 -> 0.87,
+    B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
     if head_dim == 128:
