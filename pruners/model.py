@@ -203,7 +203,9 @@ class PrunedDeiT(nn.Module):
             `ragged_layer_norm`, which skip the capacity rows past `cu_seqlens[-1]` on the device
             instead of computing them (graph mode at the kept size).
             Padding rows then hold uninitialised values, which the packed layout never reads into a
-            valid row. Opt-in: on the H200 it pays for Threshold-L2 only (docs/perf-notes.md, session 4).
+            valid row. Opt-in: on the H200 it paid for Threshold-L2 only (docs/perf-notes.md, session 4),
+            and since Threshold-L2's batch budget (session 8) it pays for none: cuBLAS on the tighter
+            buffer is 6-7% faster.
 
     Attributes:
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`
