@@ -4,6 +4,7 @@
 #                                (batch budget); profile; bench_e2e DeiT-B 224 B 64/256 (all pruners); TL2 B 64 re-read
 #   bash .whl/runS13.sh grid     full check_grid; DeiT-B/384 Threshold-L2 calibrated B 64; serving B 1/4 (target 1)
 #   bash .whl/runS13.sh full     the native entry point's GPU tests; the full issue-3 tables (batches 1/4/32/64/128)
+#   bash .whl/runS13.sh final    DeiT-B/384 B 1/8/64 (issue 4 target 3); the quick asv subset (git bundle first)
 #   bash .whl/runS13.sh kern     bucket 2 (register-capped config): ragged_kernels GPU tests; issue-3 --quick tables;
 #                                bench_e2e DeiT-B 224 B 64/256; check_grid
 set -uo pipefail
@@ -67,6 +68,15 @@ case ${1:-verify} in
     left=$(( 570 - ($(date +%s) - T0) ))
     timeout $left python3 scripts/bench_kernels.py --json $OUT/bench_kernels.json > $OUT/bench_kernels.md 2>&1
     sed -n '/## 2/,$p' $OUT/bench_kernels.md | head -100
+    stamp all
+    ;;
+  final)
+    timeout 200 python3 -m pruners.bench_e2e --models deit_base_patch16_384 --batches 1 8 64 \
+      --backends triton fa2_varlen padded_sdpa dense --repeats 5 --min-time 0.1 --time-box 175 2>&1 \
+      | tee $OUT/bench_e2e_384.md | tail -16
+    stamp 384
+    NO_TESTS=1 LIMIT=$(( 565 - ($(date +%s) - T0) )) bash .whl/runS3.sh quick
+    grep "\[setup\]" $OUT/quick.log | cut -c1-300 | tail -5
     stamp all
     ;;
 esac
