@@ -10,6 +10,7 @@ Why: at serving batch sizes the host, not the GPU, is the bottleneck (DESIGN.md:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -46,6 +47,7 @@ class GraphedPrunedModel(nn.Module):
             raise ValueError(f"graph mode needs a sync-free backend, got {getattr(model, 'backend', None)!r}")
         if warmup < 1:
             raise ValueError(f"warmup must be >= 1, got {warmup}")
+        _warn_if_unbounded(model)
         self.model = model
         self.warmup = warmup
         self.clone_outputs = clone_outputs
@@ -92,3 +94,24 @@ class GraphedPrunedModel(nn.Module):
     def captured_batch_sizes(self) -> list[int]:
         """Batch sizes with a captured graph."""
         return sorted({k[0][0] for k in self._graphs})
+
+
+def _warn_if_unbounded(model: nn.Module) -> None:
+    """Warn when no stage of the model's pruner bounds the tokens an image keeps: the captured buffers
+    then hold every token, and the blocks after each stage run at the unpruned size (Threshold-L2
+    without `max_keep`: a threshold may keep every token, so nothing smaller is safe to capture)."""
+    pruner, n = getattr(model, "pruner", None), getattr(model, "num_patches", None)
+    if pruner is None or n is None or not pruner.stages:
+        return
+    n += 1
+    for stage in range(len(pruner.stages)):
+        if pruner.tokens_bound(stage, n) < n:
+            return
+    hint = " (pass max_keep='calibrate': a per-stage cap and batch budget learned with the thresholds)" \
+        if pruner.name == "threshold_l2" else ""
+    warnings.warn(
+        f"graph mode with {pruner.name}: no stage bounds the tokens an image keeps, so the captured buffers hold "
+        f"every token and the blocks after each stage run at the unpruned size{hint}",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -454,3 +454,21 @@ def test_embedding_and_dense_forward_equal_timm_bitwise():
         assert torch.equal(dense._embed(images), expect)
         assert torch.equal(dense(images), m(images))
     assert torch.equal(dense._embed(images), expect)  # autograd on: timm's _pos_embed
+
+
+def test_graph_mode_warns_when_no_stage_bounds_the_buffers():
+    """An uncapped Threshold-L2 captures full-size buffers (no speed-up after its stages): graph mode
+    says so and names the option; a capped one and a fixed-count pruner stay quiet."""
+    import warnings
+
+    from pruners import GraphedPrunedModel
+
+    plain = build_pruned_model(TINY, create_pruner("threshold_l2"), "reference")
+    with pytest.warns(UserWarning, match="max_keep='calibrate'"):
+        GraphedPrunedModel(plain)
+    capped = build_pruned_model(TINY, create_pruner("threshold_l2", max_keep="calibrate"), "reference")
+    evit = build_pruned_model(TINY, create_pruner("evit"), "reference")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GraphedPrunedModel(capped)
+        GraphedPrunedModel(evit)
