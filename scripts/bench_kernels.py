@@ -7,7 +7,7 @@ Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
   gpu    CUDA-graph replay of CALLS calls rotating over input sets larger than L2, CUDA events, / CALLS
   pack   pack + unpack at B=64, C=768 against a plain device copy of the same bytes (graph replay)
 
-Usage:  python scripts/bench_kernels.py [--sweep | --only-sweep | --variants | --split-k] [--quick] [--json OUT.json]
+Usage:  python scripts/bench_kernels.py [--sweep | --only-sweep | --variants] [--quick] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -369,7 +369,10 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     (6 programs per SM instead of 5) wins where the programs need two waves at 5 per SM (B 32 x 99:
     0.82 -> 0.73) and loses 3-15% at B 1-4: the table's bucket 2. Handing programs out pair-first
     (every pair's first query tile before any second one; the same grid) lost: B 4 x 99 0.84 -> 0.87,
-    B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed."""
+    B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed. Splitting each tile's
+    keys over 2-4 programs merged in the kernel (partials in a workspace, an acq_rel counter, the last
+    program merges; commit 41bd1de, run 8) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
+    B 4 x 99 0.85 -> 1.07-1.09; removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
     if head_dim == 128:
@@ -437,57 +440,10 @@ def variant_sweep(rows: list, time_box: float = 240.0):
               f"{gm(small):.3f} |", flush=True)
 
 
-def split_sweep(rows: list, time_box: float = 200.0):
-    """The experimental split-over-keys kernel (`ragged_kernels.attention.splitk`) on the variant points,
-    against the table's configs: triton/FA2 GPU time per point."""
-    from ragged_kernels.attention.splitk import SplitConfig, ragged_attn_fwd_splitk
-
-    t_start = time.perf_counter()
-    points = _sweep_points(VARIANT_POINTS)
-    print(f"\n## Split-over-keys sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%), {HEADS} heads x {DIM}")
-    head = " | ".join(f"B{b} {t}/{c}{'r' if r else 'u'}" for b, t, c, r in VARIANT_POINTS)
-    print(f"| config | {head} | gm 197 | worst 197 | gm 577 | worst 577 | gm <=99 |")
-    print("|---|" + "---|" * (len(VARIANT_POINTS) + 5))
-    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-    scale = default_scale(DIM)
-    table = list({repr(c): c for c in CONFIGS[DIM]}.values())
-    splits = [SplitConfig(SPLIT=2), SplitConfig(SPLIT=3), SplitConfig(SPLIT=4),
-              SplitConfig(BLOCK_N=64, SPLIT=2), SplitConfig(BLOCK_N=64, SPLIT=4)]
-    for cfg in table + splits:
-        if time.perf_counter() - t_start > time_box:
-            print(f"(time box of {time_box:.0f} s reached: remaining configs not run)")
-            break
-        split = isinstance(cfg, SplitConfig)
-        name = (f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.TAIL_N} split{cfg.SPLIT}"
-                if split else f"table {cfg.BLOCK_M}/{cfg.BLOCK_N}{f' r{cfg.maxnreg}' * bool(cfg.maxnreg)}")
-        ratios = []
-        try:
-            for batch, tokens, cap, ragged, cu, sets, t_fa2 in points:
-                outs = [torch.empty_like(s[0]) for s in sets]
-                fn = ragged_attn_fwd_splitk if split else ragged_attn_fwd
-                calls = [lambda s=s, o=o, cu=cu, cap=cap, fn=fn, cfg=cfg: fn(*s, cu, cap, scale, o, cfg)
-                         for s, o in zip(sets, outs, strict=True)]  # fmt: skip
-                t = gpu_time(calls)
-                ratios.append(t / t_fa2)
-                rows.append({"measure": "split", "config": repr(cfg), "batch": batch, "tokens": tokens, "cap": cap,
-                             "ragged": ragged, "triton": t, "fa2": t_fa2})  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - a config that fails: say so, go on
-            print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} |")
-            continue
-        r197 = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[2] == 197]
-        r577 = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[2] == 577]
-        small = [r for r, p in zip(ratios, VARIANT_POINTS, strict=True) if p[1] <= 99]
-        cells = " | ".join(f"{r:.2f}" for r in ratios)
-        print(f"| {name} | {cells} | {gm(r197):.3f} | {max(r197):.2f} | {gm(r577):.3f} | {max(r577):.2f} | "
-              f"{gm(small):.3f} |", flush=True)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sweep", action="store_true", help="also sweep kernel configs")
     ap.add_argument("--only-sweep", action="store_true")
-    ap.add_argument("--split-k", action="store_true",
-                    help="only the experimental split-over-keys kernel against the table on the variant points")
     ap.add_argument("--variants", action="store_true",
                     help="only the kernel-variant sweep (tail width, K layout) on the issue's points")
     ap.add_argument("--head-dim", type=int, choices=(32, 64, 128), default=64,
@@ -510,9 +466,7 @@ def main() -> int:
     print(f"# {p.name}, torch {torch.__version__}, triton {__import__('triton').__version__}, "
           f"SMs {p.multi_processor_count}, ragged_attention launch path: {launch}")
     rows: list = []
-    if args.split_k:
-        split_sweep(rows)
-    elif args.variants:
+    if args.variants:
         variant_sweep(rows)
     elif not args.only_sweep:
         table_host(rows, args.quick)
