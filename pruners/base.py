@@ -88,6 +88,9 @@ class Pruner(nn.Module):
     # gathering them into a dense view).
     needs_tokens: ClassVar[bool] = True
     ragged: ClassVar[bool] = False
+    # How to bound the tokens an image keeps, for graph mode's warning when no stage does (`tokens_bound`
+    # never below its input): the option to name, or "".
+    capacity_hint: ClassVar[str] = ""
 
     def __init__(self, stages: Sequence[int]) -> None:
         super().__init__()

@@ -107,8 +107,7 @@ def _warn_if_unbounded(model: nn.Module) -> None:
     for stage in range(len(pruner.stages)):
         if pruner.tokens_bound(stage, n) < n:
             return
-    hint = " (pass max_keep='calibrate': a per-stage cap and batch budget learned with the thresholds)" \
-        if pruner.name == "threshold_l2" else ""
+    hint = f" ({pruner.capacity_hint})" if pruner.capacity_hint else ""
     warnings.warn(
         f"graph mode with {pruner.name}: no stage bounds the tokens an image keeps, so the captured buffers hold "
         f"every token and the blocks after each stage run at the unpruned size{hint}",

@@ -55,6 +55,7 @@ class ThresholdL2Pruner(Pruner):
     name = "threshold_l2"
     placement = "before_block"
     ragged = True
+    capacity_hint = "pass max_keep='calibrate': a per-stage cap and batch budget learned with the thresholds"
 
     def __init__(
         self,

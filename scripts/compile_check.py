@@ -50,10 +50,7 @@ def _attention_jobs(variants: bool) -> list:
                       BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=dt == "fp32", TAIL_N=cfg.tail_n,
                       K_ROWS=cfg.K_ROWS, LAZY_RESCALE=cfg.LAZY_RESCALE)  # fmt: skip
         name = f"attention D{head_dim} {dt} {cfg}"
-        options = dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-        if cfg.maxnreg:
-            options["maxnreg"] = cfg.maxnreg
-        jobs.append((name, _ragged_attn_fwd_kernel, args, consts, options))
+        jobs.append((name, _ragged_attn_fwd_kernel, args, consts, cfg.compile_options))
     return jobs
 
 

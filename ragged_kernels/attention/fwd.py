@@ -59,6 +59,14 @@ class AttnConfig:
     def tail_n(self) -> int:
         return self.TAIL_N or self.BLOCK_N
 
+    @property
+    def compile_options(self) -> dict:
+        """Triton's compile options for this config (launch keywords; `maxnreg` only when set)."""
+        opts = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.maxnreg:
+            opts["maxnreg"] = self.maxnreg
+        return opts
+
 
 # Chosen offline on the H200. Session 1 (scripts/bench_kernels.py --sweep, docs/perf-notes.md):
 # 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2 at both capacities. Session 4
@@ -382,8 +390,7 @@ def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim,
         STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
         HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
         UPCAST=INTERPRET or q.dtype == torch.float32, TAIL_N=cfg.tail_n, K_ROWS=cfg.K_ROWS,
-        LAZY_RESCALE=cfg.LAZY_RESCALE,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
+        LAZY_RESCALE=cfg.LAZY_RESCALE, **cfg.compile_options,
     )
 
 
