@@ -15,6 +15,9 @@ Both forms share one kernel:
 
 from __future__ import annotations
 
+import numbers
+import operator
+
 import torch
 import triton
 import triton.language as tl
@@ -184,15 +187,18 @@ def _as_rows(
             raise ValueError(f"keep must be [R] = ({x.shape[0]},) or [B, L] = ({batch}, L), got {tuple(keep.shape)}")
         if x.stride(1) != 1:
             raise ValueError("x [R, C] must have a contiguous channel axis")
-        _check_max_seqlen(max_seqlen)
+        max_seqlen = _check_max_seqlen(max_seqlen)
         return x, keep.reshape(-1).contiguous(), source_cu_seqlens, batch, max_seqlen, False, keep_len
     raise ValueError(f"x must be dense [B, N, C] or packed [R, C], got shape {tuple(x.shape)}")
 
 
-def _check_max_seqlen(max_seqlen: int | None) -> None:
-    if max_seqlen is None or isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
+def _check_max_seqlen(max_seqlen) -> int:
+    """The packed form's bound as a Python int (NumPy ints too); a tensor, float, bool or None is refused."""
+    if (max_seqlen is None or isinstance(max_seqlen, bool | torch.Tensor)
+            or not isinstance(max_seqlen, numbers.Integral) or max_seqlen < 0):
         raise TypeError(f"the packed form needs max_seqlen, a non-negative host int bound of the segment lengths, "
                         f"got {max_seqlen!r}")
+    return operator.index(max_seqlen)
 
 
 def _check_cu(cu: torch.Tensor, device: torch.device, name: str) -> None:
@@ -314,8 +320,7 @@ def unpack_tokens(
         if source_cu_seqlens is None or max_seqlen is None:
             raise ValueError("a packed keep mask [R] needs source_cu_seqlens and max_seqlen")
         _check_cu(source_cu_seqlens, packed.device, "source_cu_seqlens")
-        _check_max_seqlen(max_seqlen)
-        batch, seg_len, dense = source_cu_seqlens.shape[0] - 1, max_seqlen, False
+        batch, seg_len, dense = source_cu_seqlens.shape[0] - 1, _check_max_seqlen(max_seqlen), False
         n_out = keep.shape[0]
         if keep.dim() == 2:
             if rows is None or isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:

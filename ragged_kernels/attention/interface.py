@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 import os
 
 import torch
@@ -69,6 +72,23 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.
         raise TypeError(f"max_seqlen must be a non-negative host int (an upper bound), got {max_seqlen!r}")
 
 
+def host_int_bound(max_seqlen) -> int:
+    """`max_seqlen` as a Python int: any host integer (NumPy's too) is accepted; a tensor is refused
+    (reading it would sync with the device, which this API never does), so is a bool or a float."""
+    if isinstance(max_seqlen, torch.Tensor):
+        raise TypeError("max_seqlen must be a host int (an upper bound of the segment lengths), not a tensor: "
+                        "reading a device value would sync; pass the capacity, e.g. the unpruned token count")
+    if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, numbers.Integral):
+        raise TypeError(f"max_seqlen must be a non-negative host int (an upper bound), got {max_seqlen!r}")
+    return operator.index(max_seqlen)
+
+
+def _check_scale(scale) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
+        raise TypeError(f"scale must be a finite real number (default 1/sqrt(head_dim)), got {scale!r}")
+    return float(scale)
+
+
 def ragged_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -87,7 +107,7 @@ def ragged_attention(
             `qkv.view(T, 3, H, D).unbind(1)`; nothing is copied.
         cu_seqlens: int32 `[B+1]` on the same device, `cu_seqlens[b]:cu_seqlens[b+1]` is image b's
             tokens. Rows past `cu_seqlens[-1]` (capacity padding) are not written.
-        max_seqlen: host int, any upper bound of the segment lengths (e.g. the unpruned 197), so
+        max_seqlen: host int (NumPy ints too), any upper bound of the segment lengths (e.g. the unpruned 197), so
             callers never read lengths back from the device. The grid depends only on it and B.
         scale: softmax scale, default `1/sqrt(head_dim)` of the real head_dim.
         out: optional `[total_tokens, heads, head_dim]` output buffer (same dtype/device).
@@ -103,6 +123,8 @@ def ragged_attention(
         >>> qkv = torch.randn(T, 3, 12, 64, device="cuda", dtype=torch.float16)
         >>> o = ragged_attention(*qkv.unbind(1), cu_seqlens, max_seqlen=197)
     """
+    if type(max_seqlen) is not int:
+        max_seqlen = host_int_bound(max_seqlen)
     # One combined test on the hot path (host cost is a product target); the detailed checks, and
     # their messages, run only when it fails.
     if _NATIVE is not None and out is None and scale is None and not _DEBUG and type(max_seqlen) is int:
@@ -137,5 +159,5 @@ def ragged_attention(
         out = torch.empty_like(q, memory_format=torch.contiguous_format)  # the cheapest allocation call
     elif out.shape != shape or out.dtype is not dtype or out.get_device() != dev or out.stride(2) != 1:
         raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
-    scale = _SCALES[shape[2]] if scale is None else scale
+    scale = _SCALES[shape[2]] if scale is None else _check_scale(scale)
     return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, None, sq, sk, sv, dev)

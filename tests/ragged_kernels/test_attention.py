@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -214,6 +215,8 @@ BAD_INPUTS = {
     "cu-2d": (lambda q, k, v, cu: (q, k, v, cu[None], 8), ValueError, "int32 \\[B\\+1\\]"),
     "cu-list": (lambda q, k, v, cu: (q, k, v, cu.tolist(), 8), TypeError, "cu_seqlens must be a tensor"),
     "max-seqlen-tensor": (lambda q, k, v, cu: (q, k, v, cu, torch.tensor(8)), TypeError, "host int"),
+    "max-seqlen-float": (lambda q, k, v, cu: (q, k, v, cu, 8.0), TypeError, "host int"),
+    "max-seqlen-negative-numpy": (lambda q, k, v, cu: (q, k, v, cu, np.int64(-1)), TypeError, "non-negative"),
     "device-mismatch": (lambda q, k, v, cu: (q, k, v, cu.to("meta"), 8), ValueError, "one device"),
 }
 
@@ -225,6 +228,20 @@ def test_bad_inputs_raise_clear_errors(name):
     cu = _cu([4, 6], "cpu")
     with pytest.raises(exc, match=match):
         ragged_attention(*make(q, k, v, cu))
+
+
+@pytest.mark.parametrize("scale", ["0.3", float("nan"), float("inf"), True, [0.3]], ids=str)
+def test_a_bad_scale_gets_a_clear_error(scale):
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    with pytest.raises(TypeError, match="scale must be a finite real number"):
+        ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8, scale=scale)
+
+
+def test_numpy_integer_bounds_are_host_ints(device):
+    """A capacity computed with NumPy (np.int64) is a host int like any other: same result, no error."""
+    cu = _cu([7, 12], device)
+    q, k, v = torch.randn(3, 19, 2, 32, device=device).unbind(0)
+    torch.testing.assert_close(ragged_attention(q, k, v, cu, np.int64(12)), ragged_attention(q, k, v, cu, 12))
 
 
 def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):

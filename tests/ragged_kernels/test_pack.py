@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -77,7 +78,8 @@ def test_packed_repack_second_stage(device):
     assert cu.tolist() == [0, *torch.tensor(expect_counts).cumsum(0).tolist()]
     total = sum(expect_counts)
     assert torch.equal(packed[:total], rows[keep])
-    back = unpack_tokens(packed, keep, cu, source_cu_seqlens=source_cu, max_seqlen=max(lengths))
+    # a bound computed with NumPy (np.int64) is a host int too
+    back = unpack_tokens(packed, keep, cu, source_cu_seqlens=source_cu, max_seqlen=np.max(lengths))
     assert torch.equal(back, torch.where(keep[:, None], rows, torch.zeros_like(rows)))
 
 
