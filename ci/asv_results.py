@@ -13,7 +13,10 @@ benchmark's per-point lists follow `itertools.product(*params)` (last parameter 
 neither ever becomes a value here, they become `status="failed"` / `"skipped"` points.
 
 Parsing is strict: anything that asv itself could not load, or that would make us store a wrong
-number, raises `AsvFormatError` naming the file and the problem. No SQLAlchemy, no torch.
+number, raises `AsvFormatError` naming the file and the problem. Wrong numbers include an infinite
+result, a non-finite sample (NaN is a marker in the result column only) and a negative result or
+sample of a benchmark whose type cannot be negative (time, memory); a `track` benchmark may
+return any finite number. No SQLAlchemy, no torch.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w",
 _STAT_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 _NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
+# asv benchmark types that measure a duration or a size: a negative value is corrupt, not a measurement.
+_NON_NEGATIVE_TYPES = frozenset({"time", "timeraw", "mem", "peakmem"})
 
 
 class AsvFormatError(ValueError):
@@ -248,7 +253,30 @@ def _per_point(value: Any, n_points: int, column: str, name: str, path: Path) ->
 def _number(value: Any, what: str, path: Path) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise AsvFormatError(f"{path}: {what} is not a number: {value!r:.80}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float range
+        raise AsvFormatError(f"{path}: {what} is not a finite number: {value!r:.80}") from None
+
+
+def _check_measured(value: float, info: BenchmarkInfo, what: str, path: Path) -> None:
+    """A measured value must be finite, and not negative for a time or memory benchmark."""
+    if not math.isfinite(value):
+        raise AsvFormatError(f"{path}: {what} is not a finite number: {value!r}")
+    if value < 0 and info.type in _NON_NEGATIVE_TYPES:
+        raise AsvFormatError(f"{path}: {what} is negative ({value!r}), impossible for a {info.type!r} benchmark")
+
+
+def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what: str, path: Path) -> None:
+    """`_check_measured` for every sample (already known to be ints and floats)."""
+    # One sum and one min instead of a check per sample: ingest reads ~5 M samples per 1,000 runs.
+    # A sum of floats is finite when every float is (an overflow to inf only sends it the slow way);
+    # ints (track benchmarks) may be beyond float range, so they always go the slow way.
+    if has_ints or not math.isfinite(sum(samples)):
+        for x in samples:
+            _check_measured(_number(x, what, path), info, what, path)
+    if info.type in _NON_NEGATIVE_TYPES:
+        _check_measured(min(samples), info, what, path)
 
 
 def with_sidecar(run: ParsedRun, sidecar: dict[str, str]) -> ParsedRun:
@@ -401,13 +429,16 @@ def parse_result_file(
                 )
                 continue
             value = _number(value, f"benchmark {name!r} point {j} result", path)
+            _check_measured(value, info, f"benchmark {name!r} point {j} result", path)
             raw_samples = samples_col[j]
             if raw_samples is not None:
                 if not isinstance(raw_samples, list) or not raw_samples:
                     raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: samples must be a non-empty list")
                 # One set of types instead of a check per sample: ingest reads ~5 M samples per 1,000 runs.
-                if not {type(x) for x in raw_samples} <= _NUMBER_TYPES:
+                sample_types = {type(x) for x in raw_samples}
+                if not sample_types <= _NUMBER_TYPES:
                     raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: samples must all be numbers")
+                _check_samples(raw_samples, int in sample_types, info, f"benchmark {name!r} point {j} sample", path)
                 samples = tuple(raw_samples)
             else:
                 samples = (value,)

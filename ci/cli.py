@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ci.store import DEFAULT_DB
+from ci.store import DEFAULT_DB, StoreError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
@@ -42,10 +42,13 @@ def _need(module: str, attr: str) -> Any:
         raise Unavailable(f"not available yet: {module}.{attr}") from None
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
+    """The store named by --db. Only `ingest` (and `run`) create one: the commands that read a
+    history, or add a verdict or an acknowledgement to it, fail on a mistyped path instead of
+    working on a new, empty store (and, for `dashboard`, replacing a published site with it)."""
     from ci.store import Store
 
-    return Store(args.db)
+    return Store(args.db, create=create)
 
 
 def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
@@ -85,7 +88,7 @@ def _print_verdicts(verdicts: Sequence[Any]) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import ingest_results_dir
 
-    with _open(args) as store:
+    with _open(args, create=True) as store:
         report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
     for f in report.files:
         if f.status == "error":
@@ -149,7 +152,13 @@ def cmd_comment(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     render_site = _need("dashboard", "render_site")
+    if not args.out.strip():
+        raise ValueError("--out must name the dashboard's folder")
     with _open(args) as store:
+        if args.branch is not None and not store.commits(branch=args.branch):
+            known = sorted({c.branch for c in store.commits() if c.branch})
+            raise ValueError(f"no commits of branch {args.branch!r} in the store (branches: "
+                             f"{', '.join(known) or 'none recorded; ingest with --repo and --branch'})")
         stats = render_site(
             store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
         )
@@ -176,14 +185,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    parser.add_argument("--version", action="version", version=f"%(prog)s (ragged-vit {_version()})")
+
+    def add(
+        name: str, help_: str, fn: Callable[[argparse.Namespace], int], *, db: str | None = None
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file path or SQLAlchemy URL (default {DEFAULT_DB})")
-        p.set_defaults(func=fn)
+        if db is not None:
+            p.add_argument("--db", default=DEFAULT_DB,
+                           help=f"SQLite file path or SQLAlchemy URL (default {DEFAULT_DB}); {db}")
+        p.set_defaults(func=fn, subparser=p)
         return p
 
+    reads = "it must already hold a store (made by ingest or run)"
+
     p = add(
-        "ingest", "ingest an asv results directory into the store (idempotent, one transaction per file)", cmd_ingest
+        "ingest", "ingest an asv results directory into the store (idempotent, one transaction per file)", cmd_ingest,
+        db="created when missing",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
@@ -193,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("compare", "A/B verdicts between a base and a head commit (saved to the store)", cmd_compare),
         ("comment", "render (and optionally post) the PR comment for a base/head pair", cmd_comment),
     ):
-        p = add(name, help_, fn)
+        p = add(name, help_, fn, db=reads)
         p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
         p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
         p.add_argument("--machine", help="machine name (needed when several measured both commits)")
@@ -207,14 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API root")
             p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")
 
-    p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard)
+    p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard, db=reads)
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--title", default="ragged-vit benchmarks", help="page title")
     p.add_argument("--base-url", default="", help="absolute URL prefix for links ('' = relative)")
     p.add_argument("--baseline", help="commit the overview compares against")
     p.add_argument("--branch", help="only this branch's history")
 
-    p = add("ack", "acknowledge an expected regression of one series at one commit", cmd_ack)
+    p = add("ack", "acknowledge an expected regression of one series at one commit", cmd_ack, db=reads)
     p.add_argument("--benchmark", required=True, help="series key, e.g. 'bench_x.T.time_y(dtype=fp16)'")
     p.add_argument("--commit", required=True, help="commit sha (or unique prefix)")
     p.add_argument("--who", required=True, help="who acknowledges")
@@ -222,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ci import demo, runner
 
-    runner.add_arguments(add("run", runner.HELP, runner.run_main))
+    runner.add_arguments(add("run", runner.HELP, runner.run_main, db="created when missing"))
     demo.add_arguments(add("demo", demo.HELP, demo.cmd_demo))
     return parser
 
@@ -238,16 +256,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # reported with the subcommand's usage, not the top level's
+            args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) or a usage error (2): return instead of exiting
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
         return int(args.func(args))
-    except Unavailable as exc:
+    except KeyboardInterrupt:
+        # Every write is one transaction (per result file for ingest): what was not committed is
+        # not in the store, and the same command writes it on the next run.
+        print(f"error: interrupted; nothing half-written was kept: run the same {args.command} command again",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except (Unavailable, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback
         if os.environ.get("CI_DEBUG"):
             raise
-        print(f"error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc, getattr(args, 'db', None))}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _one_line(exc: BaseException, db: str | None = None) -> str:
+    """An exception as one line; a database error names the database (without a password)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ci.store import display_url, error_line
+
+    if isinstance(exc, SQLAlchemyError):
+        return f"database {display_url(str(db))}: {error_line(exc)}" if db else f"database: {error_line(exc)}"
+    return error_line(exc)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragged-vit")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

@@ -28,7 +28,7 @@ from ci.asv_results import (
     with_sidecar,
 )
 from ci.records import Commit, Machine
-from ci.store import Store
+from ci.store import Store, error_line
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,8 @@ def ingest_results_dir(
 
     Returns:
         An IngestReport; a file that cannot be read is an "error" outcome, never a partial run.
+        An unreadable machine.json makes every file of its machine an error: the first file
+        (in path order) carries the machine.json message, the others name that first file.
         A missing results directory or benchmarks.json raises AsvFormatError (nothing to ingest).
     """
     if not isinstance(store, Store):
@@ -189,6 +191,9 @@ def ingest_results_dir(
 
     paths = list(iter_result_files(root))
     machine_infos: dict[Path, dict[str, str] | AsvFormatError] = {}
+    # A machine.json that cannot be read fails every result file of its machine; its message goes
+    # with the first of them only, the others point to that file (one message, no file unaccounted for).
+    first_failed: dict[Path, Path] = {}
     for path in paths:
         if path.parent not in machine_infos:
             try:
@@ -206,9 +211,14 @@ def ingest_results_dir(
         parsed = []
         for path in paths[first : first + batch_size]:
             info = machine_infos[path.parent]
+            if isinstance(info, AsvFormatError):
+                carrier = first_failed.setdefault(path.parent, path)
+                message = str(info)
+                if carrier != path:
+                    message = f"{path}: skipped, same machine.json error as {carrier.name}"
+                outcomes.append(FileOutcome(str(path), "error", 0, message))
+                continue
             try:
-                if isinstance(info, AsvFormatError):
-                    raise info
                 try:
                     # Identical bytes were ingested before: skip the parse (most of a re-ingest's cost).
                     sha = known.get(hashlib.sha256(path.read_bytes()).hexdigest())
@@ -238,7 +248,8 @@ def ingest_results_dir(
             statuses = [exc] * len(items)
         for (run, _, _), status in zip(items, statuses, strict=True):
             if isinstance(status, Exception):
-                outcomes.append(FileOutcome(str(run.path), "error", 0, f"{run.path}: database error: {status}"))
+                message = f"{run.path}: database error: {error_line(status)}"
+                outcomes.append(FileOutcome(str(run.path), "error", 0, message))
             else:
                 skipped = run.skipped_unknown + run.skipped_stale
                 note = ""

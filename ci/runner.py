@@ -803,6 +803,17 @@ def default_machine() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", name).lstrip("-.") or "runner"
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a count or a number that cannot be zero or negative)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `run` subcommand's options (the parser already has `--db`)."""
     # One mode is required: a bare `run` would start a long benchmark job by surprise.
@@ -815,7 +826,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base", help="PR base commit (with --pr)")
     p.add_argument("--head", help="PR head commit (with --pr)")
     p.add_argument("--branch", default="main", help="branch recorded on ingested commits; walked by --since-last")
-    p.add_argument("--max-commits", type=int, default=10, help="cap on a branch run's new commits (default 10)")
+    p.add_argument("--max-commits", type=positive_int, default=10,
+                   help="cap on a branch run's new commits, at least 1 (default 10)")
     p.add_argument("--repo", default=".", help="checkout with asv.conf.json (default: current directory)")
     p.add_argument("--machine", default=None, help="asv machine name (default $ASV_MACHINE or the host name)")
     sel = p.add_mutually_exclusive_group()
@@ -826,8 +838,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dashboard-branch", default=None, help="only this branch's history on the dashboard")
     p.add_argument("--comment-out", default=None, help="PR comment file (--pr; default <repo>/.asv/pr-comment.md)")
     p.add_argument("--github-repo", help="owner/name: post the sticky comment there (needs GITHUB_TOKEN)")
-    p.add_argument("--pr-number", type=int, help="pull request number to post to")
-    p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
+    p.add_argument("--pr-number", type=positive_int, help="pull request number to post to")
+    p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                   help="GitHub REST API root (default $GITHUB_API_URL or https://api.github.com)")
     p.add_argument("--dashboard-url", help="link from the comment to the published dashboard")
     p.add_argument("--no-resume", action="store_true", help="re-measure commits asv already has results for")
     p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")

@@ -48,6 +48,7 @@ from sqlalchemy import (
     type_coerce,
     update,
 )
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
@@ -96,12 +97,19 @@ class FailedPoint:
     run_id: str
 
 
-def resolve_url(db: str | os.PathLike[str] | None) -> str:
+class StoreError(RuntimeError):
+    """The database cannot serve as a results store: missing, not a store, or from a newer schema."""
+
+
+def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) -> str:
     """The SQLAlchemy URL for a `--db` argument.
 
     Args:
         db: None for the default SQLite file (`.asv/history.sqlite`), a bare path for an SQLite
-            file (its folder is created), or any SQLAlchemy URL (`postgresql+psycopg://...`).
+            file (its folder is created), `:memory:` for a private in-memory SQLite database, or
+            any SQLAlchemy URL (`postgresql+psycopg://...`).
+        must_exist: a bare path must name an existing file (commands that only read a history
+            must not create an empty one where a path was mistyped).
 
     Returns:
         A SQLAlchemy URL string.
@@ -115,7 +123,14 @@ def resolve_url(db: str | os.PathLike[str] | None) -> str:
         raise ValueError("db must not be empty: give a path or a SQLAlchemy URL")
     if "://" in text_db:
         return text_db
+    if text_db == ":memory:":
+        return "sqlite://"
     path = Path(text_db).expanduser().resolve()
+    if path.is_dir():
+        raise StoreError(f"{text_db} is a folder, not an SQLite file: give the database file's path")
+    if must_exist and not path.exists():
+        raise StoreError(f"no results store at {path}: ingest results first (python -m ci ingest --db {text_db} "
+                         "RESULTS_DIR), or check the --db path")
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
@@ -194,11 +209,27 @@ class Store:
         migrate: upgrade the schema to the newest revision at open (default). False leaves an
             existing schema as it is (tests of migrations use this).
         echo: log SQL (debugging).
+        create: make a new store where there is none (default). False (the commands that only
+            read a history, or add to one) raises `StoreError` for a missing SQLite file or a
+            database without the store's schema, instead of creating an empty history.
+
+    Raises:
+        StoreError: the database holds other tables and no store schema, its schema is newer
+            than this code, or (create=False) there is no store.
     """
 
-    def __init__(self, db: str | os.PathLike[str] | None = None, *, migrate: bool = True, echo: bool = False) -> None:
-        self.url = resolve_url(db)
+    def __init__(
+        self, db: str | os.PathLike[str] | None = None, *, migrate: bool = True, echo: bool = False,
+        create: bool = True,
+    ) -> None:
+        self.url = resolve_url(db, must_exist=not create)
         self.engine: Engine = self._make_engine(self.url, echo)
+        if not create:
+            with self.engine.connect() as conn:
+                if MigrationContext.configure(conn).get_current_revision() is None:
+                    self.engine.dispose()
+                    raise StoreError(f"{display_url(self.url)} holds no results store yet: ingest results first "
+                                     "(python -m ci ingest), or check --db")
         self._bench_ids: dict[str, int] = {}
         self._bench_by_id: dict[int, Benchmark] = {}
         self._results_sql: str | None = None
@@ -446,28 +477,38 @@ class Store:
         existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run.run_key)).one_or_none()
         machine_id = self._upsert_machine(conn, machine)
         commit_id = self._upsert_commit(conn, commit)
-        status = "inserted"
+        values = {
+            "run_key": run.run_key,
+            "digest": run.digest,
+            "machine_id": machine_id,
+            "commit_id": commit_id,
+            "env_name": run.env_name,
+            "started_at": _utc(run.started_at),
+            "ingested_at": datetime.now(UTC),
+            "source": str(run.path),
+            "environment": json.dumps(dict(run.environment), sort_keys=True),
+        }
         if existing is not None:
             if existing.digest == run.digest:
                 return "unchanged"
-            conn.execute(delete(ResultRow).where(ResultRow.run_id == existing.id))
-            conn.execute(delete(RunRow).where(RunRow.id == existing.id))
+            # asv rewrote the file: its results replace the stored ones, except those of benchmarks
+            # this parse had to skip (missing from benchmarks.json, or of another version): the
+            # file could not be read for them, which is no reason to lose what was stored.
+            unreadable = sorted(set(run.skipped_unknown) | set(run.skipped_stale))
+            gone = delete(ResultRow).where(ResultRow.run_id == existing.id)
+            if unreadable:
+                gone = gone.where(
+                    ResultRow.benchmark_id.not_in(select(BenchmarkRow.id).where(BenchmarkRow.name.in_(unreadable)))
+                )
+            conn.execute(gone)
+            conn.execute(update(RunRow).where(RunRow.id == existing.id).values(**values))
+            run_id = existing.id
             status = "replaced"
-        run_id = conn.execute(
-            insert(RunRow.__table__)
-            .values(
-                run_key=run.run_key,
-                digest=run.digest,
-                machine_id=machine_id,
-                commit_id=commit_id,
-                env_name=run.env_name,
-                started_at=_utc(run.started_at),
-                ingested_at=datetime.now(UTC),
-                source=str(run.path),
-                environment=json.dumps(dict(run.environment), sort_keys=True),
-            )
-            .returning(RunRow.__table__.c.id)
-        ).scalar_one()
+        else:
+            run_id = conn.execute(
+                insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
+            ).scalar_one()
+            status = "inserted"
         bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
         rows = [
             (
@@ -666,9 +707,14 @@ class Store:
         Returns:
             The full sha; raises ValueError when unknown or ambiguous.
         """
-        if not isinstance(sha_or_prefix, str) or len(sha_or_prefix.strip()) < 7:
-            raise ValueError(f"commit {sha_or_prefix!r}: give a sha or a prefix of at least 7 characters")
+        if not isinstance(sha_or_prefix, str):
+            raise TypeError(f"commit must be a string, got {type(sha_or_prefix).__name__}")
         prefix = sha_or_prefix.strip().lower()
+        if prefix and any(c not in "0123456789abcdef" for c in prefix):
+            raise ValueError(f"commit {sha_or_prefix!r} is not a sha: the store knows commits by sha, not by branch "
+                             f"or tag name (pass e.g. $(git rev-parse {sha_or_prefix.strip()}))")
+        if len(prefix) < 7:
+            raise ValueError(f"commit {sha_or_prefix!r}: give a sha or a prefix of at least 7 characters")
         with self._read() as conn:
             found = conn.execute(
                 select(CommitRow.sha).where(CommitRow.sha.startswith(prefix, autoescape=True))
@@ -921,6 +967,7 @@ def migrate_schema(engine: Engine, revision: str = "head") -> None:
         revision: an alembic revision id, "head" by default.
     """
     cfg = _alembic_config()
+    scripts = ScriptDirectory.from_config(cfg)
     target = head_revision() if revision == "head" else revision
     with engine.connect() as conn:
         conn.execution_options(write=True)  # SQLite: BEGIN IMMEDIATE, i.e. the database's write lock
@@ -930,5 +977,49 @@ def migrate_schema(engine: Engine, revision: str = "head") -> None:
             current = MigrationContext.configure(conn).get_current_revision()
             if current == target:
                 return
+            where = display_url(engine.url.render_as_string(hide_password=True))
+            if current is None:
+                # Never add the store's tables to somebody else's database.
+                foreign = sorted(sa_inspect(conn).get_table_names())
+                if foreign:
+                    shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+                    raise StoreError(f"{where} is not a results store: it holds other tables ({shown}) and no store "
+                                     "schema; give a new file or an empty database")
+            elif current not in {sc.revision for sc in scripts.walk_revisions()}:
+                raise StoreError(f"{where} has schema revision {current!r}, which this version of ragged-vit does "
+                                 f"not know (newest here: {head_revision()!r}): it was written by a newer version; "
+                                 "upgrade, or use another --db")
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as one line: a database error as its driver's own message (SQLAlchemy adds the
+    SQL, its parameters and a link on further lines), anything else as `Type: message`."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        text_ = str(exc.orig)
+    elif isinstance(exc, SQLAlchemyError):
+        text_ = str(exc).split("\n[SQL:")[0].split("\n(Background on this error")[0]
+    else:
+        text_ = f"{exc.__class__.__name__}: {exc}"
+    lines = [line.strip() for line in text_.splitlines() if line.strip()]
+    return " / ".join(lines[:3]) if lines else exc.__class__.__name__
+
+
+def display_url(url: str) -> str:
+    """A database (a URL or a bare path) as shown in messages: the file path for SQLite, the URL
+    without its password otherwise."""
+    if "://" not in url:
+        return url
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///"):]
+    if url.startswith("sqlite://"):
+        return "the in-memory SQLite database"
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "the database"

@@ -245,3 +245,112 @@ def test_bad_db_url_exits_2(tmp_path, capsys):
         == 2
     )
     assert "error:" in capsys.readouterr().err
+
+
+def _ingested(tmp_path: Path, asv_dir, commits=(0, 1)) -> str:
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(asv_dir([sha_for(c) for c in commits]))]) == 0
+    return db
+
+
+def test_commands_that_read_a_history_never_create_one(tmp_path, asv_dir, capsys):
+    """A mistyped --db is an error, not a new empty store (which `dashboard` would have published
+    over the real site)."""
+    db = _ingested(tmp_path, asv_dir)
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    before = sorted(p.relative_to(site) for p in site.rglob("*"))
+    typo = str(tmp_path / "histroy.sqlite")
+    capsys.readouterr()
+    for argv in (
+        ["dashboard", "--db", typo, "--out", str(site)],
+        ["compare", "--db", typo, "--base", sha_for(0), "--head", sha_for(1)],
+        ["comment", "--db", typo, "--base", sha_for(0), "--head", sha_for(1)],
+        ["ack", "--db", typo, "--benchmark", SLOW_KEY, "--commit", sha_for(0), "--who", "a", "--why", "b"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: no results store at") and err.count("\n") == 1, err
+    assert not Path(typo).exists()
+    assert sorted(p.relative_to(site) for p in site.rglob("*")) == before
+
+
+def test_dashboard_refuses_an_unknown_branch_and_an_empty_out(tmp_path, asv_dir, capsys):
+    db = _ingested(tmp_path, asv_dir)
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    assert main(["dashboard", "--db", db, "--out", str(site), "--branch", "mian"]) == 2
+    assert "no commits of branch 'mian'" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+    assert main(["dashboard", "--db", db, "--out", ""]) == 2
+    assert "--out must name" in capsys.readouterr().err
+
+
+def test_a_foreign_database_is_left_alone(tmp_path, asv_dir, capsys):
+    import sqlite3
+
+    other = tmp_path / "app.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO users (name) VALUES ('ada')")
+    assert main(["ingest", "--db", str(other), str(asv_dir([sha_for(0)]))]) == 2
+    err = capsys.readouterr().err
+    assert "is not a results store" in err and "users" in err and err.count("\n") == 1
+    with sqlite3.connect(other) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert tables == ["users"]
+
+
+def test_database_problems_are_one_line_errors(tmp_path, asv_dir, capsys):
+    results = str(asv_dir([sha_for(0)]))
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not an SQLite file, not even its header" * 100)
+    db = _ingested(tmp_path, asv_dir, commits=(0,))
+    read_only = f"sqlite:///file:{db}?mode=ro&uri=true"
+    newer = tmp_path / "newer.sqlite"
+    with Store(newer) as store, store.engine.begin() as conn:
+        from sqlalchemy import text
+
+        conn.execute(text("UPDATE alembic_version SET version_num = 'ffff9999'"))
+    capsys.readouterr()
+    for db_arg, expect in (
+        (str(folder), "is a folder"),
+        (str(junk), "file is not a database"),
+        (str(newer), "written by a newer version"),
+    ):
+        assert main(["ingest", "--db", db_arg, results]) == 2, db_arg
+        err = capsys.readouterr().err
+        assert expect in err and err.count("\n") == 1, err
+    # A read-only store: ingest fails per file with the driver's one-line reason, and nothing changes.
+    with Store(db) as store:
+        counts = store.counts()
+    assert main(["ingest", "--db", read_only, str(asv_dir([sha_for(1)], name="more"))]) == 2
+    captured = capsys.readouterr()
+    assert "readonly database" in captured.err and "[SQL:" not in captured.err
+    with Store(db) as store:
+        assert store.counts() == counts
+
+
+def test_an_interrupted_command_says_so_in_one_line(tmp_path, asv_dir, monkeypatch, capsys):
+    import ci.ingest
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ci.ingest, "ingest_results_dir", interrupted)
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(asv_dir([sha_for(0)]))]) == 2
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "run the same ingest command again" in err and err.count("\n") == 1
+
+
+def test_branch_names_are_not_commits_and_version(tmp_path, asv_dir, capsys):
+    db = _ingested(tmp_path, asv_dir)
+    assert main(["compare", "--db", db, "--base", "main", "--head", sha_for(1)]) == 2
+    assert "not a sha" in capsys.readouterr().err
+    assert main(["--version"]) == 0
+    assert "ragged-vit 0.1.0" in capsys.readouterr().out
+    assert main(["ingest", "--bogus", "x", "dir"]) == 2
+    assert "usage: python -m ci ingest" in capsys.readouterr().err

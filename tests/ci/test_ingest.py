@@ -19,7 +19,7 @@ from ci.asv_results import AsvFormatError, load_benchmarks_json, parse_result_fi
 from ci.ingest import ingest_results_dir
 from ci.records import Direction, Kind
 from ci.store import Store
-from tests.ci.conftest import BENCHMARKS, MACHINE, sha_for, write_results
+from tests.ci.conftest import BENCHMARKS, ENV_NAME, MACHINE, sha_for, write_results
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,6 +110,29 @@ def test_skipped_point_nan_is_marked_skipped(tmp_path, db_path):
         skipped = [f for f in store.failures() if f.status == "skipped"]
         assert [f.benchmark.key for f in skipped] == ["bench_model.Throughput.track_images_per_s"]
         assert not store.results(benchmark_key="bench_model.Throughput.track_images_per_s")
+
+
+def test_negative_values_are_valid_only_for_track_benchmarks(tmp_path, db_path):
+    """A track benchmark may return any finite number; a time or memory one can never be negative."""
+    peakmem = {"name": "bench_mem.Peak.peakmem_forward", "type": "peakmem", "unit": "bytes", "params": [],
+               "param_names": [], "version": "v-mem-1"}  # fmt: skip
+
+    def signed(name: str, j: int, c: int) -> list[float]:
+        if "track_images_per_s" in name:
+            return [-3.0, -2.0, -1.0]
+        return [-1024.0] * 3 if ("peakmem" in name and c == 1) else [1024.0 + j] * 3
+
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[*BENCHMARKS, peakmem], samples=signed)
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+        assert report.count("inserted") == 1
+        (error,) = report.errors
+        assert error.path.endswith(f"{sha_for(1)[:8]}-{ENV_NAME}.json")
+        assert "'bench_mem.Peak.peakmem_forward' point 0 result is negative (-1024.0)" in error.message
+        (track,) = store.results(benchmark_key="bench_model.Throughput.track_images_per_s")
+        assert track.value == -2.0 and track.samples == (-3.0, -2.0, -1.0)
+        assert {r.commit_sha for r in store.results()} == {sha_for(0)}  # nothing of the bad file
 
 
 def test_without_record_samples_the_value_is_the_only_sample(asv_dir, db_path):
@@ -222,6 +245,37 @@ def _edit(text: str, change) -> str:
             lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][0].__setitem__(1, True)),
             "samples must all be numbers",
         ),
+        # Python's json reads (and asv's json writes) Infinity, -Infinity and NaN literals.
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][0].__setitem__(2, math.inf)),
+            "'bench_attention.GPUTime.time_gpu' point 2 result is not a finite number: inf",
+        ),
+        (
+            lambda t: _edit(
+                t, lambda d: d["results"]["bench_model.Throughput.track_images_per_s"].__setitem__(0, [-math.inf])
+            ),
+            "'bench_model.Throughput.track_images_per_s' point 0 result is not a finite number: -inf",
+        ),
+        (
+            lambda t: _edit(
+                t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][1].__setitem__(3, math.inf)
+            ),
+            "'bench_attention.GPUTime.time_gpu' point 1 sample is not a finite number: inf",
+        ),
+        (
+            lambda t: _edit(
+                t, lambda d: d["results"]["bench_correctness.Logits.track_max_abs_diff"][11][0].__setitem__(0, math.nan)
+            ),
+            "'bench_correctness.Logits.track_max_abs_diff' point 0 sample is not a finite number: nan",
+        ),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][0].__setitem__(0, -1e-4)),
+            "'bench_attention.GPUTime.time_gpu' point 0 result is negative (-0.0001), impossible for a 'time'",
+        ),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][3].__setitem__(5, -2e-4)),
+            "'bench_attention.GPUTime.time_gpu' point 3 sample is negative (-0.0002), impossible for a 'time'",
+        ),
     ],
     ids=[
         "truncated",
@@ -233,6 +287,12 @@ def _edit(text: str, change) -> str:
         "string-value",
         "short-grid",
         "bool-sample",
+        "inf-result",
+        "minus-inf-track-result",
+        "inf-sample",
+        "nan-sample",
+        "negative-time-result",
+        "negative-time-sample",
     ],
 )
 def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, db_path, damage, message):
@@ -262,6 +322,28 @@ def test_missing_machine_json_fails_only_that_machine(asv_dir, db_path):
         report = ingest_results_dir(store, root)
     assert report.count("inserted") == 1 and len(report.errors) == 1
     assert "machine.json: file not found" in report.errors[0].message
+
+
+def test_corrupt_machine_json_is_reported_once(asv_dir, capsys):
+    """Every file of the machine is an error (exit 2, nothing of it stored, nothing unaccounted for),
+    but the machine.json message is printed once: the other files point to the file that carries it."""
+    from ci.cli import main
+
+    root = asv_dir([sha_for(0)])
+    bad_files = write_results(root, [sha_for(1), sha_for(2), sha_for(3)], machine="other-runner")
+    (root / "other-runner" / "machine.json").write_text('{"version": 1, "machine": ')
+    db = str(root.parent / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert sum("machine.json: not valid JSON" in line for line in lines) == 1
+    assert lines[0].startswith(f"error: {root / 'other-runner' / 'machine.json'}: not valid JSON")
+    assert lines[1:] == [
+        f"error: {path}: skipped, same machine.json error as {bad_files[0].name}" for path in bad_files[1:]
+    ]
+    assert "1 inserted" in captured.out and "3 errors" in captured.out
+    with Store(db) as store:
+        assert {c.sha for c in store.commits()} == {sha_for(0)}
 
 
 def test_results_dir_must_exist(db_path, tmp_path):

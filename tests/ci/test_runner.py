@@ -285,6 +285,29 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
 
 
+@pytest.mark.parametrize("value", ["-3", "0", "three"])
+def test_max_commits_must_be_positive_at_parse_time(tmp_path, capsys, value):
+    """A usage error before anything runs: `--max-commits -3` used to be accepted (and ignored by --range)."""
+    db = str(tmp_path / "h.sqlite")
+    assert main(["run", "--range", "A..B", "--max-commits", value, "--db", db, "--repo", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and "argument --max-commits:" in err and "positive integer" in err
+    assert main(["run", "--pr", "--pr-number", "-7", "--db", db, "--repo", str(tmp_path)]) == 2
+    assert "argument --pr-number:" in capsys.readouterr().err
+    assert not os.path.exists(db), "nothing opened for bad arguments"
+
+
+def test_every_run_option_has_a_help_text():
+    import argparse
+
+    from ci.runner import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert [a.option_strings for a in parser._actions if not a.help] == []
+    assert "GitHub REST API" in parser.format_help()
+
+
 def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
     """As asv selects parameterised benchmarks: `name(param, ...)` with each param's repr."""
     import itertools

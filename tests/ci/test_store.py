@@ -285,3 +285,35 @@ def test_samples_text_roundtrip(samples):
     back = _parse_samples(_samples_json(samples))
     assert len(back) == len(samples)
     assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(samples, back, strict=True))
+
+
+def test_a_rewritten_file_keeps_the_results_it_can_no_longer_be_read_for(db_path, asv_dir):
+    """asv rewrote a result file, and benchmarks.json no longer lists one of its benchmarks: the
+    file's readable results replace the stored ones, the unreadable ones stay as they were."""
+    import json
+
+    root = asv_dir([sha_for(0)])
+    with Store(db_path) as store:
+        ingest_results_dir(store, root)
+        before = {r.benchmark.key: r for r in store.results()}
+    dropped = "bench_model.Throughput.track_images_per_s"
+    index = json.loads((root / "benchmarks.json").read_text())
+    del index[dropped]
+    (root / "benchmarks.json").write_text(json.dumps(index))
+    (result_file,) = [p for p in (root / MACHINE).glob("*.json") if p.name != "machine.json"]
+    data = json.loads(result_file.read_text())
+    timing = data["results"]["bench_attention.GPUTime.time_gpu"]  # asv re-ran it: twice the times
+    col = {name: i for i, name in enumerate(data["result_columns"])}
+    timing[col["result"]] = [v * 2 for v in timing[col["result"]]]
+    timing[col["samples"]] = [[v * 2 for v in point] for point in timing[col["samples"]]]
+    result_file.write_text(json.dumps(data))
+    with Store(db_path) as store:
+        report = ingest_results_dir(store, root)
+        after = {r.benchmark.key: r for r in store.results()}
+    assert [f.status for f in report.files] == ["replaced"]
+    assert after.keys() == before.keys()
+    for key, old in before.items():
+        if key.startswith(dropped):
+            assert after[key] == old  # kept, not lost
+        elif key.startswith("bench_attention.GPUTime.time_gpu"):
+            assert after[key].value == pytest.approx(2 * old.value)
