@@ -112,7 +112,8 @@ class ATSPruner(Pruner):
 
     Args:
         stages: ATS blocks (default: block 3 to the last, i.e. 3..11 for DeiT).
-        num_samples: R per stage (scalar or per stage); None = N0 (reference: n_ref_tokens - 1).
+        num_samples: R per stage (scalar or per stage: with the default stages, one per block from 3 on,
+            9 for DeiT); None = N0 (reference: n_ref_tokens - 1).
         max_keep: optional cap on non-CLS tokens kept per image (the highest-significance samples):
             gives a tighter static buffer capacity; None = no cap (reference).
         sampler: "torch" (the op-by-op port, `ats_keep`), "fused" (the same sampling as one Triton
@@ -143,7 +144,7 @@ class ATSPruner(Pruner):
         self._default_stages = stages is None
         super().__init__(() if stages is None else stages)
         self._num_samples = num_samples
-        if max_keep is not None and (not isinstance(max_keep, int) or max_keep < 1):
+        if max_keep is not None and (isinstance(max_keep, bool) or not isinstance(max_keep, int) or max_keep < 1):
             raise ValueError(f"ats: max_keep must be a positive int or None, got {max_keep!r}")
         self.max_keep = max_keep
         if sampler not in ("auto", "torch", "fused"):
@@ -152,9 +153,21 @@ class ATSPruner(Pruner):
         self.num_samples: tuple[int, ...] = ()
         self._validate_samples()
 
-    def _validate_samples(self) -> None:
-        ns = per_stage(self._num_samples, len(self.stages), "num_samples", self.name)
-        if ns is not None and any(not isinstance(r, int) or r < 2 for r in ns):
+    def _validate_samples(self, bound: bool = False) -> None:
+        """Check `num_samples`; its length against the stages once they are known (default stages
+        depend on the model's depth: until `bind`, only the values are checked)."""
+        value = self._num_samples
+        if self._default_stages and not bound:
+            if value is not None and not (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
+                value = [value]
+            if value is not None:
+                per_stage(value, len(value), "num_samples", self.name)  # types
+                if any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in value):
+                    raise ValueError(f"ats: num_samples must be ints >= 2, got {self._num_samples!r}")
+            self.num_samples = ()
+            return
+        ns = per_stage(value, len(self.stages), "num_samples", self.name)
+        if ns is not None and any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in ns):
             raise ValueError(f"ats: num_samples must be ints >= 2, got {ns}")
         self.num_samples = ns or ()
 
@@ -162,7 +175,7 @@ class ATSPruner(Pruner):
         if self._default_stages:
             self.stages = tuple(range(3, info.depth))
         # From the options every time: a default R (N0) from an earlier bind must not outlive it.
-        self._validate_samples()
+        self._validate_samples(bound=True)
         super().bind(info)
         if not self.num_samples:
             self.num_samples = (info.num_patches,) * len(self.stages)

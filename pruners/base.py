@@ -12,6 +12,7 @@ ragged ones).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -67,13 +68,19 @@ def per_stage(value: float | Sequence[float] | None, n: int, what: str, name: st
     """Broadcast a scalar option to one value per stage, or validate a per-stage sequence."""
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if _is_number(value):
         return (value,) * n
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        if not all(_is_number(v) for v in value):
+            raise TypeError(f"{name}: {what} must be numbers, got {list(value)!r}")
         if len(value) != n:
             raise ValueError(f"{name}: {what} has {len(value)} entries for {n} stages")
         return tuple(value)
     raise TypeError(f"{name}: {what} must be a number or one number per stage, got {type(value).__name__}")
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 class Pruner(nn.Module):

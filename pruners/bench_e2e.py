@@ -32,7 +32,7 @@ Usage (on a GPU machine):
     python -m pruners.bench_e2e --order issue4-first --time-box 300 --repeats 5 --min-time 0.1
     # print the planned configurations in order and exit (works without CUDA):
     python -m pruners.bench_e2e --order issue4-first --dry-run
-Exit status: 0 ok, 2 no CUDA.
+Exit status: 0 ok, 2 no CUDA or a bad argument (every argument is checked before the CUDA check).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import argparse
 import copy
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -79,17 +80,25 @@ def image_size(model_name: str) -> int:
     return 384 if model_name.endswith("384") else 224
 
 
+# --budget's range: the first 3 of the 12 blocks always run on all tokens, so every pruner's mean token
+# fraction is above 3/12 (keep rate 0 is refused by DynamicViT, EViT and Threshold-L2); 1 = no pruning.
+BUDGET_MIN, BUDGET_MAX = 0.25, 1.0
+
+
 def budget_options(pruner: str, budget: float, num_patches: int) -> dict:
     """Pruner options whose mean token fraction over 12 blocks (3 unpruned, then 3 stages) is ~budget.
 
     Args:
         pruner: pruner name.
-        budget: target mean fraction of tokens per block (0.5 = "~50 % pruning").
+        budget: target mean fraction of tokens per block (0.5 = "~50 % pruning"), in
+            (BUDGET_MIN, BUDGET_MAX]: DynamicViT/EViT/Threshold-L2 keep rates in (0, 1] span exactly that.
         num_patches: N0 of the model.
 
     Returns:
         keyword options for create_pruner.
     """
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not BUDGET_MIN < budget <= BUDGET_MAX:
+        raise ValueError(f"budget must be a number in ({BUDGET_MIN}, {BUDGET_MAX}], got {budget!r}")
     if pruner == "ats":
         # ATS blocks 3..11; random weights make nearly every sample unique, so ~num_samples stay:
         # (3 + 9 f) / 12 = budget  ->  f = (12 budget - 3) / 9 of N0.
@@ -99,7 +108,7 @@ def budget_options(pruner: str, budget: float, num_patches: int) -> dict:
     for _ in range(50):
         r = (lo + hi) / 2
         lo, hi = (r, hi) if (1 + r + r * r + r**3) / 4 < budget else (lo, r)
-    r = round((lo + hi) / 2, 4)
+    r = max(round((lo + hi) / 2, 4), 1e-4)  # a budget just above 0.25 must not round to keep rate 0
     return {"dynamicvit": {"rho": r}, "evit": {"keep_rate": r}, "threshold_l2": {"keep_ratio": r}}[pruner]
 
 
@@ -806,18 +815,62 @@ def _row_line(r: dict) -> str:
     )
 
 
+def _arg_type(convert: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> Callable[[str], float]:
+    """An argparse `type`: `convert`, then `ok`; argparse names the argument in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+_positive_int = _arg_type(int, lambda n: n >= 1, "an integer >= 1")
+_non_negative_int = _arg_type(int, lambda n: n >= 0, "an integer >= 0")
+_positive_seconds = _arg_type(float, lambda t: math.isfinite(t) and t > 0, "a finite number of seconds > 0")
+_non_negative_seconds = _arg_type(float, lambda t: math.isfinite(t) and t >= 0, "a finite number of seconds >= 0")
+_budget = _arg_type(float, lambda b: BUDGET_MIN < b <= BUDGET_MAX, f"a number in ({BUDGET_MIN}, {BUDGET_MAX}]")
+
+
+def json_path_problem(path: str) -> str | None:
+    """Why the results could not be written to `path` (None: they can), checked without creating it."""
+    if not path:
+        return "empty file name"
+    if os.path.isdir(path):
+        return "is a folder, not a file name"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"folder {folder} does not exist"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "file is not writable"
+    if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder {folder} is not writable"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; see the module docstring."""
+    """CLI entry point; see the module docstring. Every argument is checked before the CUDA check."""
     t_start = time.monotonic()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["deit_small_patch16_224", "deit_base_patch16_224"], choices=MODELS)
     ap.add_argument("--pruners", nargs="+", default=list(PRUNERS), choices=sorted(PRUNERS))
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
-    ap.add_argument("--batches", nargs="+", type=int, default=[1, 4, 64, 256])
-    ap.add_argument("--budget", type=float, default=0.5, help="mean token fraction per block (0.5 = ~50%% pruning)")
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repeat")
-    ap.add_argument("--warmup", type=int, default=5,
+    ap.add_argument("--batches", nargs="+", type=_positive_int, default=[1, 4, 64, 256], help="images per forward")
+    ap.add_argument(
+        "--budget",
+        type=_budget,
+        default=0.5,
+        help=f"mean token fraction per block (0.5 = ~50%% pruning), in ({BUDGET_MIN}, {BUDGET_MAX}]: the first 3 of "
+        "the 12 blocks always see every token, so 0.25 would mean keeping nothing; 1 = no pruning",
+    )
+    ap.add_argument("--repeats", type=_positive_int, default=7)
+    ap.add_argument("--min-time", type=_non_negative_seconds, default=0.2, help="seconds per repeat")
+    ap.add_argument("--warmup", type=_non_negative_int, default=5,
                     help="untimed forwards at least; then for >= 0.3 s and until steady (at most 1.5 s)")
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
     ap.add_argument(
@@ -847,17 +900,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--time-box",
-        type=float,
+        type=_positive_seconds,
         default=None,
         metavar="SECONDS",
         help="start no configuration once SECONDS have passed since main() began (after the imports; the "
         "running configuration finishes, then the tables print); the ones not started are listed",
     )
     ap.add_argument("--dry-run", action="store_true", help="print the planned configurations in order and exit")
-    ap.add_argument("--json", help="write the rows (throughput, targets, skipped) to this file as JSON")
+    ap.add_argument("--json", help="write the rows (throughput, targets, skipped) to this file as JSON "
+                    "(its folder must exist and be writable; checked before anything runs)")
     args = ap.parse_args(argv)
-    if args.time_box is not None and args.time_box <= 0:
-        ap.error("--time-box must be positive")
+    if args.json is not None and (problem := json_path_problem(args.json)):
+        ap.error(f"argument --json: cannot write {args.json!r}: {problem}")
     configs = plan(
         args.order, args.models, args.pruners, args.batches, args.backends, args.exact_capacity, args.ragged_linear
     )

@@ -12,7 +12,7 @@ the photos, can overflow the budget, which exercises its water-filling on the de
 
 Usage (on a GPU machine):  python -m pruners.check_grid [--models ...] [--pruners ...] [--batch 8]
                            [--calibrated-capacity]
-Exit status: 0 all pass, 1 a check failed, 2 no CUDA.
+Exit status: 0 all pass, 1 a check failed, 2 no CUDA or a bad argument.
 """
 
 from __future__ import annotations
@@ -119,12 +119,23 @@ def check_keep_all(model_name: str, pruner_name: str, seed: int) -> list[dict]:
     return rows
 
 
+def _positive_int(text: str) -> int:
+    """argparse type of --batch: an integer >= 1 (argparse names the argument in the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; see the module docstring."""
+    """CLI entry point; see the module docstring. The arguments are checked before the CUDA check."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     ap.add_argument("--pruners", nargs="+", default=list(PRUNERS), choices=sorted(PRUNERS))
-    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--batch", type=_positive_int, default=8, help="images per image set (an integer >= 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calibrated-capacity", action="store_true",
                     help="Threshold-L2 with max_keep='calibrate' (per-image caps and the batch budget)")

@@ -95,7 +95,7 @@ class DynamicViTPruner(Pruner):
     def __init__(
         self,
         *,
-        rho: float = 0.7,
+        rho: float | None = None,
         keep_ratios: Sequence[float] | None = None,
         stages: Sequence[int] = (3, 6, 9),
         mode: Literal["ratio", "threshold"] = "ratio",
@@ -105,14 +105,17 @@ class DynamicViTPruner(Pruner):
         super().__init__(stages)
         if mode not in ("ratio", "threshold"):
             raise ValueError(f"dynamicvit: mode must be 'ratio' or 'threshold', got {mode!r}")
+        if keep_ratios is not None and rho is not None:
+            raise ValueError("dynamicvit: give rho (ratio rho**(s+1) at stage s) or keep_ratios, not both")
         if keep_ratios is None:
-            if not isinstance(rho, (int, float)) or not 0 < rho <= 1:
+            rho = 0.7 if rho is None else rho
+            if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0 < rho <= 1:
                 raise ValueError(f"dynamicvit: rho must be in (0, 1], got {rho!r}")
             keep_ratios = tuple(rho ** (s + 1) for s in range(len(self.stages)))
         self.keep_ratios = per_stage(keep_ratios, len(self.stages), "keep_ratios", self.name)
         if any(not 0 < r <= 1 for r in self.keep_ratios):
             raise ValueError(f"dynamicvit: keep ratios must be in (0, 1], got {self.keep_ratios}")
-        if not isinstance(min_keep, int) or min_keep < 1:
+        if isinstance(min_keep, bool) or not isinstance(min_keep, int) or min_keep < 1:
             raise ValueError(f"dynamicvit: min_keep must be an int >= 1, got {min_keep!r}")
         self.mode = mode
         self.min_keep = min_keep

@@ -17,8 +17,10 @@ batches do not spend linear-layer FLOPs on padding rows.
 
 from __future__ import annotations
 
+import numbers
+import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -213,7 +215,10 @@ class PrunedDeiT(nn.Module):
         keep_override: when set to such a list, the forward applies these masks instead of the
             pruner's decisions (replays another backend's decisions; fusion weights are recomputed).
             The pruner still computes its own decisions, unused, so a replaying forward costs what
-            the pruned forward costs.
+            the pruned forward costs. The first forward after it is set checks, with one host read
+            per stage, that every mask fits this model's packed buffers (ValueError otherwise: the
+            packers would drop the tokens that do not fit); later forwards and CUDA-graph captures
+            do not read.
     """
 
     def __init__(
@@ -250,7 +255,7 @@ class PrunedDeiT(nn.Module):
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
         self.record = False
         self.recorded_keeps: list[torch.Tensor] = []
-        self.keep_override: Sequence[torch.Tensor] | None = None
+        self.keep_override = None
         pe = backbone.patch_embed
         self.img_size = tuple(pe.img_size)
         self.num_patches = pe.num_patches
@@ -349,18 +354,21 @@ class PrunedDeiT(nn.Module):
                 xd = x if index is None else self._pack.to_dense(x, cu, index)
             info = None if qkv is None else self._attn_info(*qkv, cu, valid, scale, index)
             keep = pr.decide(stage, xd, valid, info)
+        n_out = pr.tokens_bound(stage, n)
+        cap = pr.rows_bound(stage, n, B)
+        fuse = pr.fuses_tokens
         if self.keep_override is not None:
             if self._applied >= len(self.keep_override):
                 raise ValueError(f"keep_override has {len(self.keep_override)} masks; stage {stage} needs one more")
             keep = self.keep_override[self._applied]
-            if keep.shape != (B, n) or keep.dtype != torch.bool:
+            if keep.shape != (B, n) or keep.dtype != torch.bool or keep.device != x.device:
                 raise ValueError(
-                    f"keep_override[{self._applied}] must be bool {(B, n)}, got {keep.dtype} {tuple(keep.shape)}"
+                    f"keep_override[{self._applied}] must be bool {(B, n)} on {x.device}, got {keep.dtype} "
+                    f"{tuple(keep.shape)} on {keep.device}"
                 )
+            if not self._override_checked:
+                self._check_override_fits(keep, x, cu, n, n_out, cap, fuse)
         self._applied += 1
-        n_out = pr.tokens_bound(stage, n)
-        cap = pr.rows_bound(stage, n, B)
-        fuse = pr.fuses_tokens
         if self.record or self.exact_capacity or fuse:
             # The applied mask itself: CLS on, nothing past an image's length (the packers apply the
             # same rules on their own, so the fast path below never builds it).
@@ -390,6 +398,47 @@ class PrunedDeiT(nn.Module):
             packed, cu = self._pack.rows(x, cu, n, keep, cap)
         return packed, cu, n_out
 
+    def _check_override_fits(self, keep, x, cu, n: int, n_out: int, cap: int, fuse: bool) -> None:
+        """A replayed mask must fit the packed buffers this pruner sizes (`tokens_bound` per image,
+        `rows_bound` per batch): the packers would silently drop what does not fit. One host read,
+        on the first forward after `keep_override` is set (never inside a CUDA-graph capture)."""
+        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+            return
+        _, valid = self._index_valid(x, cu, n)
+        applied = keep & valid
+        applied[:, 0] = True
+        rows = applied.sum(1)
+        if fuse:  # EViT's fused token comes on top wherever a token was dropped
+            rows = rows + (applied != valid).any(1)
+        longest, total = (int(t) for t in torch.stack([rows.max(), rows.sum()]).tolist())
+        if longest > n_out or total > cap:
+            raise ValueError(
+                f"keep_override[{self._applied}] keeps up to {longest} tokens in an image and {total} in the batch; "
+                f"this model's {self.pruner.name} stage holds {n_out} per image and {cap} per batch, so tokens "
+                "would be dropped: replay masks of a pruner with the same capacity"
+            )
+        self._override_stages_checked += 1
+
+    @property
+    def keep_override(self) -> list[torch.Tensor] | None:
+        return self._keep_override
+
+    @keep_override.setter
+    def keep_override(self, masks: Sequence[torch.Tensor] | None) -> None:
+        if masks is not None:
+            if isinstance(masks, (torch.Tensor, str, bytes)) or not isinstance(masks, Iterable):
+                raise TypeError("keep_override must be a list of bool [B, N] masks, one per pruning stage (e.g. "
+                                f"another model's recorded_keeps), or None; got {type(masks).__name__}")
+            masks = list(masks)
+            bad = [i for i, m in enumerate(masks) if not isinstance(m, torch.Tensor) or m.dtype != torch.bool
+                   or m.dim() != 2]
+            if bad:
+                m = masks[bad[0]]
+                got = f"{m.dtype} {tuple(m.shape)}" if isinstance(m, torch.Tensor) else type(m).__name__
+                raise TypeError(f"keep_override[{bad[0]}] must be a bool [B, N] tensor, got {got}")
+        self._keep_override = masks
+        self._override_checked = False
+
     def _attn_info(self, q, k, v, cu, valid, scale, index: tuple | None) -> AttnInfo:
         """The CLS attention row (and the values or their norms) an attention-based pruner decides on; on
         packed rows `index` is the stage's `dense_index`, shared with the token gather."""
@@ -417,6 +466,11 @@ class PrunedDeiT(nn.Module):
             raise TypeError(f"images must be floating point, got {images.dtype}")
         if images.shape[0] < 1:
             raise ValueError("images must hold at least one image")
+        ref = self.backbone.cls_token
+        autocast = torch.is_autocast_enabled(ref.device.type)
+        if images.device != ref.device or (images.dtype != ref.dtype and not autocast):
+            raise TypeError(f"images must have the model's dtype and device ({ref.dtype} on {ref.device}), got "
+                            f"{images.dtype} on {images.device}: move one of them with .to()")
 
     def _embed(self, images: torch.Tensor) -> torch.Tensor:
         """Patch embedding, class token and position embedding: timm's values (the same additions),
@@ -439,6 +493,13 @@ class PrunedDeiT(nn.Module):
         """Logits [B, 1000] for images [B, 3, H, W] (same dtype/device as the model)."""
         self.check_images(images)
         m = self.backbone
+        if self._keep_override is not None:
+            if self.backend == "dense":
+                raise ValueError("the dense backend does not prune: keep_override does not apply to it")
+            if len(self._keep_override) != len(self._stage_at):
+                raise ValueError(f"keep_override has {len(self._keep_override)} masks for this model's "
+                                 f"{len(self._stage_at)} pruning stages")
+        self._override_stages_checked = 0
         if self.backend == "dense":
             # timm's forward (forward_features + forward_head) with the same embedding as the pruned path.
             return m.forward_head(m.norm(m.blocks(self._embed(images))))
@@ -461,6 +522,8 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
+        if self._keep_override is not None and self._override_stages_checked == len(self._stage_at):
+            self._override_checked = True  # every stage's mask fits: no more host reads for these masks
         cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
         return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
 
@@ -475,6 +538,9 @@ class PrunedDeiT(nn.Module):
         """
         if not hasattr(self.pruner, "calibrating"):
             raise ValueError(f"pruner {self.pruner.name!r} has nothing to calibrate")
+        self.check_images(images)
+        if not bool(torch.isfinite(images).all()):
+            raise ValueError("calibration images must be finite (they hold NaN or infinity)")
         attend, pack, linear = self._attend, self._pack, self._ragged_linear_fn
         self._attend, self._pack, self._ragged_linear_fn = reference_attention, _Packer("torch"), None
         self.pruner.calibrating = True
@@ -540,6 +606,32 @@ def _seeded_backbone(model_name: str, seed: int) -> nn.Module:
     return copy.deepcopy(cached)
 
 
+def _checkpoint_backbone(model_name: str, path: object, seed: int) -> nn.Module:
+    """timm's `model_name` with the weights of a local checkpoint; a clear error for a path that is
+    not a readable checkpoint of this architecture."""
+    import pickle
+    import zipfile
+
+    import timm
+
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"checkpoint_path must be a path, got {type(path).__name__}")
+    file = os.fspath(path)
+    if not file:
+        raise ValueError("checkpoint_path is empty: give a local checkpoint file, or leave it out for seeded weights")
+    if not os.path.isfile(file):
+        what = "is a folder" if os.path.isdir(file) else "does not exist"
+        raise FileNotFoundError(f"checkpoint_path {file!r} {what}: give a local checkpoint file")
+    with torch.random.fork_rng(devices=[]):  # timm initialises before loading: leave the caller's RNG alone
+        torch.manual_seed(seed)
+        try:
+            return timm.create_model(model_name, pretrained=False, checkpoint_path=file)
+        except (RuntimeError, KeyError, AttributeError, TypeError, ValueError, EOFError, pickle.UnpicklingError,
+                zipfile.BadZipFile) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+            raise ValueError(f"checkpoint_path {file!r} is not a loadable {model_name} checkpoint: {first}") from exc
+
+
 def clear_backbone_cache() -> None:
     """Forget the seeded backbones `build_pruned_model` keeps for its next builds."""
     _seeded.clear()
@@ -572,7 +664,6 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
     """
     import copy
 
-    import timm
 
     unknown = set(options) - _BUILD_OPTIONS
     if unknown:
@@ -582,9 +673,15 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
     if backend not in BACKENDS + EXTRA_BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS + EXTRA_BACKENDS}")
     seed = options.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    graph = bool(options.get("graph", False))
+    seed = int(seed)
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed}")
+    for flag in ("graph", "exact_capacity", "ragged_linear"):
+        if not isinstance(options.get(flag, False), bool):
+            raise TypeError(f"{flag} must be True or False, got {options[flag]!r}")
+    graph = options.get("graph", False)
     if graph and backend != "triton":
         raise ValueError(f"graph mode is for the sync-free 'triton' backend, not {backend!r}")
     if graph and options.get("exact_capacity", False):
@@ -599,10 +696,11 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         raise TypeError(f"pruner must come from create_pruner, got {type(pruner).__name__}")
 
     ckpt = options.get("checkpoint_path")
-    if ckpt:
-        with torch.random.fork_rng(devices=[]):  # timm initialises before loading: leave the caller's RNG alone
-            torch.manual_seed(seed)
-            backbone = timm.create_model(model_name, pretrained=False, checkpoint_path=ckpt)
+    images = options.get("calibration_images")
+    if images is not None and not isinstance(images, torch.Tensor):
+        raise TypeError(f"calibration_images must be a float [B, 3, H, W] tensor, got {type(images).__name__}")
+    if ckpt is not None:
+        backbone = _checkpoint_backbone(model_name, ckpt, seed)
     else:
         backbone = _seeded_backbone(model_name, seed)
     backbone.eval()
@@ -629,10 +727,11 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         ragged_linear=options.get("ragged_linear", False),
     ).eval()
     if getattr(pruner, "calibrated", True) is False:
-        images = options.get("calibration_images")
         if images is None:
             images = synthetic_images(4, model.img_size[0], seed=seed)
-        model.calibrate(images.float())
+        elif images.is_floating_point():  # the model is fp32 on the CPU until the caller moves it
+            images = images.detach().to("cpu", torch.float32)
+        model.calibrate(images)
     if graph:
         from pruners.graph import GraphedPrunedModel
 

@@ -73,7 +73,7 @@ class ThresholdL2Pruner(Pruner):
         self.keep_ratios = per_stage(keep_ratio, n, "keep_ratio", self.name)
         if any(not 0 < r <= 1 for r in self.keep_ratios):
             raise ValueError(f"threshold_l2: keep_ratio must be in (0, 1], got {self.keep_ratios}")
-        if not isinstance(min_keep, int) or min_keep < 1:
+        if isinstance(min_keep, bool) or not isinstance(min_keep, int) or min_keep < 1:
             raise ValueError(f"threshold_l2: min_keep must be an int >= 1, got {min_keep!r}")
         self.calibrate_caps = max_keep == "calibrate"
         if isinstance(max_keep, str) and not self.calibrate_caps:

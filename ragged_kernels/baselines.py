@@ -11,6 +11,11 @@ not test oracles (that is `attention/naive.py`).
   given bound, so it does not sync either.
 - `varlen_attn_attention`: PyTorch's public `torch.nn.attention.varlen.varlen_attn` (torch >= 2.10).
 - `nested_sdpa_attention`: NestedTensor (jagged layout) + SDPA, what PyTorch offers out of the box.
+
+None of them checks its inputs on the way in (their host cost is benchmarked against ours, so they
+get no extra Python work on success). When one raises, `_explain` runs `ragged_attention`'s own
+validator: bad inputs get its clear error (chained to the original); on good ones, and for device
+errors and a missing backend (NotImplementedError), the original exception propagates unchanged.
 """
 
 from __future__ import annotations
@@ -20,10 +25,36 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ragged_kernels.attention.interface import _check, host_int_bound
+
 try:  # optional: the real flash-attn package
     from flash_attn import flash_attn_varlen_func as _flash_attn_varlen_func
 except ImportError:
     _flash_attn_varlen_func = None
+
+
+# Not input errors: a missing backend, and the device's own (out of memory, a failed CUDA call). They
+# propagate as they are, whatever the inputs look like.
+# (getattr: not every torch release has each of these classes.)
+_NOT_INPUT_ERRORS = (NotImplementedError,) + tuple(
+    cls for cls in (getattr(torch, "OutOfMemoryError", None), getattr(torch, "AcceleratorError", None),
+                    getattr(torch.cuda, "CudaError", None), getattr(torch.cuda, "DeferredCudaCallError", None))
+    if isinstance(cls, type)
+)
+
+
+def _explain(exc: Exception, q, k, v, cu_seqlens, max_seqlen) -> None:
+    """After a baseline raised `exc`: raise `ragged_attention`'s clear error if the inputs are bad.
+
+    Returns (the caller then re-raises `exc` unchanged) when they pass the shared check, and for
+    `_NOT_INPUT_ERRORS`. Reads only metadata (no device sync).
+    """
+    if isinstance(exc, _NOT_INPUT_ERRORS):
+        return
+    try:
+        _check(q, k, v, cu_seqlens, host_int_bound(max_seqlen))
+    except (TypeError, ValueError) as clear:
+        raise clear from exc
 
 
 def _scale(q: torch.Tensor, scale: float | None) -> float:
@@ -43,28 +74,32 @@ def padded_sdpa_attention(
     scale: float | None = None,
 ) -> torch.Tensor:
     """Pad each segment to the batch's longest kept length, fused SDPA with a key mask, unpad."""
-    total, heads, head_dim = q.shape
-    batch = cu_seqlens.shape[0] - 1
-    lengths = cu_seqlens[1:] - cu_seqlens[:-1]
-    longest = int(lengths.max()) if batch else 0  # host sync: the padded length must be known
-    out = torch.zeros_like(q)
-    if longest <= 0 or total == 0:
-        return out
-    pos = torch.arange(longest, device=q.device, dtype=torch.int32)
-    valid = pos[None, :] < lengths[:, None]  # [B, L]
-    # Padded positions gather the segment's own first row, not the rows after it: SDPA multiplies
-    # masked keys' values by a zero weight, and 0 x NaN from an unwritten padding row would be NaN.
-    idx = (cu_seqlens[:-1, None] + torch.where(valid, pos[None, :], 0)).clamp_(max=total - 1).long()  # [B, L]
+    try:
+        total, heads, head_dim = q.shape
+        batch = cu_seqlens.shape[0] - 1
+        lengths = cu_seqlens[1:] - cu_seqlens[:-1]
+        longest = int(lengths.max()) if batch else 0  # host sync: the padded length must be known
+        out = torch.zeros_like(q)
+        if longest <= 0 or total == 0:
+            return out
+        pos = torch.arange(longest, device=q.device, dtype=torch.int32)
+        valid = pos[None, :] < lengths[:, None]  # [B, L]
+        # Padded positions gather the segment's own first row, not the rows after it: SDPA multiplies
+        # masked keys' values by a zero weight, and 0 x NaN from an unwritten padding row would be NaN.
+        idx = (cu_seqlens[:-1, None] + torch.where(valid, pos[None, :], 0)).clamp_(max=total - 1).long()  # [B, L]
 
-    def pad(t: torch.Tensor) -> torch.Tensor:
-        return t[idx].transpose(1, 2)  # [B, L, H, D] -> [B, H, L, D]
+        def pad(t: torch.Tensor) -> torch.Tensor:
+            return t[idx].transpose(1, 2)  # [B, L, H, D] -> [B, H, L, D]
 
-    mask = valid[:, None, None, :]
-    o = F.scaled_dot_product_attention(pad(q), pad(k), pad(v), attn_mask=mask, scale=_scale(q, scale))
-    seg, p = _segment_of_rows(cu_seqlens, total)
-    inside = (p < lengths[seg]) & (p >= 0)
-    o_rows = o.transpose(1, 2)[seg.long(), p.clamp(0, longest - 1).long()]  # [T, H, D]
-    return torch.where(inside[:, None, None], o_rows, out)
+        mask = valid[:, None, None, :]
+        o = F.scaled_dot_product_attention(pad(q), pad(k), pad(v), attn_mask=mask, scale=_scale(q, scale))
+        seg, p = _segment_of_rows(cu_seqlens, total)
+        inside = (p < lengths[seg]) & (p >= 0)
+        o_rows = o.transpose(1, 2)[seg.long(), p.clamp(0, longest - 1).long()]  # [T, H, D]
+        return torch.where(inside[:, None, None], o_rows, out)
+    except Exception as exc:
+        _explain(exc, q, k, v, cu_seqlens, max_seqlen)
+        raise
 
 
 def fa2_varlen_attention(
@@ -72,16 +107,20 @@ def fa2_varlen_attention(
     scale: float | None = None,
 ) -> torch.Tensor:
     """FlashAttention-2 varlen forward (flash-attn package if installed, else torch's vendored FA2)."""
-    if not q.is_cuda:
-        raise NotImplementedError("FlashAttention-2 varlen needs a CUDA device")
-    if q.dtype not in (torch.float16, torch.bfloat16):
-        raise NotImplementedError(f"FlashAttention-2 supports float16/bfloat16, not {q.dtype}")
-    s = _scale(q, scale)
-    if _flash_attn_varlen_func is not None:
-        return _flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, softmax_scale=s)
-    return torch.ops.aten._flash_attention_forward(
-        q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, 0.0, False, False, scale=s
-    )[0]
+    try:
+        if not q.is_cuda:
+            raise NotImplementedError("FlashAttention-2 varlen needs a CUDA device")
+        if q.dtype not in (torch.float16, torch.bfloat16):
+            raise NotImplementedError(f"FlashAttention-2 supports float16/bfloat16, not {q.dtype}")
+        s = _scale(q, scale)
+        if _flash_attn_varlen_func is not None:
+            return _flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, softmax_scale=s)
+        return torch.ops.aten._flash_attention_forward(
+            q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, 0.0, False, False, scale=s
+        )[0]
+    except Exception as exc:
+        _explain(exc, q, k, v, cu_seqlens, max_seqlen)
+        raise
 
 
 def varlen_attn_attention(
@@ -90,12 +129,16 @@ def varlen_attn_attention(
 ) -> torch.Tensor:
     """PyTorch's public varlen API (`torch.nn.attention.varlen.varlen_attn`, torch >= 2.10, CUDA)."""
     try:
-        from torch.nn.attention.varlen import varlen_attn
-    except ImportError as exc:
-        raise NotImplementedError("torch.nn.attention.varlen.varlen_attn needs torch >= 2.10") from exc
-    if not q.is_cuda:
-        raise NotImplementedError("varlen_attn needs a CUDA device")
-    return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, scale=_scale(q, scale))
+        try:
+            from torch.nn.attention.varlen import varlen_attn
+        except ImportError as exc:
+            raise NotImplementedError("torch.nn.attention.varlen.varlen_attn needs torch >= 2.10") from exc
+        if not q.is_cuda:
+            raise NotImplementedError("varlen_attn needs a CUDA device")
+        return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, scale=_scale(q, scale))
+    except Exception as exc:
+        _explain(exc, q, k, v, cu_seqlens, max_seqlen)
+        raise
 
 
 def nested_sdpa_attention(
@@ -107,17 +150,23 @@ def nested_sdpa_attention(
     The jagged values must be exactly the covered rows, so this reads `cu_seqlens[-1]` back (a
     host sync); NestedTensor's own dispatch costs milliseconds per call anyway (kernels.md §2c).
     """
-    offsets = cu_seqlens.long()
-    covered = int(cu_seqlens[-1])
+    try:
+        if cu_seqlens.shape[0] == 1:  # no images: nothing to attend (NestedTensor needs at least one)
+            return torch.zeros_like(q)
+        offsets = cu_seqlens.long()
+        covered = int(cu_seqlens[-1])
 
-    def nest(t: torch.Tensor) -> torch.Tensor:
-        nt = torch.nested.nested_tensor_from_jagged(t[:covered], offsets, max_seqlen=max_seqlen)  # [B, j, H, D]
-        return nt.transpose(1, 2)
+        def nest(t: torch.Tensor) -> torch.Tensor:
+            nt = torch.nested.nested_tensor_from_jagged(t[:covered], offsets, max_seqlen=max_seqlen)  # [B, j, H, D]
+            return nt.transpose(1, 2)
 
-    o = F.scaled_dot_product_attention(nest(q), nest(k), nest(v), scale=_scale(q, scale))
-    out = torch.zeros_like(q)
-    out[:covered] = o.transpose(1, 2).values()
-    return out
+        o = F.scaled_dot_product_attention(nest(q), nest(k), nest(v), scale=_scale(q, scale))
+        out = torch.zeros_like(q)
+        out[:covered] = o.transpose(1, 2).values()
+        return out
+    except Exception as exc:
+        _explain(exc, q, k, v, cu_seqlens, max_seqlen)
+        raise
 
 
 __all__ = ["padded_sdpa_attention", "fa2_varlen_attention", "varlen_attn_attention", "nested_sdpa_attention"]

@@ -30,6 +30,14 @@ _BLOCK_C = 128
 # and pack/unpack took 119/267 us at B=32 against 7.5/4.4 us at 197 tokens (device run C, asv
 # PackTokens deitb384-b32-keep0.5): the tile no longer fits the registers. Longer segments loop.
 _MAX_BLOCK_L = 256
+# What the kernels move: every dtype Triton loads and stores on NVIDIA GPUs (pack/unpack only copy
+# and fill). Anything else (complex, the AMD-only fnuz float8s, ...) gets a TypeError naming these.
+_SUPPORTED_DTYPES = (
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64,
+    torch.bool,
+)
+_SUPPORTED_DTYPE_SET = frozenset(_SUPPORTED_DTYPES)
 
 
 @triton.jit
@@ -150,6 +158,21 @@ def _check_runnable(t: torch.Tensor) -> None:
         )
 
 
+def _dtype_error(t: torch.Tensor, name: str) -> TypeError:
+    names = ", ".join(str(d).removeprefix("torch.") for d in _SUPPORTED_DTYPES)
+    return TypeError(f"{name} dtype must be one of {names}; got {t.dtype}")
+
+
+def _check_capacity(capacity) -> int:
+    """`capacity` as a Python int (NumPy ints too); a tensor, float or bool is a TypeError, < 0 a ValueError."""
+    if isinstance(capacity, bool | torch.Tensor) or not isinstance(capacity, numbers.Integral):
+        raise TypeError(f"capacity must be a host int (rows of the packed buffer), got {capacity!r}")
+    capacity = operator.index(capacity)
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0 (rows of the packed buffer), got {capacity}")
+    return capacity
+
+
 def _as_rows(
     x: torch.Tensor, keep: torch.Tensor, source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, bool, int]:
@@ -160,6 +183,8 @@ def _as_rows(
         raise TypeError("x and keep must be tensors")
     if keep.dtype != torch.bool:
         raise TypeError(f"keep must be a bool mask, got {keep.dtype}")
+    if x.dtype not in _SUPPORTED_DTYPE_SET:
+        raise _dtype_error(x, "x")
     if keep.device != x.device:
         raise ValueError(f"x and keep must be on one device, got {x.device} and {keep.device}")
     if x.dim() == 3:
@@ -168,7 +193,7 @@ def _as_rows(
         batch, seq, channels = x.shape
         if keep.shape != (batch, seq):
             raise ValueError(f"keep must be [B, N] = {(batch, seq)}, got {tuple(keep.shape)}")
-        if x.stride(2) != 1 or x.stride(0) != seq * x.stride(1):
+        if (x.stride(2) != 1 or x.stride(0) != seq * x.stride(1)) and x.numel():  # empty x: no rows to read
             raise ValueError("x [B, N, C] must be viewable as rows [B*N, C] with a contiguous channel axis")
         rows = x.as_strided((batch * seq, channels), (x.stride(1), 1))
         return rows, keep.reshape(-1).contiguous(), keep, batch, seq, True, 0
@@ -185,7 +210,7 @@ def _as_rows(
             keep_len = keep.shape[1]
         elif keep.shape != (x.shape[0],):
             raise ValueError(f"keep must be [R] = ({x.shape[0]},) or [B, L] = ({batch}, L), got {tuple(keep.shape)}")
-        if x.stride(1) != 1:
+        if x.stride(1) != 1 and x.numel():
             raise ValueError("x [R, C] must have a contiguous channel axis")
         max_seqlen = _check_max_seqlen(max_seqlen)
         return x, keep.reshape(-1).contiguous(), source_cu_seqlens, batch, max_seqlen, False, keep_len
@@ -223,13 +248,15 @@ def pack_tokens(
     """Gather the kept tokens of every image into one packed buffer, in order, with no host sync.
 
     Args:
-        x: dense `[B, N, C]` tokens, or packed `[R, C]` rows with `source_cu_seqlens`.
+        x: dense `[B, N, C]` tokens, or packed `[R, C]` rows with `source_cu_seqlens`; any real dtype
+            (floating point incl. float8, integer, bool; not complex). Empty x (N = 0, R = 0 or C = 0) is
+            fine: no rows gives empty segments (`cu_seqlens` all 0), C = 0 still counts the kept rows.
         keep: bool `[B, N]` (dense); for packed x either `[R]` (one flag per row) or `[B, L]` (one flag
             per segment position: `keep[b, j]` is the j-th row of segment b; positions at or past a
             segment's length are never read, rows at positions >= L are dropped). True keeps the token.
-        capacity: rows of the packed buffer, a host int (default: all rows, `B*N` or `R`). Must be
-            at least the number of kept tokens; rows past the total hold `fill`. Kept tokens that
-            do not fit are dropped and `cu_seqlens` is clamped to the capacity.
+        capacity: rows of the packed buffer, a host int >= 0, NumPy ints too (default: all rows,
+            `B*N` or `R`). Must be at least the number of kept tokens; rows past the total hold
+            `fill`. Kept tokens that do not fit are dropped and `cu_seqlens` is clamped to the capacity.
         source_cu_seqlens: int32 `[B+1]` segments of packed x.
         max_seqlen: packed form only: host upper bound of the source segment lengths.
         fill: value written to the rows past the kept total (default 0.0); None leaves them
@@ -249,14 +276,15 @@ def pack_tokens(
         raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
     _check_runnable(rows)
     n_rows, channels = rows.shape
-    capacity = n_rows if capacity is None else capacity
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
-        raise TypeError(f"capacity must be a non-negative host int, got {capacity!r}")
+    if capacity is None:
+        capacity = n_rows
+    elif type(capacity) is not int or capacity < 0:
+        capacity = _check_capacity(capacity)
     if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))):
         raise TypeError(f"fill must be a number or None, got {fill!r}")
     packed = torch.empty((capacity, channels), dtype=x.dtype, device=x.device)
     cu_out = torch.empty((batch + 1,), dtype=torch.int32, device=x.device)
-    if batch == 0:
+    if batch == 0 or n_rows == 0:  # no segments, or only empty ones (N = 0): nothing to count or copy
         cu_out.zero_()
         if fill is not None:
             packed.fill_(fill)
@@ -303,6 +331,8 @@ def unpack_tokens(
     """
     if not isinstance(packed, torch.Tensor) or packed.dim() != 2 or packed.stride(1) != 1:
         raise ValueError("packed must be a [capacity, C] tensor with a contiguous channel axis")
+    if packed.dtype not in _SUPPORTED_DTYPE_SET:
+        raise _dtype_error(packed, "packed")
     _check_cu(cu_seqlens, packed.device, "cu_seqlens")
     _check_runnable(packed)
     if not isinstance(keep, torch.Tensor):
@@ -339,10 +369,10 @@ def unpack_tokens(
     if cu_seqlens.shape[0] != batch + 1:
         raise ValueError(f"cu_seqlens must have B+1 = {batch + 1} entries, got {cu_seqlens.shape[0]}")
     channels = packed.shape[1]
-    rows_out = out.view(-1, channels) if channels else out.view(-1, 0)
-    n_rows = rows_out.shape[0]
-    if batch == 0 or n_rows == 0 or channels == 0:
+    if batch == 0 or channels == 0 or out.numel() == 0:  # nothing to copy (view(-1, 0) would be ambiguous)
         return out.zero_()
+    rows_out = out.view(-1, channels)
+    n_rows = rows_out.shape[0]
     block_l = _block_l(seg_len)
     grid = (batch, triton.cdiv(channels, _BLOCK_C))
     _pack_unpack_kernel[grid](

@@ -72,6 +72,14 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.
         raise TypeError(f"max_seqlen must be a non-negative host int (an upper bound), got {max_seqlen!r}")
 
 
+def _check_out(out) -> None:
+    """The detailed check of `out`, run only once the combined test has failed: a TypeError unless it is
+    a tensor or None (a tensor that does not match keeps the caller's ValueError)."""
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a tensor [total_tokens, heads, head_dim] of q's dtype and device (or None), "
+                        f"got {type(out).__name__}") from None
+
+
 def host_int_bound(max_seqlen) -> int:
     """`max_seqlen` as a Python int: any host integer (NumPy's too) is accepted; a tensor is refused
     (reading it would sync with the device, which this API never does), so is a bool or a float."""
@@ -109,6 +117,8 @@ def ragged_attention(
             tokens. Rows past `cu_seqlens[-1]` (capacity padding) are not written.
         max_seqlen: host int (NumPy ints too), any upper bound of the segment lengths (e.g. the unpruned 197), so
             callers never read lengths back from the device. The grid depends only on it and B.
+            A segment longer than `max_seqlen` breaks that contract: its query rows past the bound
+            may be left unwritten (as with FlashAttention); debug mode reports it.
         scale: softmax scale, default `1/sqrt(head_dim)` of the real head_dim.
         out: optional `[total_tokens, heads, head_dim]` output buffer (same dtype/device).
 
@@ -155,9 +165,13 @@ def ragged_attention(
         raise ValueError("unsupported ragged_attention inputs")  # _check names the problem; this is a backstop
     if _DEBUG:
         check_cu_seqlens_values(cu_seqlens, shape[0], max_seqlen)
-    if out is None:
-        out = torch.empty_like(q, memory_format=torch.contiguous_format)  # the cheapest allocation call
-    elif out.shape != shape or out.dtype is not dtype or out.get_device() != dev or out.stride(2) != 1:
-        raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
+    try:  # costs nothing unless it raises: a non-tensor `out` is named only once the test has failed
+        if out is None:
+            out = torch.empty_like(q, memory_format=torch.contiguous_format)  # the cheapest allocation call
+        elif out.shape != shape or out.dtype is not dtype or out.get_device() != dev or out.stride(2) != 1:
+            raise ValueError("out must match q's shape, dtype and device, with a contiguous last axis")
+    except (AttributeError, TypeError, ValueError):
+        _check_out(out)
+        raise
     scale = _SCALES[shape[2]] if scale is None else _check_scale(scale)
     return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, None, sq, sk, sv, dev)

@@ -370,6 +370,72 @@ def test_main_dry_run_and_arguments(capsys):
         assert main(["--models", "deit_tiny_patch16_224", "--time-box", "5"]) == 2
 
 
+BAD_ARGUMENTS = {
+    "budget-0.2": (["--budget", "0.2"], "--budget"),  # keep rate 0 for DynamicViT/EViT/Threshold-L2
+    "budget-0.25": (["--budget", "0.25"], "--budget"),
+    "budget-5": (["--budget", "5"], "--budget"),  # silently no pruning
+    "budget-nan": (["--budget", "nan"], "--budget"),  # crashed ATS
+    "batches-0": (["--batches", "0"], "--batches"),
+    "batches-negative": (["--batches", "4", "-1"], "--batches"),
+    "time-box-nan": (["--time-box", "nan"], "--time-box"),
+    "time-box-inf": (["--time-box", "inf"], "--time-box"),
+    "repeats-0": (["--repeats", "0"], "--repeats"),
+    "warmup-negative": (["--warmup", "-1"], "--warmup"),
+    "min-time-negative": (["--min-time", "-1"], "--min-time"),
+    "min-time-nan": (["--min-time", "nan"], "--min-time"),
+    "json-missing-folder": (["--json", "{tmp}/no/such/folder/out.json"], "--json"),
+    "json-a-folder": (["--json", "{tmp}"], "--json"),
+    "json-under-a-file": (["--json", "{tmp}/file.txt/out.json"], "--json"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_ARGUMENTS), ids=list(BAD_ARGUMENTS))
+def test_main_bad_arguments_are_argparse_errors_before_the_cuda_check(name, tmp_path, capsys, monkeypatch):
+    """Every bad argument exits through argparse (status 2, the argument named) before the CUDA check and
+    before anything is written: a user without a GPU sees the argument error, not "needs a CUDA GPU"."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    (tmp_path / "file.txt").write_text("")
+    argv, arg = BAD_ARGUMENTS[name]
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        main(["--models", TINY, *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {arg}:" in err and "CUDA" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]  # nothing created
+
+
+def test_main_good_arguments_reach_the_cuda_check_without_creating_the_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "rows.json"
+    argv = ["--models", TINY, "--batches", "1", "--budget", "1", "--warmup", "0", "--min-time", "0", "--repeats", "1",
+            "--time-box", "0.5", "--json", str(out)]
+    assert main(argv) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not out.exists()
+    assert main(["--models", TINY, "--budget", "0.2501", "--json", "rows.json", "--dry-run"]) == 0  # relative path
+
+
+def test_budget_help_states_the_range(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "(0.25, 1.0]" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("budget", [0.25 + 1e-9, 0.2501, 0.5, 1.0])
+def test_every_budget_in_the_range_builds_every_pruner(budget):
+    for name in PRUNERS:
+        opts = budget_options(name, budget, 196)
+        create_pruner(name, **opts)  # raises on a keep rate of 0 or num_samples < 2
+        if name != "ats":
+            assert 0 < next(iter(opts.values())) <= 1
+
+
+@pytest.mark.parametrize("budget", [0.2, 0.25, 1.01, 5, float("nan"), float("inf"), True, "0.5"], ids=str)
+def test_budget_options_refuses_a_budget_outside_the_range(budget):
+    with pytest.raises(ValueError, match=r"budget must be a number in \(0.25, 1.0\]"):
+        budget_options("evit", budget, 196)
+
+
 # -- targets ---------------------------------------------------------------------------------------------
 def _row(model, pruner, batch, backend, mode, ips, token_ratio=1.0, flop_ratio=1.0, ragged=False, **kw):
     return dict(

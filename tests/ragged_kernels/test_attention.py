@@ -230,6 +230,20 @@ def test_bad_inputs_raise_clear_errors(name):
         ragged_attention(*make(q, k, v, cu))
 
 
+@pytest.mark.parametrize("out", [[1], "out", np.zeros((10, 2, 64), dtype=np.float32)], ids=["list", "str", "ndarray"])
+def test_a_non_tensor_out_gets_a_clear_type_error(out):
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    with pytest.raises(TypeError, match="out must be a tensor .* got (list|str|ndarray)"):
+        ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8, out=out)
+
+
+def test_a_mismatched_out_tensor_is_still_a_value_error():
+    q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
+    for out in (torch.empty(9, 2, 64), torch.empty(10, 2, 64, dtype=torch.float16), torch.empty(10, 2, 128)[..., ::2]):
+        with pytest.raises(ValueError, match="out must match q's shape, dtype and device"):
+            ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8, out=out)
+
+
 @pytest.mark.parametrize("scale", ["0.3", float("nan"), float("inf"), True, [0.3]], ids=str)
 def test_a_bad_scale_gets_a_clear_error(scale):
     q, k, v = torch.randn(3, 10, 2, 64).unbind(0)

@@ -139,6 +139,52 @@ def test_per_position_keep_errors(device):
                       max_seqlen=6, rows=10)
 
 
+def test_numpy_integer_capacity_is_a_host_int(device):
+    """A capacity computed with NumPy (np.int64) is accepted like max_seqlen is: same result."""
+    x = torch.randn(3, 20, 16, device=device)
+    keep = torch.rand(3, 20, device=device) < 0.5
+    for cap in (np.int64(30), np.int32(30)):
+        got, cu = pack_tokens(x, keep, capacity=cap)
+        want, cu_want = pack_tokens(x, keep, capacity=30)
+        assert got.shape == (30, 16) and torch.equal(got, want) and torch.equal(cu, cu_want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.int8, torch.int64, torch.uint8, torch.bool],
+                         ids=str)
+def test_other_real_dtypes_move_exactly(dtype, device):
+    x = (torch.randn(2, 9, 8, device=device) * 50).to(dtype)
+    keep = torch.rand(2, 9, device=device) < 0.5
+    packed, cu = pack_tokens(x, keep)
+    assert torch.equal(packed[: int(cu[-1])], x[keep])
+    assert torch.equal(unpack_tokens(packed, keep, cu), torch.where(keep[..., None], x, torch.zeros_like(x)))
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 4), (2, 3, 0), (0, 3, 4), (0, 0, 0)], ids=str)
+def test_empty_dense_input_packs_to_empty_segments(shape, device):
+    """N = 0 gives B empty segments, C = 0 still counts the kept rows; fill and capacity hold as usual."""
+    x = torch.randn(*shape, device=device)
+    keep = torch.ones(shape[:2], dtype=torch.bool, device=device)
+    packed, cu = pack_tokens(x, keep, capacity=5, fill=7.0)
+    assert packed.shape == (5, shape[2])
+    n = min(shape[0] * shape[1], 5)
+    assert cu.tolist() == [min(b * shape[1], 5) for b in range(shape[0] + 1)]
+    assert (packed[n:] == 7).all()
+    assert unpack_tokens(packed, keep, cu).shape == x.shape
+
+
+def test_empty_slice_of_a_wider_buffer(device):
+    x = torch.randn(2, 5, 4, device=device)[:, :0]  # [2, 0, 4], batch stride 20: no rows to view
+    packed, cu = pack_tokens(x, torch.ones(2, 0, dtype=torch.bool, device=device))
+    assert packed.shape == (0, 4) and cu.tolist() == [0, 0, 0]
+
+
+def test_empty_packed_input_gives_empty_segments(device):
+    cu_src = torch.tensor([0, 3, 5], dtype=torch.int32, device=device)  # garbage for 0 rows: clamped
+    packed, cu = pack_tokens(torch.randn(0, 4, device=device), torch.ones(0, dtype=torch.bool, device=device),
+                             source_cu_seqlens=cu_src, max_seqlen=3)
+    assert packed.shape == (0, 4) and cu.tolist() == [0, 0, 0]
+
+
 def test_strided_dense_input(device):
     """A [B, N, C] slice of a wider buffer (e.g. one of q/k/v) packs without a copy first."""
     wide = torch.randn(2, 9, 3, 8, device=device)
@@ -155,8 +201,15 @@ def test_strided_dense_input(device):
         (lambda x, k: pack_tokens(x, k[:, :3]), ValueError, "keep must be"),
         (lambda x, k: pack_tokens(x[0, 0], k[0]), ValueError, "dense"),
         (lambda x, k: pack_tokens(x.reshape(-1, 4), k.reshape(-1)), ValueError, "source_cu_seqlens"),
-        (lambda x, k: pack_tokens(x, k, capacity=-1), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x, k, capacity=-1), ValueError, "capacity must be >= 0"),
+        (lambda x, k: pack_tokens(x, k, capacity=np.int64(-1)), ValueError, "capacity must be >= 0"),
         (lambda x, k: pack_tokens(x, k, capacity=3.5), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x, k, capacity=True), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x, k, capacity=torch.tensor(8)), TypeError, "capacity"),
+        (lambda x, k: pack_tokens(x.to(torch.complex64), k), TypeError, "x dtype must be one of float16, .*bool; "
+         "got torch.complex64"),
+        (lambda x, k: unpack_tokens(x[0].to(torch.complex64), k, torch.zeros(3, dtype=torch.int32)), TypeError,
+         "packed dtype must be one of float16, .*bool; got torch.complex64"),
         (lambda x, k: pack_tokens(x.transpose(0, 1), k.T), ValueError, "viewable"),
         (lambda x, k: unpack_tokens(x[0], k, torch.zeros(4, dtype=torch.int32)), ValueError, "B\\+1"),
         (lambda x, k: unpack_tokens(x[0], k, torch.zeros(3, dtype=torch.int64)), ValueError, "int32"),
@@ -168,7 +221,8 @@ def test_strided_dense_input(device):
                                     source_cu_seqlens=torch.tensor([0, 4, 8], dtype=torch.int32), max_seqlen=-1),
          TypeError, "max_seqlen"),
     ],
-    ids=["int-mask", "mask-shape", "1d-x", "packed-no-cu", "neg-capacity", "float-capacity", "transposed",
+    ids=["int-mask", "mask-shape", "1d-x", "packed-no-cu", "neg-capacity", "neg-numpy-capacity", "float-capacity",
+         "bool-capacity", "tensor-capacity", "complex-x", "complex-packed", "transposed",
          "cu-length", "cu-dtype", "unpack-keep-list", "unpack-float-max-seqlen", "unpack-neg-max-seqlen"],
 )
 def test_bad_inputs(call, exc, match):
