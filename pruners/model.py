@@ -366,7 +366,7 @@ class PrunedDeiT(nn.Module):
                     f"keep_override[{self._applied}] must be bool {(B, n)} on {x.device}, got {keep.dtype} "
                     f"{tuple(keep.shape)} on {keep.device}"
                 )
-            if not self._override_checked:
+            if not self._override_checked and not self.exact_capacity:  # exact buffers hold any mask
                 self._check_override_fits(keep, x, cu, n, n_out, cap, fuse)
         self._applied += 1
         if self.record or self.exact_capacity or fuse:
@@ -522,7 +522,8 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
-        if self._keep_override is not None and self._override_stages_checked == len(self._stage_at):
+        if self._keep_override is not None and (self.exact_capacity
+                                                or self._override_stages_checked == len(self._stage_at)):
             self._override_checked = True  # every stage's mask fits: no more host reads for these masks
         cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
         return m.head(m.head_drop(m.fc_norm(m.norm(cls))))

@@ -140,3 +140,13 @@ def test_pruner_options_are_checked():
     for make, exc, match in cases:
         with pytest.raises(exc, match=match):
             make()
+
+
+def test_exact_capacity_replays_any_mask():
+    """exact_capacity sizes every buffer from the mask itself: an all-True replay keeps every token,
+    nothing is dropped, and the forward is the dense one."""
+    model = build_pruned_model(TINY, "evit", "reference", exact_capacity=True)
+    model.keep_override = [torch.ones(2, 197, dtype=torch.bool) for _ in range(3)]
+    dense = build_pruned_model(TINY, None, "dense")
+    with torch.no_grad():
+        torch.testing.assert_close(model(_images()), dense(_images()), atol=1e-4, rtol=1e-4)
