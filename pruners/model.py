@@ -241,6 +241,7 @@ class PrunedDeiT(nn.Module):
         if getattr(backbone, "reg_token", None) is not None or getattr(backbone, "num_prefix_tokens", 1) != 1:
             raise ValueError("only class-token ViTs without register tokens are supported")
         self.backbone = backbone
+        self.__dict__["_dtype_device_ref"] = backbone.cls_token  # check_images: not a registered parameter
         self.pruner = pruner
         self.backend = backend
         self.exact_capacity = bool(exact_capacity)
@@ -466,11 +467,16 @@ class PrunedDeiT(nn.Module):
             raise TypeError(f"images must be floating point, got {images.dtype}")
         if images.shape[0] < 1:
             raise ValueError("images must hold at least one image")
-        ref = self.backbone.cls_token
-        autocast = torch.is_autocast_enabled(ref.device.type)
-        if images.device != ref.device or (images.dtype != ref.dtype and not autocast):
-            raise TypeError(f"images must have the model's dtype and device ({ref.dtype} on {ref.device}), got "
-                            f"{images.dtype} on {images.device}: move one of them with .to()")
+        # A plain reference to one of the model's parameters (nn.Module attribute lookups cost ~1 us on
+        # the hot path; .to()/.half() convert parameters in place); the live one settles a mismatch.
+        ref = self.__dict__["_dtype_device_ref"]
+        if images.dtype is not ref.dtype or images.device != ref.device:
+            ref = self.__dict__["_dtype_device_ref"] = self.backbone.cls_token
+            if images.device != ref.device or (
+                images.dtype is not ref.dtype and not torch.is_autocast_enabled(images.device.type)
+            ):
+                raise TypeError(f"images must have the model's dtype and device ({ref.dtype} on {ref.device}), got "
+                                f"{images.dtype} on {images.device}: move one of them with .to()")
 
     def _embed(self, images: torch.Tensor) -> torch.Tensor:
         """Patch embedding, class token and position embedding: timm's values (the same additions),
