@@ -54,8 +54,9 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
 def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
     if machine is not None:
         return machine
-    on_base = {r.machine for r in store.results(commit_sha=base)}
-    on_head = {r.machine for r in store.results(commit_sha=head)}
+    # Crashed points count: a head on which everything failed still gets its verdicts.
+    on_base = {r.machine for r in store.results(commit_sha=base)} | {f.machine for f in store.failures(commit_sha=base)}
+    on_head = {r.machine for r in store.results(commit_sha=head)} | {f.machine for f in store.failures(commit_sha=head)}
     both = sorted(on_base & on_head)
     if len(both) == 1:
         return both[0]
@@ -65,14 +66,14 @@ def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
 
 
 def _ab_inputs(store: Any, args: argparse.Namespace) -> tuple[str, str, str, list[Any], list[Any]]:
-    """Base/head shas, machine, and their results; a correctness benchmark that crashed on head
-    becomes a result without samples, so the gates fail it instead of never seeing it."""
+    """Base/head shas, machine, and their results; a benchmark that crashed becomes a result without
+    samples, so the verdicts fail it (on head) instead of never seeing it."""
     from ci.runner import results_with_crashes
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
     machine = _pick_machine(store, base, head, args.machine)
-    base_results = store.results(commit_sha=base, machine=machine)
+    base_results = results_with_crashes(store, base, machine)
     head_results = results_with_crashes(store, head, machine)
     if not head_results:
         raise ValueError(f"no results for head {head[:12]} on {machine}")
@@ -117,6 +118,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
     compare = _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     render_comment = _need("ci.comment", "render_comment")
+    from ci.runner import comment_environment
     if (args.repo is None) != (args.pr is None):
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
     with _open(args) as store:
@@ -126,18 +128,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
         # head" ones have no head sha to find them by.
         verdicts = compare(b, h)
         store.save_verdicts(verdicts)
-        machine_row = next((m for m in store.machines() if m.name == machine), None)
-    env = {"machine": machine}
-    if machine_row is not None:
-        env.update(
-            {
-                k: getattr(machine_row, k)
-                for k in ("gpu", "driver", "cuda", "torch", "triton")
-                if getattr(machine_row, k)
-            }
-        )
-    if h:
-        env.update({k: v for k, v in h[0].environment if k in ("sm_clock_mhz", "mem_clock_mhz", "python", "env_name")})
+        env = comment_environment(store, machine, h)  # the same table as `python -m ci run --pr` posts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:

@@ -1,19 +1,29 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
 Layout (after asv-perch's and conbench's comments, shared/reference/ci-services.md §2):
-a hidden sticky marker, a one-line verdict, an outcome count table, the correctness gates,
-regressions, improvements, inconclusive series, unchanged series (collapsed), the environment
-and a dashboard link. GitHub rejects comment bodies over 65,536 characters, so tables are cut
-whole rows at a time, lowest priority first, with an "N more" line; markdown is never cut
-mid-table.
+a hidden sticky marker, a one-line verdict, an outcome count table, then, most important first:
+the correctness gates that failed, benchmarks that failed to run on head, regressions, series
+not measured on head, changes past the threshold that the statistics could not confirm,
+improvements; collapsed: the gates that passed, other inconclusive series, new series, unchanged
+series; the environment and a dashboard link.
+
+GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
+lowest priority first, with an "N more" line; markdown is never cut mid-table.
+
+Everything a contributor controls (benchmark names and parameters, units, machine and
+environment values, reasons that quote them) is rendered inert: names and values as code spans
+(any backticks in them fenced), other text with markdown's punctuation escaped and a zero-width
+space after `@` and `#`, so it can neither close a table, link, embed an image, nor mention
+anyone or reference an issue.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
-from ci.records import Kind, Outcome, Verdict
+from ci.records import MISSING_ON_HEAD, NEW_SERIES, Kind, Outcome, Verdict
 
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
@@ -27,14 +37,26 @@ _ICON = {
 }
 _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p", "Threshold")
 _GATE_HEADER = ("", "Benchmark", "Params", "Value", "Limit", "Result")
+_NOTE_HEADER = ("Benchmark", "Params", "Base", "Why")
+_MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~])")
 
 
-def _cell(text: str) -> str:
-    """Escape a table cell: pipes split cells, newlines end rows, `<` could open HTML."""
-    return (
-        str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-        .replace("\r", " ").replace("\n", " ")
-    )
+def _code(text: object) -> str:
+    """`text` as an inline code span that nothing inside can close: the fence is one backtick longer
+    than the longest run in it. Pipes are escaped for the table (GitHub unescapes them in code)."""
+    t = str(text).replace("\r", " ").replace("\n", " ")
+    if not t.strip():
+        return "—"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", t)), default=0) + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") else ""
+    return f"{fence}{pad}{t}{pad}{fence}".replace("|", "\\|")
+
+
+def _text(text: object) -> str:
+    """Plain text that renders as itself: markdown punctuation escaped (no link, image, emphasis,
+    HTML or table break), a zero-width space after `@` and `#` (no mention, no issue reference)."""
+    t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    return t.replace("@", "@\u200b").replace("#", "#\u200b")
 
 
 def format_value(value: float, unit: str) -> str:
@@ -76,32 +98,49 @@ def _interval(v: Verdict) -> str:
     return f"[{v.ci_low:.3f}, {v.ci_high:.3f}]"
 
 
+def _params(v: Verdict) -> str:
+    return _code(v.benchmark.params_label) if v.benchmark.params_label else "—"
+
+
 def _perf_row(v: Verdict) -> tuple[str, ...]:
     b = v.benchmark
     return (
-        f"`{b.name}`", b.params_label or "—", format_value(v.base_value, b.unit), format_value(v.head_value, b.unit),
+        _code(b.name), _params(v), _text(format_value(v.base_value, b.unit)), _text(format_value(v.head_value, b.unit)),
         _ratio(v), _interval(v), f"{v.p_value:.2g}" if math.isfinite(v.p_value) else "n/a",
         f"±{v.threshold * 100:.1f}%" if math.isfinite(v.threshold) else "n/a",
     )
 
 
+def _note_row(v: Verdict) -> tuple[str, ...]:
+    """A series the statistics could not judge: what it was on base, and why."""
+    b = v.benchmark
+    return (_code(b.name), _params(v), _text(format_value(v.base_value, b.unit)), _text(v.reason))
+
+
 def _gate_row(v: Verdict) -> tuple[str, ...]:
     b = v.benchmark
+    if v.outcome == Outcome.FAILED:
+        result = "**FAILED**: " + _text(v.reason)
+    elif v.outcome == Outcome.UNCHANGED:
+        result = "pass"
+    else:
+        result = f"{v.outcome.value}: {_text(v.reason)}"
     return (
-        _ICON[v.outcome], f"`{b.name}`", b.params_label or "—", f"{v.head_value:.6g}" if math.isfinite(
-            v.head_value) else "n/a", f"{v.threshold:g}" if math.isfinite(v.threshold) else "n/a",
-        "**FAILED**: " + v.reason if v.outcome == Outcome.FAILED else "pass",
+        _ICON[v.outcome], _code(b.name), _params(v),
+        f"{v.head_value:.6g}" if math.isfinite(v.head_value) else "n/a",
+        f"{v.threshold:g}" if math.isfinite(v.threshold) else "n/a", result,
     )
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], limit: int) -> str:
-    """A whole markdown table of the first `limit` rows, then an "N more" line for the rest."""
+    """A whole markdown table of the first `limit` rows (cells already rendered), then an "N more"
+    line for the rest."""
     shown = rows[:limit]
     lines = []
     if shown:
-        lines.append("| " + " | ".join(_cell(h) for h in header) + " |")
+        lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join("---" for _ in header) + "|")
-        lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in shown)
+        lines.extend("| " + " | ".join(row) + " |" for row in shown)
     if len(rows) > len(shown):
         if shown:
             lines.append("")
@@ -115,21 +154,34 @@ def _sort_key(v: Verdict) -> tuple[float, str]:
     return (-size, v.benchmark.key)
 
 
-def _headline(counts: Mapping[Outcome, int]) -> str:
-    failed, regressed = counts[Outcome.FAILED], counts[Outcome.REGRESSED]
+def _unconfirmed(v: Verdict) -> bool:
+    """Inconclusive, but the ratio moved past the series' threshold (asv's "~"): worth a look."""
+    return (v.outcome == Outcome.INCONCLUSIVE and math.isfinite(v.ratio) and v.ratio > 0
+            and abs(v.ratio - 1) > (v.threshold if math.isfinite(v.threshold) else 0))
+
+
+def _headline(n: Mapping[str, int]) -> str:
     parts = [
-        f"{counts[o]} {label}" for o, label in (
-            (Outcome.FAILED, "correctness failure(s)"), (Outcome.REGRESSED, "regression(s)"),
-            (Outcome.IMPROVED, "improvement(s)"), (Outcome.INCONCLUSIVE, "inconclusive"),
-            (Outcome.UNCHANGED, "unchanged"),
-        ) if counts[o]
+        f"{n[key]} {label}" for key, label in (
+            ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
+            ("regressed", "regression(s)"), ("missing", "not measured on head"),
+            ("unconfirmed", "unconfirmed change(s)"), ("improved", "improvement(s)"),
+            ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
+        ) if n[key]
     ]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
-    if failed or regressed:
+    if n["gates_failed"] or n["failed"] or n["regressed"]:
         return f"**❌ Performance check failed:** {detail}."
-    if counts[Outcome.INCONCLUSIVE]:
+    if n["missing"] or n["unconfirmed"]:
+        return f"**🟡 No regression confirmed; look at the series below:** {detail}."
+    if n["inconclusive"]:
         return f"**🟡 No regression found, some series need more samples:** {detail}."
     return f"**✅ No significant performance change:** {detail}."
+
+
+def _safe_url(url: str) -> str:
+    """A link target that cannot end the markdown link early or start another one."""
+    return re.sub(r"[\s()\[\]<>`\"']", lambda m: f"%{ord(m.group()):02X}", url)
 
 
 def render_comment(
@@ -177,57 +229,99 @@ def render_comment(
 
     gate_by_key = {v.benchmark.key: v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS}
     gate_by_key.update({v.benchmark.key: v for v in gates})
-    all_gates = sorted(gate_by_key.values(), key=lambda v: (v.outcome != Outcome.FAILED, v.benchmark.key))
+    all_gates = sorted(gate_by_key.values(), key=lambda v: v.benchmark.key)
+    gates_failed = [v for v in all_gates if v.outcome != Outcome.UNCHANGED]
+    gates_passed = [v for v in all_gates if v.outcome == Outcome.UNCHANGED]
     perf = [v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS]
-    by = {o: sorted((v for v in perf if v.outcome == o), key=_sort_key) for o in Outcome}
-    counts = {o: len(by[o]) for o in Outcome}
-    counts[Outcome.FAILED] += sum(v.outcome == Outcome.FAILED for v in all_gates)
+    groups: dict[str, list[Verdict]] = {k: [] for k in (
+        "failed", "regressed", "missing", "unconfirmed", "improved", "inconclusive", "new", "unchanged")}
+    for v in perf:
+        if v.outcome == Outcome.INCONCLUSIVE:
+            key = "missing" if v.reason.startswith(MISSING_ON_HEAD) else "unconfirmed" if _unconfirmed(v) else (
+                "inconclusive")
+        elif v.outcome == Outcome.UNCHANGED and v.reason == NEW_SERIES:
+            key = "new"
+        else:
+            key = v.outcome.value
+        groups[key].append(v)
+    for rows in groups.values():
+        rows.sort(key=_sort_key)
+    n = {k: len(rows) for k, rows in groups.items()}
+    n["gates_failed"] = len(gates_failed)
+    counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
 
-    sections = {
-        "gates": (_GATE_HEADER, [_gate_row(v) for v in all_gates]),
-        "regressed": (_PERF_HEADER, [_perf_row(v) for v in by[Outcome.REGRESSED] + by[Outcome.FAILED]]),
-        "improved": (_PERF_HEADER, [_perf_row(v) for v in by[Outcome.IMPROVED]]),
-        "inconclusive": (_PERF_HEADER, [_perf_row(v) for v in by[Outcome.INCONCLUSIVE]]),
-        "unchanged": (_PERF_HEADER, [_perf_row(v) for v in by[Outcome.UNCHANGED]]),
-        "environment": (("Key", "Value"), [(k, f"`{val}`") for k, val in sorted(environment.items())]),
+    def new_row(v: Verdict) -> tuple[str, ...]:
+        return (_code(v.benchmark.name), _params(v), _text(format_value(v.head_value, v.benchmark.unit)))
+
+    sections: dict[str, tuple[Sequence[str], list[tuple[str, ...]]]] = {
+        "gates_failed": (_GATE_HEADER, [_gate_row(v) for v in gates_failed]),
+        "failed": (_NOTE_HEADER, [_note_row(v) for v in groups["failed"]]),
+        "regressed": (_PERF_HEADER, [_perf_row(v) for v in groups["regressed"]]),
+        "missing": (_NOTE_HEADER, [_note_row(v) for v in groups["missing"]]),
+        "unconfirmed": (_PERF_HEADER, [_perf_row(v) for v in groups["unconfirmed"]]),
+        "improved": (_PERF_HEADER, [_perf_row(v) for v in groups["improved"]]),
+        "gates_passed": (_GATE_HEADER, [_gate_row(v) for v in gates_passed]),
+        "inconclusive": (_PERF_HEADER, [_perf_row(v) for v in groups["inconclusive"]]),
+        "new": (("Benchmark", "Params", "Head"), [new_row(v) for v in groups["new"]]),
+        "unchanged": (_PERF_HEADER, [_perf_row(v) for v in groups["unchanged"]]),
+        "environment": (("Key", "Value"), [(_text(k), _code(val)) for k, val in sorted(environment.items())]),
     }
     limits = {name: len(rows) for name, (_, rows) in sections.items()}
+    visible = (
+        ("gates_failed", "❌ Correctness gates failed"), ("failed", "❌ Failed to run on head"),
+        ("regressed", "🔴 Regressions"), ("missing", "⚠️ Not measured on head"),
+        ("unconfirmed", "🟡 Changes past the threshold, not confirmed (measure more samples)"),
+        ("improved", "🟢 Improvements"),
+    )
+    folded = (
+        ("gates_passed", "Correctness gates passed"), ("inconclusive", "Inconclusive: need more samples"),
+        ("new", "New series (no base measurement)"), ("unchanged", "Unchanged"),
+    )
 
     def tbl(name: str) -> str:
         header, rows = sections[name]
         return _table(header, rows, limits[name])
 
     def build() -> str:
-        out = [MARKER, "## ragged-vit benchmarks", "", _headline(counts), ""]
-        out.append(f"Base `{_cell(base_sha[:12])}` → head `{_cell(head_sha[:12])}`, measured in the same job. "
+        out = [MARKER, "## ragged-vit benchmarks", "", _headline(n), ""]
+        out.append(f"Base `{base_sha[:12]}` → head `{head_sha[:12]}`, measured in the same job. "
                    "Ratio = head / base of the medians; interval = bootstrap CI of the ratio; p = Mann-Whitney U, "
                    "corrected for the number of series; threshold adapts to each series' noise.")
+        if base_sha == head_sha:
+            out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
         out += ["", "| Outcome | Series |", "|---|---|"]
         out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
-        out += ["", "### Correctness gates", ""]
-        out.append(tbl("gates") if all_gates else "_No correctness results in this run._")
-        for name, title in (("regressed", "Regressions"), ("improved", "Improvements")):
+        if not all_gates:
+            out += ["", "_No correctness results in this run._"]
+        for name, title in visible:
             if sections[name][1]:
-                out += ["", f"### {_ICON[Outcome[name.upper()]]} {title} ({len(sections[name][1])})", "", tbl(name)]
-        for name, title in (("inconclusive", "Inconclusive: need more samples"), ("unchanged", "Unchanged")):
+                out += ["", f"### {title} ({len(sections[name][1])})", "", tbl(name)]
+        for name, title in folded:
             if sections[name][1]:
                 out += ["", f"<details><summary>{title} ({len(sections[name][1])})</summary>", "", tbl(name), "",
                         "</details>"]
         out += ["", "### Environment", ""]
         out.append(tbl("environment") if environment else "_Not recorded._")
         if dashboard_url:
-            out += ["", f"📈 [Dashboard]({dashboard_url})"]
+            out += ["", f"📈 [Dashboard]({_safe_url(dashboard_url)})"]
         return "\n".join(out) + "\n"
 
     body = build()
-    # Cut the least important tables first, whole rows at a time; never the headline or counts.
-    for name in ("unchanged", "inconclusive", "environment", "improved", "regressed", "gates"):
-        while len(body) > max_chars and limits[name] > 0:
-            excess = len(body) - max_chars
-            rows = sections[name][1][: limits[name]]
-            avg = max(1, sum(len(" | ".join(r)) + 8 for r in rows) // len(rows))
-            limits[name] = max(0, limits[name] - max(1, excess // avg))
-            body = build()
+    # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
+    # fit (a binary search: row lengths vary); never the headline or the counts.
+    for name in ("unchanged", "new", "inconclusive", "gates_passed", "improved", "unconfirmed", "missing",
+                 "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body
+        lo, hi = 0, limits[name]
+        while lo < hi:
+            limits[name] = (lo + hi + 1) // 2
+            if len(build()) <= max_chars:
+                lo = limits[name]
+            else:
+                hi = limits[name] - 1
+        limits[name] = lo
+        body = build()
+    if len(body) <= max_chars:
+        return body
     raise ValueError(f"max_chars={max_chars} is too small for the comment's headline ({len(body)} chars without rows)")

@@ -35,7 +35,14 @@ class Outcome(StrEnum):
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
     INCONCLUSIVE = "inconclusive"  # not enough evidence either way: ask for more samples
-    FAILED = "failed"  # a correctness gate failed, whatever the statistics say
+    FAILED = "failed"  # a correctness gate failed, or a benchmark failed to run on head: no statistics apply
+
+
+# Reasons of the verdicts on series measured on one side only, or crashed (`ci.verdicts`); the PR
+# comment groups by them.
+NEW_SERIES = "new series: no base measurement to compare with"
+MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
+FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ci.records import Kind, Outcome, Result, Verdict
+from ci.records import Outcome, Result, Verdict
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
@@ -537,8 +537,8 @@ def _job_lock(cfg: RunnerConfig) -> Iterator[None]:
 def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]:
     """A/B verdicts of head against base on one machine, from the store; saved back to it.
 
-    A correctness benchmark that crashed on head becomes a result without samples, so the gates
-    FAIL it instead of never seeing it.
+    A benchmark that crashed becomes a result without samples (`results_with_crashes`, on both
+    sides): one that crashed on head FAILS instead of never being seen.
 
     Args:
         store: a `ci.store.Store`.
@@ -551,7 +551,7 @@ def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]
     """
     from ci.verdicts import compare
 
-    b = store.results(commit_sha=base, machine=machine)
+    b = results_with_crashes(store, base, machine)
     h = results_with_crashes(store, head, machine)
     if not h:
         raise RunnerError(f"no results for head {head[:12]} on {machine}: nothing to compare")
@@ -561,8 +561,10 @@ def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]
 
 
 def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
-    """One commit's results on one machine, plus a sample-less Result for every correctness point
-    asv recorded as failed (crashed), so that the gates FAIL it instead of never seeing it.
+    """One commit's results on one machine, plus a sample-less Result for every point asv recorded
+    as failed (crashed), so that the verdicts see the crash: a correctness gate or a benchmark that
+    crashed on head FAILS instead of vanishing. Skipped points (asv's NaN: "not on this machine")
+    stay out; `compare` fails a correctness check that ran on base and not on head.
 
     Args:
         store: a `ci.store.Store`.
@@ -574,7 +576,7 @@ def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
     """
     rs = store.results(commit_sha=sha, machine=machine)
     for f in store.failures(commit_sha=sha, machine=machine):
-        if f.benchmark.kind == Kind.CORRECTNESS and f.status == "failed":
+        if f.status == "failed":
             rs.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
     return rs
 
@@ -585,7 +587,9 @@ def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
     return correctness_gates(results_with_crashes(store, sha, machine))
 
 
-def _comment_env(store: Any, machine: str, head_results: Sequence[Result]) -> dict[str, str]:
+def comment_environment(store: Any, machine: str, head_results: Sequence[Result]) -> dict[str, str]:
+    """What the PR comment's environment table shows: the machine's GPU stack, then the head run's clocks,
+    temperature, Python and asv environment."""
     env = {"machine": machine}
     row = next((m for m in store.machines() if m.name == machine), None)
     if row is not None:
@@ -616,7 +620,7 @@ def write_comment(
     head_results = store.results(commit_sha=head, machine=cfg.machine)
     body = render_comment(
         list(verdicts), [], base_sha=base, head_sha=head,
-        environment=_comment_env(store, cfg.machine, head_results), dashboard_url=cfg.dashboard_url,
+        environment=comment_environment(store, cfg.machine, head_results), dashboard_url=cfg.dashboard_url,
     )  # fmt: skip
     written = None
     if cfg.comment_path is not None:

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from ci.gates import correctness_gates
-from ci.records import Benchmark, Direction, Kind, Outcome, Result, Verdict
+from ci.records import FAILED_ON_HEAD, MISSING_ON_HEAD, NEW_SERIES, Benchmark, Direction, Kind, Outcome, Result, Verdict
 
 _CORRECTIONS = ("bh", "holm", "bonferroni", "none")
 
@@ -232,13 +232,22 @@ def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) ->
     samples = _finite(s for r in rs for s in r.samples)
     value = float(np.median(samples)) if samples.size else math.nan
     if side_present == "head":
+        if not samples.size:  # a new benchmark that crashed (a sample-less result: `results_with_crashes`)
+            return Verdict(benchmark, Outcome.FAILED, math.nan, math.nan, math.nan, head_sha=rs[0].commit_sha,
+                           reason=FAILED_ON_HEAD, machine=_machine_of(rs))
         return Verdict(
             benchmark, Outcome.UNCHANGED, math.nan, value, math.nan, head_sha=rs[0].commit_sha,
-            reason="new series: no base measurement to compare with", machine=_machine_of(rs),
+            reason=NEW_SERIES, machine=_machine_of(rs),
+        )
+    if benchmark.kind == Kind.CORRECTNESS:  # a check that did not run is not a pass
+        return Verdict(
+            benchmark, Outcome.FAILED, value, math.nan, math.nan, base_sha=rs[0].commit_sha,
+            reason=f"correctness check {MISSING_ON_HEAD}: a check that did not run is not a pass",
+            machine=_machine_of(rs),
         )
     return Verdict(
         benchmark, Outcome.INCONCLUSIVE, value, math.nan, math.nan, base_sha=rs[0].commit_sha,
-        reason="missing on head: removed, renamed, skipped or failed to run", machine=_machine_of(rs),
+        reason=MISSING_ON_HEAD, machine=_machine_of(rs),
     )
 
 
@@ -252,8 +261,10 @@ def compare(
 
     Results pair by `benchmark.key`; several results of one series on one side (asv rounds, or
     `--append-samples` runs) pool their samples. A series on only one side is reported: new on head
-    is UNCHANGED ("new series"), missing on head is INCONCLUSIVE. Correctness series are judged by
-    `ci.gates.correctness_gates` on the head results (FAILED or UNCHANGED).
+    is UNCHANGED ("new series"), missing on head is INCONCLUSIVE. A series whose head results hold
+    no finite sample (a crash: `ci.runner.results_with_crashes` adds sample-less results for them)
+    is FAILED. Correctness series are judged by `ci.gates.correctness_gates` on the head results
+    (FAILED or UNCHANGED); one missing on head is FAILED.
 
     Args:
         base: results of the base commit (one machine).
@@ -351,9 +362,12 @@ def _measure(
         return early(Outcome.INCONCLUSIVE, math.nan,
                      f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "
                      f"to {bench.unit}/{bench.direction}")
-    if b.size == 0 or h.size == 0:
-        side = "base" if b.size == 0 else "head"
-        return early(Outcome.INCONCLUSIVE, math.nan, f"{side} has no finite samples (benchmark failed or skipped)")
+    if h.size == 0 and b.size == 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, "failed to run on base and on head (see the job log)")
+    if h.size == 0:  # it ran on base: the head broke it
+        return early(Outcome.FAILED, math.nan, FAILED_ON_HEAD)
+    if b.size == 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, "base has no finite samples (benchmark failed or skipped)")
     bm, hm = float(np.median(b)), float(np.median(h))
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
         return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")

@@ -173,7 +173,9 @@ class _Site:
             "gpu": self.gpu_of.get(reg.machines[0], "") if len(reg.machines) == 1 else "",
             "sha": reg.sha[:10], "commit_href": self.commit_href(reg.sha, depth),
             "subject": c.subject if c else "", "when": fmt.fmt_time(c.time) if c else "",
-            "outcome": reg.outcome.value, "source": reg.source, "change": fmt.fmt_change(reg.ratio),
+            "outcome": reg.outcome.value, "source": reg.source,
+            # a failed gate or a crash has no A/B ratio (a gate's is worst/limit)
+            "change": "—" if reg.outcome == Outcome.FAILED else fmt.fmt_change(reg.ratio),
             "base": fmt.fmt_value(reg.base_value, scale), "head": fmt.fmt_value(reg.head_value, scale),
             "base_href": self.commit_href(reg.base_sha, depth) if reg.base_sha in self.commit_by_sha else "",
             "p": fmt.fmt_number(reg.p_value, 2), "reason": reg.reason,

@@ -48,7 +48,7 @@ def test_clean_run_headline_and_sections() -> None:
     assert body.startswith(MARKER + "\n")
     assert "✅ No significant performance change" in body
     assert "<details><summary>Unchanged (3)</summary>" in body
-    assert "### Correctness gates" in body and "No correctness results" in body
+    assert "No correctness results" in body
     assert "[Dashboard](https://example.org/dash/index.html)" in body
     assert "| gpu | `NVIDIA H200` |" in body
     assert "Regressions" not in body
@@ -90,10 +90,96 @@ def test_inconclusive_headline() -> None:
 
 
 def test_cells_are_escaped() -> None:
+    """Parameters are code spans (GitHub renders them literally, `<script>` too); pipes are escaped
+    for the table, newlines joined."""
     bench = Benchmark("s.B.time_a", (("shape", "a|b"), ("html", "<script>x</script>")))
     body = _render([_v("", Outcome.REGRESSED, 1.2, bench=bench)], environment={"note": "x|y\nz"})
-    assert "a\\|b" in body and "&lt;script&gt;" in body and "<script>" not in body
+    assert "| `shape=a\\|b, html=<script>x</script>` |" in body
     assert "`x\\|y z`" in body
+    _tables_are_whole(body)
+
+
+def test_contributor_text_cannot_inject_markdown() -> None:
+    """Names, parameters, units and machine values come from the PR's own benchmark code: a backtick
+    must not close the code span, and plain text must not mention, link, embed or reference."""
+    evil = "`time_tick`@octocat ![i](https://evil.example/n.png)"
+    bench = Benchmark(f"s.B.{evil}", (("p", "'@octocat ![p](https://evil.example/px.png) [l](https://x) #123'"),),
+                      unit="s ![u](https://evil.example/u.png) @octocat")
+    missing = Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan,
+                      reason="missing on head: removed, renamed or skipped")
+    body = _render([_v("", Outcome.REGRESSED, 1.2, bench=bench), missing], environment={"m": "`x`@octocat"},
+                   dashboard_url="https://x/a) ![t](https://evil.example/t.png")
+    # Outside code spans nothing can form an image, a link or a mention.
+    outside = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", body)
+    assert "![" not in outside and "](" not in outside.replace("📈 [Dashboard](", "")
+    assert "@octocat" not in outside and "#123" not in outside
+    assert "``` `time_tick`@octocat ![i](https://evil.example/n.png) ```" not in body  # the fence is longer
+    assert "``s.B.`time_tick`@octocat ![i](https://evil.example/n.png)``" in body
+    assert "[Dashboard](https://x/a%29%20!%5Bt%5D%28https://evil.example/t.png)" in body
+    _tables_are_whole(body)
+
+
+def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
+    def v(name, outcome, ratio, reason, base=1e-5, head=1e-5, threshold=0.02):
+        return Verdict(Benchmark(name), outcome, base, head, ratio, threshold=threshold, reason=reason)
+
+    nan = math.nan
+    verdicts = [
+        v("s.B.time_crash", Outcome.FAILED, nan, "failed to run on head: asv recorded an error (see the job log)",
+          head=nan),
+        v("s.B.time_gone", Outcome.INCONCLUSIVE, nan, "missing on head: removed, renamed or skipped", head=nan),
+        v("s.B.time_new", Outcome.UNCHANGED, nan, "new series: no base measurement to compare with", base=nan),
+        v("s.B.time_2x", Outcome.INCONCLUSIVE, 2.0, "too few samples for a test (1 base, 1 head; need 5)"),
+        v("s.B.time_same", Outcome.UNCHANGED, 1.0, ""),
+    ]
+    body = _render(verdicts)
+    headline = body.splitlines()[3]
+    assert headline.startswith("**❌ Performance check failed:**")
+    assert "1 benchmark(s) failed to run on head" in headline and "correctness" not in headline
+    assert "1 not measured on head" in headline and "1 unconfirmed change(s)" in headline and "1 new" in headline
+    assert "### ❌ Failed to run on head (1)" in body and "failed to run on head: asv recorded an error" in body
+    assert "### ⚠️ Not measured on head (1)" in body
+    # the 2x change is visible, not folded away with the series that only need more samples
+    section = body[body.index("### 🟡 Changes past the threshold"):]
+    assert "time_2x" in section.split("###")[1] and "~2.000×" in section
+    assert "<details><summary>New series (no base measurement) (1)</summary>" in body
+    assert body.index("time_new") > body.index("<details><summary>New series")
+    _tables_are_whole(body)
+
+
+def test_a_skipped_or_crashed_gate_is_not_a_pass() -> None:
+    diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
+    gone = Verdict(diff, Outcome.FAILED, 0.001, math.nan, math.nan,
+                   reason="correctness check missing on head: removed, renamed or skipped: a check that did not "
+                          "run is not a pass")
+    body = _render([gone])
+    assert "**FAILED**: correctness check missing on head" in body and "| pass |" not in body
+    assert "1 correctness failure(s)" in body.splitlines()[3]
+
+
+def test_a_same_commit_comparison_says_so() -> None:
+    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], base_sha="c" * 40, head_sha="c" * 40)
+    assert "same commit: an A/A comparison" in body
+
+
+@pytest.mark.parametrize("max_chars", [GITHUB_MAX_CHARS, 30_000, 20_000])
+def test_regressions_outrank_passing_gates_and_fill_the_space(max_chars: int) -> None:
+    """Many series, many passing gates, escaped text: the regressions get every row that fits."""
+    passing = [Verdict(Benchmark(f"bench_c.Logits.track_max_abs_diff_{i:03d}", (("m", "a<b|c"),),
+                                 unit="max abs diff", kind=Kind.CORRECTNESS),
+                       Outcome.UNCHANGED, math.nan, 0.001, 0.25, threshold=0.004, reason="passes")
+               for i in range(300)]
+    verdicts = [_v(f"bench_module.Reg.time_{i:04d}", Outcome.REGRESSED, 1.1 + i / 1e4,
+                   bench=Benchmark(f"bench_module.Reg.time_{i:04d}", (("shape", "<|>" * 5),)))
+                for i in range(1000)]
+    verdicts += [_v(f"bench_module.Same.time_{i:04d}", Outcome.UNCHANGED) for i in range(2000)]
+    body = _render(verdicts + passing, max_chars=max_chars)
+    assert len(body) <= max_chars
+    n_reg = len(re.findall(r"bench_module\.Reg\.time_", body))
+    assert n_reg > 0 and "max_abs_diff_000" not in body  # passing gates went before regressions
+    one_more_row = len(body.splitlines()[body.splitlines().index("### 🔴 Regressions (1000)") + 4]) + 1
+    assert len(body) + one_more_row > max_chars  # no space left unused
+    assert "| gpu | `NVIDIA H200` |" in body  # the environment stays
     _tables_are_whole(body)
 
 

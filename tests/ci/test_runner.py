@@ -246,10 +246,12 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     with Store(cfg.db) as store:
         assert {c.branch for c in store.commits()} == {""}
     assert (tmp_path / "dash" / "index.html").is_file()
-    # asv's failure at head is reported, and the series is not judged from the base alone.
+    # asv's failure at head is reported, and the benchmark the head broke fails the check (it ran on base).
     assert out.notes == (f"benchmark failed at {shas['C'][:8]}: bench_toy.ToyBroken.time_breaks_at_c "
                          "(see asv's output above)",)  # fmt: skip
-    assert by_key["bench_toy.ToyBroken.time_breaks_at_c"].outcome == Outcome.INCONCLUSIVE
+    broken = by_key["bench_toy.ToyBroken.time_breaks_at_c"]
+    assert broken.outcome == Outcome.FAILED and "failed to run on head" in broken.reason
+    assert "failed to run on head" in body
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):

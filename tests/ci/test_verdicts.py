@@ -156,9 +156,19 @@ def test_one_sided_series_are_reported() -> None:
 
 
 def test_failed_side_and_nonpositive_values() -> None:
+    """A series that ran on base and crashed on head (a sample-less result) fails: the head broke
+    it. One that crashed on both sides is not the head's doing; one new on head that crashed fails."""
     b, _ = _pair(LAT, 1.0)
-    (v,) = compare([b], [Result(LAT, "h", "h200", (math.nan, math.nan))])
-    assert v.outcome == Outcome.INCONCLUSIVE and "head has no finite samples" in v.reason
+    crashed = Result(LAT, "h", "h200", ())
+    (v,) = compare([b], [crashed])
+    assert v.outcome == Outcome.FAILED and "failed to run on head" in v.reason
+    assert exit_code([v]) == 1
+    (v,) = compare([Result(LAT, "a", "h200", ())], [crashed])
+    assert v.outcome == Outcome.INCONCLUSIVE and "failed to run on base and on head" in v.reason
+    (v,) = compare([], [crashed])
+    assert v.outcome == Outcome.FAILED and "failed to run on head" in v.reason
+    (v,) = compare([Result(LAT, "a", "h200", ())], [Result(LAT, "h", "h200", (1.0,) * 10)])
+    assert v.outcome == Outcome.INCONCLUSIVE and "base has no finite samples" in v.reason
     zero = Result(LAT, "a", "h200", (0.0,) * 10)
     (v,) = compare([zero], [Result(LAT, "b", "h200", (1.0,) * 10)])
     assert v.outcome == Outcome.INCONCLUSIVE and "non-positive" in v.reason
@@ -184,6 +194,16 @@ def test_correctness_series_go_through_the_gates() -> None:
     verdicts = compare([b, Result(diff, "a", "h200", (0.001,))], [h, Result(diff, "b", "h200", (0.005,))])
     (gate,) = [v for v in verdicts if v.benchmark == diff]
     assert gate.outcome == Outcome.FAILED
+    assert exit_code(verdicts) == 1
+
+
+def test_a_correctness_check_that_stopped_running_fails() -> None:
+    """Measured on base, absent on head (skipped, removed, renamed): not a pass."""
+    diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
+    b, h = _pair(LAT, 1.0)
+    verdicts = compare([b, Result(diff, "a", "h200", (0.001,))], [h])
+    (gate,) = [v for v in verdicts if v.benchmark == diff]
+    assert gate.outcome == Outcome.FAILED and "a check that did not run is not a pass" in gate.reason
     assert exit_code(verdicts) == 1
 
 

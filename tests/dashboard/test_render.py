@@ -87,6 +87,8 @@ def test_overview_flags_open_regressions_and_sparklines(site: tuple[Path, Render
     store = synthetic_store(n_commits=30, n_series=8, machines=2)
     assert store.commit_list[15].sha[:10] in banner  # the open regression (series 2, commit n/2)
     assert store.commit_list[27].sha[:10] in banner  # the failed correctness gate
+    gate_row = next(r for r in banner.split("<tr") if store.commit_list[27].sha[:10] in r)
+    assert '<td class="worse">—</td>' in gate_row  # a gate has no A/B change to show (its ratio is worst/limit)
     assert store.commit_list[10].sha[:10] not in banner.split("verdict")[0] or "acknowledged" not in banner
     assert html.count('<svg class="spark') == 16
     assert html.count('class="flagged"') >= 2
