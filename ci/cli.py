@@ -1,8 +1,8 @@
 """`python -m ci`: the service's command line.
 
-Exit codes (shared by every command): 0 clean, 1 a regression or a failed correctness gate,
-2 an error (bad arguments, a malformed or truncated input file, a database problem, or a part
-of the service that is not available yet).
+Exit codes (shared by every command): 0 clean, 1 a regression, a failed correctness gate or a
+benchmark that crashed on head, 2 an error (bad arguments, a malformed or truncated input file, a
+database problem, an interrupt, or a part of the service that is not available yet).
 
     python -m ci ingest  [--db DB] [--repo PATH [--branch NAME]] RESULTS_DIR
     python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]

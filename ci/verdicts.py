@@ -431,7 +431,7 @@ def summarize(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
 
 
 def exit_code(verdicts: Iterable[Verdict]) -> int:
-    """Process exit code for CI: 1 if any series REGRESSED or any gate FAILED, else 0.
+    """Process exit code for CI: 1 if any series REGRESSED or FAILED (a gate, or a crash on head), else 0.
 
     Args:
         verdicts: A/B verdicts and/or correctness gate verdicts.
