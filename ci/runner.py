@@ -19,8 +19,11 @@ PR comment.
 Resume: history runs pass `--skip-existing` to asv, so a re-run measures only what is missing, and
 ingest after every commit keeps the store in step with asv's files; asv saves a commit's file when
 the commit (or, interleaved, a round) finishes, so an interruption loses at most the commit in
-flight. A PR run always re-measures both sides (an A/B needs them measured together); asv rewrites
-their files and the store replaces the old run instead of adding one.
+flight. A PR run measures both sides afresh (an A/B needs them measured together, in one job, by
+the same subset): asv's files for them may hold one round of an interrupted job, or results of an
+`asv continuous` of another day. Only a PR job that finished measuring (its marker in
+`<results>/../ci-jobs/` names the subset and asv arguments, and the files are unchanged since) is
+not measured again; asv rewrites the files and the store replaces the old runs.
 
 Exit codes: 0 clean, 1 a regression or a failed correctness gate, 2 an error (asv could not run,
 a commit produced no result file, an interrupted run, bad arguments).
@@ -465,9 +468,9 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
         args += ["-b", cfg.bench]
     if interleave:
         args.append("--interleave-rounds")
-    # History: measure only what is missing. A PR job skips only when BOTH sides already have
-    # results (a re-run of the same job); otherwise asv would keep a base measured on another day.
-    if cfg.resume and (not interleave or all(_result_files(cfg, s) for s in shas)):
+    # History: measure only what is missing. A PR job always measures both sides afresh (its first
+    # interleaved round replaces what asv had): `_measure` skips the whole call for a finished job.
+    if cfg.resume and not interleave:
         args.append("--skip-existing")
     args += list(cfg.asv_args)
     with tempfile.NamedTemporaryFile("w", suffix=".hashes", delete=False) as fh:
@@ -600,6 +603,15 @@ def comment_environment(store: Any, machine: str, head_results: Sequence[Result]
     return env
 
 
+def _with_device_note(cfg: RunnerConfig, env: dict[str, str]) -> dict[str, str]:
+    """Say in the comment when the job ran without a GPU (its timings show the pipeline, not kernel speed)."""
+    interp = dict(cfg.env).get("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "0"))
+    if interp not in ("", "0"):
+        env = {**env, "device": "CPU only: Triton kernels ran in Triton's interpreter (timings show the pipeline "
+                                "working, not kernel speed)"}
+    return env
+
+
 def write_comment(
     cfg: RunnerConfig, store: Any, verdicts: Sequence[Verdict], base: str, head: str
 ) -> tuple[Path | None, str | None]:
@@ -620,7 +632,8 @@ def write_comment(
     head_results = store.results(commit_sha=head, machine=cfg.machine)
     body = render_comment(
         list(verdicts), [], base_sha=base, head_sha=head,
-        environment=comment_environment(store, cfg.machine, head_results), dashboard_url=cfg.dashboard_url,
+        environment=_with_device_note(cfg, comment_environment(store, cfg.machine, head_results)),
+        dashboard_url=cfg.dashboard_url,
     )  # fmt: skip
     written = None
     if cfg.comment_path is not None:
@@ -669,6 +682,28 @@ def _ingest(cfg: RunnerConfig, store: Any) -> str:
     return report.summary()
 
 
+def _pr_job_marker(cfg: RunnerConfig, shas: Sequence[str]) -> Path:
+    return cfg.results_dir.parent / "ci-jobs" / f"{cfg.machine}-{'-'.join(s[:12] for s in shas)}.json"
+
+
+def _pr_job_record(cfg: RunnerConfig, shas: Sequence[str]) -> dict[str, Any]:
+    """What makes a finished PR measurement reusable: the same subset and asv arguments, and asv's
+    result files for both sides unchanged since (their sha256)."""
+    import hashlib
+
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for s in shas for p in _result_files(cfg, s)}
+    return {"shas": list(shas), "bench": cfg.bench, "asv_args": list(cfg.asv_args), "files": files}
+
+
+def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> bool:
+    marker = _pr_job_marker(cfg, shas)
+    try:
+        recorded = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return recorded == _pr_job_record(cfg, shas) and bool(recorded.get("files"))
+
+
 def _measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
     """Run asv once per group, record the GPU state, ingest after each; returns what ran."""
     runs: list[CommitRun] = []
@@ -676,6 +711,15 @@ def _measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *
     with _Progress(total, "benchmarking") as bar:
         for shas in groups:
             label = " vs ".join(s[:8] for s in shas)
+            if interleave and cfg.resume and _pr_job_finished(cfg, shas):
+                summary = _ingest(cfg, store)
+                runs.append(CommitRun(tuple(shas), 0, 0.0, ()))
+                bar.step(f"{label} already measured by this job (resumed; --no-resume measures again); {summary}")
+                continue
+            marker = _pr_job_marker(cfg, shas)
+            if interleave:
+                marker.unlink(missing_ok=True)
+            had_files = all(_result_files(cfg, s) for s in shas)
             state = gpu_state(cfg)
             bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
                      f"torch={state.get('torch') or '?'}")
@@ -689,8 +733,13 @@ def _measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *
                     )
                 _write_sidecar_if_missing(cfg, s, state)
             summary = _ingest(cfg, store)
+            if interleave:  # measured to the end: a re-run of this job may reuse it
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps(_pr_job_record(cfg, shas), sort_keys=True))
             runs.append(CommitRun(tuple(shas), rc, seconds, tuple(sorted(state.items()))))
             note = "" if rc == 0 else f", asv exit {rc}: some benchmarks failed"
+            if not interleave and cfg.resume and had_files:
+                note += " (resumed: asv skipped what it had measured before)"
             bar.step(f"{label} measured in {seconds:.0f} s{note}; {summary}")
     return runs
 
@@ -860,6 +909,10 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
         raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
     bench = args.bench
+    gpu = has_gpu()
+    if args.quick and not gpu:
+        raise ValueError("--quick is the GPU subset (benchmarks.QUICK_REGEX) and this machine has no GPU "
+                         "(nvidia-smi lists none): pass --cpu for the subset that runs on the CPU")
     if args.quick:
         bench = suite_regex(repo, "quick")
     elif args.cpu:
@@ -881,7 +934,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     elif "://" not in str(db):
         db = str(Path(db).resolve())
     env: tuple[tuple[str, str], ...] = ()
-    if not has_gpu() and "TRITON_INTERPRET" not in os.environ:
+    if not gpu and "TRITON_INTERPRET" not in os.environ:
         # The library's pack/unpack and kernel are Triton: without a GPU they run only in Triton's
         # interpreter (the CPU subset's cases fail with "0 active drivers" otherwise).
         env = (("TRITON_INTERPRET", "1"),)
@@ -954,8 +1007,14 @@ def run_main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         # asv writes a commit's result file only when that commit is finished: commits completed
         # before the interrupt are stored, the one in progress is measured again on resume.
-        print("error: interrupted; run the same command again to resume (commits finished before the interrupt "
-              "are stored; the commit in progress starts over)", file=sys.stderr)  # fmt: skip
+        if getattr(args, "pr", False):
+            how = "run the same command again: a PR job measures both sides again unless it had finished measuring"
+        elif getattr(args, "no_resume", False):
+            how = "run it again without --no-resume to measure only what is missing"
+        else:
+            how = ("run the same command again to resume (commits finished before the interrupt are stored; "
+                   "the commit in progress starts over)")
+        print(f"error: interrupted; {how}", file=sys.stderr)
         return EXIT_ERROR
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -287,6 +287,48 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
 
 
+def test_quick_without_a_gpu_says_to_use_cpu(toy, tmp_path, capsys, monkeypatch):
+    import ci.runner
+
+    repo, shas = toy
+    monkeypatch.setattr(ci.runner, "has_gpu", lambda: False)
+    argv = ["run", "--pr", "--base", shas["B"], "--head", shas["C"], "--quick", "--db", str(tmp_path / "h.sqlite"),
+            "--repo", str(repo)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no GPU" in err and "pass --cpu" in err
+    assert not os.path.exists(repo / ".asv" / "results"), "nothing ran"
+
+
+def test_a_pr_job_measures_both_sides_afresh_and_a_finished_one_is_reused(toy, tmp_path):
+    """asv's files for base and head may hold results of another job (here: a history run, as an
+    earlier `asv continuous` or one round of an interrupted PR job would): the PR job measures both
+    sides again, in its own interleaved rounds. Run again once finished, it reuses its measurement;
+    once asv's files change, it measures again."""
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path, dashboard_dir=None)
+    run_history(cfg, [shas["B"], shas["C"]])  # 6 samples per point, one round each
+
+    def samples(sha):
+        with Store(cfg.db) as store:
+            return [len(r.samples) for r in store.results(commit_sha=sha, benchmark_key="bench_toy.Toy.time_work")]
+
+    history = _run_rows(cfg.db)
+    assert samples(shas["C"]) == [12]  # the toy suite's 2 rounds x 6
+    out = run_pr(cfg, shas["B"], shas["C"])
+    measured = _run_rows(cfg.db)
+    assert not set(measured) & set(history), "both sides measured again (asv rewrote both files)"
+    assert samples(shas["B"]) == samples(shas["C"]) == [12], "2 fresh interleaved rounds x 6, nothing appended"
+    again = run_pr(cfg, shas["B"], shas["C"])
+    assert again.asv_runs[0].seconds == 0 and _run_rows(cfg.db) == measured, "a finished job is reused"
+    assert again.exit_code == out.exit_code
+    (result_file,) = [p for p in (repo / ".asv" / "results" / "cibox").glob(f"{shas['C'][:8]}-*.json")]
+    result_file.write_text(result_file.read_text() + "\n")  # asv rewrote it since (another job)
+    run_pr(cfg, shas["B"], shas["C"])
+    assert not set(_run_rows(cfg.db)) & set(measured), "measured again"
+    assert samples(shas["C"]) == [12]
+
+
 @pytest.mark.parametrize("value", ["-3", "0", "three"])
 def test_max_commits_must_be_positive_at_parse_time(tmp_path, capsys, value):
     """A usage error before anything runs: `--max-commits -3` used to be accepted (and ignored by --range)."""
