@@ -252,6 +252,7 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     broken = by_key["bench_toy.ToyBroken.time_breaks_at_c"]
     assert broken.outcome == Outcome.FAILED and "failed to run on head" in broken.reason
     assert "failed to run on head" in body
+    assert "| device | `CPU only: Triton kernels ran in Triton's interpreter" in body  # a CPU run says so
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
