@@ -213,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--dashboard-url", help="link to the dashboard (http/https)")
             p.add_argument("--repo", help="owner/name: post the sticky comment to this repository's PR")
             p.add_argument("--pr", type=int, help="pull request number (with --repo)")
-            p.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API root")
+            p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                           help="GitHub REST API root (default $GITHUB_API_URL or https://api.github.com)")
             p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")
 
     p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard, db=reads)

@@ -3,11 +3,18 @@
 The earlier comment is the oldest one whose body starts with the hidden marker
 (`ci.comment.MARKER`) and whose author is the authenticated user (GET /user, asked once, when a
 marked comment is first seen): a person who pasted the bot's comment into their own must not
-have it edited (GitHub would refuse with 403 anyway). A GitHub App installation token (Actions'
-GITHUB_TOKEN) gets 403 from /user; then the author must be a bot (`user.type == "Bot"`).
-List the issue comments (paginated), PATCH that one, or POST a new one. The token comes from
-the environment (GITHUB_TOKEN) and never appears in logs, exceptions or reprs. `api_url` points
-the client at a local server in tests (or at a GitHub Enterprise host).
+have it edited (GitHub would refuse with 403 anyway). Actions' GITHUB_TOKEN gets 403 from /user;
+its comments are by `github-actions[bot]` (`RAGGED_BOT_LOGIN` names another app's bot), and
+another app's marked comment is never edited. Marked comments of ours after the first (left by an
+older run) are deleted, so the PR keeps one. List the issue comments (paginated), PATCH that one,
+or POST a new one.
+
+The token comes from the environment (GITHUB_TOKEN) and never appears in logs, exceptions or
+reprs, and it is sent to the configured API host only: redirects are never followed (a renamed
+repository's 301 is reported, with where it points). GET and PATCH are retried on 5xx, rate
+limits (Retry-After / X-RateLimit-Reset, waits up to a minute) and dropped connections; a POST
+never is (it may have created the comment). `api_url` points the client at a local server in
+tests (or at a GitHub Enterprise host).
 
 REST endpoints (docs.github.com/en/rest/issues/comments, docs.github.com/en/rest/users/users):
   GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100
@@ -19,6 +26,7 @@ REST endpoints (docs.github.com/en/rest/issues/comments, docs.github.com/en/rest
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -33,6 +41,8 @@ from typing import Any
 from ci.comment import GITHUB_MAX_CHARS, MARKER
 
 DEFAULT_API_URL = "https://api.github.com"
+ACTIONS_BOT_LOGIN = "github-actions[bot]"  # the author of Actions' GITHUB_TOKEN comments
+_MAX_RATE_WAIT_S = 60.0
 _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _NEXT_RE = re.compile(r'<([^>]+)>;\s*rel="next"')
 _MAX_PAGES = 50  # 5,000 comments: a runaway Link chain stops here
@@ -63,25 +73,61 @@ class _Secret:
     __str__ = __repr__
 
 
-def _status_message(status: int, method: str, what: str, detail: str, headers: Any) -> str:
-    if status == 401:
+def _rate_limit_wait(status: int, headers: Any, detail: str) -> float | None:
+    """Seconds to wait before retrying a rate-limited request (429, or a 403 that says so), else None."""
+    if headers is None or status not in (403, 429):
+        return None
+    limited = status == 429 or headers.get("X-RateLimit-Remaining") == "0" or "rate limit" in detail.lower()
+    if not limited:
+        return None
+    try:
+        if headers.get("Retry-After"):
+            return max(0.0, float(headers["Retry-After"]))
+        if headers.get("X-RateLimit-Reset"):
+            return max(0.0, float(headers["X-RateLimit-Reset"]) - time.time())
+    except ValueError:
+        pass
+    return 60.0  # GitHub's advice for a secondary limit without a header
+
+
+def _status_message(status: int, method: str, what: str, detail: str, headers: Any, retried: bool) -> str:
+    wait = _rate_limit_wait(status, headers, detail)
+    if wait is not None:
+        reset = headers.get("X-RateLimit-Reset") if headers is not None else None
+        when = (time.strftime(" (resets at %H:%M:%S UTC)", time.gmtime(float(reset)))
+                if reset and reset.isdigit() else f" (retry in {wait:.0f} s)")
+        hint = f"rate limited by GitHub{when}; try again later"
+    elif status == 401:
         hint = "authentication failed: GITHUB_TOKEN is missing, expired or malformed"
     elif status == 403:
-        if headers is not None and headers.get("X-RateLimit-Remaining") == "0":
-            hint = "rate limit exhausted (X-RateLimit-Remaining: 0); retry after X-RateLimit-Reset"
-        else:
-            hint = ("forbidden: the token lacks write access to issues/pull requests (workflow needs "
-                    "`permissions: pull-requests: write`), or a fork PR's token is read-only")
+        hint = ("forbidden: the token lacks write access to issues/pull requests (workflow needs "
+                "`permissions: pull-requests: write`), or a fork PR's token is read-only")
     elif status == 404:
         hint = "not found: the repository or pull request does not exist, or the token cannot see it"
     elif status == 422:
         hint = f"GitHub rejected the request as invalid (body over {GITHUB_MAX_CHARS} characters, or empty?)"
+    elif status in (301, 302, 303, 307, 308):
+        where = headers.get("Location", "?") if headers is not None else "?"
+        hint = (f"the API redirected to {where} (repository renamed or transferred? use its new owner/name); "
+                "redirects are not followed, so the token never goes elsewhere")
     elif status >= 500:
-        hint = "GitHub server error; retried without success, try again later"
+        hint = ("GitHub server error; retried without success, try again later" if retried
+                else "GitHub server error (a POST is not retried: it may have posted); check the PR, try again later")
     else:
         hint = "unexpected HTTP status"
     text = f"GitHub API {method} {what} failed with HTTP {status}: {hint}"
     return f"{text}. GitHub said: {detail}" if detail else text
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: urllib would resend the Authorization header to wherever it points
+    (and turn a POST into a bodyless GET). The 3xx reaches the caller as an HTTPError."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 class _Client:
@@ -105,7 +151,7 @@ class _Client:
         what = parsed.path
         # Only idempotent requests are retried: a POST that failed with a 5xx or a dropped connection
         # may still have created the comment, and a retry would post it twice.
-        retries = self.retries if method in ("GET", "PATCH") else 0
+        retries = self.retries if method in ("GET", "PATCH", "DELETE") else 0
         for attempt in range(retries + 1):
             req = urllib.request.Request(url, data=data, method=method)
             req.add_header("Accept", "application/vnd.github+json")
@@ -115,26 +161,35 @@ class _Client:
             if data is not None:
                 req.add_header("Content-Type", "application/json")
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _OPENER.open(req, timeout=self.timeout) as resp:
                     raw = resp.read()
                     return (json.loads(raw) if raw else None), resp.headers
             except urllib.error.HTTPError as exc:
                 status, headers = exc.code, exc.headers
                 try:
                     detail = str(json.loads(exc.read() or b"{}").get("message", ""))
-                except (ValueError, AttributeError):
+                except (ValueError, AttributeError, OSError, http.client.HTTPException):
                     detail = ""
                 exc.close()
-                if status >= 500 and attempt < retries:
-                    time.sleep(0.5 * 2**attempt)
-                    continue
                 detail = detail.replace(self.token.reveal(), "***") if self.token.reveal() else detail
-                raise GitHubError(_status_message(status, method, what, detail[:500], headers), status) from None
-            except urllib.error.URLError as exc:
+                wait = _rate_limit_wait(status, headers, detail)
+                if attempt < retries and (status >= 500 or (wait is not None and wait <= _MAX_RATE_WAIT_S)):
+                    time.sleep(wait if wait is not None else 0.5 * 2**attempt)
+                    continue
+                raise GitHubError(_status_message(status, method, what, detail[:500], headers, retries > 0),
+                                  status) from None
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+                # Unreachable host, a dropped connection, a timed-out read, a truncated body.
                 if attempt < retries:
                     time.sleep(0.5 * 2**attempt)
                     continue
-                raise GitHubError(f"GitHub API {method} {what}: cannot reach {self.base}: {exc.reason}") from None
+                if isinstance(exc, urllib.error.URLError):
+                    problem = f"cannot reach {self.base}: {exc.reason}"
+                else:
+                    problem = f"no complete answer from {self.base} ({str(exc) or type(exc).__name__})"
+                after = ("retried without success" if retries else
+                         "not retried (a POST may have posted: check the PR)" if method == "POST" else "not retried")
+                raise GitHubError(f"GitHub API {method} {what}: {problem}; {after}") from None
             except json.JSONDecodeError:
                 raise GitHubError(f"GitHub API {method} {what}: response is not JSON") from None
         raise AssertionError("unreachable")  # the loop always returns or raises
@@ -153,15 +208,17 @@ def _authenticated_login(client: _Client) -> str | None:
     return login if isinstance(login, str) and login else None
 
 
-def _find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str) -> dict | None:
-    """The oldest comment on the PR whose body starts with `marker` and that the token's user
-    wrote (by login; by `user.type == "Bot"` when GET /user is refused), or None."""
+def _find_sticky_comments(client: _Client, repo: str, pr_number: int, marker: str) -> list[dict]:
+    """Every comment on the PR whose body starts with `marker` and that the token's user wrote
+    (by login; when GET /user is refused, an Actions token's: `github-actions[bot]`, or
+    `$RAGGED_BOT_LOGIN`), oldest first."""
     url: str | None = f"{client.base}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
     unknown = object()
     login: Any = unknown  # asked once, and only when a marked comment is found
+    found: list[dict] = []
     for _ in range(_MAX_PAGES):
         if url is None:
-            return None
+            return found
         page, headers = client.request("GET", url)
         if not isinstance(page, list):
             raise GitHubError(f"GitHub API GET /repos/{repo}/issues/{pr_number}/comments: expected a list")
@@ -169,11 +226,10 @@ def _find_sticky_comment(client: _Client, repo: str, pr_number: int, marker: str
             if not (isinstance(comment, dict) and str(comment.get("body") or "").lstrip().startswith(marker)):
                 continue
             if login is unknown:
-                login = _authenticated_login(client)
+                login = _authenticated_login(client) or os.environ.get("RAGGED_BOT_LOGIN") or ACTIONS_BOT_LOGIN
             user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
-            ours = (user.get("login") == login) if login is not None else (user.get("type") == "Bot")
-            if ours:
-                return comment
+            if user.get("login") == login and "id" in comment:
+                found.append(comment)
         match = _NEXT_RE.search(headers.get("Link", "") if headers is not None else "")
         url = match.group(1) if match else None
     raise GitHubError(f"more than {_MAX_PAGES} pages of comments on {repo}#{pr_number}")
@@ -248,14 +304,19 @@ def post_sticky_comment(
     if not secret.reveal().strip():
         raise GitHubError("no GitHub token: set GITHUB_TOKEN (or pass token=...), or use a dry run")
     client = _Client(api_url, secret, timeout, retries)
-    existing = _find_sticky_comment(client, repo, pr_number, marker)
-    if existing is not None and "id" in existing:
-        result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(existing['id'])}",
+    ours = _find_sticky_comments(client, repo, pr_number, marker)
+    if ours:
+        result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(ours[0]['id'])}",
                                    {"body": body})
     else:
         result, _ = client.request("POST", f"{client.base}/repos/{repo}/issues/{pr_number}/comments", {"body": body})
     if not isinstance(result, dict) or not result.get("html_url"):
         raise GitHubError("GitHub API accepted the comment but returned no html_url")
+    for stale in ours[1:]:  # an older run's duplicate: the PR keeps one sticky comment
+        try:
+            client.request("DELETE", f"{client.base}/repos/{repo}/issues/comments/{int(stale['id'])}")
+        except GitHubError as exc:
+            print(f"warning: could not delete a duplicate sticky comment: {exc}", file=sys.stderr)
     return str(result["html_url"])
 
 

@@ -60,6 +60,10 @@ _CPU_FALLBACK = r"CPU\."
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
+class CommentNotPosted(RuntimeError):
+    """Posting the PR comment failed (`ci.github.GitHubError`'s message); the job's results stand."""
+
+
 class RunnerError(RuntimeError):
     """The run cannot go on (asv missing or broken, git error, nothing measured); exit code 2."""
 
@@ -643,9 +647,12 @@ def write_comment(
     url = None
     if cfg.github_repo is not None and cfg.pr_number is not None:
         if os.environ.get("GITHUB_TOKEN", "").strip():
-            from ci.github import post_sticky_comment
+            from ci.github import GitHubError, post_sticky_comment
 
-            url = post_sticky_comment(cfg.github_repo, cfg.pr_number, body, api_url=cfg.api_url)
+            try:
+                url = post_sticky_comment(cfg.github_repo, cfg.pr_number, body, api_url=cfg.api_url)
+            except GitHubError as exc:  # the measured job is not lost: verdicts, dashboard and summary go on
+                raise CommentNotPosted(str(exc)) from None
         else:
             say("GITHUB_TOKEN is not set: the comment was written, not posted")
     return written, url
@@ -806,10 +813,17 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         runs = _measure(cfg, store, [(base, head)], interleave=True)
         ingest = _ingest(cfg, store)
         verdicts = ab_verdicts(store, base, head, cfg.machine)
-        comment, url = write_comment(cfg, store, verdicts, base, head)
-        notes = _failure_notes(store, [base, head], cfg.machine)
+        code = exit_code(verdicts)
+        try:
+            comment, url = write_comment(cfg, store, verdicts, base, head)
+            posting = ()
+        except CommentNotPosted as exc:
+            comment, url = cfg.comment_path, None
+            posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
+            code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
+        notes = posting + _failure_notes(store, [base, head], cfg.machine)
         dash = _render_dashboard(cfg, store)
-    return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), exit_code(verdicts), dash,
+    return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,
                       comment, url, notes)  # fmt: skip
 
 

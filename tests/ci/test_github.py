@@ -66,8 +66,10 @@ def _handler(gh: FakeGitHub):
             if gh.fail_times.get(method, 0) > 0:
                 gh.fail_times[method] -= 1
                 status, payload = gh.fail[method]
-                extra = {"X-RateLimit-Remaining": "0"} if payload.get("ratelimited") else None
-                return self._send(status, payload, extra)
+                extra = dict(payload.get("_headers", {}))
+                if payload.get("ratelimited"):
+                    extra["X-RateLimit-Remaining"] = "0"
+                return self._send(status, {k: v for k, v in payload.items() if k != "_headers"}, extra)
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._send(401, {"message": "Bad credentials"})
             url = urlsplit(self.path)
@@ -100,6 +102,14 @@ def _handler(gh: FakeGitHub):
                                 return self._send(403, {"message": "Resource not accessible by integration"})
                             c["body"] = json.loads(body)["body"]
                             return self._send(200, c)
+            if method == "DELETE" and parts[4] == "comments":
+                for items in gh.comments.values():
+                    for c in list(items):
+                        if c["id"] == int(parts[5]) and c["user"]["login"] == BOT:
+                            items.remove(c)
+                            self.send_response(204)
+                            self.end_headers()
+                            return None
             return self._send(404, {"message": "Not Found"})
 
         def do_GET(self) -> None:
@@ -110,6 +120,9 @@ def _handler(gh: FakeGitHub):
 
         def do_PATCH(self) -> None:
             self._handle("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._handle("DELETE")
 
     return Handler
 
@@ -178,10 +191,12 @@ def test_human_comment_starting_with_the_marker_is_not_edited(github: FakeGitHub
     assert sum(p == "/user" for _, p, *_ in github.requests) == 2  # once per post
 
 
-def test_without_user_endpoint_falls_back_to_bot_comments(github: FakeGitHub) -> None:
+def test_without_user_endpoint_falls_back_to_the_apps_bot(github: FakeGitHub, monkeypatch) -> None:
     # GET /user answers 403 for GitHub App installation tokens (Actions' GITHUB_TOKEN): then the
-    # sticky comment is the oldest marked comment written by a bot, never a person's.
+    # sticky comment is the oldest marked comment by the app's bot (github-actions[bot], or
+    # $RAGGED_BOT_LOGIN for another app), never a person's.
     github.user_status = 403
+    monkeypatch.setenv("RAGGED_BOT_LOGIN", BOT)
     human = github.add(7, f"{MARKER}\nhuman copy")
     sticky = github.add(7, f"{MARKER}\nold", BOT, "Bot")
     assert _post(github, f"{MARKER}\nnew") == sticky["html_url"]
@@ -219,8 +234,11 @@ def test_token_from_environment(github: FakeGitHub, monkeypatch: pytest.MonkeyPa
         pytest.param("GET", 401, {"message": "Bad credentials"}, "HTTP 401: authentication failed", id="401"),
         pytest.param("GET", 403, {"message": "Resource not accessible"}, "HTTP 403: forbidden.*pull-requests: write",
                      id="403"),
-        pytest.param("GET", 403, {"message": "API rate limit", "ratelimited": True}, "rate limit exhausted",
+        pytest.param("GET", 403, {"message": "API rate limit", "ratelimited": True}, "HTTP 403: rate limited",
                      id="403-ratelimit"),
+        pytest.param("GET", 403, {"message": "You have exceeded a secondary rate limit"}, "HTTP 403: rate limited",
+                     id="403-secondary"),
+        pytest.param("POST", 503, {"message": "busy"}, "HTTP 503.*a POST is not retried", id="503-post"),
         pytest.param("GET", 404, {"message": "Not Found"}, "HTTP 404: not found", id="404"),
         pytest.param("POST", 422, {"message": "Validation Failed: body is too long"},
                      "HTTP 422.*GitHub said: Validation Failed", id="422"),
@@ -320,3 +338,73 @@ def test_main_cli(github: FakeGitHub, tmp_path, monkeypatch: pytest.MonkeyPatch,
     assert "401" in err and "ghp_bad_cli_token" not in err
     assert main(["--repo", REPO, "--pr", "5", "--body-file", str(body), "--dry-run", str(tmp_path / "o.md")]) == 0
     assert (tmp_path / "o.md").read_text() == f"{MARKER}\ncli"
+
+
+def test_another_apps_marked_comment_is_not_edited(github: FakeGitHub, monkeypatch) -> None:
+    """With Actions' token (/user refused) only github-actions[bot]'s comments are ours: another
+    app's marked comment is left alone (GitHub would refuse the edit), and a new one is posted."""
+    monkeypatch.delenv("RAGGED_BOT_LOGIN", raising=False)
+    github.user_status = 403
+    other = github.add(7, f"{MARKER}\nanother app", "other-app[bot]", "Bot")
+    _post(github, f"{MARKER}\nours")
+    assert other["body"] == f"{MARKER}\nanother app"
+    assert [m for m, *_ in github.requests if m != "GET"] == ["POST"]
+
+
+def test_redirects_are_never_followed(github: FakeGitHub) -> None:
+    """A redirect would carry the Authorization header to wherever it points (urllib follows
+    silently): it is reported instead, with its target."""
+    elsewhere = "http://127.0.0.1:1/repos/acme/renamed/issues/7/comments"
+    github.fail["GET"] = (301, {"message": "Moved Permanently", "_headers": {"Location": elsewhere}})
+    github.fail_times["GET"] = 1
+    with pytest.raises(GitHubError, match=f"HTTP 301: the API redirected to {elsewhere}") as info:
+        _post(github, f"{MARKER}\nx", retries=2)
+    assert [m for m, *_ in github.requests] == ["GET"], "not followed, not retried"
+    assert TOKEN not in str(info.value)
+
+
+def test_rate_limits_are_waited_out_for_idempotent_requests(github: FakeGitHub, monkeypatch) -> None:
+    import ci.github
+
+    slept = []
+    monkeypatch.setattr(ci.github.time, "sleep", slept.append)
+    github.fail["GET"] = (429, {"message": "Too Many Requests"})
+    github.fail_times["GET"] = 1
+    assert _post(github, f"{MARKER}\nx", retries=2).startswith("https://github.com/")
+    assert [m for m, *_ in github.requests] == ["GET", "GET", "POST"] and slept == [60.0]
+
+
+def test_duplicate_sticky_comments_are_folded_into_one(github: FakeGitHub) -> None:
+    first = github.add(7, f"{MARKER}\nold run 1", BOT, "Bot")
+    github.add(7, "a human comment in between")
+    github.add(7, f"{MARKER}\nold run 2", BOT, "Bot")
+    assert _post(github, f"{MARKER}\nnew") == first["html_url"]
+    assert [c["body"] for c in github.comments[7]] == [f"{MARKER}\nnew", "a human comment in between"]
+
+
+def test_a_dropped_connection_is_a_clear_error(monkeypatch) -> None:
+    """The server accepts the request and closes without answering: a one-line GitHubError."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    port = srv.getsockname()[1]
+
+    def serve():
+        for _ in range(3):
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(GitHubError, match="no complete answer from") as info:
+            post_sticky_comment(REPO, 7, "x", token=TOKEN, api_url=f"http://127.0.0.1:{port}", retries=0)
+        assert TOKEN not in str(info.value)
+    finally:
+        srv.close()

@@ -288,6 +288,24 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
 
 
+def test_a_comment_that_cannot_be_posted_does_not_lose_the_job(toy, tmp_path, monkeypatch):
+    """A fork PR's read-only token (403) after the GPU work: verdicts, dashboard and summary stand,
+    the comment file is written, and the exit code keeps the regression (1)."""
+    import ci.github
+
+    def refuse(*_a, **_k):
+        raise ci.github.GitHubError("GitHub API POST /x failed with HTTP 403: forbidden", 403)
+
+    repo, shas = toy
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.setattr(ci.github, "post_sticky_comment", refuse)
+    cfg = _cfg(repo, tmp_path, comment_path=tmp_path / "comment.md", dashboard_dir=tmp_path / "dash",
+               github_repo="o/r", pr_number=1)  # fmt: skip
+    out = run_pr(cfg, shas["B"], shas["C"])
+    assert out.exit_code == 1 and (tmp_path / "comment.md").is_file() and (tmp_path / "dash" / "index.html").is_file()
+    assert out.notes[0].startswith("error: the PR comment was written to") and "HTTP 403" in out.notes[0]
+
+
 def test_quick_without_a_gpu_says_to_use_cpu(toy, tmp_path, capsys, monkeypatch):
     import ci.runner
 
