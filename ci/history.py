@@ -129,8 +129,18 @@ def _per_commit(series: Sequence[Result]) -> tuple[list[str], np.ndarray, list[n
 
 
 def _robust_sigma(y: np.ndarray) -> float:
+    """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
+    when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
+    MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
+    as noise."""
     d = np.diff(y)
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2)) if d.size else 0.0
+    if not d.size:
+        return 0.0
+    dev = np.abs(d - np.median(d))
+    mad = float(np.median(dev))
+    if mad > 0:
+        return 1.4826 * mad / math.sqrt(2)
+    return float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)
 
 
 def _segment_test(
@@ -179,8 +189,15 @@ def change_points(
         return []
     y = np.log(values)
     sigma = _robust_sigma(y)
-    # A noiseless series (sigma 0) still has real steps; any positive scale keeps them finite.
-    scale = sigma if sigma > 0 else max(1e-9, float(np.std(y)) * 1e-3, 1e-12)
+    # Segment at no finer a scale than the smallest step the size guard can pass (floor / noise_k
+    # sigmas): with a near-zero sigma (coarse timers, byte counts: most successive medians equal)
+    # PELT would propose hundreds of candidate steps that the merge then removes one pass at a time
+    # (quadratic: 10 s for one 1,000-commit series). A noiseless series (sigma 0, floor 0) still
+    # gets a positive scale.
+    floor_scale = math.log1p(settings.floor) / settings.noise_k if settings.noise_k > 0 else 0.0
+    scale = max(sigma, floor_scale)
+    if scale <= 0:
+        scale = max(1e-9, float(np.std(y)) * 1e-3, 1e-12)
     algo = ruptures.KernelCPD(kernel="linear", min_size=settings.min_size, jump=1)
     bkps = [b for b in algo.fit((y / scale).reshape(-1, 1)).predict(pen=settings.penalty * math.log(n)) if b < n]
     min_log = math.log1p(max(settings.floor, settings.noise_k * sigma))
@@ -271,3 +288,33 @@ def detect_all(
         # A step where the benchmark's code changed is not the library's: judge the current version only.
         out.extend(change_points(current_version(groups[key]), settings=settings))
     return out
+
+
+def newly_detected(
+    results: Sequence[Result],
+    new_commits: set[str] | frozenset[str],
+    *,
+    settings: HistorySettings | None = None,
+) -> list[ChangePoint]:
+    """The change points this job's commits made detectable: found in the history with
+    `new_commits`, not found without them.
+
+    A step needs `min_size` commits on its far side before it can be found, so the commit that
+    made it is usually measured a job or two before the step shows: filtering change points by
+    "at a commit of this job" would miss almost every regression of a one-commit push job. This
+    reports each step once, in the first job that can see it (again only if more data moves it).
+
+    Args:
+        results: one machine's history, oldest commit first (as `detect_all` takes a list).
+        new_commits: full shas measured by this job.
+        settings: detector settings.
+
+    Returns:
+        Change points as `detect_all` gives them, only those that are new.
+    """
+    now = detect_all(results, settings=settings)
+    if not now:
+        return []
+    seen = {(c.benchmark.key, c.machine, c.commit_sha)
+            for c in detect_all([r for r in results if r.commit_sha not in new_commits], settings=settings)}
+    return [c for c in now if (c.benchmark.key, c.machine, c.commit_sha) not in seen]

@@ -754,8 +754,9 @@ def _measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *
 def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     """Benchmark commits one asv call each (oldest first), then decide on the history.
 
-    Exit 1 when a correctness gate fails on a measured commit, or the change-point detector puts an
-    unacknowledged regression on one of them.
+    Exit 1 when a correctness gate fails on a measured commit, or the change-point detector finds an
+    unacknowledged regression that this job's commits made visible (`ci.history.newly_detected`:
+    a step shows once a few commits after it are measured, so it may sit at an earlier commit).
 
     Args:
         cfg: runner configuration.
@@ -764,7 +765,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     Returns:
         A RunOutcome.
     """
-    from ci.history import detect_all
+    from ci.history import newly_detected
     from ci.store import Store
 
     commits = list(commits)
@@ -774,11 +775,13 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         ingest = _ingest(cfg, store)
         gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
         acked = {(a.benchmark_key, a.commit_sha) for a in store.acknowledgements()}
-        new = set(commits)
+        on_branch = {c.sha for c in store.commits(cfg.dashboard_branch)} if cfg.dashboard_branch else None
+        history = [r for r in store.results(machine=cfg.machine) if on_branch is None or r.commit_sha in on_branch]
+        # Steps this job made visible (a step shows only once commits after it are measured), not
+        # steps at this job's commits: the commit that caused one was usually measured a job ago.
         steps = [
-            cp for cp in detect_all(store, machine=cfg.machine, branch=cfg.dashboard_branch)
-            if cp.commit_sha in new and cp.outcome == Outcome.REGRESSED
-            and (cp.benchmark.key, cp.commit_sha) not in acked
+            cp for cp in newly_detected(history, set(commits))
+            if cp.outcome == Outcome.REGRESSED and (cp.benchmark.key, cp.commit_sha) not in acked
         ]  # fmt: skip
         notes = _failure_notes(store, commits, cfg.machine)
         dash = _render_dashboard(cfg, store)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ci.history import ChangePoint, HistorySettings, change_points, detect_all
+from ci.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, Outcome, Result
 
 LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("N", "197"),))
@@ -196,3 +196,40 @@ def test_a_step_made_by_a_benchmark_version_change_is_not_a_change_point() -> No
     (cp,) = detect_all(versioned)
     assert cp.commit_sha == "c0070" and cp.ratio == pytest.approx(1.1, rel=0.02)
     assert {c.commit_sha for c in detect_all(series)} == {"c0040", "c0070"}
+
+
+def test_a_step_is_reported_once_by_the_first_one_commit_job_that_can_see_it() -> None:
+    """Push jobs measure one commit each. The step at c0040 becomes visible only once commits after it
+    are measured; exactly one job reports it (the old rule, "a change point at a commit of this job",
+    reported it in none)."""
+    series = _series([1.0] * 40 + [1.5] * 20)
+    reports = {}
+    for k in range(10, len(series)):
+        new = newly_detected(series[: k + 1], {series[k].commit_sha})
+        if new:
+            reports[series[k].commit_sha] = [(c.commit_sha, c.outcome) for c in new]
+    assert list(reports.values()) == [[("c0040", Outcome.REGRESSED)]]
+    (job,) = reports
+    assert "c0042" <= job <= "c0045"  # within a few commits of the step
+    assert newly_detected(series, set()) == []
+
+
+def _quantised(levels) -> list[Result]:
+    bench = Benchmark("bench_mem.Peak.peakmem_x", unit="bytes")
+    return [Result(bench, f"c{i:04d}", "h200", (float(v),) * 5) for i, v in enumerate(levels)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_quantised_series_whose_medians_mostly_repeat(seed: int) -> None:
+    """Byte counts or coarse timers: most successive medians are equal, so the MAD of the
+    differences is 0. A real step is still found where it is, and values that flip between two
+    levels are noise, not a staircase of steps."""
+    rng = np.random.default_rng(seed)
+    levels = np.full(1000, 1e9)
+    jitter = rng.random(1000) < 0.3
+    levels[jitter] *= 1 + rng.choice([-0.004, 0.004], jitter.sum())
+    levels[500:] *= 1.1
+    (cp,) = change_points(_quantised(levels))
+    assert cp.commit_sha == "c0500" and cp.ratio == pytest.approx(1.1, rel=1e-3)
+    flips = np.where(rng.random(1000) < 0.3, 1.05, 1.0)
+    assert change_points(_quantised(flips)) == []
