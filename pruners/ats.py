@@ -157,19 +157,14 @@ class ATSPruner(Pruner):
         """Check `num_samples`; its length against the stages once they are known (default stages
         depend on the model's depth: until `bind`, only the values are checked)."""
         value = self._num_samples
-        if self._default_stages and not bound:
-            if value is not None and not (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
-                value = [value]
-            if value is not None:
-                per_stage(value, len(value), "num_samples", self.name)  # types
-                if any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in value):
-                    raise ValueError(f"ats: num_samples must be ints >= 2, got {self._num_samples!r}")
-            self.num_samples = ()
-            return
-        ns = per_stage(value, len(self.stages), "num_samples", self.name)
+        known = bound or not self._default_stages
+        n = len(self.stages)
+        if not known:  # as many entries as given (a scalar: one), so only the values are checked
+            n = len(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else 1
+        ns = per_stage(value, n, "num_samples", self.name)
         if ns is not None and any(isinstance(r, bool) or not isinstance(r, int) or r < 2 for r in ns):
             raise ValueError(f"ats: num_samples must be ints >= 2, got {ns}")
-        self.num_samples = ns or ()
+        self.num_samples = (ns or ()) if known else ()
 
     def bind(self, info) -> None:
         if self._default_stages:

@@ -418,7 +418,6 @@ class PrunedDeiT(nn.Module):
                 f"this model's {self.pruner.name} stage holds {n_out} per image and {cap} per batch, so tokens "
                 "would be dropped: replay masks of a pruner with the same capacity"
             )
-        self._override_stages_checked += 1
 
     @property
     def keep_override(self) -> list[torch.Tensor] | None:
@@ -505,7 +504,6 @@ class PrunedDeiT(nn.Module):
             if len(self._keep_override) != len(self._stage_at):
                 raise ValueError(f"keep_override has {len(self._keep_override)} masks for this model's "
                                  f"{len(self._stage_at)} pruning stages")
-        self._override_stages_checked = 0
         if self.backend == "dense":
             # timm's forward (forward_features + forward_head) with the same embedding as the pruned path.
             return m.forward_head(m.norm(m.blocks(self._embed(images))))
@@ -528,9 +526,9 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
-        if self._keep_override is not None and (self.exact_capacity
-                                                or self._override_stages_checked == len(self._stage_at)):
-            self._override_checked = True  # every stage's mask fits: no more host reads for these masks
+        if self._keep_override is not None and not (images.is_cuda and torch.cuda.is_current_stream_capturing()):
+            # Outside a capture every stage's mask was checked (or exact_capacity needs none), and fits.
+            self._override_checked = True
         cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
         return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
 
@@ -670,7 +668,6 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         PrunedDeiT (fp32, CPU, eval mode; move it with .to()), or GraphedPrunedModel when graph=True.
     """
     import copy
-
 
     unknown = set(options) - _BUILD_OPTIONS
     if unknown:

@@ -15,14 +15,12 @@ Both forms share one kernel:
 
 from __future__ import annotations
 
-import numbers
-import operator
-
 import torch
 import triton
 import triton.language as tl
 
 from ragged_kernels.attention import fwd as _fwd
+from ragged_kernels.attention.interface import as_host_int
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
@@ -165,9 +163,10 @@ def _dtype_error(t: torch.Tensor, name: str) -> TypeError:
 
 def _check_capacity(capacity) -> int:
     """`capacity` as a Python int (NumPy ints too); a tensor, float or bool is a TypeError, < 0 a ValueError."""
-    if isinstance(capacity, bool | torch.Tensor) or not isinstance(capacity, numbers.Integral):
+    rows = as_host_int(capacity)
+    if rows is None:
         raise TypeError(f"capacity must be a host int (rows of the packed buffer), got {capacity!r}")
-    capacity = operator.index(capacity)
+    capacity = rows
     if capacity < 0:
         raise ValueError(f"capacity must be >= 0 (rows of the packed buffer), got {capacity}")
     return capacity
@@ -219,11 +218,11 @@ def _as_rows(
 
 def _check_max_seqlen(max_seqlen) -> int:
     """The packed form's bound as a Python int (NumPy ints too); a tensor, float, bool or None is refused."""
-    if (max_seqlen is None or isinstance(max_seqlen, bool | torch.Tensor)
-            or not isinstance(max_seqlen, numbers.Integral) or max_seqlen < 0):
+    bound = as_host_int(max_seqlen)
+    if bound is None or bound < 0:
         raise TypeError(f"the packed form needs max_seqlen, a non-negative host int bound of the segment lengths, "
                         f"got {max_seqlen!r}")
-    return operator.index(max_seqlen)
+    return bound
 
 
 def _check_cu(cu: torch.Tensor, device: torch.device, name: str) -> None:

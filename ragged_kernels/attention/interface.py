@@ -80,15 +80,24 @@ def _check_out(out) -> None:
                         f"got {type(out).__name__}") from None
 
 
+def as_host_int(value) -> int | None:
+    """`value` as a Python int when it is a host integer (NumPy's too), else None (a bool, a float,
+    a tensor: reading a device value would sync). The callers raise their own message."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return operator.index(value)
+
+
 def host_int_bound(max_seqlen) -> int:
     """`max_seqlen` as a Python int: any host integer (NumPy's too) is accepted; a tensor is refused
     (reading it would sync with the device, which this API never does), so is a bool or a float."""
     if isinstance(max_seqlen, torch.Tensor):
         raise TypeError("max_seqlen must be a host int (an upper bound of the segment lengths), not a tensor: "
                         "reading a device value would sync; pass the capacity, e.g. the unpruned token count")
-    if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, numbers.Integral):
+    bound = as_host_int(max_seqlen)
+    if bound is None:
         raise TypeError(f"max_seqlen must be a non-negative host int (an upper bound), got {max_seqlen!r}")
-    return operator.index(max_seqlen)
+    return bound
 
 
 def _check_scale(scale) -> float:
@@ -133,11 +142,11 @@ def ragged_attention(
         >>> qkv = torch.randn(T, 3, 12, 64, device="cuda", dtype=torch.float16)
         >>> o = ragged_attention(*qkv.unbind(1), cu_seqlens, max_seqlen=197)
     """
-    if type(max_seqlen) is not int:
+    if type(max_seqlen) is not int:  # from here on max_seqlen is a Python int
         max_seqlen = host_int_bound(max_seqlen)
     # One combined test on the hot path (host cost is a product target); the detailed checks, and
     # their messages, run only when it fails.
-    if _NATIVE is not None and out is None and scale is None and not _DEBUG and type(max_seqlen) is int:
+    if _NATIVE is not None and out is None and scale is None and not _DEBUG:
         try:
             fast = _NATIVE.attention(q, k, v, cu_seqlens, max_seqlen)
         except TypeError:  # not tensors / not an int: the Python path names the problem
@@ -156,7 +165,7 @@ def ragged_attention(
             and k.get_device() == dev and v.get_device() == dev and cu_seqlens.get_device() == dev
             and ((q.is_cuda and k.is_cuda and v.is_cuda and cu_seqlens.is_cuda)
                  or q.device == k.device == v.device == cu_seqlens.device)
-            and type(max_seqlen) is int and max_seqlen >= 0
+            and max_seqlen >= 0
         )
     except (AttributeError, TypeError):
         ok = False
