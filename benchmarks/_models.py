@@ -15,7 +15,8 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _timing
+from . import timing
+from .timing import WARMUP_MAX_S, WARMUP_S, warm_up  # noqa: F401  (WARMUP_MAX_S: re-exported)
 
 # Backends whose forward reads a device value on the host, which CUDA-graph capture forbids:
 # nested_sdpa (NestedTensor construction reads cu_seqlens[-1]) and padded_sdpa (the padded length).
@@ -42,8 +43,8 @@ def build_cpu(model_name: str, pruner_name: str, backend: str) -> Any:
     """`build_model` before the move to the GPU (fp32, CPU), with the calibrated-pruner cache."""
     import copy
 
-    create_pruner = _timing.require_attr("pruners", "create_pruner")
-    build_pruned_model = _timing.require_attr("pruners", "build_pruned_model")
+    create_pruner = timing.require_attr("pruners", "create_pruner")
+    build_pruned_model = timing.require_attr("pruners", "build_pruned_model")
     key = (model_name, pruner_name)
     model = build_pruned_model(model_name, _PRUNERS.get(key) or create_pruner(pruner_name), backend, seed=0)
     bound = getattr(model, "pruner", None)
@@ -112,39 +113,6 @@ def forward_runner(torch: Any, model: Any, x: Any, graph: bool) -> Callable[[], 
     with torch.cuda.graph(g):
         model(x)
     return g.replay
-
-
-WARMUP_S = 0.3  # per case: at least this long of its own forwards before anything is timed
-WARMUP_MAX_S = 1.0  # ... and then until two consecutive chunks agree (STEADY_TOL), at most this long
-STEADY_TOL = 0.05  # the slow first cases read 20-30% slow; host jitter of eager B 1 chunks is a few %
-CHUNK_S = 0.025  # forwards per chunk: enough for ~25 ms
-
-
-def warm_up(torch: Any, run: Callable[[], Any], min_s: float = WARMUP_S, max_s: float = WARMUP_MAX_S) -> int:
-    """Run untimed forwards for at least `min_s` (and 5), then until the time per forward is steady.
-
-    Steady: two consecutive chunks of ~CHUNK_S differ by at most STEADY_TOL in time per forward;
-    never longer than `max_s`. (Kept here, not imported from the library: asv runs this file
-    against older commits too. `pruners.bench_e2e` has its own copy.)
-
-    Returns:
-        forwards run.
-    """
-    t_start = time.perf_counter()
-    n, prev, per_chunk = 0, None, 5
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(per_chunk):
-            run()
-        torch.cuda.synchronize()
-        now = time.perf_counter()
-        n += per_chunk
-        dt = (now - t0) / per_chunk
-        if n >= 5 and now - t_start >= min_s and prev is not None and abs(dt - prev) <= STEADY_TOL * prev:
-            return n
-        if now - t_start >= max(max_s, min_s) and n >= 5:
-            return n
-        prev, per_chunk = dt, max(1, min(1000, int(CHUNK_S / max(dt, 1e-6))))
 
 
 def images_per_s_and_peak(

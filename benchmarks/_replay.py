@@ -5,7 +5,7 @@ that imports torch and creates a CUDA context costs ~4-5 s before it measures an
 runs A-C, docs/perf-notes.md). A class whose cases are all measured inside its `setup_cache` pays
 that once; its per-case `time_*` processes only read the pickled samples (~0.5 s each).
 
-How the samples reach asv unchanged: the class's `timer` is `_timing.CLOCK.now`, `number = 1`,
+How the samples reach asv unchanged: the class's `timer` is `timing.CLOCK.now`, `number = 1`,
 `warmup_time = 0` and `repeat = per_round` (an int), so asv calls the `time_*` function exactly
 `per_round` times per process, and each call advances the clock by the next recorded sample. asv's
 result file then holds exactly the measured samples (its Mann-Whitney test, the service's
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _models, _timing
+from . import _models, timing
 
 _CALLS: dict[str, list[int]] = {}  # per process: measure|case -> [claimed chunk, calls so far]
 
@@ -113,7 +113,7 @@ def replay(samples: dict, measure: str, case: tuple[str, ...], per_round: int) -
             f"{key}: sample {index + 1} asked for, setup_cache took {len(seq)} (rounds x repeat of the class); "
             "an `-a rounds=`/`-a repeat=` override above the class's values would hand out samples twice"
         )
-    _timing.CLOCK.advance(seq[index])
+    timing.CLOCK.advance(seq[index])
     state[1] += 1
 
 
@@ -125,7 +125,7 @@ class Replayed:
     `self.replay(measure, *case)`.
     """
 
-    timer = _timing.CLOCK.now
+    timer = timing.CLOCK.now
     number = 1  # no calibration calls,
     warmup_time = 0.0  # no warm-up calls (the warm-up happened in setup_cache)
     timeout = 120

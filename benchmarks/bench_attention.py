@@ -3,7 +3,7 @@
 - `time_host`: host cost per call (wall time of N back-to-back calls before the final sync, / N);
 - `time_latency`: call + synchronize, wall clock;
 - `time_gpu`: GPU time per call from CUDA events around a CUDA-graph replay, or the summed kernel
-  time of eager calls for the baselines that cannot be captured (see `_timing.GpuTimer`).
+  time of eager calls for the baselines that cannot be captured (see `timing.GpuTimer`).
 
 Parameters: shape preset (batch x keep ratio x geometry, `presets.ATTENTION_PRESETS`) x backend
 (`ragged_kernels.ATTENTION_BACKENDS` keys; the kernel under test is "triton").
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _replay, _timing
+from . import _replay, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, AttentionPreset
 
 
@@ -40,7 +40,7 @@ def make_qkv(torch: Any, preset: AttentionPreset, device: str, dtype: Any, seed:
 
 
 def _backend(name: str) -> Any:
-    backends = _timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
+    backends = timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
     if name not in backends:
         raise NotImplementedError(f"attention backend {name!r} absent at this commit (have {sorted(backends)})")
     return backends[name]
@@ -52,7 +52,7 @@ class _Case:
     CALLS = 20
 
     def __init__(self, preset_name: str, backend: str) -> None:
-        torch = _timing.require_cuda()
+        torch = timing.require_cuda()
         from .gpu_env import write_for_asv_run
 
         write_for_asv_run()
@@ -60,7 +60,7 @@ class _Case:
         preset = ATTENTION_PRESETS[preset_name]
         bytes_per_set = preset.total_tokens * 3 * preset.heads * preset.head_dim * 2
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
-        sets = _timing.rotating_sets(
+        sets = timing.rotating_sets(
             lambda i: make_qkv(torch, preset, "cuda", torch.float16, seed=i), bytes_per_set, l2
         )
         max_seqlen = preset.tokens  # any upper bound is allowed: callers never need .item()
@@ -71,7 +71,7 @@ class _Case:
 
         self.torch = torch
         self.call = call
-        self.gpu = _timing.GpuTimer(call, self.CALLS, torch)
+        self.gpu = timing.GpuTimer(call, self.CALLS, torch)
 
 
 GPU_MEASURES = ("time_gpu", "time_host", "time_latency")
@@ -82,8 +82,8 @@ SLOW_CALL_S = 2e-3
 
 def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
     """compute(preset, backend) -> {measure: [seconds] * samples} on the GPU (for `_replay.measure_matrix`)."""
-    torch = _timing.require_cuda()
-    _timing.warm_up_device(torch)
+    torch = timing.require_cuda()
+    timing.warm_up_device(torch)
 
     def take(preset: str, backend: str) -> dict:
         c = _Case(preset, backend)
@@ -91,12 +91,12 @@ def _gpu_samples(measures: tuple[str, ...], samples: int) -> Any:
         # Calls per sample: fewer for the millisecond-scale baselines (NestedTensor SDPA: ~4 ms per
         # call, which at 50 + 20 calls x 20 samples x 9 presets was ~50 s of the suite), the same
         # per-call quantity either way.
-        slow = _timing.latency(c.call, 3, sync) > SLOW_CALL_S
+        slow = timing.latency(c.call, 3, sync) > SLOW_CALL_S
         host_calls, latency_calls = (10, 5) if slow else (50, 20)
         many = {
             "time_gpu": c.gpu.measure_many,
-            "time_host": lambda n: [_timing.host_cost(c.call, host_calls, sync) for _ in range(n)],
-            "time_latency": lambda n: [_timing.latency(c.call, latency_calls, sync) for _ in range(n)],
+            "time_host": lambda n: [timing.host_cost(c.call, host_calls, sync) for _ in range(n)],
+            "time_latency": lambda n: [timing.latency(c.call, latency_calls, sync) for _ in range(n)],
         }
         out = {m: many[m](samples) for m in measures if m != "time_gpu" or c.gpu.mode != "kernel-sum"}
         if "time_gpu" in measures and c.gpu.mode == "kernel-sum":
@@ -123,7 +123,7 @@ class AttentionKernels(_replay.Replayed):
     params = (list(ATTENTION_PRESETS), ATTENTION_BACKENDS)
     param_names = ["preset", "backend"]
     # 3: GPU time of the cases that cannot be captured (padded_sdpa, nested_sdpa) is their summed
-    #    kernel time, no longer events around eager calls that counted the host's gaps (_timing.GpuTimer)
+    #    kernel time, no longer events around eager calls that counted the host's gaps (timing.GpuTimer)
     # 2: samples taken in setup_cache (v1: one process per case, 2 rounds)
     version = "3"
     rounds = 1
@@ -183,13 +183,13 @@ def _cpu_host_samples(samples: int) -> Any:
         torch.set_num_threads(1)  # see bench_pack: thread stalls on a shared CPU box
         p = CPU_PRESETS[preset]
         if backend == "reference":
-            fn = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
+            fn = timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
         else:
             fn = _backend(backend)
         q, k, v, cu = make_qkv(torch, p, "cpu", torch.float32, seed=0)
         fn(q, k, v, cu, p.tokens)  # first call outside timing (interpreter/JIT set-up)
         call = lambda i: fn(q, k, v, cu, p.tokens)  # noqa: E731
-        return {"time_host": [_timing.host_cost(call, 3, lambda: None) for _ in range(samples)]}
+        return {"time_host": [timing.host_cost(call, 3, lambda: None) for _ in range(samples)]}
 
     return compute
 

@@ -17,7 +17,7 @@ Both are computed once per commit in `setup_cache` (see `_models`).
 
 from __future__ import annotations
 
-from . import _models, _timing
+from . import _models, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
 
 REFERENCE_BACKEND = "padded_sdpa"
@@ -38,7 +38,7 @@ def model_matrix(models: list[str], pruners: list[str], backends: list[str]) -> 
         `{"model|pruner|backend": entry}` with values max_abs_diff and top1_agreement.
     """
     try:
-        torch = _timing.require_cuda()
+        torch = timing.require_cuda()
     except NotImplementedError as exc:
         return {"_global": {"skip": str(exc)}}
     from .gpu_env import write_for_asv_run
@@ -120,7 +120,7 @@ def kernel_matrix(presets: list[str], backends: list[str]) -> dict:
         `{"preset|backend": entry}` with value max_abs_error.
     """
     try:
-        torch = _timing.require_cuda()
+        torch = timing.require_cuda()
     except NotImplementedError as exc:
         return {"_global": {"skip": str(exc)}}
     from .bench_attention import make_qkv
@@ -131,8 +131,8 @@ def kernel_matrix(presets: list[str], backends: list[str]) -> dict:
         for backend in backends:
 
             def compute(p=p, backend=backend) -> dict:
-                oracle = _timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
-                table = _timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
+                oracle = timing.require_attr("ragged_kernels.attention.naive", "ragged_attention_ref")
+                table = timing.require_attr("ragged_kernels", "ATTENTION_BACKENDS")
                 if backend not in table:
                     raise NotImplementedError(f"attention backend {backend!r} absent at this commit")
                 q, k, v, cu = make_qkv(torch, p, "cuda", torch.float16, seed=11)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from . import _models, _replay, _timing
+from . import _models, _replay, timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
 MODES = ["eager", "graph"]
@@ -40,13 +40,13 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
-        torch = _timing.require_cuda()
+        torch = timing.require_cuda()
     except NotImplementedError as exc:
         return {"_global": {"skip": str(exc)}}
     from .gpu_env import write_for_asv_run
 
     write_for_asv_run()
-    _timing.warm_up_device(torch)
+    timing.warm_up_device(torch)
     for preset_name in presets:
         p = MODEL_PRESETS[preset_name]
         x = _models.images(torch, p.batch, p.resolution).half()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import _replay, _timing
+from . import _replay, timing
 from .presets import CPU_PRESETS, PACK_PRESETS, AttentionPreset
 
 
@@ -48,8 +48,8 @@ class _Case:
     def __init__(self, preset: AttentionPreset, op: str, device: str, torch: Any) -> None:
         if op not in ("pack", "unpack"):
             raise ValueError(f"op must be 'pack' or 'unpack', got {op!r}")
-        pack_tokens = _timing.require_attr("ragged_kernels", "pack_tokens")
-        unpack_tokens = _timing.require_attr("ragged_kernels", "unpack_tokens")
+        pack_tokens = timing.require_attr("ragged_kernels", "pack_tokens")
+        unpack_tokens = timing.require_attr("ragged_kernels", "unpack_tokens")
         kwargs = _pack_kwargs(pack_tokens, preset)
         dtype = torch.float16 if device == "cuda" else torch.float32
         sets = []
@@ -72,17 +72,17 @@ class _Case:
         self.torch = torch
         self.call = call
         self.sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-        self.gpu = _timing.GpuTimer(call, 20, torch) if device == "cuda" else None
+        self.gpu = timing.GpuTimer(call, 20, torch) if device == "cuda" else None
 
 
 def _samples(device: str, measures: tuple[str, ...], samples: int) -> Any:
     """compute(preset_name, op) -> {measure: [seconds] * samples} (for `_replay.measure_matrix`)."""
     if device == "cuda":
-        torch = _timing.require_cuda()
+        torch = timing.require_cuda()
         from .gpu_env import write_for_asv_run
 
         write_for_asv_run()
-        _timing.warm_up_device(torch)
+        timing.warm_up_device(torch)
         presets, calls = PACK_PRESETS, 50
     else:
         import os
@@ -98,7 +98,7 @@ def _samples(device: str, measures: tuple[str, ...], samples: int) -> Any:
 
     def take(preset: str, op: str) -> dict:
         c = _Case(presets[preset], op, device, torch)
-        once = {"time_gpu": lambda: c.gpu.measure(), "time_host": lambda: _timing.host_cost(c.call, calls, c.sync)}
+        once = {"time_gpu": lambda: c.gpu.measure(), "time_host": lambda: timing.host_cost(c.call, calls, c.sync)}
         return {m: [once[m]() for _ in range(samples)] for m in measures}
 
     def compute(preset: str, op: str) -> dict:

@@ -9,9 +9,11 @@ Public API:
 
 from pruners import ats, dynamicvit, evit, threshold_l2  # noqa: F401  (register the pruners)
 from pruners.base import PRUNERS, AttnInfo, ModelInfo, Pruner, create_pruner
+from pruners.compiled import CompiledPrunedModel
 from pruners.graph import GraphedPrunedModel
 from pruners.model import (
     BACKENDS,
+    CAPTURABLE_BACKENDS,
     MODELS,
     PrunedDeiT,
     build_pruned_model,
@@ -22,6 +24,8 @@ from pruners.model import (
 
 __all__ = [
     "BACKENDS",
+    "CAPTURABLE_BACKENDS",
+    "CompiledPrunedModel",
     "MODELS",
     "PRUNERS",
     "AttnInfo",

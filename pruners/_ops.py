@@ -124,6 +124,8 @@ def with_cls(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
     full[:, 0] = True
     if b is None:
         full[:, 1:] = a
+    elif torch.compiler.is_compiling():  # dynamo takes no out= into a strided view; inductor fuses this anyway
+        full[:, 1:] = a & b
     else:
         torch.bitwise_and(a, b, out=full[:, 1:])
     return full

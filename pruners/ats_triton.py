@@ -19,11 +19,11 @@ between two CDF points. Tests compare decisions with `ats_keep` (CPU interpreter
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+
+from ragged_kernels.runtime import INTERPRET, traceable_op
 
 _TINY = torch.finfo(torch.float32).tiny
 _CHUNK = 16  # targets per step: a [16, BLOCK] comparison tile
@@ -171,6 +171,9 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
     Returns:
         keep [B, M] bool (`out` when given).
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`ats_keep_op`)
+        keep = ats_keep_op(scores, valid, n_samples)
+        return keep if out is None else out.copy_(keep)
     if scores.dim() != 2 or valid.shape != scores.shape or valid.dtype != torch.bool:
         raise ValueError(f"scores [B, M] and a bool valid mask of the same shape expected, got "
                          f"{tuple(scores.shape)} {valid.dtype} {tuple(valid.shape)}")
@@ -182,7 +185,7 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
                             or (out.numel() and out.stride(-1) != 1)):
         raise ValueError(f"out must be bool {tuple(scores.shape)} on {scores.device} with unit stride along M, got "
                          f"{out.dtype} {tuple(out.shape)} on {out.device}")
-    if not scores.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    if not scores.is_cuda and not INTERPRET:
         raise ValueError(f"the fused ATS sampler needs CUDA tensors (got {scores.device}); on the CPU it runs "
                          "only in Triton's interpreter (TRITON_INTERPRET=1), or use sampler='torch'")
     b, m = scores.shape
@@ -223,6 +226,8 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
         keep [B, N] bool: CLS (column 0) True, the sampled tokens True, positions past each image's
         length False.
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`ats_stage_op`)
+        return ats_stage_op(scores, value_norms, cu_seqlens, n_samples)
     if scores.dim() != 3 or scores.dtype != torch.float32:
         raise ValueError(f"scores must be fp32 [B, H, N], got {scores.dtype} {tuple(scores.shape)}")
     if value_norms.dim() != 1 or value_norms.dtype != torch.float32 or not value_norms.is_contiguous():
@@ -236,7 +241,7 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
     if len({scores.device, value_norms.device, cu_seqlens.device}) != 1:
         raise ValueError("scores, value_norms and cu_seqlens must be on one device")
-    if not scores.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    if not scores.is_cuda and not INTERPRET:
         raise ValueError(f"the fused ATS stage needs CUDA tensors (got {scores.device}); on the CPU it runs only "
                          "in Triton's interpreter (TRITON_INTERPRET=1)")
     keep = torch.empty((b, n), dtype=torch.bool, device=scores.device)
@@ -258,4 +263,26 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
     return keep
 
 
-__all__ = ["ats_keep_fused", "ats_stage_fused"]
+def _ats_keep_fake(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+    return torch.empty(scores.shape, dtype=torch.bool, device=scores.device)
+
+
+@traceable_op("pruners::ats_keep_fused", _ats_keep_fake)
+def ats_keep_op(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """`ats_keep_fused` (without `out`) as a custom op: what a compiled graph calls."""
+    return ats_keep_fused(scores, valid, n_samples)
+
+
+def _ats_stage_fake(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+                    n_samples: int) -> torch.Tensor:
+    return torch.empty((scores.shape[0], scores.shape[2]), dtype=torch.bool, device=scores.device)
+
+
+@traceable_op("pruners::ats_stage_fused", _ats_stage_fake)
+def ats_stage_op(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+                 n_samples: int) -> torch.Tensor:
+    """`ats_stage_fused` as a custom op: what a compiled graph calls."""
+    return ats_stage_fused(scores, value_norms, cu_seqlens, n_samples)
+
+
+__all__ = ["ats_keep_fused", "ats_keep_op", "ats_stage_fused", "ats_stage_op"]

@@ -15,11 +15,11 @@ Grid: (image, head, key block). Like the attention kernel, it never reads outsid
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+
+from ragged_kernels.runtime import INTERPRET, traceable_op
 
 
 @triton.jit
@@ -48,7 +48,7 @@ def _cls_scores_kernel(
 def supported(q: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether `cls_scores_packed` takes these q/k: [R, H, D] views with unit stride along D, D a power
     of two (DeiT: 64), on CUDA or under Triton's interpreter."""
-    on_device = q.is_cuda or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    on_device = q.is_cuda or INTERPRET
     d = q.shape[-1] if q.dim() == 3 else 0
     return (
         on_device and q.dim() == 3 and k.shape == q.shape and q.device == k.device and d >= 16
@@ -69,6 +69,8 @@ def cls_scores_packed(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor
     Returns:
         fp32 [B, H, max_seqlen]: q_cls . k * scale at valid positions, -inf past each image's length.
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`cls_scores_op`)
+        return cls_scores_op(q, k, cu_seqlens, max_seqlen, float(scale))
     if not supported(q, k):
         raise ValueError(f"cls_scores_packed needs q, k [R, H, D] with D a power of two and unit stride along D, on "
                          f"CUDA or under TRITON_INTERPRET=1; got {tuple(q.shape)} / {tuple(k.shape)} on {q.device}")
@@ -89,4 +91,17 @@ def cls_scores_packed(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor
     return out
 
 
-__all__ = ["cls_scores_packed", "supported"]
+def _cls_scores_fake(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,
+                     scale: float) -> torch.Tensor:
+    return torch.empty((max(cu_seqlens.shape[0] - 1, 0), q.shape[1], max_seqlen), dtype=torch.float32,
+                       device=q.device)
+
+
+@traceable_op("pruners::cls_scores_packed", _cls_scores_fake)
+def cls_scores_op(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,
+                  scale: float) -> torch.Tensor:
+    """`cls_scores_packed` as a custom op: what a compiled graph calls."""
+    return cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
+
+
+__all__ = ["cls_scores_op", "cls_scores_packed", "supported"]

@@ -1,11 +1,14 @@
-"""CUDA-graph mode for the sync-free `triton` pruned forward.
+"""CUDA-graph mode for every sync-free forward (`pruners.model.CAPTURABLE_BACKENDS`, dense included).
 
-The whole pruned forward (embedding, dense blocks, decisions, packing, packed blocks, head) is
-captured once per input signature (batch size, image size, dtype, device) and replayed by copying new
-images into the static input. Buffer capacities are host ints fixed by the pruner configuration, so
-every image batch of that size fits the captured graph, whatever the per-image kept counts.
+The whole forward (embedding, dense blocks, decisions, packing, packed blocks, head) is captured once
+per input signature (batch size, image size, dtype, device) and replayed by copying new images into
+the static input. Buffer capacities are host ints fixed by the pruner configuration, so every image
+batch of that size fits the captured graph, whatever the per-image kept counts. The captured forward
+may be the eager one or a `torch.compile`d one (`CompiledPrunedModel`: fused elementwise work, then
+captured the same way).
 Why: at serving batch sizes the host, not the GPU, is the bottleneck (DESIGN.md: DeiT-S BS=1 eager
-386 img/s vs 1,870 img/s as one graph replay).
+386 img/s vs 1,870 img/s as one graph replay), so the dense model captured once is the baseline a
+pruned forward must beat, and every backend is compared graph against graph.
 """
 
 from __future__ import annotations
@@ -23,13 +26,47 @@ class _Captured:
     static_in: torch.Tensor
     static_out: torch.Tensor
     keeps: list[torch.Tensor]
+    nodes: dict[str, int] | None  # what one replay launches (`graph_nodes`), None where unknown
+
+
+# CUgraphNodeType (cuda.h): the node kinds a captured forward holds.
+_NODE_KINDS = {0: "kernel", 1: "memcpy", 2: "memset"}
+
+
+def graph_nodes(graph: torch.cuda.CUDAGraph) -> dict[str, int] | None:
+    """Nodes of a captured, not yet instantiated graph (`CUDAGraph(keep_graph=True)`) by kind:
+    {"kernel": n, "memcpy": n, "memset": n, "other": n}; None where the driver API or torch's raw
+    handle is unavailable. Read through the driver (`cuGraphGetNodes`, `cuGraphNodeGetType`), so no
+    profiler attaches to the process (CUPTI can slow every later launch, pytorch/pytorch#146604)."""
+    import ctypes
+
+    try:
+        raw = ctypes.c_void_p(graph.raw_cuda_graph())
+        cuda = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_size_t(0)
+        if cuda.cuGraphGetNodes(raw, None, ctypes.byref(count)) != 0:
+            return None
+        nodes = (ctypes.c_void_p * count.value)()
+        if cuda.cuGraphGetNodes(raw, nodes, ctypes.byref(count)) != 0:
+            return None
+        out = {"kernel": 0, "memcpy": 0, "memset": 0, "other": 0}
+        kind = ctypes.c_int(0)
+        for node in nodes:
+            if cuda.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) != 0:
+                return None
+            out[_NODE_KINDS.get(kind.value, "other")] += 1
+        return out
+    except (OSError, AttributeError, RuntimeError, TypeError):
+        return None
 
 
 class GraphedPrunedModel(nn.Module):
     """Replay a captured PrunedDeiT forward.
 
     Args:
-        model: a PrunedDeiT built with backend "triton" (or "reference") and exact_capacity False.
+        model: a PrunedDeiT with a sync-free backend (`CAPTURABLE_BACKENDS`; padded_sdpa built with
+            `sync_free=True`) and exact_capacity False.
+        forward: what to capture instead of `model` itself: a `CompiledPrunedModel` of it.
         warmup: eager iterations on a side stream before capture (compiles Triton kernels, allocator).
         clone_outputs: return a fresh copy of the logits (True) or the static output buffer itself,
             which the next replay overwrites (False; saves one copy kernel).
@@ -39,16 +76,23 @@ class GraphedPrunedModel(nn.Module):
             `last_keeps()` available).
     """
 
-    def __init__(self, model: nn.Module, *, warmup: int = 2, clone_outputs: bool = True) -> None:
+    def __init__(self, model: nn.Module, *, forward: nn.Module | None = None, warmup: int = 2,
+                 clone_outputs: bool = True) -> None:
         super().__init__()
+        from pruners.model import check_capturable
+
         if getattr(model, "exact_capacity", False):
             raise ValueError("graph mode needs exact_capacity=False (it reads counts back to the host)")
-        if getattr(model, "backend", None) not in ("triton", "reference"):
-            raise ValueError(f"graph mode needs a sync-free backend, got {getattr(model, 'backend', None)!r}")
+        backend = getattr(model, "backend", None)
+        check_capturable(backend, "graph mode")
+        if backend == "padded_sdpa" and not model.sync_free:
+            raise ValueError("graph mode with padded_sdpa needs the model built with sync_free=True (it then pads to "
+                             "the capacity instead of reading the longest kept length back to the host)")
         if warmup < 1:
             raise ValueError(f"warmup must be >= 1, got {warmup}")
         _warn_if_unbounded(model)
         self.model = model
+        self.compiled = forward
         self.warmup = warmup
         self.clone_outputs = clone_outputs
         self._graphs: dict[tuple, _Captured] = {}
@@ -56,17 +100,27 @@ class GraphedPrunedModel(nn.Module):
 
     def _capture(self, images: torch.Tensor) -> _Captured:
         static_in = images.clone()
+        fn = self.model if self.compiled is None else self.compiled
         side = torch.cuda.Stream(device=images.device)
         side.wait_stream(torch.cuda.current_stream(images.device))
         with torch.cuda.stream(side):
             for _ in range(self.warmup):
-                self.model(static_in)
+                fn(static_in)
         torch.cuda.current_stream(images.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
+        try:  # torch >= 2.8: keep the cudaGraph_t until it is instantiated, to count what a replay launches
+            graph, kept = torch.cuda.CUDAGraph(keep_graph=True), True
+        except TypeError:
+            graph, kept = torch.cuda.CUDAGraph(), False
         with torch.cuda.graph(graph):
-            static_out = self.model(static_in)
+            static_out = fn(static_in)
+        nodes = None
+        if kept:
+            try:
+                nodes = graph_nodes(graph)
+            finally:
+                graph.instantiate()
         keeps = list(getattr(self.model, "recorded_keeps", []))
-        return _Captured(graph, static_in, static_out, keeps)
+        return _Captured(graph, static_in, static_out, keeps, nodes)
 
     @torch.no_grad()
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -89,6 +143,13 @@ class GraphedPrunedModel(nn.Module):
         if self._last is None:
             raise ValueError("no forward has run yet")
         return [k.clone() for k in self._last.keeps]
+
+    def replay_nodes(self) -> dict[str, int] | None:
+        """What one replay of the last captured graph launches: {"kernel", "memcpy", "memset", "other"}
+        node counts (`graph_nodes`), None where unknown."""
+        if self._last is None:
+            raise ValueError("no forward has run yet")
+        return self._last.nodes
 
     @property
     def captured_batch_sizes(self) -> list[int]:

@@ -17,10 +17,12 @@ batches do not spend linear-layer FLOPs on padding rows.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import numbers
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -70,14 +72,34 @@ def reference_attention(
     return packed.view(R, H, D)
 
 
-def _attention_fn(backend: str) -> AttentionFn:
+# Backends whose forward reads nothing back to the host, so it can be captured as one CUDA graph or
+# traced by torch.compile at fixed capacities (built with `sync_free=True`: padded_sdpa then pads to the
+# capacity bound instead of reading the batch's longest kept length). The others, and why not:
+CAPTURABLE_BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "dense", "reference")
+NOT_CAPTURABLE = {
+    "nested_sdpa": "NestedTensor needs the kept total on the host (it reads cu_seqlens[-1] every call), so its "
+    "forward syncs and cannot be captured",
+}
+
+
+def _attention_fn(backend: str, sync_free: bool = False) -> AttentionFn:
     if backend == "reference":
         return reference_attention
     try:
         import ragged_kernels
     except ImportError as e:  # the kernel library is part of this repository: a missing one is a broken install
         raise RuntimeError(f"backend {backend!r} needs the ragged_kernels package ({e})") from e
+    if backend == "padded_sdpa" and sync_free:
+        return functools.partial(ragged_kernels.padded_sdpa_attention, pad_to_bound=True)
     return ragged_kernels.ATTENTION_BACKENDS[backend]
+
+
+def check_capturable(backend: str, what: str) -> None:
+    """ValueError unless `backend`'s forward can be captured (graph mode) or traced (compile)."""
+    if backend in NOT_CAPTURABLE:
+        raise ValueError(f"{what} needs a sync-free backend; {backend!r} is not: {NOT_CAPTURABLE[backend]}")
+    if backend not in CAPTURABLE_BACKENDS:
+        raise ValueError(f"{what} needs one of {CAPTURABLE_BACKENDS}, got {backend!r}")
 
 
 # What pack_tokens writes into the packed buffer's padding rows: None = nothing. Tests set NaN to
@@ -126,6 +148,39 @@ class _Packer:
         # keep only inside each image's length).
         return self._pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=cu, max_seqlen=n,
                                  fill=PADDING_FILL, keep_first=True)
+
+
+class PackingLog:
+    """What a model's packings produced while `PrunedDeiT.packing_log()` was active: per packing (one per
+    stage), a copy of its `cu_seqlens` and its capacity (the packed buffer's rows). The keep masks do not
+    show EViT's fused token nor the capacities; this does. Reading `lengths()` syncs with the device."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[torch.Tensor, int]] = []
+
+    def lengths(self) -> tuple[list[list[int]], list[int]]:
+        """(per stage: the per-image token counts after it, per stage: the capacity rows)."""
+        return [(cu[1:] - cu[:-1]).tolist() for cu, _ in self.entries], [cap for _, cap in self.entries]
+
+
+class _LoggingPacker:
+    """A `_Packer` that appends every packing's (cu_seqlens, capacity) to a PackingLog."""
+
+    def __init__(self, inner: _Packer, log: PackingLog) -> None:
+        self.inner, self.log, self.name = inner, log, inner.name
+
+    def _logged(self, packed_cu: tuple[torch.Tensor, torch.Tensor], capacity: int):
+        self.log.entries.append((packed_cu[1].detach().clone(), int(capacity)))
+        return packed_cu
+
+    def dense(self, x, keep, capacity, keep_first=True):
+        return self._logged(self.inner.dense(x, keep, capacity, keep_first), capacity)
+
+    def rows(self, x, cu, n, keep, capacity):
+        return self._logged(self.inner.rows(x, cu, n, keep, capacity), capacity)
+
+    def to_dense(self, x, cu, index):
+        return self.inner.to_dense(x, cu, index)
 
 
 def _ragged_linear_fn() -> Callable[..., torch.Tensor]:
@@ -200,6 +255,9 @@ class PrunedDeiT(nn.Module):
         packer: "ragged_kernels" (the library's pack_tokens) or "torch"; default: torch for the
             reference backend, ragged_kernels otherwise. Packing is exact data movement, so the choice
             never changes results.
+        sync_free: every shape from host ints, for CUDA-graph capture and torch.compile: the only
+            backend this changes is padded_sdpa, which then pads to the capacity bound instead of
+            reading the batch's longest kept length back (the others never read anything back).
         ragged_linear: experimental: on packed tokens, run qkv, proj and the MLP (fc1 with its GELU
             fused) through `ragged_kernels.linear.ragged_linear`, and the blocks' LayerNorms through
             `ragged_layer_norm`, which skip the capacity rows past `cu_seqlens[-1]` on the device
@@ -230,6 +288,7 @@ class PrunedDeiT(nn.Module):
         exact_capacity: bool = False,
         packer: str | None = None,
         ragged_linear: bool = False,
+        sync_free: bool = False,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS + EXTRA_BACKENDS:
@@ -251,7 +310,12 @@ class PrunedDeiT(nn.Module):
         self.ragged_linear = bool(ragged_linear)
         self._ragged_linear_fn = _ragged_linear_fn() if ragged_linear else None
         self._ragged_layer_norm_fn = _ragged_layer_norm_fn() if ragged_linear else None
-        self._attend = _attention_fn(backend) if backend != "dense" else reference_attention
+        if sync_free:
+            check_capturable(backend, "sync_free")
+            if exact_capacity:
+                raise ValueError("sync_free excludes exact_capacity (it reads counts back to the host)")
+        self.sync_free = bool(sync_free)
+        self._attend = _attention_fn(backend, self.sync_free) if backend != "dense" else reference_attention
         self._pack = _Packer(packer)
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
         self.record = False
@@ -367,7 +431,8 @@ class PrunedDeiT(nn.Module):
                     f"keep_override[{self._applied}] must be bool {(B, n)} on {x.device}, got {keep.dtype} "
                     f"{tuple(keep.shape)} on {keep.device}"
                 )
-            if not self._override_checked and not self.exact_capacity:  # exact buffers hold any mask
+            # exact buffers hold any mask; a compiled forward is checked by one eager forward first
+            if not self._override_checked and not self.exact_capacity and not torch.compiler.is_compiling():
                 self._check_override_fits(keep, x, cu, n, n_out, cap, fuse)
         self._applied += 1
         if self.record or self.exact_capacity or fuse:
@@ -484,8 +549,10 @@ class PrunedDeiT(nn.Module):
         x = m.patch_embed(images)
         pos = m.pos_embed
         grad = torch.is_grad_enabled() and (pos.requires_grad or x.requires_grad or m.cls_token.requires_grad)
-        if not self._fused_pos_embed or x.dim() != 3 or grad:
-            x = m._pos_embed(x)  # out= below does not take part in autograd
+        # out= below does not take part in autograd; under torch.compile timm's concatenation and add
+        # are fused into one kernel anyway.
+        if not self._fused_pos_embed or x.dim() != 3 or grad or torch.compiler.is_compiling():
+            x = m._pos_embed(x)
         else:
             b, n, c = x.shape
             out = torch.empty((b, 1 + n, c), dtype=torch.result_type(x, pos), device=x.device)
@@ -497,6 +564,33 @@ class PrunedDeiT(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Logits [B, 1000] for images [B, 3, H, W] (same dtype/device as the model)."""
         self.check_images(images)
+        return self.logits(images)
+
+    @contextlib.contextmanager
+    def packing_log(self) -> Iterator[PackingLog]:
+        """Context manager: every packing of this model while it is active is logged (an untimed forward
+        only: it copies each `cu_seqlens`); the model's packer is restored on exit, errors included.
+
+        Example:
+            >>> with model.packing_log() as log:
+            ...     model(images)
+            >>> lengths, capacities = log.lengths()
+        """
+        log, packer = PackingLog(), self._pack
+        self._pack = _LoggingPacker(packer, log)
+        try:
+            yield log
+        finally:
+            self._pack = packer
+
+    @property
+    def override_checked(self) -> bool:
+        """False while a `keep_override` is set that no eager forward has checked yet (a compiled or
+        captured forward does not check: run one eager forward first, as `CompiledPrunedModel` does)."""
+        return self._keep_override is None or self._override_checked or self.exact_capacity
+
+    def logits(self, images: torch.Tensor) -> torch.Tensor:
+        """The forward without the input check: what torch.compile traces and graph mode captures."""
         m = self.backbone
         if self._keep_override is not None:
             if self.backend == "dense":
@@ -526,7 +620,9 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
-        if self._keep_override is not None and not (images.is_cuda and torch.cuda.is_current_stream_capturing()):
+        if self._keep_override is not None and not torch.compiler.is_compiling() and not (
+            images.is_cuda and torch.cuda.is_current_stream_capturing()
+        ):
             # Outside a capture every stage's mask was checked (or exact_capacity needs none), and fits.
             self._override_checked = True
         cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
@@ -559,7 +655,7 @@ class PrunedDeiT(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}, "
-            f"ragged_linear={self.ragged_linear}"
+            f"ragged_linear={self.ragged_linear}, sync_free={self.sync_free}"
         )
 
 
@@ -642,7 +738,8 @@ def clear_backbone_cache() -> None:
     _seeded.clear()
 
 
-_BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "exact_capacity", "packer", "calibration_images", "ragged_linear"}
+_BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "compile", "exact_capacity", "packer", "calibration_images",
+                  "ragged_linear"}
 
 
 def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: str, **options) -> nn.Module:
@@ -657,7 +754,11 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         **options:
             seed (int, 0): weight seed; the same seed gives the same weights under every backend.
             checkpoint_path (str): local timm checkpoint instead of seeded weights (nothing is downloaded).
-            graph (bool, False): `triton` only: capture the forward as a CUDA graph per batch size.
+            graph (bool, False): capture the forward as a CUDA graph per batch size (a sync-free backend:
+                `CAPTURABLE_BACKENDS`; padded_sdpa then pads to the capacity).
+            compile (bool or str, False): `torch.compile(fullgraph=True)` the forward at its capacities
+                (True: inductor's default mode; a str: that mode, see `pruners.compiled.MODES`); with
+                graph=True the compiled forward is what is captured.
             exact_capacity (bool, False): eager only: one host read per stage to size buffers exactly.
             packer (str): "ragged_kernels" or "torch" (see PrunedDeiT).
             ragged_linear (bool, False): experimental, see PrunedDeiT.
@@ -665,7 +766,9 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
                 4 seeded `synthetic_images`).
 
     Returns:
-        PrunedDeiT (fp32, CPU, eval mode; move it with .to()), or GraphedPrunedModel when graph=True.
+        PrunedDeiT (fp32, CPU, eval mode; move it with .to()), CompiledPrunedModel with compile (no graph), or
+        GraphedPrunedModel when graph=True. Move the model before its first call: compiling and capturing
+        happen then.
     """
     import copy
 
@@ -686,10 +789,23 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         if not isinstance(options.get(flag, False), bool):
             raise TypeError(f"{flag} must be True or False, got {options[flag]!r}")
     graph = options.get("graph", False)
-    if graph and backend != "triton":
-        raise ValueError(f"graph mode is for the sync-free 'triton' backend, not {backend!r}")
-    if graph and options.get("exact_capacity", False):
-        raise ValueError("exact_capacity reads counts back to the host and cannot be captured in graph mode")
+    compile_mode = options.get("compile", False)
+    if not isinstance(compile_mode, bool | str):
+        raise TypeError(f"compile must be True, False or a torch.compile mode, got {compile_mode!r}")
+    if graph:
+        check_capturable(backend, "graph mode")
+    if compile_mode is not False:
+        check_capturable(backend, "compile")
+        from pruners.compiled import CUDAGRAPH_MODES, MODES
+
+        if compile_mode is not True and compile_mode not in MODES:
+            raise ValueError(f"compile must be True or one of {[m for m in MODES if m]}, got {compile_mode!r}")
+        if graph and compile_mode in CUDAGRAPH_MODES:
+            raise ValueError(f"compile mode {compile_mode!r} captures CUDA graphs itself; with graph=True use "
+                             "True or 'max-autotune-no-cudagraphs' (graph mode captures the compiled forward)")
+    if (graph or compile_mode is not False) and options.get("exact_capacity", False):
+        raise ValueError("exact_capacity reads counts back to the host and cannot be captured in graph mode or "
+                         "compiled")
     if isinstance(pruner, str):
         pruner = create_pruner(pruner)
     if pruner is None:
@@ -729,6 +845,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         exact_capacity=options.get("exact_capacity", False),
         packer=options.get("packer"),
         ragged_linear=options.get("ragged_linear", False),
+        sync_free=graph or compile_mode is not False,
     ).eval()
     if getattr(pruner, "calibrated", True) is False:
         if images is None:
@@ -736,8 +853,13 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         elif images.is_floating_point():  # the model is fp32 on the CPU until the caller moves it
             images = images.detach().to("cpu", torch.float32)
         model.calibrate(images)
+    compiled = None
+    if compile_mode is not False:
+        from pruners.compiled import CompiledPrunedModel
+
+        compiled = CompiledPrunedModel(model, mode=None if compile_mode is True else compile_mode)
     if graph:
         from pruners.graph import GraphedPrunedModel
 
-        return GraphedPrunedModel(model)
-    return model
+        return GraphedPrunedModel(model, forward=compiled)
+    return model if compiled is None else compiled

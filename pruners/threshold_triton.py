@@ -15,13 +15,12 @@ equal, not just close. The threshold is read on the device (a calibrated buffer)
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
 from pruners.ats_triton import _image_tokens, _ordered_bits
+from ragged_kernels.runtime import INTERPRET, traceable_op
 
 
 @triton.jit
@@ -95,6 +94,8 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
     Returns:
         keep [B, N] bool: CLS True, positions at or past each image's length False.
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`threshold_keep_op`)
+        return threshold_keep_op(norms, cu_seqlens, max_seqlen, threshold, min_keep, cap, budget)
     if norms.dim() != 1 or norms.dtype != torch.float32 or not norms.is_contiguous():
         raise ValueError(f"norms must be a contiguous fp32 [R], got {norms.dtype} {tuple(norms.shape)}")
     if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 1 \
@@ -109,7 +110,7 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
     for name, v in ints:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ValueError(f"{name} must be a non-negative int, got {v!r}")
-    if not norms.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    if not norms.is_cuda and not INTERPRET:
         raise ValueError(f"the fused Threshold-L2 stage needs CUDA tensors (got {norms.device}); on the CPU it runs "
                          "only in Triton's interpreter (TRITON_INTERPRET=1)")
     b, n = cu_seqlens.shape[0] - 1, max_seqlen
@@ -139,4 +140,16 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
     return keep
 
 
-__all__ = ["threshold_keep_fused"]
+def _threshold_keep_fake(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, threshold: torch.Tensor,
+                         min_keep: int, cap: int | None, budget: int | None) -> torch.Tensor:
+    return torch.empty((cu_seqlens.shape[0] - 1, max_seqlen), dtype=torch.bool, device=norms.device)
+
+
+@traceable_op("pruners::threshold_keep_fused", _threshold_keep_fake)
+def threshold_keep_op(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int, threshold: torch.Tensor,
+                      min_keep: int, cap: int | None, budget: int | None) -> torch.Tensor:
+    """`threshold_keep_fused` as a custom op: what a compiled graph calls."""
+    return threshold_keep_fused(norms, cu_seqlens, max_seqlen, threshold, min_keep, cap, budget)
+
+
+__all__ = ["threshold_keep_fused", "threshold_keep_op"]

@@ -9,6 +9,7 @@ Public API:
 from ragged_kernels.attention import ragged_attention, set_debug
 from ragged_kernels.baselines import (
     fa2_varlen_attention,
+    flex_attention_varlen,
     nested_sdpa_attention,
     padded_sdpa_attention,
     varlen_attn_attention,
@@ -21,11 +22,13 @@ ATTENTION_BACKENDS = {
     "varlen_attn": varlen_attn_attention,
     "padded_sdpa": padded_sdpa_attention,
     "nested_sdpa": nested_sdpa_attention,
+    "flex": flex_attention_varlen,
 }
 
 __all__ = [
     "ATTENTION_BACKENDS",
     "fa2_varlen_attention",
+    "flex_attention_varlen",
     "nested_sdpa_attention",
     "pack_tokens",
     "padded_sdpa_attention",

@@ -21,6 +21,7 @@ import triton.language as tl
 
 from ragged_kernels.attention import fwd as _fwd
 from ragged_kernels.attention.interface import as_host_int
+from ragged_kernels.runtime import traceable_op
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
@@ -270,6 +271,9 @@ def pack_tokens(
         >>> packed, cu = pack_tokens(x, keep)          # x [B, 197, 768], keep [B, 197]
         >>> x2 = unpack_tokens(packed, keep, cu)       # == x where keep, 0 elsewhere
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`pack_op`); eager calls skip it
+        return pack_op(x, keep, capacity, source_cu_seqlens, max_seqlen, None if fill is None else float(fill),
+                       keep_first)
     rows, keep_flat, cu_in, batch, seg_len, dense, keep_len = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
     if not isinstance(keep_first, bool):
         raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
@@ -328,6 +332,8 @@ def unpack_tokens(
     Returns:
         dense `[B, N, C]` or rows `[R, C]`, dtype of packed.
     """
+    if torch.compiler.is_compiling():  # one node of the traced graph (`unpack_op`); eager calls skip it
+        return unpack_op(packed, keep, cu_seqlens, source_cu_seqlens, max_seqlen, rows, keep_first)
     if not isinstance(packed, torch.Tensor) or packed.dim() != 2 or packed.stride(1) != 1:
         raise ValueError("packed must be a [capacity, C] tensor with a contiguous channel axis")
     if packed.dtype not in _SUPPORTED_DTYPE_SET:
@@ -383,6 +389,40 @@ def unpack_tokens(
         num_warps=4,
     )
     return out
+
+
+def _pack_fake(x: torch.Tensor, keep: torch.Tensor, capacity: int | None, source_cu_seqlens: torch.Tensor | None,
+               max_seqlen: int | None, fill: float | None, keep_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    rows, _, _, batch, _, _, _ = _as_rows(x, keep, source_cu_seqlens, max_seqlen)  # metadata checks only
+    n = rows.shape[0] if capacity is None else _check_capacity(capacity)
+    return x.new_empty((n, rows.shape[1])), torch.empty((batch + 1,), dtype=torch.int32, device=x.device)
+
+
+@traceable_op("ragged_kernels::pack_tokens", _pack_fake)
+def pack_op(x: torch.Tensor, keep: torch.Tensor, capacity: int | None, source_cu_seqlens: torch.Tensor | None,
+            max_seqlen: int | None, fill: float | None, keep_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """`pack_tokens` as a custom op (`torch.ops.ragged_kernels.pack_tokens`, positional arguments): what a
+    compiled graph calls."""
+    return pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=source_cu_seqlens, max_seqlen=max_seqlen,
+                       fill=fill, keep_first=keep_first)
+
+
+def _unpack_fake(packed: torch.Tensor, keep: torch.Tensor, cu_seqlens: torch.Tensor,
+                 source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None, rows: int | None,
+                 keep_first: bool) -> torch.Tensor:
+    channels = packed.shape[1]
+    if keep.dim() == 2 and source_cu_seqlens is None:
+        return packed.new_empty((keep.shape[0], keep.shape[1], channels))
+    return packed.new_empty((keep.shape[0] if keep.dim() == 1 else rows, channels))
+
+
+@traceable_op("ragged_kernels::unpack_tokens", _unpack_fake)
+def unpack_op(packed: torch.Tensor, keep: torch.Tensor, cu_seqlens: torch.Tensor,
+              source_cu_seqlens: torch.Tensor | None, max_seqlen: int | None, rows: int | None,
+              keep_first: bool) -> torch.Tensor:
+    """`unpack_tokens` as a custom op (`torch.ops.ragged_kernels.unpack_tokens`): what a compiled graph calls."""
+    return unpack_tokens(packed, keep, cu_seqlens, source_cu_seqlens=source_cu_seqlens, max_seqlen=max_seqlen,
+                         rows=rows, keep_first=keep_first)
 
 
 __all__ = ["pack_tokens", "unpack_tokens"]

@@ -11,6 +11,7 @@ import torch
 
 from ragged_kernels.attention import native as _native
 from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, launch_validated
+from ragged_kernels.runtime import traceable_op
 
 _SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
@@ -144,6 +145,10 @@ def ragged_attention(
     """
     if type(max_seqlen) is not int:  # from here on max_seqlen is a Python int
         max_seqlen = host_int_bound(max_seqlen)
+    if torch.compiler.is_compiling():  # one node of the traced graph (`attention_op`); eager calls skip it
+        if out is not None:
+            raise ValueError("ragged_attention under torch.compile allocates its output: out= is not supported there")
+        return attention_op(q, k, v, cu_seqlens, max_seqlen, None if scale is None else _check_scale(scale))
     # One combined test on the hot path (host cost is a product target); the detailed checks, and
     # their messages, run only when it fails.
     if _NATIVE is not None and out is None and scale is None and not _DEBUG:
@@ -184,3 +189,17 @@ def ragged_attention(
         raise
     scale = _SCALES[shape[2]] if scale is None else _check_scale(scale)
     return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, None, sq, sk, sv, dev)
+
+
+def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,
+                    scale: float | None) -> torch.Tensor:
+    _check(q, k, v, cu_seqlens, max_seqlen)  # metadata only: the same errors at trace time
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+@traceable_op("ragged_kernels::ragged_attention", _attention_fake)
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,
+                 scale: float | None) -> torch.Tensor:
+    """`ragged_attention` as a custom op (`torch.ops.ragged_kernels.ragged_attention`): what a compiled
+    graph calls; the same function, validation and launch path."""
+    return ragged_attention(q, k, v, cu_seqlens, max_seqlen, scale=scale)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import _replay, _timing, bench_attention
+from benchmarks import _replay, bench_attention, timing
 from benchmarks.bench_attention import AttentionKernels
 
 
@@ -21,9 +21,9 @@ def _take(cls, cache, case, measure, calls):
     for _ in range(calls):
         b = cls()
         b.setup(cache, *case)  # asv re-runs setup before every sample
-        t0 = _timing.CLOCK.now()
+        t0 = timing.CLOCK.now()
         getattr(b, measure)(cache, *case)
-        seen.append(_timing.CLOCK.now() - t0)
+        seen.append(timing.CLOCK.now() - t0)
     return seen
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks import _models
+from benchmarks import _models, timing
 from benchmarks.presets import MODEL_BACKENDS
 
 
@@ -132,12 +132,12 @@ def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap(monkeypatch):
     """A forward that speeds up over its first 0.3 s (a card still raising its clocks) keeps the
     warm-up going past its minimum; one that never settles stops at the cap."""
     clock = _FakeClock()
-    monkeypatch.setattr(_models, "time", clock)
+    monkeypatch.setattr(timing, "time", clock)
 
     def ramping():  # 10 ms falling linearly to 2 ms at 0.3 s, then steady
         clock.now += 0.010 - 0.008 * min(1.0, clock.now / 0.3)
 
-    n = _models.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=1.0)
+    n = timing.warm_up(_fake_torch(), ramping, min_s=0.05, max_s=1.0)
     assert 0.3 <= clock.now < 0.5 and n >= 5
     clock.now, calls = 0.0, [0]
 
@@ -145,10 +145,10 @@ def test_warm_up_waits_for_steady_forwards_and_gives_up_at_its_cap(monkeypatch):
         calls[0] += 1
         clock.now += 0.001 * 1.03 ** calls[0]
 
-    _models.warm_up(_fake_torch(), slowing, min_s=0.0, max_s=0.2)
+    timing.warm_up(_fake_torch(), slowing, min_s=0.0, max_s=0.2)
     assert 0.2 <= clock.now < 0.3
     clock.now = 0.0
-    assert _models.warm_up(_fake_torch(), lambda: setattr(clock, "now", clock.now + 0.002), min_s=0.1) >= 5
+    assert timing.warm_up(_fake_torch(), lambda: setattr(clock, "now", clock.now + 0.002), min_s=0.1) >= 5
     assert 0.1 <= clock.now < 0.2  # steady from the start: stops soon after its minimum
 
 

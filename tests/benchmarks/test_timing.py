@@ -7,12 +7,12 @@ import timeit
 
 import pytest
 
-from benchmarks import _timing
+from benchmarks import timing
 from tests.conftest import HAS_CUDA
 
 
 def test_measured_clock_gives_timeit_the_reported_interval():
-    clock = _timing.MeasuredClock()
+    clock = timing.MeasuredClock()
     # asv's TimeBenchmark hands `timer` to timeit.Timer: the sample must be what the statement reported.
     t = timeit.Timer(stmt=lambda: clock.advance(0.125), timer=clock.now)
     assert t.timeit(number=3) == pytest.approx(0.375)
@@ -21,46 +21,46 @@ def test_measured_clock_gives_timeit_the_reported_interval():
 @pytest.mark.parametrize("bad", [-1.0, float("nan")], ids=["negative", "nan"])
 def test_measured_clock_rejects_bad_intervals(bad):
     with pytest.raises(ValueError, match=">= 0"):
-        _timing.MeasuredClock().advance(bad)
+        timing.MeasuredClock().advance(bad)
 
 
 def test_host_cost_excludes_sync_and_latency_includes_it():
     def sync():
         time.sleep(0.02)
 
-    host = _timing.host_cost(lambda i: None, 5, sync)
-    lat = _timing.latency(lambda i: None, 5, sync)
+    host = timing.host_cost(lambda i: None, 5, sync)
+    lat = timing.latency(lambda i: None, 5, sync)
     assert host < 0.005
     assert lat >= 0.02
 
 
 def test_measures_reject_zero_calls():
     with pytest.raises(ValueError, match="calls"):
-        _timing.host_cost(lambda i: None, 0, lambda: None)
+        timing.host_cost(lambda i: None, 0, lambda: None)
     with pytest.raises(ValueError, match="calls"):
-        _timing.latency(lambda i: None, 0, lambda: None)
+        timing.latency(lambda i: None, 0, lambda: None)
 
 
 def test_rotating_sets_cover_twice_the_l2():
-    sets = _timing.rotating_sets(lambda i: (i,), bytes_per_set=10, l2_bytes=45)
+    sets = timing.rotating_sets(lambda i: (i,), bytes_per_set=10, l2_bytes=45)
     assert len(sets) == 9 and sets[0] == (0,)
-    assert len(_timing.rotating_sets(lambda i: (i,), bytes_per_set=10**9, l2_bytes=45)) == 2
-    assert len(_timing.rotating_sets(lambda i: (i,), bytes_per_set=1, l2_bytes=10**9)) == 16
+    assert len(timing.rotating_sets(lambda i: (i,), bytes_per_set=10**9, l2_bytes=45)) == 2
+    assert len(timing.rotating_sets(lambda i: (i,), bytes_per_set=1, l2_bytes=10**9)) == 16
     with pytest.raises(ValueError, match="bytes_per_set"):
-        _timing.rotating_sets(lambda i: (i,), bytes_per_set=0, l2_bytes=1)
+        timing.rotating_sets(lambda i: (i,), bytes_per_set=0, l2_bytes=1)
 
 
 def test_require_attr_skips_missing_library_parts():
     with pytest.raises(NotImplementedError, match="not importable"):
-        _timing.require_attr("no_such_module_xyz", "f")
+        timing.require_attr("no_such_module_xyz", "f")
     with pytest.raises(NotImplementedError, match="absent"):
-        _timing.require_attr("benchmarks.presets", "no_such_attr")
+        timing.require_attr("benchmarks.presets", "no_such_attr")
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks the no-GPU skip path")
 def test_require_cuda_skips_without_gpu():
     with pytest.raises(NotImplementedError, match="CUDA"):
-        _timing.require_cuda()
+        timing.require_cuda()
 
 
 @pytest.mark.gpu
@@ -68,8 +68,8 @@ def test_gpu_timer_graph_mode_scales_with_work():
     import torch
 
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    small = _timing.GpuTimer(lambda i: a @ a, 4, torch)
-    big = _timing.GpuTimer(lambda i: (a @ a) @ a, 4, torch)
+    small = timing.GpuTimer(lambda i: a @ a, 4, torch)
+    big = timing.GpuTimer(lambda i: (a @ a) @ a, 4, torch)
     assert small.mode == big.mode == "graph-events"
     s = sorted(small.measure() for _ in range(9))[4]
     b = sorted(big.measure() for _ in range(9))[4]
@@ -83,13 +83,13 @@ def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
     import torch
 
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    graph = _timing.GpuTimer(lambda i: a @ a, 4, torch)
+    graph = timing.GpuTimer(lambda i: a @ a, 4, torch)
 
     def syncing(i):  # reads a device value on the host (cannot be captured) and idles the GPU 2 ms
         time.sleep(0.002)
         return float((a @ a)[0, 0])
 
-    eager = _timing.GpuTimer(syncing, 4, torch)
+    eager = timing.GpuTimer(syncing, 4, torch)
     assert eager.mode == "kernel-sum"
     # The failed capture must not leave the CUDA generator marked as capturing: before the fix this
     # raised "Offset increment outside graph capture encountered unexpectedly" (H200, session 4).
@@ -106,26 +106,26 @@ def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
 def test_split_samples_groups_consecutive_calls():
     # 2 samples x 2 calls, 3 device activities per call: sample 0 = first 6, sample 1 = last 6
     durations = [1.0, 2.0, 3.0] * 2 + [10.0, 20.0, 30.0] * 2
-    assert _timing.split_samples(durations, 2, 2) == [6.0, 60.0]
+    assert timing.split_samples(durations, 2, 2) == [6.0, 60.0]
 
 
 def test_split_samples_refuses_uneven_counts():
-    assert _timing.split_samples([1.0] * 7, 2, 2) is None  # a call launched a different number of kernels
-    assert _timing.split_samples([], 2, 2) is None  # no activity trace
+    assert timing.split_samples([1.0] * 7, 2, 2) is None  # a call launched a different number of kernels
+    assert timing.split_samples([], 2, 2) is None  # no activity trace
     with pytest.raises(ValueError, match=">= 1"):
-        _timing.split_samples([1.0], 0, 1)
+        timing.split_samples([1.0], 0, 1)
 
 
 def test_split_samples_discards_the_warm_up_group_and_records_lost_from_its_head():
     timed = [10.0, 20.0, 30.0] * 2 + [40.0, 50.0, 60.0] * 2  # 2 samples x 2 calls x 3 records
     warm = [1.0, 2.0, 3.0] * 2
-    assert _timing.split_samples(warm + timed, 2, 2, warmup=1) == [60.0, 150.0]
+    assert timing.split_samples(warm + timed, 2, 2, warmup=1) == [60.0, 150.0]
     # A session that lost its first records (pytorch/pytorch#192021): still the same timed part.
-    assert _timing.split_samples(warm[4:] + timed, 2, 2, warmup=1) == [60.0, 150.0]
+    assert timing.split_samples(warm[4:] + timed, 2, 2, warmup=1) == [60.0, 150.0]
     # Lost records reaching past the warm-up group (5 samples x 1 call x 3 records, 4 lost): unknown.
     trace = [1.0, 2.0, 3.0] * 6
-    assert _timing.split_samples(trace[3:], 5, 1, warmup=1) == [6.0] * 5
-    assert _timing.split_samples(trace[4:], 5, 1, warmup=1) is None
+    assert timing.split_samples(trace[3:], 5, 1, warmup=1) == [6.0] * 5
+    assert timing.split_samples(trace[4:], 5, 1, warmup=1) is None
 
 
 def test_measure_matrix_runs_deferred_measures_after_every_case():
@@ -158,5 +158,5 @@ def test_warm_up_device_keeps_the_gpu_busy_for_about_the_time_asked():
     import torch
 
     t0 = time.perf_counter()
-    _timing.warm_up_device(torch, seconds=0.2)
+    timing.warm_up_device(torch, seconds=0.2)
     assert 0.2 <= time.perf_counter() - t0 < 2.0

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from ragged_kernels import (
     fa2_varlen_attention,
+    flex_attention_varlen,
     nested_sdpa_attention,
     padded_sdpa_attention,
     ragged_attention,
@@ -18,7 +19,13 @@ from ragged_kernels import (
 )
 from ragged_kernels.attention.naive import ragged_attention_ref
 
-CPU_BASELINES = {"padded_sdpa": padded_sdpa_attention, "nested_sdpa": nested_sdpa_attention}
+CPU_BASELINES = {
+    "padded_sdpa": padded_sdpa_attention,
+    "padded_sdpa_bound": lambda *a, **kw: padded_sdpa_attention(*a, pad_to_bound=True, **kw),
+    "nested_sdpa": nested_sdpa_attention,
+    "flex": flex_attention_varlen,  # eager FlexAttention on the CPU (compiled on CUDA)
+}
+pytestmark = pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile:UserWarning")
 
 
 def _inputs():
@@ -42,7 +49,8 @@ def test_bad_inputs_raise_the_shared_clear_errors(name, bad):
     args = make(*_inputs())
     with pytest.raises(exc, match=match) as info:
         CPU_BASELINES[name](*args)
-    assert info.value.__cause__ is not None  # the baseline's own error stays visible
+    if name != "flex":  # flex checks first (its docstring says why); the others explain their own failure
+        assert info.value.__cause__ is not None  # the baseline's own error stays visible
     with pytest.raises(exc, match=match):  # the same message ragged_attention gives
         ragged_attention(*args)
 
@@ -54,7 +62,10 @@ def test_good_inputs_still_compute(name):
     torch.testing.assert_close(got, ragged_attention_ref(q, k, v, cu).to(q.dtype), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", list(CPU_BASELINES), ids=list(CPU_BASELINES))
+SDPA_BASELINES = [name for name in CPU_BASELINES if name != "flex"]
+
+
+@pytest.mark.parametrize("name", SDPA_BASELINES, ids=SDPA_BASELINES)
 def test_a_failure_on_good_inputs_is_re_raised_unchanged(name, monkeypatch):
     boom = RuntimeError("boom")
 
@@ -65,6 +76,39 @@ def test_a_failure_on_good_inputs_is_re_raised_unchanged(name, monkeypatch):
     with pytest.raises(RuntimeError) as info:
         CPU_BASELINES[name](*_inputs(), 8)
     assert info.value is boom and info.value.__cause__ is None
+
+
+def test_flex_block_mask_is_the_segment_mask():
+    """The document mask FlexAttention gets: row i may attend to row j exactly when both lie in one
+    segment; rows past cu_seqlens[-1] form a segment of their own."""
+    from ragged_kernels.baselines import flex_block_mask, segment_ids
+
+    cu = torch.tensor([0, 3, 3, 7, 9], dtype=torch.int32)
+    assert segment_ids(cu, 12).tolist() == [0, 0, 0, 2, 2, 2, 2, 3, 3, 4, 4, 4]
+    mask = flex_block_mask(cu, 12)
+    dense = mask.to_dense()  # [1, 1, q blocks, kv blocks]: one 128-row block holds all 12 rows
+    assert dense.shape[-2:] == (1, 1) and bool(dense.all())
+    doc = segment_ids(cu, 12)
+    want = doc[:, None] == doc[None, :]
+    got = torch.tensor([[bool(mask.mask_mod(0, 0, torch.tensor(i), torch.tensor(j))) for j in range(12)]
+                        for i in range(12)])
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("lengths", [[5, 0, 7], [1], [130, 3, 64]], ids=["with-empty", "one-token", "past-a-block"])
+def test_flex_matches_the_oracle_on_ragged_segments(lengths):
+    total = sum(lengths)
+    q, k, v = torch.randn(3, total + 4, 2, 32).unbind(0)  # 4 capacity rows past the last segment
+    cu = torch.tensor([0, *np.cumsum(lengths)], dtype=torch.int32)
+    got = flex_attention_varlen(q, k, v, cu, max(lengths))
+    ref = ragged_attention_ref(q, k, v, cu)
+    torch.testing.assert_close(got[:total], ref[:total], atol=1e-5, rtol=1e-5)
+
+
+def test_padded_sdpa_to_the_bound_matches_padding_to_the_longest():
+    q, k, v, cu = _inputs()
+    torch.testing.assert_close(padded_sdpa_attention(q, k, v, cu, 9, pad_to_bound=True),
+                               padded_sdpa_attention(q, k, v, cu, 9), atol=1e-6, rtol=1e-6)
 
 
 def test_no_segments_give_zeros_like_ragged_attention_leaves_them():

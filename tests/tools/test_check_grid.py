@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pruners.check_grid import main
+from tools.check_grid import main
 
 
 @pytest.mark.parametrize("batch", ["0", "-3", "two"])

@@ -1,5 +1,6 @@
-"""bench_e2e's pure parts on the CPU: token and FLOP ratios on hand-made lengths, the kept-count hook,
-the shared-model cache, the plan order and the time box, the target statuses; one GPU smoke test."""
+"""tools.bench_e2e on the CPU: token and FLOP ratios on hand-made lengths, the kept-count log, the
+shared-model cache, the plan order and the time box, the target statuses; one eager pass of the timed
+path under the interpreter; one GPU smoke test of every mode."""
 
 from __future__ import annotations
 
@@ -9,24 +10,15 @@ import pytest
 import torch
 
 from pruners import PRUNERS, build_pruned_model, create_pruner, synthetic_images
-from pruners.bench_e2e import (
-    ISSUE4_BACKENDS,
-    Config,
-    ModelCache,
+from tools.bench_e2e import ModelCache, main
+from tools.e2e_plan import Config, describe_skipped, grid_configs, run_plan
+from tools.e2e_report import best_dense, serving_table, target_rows, targets_table, throughput_table
+from tools.e2e_stats import (
     budget_options,
-    describe_skipped,
     forward_flops,
-    grid_configs,
-    main,
     measure_tokens,
     padded_packed_ratio,
     per_block,
-    plan,
-    record_packing,
-    run_plan,
-    target_rows,
-    targets_table,
-    throughput_table,
     token_stats,
 )
 
@@ -51,6 +43,10 @@ def test_forward_flops_hand_made():
     assert forward_flops([[3, 3]], [[3, 1]], 1) == 8 * 6 + 16 * 4 + 4 * 18
     # capacity rows replace the token counts in the linear layers only.
     assert forward_flops([[3, 1]], [[3, 1]], 1, attn_rows=[6], mlp_rows=[5]) == 8 * 6 + 16 * 5 + 4 * 10
+
+
+def test_ratios_nan_safe_when_nothing_packed():
+    assert math.isnan(padded_packed_ratio([])[2])
 
 
 def test_dense_flops_match_published_deit_small():
@@ -110,9 +106,7 @@ def test_token_stats_uniform_half():
 def test_measure_tokens_matches_recorded_keeps(pruner):
     model = build_pruned_model(TINY, create_pruner(pruner), "reference")
     x = synthetic_images(3, 224, seed=1)
-    orig = model._pack
     s = measure_tokens(model, x)
-    assert model._pack is orig  # the hook is gone
     model.record = True
     model(x)
     keeps = model.recorded_keeps
@@ -126,18 +120,19 @@ def test_measure_tokens_matches_recorded_keeps(pruner):
     assert s["packed_tokens"] < 12 * 3 * 197 and s["flop_ratio"] > 1.2
 
 
-def test_record_packing_logs_capacity_and_restores_on_error():
+def test_packing_log_logs_capacity_and_restores_on_error():
     model = build_pruned_model(TINY, create_pruner("ats", num_samples=60), "reference")
     x = synthetic_images(2, 224, seed=1)
-    with torch.no_grad(), record_packing(model) as rec:
+    with torch.no_grad(), model.packing_log() as log:
         model(x)
-    lens, caps = rec.lengths()
+    lens, caps = log.lengths()
     assert len(lens) == len(caps) == len(model.pruner.stages)
     assert all(len(stage) == 2 and sum(stage) <= cap for stage, cap in zip(lens, caps, strict=True))
-    orig = model._pack
-    with pytest.raises(ValueError), record_packing(model):
+    with pytest.raises(ValueError), model.packing_log() as log2:
         model(torch.zeros(1, 3, 32, 32))
-    assert model._pack is orig
+    with torch.no_grad():
+        model(x)  # the log is detached again: nothing more is recorded
+    assert log2.entries == [] and len(log.entries) == len(caps)
 
 
 @torch.no_grad()
@@ -178,9 +173,9 @@ def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
     pr = model.pruner
     assert all(m is not None and 0 < m <= c for m, c in zip(pr.mean_keeps, pr.max_keeps, strict=True))
     x = synthetic_images(8, 224, seed=0)[[0, 1, 2, 3, 0, 1, 2, 3]]  # the calibration images, twice
-    with record_packing(model) as rec:
+    with model.packing_log() as log:
         out = model(x)
-    lens, caps = rec.lengths()
+    lens, caps = log.lengths()
     n = 197
     for s, (stage, cap) in enumerate(zip(lens, caps, strict=True)):
         budget = pr.batch_budget(s, 8)
@@ -192,9 +187,9 @@ def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
     # Force an overflow: a zero-margin budget sized for tokens far below what these images keep.
     pr.mean_keeps = tuple(0.5 * m for m in pr.mean_keeps)
     pr.batch_margin = 0.0
-    with record_packing(model) as rec:
+    with model.packing_log() as log:
         model(x)
-    lens, caps = rec.lengths()
+    lens, caps = log.lengths()
     assert all(sum(stage) <= cap for stage, cap in zip(lens, caps, strict=True))
     assert sum(lens[0]) < sum(k.sum().item() for k in plain.recorded_keeps[:1])  # the budget bound
 
@@ -224,70 +219,39 @@ def test_replaying_model_applies_the_masks_and_still_runs_its_pruner(monkeypatch
 PR = list(PRUNERS)
 
 
-def test_grid_order_and_dense_first_and_last():
-    g = grid_configs(["m"], ["evit", "ats"], [1, 64], ["triton", "padded_sdpa", "dense"])
-    assert g[:4] == [
+def test_grid_order_dense_first_and_last_and_modes():
+    g = grid_configs(["m"], ["evit", "ats"], [1, 64], ["triton", "padded_sdpa", "nested_sdpa", "dense"])
+    assert g[:7] == [
         Config("m", None, 1, "dense"),
-        Config("m", "evit", 1, "triton"),
+        Config("m", None, 1, "dense", "graph"),
+        Config("m", None, 1, "dense", "compile+graph"),
         Config("m", "evit", 1, "triton", "graph"),
-        Config("m", "evit", 1, "padded_sdpa"),
+        Config("m", "evit", 1, "triton", "compile+graph"),  # batch 1 is a compile batch
+        Config("m", "evit", 1, "padded_sdpa", "graph"),
+        Config("m", "evit", 1, "nested_sdpa"),  # cannot be captured: eager only
     ]
-    dense = [Config("m", None, 1, "dense"), Config("m", None, 64, "dense")]
-    again = [Config("m", None, 1, "dense", reread=True), Config("m", None, 64, "dense", reread=True)]
-    assert [c for c in g if c.backend == "dense"] == dense + again
-    assert g[-2:] == again  # read again after the model's pruned configurations
-    assert len(g) == 4 + 2 * 2 * 3
-    exact = grid_configs(["m"], ["evit", "ats"], [1], ["triton", "dense"], exact_capacity=True)
+    b1 = [c for c in g if c.batch == 1]
+    assert b1[-2:] == [Config("m", None, 1, "dense", reread=True), Config("m", None, 1, "dense", "graph", reread=True)]
+    assert g.index(b1[-1]) < min(g.index(c) for c in g if c.batch == 64)  # each batch completes its set first
+    assert not any(c.mode == "compile+graph" for c in g if c.batch == 64 and c.backend == "triton")
+    assert Config("m", None, 64, "dense", "compile+graph") in g
+    assert len(g) == 2 * (3 + 2) + 2 * 4 + 2 * 3  # dense 3 + 2 again per batch; 4 or 3 rows per pruner
+    eager = grid_configs(["m"], ["evit"], [64], ["triton", "fa2_varlen"], eager=True, compile_batches=())
+    assert [c.mode for c in eager] == ["graph", "eager", "graph", "eager"]
+    none = grid_configs(["m"], ["evit"], [1], ["triton", "dense"], compile_batches=(), compile_dense=False)
+    assert not any(c.mode == "compile+graph" for c in none)
+    exact = grid_configs(["m"], ["evit", "ats"], [1], ["triton"], ragged=lambda p: p == "ats", exact_capacity=True)
     assert [c for c in exact if c.exact] == [Config("m", "ats", 1, "triton", "eager", True)]  # ragged only
-    by_batch = grid_configs(["m"], ["evit", "ats"], [1, 64], ["triton"], nesting="batch")
-    assert [(c.batch, c.pruner) for c in by_batch[::2]] == [(1, "evit"), (1, "ats"), (64, "evit"), (64, "ats")]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        Config("m", None, 1, "dense", "graph+compile")
 
 
-def test_the_faster_dense_reading_counts():
-    from pruners.bench_e2e import best_dense
-
-    rows = [dict(model="m", batch=64, backend="dense", img_per_s=v) for v in (9000.0, 10500.0)]
-    rows.append(dict(model="m", batch=64, backend="triton", img_per_s=20000.0))
-    assert best_dense(rows)[("m", 64)]["img_per_s"] == 10500.0
+def test_the_faster_dense_reading_of_any_mode_counts():
+    rows = [dict(model="m", batch=64, backend="dense", mode=m, img_per_s=v)
+            for m, v in (("eager", 9000.0), ("graph", 10500.0), ("eager+again", 9900.0))]
+    rows.append(dict(model="m", batch=64, backend="triton", mode="graph", img_per_s=20000.0))
+    assert best_dense(rows)[("m", 64)]["mode"] == "graph"
     assert best_dense(list(reversed(rows)))[("m", 64)]["img_per_s"] == 10500.0
-
-
-def test_plan_issue4_first():
-    models, batches, backends = ["deit_small_patch16_224", "deit_base_patch16_224"], [1, 4, 64, 256], None
-    from pruners import BACKENDS
-
-    backends = list(BACKENDS)
-    grid = plan("grid", models, PR, batches, backends)
-    first = plan("issue4-first", models, PR, batches, backends)
-    assert len(set(first)) == len(first)
-    assert set(grid) <= set(first)
-    # (model, batch) points x (dense + pruners x 4 configs + dense again)
-    n_first = 2 * (1 + 4 * 4 + 1) + 4 * (1 + 4 * 4 + 1)
-    head = first[:n_first]
-    assert {(c.model, c.batch) for c in head} == {
-        ("deit_base_patch16_224", 64),
-        ("deit_base_patch16_224", 256),
-        ("deit_base_patch16_384", 1),
-        ("deit_base_patch16_384", 4),
-        ("deit_base_patch16_384", 16),
-        ("deit_base_patch16_384", 64),
-    }
-    assert {c.backend for c in head} == set(ISSUE4_BACKENDS)
-    assert {c.mode for c in head if c.backend == "triton"} == {"eager", "graph"}
-    assert {c.pruner for c in head} == {None, *PR}
-    assert not any(c.exact for c in head)
-    assert first[n_first:] == [c for c in grid if c not in set(head)]
-    # --exact-capacity: the first set gets triton eager+exact for the ragged pruners only
-    with_exact = plan("issue4-first", models, PR, batches, backends, exact_capacity=True)
-    exact_first = [c for c in with_exact[: n_first + 12] if c.exact]
-    assert {(c.backend, c.pruner) for c in exact_first} == {("triton", p) for p in PR if PRUNERS[p].ragged}
-    assert len(exact_first) == 2 * 6  # threshold_l2 and ats at 6 (model, batch) points
-    assert set(plan("grid", models, PR, batches, backends, exact_capacity=True)) <= set(with_exact)
-    # the backend filter still applies
-    only = plan("issue4-first", ["deit_base_patch16_224"], ["evit"], [64], ["triton", "fa2_varlen"])
-    assert {c.backend for c in only} == {"triton", "fa2_varlen"}
-    with pytest.raises(ValueError):
-        plan("random", models, PR, batches, backends)
 
 
 class FakeClock:
@@ -351,7 +315,7 @@ def test_failures_do_not_stop_the_plan():
 
     res = run_plan(_configs(4), measure, on_error=lambda c, m: errors.append(m))
     assert len(res.rows) == 2 and [c.batch for c, _ in res.failed] == [2, 3]
-    assert errors == ["CUDA out of memory", "no FA2"]
+    assert errors == ["RuntimeError: CUDA out of memory", "NotImplementedError: no FA2"]
 
     def broken(cfg):
         raise KeyError("a bug")
@@ -361,9 +325,12 @@ def test_failures_do_not_stop_the_plan():
 
 
 def test_main_dry_run_and_arguments(capsys):
-    assert main(["--order", "issue4-first", "--dry-run", "--models", "deit_tiny_patch16_224"]) == 0
+    assert main(["--dry-run", "--models", "deit_tiny_patch16_224", "--batches", "4"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split(None, 1)[1] == "deit_base_patch16_224 - B=64 dense/eager"
+    assert out[0].split(None, 1)[1] == "deit_tiny_patch16_224 - B=4 dense/eager"
+    assert any(line.endswith("triton/compile+graph") for line in out)
+    assert main(["--dry-run", "--models", TINY, "--batches", "4", "--compile-batches", "--no-dense-compile"]) == 0
+    assert "compile" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--time-box", "0", "--dry-run"])
     if not torch.cuda.is_available():
@@ -386,6 +353,8 @@ BAD_ARGUMENTS = {
     "json-missing-folder": (["--json", "{tmp}/no/such/folder/out.json"], "--json"),
     "json-a-folder": (["--json", "{tmp}"], "--json"),
     "json-under-a-file": (["--json", "{tmp}/file.txt/out.json"], "--json"),
+    "compile-mode-cudagraphs": (["--compile-mode", "reduce-overhead"], "--compile-mode"),
+    "latency-calls-0": (["--latency-calls", "0"], "--latency-calls"),
 }
 
 
@@ -437,162 +406,116 @@ def test_budget_options_refuses_a_budget_outside_the_range(budget):
 
 
 # -- targets ---------------------------------------------------------------------------------------------
-def _row(model, pruner, batch, backend, mode, ips, token_ratio=1.0, flop_ratio=1.0, ragged=False, **kw):
+def _row(model, pruner, batch, backend, mode, ips, flop_ratio=2.0, p99=None, max_abs=0.001, **kw):
     return dict(
-        table="throughput",
-        model=model,
-        pruner=pruner,
-        backend=backend,
-        mode=mode,
-        batch=batch,
-        img_per_s=ips,
-        ragged=ragged,
-        token_ratio=token_ratio,
-        flop_ratio=flop_ratio,
-        flop_ratio_capacity=flop_ratio,
-        token_fraction=0.5,
-        tokens_per_block=kw.get("tokens", [1]),
-        longest_per_block=[1],
-        mlp_tokens_per_block=[1],
-        flops_pruned=1.0,
+        table="throughput", model=model, pruner=pruner, backend=backend, mode=mode, batch=batch, img_per_s=ips,
+        flop_ratio=flop_ratio, token_fraction=0.5, tokens_per_block=kw.get("tokens", [1]), longest_per_block=[1],
+        mlp_tokens_per_block=[1], flops_pruned=1.0, p99_ms=p99, max_abs=max_abs, top1_mismatch=kw.get("mismatch", 0),
+        nodes=kw.get("nodes"), p50_ms=p99, latency_calls=1000 if p99 else None, compile_s=kw.get("compile_s"),
     )
 
 
-def test_target_rows_statuses():
-    M, M384 = "deit_base_patch16_224", "deit_base_patch16_384"
+S, B = "deit_small_patch16_224", "deit_base_patch16_224"
+
+
+def test_targets_use_the_fastest_dense_of_any_mode_never_eager_alone():
     rows = [
-        _row(M, None, 256, "dense", "eager", 1000.0),
-        # ragged pruner: token ratio 1.5, FLOP ratio 2.0
-        _row(M, "ats", 256, "triton", "graph", 1800.0, 1.5, 2.0, True),
-        _row(M, "ats", 256, "triton", "eager", 1700.0, 1.5, 2.0, True),
-        _row(M, "ats", 256, "fa2_varlen", "eager", 1700.0, 1.5, 2.0, True),
-        _row(M, "ats", 256, "padded_sdpa", "eager", 1400.0, 1.5, 2.0, True, tokens=[2]),
-        # fixed-count pruner: 2b does not apply; triton loses to fa2 -> 2a MISS
-        _row(M, "evit", 256, "triton", "graph", 1600.0, 1.0, 2.0),
-        _row(M, "evit", 256, "fa2_varlen", "eager", 1650.0, 1.0, 2.0),
-        _row(M, "evit", 256, "padded_sdpa", "eager", 1500.0, 1.0, 2.0),
-        # serving batch at 224² (target 1) and 384 (target 3 only)
-        _row(M, "evit", 4, "triton", "graph", 900.0),
-        _row(M, "evit", 4, "fa2_varlen", "eager", 200.0),
-        _row(M, "evit", 4, "padded_sdpa", "eager", 100.0),
-        _row(M384, "evit", 4, "triton", "graph", 900.0),
-        _row(M384, "evit", 4, "fa2_varlen", "eager", 200.0),
-        _row(M384, "evit", 4, "padded_sdpa", "eager", 100.0),
-        _row(M384, "evit", 16, "triton", "eager", 500.0),
+        _row(S, None, 1, "dense", "eager", 250.0, 1.0, p99=4.5),
+        _row(S, None, 1, "dense", "graph", 1900.0, 1.0, p99=0.60),
+        _row(S, None, 1, "dense", "compile+graph", 2400.0, 1.0, p99=0.45),
+        _row(S, "evit", 1, "triton", "graph", 2000.0, p99=0.52),
+        _row(S, "evit", 1, "triton", "compile+graph", 3300.0, p99=0.33),
+        _row(S, "evit", 1, "fa2_varlen", "graph", 1700.0),
+        _row(S, "evit", 1, "padded_sdpa", "graph", 1500.0),
+    ]
+    (t,) = target_rows(rows)
+    assert (t["best"], t["dense_mode"]) == ("triton compile+graph", "compile+graph")
+    assert t["speedup"] == pytest.approx(3300 / 2400) and t["p99_ratio"] == pytest.approx(0.33 / 0.45)
+    assert t["serving"] == "PASS"  # 1.375 >= 1.3 and 0.73 <= 0.8; against eager it would read 13x
+    assert t["vs_fa2_graph"] == pytest.approx(2000 / 1700) and t["vs_padded_graph"] == pytest.approx(2000 / 1500)
+    assert t["graph"] == "PASS" and t["correct"] == "PASS" and t["large"] == "n/a"
+    rows[4] = _row(S, "evit", 1, "triton", "compile+graph", 3300.0, p99=0.40)  # p99 0.89x dense's
+    assert target_rows(rows)[0]["serving"] == "MISS"
+
+
+def test_target_statuses_large_graph_correct_and_missing_rows():
+    rows = [
+        _row(B, None, 64, "dense", "graph", 1000.0, 1.0),
+        _row(B, "ats", 64, "triton", "graph", 1750.0, 2.0),  # 1.75 / 2.0 = 0.875 < 0.9
+        _row(B, "ats", 64, "fa2_varlen", "graph", 1500.0, 2.0),  # 1.17x >= 1.1
+        _row(B, "ats", 64, "padded_sdpa", "graph", 1500.0, 2.0),  # 1.17x < 1.2
+        _row(B, "evit", 64, "triton", "graph", 1900.0, 2.0, max_abs=0.005),
+        _row(B, "evit", 4, "triton", "graph", 900.0),
+        _row("deit_base_patch16_384", "evit", 4, "triton", "graph", 900.0, mismatch=1),
     ]
     t = {(r["pruner"], r["model"], r["batch"]): r for r in target_rows(rows)}
-    ats = t[("ats", M, 256)]
-    assert ats["triton_best_mode"] == "graph" and ats["vs_padded"] == pytest.approx(1800 / 1400)
-    assert ats["frac_2b"] == pytest.approx(1800 / 1400 / 1.5)  # 0.857 < 0.9
-    assert ats["frac_2c"] == pytest.approx(1.8 / 2.0)  # 0.9 >= 0.85
-    assert (ats["t1"], ats["t2a"], ats["t2b"], ats["t2c"], ats["t3"]) == ("n/a", "PASS", "MISS", "PASS", "n/a")
-    assert ats["same_decisions"] is False  # padded_sdpa's kept counts differ
-    ev = t[("evit", M, 256)]
-    assert (ev["t2a"], ev["t2b"], ev["t2c"]) == ("MISS", "n/a", "MISS")  # 1.6 < 0.85 * 2.0
-    assert ev["same_decisions"] is True
-    s4 = t[("evit", M384, 4)]
-    assert (s4["t1"], s4["t2a"], s4["t3"]) == ("n/a", "n/a", "PASS")  # target 1 is 224² only; 4.5x fa2
-    assert t[("evit", M, 4)]["t1"] == "PASS"  # 4.5x fa2, 9x padded
-    s16 = t[("evit", M384, 16)]
-    assert (s16["t1"], s16["t3"], s16["fa2_varlen"]) == ("n/a", "no data", None)
+    ats = t[("ats", B, 64)]
+    assert ats["frac_flop"] == pytest.approx(0.875) and ats["large"] == "MISS" and ats["graph"] == "MISS"
+    ev = t[("evit", B, 64)]
+    assert (ev["large"], ev["graph"], ev["correct"]) == ("PASS", "no data", "MISS")
+    assert t[("evit", B, 4)]["serving"] == "no data"  # no dense row at B 4
+    r384 = t[("evit", "deit_base_patch16_384", 4)]
+    assert r384["serving"] == "n/a" and r384["correct"] == "MISS"  # serving targets are 224² only
     table = targets_table(target_rows(rows))
-    assert len(table) == 2 + 5 and all(line.count("|") == 21 for line in table)
-    tput = throughput_table(rows)
-    assert len(tput) == 2 + 5
-    ats_line = next(line for line in tput if "| ats | 256 |" in line)
-    assert ats_line.split(" | ")[3:6] == ["1800", "1700", "—"] and "| 1000 | 0.500 |" in ats_line
+    assert len(table) == 2 + 4 and all(line.count("|") == 20 for line in table)
 
 
-def test_target_rows_exact_capacity_counts_against_dense_only():
-    M = "deit_base_patch16_224"
+def test_tables_name_every_measured_mode_and_the_serving_figures():
     rows = [
-        _row(M, None, 64, "dense", "eager", 1000.0),
-        _row(M, "threshold_l2", 64, "triton", "graph", 1100.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "triton", "eager+exact", 1800.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "fa2_varlen", "eager", 1000.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "fa2_varlen", "eager+exact", 1700.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "padded_sdpa", "eager", 900.0, 1.2, 2.0, True),
+        _row(S, None, 1, "dense", "eager", 250.0, 1.0),
+        _row(S, None, 1, "dense", "eager+again", 260.0, 1.0),
+        _row(S, None, 1, "dense", "graph", 1900.0, 1.0, p99=0.6, nodes={"kernel": 150, "memcpy": 1, "memset": 2}),
+        _row(S, "ats", 1, "triton", "compile+graph", 2100.0, p99=0.5, nodes={"kernel": 90, "memcpy": 1},
+             compile_s=41.5),
     ]
-    (t,) = target_rows(rows)
-    assert (t["triton_best_mode"], t["triton_best"], t["fa2_varlen"]) == ("graph", 1100.0, 1000.0)
-    assert t["vs_fa2"] == pytest.approx(1.1) and t["vs_dense_mode"] == "eager+exact"
-    assert t["vs_dense"] == pytest.approx(1.8) and t["t2c"] == "PASS"  # 1.8 / 2.0 = 0.9
-    assert t["frac_2b"] == pytest.approx(1100 / 900 / 1.2) and t["t2b"] == "PASS"
-    assert "1.80 (eager+exact)" in targets_table([t])[2]
+    tput = throughput_table(rows)
+    assert tput[0] == "| model | pruner | batch | dense eager | dense graph | triton compile+graph | tokens |"
+    assert tput[2] == f"| {S} | ats | 1 | 260 | 1900 | 2100 | 0.500 |"  # the faster dense reading
+    serving = serving_table(rows)
+    assert len(serving) == 2 + 2
+    assert serving[3].endswith("| 0.500 | 0.500 | 1000 | 90 | 1 | 41.5 |")
 
 
-def test_ratios_nan_safe_when_nothing_packed():
-    assert math.isnan(padded_packed_ratio([])[2])
+@pytest.mark.slow
+def test_bench_one_eager_under_the_interpreter(monkeypatch):
+    """The timed path end to end on the CPU (Triton's interpreter, CUDA calls stubbed): the row's figures
+    come from the run, the first configuration records the decisions and the next replays them."""
+    from tools import bench_e2e
+
+    for name, fn in (("synchronize", lambda *a: None), ("reset_peak_memory_stats", lambda *a: None),
+                     ("max_memory_allocated", lambda *a: 2**20), ("empty_cache", lambda *a: None)):
+        monkeypatch.setattr(torch.cuda, name, fn)
+    cache = ModelCache(0.5, device="cpu", dtype=torch.float32)
+    rows = [bench_e2e.bench_one(Config(TINY, "evit", 1, backend), cache, repeats=1, min_time=0.0, warmup_s=0.0,
+                                latency_calls=3, latency_max_batch=4) for backend in ("triton", "padded_sdpa")]
+    tri, pad = rows
+    assert [r["decisions"] for r in rows] == ["recorded", "replayed"]
+    assert tri["img_per_s"] > 0 and tri["latency_calls"] == 3 and tri["p50_ms"] <= tri["p99_ms"]
+    assert tri["max_abs"] < 1e-3 and pad["max_abs"] == 0.0  # padded_sdpa eager is the reference itself
+    assert tri["tokens_per_block"] == pad["tokens_per_block"] and tri["flop_ratio"] > 1.0
+    assert tri["nodes"] is None and tri["compile_s"] is None  # eager: nothing captured or compiled
 
 
-# -- GPU smoke test (run with `pytest -m gpu`): the timed path end to end on a tiny model ---------------------
+# -- GPU smoke test (run with `pytest -m gpu`): every mode end to end on a tiny model ------------------------
 @pytest.mark.gpu
-def test_gpu_bench_one_tiny():
-    from pruners.bench_e2e import bench_one
+def test_gpu_bench_one_tiny_every_mode():
+    from tools.bench_e2e import bench_one
 
     cache = ModelCache(0.5)
-    rows = [
-        bench_one(Config(TINY, p, 8, b, m), cache, repeats=1, min_time=0.01, warmup=1)
-        for p, b, m in [
-            ("threshold_l2", "triton", "eager"),
-            ("threshold_l2", "triton", "graph"),
-            ("threshold_l2", "padded_sdpa", "eager"),
-            (None, "dense", "eager"),
-        ]
-    ]
+    cfgs = [Config(TINY, None, 4, "dense", m) for m in ("eager", "graph", "compile+graph")]
+    cfgs += [Config(TINY, "threshold_l2", 4, b, m) for b, m in (("triton", "graph"), ("triton", "compile+graph"),
+                                                                ("fa2_varlen", "graph"), ("padded_sdpa", "graph"))]
+    rows = [bench_one(c, cache, repeats=1, min_time=0.01, warmup_s=0.0, latency_calls=50, latency_max_batch=4)
+            for c in cfgs]
     for r in rows:
-        assert r["img_per_s"] > 0 and r["peak_gib"] > 0
-    eager, graph, padded, dense = rows
-    assert eager["ragged"] and not dense["ragged"]
-    assert [r["decisions"] for r in rows] == ["recorded", "replayed", "replayed", "own"]
-    assert eager["tokens_per_block"] == graph["tokens_per_block"] == padded["tokens_per_block"]
-    assert eager["longest_per_block"] == padded["longest_per_block"]
-    assert eager["token_ratio"] > 1.0 and eager["flop_ratio"] > 1.0 and dense["flop_ratio"] == 1.0
+        assert r["img_per_s"] > 0 and r["peak_gib"] > 0 and r["latency_calls"] is not None
+        assert r["max_abs"] < 4e-3 and r["top1_mismatch"] == 0
+    captured = [r for r in rows if r["mode"] != "eager"]
+    assert all(r["nodes"] and r["nodes"]["kernel"] > 0 for r in captured)
+    assert all(r["compile_s"] > 0 for r in rows if r["mode"] == "compile+graph")
+    dense_graph, dense_compiled = rows[1], rows[2]
+    assert dense_compiled["nodes"]["kernel"] < dense_graph["nodes"]["kernel"]  # inductor fused something
+    assert [r["decisions"] for r in rows[3:]] == ["recorded", "replayed", "replayed", "replayed"]
     for r in rows:
         r["elapsed_s"] = 0.0
-    t = target_rows(rows)
-    assert len(t) == 1 and t[0]["triton_best"] == max(eager["img_per_s"], graph["img_per_s"])
-    # the cached, shared-backbone model computes what build_pruned_model's does
-    x = synthetic_images(8, 224, seed=1).half().cuda()
-    graphed, _ = cache.make(Config(TINY, "threshold_l2", 8, "triton", "graph"))
-    opts = budget_options("threshold_l2", 0.5, 196)
-    ref = build_pruned_model(TINY, create_pruner("threshold_l2", **opts), "triton", graph=True).half().cuda()
-    with torch.no_grad():
-        torch.testing.assert_close(graphed(x), ref(x), atol=2e-3, rtol=0)
-
-
-def test_ragged_linear_rows_are_planned_for_ragged_pruners_and_count_against_dense_only():
-    cfgs = grid_configs(["m"], ["evit", "ats"], [64], ["triton", "fa2_varlen", "dense"], ragged_linear=True)
-    rl = [c for c in cfgs if c.rlinear]
-    assert rl == [Config("m", "ats", 64, "triton", "graph", rlinear=True)] and rl[0].mode_label == "graph+rlin"
-    M = "deit_base_patch16_224"
-    rows = [
-        _row(M, "threshold_l2", 64, "triton", "graph", 1000.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "triton", "graph+rlin", 1800.0, 1.2, 2.0, True),
-        _row(M, "threshold_l2", 64, "fa2_varlen", "eager", 900.0, 1.2, 2.0, True),
-        _row(M, None, 64, "dense", "eager", 1000.0, 1.0, 1.0, False),
-    ]
-    (t,) = target_rows(rows)
-    assert t["triton_best_mode"] == "graph" and t["vs_fa2"] == pytest.approx(1000 / 900)  # 2a: same capacities
-    assert t["vs_dense_mode"] == "graph+rlin" and t["vs_dense"] == pytest.approx(1.8)
-
-
-def test_warm_up_runs_until_steady_within_its_bounds(monkeypatch):
-    from types import SimpleNamespace
-
-    from pruners import bench_e2e
-
-    clock = SimpleNamespace(now=0.0)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(bench_e2e, "time", SimpleNamespace(perf_counter=lambda: clock.now))
-    calls = []
-
-    def ramping(x):  # 10 ms falling to 2 ms over 0.3 s, then steady (a fake clock: no real sleeps)
-        calls.append(x)
-        clock.now += 0.010 - 0.008 * min(1.0, clock.now / 0.3)
-
-    n = bench_e2e._warm_up(ramping, "x", min_n=5, min_s=0.05)
-    assert n == len(calls) >= 5 and 0.3 <= clock.now < 0.5
-    clock.now = 0.0
-    assert bench_e2e._warm_up(lambda x: setattr(clock, "now", clock.now + 0.002), "x", min_n=7, min_s=0.0) >= 7
-    assert clock.now < 0.1
+    assert len(target_rows(rows)) == 1

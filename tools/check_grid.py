@@ -1,17 +1,19 @@
 """Full correctness grid on CUDA: every model x pruner, fp16, real photos and random images.
 
-For each case: `triton` eager (decisions recorded) and `triton` graph mode against `padded_sdpa`
-replaying the same decisions: max |logit delta| must be < 0.004, and the top-1 class must agree
-wherever the reference's top-1/top-2 margin exceeds the measured error (the others are reported).
-Also reports whether `padded_sdpa` reached the same decisions on its own, and checks that with keep
-ratio 1 every pruned backend equals `dense`.
+For each case, every mode a user can serve with: `triton` eager (decisions recorded), and every
+sync-free backend captured as a CUDA graph (`triton`, `fa2_varlen`, `padded_sdpa` padded to the
+capacity), plus `triton` compiled and captured with `--compile`; each against `padded_sdpa` eager
+replaying the decisions that mode took: max |logit delta| must be < 0.004, and the top-1 class must
+agree wherever the reference's top-1/top-2 margin exceeds the measured error (the others are
+reported). Also reports whether `padded_sdpa` reached the same decisions on its own, and checks that
+with keep ratio 1 every pruned backend equals `dense`.
 
 `--calibrated-capacity` builds Threshold-L2 with `max_keep="calibrate"` (per-image caps and the batch
 budget learned on the photos): graph mode then runs in tight buffers, and the random images, unlike
 the photos, can overflow the budget, which exercises its water-filling on the device.
 
-Usage (on a GPU machine):  python -m pruners.check_grid [--models ...] [--pruners ...] [--batch 8]
-                           [--calibrated-capacity]
+Usage (on a GPU machine):  python -m tools.check_grid [--models ...] [--pruners ...] [--batch 8]
+                           [--calibrated-capacity] [--compile]
 Exit status: 0 all pass, 1 a check failed, 2 no CUDA or a bad argument.
 """
 
@@ -49,31 +51,43 @@ def _top1_report(y: torch.Tensor, ref: torch.Tensor, err: float) -> tuple[int, i
     return int(decisive.sum()), int(mismatch.sum()), int((~decisive).sum())
 
 
+GRAPH_BACKENDS = ("triton", "fa2_varlen", "padded_sdpa")
+
+
+def modes(compile_too: bool) -> list[tuple[str, str]]:
+    """(backend, mode) pairs a case checks, in order."""
+    out = [("triton", "eager")] + [(b, "graph") for b in GRAPH_BACKENDS]
+    return out + [("triton", "compile+graph")] if compile_too else out
+
+
+def _build(model_name: str, pruner, backend: str, mode: str, opts: dict):
+    """(the model to call, the PrunedDeiT whose `record` gives its keep masks)."""
+    model = build_pruned_model(model_name, pruner, backend, graph=mode != "eager", compile=mode == "compile+graph",
+                               **opts).half().cuda()
+    inner = model if mode == "eager" else model.model
+    inner.record = True
+    return model, inner
+
+
 @torch.no_grad()
 def check_case(model_name: str, pruner_name: str, batch: int, seed: int,
-               calibrated_capacity: bool = False) -> list[dict]:
-    """Run one model x pruner over the image sets; returns one row per (image set, mode)."""
-    dev = "cuda"
+               calibrated_capacity: bool = False, compile_too: bool = False) -> list[dict]:
+    """Run one model x pruner over the image sets; returns one row per (image set, backend, mode)."""
     size = 384 if model_name.endswith("384") else 224
     images = _image_sets(size, batch, seed)
     capped = calibrated_capacity and pruner_name == "threshold_l2"
     pruner = create_pruner(pruner_name, **({"max_keep": "calibrate"} if capped else {}))
     calib = images["photos"] if pruner_name == "threshold_l2" else None
     opts = {"seed": seed, "calibration_images": calib} if calib is not None else {"seed": seed}
-    tri = build_pruned_model(model_name, pruner, "triton", **opts).half().to(dev)
-    graphed = build_pruned_model(model_name, pruner, "triton", graph=True, **opts).half().to(dev)
-    pad = build_pruned_model(model_name, pruner, "padded_sdpa", **opts).half().to(dev)
-    tri.record = graphed.model.record = pad.record = True
+    built = {bm: _build(model_name, pruner, *bm, opts) for bm in modes(compile_too)}
+    pad = build_pruned_model(model_name, pruner, "padded_sdpa", **opts).half().cuda()
+    pad.record = True
     rows = []
     for set_name, x in images.items():
-        x = x.half().to(dev)
-        for mode in ("eager", "graph"):
-            if mode == "eager":
-                y = tri(x)
-                keeps = [k.clone() for k in tri.recorded_keeps]
-            else:
-                y = graphed(x)
-                keeps = graphed.last_keeps()
+        x = x.half().cuda()
+        for (backend, mode), (model, inner) in built.items():
+            y = model(x)
+            keeps = [k.clone() for k in inner.recorded_keeps] if mode == "eager" else model.last_keeps()
             pad.keep_override = None
             y_own = pad(x)
             same_decisions = all(torch.equal(a, b) for a, b in zip(keeps, pad.recorded_keeps, strict=True))
@@ -88,7 +102,7 @@ def check_case(model_name: str, pruner_name: str, batch: int, seed: int,
                     model=model_name,
                     pruner=pruner_name + ("+cap" if capped else ""),
                     images=set_name,
-                    mode=mode,
+                    mode=f"{backend} {mode}",
                     max_abs=err,
                     decisive=decisive,
                     top1_mismatch=mismatch,
@@ -99,6 +113,8 @@ def check_case(model_name: str, pruner_name: str, batch: int, seed: int,
                     ok=err < TOL and mismatch == 0,
                 )
             )
+    if compile_too:
+        torch.compiler.reset()
     return rows
 
 
@@ -139,19 +155,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calibrated-capacity", action="store_true",
                     help="Threshold-L2 with max_keep='calibrate' (per-image caps and the batch budget)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also check triton compiled with torch.compile and captured (a compile per case)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("check_grid needs a CUDA GPU", file=sys.stderr)
         return 2
     failed = 0
-    hdr = f"{'model':24} {'pruner':13} {'images':13} {'mode':5} {'max|d|':>8} {'top1 ok':>8} {'undec':>5} "
+    hdr = f"{'model':24} {'pruner':13} {'images':13} {'mode':24} {'max|d|':>8} {'top1 ok':>8} {'undec':>5} "
     print(hdr + f"{'same dec':>8} {'own|d|':>8}  tokens/stage  verdict")
     for model_name in args.models:
         for pruner_name in args.pruners:
-            for r in check_case(model_name, pruner_name, args.batch, args.seed, args.calibrated_capacity):
+            for r in check_case(model_name, pruner_name, args.batch, args.seed, args.calibrated_capacity,
+                                args.compile):
                 failed += not r["ok"]
                 print(
-                    f"{r['model']:24} {r['pruner']:13} {r['images']:13} {r['mode']:5} {r['max_abs']:8.5f} "
+                    f"{r['model']:24} {r['pruner']:13} {r['images']:13} {r['mode']:24} {r['max_abs']:8.5f} "
                     f"{r['decisive'] - r['top1_mismatch']:>4}/{r['decisive']:<3} {r['undecided']:>5} "
                     f"{str(r['same_decisions']):>8} {r['own_max_abs']:8.5f}  {r['mean_tokens']}  "
                     f"{'PASS' if r['ok'] else 'FAIL'}",

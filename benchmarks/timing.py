@@ -111,6 +111,73 @@ def require_attr(module_name: str, attr: str) -> Any:
         raise NotImplementedError(f"{module_name}.{attr} absent at this commit") from exc
 
 
+WARMUP_S = 0.3  # per case: at least this long of its own forwards before anything is timed
+WARMUP_MAX_S = 1.0  # ... and then until two consecutive chunks agree (STEADY_TOL), at most this long
+STEADY_TOL = 0.05  # the slow first cases read 20-30% slow; host jitter of eager B 1 chunks is a few %
+CHUNK_S = 0.025  # forwards per chunk: enough for ~25 ms
+
+
+def warm_up(torch: Any, run: Callable[[], Any], min_s: float = WARMUP_S, max_s: float = WARMUP_MAX_S) -> int:
+    """Run untimed forwards for at least `min_s` (and 5), then until the time per forward is steady.
+
+    Steady: two consecutive chunks of ~CHUNK_S differ by at most STEADY_TOL in time per forward;
+    never longer than `max_s`. (Here, in the suite, not in the library: asv runs the suite against
+    older commits too; `tools.bench_e2e` uses this one.)
+
+    Returns:
+        forwards run.
+    """
+    t_start = time.perf_counter()
+    n, prev, per_chunk = 0, None, 5
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(per_chunk):
+            run()
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        n += per_chunk
+        dt = (now - t0) / per_chunk
+        if n >= 5 and now - t_start >= min_s and prev is not None and abs(dt - prev) <= STEADY_TOL * prev:
+            return n
+        if now - t_start >= max(max_s, min_s) and n >= 5:
+            return n
+        prev, per_chunk = dt, max(1, min(1000, int(CHUNK_S / max(dt, 1e-6))))
+
+
+def synced_calls(torch: Any, run: Callable[[], Any], calls: int) -> list[float]:
+    """Wall seconds of each of `calls` forwards, each followed by a synchronize (serving latency: from
+    the call until its result is on the device), in the order taken.
+
+    Args:
+        torch: the torch module.
+        run: one forward.
+        calls: number of calls (>= 1).
+    """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) of `values`, linear between closest ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be in [0, 100], got {q}")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
 def host_cost(fn: Callable[[int], Any], calls: int, sync: Callable[[], None]) -> float:
     """Host cost per call: wall time of `calls` back-to-back calls read BEFORE the final sync, / calls.
 

@@ -1,0 +1,83 @@
+"""`torch.compile` of a sync-free pruned (or dense) forward, at the captured capacities.
+
+Every Triton kernel of the forward is a `torch.library` custom op with a fake implementation
+(`ragged_kernels`' attention, pack and unpack; the pruners' CLS-score, ATS and Threshold-L2 decision
+kernels), and the buffer capacities are host ints, so `torch.compile(fullgraph=True, dynamic=False)`
+traces the whole forward as one graph without breaks; inductor then fuses the LayerNorms, bias adds,
+GELUs and residual adds around those ops. `build_pruned_model(..., compile=True, graph=True)` captures
+the compiled forward as one CUDA graph (`GraphedPrunedModel(model, forward=compiled)`), so a replay
+launches fewer, fused kernels.
+
+Compile time is paid on the first call of each input signature (batch size, dtype, device) and kept
+in `compile_seconds`; the benchmarks report it beside the images/s.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+# torch.compile modes that capture CUDA graphs themselves (cudagraph trees); graph mode captures the
+# compiled forward on its own, so with graph=True a mode must leave graphs to it.
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+MODES = (None, "default", "max-autotune-no-cudagraphs") + CUDAGRAPH_MODES
+
+
+class CompiledPrunedModel(nn.Module):
+    """`torch.compile(fullgraph=True)` of a PrunedDeiT's forward.
+
+    Args:
+        model: a PrunedDeiT built with `sync_free=True` (or the dense backend), exact_capacity False.
+        mode: a torch.compile mode (None: inductor's default).
+        backend: the torch.compile backend ("inductor"; the CPU tests trace with "aot_eager", which runs the
+            same graph unfused).
+
+    Attributes:
+        model: the wrapped eager model.
+        compile_seconds: per input signature, the wall time of its first call (tracing and compiling,
+            then the first run).
+    """
+
+    def __init__(self, model: nn.Module, *, mode: str | None = None, backend: str = "inductor") -> None:
+        super().__init__()
+        from pruners.model import check_capturable
+
+        if mode not in MODES:
+            raise ValueError(f"compile mode must be one of {MODES}, got {mode!r}")
+        if getattr(model, "exact_capacity", False):
+            raise ValueError("compile needs exact_capacity=False (it reads counts back to the host)")
+        check_capturable(getattr(model, "backend", None), "compile")
+        if model.backend not in ("dense", "triton", "reference", "fa2_varlen") and not model.sync_free:
+            raise ValueError(f"compile with {model.backend} needs the model built with sync_free=True")
+        if model.ragged_linear:
+            raise ValueError("compile does not take ragged_linear=True (its kernels are not custom ops; inductor "
+                             "fuses the layers it would replace)")
+        self.model = model
+        self.mode = mode
+        self._fn = torch.compile(model.logits, fullgraph=True, dynamic=False, mode=mode, backend=backend)
+        self.compile_seconds: dict[tuple, float] = {}
+
+    @torch.no_grad()
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Logits [B, 1000] for images [B, 3, H, W] (compiles on the first call per signature)."""
+        model = self.model
+        model.check_images(images)
+        if not model.override_checked:  # a fresh keep_override: one eager forward checks that it fits
+            model.logits(images)
+        key = (tuple(images.shape), images.dtype, images.device)
+        if key in self.compile_seconds:
+            return self._fn(images)
+        t0 = time.perf_counter()
+        out = self._fn(images)
+        if out.is_cuda:
+            torch.cuda.synchronize(out.device)
+        self.compile_seconds[key] = time.perf_counter() - t0
+        return out
+
+    def check_images(self, images: torch.Tensor) -> None:
+        self.model.check_images(images)
+
+
+__all__ = ["CUDAGRAPH_MODES", "MODES", "CompiledPrunedModel"]
