@@ -68,7 +68,7 @@ TARGET_2B_FRACTION = 0.9  # gain over padded_sdpa within 10 % of the padded/pack
 TARGET_2C_FRACTION = 0.85  # pruned/dense speed-up >= 0.85 x the FLOP ratio
 TARGET_3_MODEL, TARGET_3_BATCHES = "deit_base_patch16_384", (1, 64)
 
-# What run 3 (docs/perf-notes.md, 2026-11-29) did not reach before its time box: (model, batches).
+# What the first end-to-end run (2026-11-29, docs/device-logs.md) did not reach before its time box: (model, batches).
 # deit_base_patch16_384 stops at 64 (target 3 is batch 1-64; B=256 at 384 is not needed).
 ISSUE4_UNMEASURED = (("deit_base_patch16_224", (64, 256)), ("deit_base_patch16_384", (1, 4, 16, 64)))
 ISSUE4_BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "dense")
