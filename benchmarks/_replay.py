@@ -1,8 +1,8 @@
 """Samples taken in one `setup_cache` process, handed to asv one per call.
 
 Why: asv runs every (benchmark, parameters) in a process of its own, and on the H200 VM a process
-that imports torch and creates a CUDA context costs ~4-5 s before it measures anything (device
-runs A-C, docs/perf-notes.md). A class whose cases are all measured inside its `setup_cache` pays
+that imports torch and creates a CUDA context costs ~4-5 s before it measures anything (2026-11-29,
+docs/performance.md "Suite run time"). A class whose cases are all measured inside its `setup_cache` pays
 that once; its per-case `time_*` processes only read the pickled samples (~0.5 s each).
 
 How the samples reach asv unchanged: the class's `timer` is `timing.CLOCK.now`, `number = 1`,

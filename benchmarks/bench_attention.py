@@ -149,7 +149,7 @@ class AttentionKernelsPR(_replay.Replayed):
 
     A PR A/B and the per-commit history need the kernel's GPU time on a few representative shapes,
     with enough samples (2 rounds x 10) for the verdict engine's 5% detection
-    (docs/perf-notes/ci-verdicts.md). In a PR job (`--interleave-rounds`) asv computes setup_cache
+    (docs/performance.md "Verdict quality"). In a PR job (`--interleave-rounds`) asv computes setup_cache
     for every round of both commits, so each round's samples come from a fresh process.
     """
 

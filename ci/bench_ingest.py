@@ -11,7 +11,7 @@ back: checked on the first file), then times, on a fresh store:
 - the verdict code over it, where it exists: `ci.history.detect_all` (change points of every
   series) and `ci.verdicts.compare` for the newest commit against its parent.
 
-Prints a table; the target is <= 60 s on the 2-core CI box (docs/perf-notes/ci-store.md).
+Prints a table; the target is <= 60 s on the 2-core CI box (docs/performance.md "Ingest and store").
 A script, not a test: it takes tens of seconds.
 """
 

@@ -432,7 +432,7 @@ class Store:
         SAVEPOINT: a file that fails is rolled back alone (never a partial run) while the others
         commit together. One commit per batch instead of per file: each file dirties ~500 pages
         of the (benchmark, run) index, and writing those once per batch made 1,000-file ingest
-        2.5x faster on SQLite (docs/perf-notes/ci-store.md). A crash loses the whole uncommitted
+        2.5x faster on SQLite (2026-11-29, docs/performance.md "Ingest and store"). A crash loses the whole uncommitted
         batch, which the next ingest simply writes again.
 
         Args:
@@ -537,7 +537,7 @@ class Store:
     def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """One executemany for a file's results, the bulk of ingest time: straight to the driver
         with the column types' own bind processors, which halves the cost of Core's per-row
-        parameter handling (measured in docs/perf-notes/ci-store.md)."""
+        parameter handling (measured 2026-11-29, docs/performance.md "Ingest and store")."""
         table = ResultRow.__table__
         if self._results_sql is None:
             cols = [c for c in table.c if c.name != "id"]

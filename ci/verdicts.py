@@ -43,7 +43,8 @@ _CORRECTIONS = ("bh", "holm", "bonferroni", "none")
 @dataclass(frozen=True)
 class VerdictSettings:
     """Knobs of the A/B decision; defaults calibrated with `python -m ci.bench_verdicts` (numbers in
-    docs/perf-notes/ci-verdicts.md: floor 2 % gave 32 % of 200-series PRs a false alarm at n=10).
+    docs/performance.md "Verdict quality", "Tried and refuted": floor 2 % gave 32 % of 200-series PRs a
+    false alarm at n=10).
 
     Attributes:
         alpha: significance level applied to the corrected p-values.

@@ -3,7 +3,7 @@
 Builds a synthetic history (default 1,000 commits x 500 series on one machine; the generator
 lives in tests/dashboard/fakes.py, so run this from the repository root), renders the whole
 site into a fresh folder, appends one commit and renders again (the incremental case), and
-prints the numbers recorded in docs/perf-notes/dashboard.md.
+prints the numbers recorded in docs/performance.md "Dashboard render".
 
     .venv/bin/python -m dashboard.bench_render [--commits 1000] [--series 500] [--sqlite PATH]
 

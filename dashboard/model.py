@@ -354,7 +354,7 @@ def _detect_all(raw: dict[tuple[str, str], list[Result]]) -> dict[tuple[str, str
     """`ci.history.change_points` of every series, over all CPUs this process may use.
 
     Change points are ~60 % of a full render's CPU (23 ms per 1,000-commit series, measured
-    2026-11-29, docs/perf-notes/dashboard.md) and independent per series, so they are split
+    2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are split
     across forked workers; without fork (macOS/Windows) or for few series they run here.
     """
     global _FORK_INPUT

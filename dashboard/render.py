@@ -253,7 +253,7 @@ class _Site:
                 (b.key, p.sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
             # Built here, not in a jinja loop: a 1,000-run table costs ~25 template fragments per
-            # row, several times the cost of one f-string (docs/perf-notes/dashboard.md).
+            # row, several times the cost of one f-string (docs/performance.md "Dashboard render").
             rows.append(
                 f'<tr{_FLAG if fail else ""}><td><a class="sha" href="../commit/{slug}.html">{short}</a></td>'
                 f"<td>{when}</td><td>{subject}</td><td>{value}</td><td>{iqr}</td><td>{p.n}</td>"

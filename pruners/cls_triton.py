@@ -4,7 +4,8 @@ Why: an attention-based pruner (EViT, ATS) decides on row 0 of each block's soft
 packed rows the PyTorch path gathers every image's keys into a zero-padded dense view [B, N, H, D],
 masks it, copies it to fp32 and contracts it with the CLS queries: four passes over the keys for a
 [B, H, N] result. At DeiT-B B 64 that was ~40% of ATS's stage overhead on the H200 (gathers, `where`
-and fp32 copies: docs/perf-notes.md, session 6). This kernel reads each key row once, where it
+and fp32 copies; 2026-11-29, docs/performance.md "Where the pruned forward's time goes"). This kernel
+reads each key row once, where it
 lies in the packed buffer (q/k may be strided views of the fused qkv output), and writes the scaled,
 masked scores; `torch.softmax` over them gives exactly what `pruners._ops.cls_attention` gives (same
 fp32 products; only the summation order of each dot product differs).

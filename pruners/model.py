@@ -210,8 +210,9 @@ class PatchGemm(nn.Conv2d):
     """A patch embedding (Conv2d with stride == kernel, no padding) computed as one GEMM.
 
     Why: on the H200, cuDNN runs DeiT-B's 16x16/16 fp16 patch convolution as an sm80 implicit-GEMM
-    kernel plus two NCHW<->NHWC transposes, ~560 us at B 64 (9% of the dense forward; docs/perf-notes.md,
-    session 6). The same product as unfold + one cuBLAS GEMM, [B*h*w, C*p*q] x [C*p*q, out], moves the
+    kernel plus two NCHW<->NHWC transposes, ~560 us at B 64 (9% of the dense forward; 2026-11-29,
+    docs/performance.md "Where the pruned forward's time goes"). The same product as unfold + one cuBLAS
+    GEMM, [B*h*w, C*p*q] x [C*p*q, out], moves the
     image once. Same parameters (`weight` [out, C, p, q], `bias`) and state_dict keys as the Conv2d it
     replaces, same output [B, out, h, w] (a permuted view; timm's `flatten(2).transpose(1, 2)` of it is
     contiguous). Only the summation order of each dot product differs (fp32 accumulation either way).
@@ -263,8 +264,8 @@ class PrunedDeiT(nn.Module):
             `ragged_layer_norm`, which skip the capacity rows past `cu_seqlens[-1]` on the device
             instead of computing them (graph mode at the kept size).
             Padding rows then hold uninitialised values, which the packed layout never reads into a
-            valid row. Opt-in: on the H200 it paid for Threshold-L2 only (docs/perf-notes.md, session 4),
-            and since Threshold-L2's batch budget (session 8) it pays for none: cuBLAS on the tighter
+            valid row. Opt-in: on the H200 it paid for Threshold-L2 only, and since Threshold-L2's batch
+            budget it pays for none (2026-11-29, docs/performance.md "Opt-in paths"): cuBLAS on the tighter
             buffer is 6-7% faster.
 
     Attributes:

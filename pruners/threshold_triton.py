@@ -3,7 +3,8 @@
 Why: on packed rows the PyTorch path is ~20 small kernels per stage (the dense index, the gathered norms,
 a segmented stable argsort and its inverse scatter, the comparisons, the CLS column). In graph mode at
 DeiT-B B 64 their latency, not their arithmetic, was most of Threshold-L2's stage overhead on the H200
-(docs/perf-notes.md, session 7). Here each program reads its image's token norms where they lie in the
+(2026-11-29, docs/performance.md "Where the pruned forward's time goes"). Here each program reads its
+image's token norms where they lie in the
 packed rows, sorts them in registers and writes the image's keep row: norms, this kernel and the pack.
 
 Same decision, exactly: rank = position in the stable descending order of the valid token norms (ties by

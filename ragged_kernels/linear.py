@@ -2,7 +2,8 @@
 
 Why: a pruned forward captured as one CUDA graph sizes its packed buffers by a host-known capacity
 (`pack_tokens(..., capacity=R)`), so cuBLAS multiplies all R rows even when the images kept half of
-them. Device run 3 of 2026-11-29 (session 3, docs/perf-notes.md) measured DeiT-B 224 B 32 in graph
+them. The asv suite of 2026-11-29 (commit d0d5b40; docs/performance.md "Tried and refuted") measured
+DeiT-B 224 B 32 in graph
 mode at 9,005 images/s with Threshold-L2 against 9,736 dense: the ragged pruners' linear layers run
 at dense size. Here the grid still covers the capacity (no host sync, graph-safe), but every row
 tile that starts at or past the kept total (read from `cu_seqlens[-1]` on the device) returns at
@@ -10,7 +11,7 @@ once, so the work follows the kept count.
 
 Status: opt-in in the pruned model (`build_pruned_model(..., ragged_linear=True)`: qkv, proj, fc1 with
 its GELU, fc2, and with them the LayerNorms through `ragged_layer_norm`). Measured on the H200
-(docs/perf-notes.md, sessions 4-7): it pays where the capacity holds many padding rows (Threshold-L2);
+(2026-11-29, docs/performance.md "Opt-in paths"): it pays where the capacity holds many padding rows (Threshold-L2);
 at the kept sizes of the other pruners cuBLAS on all rows is as fast. `scripts/bench_ragged_linear.py`
 compares it with cuBLAS per layer.
 

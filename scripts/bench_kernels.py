@@ -356,22 +356,23 @@ VARIANT_POINTS = [(1, 40, 197, False), (1, 99, 197, False), (1, 197, 197, False)
 def variants(head_dim: int = 64) -> list[AttnConfig]:
     """The table's configs first (the reference rows), then candidates for the points they miss.
 
-    Session 4's sweep chose the tables' 16-key tails. Session 5's (gpu-runs/2026-11-29-s5-run2-*)
+    Sweeps of 2026-11-29 (docs/performance.md "Tried and refuted"; logs in docs/device-logs-2026-11.tar.xz).
+    The first variant sweep chose the tables' 16-key tails. The next (2026-11-29-s5-run2-*)
     ruled out smaller tiles for the 99-token points: 16-key blocks, 2 warps, 32-row query tiles,
     8 warps on 64 rows and lazy rescaling all lost (geomean 0.72-1.22 of FA2 against 0.68); a fourth
-    stage tied. Session 6's (gpu-runs/2026-11-29-s6-run1-*) ruled out FA2's own tiling: 128-row tiles
+    stage tied. The next (2026-11-29-s6-run1-*) ruled out FA2's own tiling: 128-row tiles
     with 64- or 128-key blocks lose 20-30% at <= 99 tokens (geomean 0.88-1.15 against 0.69), and
     32-key tails tie 16-key ones. At these sizes both kernels are latency-bound (B 32 x 99 tokens is
     ~2.4 us of tensor-core work against 13-16 us measured). Next: fewer pipeline stages (a shorter
     prologue for 2-4 key steps) and wider tails on 64-key blocks (fewer dependent steps).
 
-    Session 8 (gpu-runs/2026-11-29-s8-run3-*, run6-*): a register cap of 80 on the 64 x 32 config
+    Then (2026-11-29-s8-run3-*, -s8-run6-*): a register cap of 80 on the 64 x 32 config
     (6 programs per SM instead of 5) wins where the programs need two waves at 5 per SM (B 32 x 99:
     0.82 -> 0.73) and loses 3-15% at B 1-4: the table's bucket 2. Handing programs out pair-first
     (every pair's first query tile before any second one; the same grid) lost: B 4 x 99 0.84 -> 0.87,
     B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed. Splitting each tile's
     keys over 2-4 programs merged in the kernel (partials in a workspace, an acq_rel counter, the last
-    program merges; commit 41bd1de, run 8) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
+    program merges; commit 41bd1de, 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
     B 4 x 99 0.85 -> 1.07-1.09; removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())

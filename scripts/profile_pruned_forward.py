@@ -1,7 +1,8 @@
 """Where a pruned forward's GPU time goes, by kernel category, next to the dense model. (GPU only.)
 
-Issue 4's target 2c asks the pruned/dense speed-up to reach 0.85 of the FLOP ratio. At DeiT-B
-B 64-256, the H200 measured 0.61-0.83 depending on the pruner (docs/perf-notes.md, sessions 2 and 5).
+The end-to-end target 2c asks the pruned/dense speed-up to reach 0.85 of the FLOP ratio. At DeiT-B
+B 64-256, the H200 first measured 0.61-0.83 depending on the pruner (2026-11-29; docs/performance.md
+"End to end at large batches" has what closed it).
 This script shows which kernels take the missing time. For the dense model and each pruner it runs
 `--forwards` eager forwards under `torch.profiler` with CUDA activity and sums the device time of
 every kernel per category (GEMM, attention, LayerNorm, GELU, pack, the ATS sampler, elementwise,

@@ -3,7 +3,7 @@
 Layout is FlashAttention's varlen layout: q/k/v `[total_tokens, heads, head_dim]` (strided views of
 one fused qkv buffer are fine), segments given by int32 `cu_seqlens [B+1]` on the device.
 
-Why this shape of kernel (see docs/perf-notes.md):
+Why this shape of kernel (measurements: docs/performance.md):
 - One program per (query tile, image, head), tiles over the *capacity* `max_seqlen`, not the actual
   lengths: the grid is known on the host without reading `cu_seqlens`, so no host sync is needed and
   a CUDA graph captured once replays correctly for any lengths within the capacity. Tiles past a
@@ -12,7 +12,7 @@ Why this shape of kernel (see docs/perf-notes.md):
   one or two key tiles; the config per length bucket is chosen offline (`CONFIGS`), never autotuned
   on the hot path.
 - The launch goes through a cached `CompiledKernel` with integer pointers (~6 µs on the H200 against
-  15-18 µs for `kernel[grid](...)`; kernels.md §7), so host cost stays near the driver's floor.
+  15-18 µs for `kernel[grid](...)`; measured 2026-11), so host cost stays near the driver's floor.
 - Robust against bad `cu_seqlens` without any check: bounds are clamped to `[0, total_tokens]` and
   a segment with end < start is empty, so no load or store can leave the buffers.
 """
@@ -68,16 +68,16 @@ class AttnConfig:
         return opts
 
 
-# Chosen offline on the H200. Session 1 (scripts/bench_kernels.py --sweep, docs/perf-notes.md):
-# 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2 at both capacities. Session 4
-# (--variants, 17 points of the issue's grid): a 16-key masked tail after the full blocks cut the
+# Chosen offline on the H200, 2026-11-29 (docs/performance.md "Kernel GPU time", "Tried and refuted").
+# scripts/bench_kernels.py --sweep: 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2
+# at both capacities. --variants (17 points of the target grid): a 16-key masked tail after the full blocks cut the
 # geomean from 0.709 to 0.670 at the 197-token capacity (with 32-key blocks) and from 0.689 to 0.640
 # at 577 (worst point 0.81 -> 0.75); loading K as rows made no difference (within 0.01).
 # Indexed by head_dim, then capacity bucket (0: max_seqlen <= 256, 1: longer). Head dim 32 follows 64
 # (not swept on its own); head dim 128 keeps 2 stages for shared memory headroom and the full-width
 # tail (neither swept yet).
 #
-# Bucket 2 (session 8, `BENCH_VARIANTS=maxnreg scripts/bench_kernels.py --variants`): short capacities with
+# Bucket 2 (`BENCH_VARIANTS=maxnreg scripts/bench_kernels.py --variants`): short capacities with
 # many (image, head) pairs. The fp16 64 x 32 config takes 93 registers on sm_90, so 5 programs of 128
 # threads fit an SM (660 on the H200); B 32 x 99 tokens runs 768 programs, two waves. Capped at 80
 # registers (no spill), 6 fit (792): B 32 x 99 went from 0.82 to 0.73 of FA2's time, B 128 x 99 from

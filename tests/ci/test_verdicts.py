@@ -124,7 +124,7 @@ def test_aa_false_alarms_are_rare_across_a_suite() -> None:
     verdicts = compare(base, head)
     counts = summarize(verdicts)
     assert counts[Outcome.REGRESSED] + counts[Outcome.IMPROVED] == 0
-    assert counts[Outcome.INCONCLUSIVE] <= 16  # ~3 % expected at n=20 (docs/perf-notes/ci-verdicts.md)
+    assert counts[Outcome.INCONCLUSIVE] <= 16  # ~3 % expected at n=20 (docs/performance.md "Verdict quality")
     assert exit_code(verdicts) == 0
 
 

@@ -1,4 +1,4 @@
-"""scripts/aa_spread.py on the recorded H200 data: the A/A figures in docs/perf-notes.md come from it."""
+"""scripts/aa_spread.py on the recorded H200 data: the A/A figures in docs/performance.md come from it."""
 
 from __future__ import annotations
 
