@@ -198,7 +198,7 @@ def render_comment(
 
     Args:
         verdicts: A/B verdicts from `ci.verdicts.compare` (correctness verdicts in it join the gates).
-        gates: verdicts from `ci.gates.correctness_gates` (deduplicated against `verdicts` by key).
+        gates: verdicts from `ci.verdicts.gates.correctness_gates` (deduplicated against `verdicts` by key).
         base_sha: the base commit measured in the job.
         head_sha: the PR head commit.
         environment: what the job ran on (GPU, driver, CUDA, torch, triton, runner, ...), shown as a table.

@@ -269,7 +269,7 @@ def post_sticky_comment(
     Args:
         repo: "owner/name".
         pr_number: the pull request (issue) number, > 0.
-        body: the markdown (from `ci.comment.render_comment`); the marker is prepended if missing.
+        body: the markdown (from `ci.outputs.comment.render_comment`); the marker is prepended if missing.
         token: a GitHub token; None reads GITHUB_TOKEN from the environment.
         api_url: the REST API root (a local server in tests, or GitHub Enterprise's /api/v3).
         marker: the hidden HTML comment that identifies the sticky comment.

@@ -139,7 +139,7 @@ class StoreWrites(StoreReads):
         """Write one parsed asv result file in one transaction: all of it or nothing.
 
         Args:
-            run: from `ci.asv_results.parse_result_file`.
+            run: from `ci.ingest.parse.parse_result_file`.
             machine: the machine row to create or refresh (name must equal `run.machine`).
             commit: the commit row to create or enrich (sha must equal `run.commit_hash`).
 
@@ -288,7 +288,7 @@ class StoreWrites(StoreReads):
         """Store verdicts; a verdict for the same (series, machine, base, head) replaces the old one.
 
         Args:
-            verdicts: from `ci.verdicts.compare` / `ci.gates.correctness_gates`.
+            verdicts: from `ci.verdicts.compare` / `ci.verdicts.correctness_gates`.
 
         Returns:
             The number of verdicts written (an exact repeat within `verdicts` counts once).
