@@ -241,7 +241,8 @@ def classify(bench_type: str, unit: str) -> tuple[Direction, Kind]:
 class StoreReader(Protocol):
     """What the verdict code, the PR comment and the dashboard read from the store.
 
-    Implemented by `ci.store.Store` (SQLAlchemy); tests may implement it in memory.
+    Implemented by `ci.store.StoreReads`, the store's read side (so by `ci.store.Store`); tests and
+    tools may implement it in memory (`tools.fixtures.MemoryStore`).
     """
 
     def machines(self) -> list[Machine]: ...

@@ -238,7 +238,7 @@ class StoreWrites(StoreReads):
             ).scalar_one()
             status = "inserted"
         bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
-        rows = [
+        rows = [  # in `ci.store.bulk.RESULT_COLUMNS` order
             (
                 run_id,
                 bench_ids[p.key],
