@@ -9,7 +9,7 @@
   inverse-transform sampling, EViT's top-k) can flip a token on a rounding difference, and the logit
   difference then measures the flip, not the kernel (seen on the H200 in session 4: ATS on DeiT-S,
   0.0095 with its own decisions, against 0.0017 before a change of the kernel's summation order).
-  `python -m pruners.check_grid` reports whether the decisions themselves agreed.
+  `python -m tools.check_grid` reports whether the decisions themselves agreed.
 - `KernelError`: max |error| of each attention backend on fp16 inputs against the fp32 oracle
   `ragged_kernels.attention.naive.ragged_attention_ref`.
 Both are computed once per commit in `setup_cache` (see `_models`).

@@ -25,9 +25,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.store import DEFAULT_DB, StoreError
-
-EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
 
 class Unavailable(RuntimeError):
@@ -68,7 +67,7 @@ def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
 def _ab_inputs(store: Any, args: argparse.Namespace) -> tuple[str, str, str, list[Any], list[Any]]:
     """Base/head shas, machine, and their results; a benchmark that crashed becomes a result without
     samples, so the verdicts fail it (on head) instead of never seeing it."""
-    from ci.runner import results_with_crashes
+    from ci.verdicts import results_with_crashes
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
@@ -117,8 +116,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_comment(args: argparse.Namespace) -> int:
     compare = _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
-    render_comment = _need("ci.comment", "render_comment")
-    from ci.runner import comment_environment
+    render_comment = _need("ci.outputs.comment", "render_comment")
+    from ci.outputs.comment import comment_environment
+
     if (args.repo is None) != (args.pr is None):
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
     with _open(args) as store:
@@ -136,7 +136,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
     elif args.repo is None:
         print(body)
     if args.repo is not None:
-        post = _need("ci.github", "post_sticky_comment")
+        post = _need("ci.outputs.github", "post_sticky_comment")
         print(post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run))
     return exit_code(verdicts)
 
@@ -230,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--who", required=True, help="who acknowledges")
     p.add_argument("--why", required=True, help="why the change is expected")
 
-    from ci import demo, runner
+    from ci import demo
+    from ci.runner import command as runner
 
     runner.add_arguments(add("run", runner.HELP, runner.run_main, db="created when missing"))
     demo.add_arguments(add("demo", demo.HELP, demo.cmd_demo))

@@ -25,20 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from ci.runner import (
-    EXIT_ERROR,
-    EXIT_OK,
-    RunnerConfig,
-    RunnerError,
-    _git,
-    default_machine,
-    has_gpu,
-    print_outcome,
-    run_history,
-    run_pr,
-    say,
-    suite_regex,
-)
+from ci.exit_codes import EXIT_ERROR, EXIT_OK
+from ci.runner.config import RunnerConfig, RunnerError, default_machine, has_gpu, suite_regex
+from ci.runner.git import git
+from ci.runner.jobs import print_outcome, run_history, run_pr
+from ci.runner.progress import say
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HELP = "the main job end to end on the embedded default: clone, benchmark, store, dashboard, PR comment"
@@ -55,11 +46,11 @@ def prepare_clone(source: Path, dest: Path) -> Path:
     Returns:
         `dest`, checked out at `source`'s HEAD commit.
     """
-    head = _git(source, "rev-parse", "HEAD").strip()
+    head = git(source, "rev-parse", "HEAD").strip()
     if (dest / ".git").is_dir():
         # Our own throwaway clone: fetch the source's HEAD and move the clone's branch there.
-        _git(dest, "fetch", "-q", str(source), head)
-        _git(dest, "reset", "-q", "--hard", head)
+        git(dest, "fetch", "-q", str(source), head)
+        git(dest, "reset", "-q", "--hard", head)
     elif dest.exists() and any(dest.iterdir()):
         raise ValueError(f"{dest} exists and is not a git clone: remove it or pick another --out")
     else:
@@ -68,7 +59,7 @@ def prepare_clone(source: Path, dest: Path) -> Path:
                               capture_output=True, text=True, check=False)  # fmt: skip
         if proc.returncode != 0:
             raise RunnerError(f"git clone {source} failed: {proc.stderr.strip()}")
-        _git(dest, "reset", "-q", "--hard", head)
+        git(dest, "reset", "-q", "--hard", head)
     return dest
 
 
@@ -85,7 +76,7 @@ def suite_commits(repo: Path, count: int) -> list[str]:
     if count < 2:
         raise ValueError(f"the demo needs at least 2 commits (HEAD and its parent), got {count}")
     picked: list[str] = []
-    for sha in _git(repo, "rev-list", "--first-parent", "-n", str(count), "HEAD").split():
+    for sha in git(repo, "rev-list", "--first-parent", "-n", str(count), "HEAD").split():
         has_suite = all(
             subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{sha}:{f}"], capture_output=True).returncode
             == 0
@@ -122,7 +113,7 @@ def run_demo(
     shas = suite_commits(clone, commits)
     use_gpu = has_gpu() if gpu is None else gpu
     bench = suite_regex(clone, "quick" if use_gpu else "cpu")
-    branch = _git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    branch = git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
     branch = None if branch == "HEAD" else branch
     say(f"demo: {len(shas)} commits of {source} ({shas[0][:8]}..{shas[-1][:8]}), "
         f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} -b {bench!r}")  # fmt: skip

@@ -1,5 +1,6 @@
 """Typed records shared by the whole service: ingest writes them, the store mirrors them in
 SQLAlchemy models, and the verdict code, the PR comment and the dashboard read them.
+`ParsedRun` (one asv result file, as `ci.ingest` parses it) is what the store's write side takes.
 
 Plain frozen dataclasses, no torch, no SQLAlchemy: everything downstream of the store can be
 tested on hand-built records.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Protocol
 
 
@@ -175,6 +177,44 @@ class Acknowledgement:
     when: datetime
 
 
+@dataclass(frozen=True)
+class ParsedPoint:
+    """One point of a benchmark's parameter grid in one run."""
+
+    benchmark: Benchmark
+    status: str  # "ok", "failed" (asv null) or "skipped" (asv NaN)
+    samples: tuple[float, ...]  # raw samples; (value,) when asv ran without --record-samples
+    has_raw_samples: bool
+    value: float | None  # asv's reported value (the median); None unless status == "ok"
+    stats: dict[str, float]  # ci_99_a, ci_99_b, q_25, q_75, number, repeat when asv recorded them
+    benchmark_version: str | None
+    started_at: datetime | None
+    duration: float | None
+    key: str = ""  # benchmark.key, computed once per grid instead of once per point
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.benchmark.key)
+
+
+@dataclass(frozen=True)
+class ParsedRun:
+    """One asv result file: a run of the suite on one commit, machine and environment."""
+
+    path: Path
+    run_key: str  # "<machine>/<commit_hash>/<env_name>": asv overwrites the same file for the same key
+    digest: str  # sha256 of the file bytes: re-ingesting identical bytes is a no-op
+    machine: str
+    commit_hash: str
+    commit_time: datetime | None  # asv's "date": the commit's time, not the run's
+    env_name: str
+    started_at: datetime | None  # earliest benchmark start in the file
+    environment: tuple[tuple[str, str], ...]
+    points: tuple[ParsedPoint, ...]
+    skipped_unknown: tuple[str, ...]  # benchmark names absent from benchmarks.json (asv ignores them too)
+    skipped_stale: tuple[str, ...]  # results whose benchmark version differs from benchmarks.json
+
+
 # The units the asv suite uses for `track_*` benchmarks, and which way is better for each.
 # Shared contract between benchmarks/ (which sets `unit`) and ci/ (which reads asv's
 # benchmarks.json): time_* is seconds/lower, peakmem_* bytes/lower.
@@ -201,7 +241,8 @@ def classify(bench_type: str, unit: str) -> tuple[Direction, Kind]:
 class StoreReader(Protocol):
     """What the verdict code, the PR comment and the dashboard read from the store.
 
-    Implemented by `ci.store.Store` (SQLAlchemy); tests may implement it in memory.
+    Implemented by `ci.store.StoreReads`, the store's read side (so by `ci.store.Store`); tests and
+    tools may implement it in memory (`tools.fixtures.MemoryStore`).
     """
 
     def machines(self) -> list[Machine]: ...

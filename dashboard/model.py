@@ -1,7 +1,7 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records.
 
 One pass over the store builds every series (a benchmark on one machine: numbers from different
-GPUs are never mixed in one line), the regressions (stored verdicts plus, when `ci.history` is
+GPUs are never mixed in one line), the regressions (stored verdicts plus, when `ci.verdicts.history` is
 present, detected change points) and the acknowledgements. Pages are rendered from this
 snapshot only, so the store is queried a fixed number of times however many pages there are.
 """
@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ci.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT
-from ci.history import change_points
 from ci.records import (
     Acknowledgement,
     Benchmark,
@@ -32,8 +30,9 @@ from ci.records import (
     Verdict,
     current_version,
 )
+from ci.verdicts import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, change_points
 
-# Correctness gates drawn on the charts, with ci.gates' limits (one source of truth for the PR
+# Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
 # verdict and the dashboard). unit -> (limit, True when the value must stay strictly below it).
 GATES: dict[str, tuple[float, bool]] = {
     "max abs diff": (MAX_ABS_DIFF_LIMIT, True),
@@ -49,7 +48,7 @@ class Point(NamedTuple):
     """One run of a series: where it sits in history, its value and interquartile range.
 
     `value` is the median of the samples, except for correctness series, where it is the worst
-    sample: ci.gates judges the worst repeat, and the dashboard must show what was judged.
+    sample: ci.verdicts.gates judges the worst repeat, and the dashboard must show what was judged.
     A NamedTuple rather than a frozen dataclass: a full history holds 500,000 of them and a
     tuple is built about 3x faster.
     """
@@ -89,7 +88,7 @@ class Regression:
 
 @dataclass(frozen=True)
 class ChangeMark:
-    """A step found in the history by `ci.history.change_points`."""
+    """A step found in the history by `ci.verdicts.history.change_points`."""
 
     sha: str
     ratio: float
@@ -351,7 +350,7 @@ def _detect_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], li
 
 
 def _detect_all(raw: dict[tuple[str, str], list[Result]]) -> dict[tuple[str, str], list[Any]]:
-    """`ci.history.change_points` of every series, over all CPUs this process may use.
+    """`ci.verdicts.history.change_points` of every series, over all CPUs this process may use.
 
     Change points are ~60 % of a full render's CPU (23 ms per 1,000-commit series, measured
     2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are split

@@ -73,8 +73,7 @@ def _environment() -> Environment:
 def _code_salt() -> str:
     """A hash of the templates and this package's code: a new version re-renders every page."""
     h = hashlib.blake2b(digest_size=16)
-    code = [p for p in _PKG_DIR.glob("*.py") if p.name != "bench_render.py"]  # the benchmark shapes no page
-    for path in sorted([*code, *(_PKG_DIR / "templates").glob("*")]):
+    for path in sorted([*_PKG_DIR.glob("*.py"), *(_PKG_DIR / "templates").glob("*")]):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -376,7 +375,7 @@ class _Site:
                                  p.sha[:10], self.commit_href(p.sha, 0), c.subject,
                                  fmt.fmt_value(p.value, scale), fmt.fmt_value(s.gate[0], scale) if s.gate else ""))
         failed_verdicts = [self.reg_row(r, 0) for r in self.snap.regressions if r.outcome == Outcome.FAILED]
-        # ci.gates: a correctness check that produced no value is not a pass.
+        # ci.verdicts.gates: a correctness check that produced no value is not a pass.
         not_run = [(self.snap.position[sha], b.name, b.params_label, m, sha[:10], self.commit_href(sha, 0),
                     self.commit_by_sha[sha].subject, status)
                    for sha, fails in self.snap.failures_by_sha.items() for b, m, status in fails

@@ -142,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from torch.profiler import ProfilerActivity, profile
 
+    from benchmarks.timing import warm_up
     from pruners import build_pruned_model, create_pruner, synthetic_images
-    from pruners.bench_e2e import _warm_up, budget_options, image_size
+    from tools.e2e_stats import budget_options, image_size
 
     size = image_size(args.model)
     x = synthetic_images(args.batch, size, seed=1).half().cuda()
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                                        ragged_linear=args.ragged_linear)
         model = model.half().cuda().eval()
         with torch.no_grad():
-            _warm_up(model, x, 5)
+            warm_up(torch, lambda: model(x))
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=args.ops > 0) as prof:
                 for _ in range(args.forwards):
                     model(x)
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 from pruners import GraphedPrunedModel
 
                 run = GraphedPrunedModel(model) if name != "dense" else model
-                _warm_up(run, x, 5)
+                warm_up(torch, lambda: run(x))
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 for _ in range(args.forwards):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ci.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
+from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
 from ci.records import Benchmark, Direction, Kind, Outcome, Verdict
 
 ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3.8.0"}

@@ -13,7 +13,7 @@ import pytest
 
 from ci.cli import main
 from ci.demo import prepare_clone, run_demo, suite_commits
-from ci.runner import RunnerError
+from ci.runner.config import RunnerError
 from ci.store import Store
 from tests.ci.test_runner import _git, template, toy  # noqa: F401  (fixtures)
 

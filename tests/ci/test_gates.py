@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from ci.gates import MAX_ABS_DIFF_LIMIT, correctness_gates
 from ci.records import Benchmark, Direction, Kind, Outcome, Result
+from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, correctness_gates
 
 DIFF = Benchmark("bench_correct.Logits.track_max_abs_diff", (("pruner", "threshold_l2"),), unit="max abs diff",
                  kind=Kind.CORRECTNESS)

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ci.comment import MARKER
-from ci.github import GitHubError, main, post_sticky_comment, write_dry_run
+from ci.outputs.comment import MARKER
+from ci.outputs.github import GitHubError, main, post_sticky_comment, write_dry_run
 
 TOKEN = "ghp_TESTTOKEN_do_not_leak_123"
 REPO = "acme/ragged-vit"
@@ -364,10 +364,10 @@ def test_redirects_are_never_followed(github: FakeGitHub) -> None:
 
 
 def test_rate_limits_are_waited_out_for_idempotent_requests(github: FakeGitHub, monkeypatch) -> None:
-    import ci.github
+    import ci.outputs.github
 
     slept = []
-    monkeypatch.setattr(ci.github.time, "sleep", slept.append)
+    monkeypatch.setattr(ci.outputs.github.time, "sleep", slept.append)
     github.fail["GET"] = (429, {"message": "Too Many Requests"})
     github.fail_times["GET"] = 1
     assert _post(github, f"{MARKER}\nx", retries=2).startswith("https://github.com/")

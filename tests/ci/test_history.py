@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ci.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, Outcome, Result
+from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
 
 LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("N", "197"),))
 TPUT = Benchmark("bench_e2e.Throughput.track_images", unit="images/s", direction=Direction.HIGHER,

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ci.asv_results import AsvFormatError, load_benchmarks_json, parse_result_file
 from ci.ingest import ingest_results_dir
+from ci.ingest.asv_files import AsvFormatError, load_benchmarks_json
+from ci.ingest.parse import parse_result_file
 from ci.records import Direction, Kind
 from ci.store import Store
 from tests.ci.conftest import BENCHMARKS, ENV_NAME, MACHINE, sha_for, write_results

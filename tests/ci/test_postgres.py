@@ -13,9 +13,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from ci.ingest import ingest_results_dir
-from ci.models import Base
 from ci.records import Outcome, Verdict
 from ci.store import Store, head_revision
+from ci.store.models import Base
 from tests.ci.conftest import sha_for, store_at_0002_with_a_verdict
 from tests.ci.test_ingest import _ingest_worker, overlapping_result_dirs
 

@@ -23,14 +23,9 @@ import pytest
 
 from ci.cli import main
 from ci.records import Outcome
-from ci.runner import (
-    RunnerConfig,
-    commits_in_range,
-    new_branch_commits,
-    run_history,
-    run_pr,
-    suite_regex,
-)
+from ci.runner.config import RunnerConfig, suite_regex
+from ci.runner.git import commits_in_range, new_branch_commits
+from ci.runner.jobs import run_history, run_pr
 from ci.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -291,14 +286,14 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
 def test_a_comment_that_cannot_be_posted_does_not_lose_the_job(toy, tmp_path, monkeypatch):
     """A fork PR's read-only token (403) after the GPU work: verdicts, dashboard and summary stand,
     the comment file is written, and the exit code keeps the regression (1)."""
-    import ci.github
+    import ci.outputs.github
 
     def refuse(*_a, **_k):
-        raise ci.github.GitHubError("GitHub API POST /x failed with HTTP 403: forbidden", 403)
+        raise ci.outputs.github.GitHubError("GitHub API POST /x failed with HTTP 403: forbidden", 403)
 
     repo, shas = toy
     monkeypatch.setenv("GITHUB_TOKEN", "t")
-    monkeypatch.setattr(ci.github, "post_sticky_comment", refuse)
+    monkeypatch.setattr(ci.outputs.github, "post_sticky_comment", refuse)
     cfg = _cfg(repo, tmp_path, comment_path=tmp_path / "comment.md", dashboard_dir=tmp_path / "dash",
                github_repo="o/r", pr_number=1)  # fmt: skip
     out = run_pr(cfg, shas["B"], shas["C"])
@@ -307,10 +302,10 @@ def test_a_comment_that_cannot_be_posted_does_not_lose_the_job(toy, tmp_path, mo
 
 
 def test_quick_without_a_gpu_says_to_use_cpu(toy, tmp_path, capsys, monkeypatch):
-    import ci.runner
+    import ci.runner.command
 
     repo, shas = toy
-    monkeypatch.setattr(ci.runner, "has_gpu", lambda: False)
+    monkeypatch.setattr(ci.runner.command, "has_gpu", lambda: False)
     argv = ["run", "--pr", "--base", shas["B"], "--head", shas["C"], "--quick", "--db", str(tmp_path / "h.sqlite"),
             "--repo", str(repo)]  # fmt: skip
     assert main(argv) == 2
@@ -363,7 +358,7 @@ def test_max_commits_must_be_positive_at_parse_time(tmp_path, capsys, value):
 def test_every_run_option_has_a_help_text():
     import argparse
 
-    from ci.runner import add_arguments
+    from ci.runner.command import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -396,7 +391,7 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
 def test_setup_lines_written_during_the_asv_run_are_echoed_after_it(toy, tmp_path, monkeypatch):
     """asv hides a successful setup_cache's output: each one appends its `[setup]` line to the file
     RAGGED_SETUP_LOG names (benchmarks._models.report_setup), which run_asv echoes, then removes."""
-    from ci import runner
+    from ci.runner import asv as runner
 
     repo, shas = toy
     script = ("import os, sys; log = os.environ['RAGGED_SETUP_LOG']; open(log, 'a').write('[setup] Fake: 2 cases\\n'); "

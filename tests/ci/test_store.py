@@ -14,9 +14,9 @@ from sqlalchemy import create_engine
 from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
-from ci.models import Base
 from ci.records import Benchmark, Commit, Direction, Kind, Outcome, StoreReader, Verdict
 from ci.store import Store, head_revision, migrate_schema, resolve_url
+from ci.store.models import Base
 from tests.ci.conftest import MACHINE, sha_for, store_at_0002_with_a_verdict, write_results
 
 
@@ -239,7 +239,8 @@ def test_corrupt_database_file_is_a_clear_error(tmp_path):
 
 
 def test_ingest_run_checks_its_arguments(tmp_path):
-    from ci.asv_results import load_benchmarks_json, load_machine_json, parse_result_file
+    from ci.ingest.asv_files import load_benchmarks_json, load_machine_json
+    from ci.ingest.parse import parse_result_file
     from ci.records import Machine
 
     root = tmp_path / "r"
@@ -265,7 +266,7 @@ def test_bulk_written_times_read_back_through_sqlalchemy(db_path, asv_dir):
     """The raw executemany path stores datetimes in the column type's own format."""
     from sqlalchemy import select
 
-    from ci.models import ResultRow
+    from ci.store.models import ResultRow
 
     with _filled(db_path, asv_dir, 1) as store, store.engine.connect() as conn:
         typed = sorted(conn.execute(select(ResultRow.started_at)).scalars().all())
@@ -280,9 +281,9 @@ def test_bulk_written_times_read_back_through_sqlalchemy(db_path, asv_dir):
     ids=["mixed", "nan", "inf", "empty", "one", "extremes"],
 )
 def test_samples_text_roundtrip(samples):
-    from ci.store import _parse_samples, _samples_json
+    from ci.store.codec import parse_samples, samples_json
 
-    back = _parse_samples(_samples_json(samples))
+    back = parse_samples(samples_json(samples))
     assert len(back) == len(samples)
     assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(samples, back, strict=True))
 

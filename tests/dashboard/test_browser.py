@@ -12,7 +12,7 @@ import pytest
 from dashboard import render_site
 from dashboard.model import series_slug
 from tests.conftest import requires
-from tests.dashboard.fakes import synthetic_store
+from tools.fixtures import synthetic_store
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,8 @@ import pytest
 
 from ci.records import Benchmark, Commit, Outcome, Result
 from dashboard.model import commit_slug, gate_ok, is_worse, load_snapshot, median_iqr, resolve_sha, series_slug
-from tests.dashboard.fakes import MemoryStore, nan_result, synthetic_store
+from tests.dashboard.fakes import nan_result
+from tools.fixtures import MemoryStore, synthetic_store
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 10, 31], ids=lambda n: f"n{n}")
@@ -72,7 +73,7 @@ class _LooseStore(MemoryStore):
 
 
 def test_change_points_see_history_order_from_a_loose_store() -> None:
-    pytest.importorskip("ci.history")
+    pytest.importorskip("ci.verdicts.history")
     loose = _LooseStore(**vars(synthetic_store(n_commits=30, n_series=5)))
     assert loose.results()[0].commit_sha == loose.commit_list[-1].sha
     got = load_snapshot(loose)
@@ -134,7 +135,7 @@ def test_baseline_sha_must_exist() -> None:
 
 
 def test_correctness_points_show_the_worst_sample() -> None:
-    """ci.gates judges the worst repeat; the dashboard must show that value, not the median."""
+    """ci.verdicts.gates judges the worst repeat; the dashboard must show that value, not the median."""
     store = MemoryStore(commit_list=[Commit("a" * 40)])
     diff = Benchmark("c.track_diff", unit="max abs diff", kind="correctness")
     top1 = Benchmark("c.track_top1", unit="top-1 agreement", direction="higher", kind="correctness")
@@ -162,7 +163,7 @@ def test_is_worse_respects_direction(ratio: float, direction: str, want: bool | 
 
 
 def test_change_point_regression_undone_later_is_not_open() -> None:
-    pytest.importorskip("ci.history")
+    pytest.importorskip("ci.verdicts.history")
     store = synthetic_store(n_commits=60, n_series=3)
     bench = store.benchmark_list[2]
     # Series 2 steps up 30% at commit 30 (open verdict); bring it back down from commit 45.
@@ -181,7 +182,7 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
 
 
 def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("ci.history")
+    pytest.importorskip("ci.verdicts.history")
     import dashboard.model as dm
 
     store = synthetic_store(n_commits=40, n_series=8, machines=2)

@@ -12,7 +12,8 @@ import pytest
 
 from dashboard import RenderStats, render_site
 from dashboard.model import commit_slug, load_snapshot, series_slug
-from tests.dashboard.fakes import hostile_store, next_commit, synthetic_store
+from tests.dashboard.fakes import hostile_store
+from tools.fixtures import next_commit, synthetic_store
 
 
 class _Links(HTMLParser):
@@ -247,7 +248,7 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_empty_store(tmp_path: Path) -> None:
-    from tests.dashboard.fakes import MemoryStore
+    from tools.fixtures import MemoryStore
 
     stats = render_site(MemoryStore(), tmp_path)
     assert stats.series == 0 and stats.commits == 0
@@ -259,7 +260,7 @@ def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from tests.dashboard.fakes import synthetic_store; from dashboard import render_site; "
+    code = ("import sys; from tools.fixtures import synthetic_store; from dashboard import render_site; "
             f"render_site(synthetic_store(10, 4), {str(tmp_path)!r}); "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'timm')); "
             "assert not bad, bad")

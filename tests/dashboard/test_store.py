@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dashboard import render_site
-from tests.dashboard.fakes import ingest_commits, next_commit, synthetic_store, to_sqlite
+from tools.fixtures import ingest_commits, next_commit, synthetic_store, to_sqlite
 
 store_mod = pytest.importorskip("ci.store")
 

@@ -19,30 +19,26 @@ Per series the decision combines three things, as asv, Pinpoint and nvbench-comp
    stays below the regression edge is "unchanged" (an unconfirmed improvement needs no re-run).
 
 Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
-through `ci.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
+through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import zlib
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from ci.gates import correctness_gates
 from ci.records import FAILED_ON_HEAD, MISSING_ON_HEAD, NEW_SERIES, Benchmark, Direction, Kind, Outcome, Result, Verdict
-
-_CORRECTIONS = ("bh", "holm", "bonferroni", "none")
+from ci.verdicts.gates import correctness_gates
+from ci.verdicts.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, finite, mwu_pvalue, relative_sigma
 
 
 @dataclass(frozen=True)
 class VerdictSettings:
-    """Knobs of the A/B decision; defaults calibrated with `python -m ci.bench_verdicts` (numbers in
+    """Knobs of the A/B decision; defaults calibrated with `python -m tools.bench_verdicts` (numbers in
     docs/performance.md "Verdict quality", "Tried and refuted": floor 2 % gave 32 % of 200-series PRs a
     false alarm at n=10).
 
@@ -87,8 +83,8 @@ class VerdictSettings:
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha!r}")
-        if self.correction not in _CORRECTIONS:
-            raise ValueError(f"correction must be one of {_CORRECTIONS}, got {self.correction!r}")
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
         if not 0.0 <= self.floor < 1.0:
             raise ValueError(f"floor must be in [0, 1), got {self.floor!r}")
         if self.noise_k < 0:
@@ -115,72 +111,6 @@ class VerdictSettings:
         """The threshold floor for series `key` (largest matching override, else `floor`)."""
         matched = [f for pattern, f in self.overrides if re.search(pattern, key)]
         return max(matched) if matched else self.floor
-
-
-def _finite(samples: Iterable[float]) -> np.ndarray:
-    a = np.asarray([float(s) for s in samples], dtype=float)
-    return a[np.isfinite(a)]
-
-
-def _relative_sigma(a: np.ndarray) -> float:
-    """Robust relative noise of one side: IQR / 1.349 / median (sigma of a normal)."""
-    if a.size < 2:
-        return 0.0
-    q25, med, q75 = np.percentile(a, [25, 50, 75])
-    if med <= 0:
-        return 0.0
-    return float((q75 - q25) / 1.349 / med)
-
-
-def _mwu_pvalue(a: np.ndarray, b: np.ndarray) -> float:
-    # Exact null distribution when there are no ties and the samples are small (p down to
-    # 2/C(n+m, n), e.g. 1.1e-5 at n=m=10); the normal approximation with tie correction otherwise.
-    ties = np.unique(np.concatenate([a, b])).size < a.size + b.size
-    method = "exact" if not ties and max(a.size, b.size) <= 30 else "asymptotic"
-    return float(stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
-
-
-def _ratio_of_medians(base: np.ndarray, head: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(head, axis=axis) / np.median(base, axis=axis)
-
-
-def _bootstrap_ci(base: np.ndarray, head: np.ndarray, settings: VerdictSettings, key: str) -> tuple[float, float]:
-    if np.ptp(base) == 0 and np.ptp(head) == 0:
-        r = float(np.median(head) / np.median(base))
-        return r, r
-    rng = np.random.default_rng([settings.seed, zlib.crc32(key.encode())])
-    res = stats.bootstrap(
-        (base, head),
-        _ratio_of_medians,
-        n_resamples=settings.n_resamples,
-        confidence_level=settings.confidence,
-        method="percentile",
-        vectorized=True,
-        rng=rng,
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def _adjust(pvalues: list[float], method: str) -> list[float]:
-    """Multiple-comparison corrected p-values (NaN entries are left out and stay NaN)."""
-    idx = [i for i, p in enumerate(pvalues) if math.isfinite(p)]
-    out = list(pvalues)
-    if not idx or method == "none":
-        return out
-    ps = np.array([pvalues[i] for i in idx])
-    m = ps.size
-    if method == "bh":
-        adj = stats.false_discovery_control(ps, method="bh")
-    elif method == "bonferroni":
-        adj = np.minimum(ps * m, 1.0)
-    else:  # holm: step-down, monotone
-        order = np.argsort(ps)
-        stepped = np.maximum.accumulate((m - np.arange(m)) * ps[order])
-        adj = np.empty(m)
-        adj[order] = np.minimum(stepped, 1.0)
-    for i, p in zip(idx, adj, strict=True):
-        out[i] = float(p)
-    return out
 
 
 @dataclass(frozen=True)
@@ -216,7 +146,7 @@ def _pooled(rs: list[Result], side: str) -> tuple[np.ndarray, str, str]:
     shas = {r.commit_sha for r in rs}
     if len(shas) > 1:
         raise ValueError(f"{side}: series {rs[0].benchmark.key!r} has results from several commits {sorted(shas)}")
-    return _finite(s for r in rs for s in r.samples), rs[0].commit_sha, ",".join(sorted(machines))
+    return finite(s for r in rs for s in r.samples), rs[0].commit_sha, ",".join(sorted(machines))
 
 
 def _worse(benchmark: Benchmark, ratio: float) -> bool:
@@ -230,7 +160,7 @@ def _machine_of(rs: list[Result]) -> str:
 
 
 def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) -> Verdict:
-    samples = _finite(s for r in rs for s in r.samples)
+    samples = finite(s for r in rs for s in r.samples)
     value = float(np.median(samples)) if samples.size else math.nan
     if side_present == "head":
         if not samples.size:  # a new benchmark that crashed (a sample-less result: `results_with_crashes`)
@@ -263,8 +193,8 @@ def compare(
     Results pair by `benchmark.key`; several results of one series on one side (asv rounds, or
     `--append-samples` runs) pool their samples. A series on only one side is reported: new on head
     is UNCHANGED ("new series"), missing on head is INCONCLUSIVE. A series whose head results hold
-    no finite sample (a crash: `ci.runner.results_with_crashes` adds sample-less results for them)
-    is FAILED. Correctness series are judged by `ci.gates.correctness_gates` on the head results
+    no finite sample (a crash: `ci.verdicts.inputs.results_with_crashes` adds sample-less results for them)
+    is FAILED. Correctness series are judged by `ci.verdicts.gates.correctness_gates` on the head results
     (FAILED or UNCHANGED); one missing on head is FAILED.
 
     Args:
@@ -322,7 +252,7 @@ def compare(
         else:
             pending.append(verdict_or_pending)
 
-    adjusted = _adjust([p.p_raw for p in pending], settings.correction)
+    adjusted = adjust_pvalues([p.p_raw for p in pending], settings.correction)
     final.extend(_decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
     final.extend(correctness_gates(gate_results))
     return sorted(final, key=lambda v: v.benchmark.key)
@@ -374,7 +304,7 @@ def _measure(
         return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
     ratio = hm / bm
     floor = settings.floor_for(bench.key)
-    sigma = math.sqrt((_relative_sigma(b) ** 2 + _relative_sigma(h) ** 2) / 2)
+    sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
     threshold = min(settings.max_threshold, max(floor, settings.noise_k * sigma))
     if min(b.size, h.size) < settings.min_samples:
         within = abs(math.log(ratio)) <= math.log1p(floor)
@@ -384,8 +314,9 @@ def _measure(
             + ("ratio within the floor" if within else "measure more samples"),
             threshold,
         )
-    return _Pending(bench, b, h, base_sha, head_sha, ratio, _bootstrap_ci(b, h, settings, bench.key),
-                    _mwu_pvalue(b, h), threshold, machine)
+    ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
+                      confidence=settings.confidence)
+    return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine)
 
 
 def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
@@ -412,33 +343,3 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
         p.benchmark, outcome, float(np.median(p.base)), float(np.median(p.head)), p.ratio, ci_low, ci_high, p_adj,
         p.threshold, p.base_sha, p.head_sha, reason, p.machine,
     )
-
-
-def summarize(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
-    """Count verdicts per outcome.
-
-    Args:
-        verdicts: any verdicts (A/B and correctness gates alike).
-
-    Returns:
-        {Outcome: count} with every Outcome present (0 when absent), in Outcome order.
-    """
-    counts = Counter()
-    for v in verdicts:
-        if not isinstance(v, Verdict):
-            raise TypeError(f"summarize expects Verdict records, got {type(v).__name__}")
-        counts[v.outcome] += 1
-    return {o: counts.get(o, 0) for o in Outcome}
-
-
-def exit_code(verdicts: Iterable[Verdict]) -> int:
-    """Process exit code for CI: 1 if any series REGRESSED or FAILED (a gate, or a crash on head), else 0.
-
-    Args:
-        verdicts: A/B verdicts and/or correctness gate verdicts.
-
-    Returns:
-        0 or 1 (the CLI uses 2 for errors).
-    """
-    counts = summarize(verdicts)
-    return 1 if counts[Outcome.REGRESSED] or counts[Outcome.FAILED] else 0

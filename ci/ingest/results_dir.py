@@ -1,6 +1,6 @@
 """Ingest an asv results directory into the store.
 
-Per file: parse (strict, `ci.asv_results`), then one transaction (`Store.ingest_run`). So a
+Per file: parse (strict, `ci.ingest.parse`), then one transaction (`Store.ingest_run`). So a
 malformed or truncated file is reported and skipped while every other file still goes in, a
 crash mid-file leaves no partial run, and ingesting the same directory again changes nothing.
 Commit metadata (parents, branch, time, subject) comes from `git log` when a checkout is given,
@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ci.asv_results import (
+from ci.ingest.asv_files import (
     SIDECAR_MACHINE_KEYS,
     AsvFormatError,
     iter_result_files,
     load_benchmarks_json,
     load_machine_json,
-    parse_result_file,
     read_gpu_sidecar,
     with_sidecar,
 )
+from ci.ingest.parse import parse_result_file
 from ci.records import Commit, Machine
 from ci.store import Store, error_line
 

@@ -1,6 +1,6 @@
 """SQLAlchemy 2 models of the results store, mirroring the records in `ci.records`.
 
-The schema is owned by the alembic migrations in `ci/migrations/versions/`; these models must
+The schema is owned by the alembic migrations in `ci/store/migrations/versions/`; these models must
 match them (tests/ci/test_store.py compares the two with alembic's autogenerate). Change a
 model only together with a new migration.
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import bench_render
+from tools import bench_render
 
 
 @pytest.mark.parametrize("sqlite", [False, True], ids=["memory", "sqlite"])

@@ -17,10 +17,10 @@ Sample sources (the printed table says which one produced the numbers):
   3 % slow outliers (x 1 + Exp(mean 0.2): preemption, clock dips), and a per-run drift shared by
   all samples of one side (lognormal, sigma `--drift`, 0.3 % default: clocks/thermal between runs).
 
-Speed: `ci.history.detect_all` over `--history-series` x `--history-commits` synthetic series with
+Speed: `ci.verdicts.detect_all` over `--history-series` x `--history-commits` synthetic series with
 injected steps (target <= 60 s on the 2-core CI box), plus the time of one `compare` per PR.
 
-Run: `.venv/bin/python -m ci.bench_verdicts [--synthetic | --results DIR | --samples-json F]`.
+Run: `.venv/bin/python -m tools.bench_verdicts [--synthetic | --results DIR | --samples-json F]`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ci.history import HistorySettings, detect_all
 from ci.records import Benchmark, Direction, Outcome, Result
-from ci.verdicts import VerdictSettings, compare
+from ci.verdicts import HistorySettings, VerdictSettings, compare, detect_all
 
 TIERS = (("quiet", 0.6, 0.005, 0.015), ("medium", 0.3, 0.015, 0.03), ("noisy", 0.1, 0.03, 0.06))
 
@@ -62,7 +61,8 @@ def load_asv_results(results_dir: str | Path) -> list[SampleSet]:
     Returns:
         Sample sets with raw samples (points recorded without --record-samples are skipped).
     """
-    from ci.asv_results import iter_result_files, load_benchmarks_json, load_machine_json, parse_result_file
+    from ci.ingest.asv_files import iter_result_files, load_benchmarks_json, load_machine_json
+    from ci.ingest.parse import parse_result_file
     from ci.records import Kind
 
     benchmarks = load_benchmarks_json(results_dir)
@@ -243,7 +243,7 @@ def _print_quality(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the quality table and/or the history timing; exit 1 if a target is missed."""
-    p = argparse.ArgumentParser(prog="python -m ci.bench_verdicts", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tools.bench_verdicts", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group()
     src.add_argument("--synthetic", action="store_true", help="GPU-timing noise model (default without data)")
     src.add_argument("--results", type=Path, help="asv results directory with recorded samples")

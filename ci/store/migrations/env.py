@@ -1,6 +1,6 @@
 """Alembic environment for the results store.
 
-Run programmatically by `ci.store.migrate_schema`, which hands over an open connection through
+Run programmatically by `ci.store.schema.migrate_schema`, which hands over an open connection through
 `config.attributes["connection"]` (so the caller's lock and transaction cover the upgrade).
 A `sqlalchemy.url` main option works too, for alembic's own commands (e.g. autogenerate).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from ci.models import Base
+from ci.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from ci.records import MISSING_ON_HEAD, NEW_SERIES, Kind, Outcome, Verdict
+from ci.records import MISSING_ON_HEAD, NEW_SERIES, Kind, Outcome, Result, StoreReader, Verdict
 
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
@@ -198,7 +198,7 @@ def render_comment(
 
     Args:
         verdicts: A/B verdicts from `ci.verdicts.compare` (correctness verdicts in it join the gates).
-        gates: verdicts from `ci.gates.correctness_gates` (deduplicated against `verdicts` by key).
+        gates: verdicts from `ci.verdicts.gates.correctness_gates` (deduplicated against `verdicts` by key).
         base_sha: the base commit measured in the job.
         head_sha: the PR head commit.
         environment: what the job ran on (GPU, driver, CUDA, torch, triton, runner, ...), shown as a table.
@@ -325,3 +325,16 @@ def render_comment(
     if len(body) <= max_chars:
         return body
     raise ValueError(f"max_chars={max_chars} is too small for the comment's headline ({len(body)} chars without rows)")
+
+
+def comment_environment(store: StoreReader, machine: str, head_results: Sequence[Result]) -> dict[str, str]:
+    """What the PR comment's environment table shows: the machine's GPU stack, then the head run's clocks,
+    temperature, Python and asv environment."""
+    env = {"machine": machine}
+    row = next((m for m in store.machines() if m.name == machine), None)
+    if row is not None:
+        env.update({k: getattr(row, k) for k in ("gpu", "driver", "cuda", "torch", "triton") if getattr(row, k)})
+    if head_results:
+        keep = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "python", "env_name")
+        env.update({k: v for k, v in head_results[0].environment if k in keep and v})
+    return env

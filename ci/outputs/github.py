@@ -1,7 +1,7 @@
 """Post the PR comment through the GitHub REST API, sticky: one comment per PR, updated in place.
 
 The earlier comment is the oldest one whose body starts with the hidden marker
-(`ci.comment.MARKER`) and whose author is the authenticated user (GET /user, asked once, when a
+(`ci.outputs.comment.MARKER`) and whose author is the authenticated user (GET /user, asked once, when a
 marked comment is first seen): a person who pasted the bot's comment into their own must not
 have it edited (GitHub would refuse with 403 anyway). Actions' GITHUB_TOKEN gets 403 from /user;
 its comments are by `github-actions[bot]` (`RAGGED_BOT_LOGIN` names another app's bot), and
@@ -38,7 +38,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ci.comment import GITHUB_MAX_CHARS, MARKER
+from ci.exit_codes import EXIT_ERROR, EXIT_OK
+from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER
 
 DEFAULT_API_URL = "https://api.github.com"
 ACTIONS_BOT_LOGIN = "github-actions[bot]"  # the author of Actions' GITHUB_TOKEN comments
@@ -268,7 +269,7 @@ def post_sticky_comment(
     Args:
         repo: "owner/name".
         pr_number: the pull request (issue) number, > 0.
-        body: the markdown (from `ci.comment.render_comment`); the marker is prepended if missing.
+        body: the markdown (from `ci.outputs.comment.render_comment`); the marker is prepended if missing.
         token: a GitHub token; None reads GITHUB_TOKEN from the environment.
         api_url: the REST API root (a local server in tests, or GitHub Enterprise's /api/v3).
         marker: the hidden HTML comment that identifies the sticky comment.
@@ -321,12 +322,13 @@ def post_sticky_comment(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ci.github --repo O/R --pr N --body-file F [--api-url URL] [--dry-run OUT]`.
+    """`python -m ci.outputs.github --repo O/R --pr N --body-file F [--api-url URL] [--dry-run OUT]`.
 
     Returns:
         0 on success, 2 on any error (message on stderr, never the token).
     """
-    parser = argparse.ArgumentParser(prog="python -m ci.github", description="Post or update the sticky PR comment.")
+    parser = argparse.ArgumentParser(prog="python -m ci.outputs.github",
+                                     description="Post or update the sticky PR comment.")
     parser.add_argument("--repo", required=True, help="owner/name")
     parser.add_argument("--pr", type=int, required=True, help="pull request number")
     parser.add_argument("--body-file", required=True, type=Path, help="markdown file (from the comment command)")
@@ -338,9 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         url = post_sticky_comment(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
     except (OSError, ValueError, TypeError, GitHubError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     print(url)
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """Benchmark script (not a test): render time and overview size of a large history.
 
 Builds a synthetic history (default 1,000 commits x 500 series on one machine; the generator
-lives in tests/dashboard/fakes.py, so run this from the repository root), renders the whole
+is `tools.fixtures.synthetic_store`; run this from the repository root), renders the whole
 site into a fresh folder, appends one commit and renders again (the incremental case), and
 prints the numbers recorded in docs/performance.md "Dashboard render".
 
-    .venv/bin/python -m dashboard.bench_render [--commits 1000] [--series 500] [--sqlite PATH]
+    .venv/bin/python -m tools.bench_render [--commits 1000] [--series 500] [--sqlite PATH]
 
 With --sqlite the history is first copied into a real `ci.store.Store` (SQLite file) and the
 site is rendered from that, so the store's read time is included.
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from dashboard import render_site
+from tools.fixtures import ingest_commits, next_commit, synthetic_store, to_sqlite
 
 
 def _cpu() -> float:
@@ -43,11 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="output folder (default: a temporary folder)")
     ap.add_argument("--profile", action="store_true", help="print the top functions of the full render")
     args = ap.parse_args(argv)
-    try:
-        from tests.dashboard.fakes import ingest_commits, next_commit, synthetic_store, to_sqlite
-    except ImportError as exc:
-        raise SystemExit(f"run from the repository root (needs tests/dashboard/fakes.py): {exc}") from None
-
     t = time.perf_counter()
     mem = synthetic_store(args.commits, args.series // args.machines, machines=args.machines, samples=args.samples)
     print(f"history: {len(mem.commit_list)} commits x {len(mem.benchmark_list)} benchmarks x "

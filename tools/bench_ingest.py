@@ -1,14 +1,14 @@
 """Benchmark of the store: ingest 1,000 commits x 500 series of asv results, then read and judge them.
 
-    python -m ci.bench_ingest                        # 1000 commits x 500 series, 10 samples, SQLite in a temp dir
-    python -m ci.bench_ingest --commits 100 --db postgresql+psycopg://postgres@127.0.0.1:54329/bench
+    python -m tools.bench_ingest                      # 1000 commits x 500 series, 10 samples, SQLite in a temp dir
+    python -m tools.bench_ingest --commits 100 --db postgresql+psycopg://postgres@127.0.0.1:54329/bench
 
 Generates a real asv results directory (format version 2, `asv.results.Results.load` reads it
 back: checked on the first file), then times, on a fresh store:
 
 - ingest (one transaction per file), and ingest again (must write nothing);
 - reading every series back (`Store.results` per series key, as the dashboard does);
-- the verdict code over it, where it exists: `ci.history.detect_all` (change points of every
+- the verdict code over it, where it exists: `ci.verdicts.detect_all` (change points of every
   series) and `ci.verdicts.compare` for the newest commit against its parent.
 
 Prints a table; the target is <= 60 s on the 2-core CI box (docs/performance.md "Ingest and store").
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         0, or 1 when the total exceeds --budget seconds.
     """
-    parser = argparse.ArgumentParser(prog="python -m ci.bench_ingest", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_ingest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--series", type=int, default=500)
     parser.add_argument("--samples", type=int, default=10)
@@ -169,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         rows[-1] = (*rows[-1][:2], f"{len(all_results)} results (the dashboard's read)")
         del all_results
         try:
-            from ci.history import detect_all
+            from ci.verdicts import detect_all
 
             cps = _timed("change points, all series", rows, detect_all, store)
             rows[-1] = (*rows[-1][:2], f"{len(cps)} change points")
         except ImportError:
-            rows.append(("change points, all series", float("nan"), "not available yet: ci.history.detect_all"))
+            rows.append(("change points, all series", float("nan"), "not available yet: ci.verdicts.detect_all"))
         try:
             from ci.verdicts import compare
 

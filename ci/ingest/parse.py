@@ -1,11 +1,4 @@
-"""Read an asv results directory (format version 2, asv 0.6) into plain parsed records.
-
-Layout read (asv `docs/source/dev.rst`, `asv/results.py`):
-
-    <results_dir>/benchmarks.json                     name -> {type, unit, params, param_names, version, ...}
-    <results_dir>/<machine>/machine.json              {machine, os, arch, cpu, num_cpu, ram, version: 1}
-    <results_dir>/<machine>/<hash[:8]>-<env>.json     one run: commit x machine x environment
-    <results_dir>/<machine>/gpu-env-<hash[:8]>.json   our GPU sidecar (benchmarks/ writes it; optional)
+"""Parse one asv result file (format version 2, asv 0.6) into a `ci.records.ParsedRun`.
 
 A result file maps each benchmark name to a row in `result_columns` order; a parameterised
 benchmark's per-point lists follow `itertools.product(*params)` (last parameter fastest).
@@ -27,100 +20,17 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ci.records import Benchmark, Direction, Kind, classify
+from ci.ingest.asv_files import RESULTS_API_VERSION, SIDECAR_ENV_KEYS, AsvFormatError, BenchmarkInfo, check_version
+from ci.records import Benchmark, Direction, Kind, ParsedPoint, ParsedRun
 
-RESULTS_API_VERSION = 2  # asv.results.Results.api_version
-BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
-SIDECAR_PREFIX = "gpu-env-"
-SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
-SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch")
 _STAT_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
-_NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
 # asv benchmark types that measure a duration or a size: a negative value is corrupt, not a measurement.
 _NON_NEGATIVE_TYPES = frozenset({"time", "timeraw", "mem", "peakmem"})
-
-
-class AsvFormatError(ValueError):
-    """An asv file is missing, truncated or not in the format asv 0.6 writes."""
-
-
-@dataclass(frozen=True)
-class BenchmarkInfo:
-    """One entry of benchmarks.json: what the result rows need to become series."""
-
-    name: str
-    type: str  # time, track, peakmem, mem, timeraw
-    unit: str
-    param_names: tuple[str, ...]
-    version: str | None
-    direction: Direction
-    kind: Kind
-
-
-@dataclass(frozen=True)
-class ParsedPoint:
-    """One point of a benchmark's parameter grid in one run."""
-
-    benchmark: Benchmark
-    status: str  # "ok", "failed" (asv null) or "skipped" (asv NaN)
-    samples: tuple[float, ...]  # raw samples; (value,) when asv ran without --record-samples
-    has_raw_samples: bool
-    value: float | None  # asv's reported value (the median); None unless status == "ok"
-    stats: dict[str, float]  # ci_99_a, ci_99_b, q_25, q_75, number, repeat when asv recorded them
-    benchmark_version: str | None
-    started_at: datetime | None
-    duration: float | None
-    key: str = ""  # benchmark.key, computed once per grid instead of once per point
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            object.__setattr__(self, "key", self.benchmark.key)
-
-
-@dataclass(frozen=True)
-class ParsedRun:
-    """One asv result file: a run of the suite on one commit, machine and environment."""
-
-    path: Path
-    run_key: str  # "<machine>/<commit_hash>/<env_name>": asv overwrites the same file for the same key
-    digest: str  # sha256 of the file bytes: re-ingesting identical bytes is a no-op
-    machine: str
-    commit_hash: str
-    commit_time: datetime | None  # asv's "date": the commit's time, not the run's
-    env_name: str
-    started_at: datetime | None  # earliest benchmark start in the file
-    environment: tuple[tuple[str, str], ...]
-    points: tuple[ParsedPoint, ...]
-    skipped_unknown: tuple[str, ...]  # benchmark names absent from benchmarks.json (asv ignores them too)
-    skipped_stale: tuple[str, ...]  # results whose benchmark version differs from benchmarks.json
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AsvFormatError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise AsvFormatError(f"{path}: cannot read ({exc})") from None
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AsvFormatError(f"{path}: not valid JSON, truncated or corrupt ({exc})") from None
-
-
-def _check_version(path: Path, data: Any, expected: int) -> None:
-    if not isinstance(data, dict):
-        raise AsvFormatError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    version = data.get("version")
-    if version != expected:
-        raise AsvFormatError(f"{path}: asv format version {version!r}, expected {expected} (run `asv update`)")
 
 
 def format_param_value(value_repr: str) -> str:
@@ -131,100 +41,6 @@ def format_param_value(value_repr: str) -> str:
         if m:
             return m.group(1)
     return value_repr
-
-
-def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
-    """Read `<results_dir>/benchmarks.json`.
-
-    Args:
-        results_dir: an asv results directory.
-
-    Returns:
-        benchmark name -> BenchmarkInfo (type, unit, param names, version, direction, kind).
-    """
-    path = Path(results_dir) / "benchmarks.json"
-    data = _load_json(path)
-    _check_version(path, data, BENCHMARKS_API_VERSION)
-    out: dict[str, BenchmarkInfo] = {}
-    for name, entry in data.items():
-        if name == "version":
-            continue
-        if not isinstance(entry, dict):
-            raise AsvFormatError(f"{path}: entry {name!r} is not an object")
-        btype = entry.get("type")
-        if not isinstance(btype, str):
-            raise AsvFormatError(f"{path}: entry {name!r} has no benchmark type")
-        unit = entry.get("unit") or ("seconds" if btype in ("time", "timeraw") else "bytes" if "mem" in btype else "")
-        param_names = entry.get("param_names") or []
-        if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
-            raise AsvFormatError(f"{path}: entry {name!r} has malformed param_names")
-        version = entry.get("version")
-        direction, kind = classify(btype, str(unit))
-        out[name] = BenchmarkInfo(
-            name=name,
-            type=btype,
-            unit=str(unit),
-            param_names=tuple(param_names),
-            version=None if version is None else str(version),
-            direction=direction,
-            kind=kind,
-        )
-    return out
-
-
-def load_machine_json(machine_dir: str | Path) -> dict[str, str]:
-    """Read `<machine_dir>/machine.json` (asv's machine info, format version 1).
-
-    Args:
-        machine_dir: `<results_dir>/<machine>`.
-
-    Returns:
-        The machine info as strings (`machine`, `os`, `arch`, `cpu`, `num_cpu`, `ram`, ...).
-    """
-    path = Path(machine_dir) / "machine.json"
-    data = _load_json(path)
-    _check_version(path, data, 1)
-    name = data.get("machine")
-    if not isinstance(name, str) or not name:
-        raise AsvFormatError(f"{path}: no machine name")
-    return {k: str(v) for k, v in data.items() if k != "version" and v is not None}
-
-
-def read_gpu_sidecar(machine_dir: str | Path, commit_hash: str) -> dict[str, str]:
-    """Read the GPU environment sidecar for one commit, `{}` when there is none.
-
-    Args:
-        machine_dir: `<results_dir>/<machine>`.
-        commit_hash: the full commit hash of the run.
-
-    Returns:
-        key -> string value, only keys of the sidecar contract.
-    """
-    path = Path(machine_dir) / f"{SIDECAR_PREFIX}{commit_hash[:8]}.json"
-    if not path.exists():
-        return {}
-    data = _load_json(path)
-    if not isinstance(data, dict):
-        raise AsvFormatError(f"{path}: GPU sidecar must be a JSON object")
-    allowed = set(SIDECAR_MACHINE_KEYS) | set(SIDECAR_ENV_KEYS)
-    return {k: str(v) for k, v in data.items() if k in allowed and v is not None}
-
-
-def iter_result_files(results_dir: str | Path) -> Iterator[Path]:
-    """Result files under `results_dir` in a stable order (machine dir, then file name).
-
-    Args:
-        results_dir: an asv results directory.
-
-    Returns:
-        An iterator of paths; machine.json, benchmarks.json and GPU sidecars are not result files.
-    """
-    root = Path(results_dir)
-    for machine_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in sorted(machine_dir.glob("*.json")):
-            if path.name in _NOT_RESULT_FILES or path.name.startswith(SIDECAR_PREFIX):
-                continue
-            yield path
 
 
 def _js_time(value: Any, what: str, path: Path) -> datetime | None:
@@ -279,22 +95,6 @@ def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what
         _check_measured(min(samples), info, what, path)
 
 
-def with_sidecar(run: ParsedRun, sidecar: dict[str, str]) -> ParsedRun:
-    """The run with the GPU sidecar's non-machine keys (clocks, temperature, ...) in its environment.
-
-    Args:
-        run: a parsed run.
-        sidecar: from `read_gpu_sidecar`.
-
-    Returns:
-        A new ParsedRun (the same one when the sidecar adds nothing).
-    """
-    extra = {k: sidecar[k] for k in SIDECAR_ENV_KEYS if k in sidecar}
-    if not extra:
-        return run
-    return replace(run, environment=tuple(sorted({**dict(run.environment), **extra}.items())))
-
-
 @functools.lru_cache(maxsize=4096)
 def _grid_benchmarks(
     name: str, unit: str, direction: Direction, kind: Kind, names: tuple[str, ...], grid: tuple[tuple[str, ...], ...]
@@ -340,7 +140,7 @@ def parse_result_file(
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AsvFormatError(f"{path}: not valid JSON, truncated or corrupt ({exc})") from None
-    _check_version(path, data, RESULTS_API_VERSION)
+    check_version(path, data, RESULTS_API_VERSION)
     for key in ("commit_hash", "env_name", "params", "results", "result_columns"):
         if key not in data:
             raise AsvFormatError(f"{path}: missing key {key!r}")

@@ -1,0 +1,183 @@
+"""The real asv CLI, driven by a runner job: its environment, the machine file, the GPU state
+sidecar, and one `asv run` over a HASHFILE with asv's lines streamed and its process group
+stopped on an interrupt."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ci.runner.config import RunnerConfig, RunnerError
+
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _asv_env(cfg: RunnerConfig) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(dict(cfg.env))
+    env["ASV_MACHINE"] = cfg.machine  # read by benchmarks/gpu_env.py for the sidecar's path
+    env["PYTHONUNBUFFERED"] = "1"
+    # asv's virtualenv plugin looks for `pythonX.Y` on PATH; put the runner's own base interpreter
+    # first so a pyenv shim (or none at all) cannot pick another one. Its packages reach the
+    # benchmarks through the suite's .pth (RAGGED_ASV_BASE_PYTHON = the interpreter running asv).
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    bindir = cfg.repo / ".asv" / "runner-bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    link = bindir / ver
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    if not link.exists() or os.path.realpath(link) != base:
+        link.unlink(missing_ok=True)
+        link.symlink_to(base)
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("RAGGED_ASV_BASE_PYTHON", cfg.python)
+    env.pop("VIRTUAL_ENV", None)
+    if cfg.wheelhouse is not None:
+        # asv pip-installs its runner (asv_runner, build, wheel, pympler) into each new environment.
+        env["PIP_FIND_LINKS"] = str(cfg.wheelhouse.resolve())
+        env["PIP_NO_INDEX"] = "1"
+    return env
+
+
+def _asv_cmd(cfg: RunnerConfig, *args: str) -> list[str]:
+    return [cfg.python, "-m", "asv", *args, "--config", str(cfg.repo / "asv.conf.json")]
+
+
+def ensure_machine(cfg: RunnerConfig) -> None:
+    """Register `cfg.machine` in asv's machine file (~/.asv-machine.json) once, non-interactively.
+
+    Args:
+        cfg: runner configuration.
+    """
+    env = _asv_env(cfg)
+    path = Path(env.get("HOME", str(Path.home()))) / ".asv-machine.json"
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if cfg.machine in known:
+        return
+    proc = subprocess.run(
+        _asv_cmd(cfg, "machine", "--yes", "--machine", cfg.machine),
+        cwd=cfg.repo, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RunnerError(f"asv machine failed (is asv installed for {cfg.python}?): {proc.stderr.strip()[-500:]}")
+
+
+def gpu_state(cfg: RunnerConfig) -> dict[str, str]:
+    """The GPU environment now (`python -m benchmarks.gpu_env` of the checkout), {} when it cannot run.
+
+    Args:
+        cfg: runner configuration.
+
+    Returns:
+        The suite's sidecar keys (gpu, driver, cuda, torch, triton, clocks, ...) as strings.
+    """
+    try:
+        proc = subprocess.run(
+            [cfg.python, "-m", "benchmarks.gpu_env"], cwd=cfg.repo, env=_asv_env(cfg),
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        data = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def write_sidecar_if_missing(cfg: RunnerConfig, sha: str, state: dict[str, str]) -> None:
+    """The suite writes the sidecar from its first GPU benchmark (the warm state); a CPU-only run
+    has none, so the state read before the run goes there: torch/triton versions, no GPU."""
+    if not state:
+        return
+    path = cfg.results_dir / cfg.machine / f"gpu-env-{sha[:8]}.json"
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def result_files(cfg: RunnerConfig, sha: str) -> list[Path]:
+    """asv's result files for commit `sha` on this job's machine (none yet: [])."""
+    d = cfg.results_dir / cfg.machine
+    return sorted(d.glob(f"{sha[:8]}-*.json")) if d.is_dir() else []
+
+
+def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: Callable[[str], None]) -> int:
+    """One `asv run` over `shas` (a HASHFILE), streaming asv's per-benchmark lines to `echo`.
+
+    Args:
+        cfg: runner configuration.
+        shas: full commit hashes.
+        interleave: pass `--interleave-rounds` (PR A/B; needs >= 2 commits).
+        echo: receives every output line of asv.
+
+    Returns:
+        asv's exit status (0 ok, 2 when some benchmark failed; results are saved either way).
+
+    Raises:
+        KeyboardInterrupt: after stopping asv's whole process group.
+    """
+    for s in shas:
+        if not _SHA_RE.match(s):
+            raise ValueError(f"not a full commit sha: {s!r}")
+    # The launch method comes from asv.conf.json (spawn; benchmarks/README.md says why).
+    args = ["run", "--machine", cfg.machine, "--record-samples", "--show-stderr"]
+    if cfg.bench:
+        args += ["-b", cfg.bench]
+    if interleave:
+        args.append("--interleave-rounds")
+    # History: measure only what is missing. A PR job always measures both sides afresh (its first
+    # interleaved round replaces what asv had): `_measure` skips the whole call for a finished job.
+    if cfg.resume and not interleave:
+        args.append("--skip-existing")
+    args += list(cfg.asv_args)
+    with tempfile.NamedTemporaryFile("w", suffix=".hashes", delete=False) as fh:
+        fh.write("".join(f"{s}\n" for s in shas))
+        hashfile = fh.name
+    cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
+    env = _asv_env(cfg)
+    # Each setup_cache appends one "[setup]" line (benchmarks._models.report_setup); asv itself shows
+    # their output only on failure, so the lines are echoed once asv is done.
+    fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")
+    os.close(fd)
+    setup_log = Path(name)
+    env["RAGGED_SETUP_LOG"] = str(setup_log)
+    try:
+        # Its own session, so an interrupt can stop asv and every benchmark process it spawned.
+        proc = subprocess.Popen(
+            cmd, cwd=cfg.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, bufsize=1, start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                echo(raw.rstrip("\n"))
+            return proc.wait()
+        except BaseException:
+            # SIGINT first: asv turns it into KeyboardInterrupt and closes its forkserver, whose
+            # process group (the server and the benchmark it forked) is not asv's own group.
+            for sig, wait_s in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, None)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            raise
+    finally:
+        os.unlink(hashfile)
+        with contextlib.suppress(OSError):
+            for line in setup_log.read_text(encoding="utf-8").splitlines():
+                echo(line)
+        setup_log.unlink(missing_ok=True)

@@ -1,0 +1,186 @@
+"""`python -m ci run`: the subcommand's options, the job configuration they make, and the job
+they start; an interrupt or a runner error is exit 2 with a one-line reason."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from ci.exit_codes import EXIT_ERROR
+from ci.runner.config import RunnerConfig, default_machine, has_gpu, suite_regex
+from ci.runner.git import commits_in_range, git, new_branch_commits, resolve_commit
+from ci.runner.jobs import print_outcome, run_history, run_pr
+from ci.runner.progress import say
+
+HELP = "benchmark commits (a range, a branch's new commits, or a PR's base and head) and publish the results"
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a count or a number that cannot be zero or negative)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The `run` subcommand's options (the parser already has `--db`)."""
+    # One mode is required: a bare `run` would start a long benchmark job by surprise.
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--range", help="git range A..B: every first-parent commit in it, oldest first")
+    what.add_argument("--commits", nargs="+", metavar="SHA", help="these commits, in this order")
+    what.add_argument("--since-last", action="store_true",
+                      help="the new commits of --branch since the last run stored for this machine")
+    what.add_argument("--pr", action="store_true", help="A/B of --base and --head, interleaved in one asv call")
+    p.add_argument("--base", help="PR base commit (with --pr)")
+    p.add_argument("--head", help="PR head commit (with --pr)")
+    p.add_argument("--branch", default="main", help="branch recorded on ingested commits; walked by --since-last")
+    p.add_argument("--max-commits", type=positive_int, default=10,
+                   help="cap on a branch run's new commits, at least 1 (default 10)")
+    p.add_argument("--repo", default=".", help="checkout with asv.conf.json (default: current directory)")
+    p.add_argument("--machine", default=None, help="asv machine name (default $ASV_MACHINE or the host name)")
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument("--quick", action="store_true", help="only the PR subset (benchmarks.QUICK_REGEX)")
+    sel.add_argument("--cpu", action="store_true", help="only what runs without a GPU (benchmarks.CPU_REGEX)")
+    sel.add_argument("-b", "--bench", help="asv benchmark regex")
+    p.add_argument("--dashboard", default=None, help="dashboard folder (default <repo>/.asv/dashboard; '' to skip)")
+    p.add_argument("--dashboard-branch", default=None, help="only this branch's history on the dashboard")
+    p.add_argument("--comment-out", default=None, help="PR comment file (--pr; default <repo>/.asv/pr-comment.md)")
+    p.add_argument("--github-repo", help="owner/name: post the sticky comment there (needs GITHUB_TOKEN)")
+    p.add_argument("--pr-number", type=positive_int, help="pull request number to post to")
+    p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                   help="GitHub REST API root (default $GITHUB_API_URL or https://api.github.com)")
+    p.add_argument("--dashboard-url", help="link from the comment to the published dashboard")
+    p.add_argument("--no-resume", action="store_true", help="re-measure commits asv already has results for")
+    p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")
+    p.add_argument("--wheelhouse", default=os.environ.get("RAGGED_WHEELHOUSE"),
+                   help="offline host: wheels for asv's environment (default $RAGGED_WHEELHOUSE)")
+
+
+def config_from_args(args: argparse.Namespace) -> RunnerConfig:
+    """RunnerConfig from parsed `run` arguments (paths relative to --repo)."""
+    repo = Path(args.repo).resolve()
+    if not (repo / "asv.conf.json").is_file():
+        raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
+    if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
+        raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
+    bench = args.bench
+    gpu = has_gpu()
+    if args.quick and not gpu:
+        raise ValueError("--quick is the GPU subset (benchmarks.QUICK_REGEX) and this machine has no GPU "
+                         "(nvidia-smi lists none): pass --cpu for the subset that runs on the CPU")
+    if args.quick:
+        bench = suite_regex(repo, "quick")
+    elif args.cpu:
+        bench = suite_regex(repo, "cpu")
+    elif bench is None:
+        bench = suite_regex(repo, "full") or None
+
+    def under(p: str | None, default: str) -> Path | None:
+        # Defaults live in the checkout's .asv/; a path given on the command line is the user's (cwd-relative).
+        if p is None:
+            return repo / default
+        return Path(p).resolve() if p else None
+
+    from ci.store import DEFAULT_DB
+
+    db = args.db
+    if db == DEFAULT_DB:
+        db = str(repo / DEFAULT_DB)
+    elif "://" not in str(db):
+        db = str(Path(db).resolve())
+    env: tuple[tuple[str, str], ...] = ()
+    if not gpu and "TRITON_INTERPRET" not in os.environ:
+        # The library's pack/unpack and kernel are Triton: without a GPU they run only in Triton's
+        # interpreter (the CPU subset's cases fail with "0 active drivers" otherwise).
+        env = (("TRITON_INTERPRET", "1"),)
+    return RunnerConfig(
+        repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=args.branch,
+        dashboard_dir=under(args.dashboard, ".asv/dashboard"), dashboard_branch=args.dashboard_branch,
+        comment_path=under(args.comment_out, ".asv/pr-comment.md") if args.pr else None,
+        github_repo=args.github_repo, pr_number=args.pr_number, api_url=args.api_url,
+        dashboard_url=args.dashboard_url, resume=not args.no_resume, asv_args=tuple(args.asv_arg), env=env,
+        wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,
+    )  # fmt: skip
+
+
+def measured_on_branch(cfg: RunnerConfig, branch: str) -> set[str]:
+    """Commits of `branch`'s first-parent line this machine already measured.
+
+    Both the store and asv's result files count, so a run interrupted between asv and ingest is
+    not measured again.
+
+    Args:
+        cfg: runner configuration.
+        branch: branch or commit name.
+
+    Returns:
+        Full shas.
+    """
+    from ci.store import Store
+
+    with Store(cfg.db) as store:
+        stored = {r.commit_sha for r in store.results(machine=cfg.machine)}
+        stored |= {f.commit_sha for f in store.failures(machine=cfg.machine)}
+    d = cfg.results_dir / cfg.machine
+    files = {p.name.split("-", 1)[0] for p in d.glob("*-*.json") if not p.name.startswith("gpu-env")}
+    line = git(cfg.repo, "rev-list", "--first-parent", resolve_commit(cfg.repo, branch)).split()
+    return {s for s in line if s in stored or s[:8] in files}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`python -m ci run`."""
+    cfg = config_from_args(args)
+    if args.pr:
+        if not args.base or not args.head:
+            raise ValueError("--pr needs --base and --head")
+        out = run_pr(cfg, resolve_commit(cfg.repo, args.base), resolve_commit(cfg.repo, args.head))
+    else:
+        if args.base or args.head:
+            raise ValueError("--base/--head go with --pr")
+        if args.range:
+            commits = commits_in_range(cfg.repo, args.range)
+        elif args.commits:
+            commits = [resolve_commit(cfg.repo, c) for c in args.commits]
+        else:  # --since-last (argparse requires one mode)
+            done = measured_on_branch(cfg, args.branch)
+            commits = new_branch_commits(cfg.repo, args.branch, done, max_commits=args.max_commits)
+            say(f"{args.branch}: {len(commits)} new commit(s) since the last stored run on {cfg.machine}")
+        if not commits:
+            say("nothing new to measure")
+        out = run_history(cfg, commits)
+    print_outcome(out)
+    return out.exit_code
+
+
+def run_main(args: argparse.Namespace) -> int:
+    """Wrap `cmd_run`: an interrupt or a runner error is exit 2 with a one-line reason."""
+    # A cancelled GitHub job sends SIGTERM: turn it into the same clean stop as Ctrl-C, so asv's
+    # process group is stopped too instead of running on after the job is gone.
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return cmd_run(args)
+    except KeyboardInterrupt:
+        # asv writes a commit's result file only when that commit is finished: commits completed
+        # before the interrupt are stored, the one in progress is measured again on resume.
+        if getattr(args, "pr", False):
+            how = "run the same command again: a PR job measures both sides again unless it had finished measuring"
+        elif getattr(args, "no_resume", False):
+            how = "run it again without --no-resume to measure only what is missing"
+        else:
+            how = ("run the same command again to resume (commits finished before the interrupt are stored; "
+                   "the commit in progress starts over)")
+        print(f"error: interrupted; {how}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -1,0 +1,176 @@
+"""What one runner job is: its configuration, what it did, how it fails, and the facts about the
+checkout and the host that configure it (the suite's subset regexes, whether there is a GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ci.records import Verdict
+
+# Fallbacks for a checkout whose benchmarks/__init__.py predates the regex constants.
+_QUICK_FALLBACK = r"^bench_attention\.AttentionKernels\.time_gpu|^bench_correctness\.|CPU\."
+_CPU_FALLBACK = r"CPU\."
+
+
+class RunnerError(RuntimeError):
+    """The run cannot go on (asv missing or broken, git error, nothing measured); exit code 2."""
+
+
+def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
+    """A benchmark-name regex documented by the suite (`benchmarks/__init__.py`) of a checkout.
+
+    Read as text, not imported, so the runner works on any checkout and never imports torch.
+
+    Args:
+        repo: the checkout holding `benchmarks/`.
+        which: "quick" (the PR subset), "cpu" (what runs without a GPU) or "full" (the whole suite
+            less the combinations that can never run).
+
+    Returns:
+        The regex for `asv run -b` ("" for "full" at a checkout that has none: no filter).
+    """
+    names = {"quick": ("QUICK_REGEX", _QUICK_FALLBACK), "cpu": ("CPU_REGEX", _CPU_FALLBACK), "full": ("FULL_REGEX", "")}
+    if which not in names:
+        raise ValueError(f"which must be 'quick', 'cpu' or 'full', got {which!r}")
+    const, fallback = names[which]
+    path = Path(repo) / "benchmarks" / "__init__.py"
+    try:
+        import ast
+
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return fallback
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == const for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return fallback
+            if isinstance(value, str) and value:
+                return value
+    return fallback
+
+
+def has_gpu() -> bool:
+    """True when `nvidia-smi -L` lists a GPU (no torch import; CUDA_VISIBLE_DEVICES="" means none)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return False
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """Everything one runner job needs.
+
+    Attributes:
+        repo: git checkout holding asv.conf.json and benchmarks/ (today's suite runs on every commit).
+        db: store path or SQLAlchemy URL.
+        machine: asv machine name (one per GPU host; the history is per machine).
+        bench: `asv run -b` regex; None runs the whole suite.
+        branch: branch recorded on ingested commits reachable from it.
+        dashboard_dir: render the dashboard here (None: skip).
+        dashboard_branch: only this branch's history on the dashboard (None: every stored commit).
+        comment_path: write the PR comment here (dry run); with `github_repo`, `pr_number` and a
+            token in GITHUB_TOKEN it is also posted.
+        github_repo: "owner/name" to post to.
+        pr_number: pull request number to post to.
+        api_url: GitHub REST API root.
+        dashboard_url: link from the comment to the published dashboard.
+        resume: history runs skip what asv already measured (`--skip-existing`).
+        asv_args: extra arguments for `asv run` (e.g. `-a repeat=5`).
+        python: interpreter that runs asv (its packages, torch included, are what the suite sees).
+        env: extra environment for asv and the benchmarks.
+        wheelhouse: folder of wheels for the packages asv installs into its environment (pip,
+            wheel, build, asv_runner, ...) on a host without network; None lets pip use its index.
+    """
+
+    repo: Path
+    db: str
+    machine: str
+    bench: str | None = None
+    branch: str | None = "main"
+    dashboard_dir: Path | None = None
+    dashboard_branch: str | None = None
+    comment_path: Path | None = None
+    github_repo: str | None = None
+    pr_number: int | None = None
+    api_url: str = "https://api.github.com"
+    dashboard_url: str | None = None
+    resume: bool = True
+    asv_args: tuple[str, ...] = ()
+    python: str = sys.executable
+    env: tuple[tuple[str, str], ...] = field(default=())
+    wheelhouse: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.repo, Path):
+            raise TypeError(f"repo must be a pathlib.Path, got {type(self.repo).__name__}")
+        if not (self.repo / "asv.conf.json").is_file():
+            raise ValueError(f"{self.repo}: no asv.conf.json (the runner needs a checkout of the project)")
+        if not isinstance(self.machine, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.machine):
+            raise ValueError(f"machine must be a plain name (letters, digits, . _ -), got {self.machine!r}")
+        if self.bench is not None:
+            try:
+                re.compile(self.bench)
+            except re.error as exc:
+                raise ValueError(f"bad benchmark regex {self.bench!r}: {exc}") from None
+        if (self.github_repo is None) != (self.pr_number is None):
+            raise ValueError("github_repo and pr_number go together (post the comment to that pull request)")
+        if self.wheelhouse is not None and not self.wheelhouse.is_dir():
+            raise ValueError(f"wheelhouse {self.wheelhouse} is not a folder")
+        if self.pr_number is not None and self.pr_number <= 0:
+            raise ValueError(f"pr_number must be positive, got {self.pr_number}")
+
+    @property
+    def results_dir(self) -> Path:
+        """asv's results directory of this checkout (from asv.conf.json)."""
+        conf = json.loads((self.repo / "asv.conf.json").read_text(encoding="utf-8"))
+        return self.repo / conf.get("results_dir", "results")
+
+
+@dataclass(frozen=True)
+class CommitRun:
+    """One asv invocation (one commit, or a PR's base and head interleaved)."""
+
+    shas: tuple[str, ...]
+    returncode: int
+    seconds: float
+    gpu_state: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a runner job did and decided."""
+
+    mode: str  # "history" or "pr"
+    commits: tuple[str, ...]
+    asv_runs: tuple[CommitRun, ...]
+    ingest: str
+    verdicts: tuple[Verdict, ...]
+    regressions: tuple[Any, ...]  # ci.verdicts.history.ChangePoint on the commits of this job
+    exit_code: int
+    dashboard: Path | None = None
+    comment: Path | None = None
+    comment_url: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def default_machine() -> str:
+    """`$ASV_MACHINE`, else the host name made safe for a directory name."""
+    name = os.environ.get("ASV_MACHINE") or os.uname().nodename or "runner"
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name).lstrip("-.") or "runner"

@@ -1,0 +1,89 @@
+"""The commits a runner job measures, from git: names to shas, ranges, a branch's new commits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ci.runner.config import RunnerError
+
+
+def git(repo: Path, *args: str) -> str:
+    """`git -C repo ARGS...`'s output; RunnerError with git's message when it fails."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RunnerError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
+    """Full sha of a commit name (sha prefix, branch, tag, HEAD~2, ...).
+
+    Args:
+        repo: the git checkout.
+        name: anything `git rev-parse` accepts.
+
+    Returns:
+        40-hex sha.
+    """
+    if not isinstance(name, str) or not name.strip() or name.startswith("-"):
+        raise ValueError(f"not a commit name: {name!r}")
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise ValueError(f"unknown commit {name!r} in {repo}")
+    return proc.stdout.strip()
+
+
+def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: bool = True) -> list[str]:
+    """Commits of a git range `A..B`, oldest first (first-parent line by default, like a branch's history).
+
+    Args:
+        repo: the git checkout.
+        spec: `A..B` (commits reachable from B but not A), or `B` alone for just that commit.
+
+    Returns:
+        Full shas, oldest first.
+    """
+    if not isinstance(spec, str) or not spec.strip() or spec.startswith("-"):
+        raise ValueError(f"range must look like A..B, got {spec!r}")
+    if ".." not in spec:
+        return [resolve_commit(repo, spec)]
+    if "..." in spec:
+        raise ValueError(f"symmetric ranges (A...B) are not supported, got {spec!r}: use A..B")
+    lo, hi = spec.split("..", 1)
+    hi_sha = resolve_commit(repo, hi or "HEAD")
+    args = ["rev-list", "--reverse"] + (["--first-parent"] if first_parent else []) + [hi_sha]
+    if lo:
+        args.append(f"^{resolve_commit(repo, lo)}")
+    return git(Path(repo), *args).split()
+
+
+def new_branch_commits(
+    repo: str | os.PathLike[str], branch: str, measured: set[str], *, max_commits: int
+) -> list[str]:
+    """The branch's commits after the newest one already measured, oldest first, at most `max_commits`.
+
+    Args:
+        repo: the git checkout.
+        branch: branch (or any commit name) whose first-parent history is walked.
+        measured: shas this machine already has results for.
+        max_commits: cap; the newest commits are kept when there are more.
+
+    Returns:
+        Full shas, oldest first (empty when the branch tip is measured).
+    """
+    if max_commits < 1:
+        raise ValueError(f"max_commits must be >= 1, got {max_commits}")
+    tip = resolve_commit(repo, branch)
+    new: list[str] = []
+    for sha in git(Path(repo), "rev-list", "--first-parent", tip).split():
+        if sha in measured:
+            break
+        new.append(sha)
+        if len(new) == max_commits:
+            break
+    return new[::-1]

@@ -1,0 +1,157 @@
+"""The runner's two jobs: a branch's history (`run_history`) and a pull request's A/B (`run_pr`),
+each measure -> ingest -> decide -> publish under the job lock, and the summary they print."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ci.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
+from ci.records import Outcome, Verdict
+from ci.runner.asv import ensure_machine
+from ci.runner.config import RunnerConfig, RunnerError, RunOutcome
+from ci.runner.measure import ingest_results, job_lock, measure
+from ci.runner.progress import say
+from ci.runner.publish import CommentNotPosted, render_dashboard, write_comment
+
+
+def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]:
+    """A/B verdicts of head against base on one machine, from the store; saved back to it.
+
+    A benchmark that crashed becomes a result without samples (`results_with_crashes`, on both
+    sides): one that crashed on head FAILS instead of never being seen.
+
+    Args:
+        store: a `ci.store.Store`.
+        base: full sha of the base commit.
+        head: full sha of the head commit.
+        machine: machine name.
+
+    Returns:
+        Verdicts sorted by series key.
+    """
+    from ci.verdicts import compare, results_with_crashes
+
+    b = results_with_crashes(store, base, machine)
+    h = results_with_crashes(store, head, machine)
+    if not h:
+        raise RunnerError(f"no results for head {head[:12]} on {machine}: nothing to compare")
+    verdicts = compare(b, h)
+    store.save_verdicts(verdicts)
+    return verdicts
+
+
+def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
+    from ci.verdicts import correctness_gates, results_with_crashes
+
+    return correctness_gates(results_with_crashes(store, sha, machine))
+
+
+def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
+    """Benchmark commits one asv call each (oldest first), then decide on the history.
+
+    Exit 1 when a correctness gate fails on a measured commit, or the change-point detector finds an
+    unacknowledged regression that this job's commits made visible (`ci.verdicts.history.newly_detected`:
+    a step shows once a few commits after it are measured, so it may sit at an earlier commit).
+
+    Args:
+        cfg: runner configuration.
+        commits: full shas, oldest first.
+
+    Returns:
+        A RunOutcome.
+    """
+    from ci.store import Store
+    from ci.verdicts import newly_detected
+
+    commits = list(commits)
+    ensure_machine(cfg)
+    with job_lock(cfg), Store(cfg.db) as store:
+        runs = measure(cfg, store, [(c,) for c in commits], interleave=False) if commits else []
+        ingest = ingest_results(cfg, store)
+        gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
+        acked = {(a.benchmark_key, a.commit_sha) for a in store.acknowledgements()}
+        on_branch = {c.sha for c in store.commits(cfg.dashboard_branch)} if cfg.dashboard_branch else None
+        history = [r for r in store.results(machine=cfg.machine) if on_branch is None or r.commit_sha in on_branch]
+        # Steps this job made visible (a step shows only once commits after it are measured), not
+        # steps at this job's commits: the commit that caused one was usually measured a job ago.
+        steps = [
+            cp for cp in newly_detected(history, set(commits))
+            if cp.outcome == Outcome.REGRESSED and (cp.benchmark.key, cp.commit_sha) not in acked
+        ]  # fmt: skip
+        notes = _failure_notes(store, commits, cfg.machine)
+        dash = render_dashboard(cfg, store)
+    failed = [v for v in gates if v.outcome == Outcome.FAILED]
+    for v in failed:
+        say(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})")
+    for cp in steps:
+        say(f"regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} (p={cp.p_value:.2g})")
+    code = EXIT_REGRESSION if failed or steps else EXIT_OK
+    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
+                      notes=notes)  # fmt: skip
+
+
+def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
+    """A/B of a pull request: base and head in one interleaved asv call, verdicts, comment, dashboard.
+
+    Args:
+        cfg: runner configuration.
+        base: full sha of the base (merge base or target branch tip).
+        head: full sha of the PR head.
+
+    Returns:
+        A RunOutcome whose exit code is 1 on a regression or failed gate.
+    """
+    from ci.store import Store
+    from ci.verdicts import exit_code
+
+    if base == head:
+        raise ValueError(f"base and head are the same commit ({base[:12]}): nothing to compare")
+    ensure_machine(cfg)
+    with job_lock(cfg), Store(cfg.db) as store:
+        runs = measure(cfg, store, [(base, head)], interleave=True)
+        ingest = ingest_results(cfg, store)
+        verdicts = ab_verdicts(store, base, head, cfg.machine)
+        code = exit_code(verdicts)
+        try:
+            comment, url = write_comment(cfg, store, verdicts, base, head)
+            posting = ()
+        except CommentNotPosted as exc:
+            comment, url = cfg.comment_path, None
+            posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
+            code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
+        notes = posting + _failure_notes(store, [base, head], cfg.machine)
+        dash = render_dashboard(cfg, store)
+    return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,
+                      comment, url, notes)  # fmt: skip
+
+
+def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[str, ...]:
+    """One line per benchmark point asv recorded as failed (not skipped) on the job's commits."""
+    notes = []
+    for sha in commits:
+        for f in store.failures(commit_sha=sha, machine=machine):
+            if f.status == "failed":
+                notes.append(f"benchmark failed at {sha[:8]}: {f.benchmark.key} (see asv's output above)")
+    return tuple(notes)
+
+
+def print_outcome(out: RunOutcome) -> None:
+    """The job's summary: counts per outcome, where the artefacts are, the exit code."""
+    from ci.verdicts import summarize
+
+    counts = summarize(out.verdicts)
+    told = ", ".join(f"{n} {o.value}" for o, n in counts.items() if n)
+    say(f"{out.mode}: {len(out.commits)} commit(s) measured; verdicts: {told or 'none'}")
+    for v in out.verdicts:
+        if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
+            say(f"  {v.outcome.value}: {v.benchmark.key} ratio {v.ratio:.3f} {v.reason}")
+    for note in out.notes:
+        say(note)
+    if out.dashboard:
+        say(f"dashboard: {out.dashboard / 'index.html'}")
+    if out.comment:
+        say(f"PR comment: {out.comment}")
+    if out.comment_url:
+        say(f"posted: {out.comment_url}")
+    say(f"exit {out.exit_code}")

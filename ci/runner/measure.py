@@ -1,0 +1,121 @@
+"""Measuring a job's commits: one asv call per group of commits (a history commit, or a PR's base and
+head interleaved), the GPU state recorded, the results ingested after each call; one job per
+checkout at a time; a PR job that finished measuring is not measured again."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ci.runner.asv import gpu_state, result_files, run_asv, write_sidecar_if_missing
+from ci.runner.config import CommitRun, RunnerConfig, RunnerError
+from ci.runner.git import resolve_commit
+from ci.runner.progress import JobProgress, say
+
+
+@contextlib.contextmanager
+def job_lock(cfg: RunnerConfig) -> Iterator[None]:
+    """One runner job per checkout at a time (the workflow's concurrency group serialises per GPU;
+    this guards a maintainer's manual run on the same host)."""
+    path = cfg.repo / ".asv" / "runner.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another runner job holds {path}; waiting for it")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ingest_results(cfg: RunnerConfig, store: Any) -> str:
+    """Ingest the checkout's asv results into the store (files ingested before are skipped unread);
+    returns ingest's one-line summary, RunnerError when a file failed."""
+    from ci.ingest import ingest_results_dir
+
+    if not (cfg.results_dir / "benchmarks.json").exists():
+        return "no results yet"
+    branch = cfg.branch
+    if branch is not None:
+        try:
+            resolve_commit(cfg.repo, branch)
+        except ValueError:
+            # e.g. a detached CI checkout without a local `main`: commits go in without a branch.
+            say(f"branch {branch!r} is not in {cfg.repo}: commits are stored without a branch")
+            branch = None
+    report = ingest_results_dir(store, cfg.results_dir, repo=cfg.repo, branch=branch)
+    for f in report.errors:
+        say(f"ingest error: {f.message}")
+    if not report.ok:
+        raise RunnerError(f"ingest failed for {len(report.errors)} result file(s): {report.summary()}")
+    return report.summary()
+
+
+def _pr_job_marker(cfg: RunnerConfig, shas: Sequence[str]) -> Path:
+    return cfg.results_dir.parent / "ci-jobs" / f"{cfg.machine}-{'-'.join(s[:12] for s in shas)}.json"
+
+
+def _pr_job_record(cfg: RunnerConfig, shas: Sequence[str]) -> dict[str, Any]:
+    """What makes a finished PR measurement reusable: the same subset and asv arguments, and asv's
+    result files for both sides unchanged since (their sha256)."""
+    import hashlib
+
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for s in shas for p in result_files(cfg, s)}
+    return {"shas": list(shas), "bench": cfg.bench, "asv_args": list(cfg.asv_args), "files": files}
+
+
+def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> bool:
+    marker = _pr_job_marker(cfg, shas)
+    try:
+        recorded = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return recorded == _pr_job_record(cfg, shas) and bool(recorded.get("files"))
+
+
+def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
+    """Run asv once per group, record the GPU state, ingest after each; returns what ran."""
+    runs: list[CommitRun] = []
+    total = len(groups)
+    with JobProgress(total, "benchmarking") as bar:
+        for shas in groups:
+            label = " vs ".join(s[:8] for s in shas)
+            if interleave and cfg.resume and _pr_job_finished(cfg, shas):
+                summary = ingest_results(cfg, store)
+                runs.append(CommitRun(tuple(shas), 0, 0.0, ()))
+                bar.step(f"{label} already measured by this job (resumed; --no-resume measures again); {summary}")
+                continue
+            marker = _pr_job_marker(cfg, shas)
+            if interleave:
+                marker.unlink(missing_ok=True)
+            had_files = all(result_files(cfg, s) for s in shas)
+            state = gpu_state(cfg)
+            bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
+                     f"torch={state.get('torch') or '?'}")
+            t0 = time.monotonic()
+            rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            seconds = time.monotonic() - t0
+            for s in shas:
+                if not result_files(cfg, s):
+                    raise RunnerError(
+                        f"asv exited {rc} and wrote no result file for {s[:12]} (see asv's output above)"
+                    )
+                write_sidecar_if_missing(cfg, s, state)
+            summary = ingest_results(cfg, store)
+            if interleave:  # measured to the end: a re-run of this job may reuse it
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps(_pr_job_record(cfg, shas), sort_keys=True))
+            runs.append(CommitRun(tuple(shas), rc, seconds, tuple(sorted(state.items()))))
+            note = "" if rc == 0 else f", asv exit {rc}: some benchmarks failed"
+            if not interleave and cfg.resume and had_files:
+                note += " (resumed: asv skipped what it had measured before)"
+            bar.step(f"{label} measured in {seconds:.0f} s{note}; {summary}")
+    return runs

@@ -1,0 +1,185 @@
+"""Where the store lives and how it is talked to: `--db` arguments to SQLAlchemy URLs, the engine
+(SQLite pragmas, the kind of BEGIN), retried write transactions, and one-line database errors.
+
+Concurrency: every write is one short transaction that is retried on a lost race.
+- SQLite: WAL journal, a 60 s busy timeout, and writes start with `BEGIN IMMEDIATE`, so two
+  writers queue on the file lock instead of one failing half-way with "database is locked"
+  (pysqlite's default deferred BEGIN upgrades the lock late and can deadlock).
+- PostgreSQL: rows that several runners may add at once (machines, commits, benchmarks) go in
+  with `INSERT ... ON CONFLICT DO NOTHING` (`insert_ignore`); two runners ingesting the same file
+  race on the unique run key, the loser gets an IntegrityError, retries, and finds the run
+  already there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.pool import StaticPool
+
+DEFAULT_DB = ".asv/history.sqlite"
+RETRIES = 8
+
+T = TypeVar("T")
+
+
+class StoreError(RuntimeError):
+    """The database cannot serve as a results store: missing, not a store, or from a newer schema."""
+
+
+def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) -> str:
+    """The SQLAlchemy URL for a `--db` argument.
+
+    Args:
+        db: None for the default SQLite file (`.asv/history.sqlite`), a bare path for an SQLite
+            file (its folder is created), `:memory:` for a private in-memory SQLite database, or
+            any SQLAlchemy URL (`postgresql+psycopg://...`).
+        must_exist: a bare path must name an existing file (commands that only read a history
+            must not create an empty one where a path was mistyped).
+
+    Returns:
+        A SQLAlchemy URL string.
+    """
+    if db is None:
+        db = DEFAULT_DB
+    if not isinstance(db, str | os.PathLike):
+        raise TypeError(f"db must be a path or SQLAlchemy URL string, got {type(db).__name__}")
+    text_db = os.fspath(db)
+    if not text_db.strip():
+        raise ValueError("db must not be empty: give a path or a SQLAlchemy URL")
+    if "://" in text_db:
+        return text_db
+    if text_db == ":memory:":
+        return "sqlite://"
+    path = Path(text_db).expanduser().resolve()
+    if path.is_dir():
+        raise StoreError(f"{text_db} is a folder, not an SQLite file: give the database file's path")
+    if must_exist and not path.exists():
+        raise StoreError(f"no results store at {path}: ingest results first (python -m ci ingest --db {text_db} "
+                         "RESULTS_DIR), or check the --db path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def make_engine(url: str, echo: bool = False) -> Engine:
+    """The engine for a store URL: on SQLite with the pragmas and BEGIN kinds described above.
+
+    Args:
+        url: from `resolve_url`.
+        echo: log SQL (debugging).
+
+    Returns:
+        A SQLAlchemy Engine; a connection with execution option `write=True` begins a write
+        transaction (`BEGIN IMMEDIATE` on SQLite).
+    """
+    if not url.startswith("sqlite"):
+        return create_engine(url, echo=echo, pool_pre_ping=True)
+    memory = url in ("sqlite://", "sqlite:///:memory:")
+    engine = create_engine(
+        url,
+        echo=echo,
+        connect_args={"timeout": 60, "check_same_thread": False},
+        **({"poolclass": StaticPool} if memory else {}),
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take transaction control from pysqlite so that "begin" below decides the BEGIN kind.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout = 60000")
+        if not memory:
+            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL is still crash-safe, fsyncs less
+        cur.execute("PRAGMA foreign_keys = ON")
+        # 64 MiB page cache instead of 2 MiB: a 10^6-row history's indexes stay in memory.
+        cur.execute("PRAGMA cache_size = -65536")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN")
+
+    return engine
+
+
+def is_retryable(exc: DBAPIError) -> bool:
+    """True for a lost race (a unique key another writer took, a lock, a deadlock): run it again."""
+    if isinstance(exc, IntegrityError):
+        return True  # lost a race on a unique key: the retry finds the winner's row
+    message = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
+    return any(s in message for s in ("database is locked", "deadlock", "could not serialize", "busy"))
+
+
+def retry_write(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    """Run `fn(conn)` in one write transaction, retrying lost races with backoff; all or nothing.
+
+    Args:
+        engine: the store's engine.
+        fn: the transaction's body; called again from the start on every retry.
+
+    Returns:
+        What `fn` returned in the attempt that committed.
+    """
+    delay = 0.05
+    for attempt in range(RETRIES):
+        try:
+            with engine.connect() as conn:
+                conn.execution_options(write=True)
+                with conn.begin():
+                    return fn(conn)
+        except DBAPIError as exc:
+            if attempt == RETRIES - 1 or not is_retryable(exc):
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    raise AssertionError("unreachable")
+
+
+def insert_ignore(dialect: str, table: Table) -> Any:
+    """An INSERT that skips rows whose unique key exists, where the dialect supports it, else None."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        return None
+    return dialect_insert(table).on_conflict_do_nothing()
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as one line: a database error as its driver's own message (SQLAlchemy adds the
+    SQL, its parameters and a link on further lines), anything else as `Type: message`."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        text_ = str(exc.orig)
+    elif isinstance(exc, SQLAlchemyError):
+        text_ = str(exc).split("\n[SQL:")[0].split("\n(Background on this error")[0]
+    else:
+        text_ = f"{exc.__class__.__name__}: {exc}"
+    lines = [line.strip() for line in text_.splitlines() if line.strip()]
+    return " / ".join(lines[:3]) if lines else exc.__class__.__name__
+
+
+def display_url(url: str) -> str:
+    """A database (a URL or a bare path) as shown in messages: the file path for SQLite, the URL
+    without its password otherwise."""
+    if "://" not in url:
+        return url
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///"):]
+    if url.startswith("sqlite://"):
+        return "the in-memory SQLite database"
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "the database"

@@ -1,0 +1,75 @@
+"""The store's schema: the alembic migrations in `ci/store/migrations/`, run to head every time a
+store is opened, so an existing history survives upgrades. Migrations run under a lock (SQLite's
+write lock, a transaction-scoped advisory lock on PostgreSQL), so runners opening one history at
+the same time migrate it once; a database that holds other tables is never given the store's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+from sqlalchemy import inspect as sa_inspect
+
+from ci.store.engine import StoreError, display_url
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+_PG_MIGRATION_LOCK = 0x72616767  # any constant shared by every process migrating this schema
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest schema revision this code knows."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def stored_revision(engine: Engine) -> str | None:
+    """The schema revision of the database behind `engine`; None where it holds no store."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def migrate_schema(engine: Engine, revision: str = "head") -> None:
+    """Upgrade the store's schema to `revision` under a lock, so that runners opening one
+    history at the same time migrate it once.
+
+    Args:
+        engine: the store's engine.
+        revision: an alembic revision id, "head" by default.
+    """
+    cfg = _alembic_config()
+    scripts = ScriptDirectory.from_config(cfg)
+    target = head_revision() if revision == "head" else revision
+    with engine.connect() as conn:
+        conn.execution_options(write=True)  # SQLite: BEGIN IMMEDIATE, i.e. the database's write lock
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            current = MigrationContext.configure(conn).get_current_revision()
+            if current == target:
+                return
+            where = display_url(engine.url.render_as_string(hide_password=True))
+            if current is None:
+                # Never add the store's tables to somebody else's database.
+                foreign = sorted(sa_inspect(conn).get_table_names())
+                if foreign:
+                    shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+                    raise StoreError(f"{where} is not a results store: it holds other tables ({shown}) and no store "
+                                     "schema; give a new file or an empty database")
+            elif current not in {sc.revision for sc in scripts.walk_revisions()}:
+                raise StoreError(f"{where} has schema revision {current!r}, which this version of ragged-vit does "
+                                 f"not know (newest here: {head_revision()!r}): it was written by a newer version; "
+                                 "upgrade, or use another --db")
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)

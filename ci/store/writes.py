@@ -1,0 +1,389 @@
+"""The store's write side: one asv result file per transaction (machines, commits, benchmarks, the
+run and its results), commit metadata, verdicts and acknowledgements. Every write is one retried
+transaction (`ci.store.engine.retry_write`): all of it or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy.exc import DBAPIError
+
+from ci.records import Acknowledgement, Benchmark, Commit, Machine, ParsedRun, Verdict
+from ci.store.bulk import ResultInsert
+from ci.store.codec import nan_to_none, samples_json, utc
+from ci.store.engine import insert_ignore, is_retryable, retry_write
+from ci.store.models import AcknowledgementRow, BenchmarkRow, CommitRow, MachineRow, ResultRow, RunRow, VerdictRow
+from ci.store.reads import StoreReads
+
+_CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
+
+
+class StoreWrites(StoreReads):
+    """Writes to a results history through `engine`; it reads too (`acknowledge` resolves a commit
+    prefix and checks that the series exists).
+
+    Args:
+        engine: from `ci.store.engine.make_engine`, holding the store's schema.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._bench_ids: dict[str, int] = {}  # benchmark key -> id, only for committed rows
+        self._result_insert: ResultInsert | None = None
+
+    def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
+        `pending` collects the ids of benchmark rows the attempt saw or made; they are cached once
+        it committed."""
+        pending: dict[str, int] = {}
+
+        def attempt(conn: Connection) -> Any:
+            pending.clear()
+            return fn(conn, pending, *args)
+
+        out = retry_write(self.engine, attempt)
+        self._bench_ids.update(pending)  # only ids of committed rows are cached
+        return out
+
+    def _upsert_machine(self, conn: Connection, machine: Machine) -> int:
+        fields = {
+            "gpu": machine.gpu,
+            "driver": machine.driver,
+            "cuda": machine.cuda,
+            "torch": machine.torch,
+            "triton": machine.triton,
+            "cpu": machine.cpu,
+            "extra": json.dumps(dict(machine.extra), sort_keys=True),
+        }
+        row = conn.execute(select(MachineRow.__table__).where(MachineRow.name == machine.name)).one_or_none()
+        if row is None:
+            stmt = insert_ignore(self.dialect, MachineRow.__table__)
+            if stmt is None:
+                conn.execute(insert(MachineRow.__table__).values(name=machine.name, **fields))
+            else:
+                conn.execute(stmt.values(name=machine.name, **fields))
+            return conn.execute(select(MachineRow.id).where(MachineRow.name == machine.name)).scalar_one()
+        # Newer information wins for fields this run knows; an unknown (empty) field never erases one.
+        changes = {k: v for k, v in fields.items() if v not in ("", "{}") and getattr(row, k) != v}
+        if changes:
+            conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(**changes))
+        return row.id
+
+    def _upsert_commit(self, conn: Connection, commit: Commit) -> int:
+        fields = {
+            "parents": json.dumps(list(commit.parents)),
+            "branch": commit.branch,
+            "time": utc(commit.time),
+            "subject": commit.subject,
+        }
+        row = conn.execute(select(CommitRow.__table__).where(CommitRow.sha == commit.sha)).one_or_none()
+        if row is None:
+            stmt = insert_ignore(self.dialect, CommitRow.__table__)
+            values = dict(sha=commit.sha, **fields)
+            conn.execute((stmt if stmt is not None else insert(CommitRow.__table__)).values(**values))
+            return conn.execute(select(CommitRow.id).where(CommitRow.sha == commit.sha)).scalar_one()
+        changes: dict[str, Any] = {}
+        if commit.parents and row.parents != fields["parents"]:
+            changes["parents"] = fields["parents"]
+        if commit.subject and row.subject != commit.subject:
+            changes["subject"] = commit.subject
+        if commit.branch and not row.branch:  # the first branch a commit was seen on stays its branch
+            changes["branch"] = commit.branch
+        # git's time (a record with a subject or parents came from git) beats asv's date.
+        if commit.time is not None and (row.time is None or commit.parents or commit.subject):
+            if utc(row.time) != fields["time"]:
+                changes["time"] = fields["time"]
+        if changes:
+            conn.execute(update(CommitRow).where(CommitRow.id == row.id).values(**changes))
+        return row.id
+
+    def _benchmark_ids(
+        self, conn: Connection, pending: dict[str, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
+    ) -> dict[str, int]:
+        wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
+        ids = {k: self._bench_ids[k] for k in wanted if k in self._bench_ids}
+        missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
+        for i in range(0, len(missing), _CHUNK):
+            chunk = missing[i : i + _CHUNK]
+            found = dict(
+                conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(chunk))).all()
+            )
+            new = [k for k in chunk if k not in found]
+            if new:
+                rows = [
+                    {
+                        "key": k,
+                        "name": wanted[k].name,
+                        "params": json.dumps([list(p) for p in wanted[k].params]),
+                        "unit": wanted[k].unit,
+                        "direction": str(wanted[k].direction),
+                        "kind": str(wanted[k].kind),
+                    }
+                    for k in new
+                ]
+                stmt = insert_ignore(self.dialect, BenchmarkRow.__table__)
+                conn.execute(stmt if stmt is not None else insert(BenchmarkRow.__table__), rows)
+                found.update(
+                    conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(new))).all()
+                )
+            ids.update(found)
+            pending.update(found)
+        return ids
+
+    def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit) -> str:
+        """Write one parsed asv result file in one transaction: all of it or nothing.
+
+        Args:
+            run: from `ci.ingest.parse.parse_result_file`.
+            machine: the machine row to create or refresh (name must equal `run.machine`).
+            commit: the commit row to create or enrich (sha must equal `run.commit_hash`).
+
+        Returns:
+            "inserted", "replaced" (asv rewrote the file since the last ingest) or "unchanged"
+            (identical bytes were ingested before: nothing is written).
+        """
+        if not isinstance(run, ParsedRun):
+            raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
+        if machine.name != run.machine:
+            raise ValueError(f"machine {machine.name!r} does not match the run's machine {run.machine!r}")
+        if commit.sha != run.commit_hash:
+            raise ValueError(f"commit {commit.sha!r} does not match the run's commit {run.commit_hash!r}")
+        return self._write_retrying(self._ingest_run_tx, run, machine, commit)
+
+    def ingest_runs(self, items: Sequence[tuple[ParsedRun, Machine, Commit]]) -> list[str | Exception]:
+        """Write several parsed result files in one transaction, each file inside its own
+        SAVEPOINT: a file that fails is rolled back alone (never a partial run) while the others
+        commit together. One commit per batch instead of per file: each file dirties ~500 pages
+        of the (benchmark, run) index, and writing those once per batch made 1,000-file ingest
+        2.5x faster on SQLite (2026-11-29, docs/performance.md "Ingest and store"). A crash loses the whole uncommitted
+        batch, which the next ingest simply writes again.
+
+        Args:
+            items: (run, machine, commit) triples as for `ingest_run`.
+
+        Returns:
+            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it.
+        """
+        for run, machine, commit in items:
+            if not isinstance(run, ParsedRun):
+                raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
+            if machine.name != run.machine or commit.sha != run.commit_hash:
+                raise ValueError(f"{run.path}: machine/commit records do not match the run")
+        retry = object()
+
+        def tx(conn: Connection, pending: dict[str, int]) -> list[Any]:
+            out: list[Any] = []
+            for run, machine, commit in items:
+                before = dict(pending)
+                try:
+                    with conn.begin_nested():
+                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit))
+                except Exception as exc:
+                    # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
+                    pending.clear()
+                    pending.update(before)
+                    out.append(retry if isinstance(exc, DBAPIError) and is_retryable(exc) else exc)
+            return out
+
+        statuses = self._write_retrying(tx)
+        for i, status in enumerate(statuses):
+            if status is retry:  # lost a race with another runner: redo that file on its own
+                try:
+                    statuses[i] = self.ingest_run(*items[i])
+                except Exception as exc:
+                    statuses[i] = exc
+        return statuses
+
+    def _ingest_run_tx(
+        self, conn: Connection, pending: dict[str, int], run: ParsedRun, machine: Machine, commit: Commit
+    ) -> str:
+        existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run.run_key)).one_or_none()
+        machine_id = self._upsert_machine(conn, machine)
+        commit_id = self._upsert_commit(conn, commit)
+        values = {
+            "run_key": run.run_key,
+            "digest": run.digest,
+            "machine_id": machine_id,
+            "commit_id": commit_id,
+            "env_name": run.env_name,
+            "started_at": utc(run.started_at),
+            "ingested_at": datetime.now(UTC),
+            "source": str(run.path),
+            "environment": json.dumps(dict(run.environment), sort_keys=True),
+        }
+        if existing is not None:
+            if existing.digest == run.digest:
+                return "unchanged"
+            # asv rewrote the file: its results replace the stored ones, except those of benchmarks
+            # this parse had to skip (missing from benchmarks.json, or of another version): the
+            # file could not be read for them, which is no reason to lose what was stored.
+            unreadable = sorted(set(run.skipped_unknown) | set(run.skipped_stale))
+            gone = delete(ResultRow).where(ResultRow.run_id == existing.id)
+            if unreadable:
+                gone = gone.where(
+                    ResultRow.benchmark_id.not_in(select(BenchmarkRow.id).where(BenchmarkRow.name.in_(unreadable)))
+                )
+            conn.execute(gone)
+            conn.execute(update(RunRow).where(RunRow.id == existing.id).values(**values))
+            run_id = existing.id
+            status = "replaced"
+        else:
+            run_id = conn.execute(
+                insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
+            ).scalar_one()
+            status = "inserted"
+        bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
+        rows = [  # in `ci.store.bulk.RESULT_COLUMNS` order
+            (
+                run_id,
+                bench_ids[p.key],
+                p.status,
+                p.value,
+                samples_json(p.samples),
+                p.has_raw_samples,
+                p.stats.get("ci_99_a"),
+                p.stats.get("ci_99_b"),
+                p.stats.get("q_25"),
+                p.stats.get("q_75"),
+                p.stats.get("number"),
+                p.stats.get("repeat"),
+                p.benchmark_version,
+                utc(p.started_at),
+                p.duration,
+            )
+            for p in run.points
+        ]
+        if rows:
+            self._insert_results(conn, rows)
+        return status
+
+    def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """One executemany for a file's results (`ci.store.bulk`), prepared on first use."""
+        if self._result_insert is None:
+            self._result_insert = ResultInsert(conn.dialect)
+        self._result_insert.execute(conn, rows)
+
+    def upsert_commits(self, commits: Sequence[Commit]) -> None:
+        """Create commits or enrich them with parents/branch/time/subject, in one transaction.
+
+        Args:
+            commits: records; empty fields never erase known ones.
+        """
+        for c in commits:
+            if not isinstance(c, Commit):
+                raise TypeError(f"expected Commit records, got {type(c).__name__}")
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> None:
+            for c in commits:
+                self._upsert_commit(conn, c)
+
+        self._write_retrying(tx)
+
+    def save_verdicts(self, verdicts: Sequence[Verdict]) -> int:
+        """Store verdicts; a verdict for the same (series, machine, base, head) replaces the old one.
+
+        Args:
+            verdicts: from `ci.verdicts.compare` / `ci.verdicts.correctness_gates`.
+
+        Returns:
+            The number of verdicts written (an exact repeat within `verdicts` counts once).
+
+        Raises:
+            TypeError: an item is not a Verdict, or its machine is not a string.
+            ValueError: two different verdicts for one (series, machine, base, head): one would be lost.
+        """
+        unique: dict[tuple[str, str, str, str], Verdict] = {}
+        for v in verdicts:
+            if not isinstance(v, Verdict):
+                raise TypeError(f"expected Verdict records, got {type(v).__name__}")
+            if not isinstance(v.machine, str):
+                raise TypeError(f"Verdict.machine must be a str ('' when unknown), got {type(v.machine).__name__}")
+            k = (v.benchmark.key, v.machine, v.base_sha, v.head_sha)
+            # repr, not ==: fields that are NaN (never equal to themselves) still match in a repeat.
+            if repr(unique.setdefault(k, v)) != repr(v):
+                raise ValueError(
+                    f"two different verdicts for series {k[0]!r} on machine {k[1]!r}, base {k[2]!r}, head {k[3]!r} "
+                    f"({unique[k].outcome} and {v.outcome}): only one can be stored"
+                )
+        if not unique:
+            return 0
+
+        def tx(conn: Connection, pending: dict[str, int]) -> int:
+            ids = self._benchmark_ids(conn, pending, (v.benchmark for v in unique.values()))
+            now = datetime.now(UTC)
+            for v in unique.values():
+                bid = ids[v.benchmark.key]
+                conn.execute(
+                    delete(VerdictRow).where(
+                        VerdictRow.benchmark_id == bid,
+                        VerdictRow.machine == v.machine,
+                        VerdictRow.base_sha == v.base_sha,
+                        VerdictRow.head_sha == v.head_sha,
+                    )
+                )
+            conn.execute(
+                insert(VerdictRow.__table__),
+                [
+                    {
+                        "benchmark_id": ids[v.benchmark.key],
+                        "outcome": str(v.outcome),
+                        "base_value": nan_to_none(v.base_value),
+                        "head_value": nan_to_none(v.head_value),
+                        "ratio": nan_to_none(v.ratio),
+                        "ci_low": nan_to_none(v.ci_low),
+                        "ci_high": nan_to_none(v.ci_high),
+                        "p_value": nan_to_none(v.p_value),
+                        "threshold": nan_to_none(v.threshold),
+                        "base_sha": v.base_sha,
+                        "head_sha": v.head_sha,
+                        "reason": v.reason,
+                        "machine": v.machine,
+                        "created_at": now,
+                    }
+                    for v in unique.values()
+                ],
+            )
+            return len(unique)
+
+        return self._write_retrying(tx)
+
+    def acknowledge(
+        self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None
+    ) -> Acknowledgement:
+        """Record that a regression of one series at one commit is expected (who, when, why).
+
+        Args:
+            benchmark_key: a series key as in `Benchmark.key` (must exist in the store).
+            commit_sha: the commit, full sha or a unique prefix of at least 7 characters.
+            who: the person acknowledging (non-empty).
+            why: the reason (non-empty).
+            when: defaults to now (UTC).
+
+        Returns:
+            The stored Acknowledgement (with the full commit sha).
+        """
+        for name, value in (("benchmark_key", benchmark_key), ("commit_sha", commit_sha), ("who", who), ("why", why)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"acknowledge: {name} must be a non-empty string, got {value!r}")
+        if when is not None and not isinstance(when, datetime):
+            raise TypeError(f"acknowledge: when must be a datetime, got {type(when).__name__}")
+        sha = self.resolve_commit(commit_sha)
+        with self._read() as conn:
+            if conn.execute(select(BenchmarkRow.id).where(BenchmarkRow.key == benchmark_key)).first() is None:
+                raise ValueError(f"acknowledge: unknown benchmark series {benchmark_key!r}")
+        ack = Acknowledgement(benchmark_key, sha, who.strip(), why.strip(), utc(when) or datetime.now(UTC))
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> None:
+            conn.execute(
+                insert(AcknowledgementRow.__table__).values(
+                    benchmark_key=ack.benchmark_key, commit_sha=ack.commit_sha, who=ack.who, why=ack.why, when=ack.when
+                )
+            )
+
+        self._write_retrying(tx)
+        return ack

@@ -1,0 +1,32 @@
+"""Verdicts: pure functions over `ci.records` that decide whether a change is a regression.
+
+- `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
+- `history`: change points on a branch's history (`detect_all`, `newly_detected`);
+- `gates`: correctness gates, which fail a PR whatever the timing says;
+- `inputs`: one commit's results as the verdicts see them, crashes included;
+- `summary`: counts per outcome and the exit code they give.
+
+No store, no torch.
+"""
+
+from ci.verdicts.ab import VerdictSettings, compare
+from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
+from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
+from ci.verdicts.inputs import results_with_crashes
+from ci.verdicts.summary import exit_code, summarize
+
+__all__ = [
+    "MAX_ABS_DIFF_LIMIT",
+    "TOP1_AGREEMENT_LIMIT",
+    "ChangePoint",
+    "HistorySettings",
+    "VerdictSettings",
+    "change_points",
+    "compare",
+    "correctness_gates",
+    "detect_all",
+    "exit_code",
+    "newly_detected",
+    "results_with_crashes",
+    "summarize",
+]

@@ -1,0 +1,86 @@
+"""The statistics behind the A/B verdicts (`ci.verdicts.ab`): robust noise, the Mann-Whitney test,
+the bootstrap interval of the ratio of medians and the multiple-comparison corrections. Pure
+functions over numpy arrays of samples."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+from scipy import stats
+
+CORRECTIONS = ("bh", "holm", "bonferroni", "none")
+
+
+def finite(samples: Iterable[float]) -> np.ndarray:
+    """The finite samples as a float array (NaN and infinities dropped)."""
+    a = np.asarray([float(s) for s in samples], dtype=float)
+    return a[np.isfinite(a)]
+
+
+def relative_sigma(a: np.ndarray) -> float:
+    """Robust relative noise of one side: IQR / 1.349 / median (sigma of a normal)."""
+    if a.size < 2:
+        return 0.0
+    q25, med, q75 = np.percentile(a, [25, 50, 75])
+    if med <= 0:
+        return 0.0
+    return float((q75 - q25) / 1.349 / med)
+
+
+def mwu_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value of `a` against `b`."""
+    # Exact null distribution when there are no ties and the samples are small (p down to
+    # 2/C(n+m, n), e.g. 1.1e-5 at n=m=10); the normal approximation with tie correction otherwise.
+    ties = np.unique(np.concatenate([a, b])).size < a.size + b.size
+    method = "exact" if not ties and max(a.size, b.size) <= 30 else "asymptotic"
+    return float(stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+
+
+def ratio_of_medians(base: np.ndarray, head: np.ndarray, axis: int = -1) -> np.ndarray:
+    """median(head) / median(base) along `axis` (vectorised for the bootstrap)."""
+    return np.median(head, axis=axis) / np.median(base, axis=axis)
+
+
+def bootstrap_ci(
+    base: np.ndarray, head: np.ndarray, *, key: str, seed: int, n_resamples: int, confidence: float
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of head/base of the medians, seeded by `seed` and the series `key`."""
+    if np.ptp(base) == 0 and np.ptp(head) == 0:
+        r = float(np.median(head) / np.median(base))
+        return r, r
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    res = stats.bootstrap(
+        (base, head),
+        ratio_of_medians,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        rng=rng,
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def adjust_pvalues(pvalues: list[float], method: str) -> list[float]:
+    """Multiple-comparison corrected p-values (NaN entries are left out and stay NaN)."""
+    idx = [i for i, p in enumerate(pvalues) if math.isfinite(p)]
+    out = list(pvalues)
+    if not idx or method == "none":
+        return out
+    ps = np.array([pvalues[i] for i in idx])
+    m = ps.size
+    if method == "bh":
+        adj = stats.false_discovery_control(ps, method="bh")
+    elif method == "bonferroni":
+        adj = np.minimum(ps * m, 1.0)
+    else:  # holm: step-down, monotone
+        order = np.argsort(ps)
+        stepped = np.maximum.accumulate((m - np.arange(m)) * ps[order])
+        adj = np.empty(m)
+        adj[order] = np.minimum(stepped, 1.0)
+    for i, p in zip(idx, adj, strict=True):
+        out[i] = float(p)
+    return out
