@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragged_kernels import (  # noqa: E402
     fa2_varlen_attention,
+    flex_attention_varlen,
     pack_tokens,
     padded_sdpa_attention,
     ragged_attention,
@@ -127,6 +128,8 @@ def impls(cap: int):
         "fa2": lambda q, k, v, cu, out: fa2_varlen_attention(q, k, v, cu, cap),
         "padded_sdpa": lambda q, k, v, cu, out: padded_sdpa_attention(q, k, v, cu, cap),
         "varlen_attn": lambda q, k, v, cu, out: varlen_attn_attention(q, k, v, cu, cap),
+        # FlexAttention with its document mask built in the call (what a ragged batch costs a user)
+        "flex": lambda q, k, v, cu, out: flex_attention_varlen(q, k, v, cu, cap),
     }
 
 
@@ -219,6 +222,61 @@ def gpu_points(quick: bool):
 
 def flops(lengths: list[int]) -> float:
     return sum(4.0 * n * n * DIM * HEADS for n in lengths)
+
+
+def flex_calls(cap: int, cu, sets) -> list:
+    """FlexAttention calls with the block mask built once (attention only: the stronger competitor;
+    the mask's own cost is in `table_flex`)."""
+    from ragged_kernels.baselines import flex_block_mask
+
+    mask = flex_block_mask(cu, sets[0][0].shape[0])
+    return [lambda s=s: flex_attention_varlen(*s, cu, cap, block_mask=mask) for s in sets]
+
+
+def table_flex(rows: list, quick: bool):
+    """FlexAttention beside our kernel and FA2 on the GPU grid: GPU time (graph replay, mask prebuilt),
+    the mask build's GPU time, host cost per call with the mask built in it, and compile time."""
+    from ragged_kernels.baselines import flex_block_mask
+
+    print("\n## 6. FlexAttention (document mask from cu_seqlens, torch.compile), GPU time per call (µs, graph replay)")
+    print("| batch | tokens/cap | lengths | triton | fa2 | flex | flex mask build | triton/flex | first call s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for batch, tokens, cap, ragged in gpu_points(quick):
+        lengths = lengths_for(batch, tokens, cap, ragged)
+        cu, sets = make_inputs(lengths, n_sets(lengths))
+        t0 = time.perf_counter()
+        flex_calls(cap, cu, sets)[0]()
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        t_tri = gpu_time(bound_calls("triton_out", cap, cu, sets))
+        t_fa2 = gpu_time(bound_calls("fa2", cap, cu, sets))
+        t_flex = gpu_time(flex_calls(cap, cu, sets))
+        try:
+            t_mask = gpu_time([lambda cu=cu, rows=sets[0][0].shape[0]: flex_block_mask(cu, rows)])
+        except Exception as exc:  # noqa: BLE001 - a mask build that cannot be captured: say so
+            t_mask = float("nan")
+            from benchmarks.timing import restore_rng_after_failed_capture
+
+            restore_rng_after_failed_capture(torch)
+            print(f"<!-- mask build not capturable: {type(exc).__name__}: {str(exc)[:120]} -->")
+        ratios.append(t_tri / t_flex)
+        rows.append({"measure": "flex", "batch": batch, "tokens": tokens, "cap": cap, "ragged": ragged,
+                     "triton": t_tri, "fa2": t_fa2, "flex": t_flex, "flex_mask": t_mask, "first_call_s": first})
+        print(f"| {batch} | {tokens}/{cap} | {'±30%' if ragged else 'uniform'} | {fmt_us(t_tri)} | {fmt_us(t_fa2)} | "
+              f"{fmt_us(t_flex)} | {fmt_us(t_mask)} | {t_tri / t_flex:.2f} | {first:.1f} |", flush=True)
+        del sets
+    print(f"\nworst triton/flex = {max(ratios):.2f} (target <= 0.8 at every point)")
+    print("\n### FlexAttention host cost per call (µs, N=200 back-to-back, before sync), mask built in the call")
+    print("| batch | keep | triton | fa2 | flex |\n|---|---|---|---|---|")
+    for batch in (1, 4, 32):
+        for keep in (1.0, 0.5, 0.2):
+            lengths = lengths_for(batch, max(1, round(197 * keep)), 197, ragged=keep < 1)
+            cu, sets = make_inputs(lengths, 1)
+            r = {name: host_cost(bound_calls(name, 197, cu, sets)[0], n=100 if quick else 200)
+                 for name in ("triton", "fa2", "flex")}
+            rows.append({"measure": "flex_host", "batch": batch, "keep": keep, **r})
+            print(f"| {batch} | {keep} | {fmt_us(r['triton'])} | {fmt_us(r['fa2'])} | {fmt_us(r['flex'])} |")
 
 
 def table_gpu(rows: list, quick: bool, silent: bool = False):
@@ -450,6 +508,7 @@ def main() -> int:
     ap.add_argument("--head-dim", type=int, choices=(32, 64, 128), default=64,
                     help="with --variants: the head dim swept, at DeiT-B's width (768 / head dim heads)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--flex", action="store_true", help="only the FlexAttention table (6), beside triton and FA2")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.head_dim != 64 and not args.variants:
@@ -467,7 +526,9 @@ def main() -> int:
     print(f"# {p.name}, torch {torch.__version__}, triton {__import__('triton').__version__}, "
           f"SMs {p.multi_processor_count}, ragged_attention launch path: {launch}")
     rows: list = []
-    if args.variants:
+    if args.flex:
+        table_flex(rows, args.quick)
+    elif args.variants:
         variant_sweep(rows)
     elif not args.only_sweep:
         table_host(rows, args.quick)

@@ -18,6 +18,7 @@ Usage: python scripts/profile_pruned_forward.py [--model deit_base_patch16_224] 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from collections import defaultdict
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                                        ragged_linear=args.ragged_linear)
         model = model.half().cuda().eval()
         with torch.no_grad():
-            warm_up(torch, lambda: model(x))
+            warm_up(torch, functools.partial(model, x))
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=args.ops > 0) as prof:
                 for _ in range(args.forwards):
                     model(x)
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 from pruners import GraphedPrunedModel
 
                 run = GraphedPrunedModel(model) if name != "dense" else model
-                warm_up(torch, lambda: run(x))
+                warm_up(torch, functools.partial(run, x))
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 for _ in range(args.forwards):
