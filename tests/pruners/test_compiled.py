@@ -132,7 +132,7 @@ def test_sync_free_padded_sdpa_equals_the_padded_forward():
 @pytest.mark.gpu
 @torch.no_grad()
 @pytest.mark.parametrize("backend", ["triton", "fa2_varlen", "padded_sdpa", "dense"])
-@pytest.mark.parametrize("compile_too", [False, True], ids=["graph", "compile+graph"])
+@pytest.mark.parametrize("compile_too", [False, True], ids=["graph", "inductor"])
 def test_gpu_graph_and_compile_equal_eager(backend, compile_too):
     pruner = None if backend == "dense" else create_pruner("threshold_l2", max_keep="calibrate")
     x = synthetic_images(4, 224, seed=4).half().cuda()
