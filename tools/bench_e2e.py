@@ -76,15 +76,17 @@ class ModelCache:
             learned on the calibration images, so graph mode runs the later blocks below full size).
         same_decisions: replay the first configuration's masks everywhere (see the module docstring).
         compile_mode: the torch.compile mode of compile+graph rows (None: inductor's default).
+        eager_numerics: see `CompiledPrunedModel`.
     """
 
     def __init__(self, budget: float, device: str = "cuda", dtype: torch.dtype = torch.float16,
                  calibrated_capacity: bool = False, same_decisions: bool = True,
-                 compile_mode: str | None = None) -> None:
+                 compile_mode: str | None = None, eager_numerics: bool = True) -> None:
         self.budget, self.device, self.dtype = budget, device, dtype
         self.calibrated_capacity = calibrated_capacity
         self.same_decisions = same_decisions
         self.compile_mode = compile_mode
+        self.eager_numerics = eager_numerics
         self.decisions: dict[tuple, list[torch.Tensor]] = {}
         self.references: dict[tuple, torch.Tensor] = {}
         self.backbones: dict[str, torch.nn.Module] = {}
@@ -114,7 +116,8 @@ class ModelCache:
         inner = self.inner(cfg)
         if cfg.mode == "eager":
             return inner, inner
-        compiled = CompiledPrunedModel(inner, mode=self.compile_mode) if cfg.mode == "compile+graph" else None
+        compiled = (CompiledPrunedModel(inner, mode=self.compile_mode, eager_numerics=self.eager_numerics)
+                    if cfg.mode == "compile+graph" else None)
         return GraphedPrunedModel(inner, forward=compiled), inner
 
     @torch.no_grad()
@@ -285,6 +288,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--compile-mode", default=None, choices=[m for m in COMPILE_MODES if m not in CUDAGRAPH_MODES],
                     help="torch.compile mode of compile+graph rows (default: inductor's default; graph mode captures "
                     "the compiled forward itself, so modes that capture CUDA graphs are not offered)")
+    ap.add_argument("--fast-numerics", action="store_true",
+                    help="compile without emulate_precision_casts (fused fp16 intermediates stay fp32; see "
+                    "pruners.compiled.compile_settings)")
     ap.add_argument("--latency-calls", type=_positive_int, default=1000,
                     help="synchronised forwards for p50/p99 (eager rows: at most 200)")
     ap.add_argument("--latency-max-batch", type=_positive_int, default=4, help="measure latency up to this batch")
@@ -326,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {p.name}, torch {torch.__version__}; {len(configs)} configurations, time box {args.time_box or 'none'}")
     print(HEADER)
     cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity,
-                       same_decisions=not args.own_decisions, compile_mode=args.compile_mode)
+                       same_decisions=not args.own_decisions, compile_mode=args.compile_mode,
+                       eager_numerics=not args.fast_numerics)
     timing.warm_up_device(torch)
     res = run_plan(
         configs,
