@@ -4,7 +4,7 @@ For each case, every mode a user can serve with: `triton` eager (decisions recor
 sync-free backend captured as a CUDA graph (`triton`, `fa2_varlen`, `padded_sdpa` padded to the
 capacity), plus `triton` compiled and captured with `--compile`; each against `padded_sdpa` eager
 replaying the decisions that mode took: max |logit delta| must be < 0.004, and the top-1 class must
-agree wherever the reference's top-1/top-2 margin exceeds the measured error (the others are
+agree wherever the reference's top-1/top-2 margin exceeds twice the measured error (the others are
 reported). Also reports whether `padded_sdpa` reached the same decisions on its own, and checks that
 with keep ratio 1 every pruned backend equals `dense`.
 
@@ -43,10 +43,11 @@ def _image_sets(size: int, batch: int, seed: int) -> dict[str, torch.Tensor]:
 
 
 def _top1_report(y: torch.Tensor, ref: torch.Tensor, err: float) -> tuple[int, int, int]:
-    """(decisive images, decisive top-1 mismatches, undecided images) for margin > err."""
+    """(decisive images, decisive top-1 mismatches, undecided images) for margin > 2 err: each logit may
+    move by up to `err`, so a smaller margin can flip the order within the tolerance."""
     top2 = ref.float().topk(2, dim=1)
     margin = top2.values[:, 0] - top2.values[:, 1]
-    decisive = margin > err
+    decisive = margin > 2 * err
     mismatch = (y.float().argmax(1) != top2.indices[:, 0]) & decisive
     return int(decisive.sum()), int(mismatch.sum()), int((~decisive).sum())
 

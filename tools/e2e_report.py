@@ -8,7 +8,7 @@ other backends in graph mode for what our kernel contributes. Targets (H200, fp1
     large    B 64-256: best pruned / best dense >= 0.9 x the FLOP ratio of the kept counts
     graph    every batch: triton graph >= 1.1x fa2_varlen graph and >= 1.2x padded_sdpa graph
     correct  every graph / compile+graph row within TOL max |logit delta| of the padded reference on the
-             same decisions, with the same top-1 wherever the reference's top-1/top-2 margin exceeds it
+             same decisions, with the same top-1 wherever the reference's top-1/top-2 margin exceeds twice it
 """
 
 from __future__ import annotations
