@@ -85,11 +85,31 @@ def _print_verdicts(verdicts: Sequence[Any]) -> None:
         print(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}" + (f"  ({v.reason})" if v.reason else ""))
 
 
+PROGRESS_EVERY_S = 5.0  # a long ingest says where it is this often (on stderr)
+
+
+def ingest_progress_printer(every_s: float = PROGRESS_EVERY_S) -> Callable[[Any], None]:
+    """An `ingest_results_dir` progress callback that prints a line to stderr at most every `every_s`
+    seconds, so a short ingest prints nothing and a long one shows files, points and points/s."""
+    from ci.ingest import throughput
+
+    last = [0.0]
+
+    def show(p: Any) -> None:
+        if p.seconds - last[0] >= every_s:
+            last[0] = p.seconds
+            print(f"ingest: {p.files_done}/{p.files_total} files, {p.points_written:,} points written in "
+                  f"{p.seconds:.0f} s ({throughput(p.points_written, p.seconds)})", file=sys.stderr, flush=True)
+
+    return show
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import ingest_results_dir
 
     with _open(args, create=True) as store:
-        report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
+        report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
+                                    progress=ingest_progress_printer())  # fmt: skip
     for f in report.files:
         if f.status == "error":
             print(f"error: {f.message}", file=sys.stderr)
@@ -191,9 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     reads = "it must already hold a store (made by ingest or run)"
 
     p = add(
-        "ingest", "ingest an asv results directory into the store (idempotent, one transaction per file)", cmd_ingest,
-        db="created when missing",
-    )
+        "ingest",
+        "ingest an asv results directory into the store (idempotent; each result file all or nothing: a kill "
+        "keeps the files committed before it and the next ingest writes the rest; prints points/s)",
+        cmd_ingest, db="created when missing",
+    )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
@@ -257,8 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        # Every write is one transaction (per result file for ingest): what was not committed is
-        # not in the store, and the same command writes it on the next run.
+        # Every write is all or nothing (each result file for ingest, committed in batches of files):
+        # what was not committed is not in the store, and the same command writes it on the next run.
         print(f"error: interrupted; nothing half-written was kept: run the same {args.command} command again",
               file=sys.stderr)
         return EXIT_ERROR

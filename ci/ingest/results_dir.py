@@ -1,8 +1,10 @@
 """Ingest an asv results directory into the store.
 
-Per file: parse (strict, `ci.ingest.parse`), then one transaction (`Store.ingest_run`). So a
-malformed or truncated file is reported and skipped while every other file still goes in, a
-crash mid-file leaves no partial run, and ingesting the same directory again changes nothing.
+Per file: parse (strict, `ci.ingest.parse`), then write it all or nothing: files go in by batches,
+one transaction per batch and one savepoint per file inside it (`Store.ingest_runs`). So a
+malformed or truncated file is reported and skipped while every other file still goes in, a crash
+or a kill leaves no partial run (the batches committed before it stay, the next ingest writes the
+rest), and ingesting the same directory again changes nothing.
 Commit metadata (parents, branch, time, subject) comes from `git log` when a checkout is given,
 otherwise the commit is known by its sha and asv's date only.
 """
@@ -12,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,9 +47,15 @@ class FileOutcome:
 
 @dataclass(frozen=True)
 class IngestReport:
-    """The outcome of one ingest call, file by file."""
+    """The outcome of one ingest call, file by file, and how long it took."""
 
     files: tuple[FileOutcome, ...]
+    seconds: float = 0.0  # wall time of the whole call
+
+    @property
+    def points_written(self) -> int:
+        """Points of the files inserted or replaced."""
+        return sum(f.points for f in self.files if f.status in ("inserted", "replaced"))
 
     def count(self, status: str) -> int:
         """Files with the given status."""
@@ -63,13 +72,29 @@ class IngestReport:
 
     def summary(self) -> str:
         """One line for humans."""
-        written = sum(f.points for f in self.files if f.status in ("inserted", "replaced"))
+        written = self.points_written
         skipped = sum(f.skipped for f in self.files)
         return (
             f"{len(self.files)} result files: {self.count('inserted')} inserted, {self.count('replaced')} replaced, "
             f"{self.count('unchanged')} unchanged, {len(self.errors)} errors; {written} points written"
+            f" in {self.seconds:.1f} s ({throughput(written, self.seconds)})"
             + (f"; {skipped} benchmarks skipped (not in benchmarks.json or stale version)" if skipped else "")
         )
+
+
+def throughput(points: int, seconds: float) -> str:
+    """`points` per second as shown in ingest's messages, e.g. "61,250 points/s"."""
+    return f"{points / seconds:,.0f} points/s" if seconds > 0 else "- points/s"
+
+
+@dataclass(frozen=True)
+class IngestProgress:
+    """Where a running ingest is, after each batch of files (for progress lines on long runs)."""
+
+    files_done: int
+    files_total: int
+    points_written: int
+    seconds: float
 
 
 _GIT_FORMAT = "%H%x1f%P%x1f%cI%x1f%s%x1e"
@@ -162,6 +187,7 @@ def ingest_results_dir(
     repo: str | os.PathLike[str] | None = None,
     branch: str | None = None,
     batch_size: int = 50,
+    progress: Callable[[IngestProgress], None] | None = None,
 ) -> IngestReport:
     """Ingest every result file of an asv results directory; each file is all or nothing.
 
@@ -171,6 +197,7 @@ def ingest_results_dir(
         repo: optional git checkout to read commit parents, branch, time and subject from.
         branch: optional branch name recorded on commits reachable from it (needs `repo`).
         batch_size: files per transaction (each file in its own savepoint inside it).
+        progress: called after each batch of files with an `IngestProgress`.
 
     Returns:
         An IngestReport; a file that cannot be read is an "error" outcome, never a partial run.
@@ -180,6 +207,7 @@ def ingest_results_dir(
     """
     if not isinstance(store, Store):
         raise TypeError(f"store must be a ci.store.Store, got {type(store).__name__}")
+    t0 = time.perf_counter()
     root = Path(results_dir)
     if not root.is_dir():
         raise AsvFormatError(f"{root}: not a directory (expected an asv results directory)")
@@ -207,7 +235,10 @@ def ingest_results_dir(
     branch_log = _branch_log(repo, branch) if repo is not None and branch else {}
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
     # one savepoint per file), so memory stays flat however long the history is.
+    written = 0
     for first in range(0, len(paths), batch_size):
+        if progress is not None and first:
+            progress(IngestProgress(first, len(paths), written, time.perf_counter() - t0))
         parsed = []
         for path in paths[first : first + batch_size]:
             info = machine_infos[path.parent]
@@ -259,10 +290,12 @@ def ingest_results_dir(
                         f"and {len(run.skipped_stale)} of another benchmark version: {', '.join(skipped[:5])}"
                     )
                 outcomes.append(FileOutcome(str(run.path), status, len(run.points), note, len(skipped)))
+                if status != "unchanged":
+                    written += len(run.points)
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
         git_info = git_commits(repo, known_shas, branch, branch_log)
         store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
     outcomes.sort(key=lambda f: f.path)
-    return IngestReport(tuple(outcomes))
+    return IngestReport(tuple(outcomes), time.perf_counter() - t0)

@@ -1,12 +1,20 @@
-"""The bulk of ingest time: one executemany of a file's result rows, straight to the driver with the
-column types' own bind processors, which halves the cost of Core's per-row parameter handling
-(measured in 2026-11-29, docs/performance.md "Ingest and store")."""
+"""The bulk of ingest time: a file's result rows in one statement, prepared once per dialect.
+
+- PostgreSQL through psycopg 3: one binary `COPY results FROM STDIN` per file, inside the caller's
+  transaction (and savepoint), so a file is still all or nothing.
+- SQLite (and any other DBAPI with positional parameters): one DBAPI `executemany` of a prepared
+  INSERT, with the column types' own bind processors applied here, which halves the cost of
+  Core's per-row parameter handling (measured 2026-11-29).
+- A DBAPI with named parameters: Core's executemany.
+
+Rows are tuples in `RESULT_COLUMNS` order; see docs/performance.md "Ingest and store".
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, insert
+from sqlalchemy import Connection, DateTime, Dialect, insert
 
 from ci.store.models import ResultRow
 
@@ -14,51 +22,71 @@ RESULT_COLUMNS = (
     "run_id", "benchmark_id", "status", "value", "samples", "has_raw_samples", "ci_99_a", "ci_99_b", "q_25", "q_75",
     "number", "repeat", "benchmark_version", "started_at", "duration",
 )  # fmt: skip
+# PostgreSQL types of RESULT_COLUMNS for binary COPY (its wire format has no type tags to infer them from).
+_PG_TYPES = (
+    "int4", "int4", "text", "float8", "bytea", "bool", "float8", "float8", "float8", "float8", "float8", "float8",
+    "text", "timestamptz", "float8",
+)  # fmt: skip
+
+
+def _is_psycopg(dialect: Dialect) -> bool:
+    return dialect.name == "postgresql" and dialect.driver == "psycopg"
 
 
 class ResultInsert:
-    """The `results` INSERT for one dialect, prepared once: rows are tuples in `RESULT_COLUMNS` order.
+    """The `results` bulk write for one dialect, prepared once.
 
     Args:
-        dialect: the connection's dialect (its paramstyle and bind processors).
+        dialect: the connection's dialect (its driver, paramstyle and bind processors).
     """
 
     def __init__(self, dialect: Dialect) -> None:
         table = ResultRow.__table__
         cols = [c for c in table.c if c.name != "id"]
         assert [c.name for c in cols] == list(RESULT_COLUMNS)
-        mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
+        quote = dialect.identifier_preparer.quote
+        names = ", ".join(quote(c.name) for c in cols)
+        self.copy_sql = ""
         self.sql = ""  # "": a DBAPI with named parameters, which Core serves
-        self.procs: list[tuple[int, Any]] = []
+        self.procs: list[tuple[int, Any, bool]] = []
+        if _is_psycopg(dialect):
+            self.copy_sql = f"COPY {quote(table.name)} ({names}) FROM STDIN (FORMAT BINARY)"
+            return
+        mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
         if mark is not None:
-            quote = dialect.identifier_preparer.quote
-            self.sql = (
-                f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in cols)}) "
-                f"VALUES ({', '.join([mark] * len(cols))})"
-            )
+            self.sql = f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join([mark] * len(cols))})"
             self.procs = [
-                (i, proc)
+                (i, proc, isinstance(c.type, DateTime))
                 for i, c in enumerate(cols)
                 if (proc := c.type.dialect_impl(dialect).bind_processor(dialect)) is not None
             ]
 
     def execute(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        """Insert `rows` in one executemany on `conn` (inside the caller's transaction)."""
+        """Write `rows` on `conn`, inside the caller's transaction."""
+        if self.copy_sql:
+            with conn.connection.driver_connection.cursor() as cur, cur.copy(self.copy_sql) as copy:
+                copy.set_types(_PG_TYPES)
+                for r in rows:
+                    copy.write_row(r)
+            return
         if not self.sql:  # a DBAPI with named parameters: let Core do it
             conn.execute(insert(ResultRow.__table__), [dict(zip(RESULT_COLUMNS, r, strict=True)) for r in rows])
             return
         if self.procs:
-            memo: dict[tuple[int, Any], Any] = {}  # started_at repeats within a benchmark's grid
+            memo: dict[Any, Any] = {}  # a datetime repeats within a benchmark's grid: format it once
             fixed = []
             for r in rows:
                 r = list(r)
-                for i, proc in self.procs:
+                for i, proc, memoise in self.procs:
                     v = r[i]
                     if v is not None:
-                        got = memo.get((i, v))
-                        if got is None:
-                            got = memo[(i, v)] = proc(v)
-                        r[i] = got
+                        if memoise:
+                            got = memo.get(v)
+                            if got is None:
+                                got = memo[v] = proc(v)
+                            r[i] = got
+                        else:
+                            r[i] = proc(v)
                 fixed.append(tuple(r))
             rows = fixed
         conn.exec_driver_sql(self.sql, rows)

@@ -1,11 +1,26 @@
-"""How record values become column values and back: UTC datetimes, sample lists as JSON text,
-NaN as NULL. Shared by the store's write and read sides so that both agree on every encoding."""
+"""How record values become column values and back: UTC datetimes, sample lists as packed
+little-endian float64 bytes, NaN as NULL. Shared by the store's write and read sides (and the
+migration that packed the older JSON text) so that all of them agree on every encoding."""
 
 from __future__ import annotations
 
 import json
 import math
+import struct
+import sys
+from array import array
 from datetime import UTC, datetime
+
+# One compiled Struct per sample count (a history has a handful): pack and unpack are one C call,
+# ~0.5 us for 10 samples against ~3 us to write or parse their JSON text (2026-12-01, 2-core box).
+_STRUCTS: dict[int, struct.Struct] = {}
+
+
+def _struct(n: int) -> struct.Struct:
+    s = _STRUCTS.get(n)
+    if s is None:
+        s = _STRUCTS[n] = struct.Struct(f"<{n}d")
+    return s
 
 
 def utc(dt: datetime | None) -> datetime | None:
@@ -15,17 +30,39 @@ def utc(dt: datetime | None) -> datetime | None:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
+def pack_samples(samples: tuple[float, ...] | list[float]) -> bytes:
+    """A sample list as its column value: 8 bytes per sample, IEEE 754 float64, little-endian
+    (NaN and infinities kept bit for bit; an int sample is stored as its float, as JSON read it)."""
+    return _struct(len(samples)).pack(*samples)
+
+
+def unpack_samples(blob: bytes | memoryview) -> tuple[float, ...]:
+    """Samples from their column value (`pack_samples`)."""
+    n, rest = divmod(len(blob), 8)
+    if rest:
+        raise ValueError(f"a packed sample list is a multiple of 8 bytes, got {len(blob)}")
+    return _struct(n).unpack(blob)
+
+
+def float64s(blob: bytes) -> array:
+    """Packed samples (one or several `pack_samples` values joined) as an array of floats, native order."""
+    out = array("d", blob)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
 def samples_json(samples: tuple[float, ...]) -> str:
-    """JSON text of a sample list, ~4x cheaper than json.dumps for the common all-finite case."""
+    """JSON text of a sample list (revision 0003's column format; the 0004 migration reads it)."""
     text = "[" + ",".join(map(repr, samples)) + "]"
     # repr gives nan/inf, which JSON spells NaN/Infinity: let json do those (rare) lists.
     return json.dumps(list(samples)) if "n" in text else text
 
 
 def parse_samples(text: str) -> tuple[float, ...]:
-    """Samples from their stored JSON list. Always a flat list of numbers (`samples_json`), so
-    split + float, which also reads JSON's NaN/Infinity, costs a fifth of json.loads; anything
-    else goes through json."""
+    """Samples from their JSON list text (revision 0003's column format). Always a flat list of
+    numbers (`samples_json`), so split + float, which also reads JSON's NaN/Infinity, costs a fifth
+    of json.loads; anything else goes through json."""
     if text == "[]":
         return ()
     try:

@@ -142,15 +142,29 @@ def retry_write(engine: Engine, fn: Callable[[Connection], T]) -> T:
     raise AssertionError("unreachable")
 
 
-def insert_ignore(dialect: str, table: Table) -> Any:
-    """An INSERT that skips rows whose unique key exists, where the dialect supports it, else None."""
+def _dialect_insert(dialect: str, table: Table) -> Any:
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     elif dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         return None
-    return dialect_insert(table).on_conflict_do_nothing()
+    return dialect_insert(table)
+
+
+def insert_ignore(dialect: str, table: Table) -> Any:
+    """An INSERT that skips rows whose unique key exists, where the dialect supports it, else None."""
+    stmt = _dialect_insert(dialect, table)
+    return None if stmt is None else stmt.on_conflict_do_nothing()
+
+
+def upsert(dialect: str, table: Table, key: list[str], update: list[str]) -> Any:
+    """An INSERT that updates the `update` columns of a row whose unique `key` exists (ON CONFLICT
+    DO UPDATE), where the dialect supports it, else None."""
+    stmt = _dialect_insert(dialect, table)
+    if stmt is None:
+        return None
+    return stmt.on_conflict_do_update(index_elements=key, set_={c: getattr(stmt.excluded, c) for c in update})
 
 
 def error_line(exc: BaseException) -> str:

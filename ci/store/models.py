@@ -4,9 +4,11 @@ The schema is owned by the alembic migrations in `ci/store/migrations/versions/`
 match them (tests/ci/test_store.py compares the two with alembic's autogenerate). Change a
 model only together with a new migration.
 
-Lists and maps (samples, params, parents, environment) are JSON text: the store is read whole
-series at a time, never queried inside those values, and JSON text behaves the same on SQLite
-and PostgreSQL. Floats that may be NaN are stored as NULL (SQLite turns NaN into NULL anyway).
+Lists and maps (params, parents, environment) are JSON text: the store is read whole series at a
+time, never queried inside those values, and JSON text behaves the same on SQLite and PostgreSQL.
+A result's samples, the bulk of the store, are packed float64 bytes (`ci.store.codec`): a fifth of
+the JSON text's cost to write and read (docs/performance.md "Ingest and store"). Floats that may
+be NaN are stored as NULL (SQLite turns NaN into NULL anyway).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -109,7 +112,7 @@ class ResultRow(Base):
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
     status: Mapped[str] = mapped_column(String(16))  # ok, failed (asv null), skipped (asv NaN)
     value: Mapped[float | None] = mapped_column(Float, nullable=True)  # asv's reported median
-    samples: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of floats
+    samples: Mapped[bytes] = mapped_column(LargeBinary, default=b"")  # packed float64 (ci.store.codec)
     has_raw_samples: Mapped[bool] = mapped_column(Boolean, default=False)
     ci_99_a: Mapped[float | None] = mapped_column(Float, nullable=True)
     ci_99_b: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -153,3 +156,23 @@ class AcknowledgementRow(Base):
     who: Mapped[str] = mapped_column(String(255))
     why: Mapped[str] = mapped_column(Text)
     when: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ChangePointStateRow(Base):
+    """The history detector's cached state of one series (benchmark x machine) for one branch and
+    one set of detector settings: opaque bytes that `ci.verdicts.history` writes and reads, valid
+    for the first `runs` runs of the machine's history, whose (run key, file digest) chain hashes to
+    `runs_digest`. A state whose chain no longer matches the history is recomputed, never trusted."""
+
+    __tablename__ = "change_point_states"
+    __table_args__ = (UniqueConstraint("benchmark_id", "machine_id", "branch", "settings"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"))
+    branch: Mapped[str] = mapped_column(String(255))  # "": every commit
+    settings: Mapped[str] = mapped_column(String(255))  # the detector's settings and algorithm version
+    runs: Mapped[int] = mapped_column(Integer)
+    runs_digest: Mapped[str] = mapped_column(String(64))
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

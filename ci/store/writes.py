@@ -15,9 +15,18 @@ from sqlalchemy.exc import DBAPIError
 
 from ci.records import Acknowledgement, Benchmark, Commit, Machine, ParsedRun, Verdict
 from ci.store.bulk import ResultInsert
-from ci.store.codec import nan_to_none, samples_json, utc
-from ci.store.engine import insert_ignore, is_retryable, retry_write
-from ci.store.models import AcknowledgementRow, BenchmarkRow, CommitRow, MachineRow, ResultRow, RunRow, VerdictRow
+from ci.store.codec import nan_to_none, pack_samples, utc
+from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
+from ci.store.models import (
+    AcknowledgementRow,
+    BenchmarkRow,
+    ChangePointStateRow,
+    CommitRow,
+    MachineRow,
+    ResultRow,
+    RunRow,
+    VerdictRow,
+)
 from ci.store.reads import StoreReads
 
 _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
@@ -244,7 +253,7 @@ class StoreWrites(StoreReads):
                 bench_ids[p.key],
                 p.status,
                 p.value,
-                samples_json(p.samples),
+                pack_samples(p.samples),
                 p.has_raw_samples,
                 p.stats.get("ci_99_a"),
                 p.stats.get("ci_99_b"),
@@ -351,6 +360,53 @@ class StoreWrites(StoreReads):
             return len(unique)
 
         return self._write_retrying(tx)
+
+    def save_change_point_states(
+        self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]
+    ) -> None:
+        """Store the history detector's cached states, replacing those of the same series, branch
+        and settings (`ci.verdicts.history` computes them; they are a cache that checks itself, so
+        two runners writing the same series at once cannot make a result wrong, only recomputed).
+
+        Args:
+            branch: the branch the states were computed on ("" for every commit).
+            settings: the detector's settings fingerprint.
+            states: (benchmark key, machine) -> (runs covered, their digest chain, state bytes);
+                series the store does not know are left out.
+        """
+        if not states:
+            return
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> None:
+            keys = sorted({k for k, _ in states})
+            bench_ids: dict[str, int] = {}
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i : i + _CHUNK]
+                bench_ids.update(conn.execute(select(BenchmarkRow.key, BenchmarkRow.id)
+                                              .where(BenchmarkRow.key.in_(chunk))).all())  # fmt: skip
+            machine_ids = dict(conn.execute(select(MachineRow.name, MachineRow.id)).all())
+            now = datetime.now(UTC)
+            rows = [
+                {"benchmark_id": bench_ids[key], "machine_id": machine_ids[m], "branch": branch, "settings": settings,
+                 "runs": runs, "runs_digest": digest, "state": state, "updated_at": now}
+                for (key, m), (runs, digest, state) in sorted(states.items())
+                if key in bench_ids and m in machine_ids
+            ]  # fmt: skip
+            if not rows:
+                return
+            table = ChangePointStateRow.__table__
+            stmt = upsert(self.dialect, table, ["benchmark_id", "machine_id", "branch", "settings"],
+                          ["runs", "runs_digest", "state", "updated_at"])  # fmt: skip
+            if stmt is None:  # no ON CONFLICT: delete, then insert
+                for r in rows:
+                    conn.execute(delete(table).where(
+                        table.c.benchmark_id == r["benchmark_id"], table.c.machine_id == r["machine_id"],
+                        table.c.branch == branch, table.c.settings == settings))  # fmt: skip
+                conn.execute(insert(table), rows)
+                return
+            conn.execute(stmt, rows)
+
+        self._write_retrying(tx)
 
     def acknowledge(
         self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None

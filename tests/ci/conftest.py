@@ -61,32 +61,52 @@ def sha_for(i: int) -> str:
     return f"{i:08x}" + "ab" * 16
 
 
-def store_at_0002_with_a_verdict(url: str, results_dir: Path) -> Any:
-    """A store at schema revision 0002 (verdicts without a machine) holding `results_dir` and one
-    REGRESSED verdict (ratio 1.3, reason "slower", commit 0 -> 1) written as 0002's code wrote it;
-    returns the verdict's benchmark. For the 0003 migration tests on SQLite and PostgreSQL."""
-    from sqlalchemy import create_engine, text
+HISTORIES = Path(__file__).with_name("data")
 
-    from ci.ingest import ingest_results_dir
-    from ci.store import Store, migrate_schema
 
+def load_history(url: str, revision: str) -> dict[str, Any]:
+    """Load the stored history `tests/ci/data/history-<revision>.sql`, written at that schema
+    revision by an older tree's code (`make_history_fixtures.py`), into the empty database at
+    `url` without migrating it; returns what that older code read back from it (its JSON).
+
+    SQLite gets the dump as it is; PostgreSQL gets the schema from our migrations at `revision`
+    and the dump's rows copied table by table (ids kept, sequences moved past them).
+    """
+    import json
+    import sqlite3
+
+    from sqlalchemy import MetaData, create_engine, text
+
+    from ci.store import migrate_schema
+
+    dump = (HISTORIES / f"history-{revision}.sql").read_text()
+    expected = json.loads((HISTORIES / f"history-{revision}.json").read_text())
+    if url.startswith("sqlite:///"):
+        conn = sqlite3.connect(url[len("sqlite:///"):])
+        conn.executescript(dump)
+        conn.close()
+        return expected
+    source = create_engine("sqlite://")
+    with source.begin() as conn:
+        conn.connection.dbapi_connection.executescript(dump)  # type: ignore[union-attr]
+        old = MetaData()
+        old.reflect(conn)
+        rows = {name: [dict(r._mapping) for r in conn.execute(t.select())] for name, t in old.tables.items()}
+    source.dispose()
     engine = create_engine(url)
-    migrate_schema(engine, "0002")
+    migrate_schema(engine, revision)
+    new = MetaData()
+    new.reflect(engine)
+    with engine.begin() as conn:
+        conn.execute(text("SET TIME ZONE 'UTC'"))  # the dump's datetimes are UTC without a zone
+        for table in new.sorted_tables:
+            if table.name != "alembic_version" and rows.get(table.name):
+                conn.execute(table.insert(), rows[table.name])
+                if "id" in table.c:
+                    conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                                      f"(SELECT max(id) FROM {table.name}))"))  # fmt: skip
     engine.dispose()
-    old = Store(url, migrate=False)
-    ingest_results_dir(old, results_dir)
-    bench = old.benchmarks()[0]
-    with old.engine.begin() as conn:  # the 0002 schema has no machine column
-        bid = conn.execute(text("SELECT id FROM benchmarks WHERE key = :k"), {"k": bench.key}).scalar_one()
-        conn.execute(
-            text(
-                "INSERT INTO verdicts (benchmark_id, outcome, base_value, head_value, ratio, base_sha, head_sha, "
-                "reason, created_at) VALUES (:b, 'regressed', 1.0, 1.3, 1.3, :base, :head, 'slower', :t)"
-            ),
-            {"b": bid, "base": sha_for(0), "head": sha_for(1), "t": dt.datetime(2026, 11, 29, tzinfo=dt.UTC)},
-        )
-    old.close()
-    return bench
+    return expected
 
 
 def _points(bench: dict[str, Any]) -> int:

@@ -16,7 +16,8 @@ from ci.ingest import ingest_results_dir
 from ci.records import Outcome, Verdict
 from ci.store import Store, head_revision
 from ci.store.models import Base
-from tests.ci.conftest import sha_for, store_at_0002_with_a_verdict
+from tests.ci.conftest import load_history, sha_for
+from tests.ci.data.history_reads import reads
 from tests.ci.test_ingest import _ingest_worker, overlapping_result_dirs
 
 pytestmark = pytest.mark.postgres
@@ -114,14 +115,18 @@ def test_verdicts_and_acks_on_postgres(pg_url, asv_dir):
         assert store.acknowledgements() == [ack] and ack.when == when
 
 
-def test_verdicts_survive_upgrade_from_0002_on_postgres(pg_url, asv_dir):
-    """The 0003 migration (machine column, new unique key) on PostgreSQL keeps 0002's verdicts."""
-    bench = store_at_0002_with_a_verdict(pg_url, asv_dir([sha_for(0), sha_for(1)]))
+@pytest.mark.parametrize("revision", ["0002", "0003"])
+def test_history_written_by_older_code_migrates_on_postgres(pg_url, revision):
+    """The 0003 migration (machine column, new unique key) and the 0004 one (samples packed in
+    place) on PostgreSQL: an older tree's history reads back exactly as that tree read it."""
+    expected = load_history(pg_url, revision)
     with Store(pg_url) as store:
-        (kept,) = store.verdicts(head_sha=sha_for(1))
-        assert (kept.outcome, kept.reason, kept.machine) == (Outcome.REGRESSED, "slower", "")
-        store.save_verdicts([Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0),
-                                     head_sha=sha_for(1), machine="gpu-a")])
-        assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
+        assert reads(store) == expected
+        if revision == "0002":
+            (kept,) = store.verdicts(head_sha=sha_for(1))
+            assert (kept.outcome, kept.reason, kept.machine) == (Outcome.REGRESSED, "slower", "")
+            store.save_verdicts([Verdict(kept.benchmark, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0),
+                                         head_sha=sha_for(1), machine="gpu-a")])  # fmt: skip
+            assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
         with store.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []

@@ -15,9 +15,10 @@ from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
 from ci.records import Benchmark, Commit, Direction, Kind, Outcome, StoreReader, Verdict
-from ci.store import Store, head_revision, migrate_schema, resolve_url
+from ci.store import Store, head_revision, resolve_url
 from ci.store.models import Base
-from tests.ci.conftest import MACHINE, sha_for, store_at_0002_with_a_verdict, write_results
+from tests.ci.conftest import MACHINE, load_history, sha_for, write_results
+from tests.ci.data.history_reads import reads
 
 
 def _filled(db, asv_dir, n=3) -> Store:
@@ -184,43 +185,67 @@ def test_models_match_migrations(tmp_path):
         assert MigrationContext.configure(conn).get_current_revision() == head_revision()
 
 
-def test_history_survives_upgrade(tmp_path, asv_dir):
-    """A store made by the first schema revision keeps its history through the upgrade to head."""
+@pytest.mark.parametrize("revision", ["0002", "0003"])
+def test_history_written_by_older_code_migrates_and_reads_back_identical(tmp_path, revision):
+    """A store written at an older schema revision by that revision's own code (JSON text samples)
+    upgrades in place on open and reads back exactly what that code read: every result's samples
+    bit for bit, failures, verdicts, acknowledgements, commits and machines."""
     db = tmp_path / "old.sqlite"
-    engine = create_engine(f"sqlite:///{db}")
-    migrate_schema(engine, "0001")
-    assert "verdicts" not in sa_inspect(engine).get_table_names()
-    engine.dispose()
-    old = Store(db, migrate=False)
-    ingest_results_dir(old, asv_dir([sha_for(0), sha_for(1)]))
-    before = old.results()
-    old.close()
+    expected = load_history(f"sqlite:///{db}", revision)
     with Store(db) as store:  # opening migrates to head
-        assert store.results() == before
-        assert {"verdicts", "acknowledgements"} <= set(sa_inspect(store.engine).get_table_names())
-        store.acknowledge(before[0].benchmark.key, sha_for(1), "bob", "known")
-        assert len(store.acknowledgements()) == 1
+        assert MigrationContext.configure(store.engine.connect()).get_current_revision() == head_revision()
+        assert reads(store) == expected
+        with store.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        # and the upgraded store takes new results
+        root = tmp_path / "more"
+        write_results(root, [sha_for(7)])
+        assert ingest_results_dir(store, root).count("inserted") == 1
+        assert len(store.results(commit_sha=sha_for(7))) == 7
 
 
-def test_verdicts_survive_upgrade_from_0002(tmp_path, asv_dir):
+def test_verdicts_survive_upgrade_from_0002(tmp_path):
     """A store at revision 0002 (verdicts without a machine) keeps its verdicts through the upgrade;
     they come back with machine "" and a machine's verdict for the same key is added, not merged."""
     db = tmp_path / "old.sqlite"
-    bench = store_at_0002_with_a_verdict(f"sqlite:///{db}", asv_dir([sha_for(0), sha_for(1)]))
+    load_history(f"sqlite:///{db}", "0002")
     engine = create_engine(f"sqlite:///{db}")
     assert "machine" not in {c["name"] for c in sa_inspect(engine).get_columns("verdicts")}
     engine.dispose()
     with Store(db) as store:  # opening migrates to head
-        assert MigrationContext.configure(store.engine.connect()).get_current_revision() == head_revision()
         (kept,) = store.verdicts(head_sha=sha_for(1))
-        assert (kept.benchmark, kept.outcome, kept.ratio, kept.reason, kept.machine) == (
-            bench, Outcome.REGRESSED, 1.3, "slower", ""
-        )
+        assert (kept.outcome, kept.ratio, kept.reason, kept.machine) == (Outcome.REGRESSED, 1.3, "slower", "")
         mine = Verdict(
-            bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine=MACHINE
+            kept.benchmark, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine=MACHINE
         )
         store.save_verdicts([mine])
         assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", MACHINE]
+
+
+def test_downgrade_to_0003_gives_back_the_json_text_samples(tmp_path):
+    """The 0004 migration's downgrade writes the samples back as the JSON text 0003's code reads."""
+    from ci.store.codec import parse_samples
+
+    db = tmp_path / "old.sqlite"
+    expected = load_history(f"sqlite:///{db}", "0003")
+    Store(db).close()  # up to head
+    from alembic import command
+    from alembic.config import Config
+
+    from ci.store.schema import MIGRATIONS_DIR
+
+    engine = create_engine(f"sqlite:///{db}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0003")
+    with engine.connect() as conn:
+        texts = [t for (t,) in conn.exec_driver_sql("SELECT samples FROM results WHERE status = 'ok' ORDER BY id")]
+    engine.dispose()
+    assert all(isinstance(t, str) for t in texts)
+    back = sorted(tuple(x.hex() for x in parse_samples(t)) for t in texts)
+    assert back == sorted(tuple(r["samples"]) for r in expected["results"])
 
 
 def test_reopen_is_a_noop_migration(tmp_path, asv_dir):
