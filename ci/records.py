@@ -279,6 +279,7 @@ class SeriesColumns:
         benchmark: the series' identity.
         machine: where it was measured.
         commit_shas: per result, its commit (results of one commit are adjacent).
+        runs: per result, the index of its run in the machine's `MachineHistory.runs`.
         counts: per result, how many samples it has in `samples`.
         samples: every result's samples, concatenated in result order (float64, native byte order).
         versions: per result, asv's benchmark version (None: unknown).
@@ -287,6 +288,7 @@ class SeriesColumns:
     benchmark: Benchmark
     machine: str
     commit_shas: tuple[str, ...]
+    runs: tuple[int, ...]
     counts: tuple[int, ...]
     samples: array
     versions: tuple[str | None, ...]

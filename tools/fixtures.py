@@ -250,13 +250,13 @@ def ingest_commits(store, mem: MemoryStore, shas: list[str]) -> None:
             failed.setdefault((f.commit_sha, f.machine), []).append(f)
     for (sha, machine), results in by_run.items():
         points = tuple(ParsedPoint(benchmark=r.benchmark, status="ok", samples=r.samples, has_raw_samples=True,
-                                   value=r.value, stats={}, benchmark_version=None, started_at=r.started_at,
-                                   duration=1.0) for r in results)
+                                   value=r.value, stats={}, benchmark_version=r.benchmark_version,
+                                   started_at=r.started_at, duration=1.0) for r in results)
         points += tuple(ParsedPoint(benchmark=f.benchmark, status=f.status, samples=(), has_raw_samples=False,
                                     value=None, stats={}, benchmark_version=None, started_at=None, duration=None)
                         for f in failed.get((sha, machine), []))
         run = ParsedRun(path=Path(f"{machine}/{sha}.json"), run_key=f"{machine}/{sha}/env",
-                        digest=hashlib.sha256(f"{machine}{sha}{len(points)}".encode()).hexdigest(), machine=machine,
+                        digest=hashlib.sha256(repr((machine, sha, points)).encode()).hexdigest(), machine=machine,
                         commit_hash=sha, commit_time=commits[sha].time, env_name="env",
                         started_at=results[0].started_at, environment=results[0].environment, points=points,
                         skipped_unknown=(), skipped_stale=())

@@ -31,7 +31,7 @@ from ci.records import (
     SeriesColumns,
     Verdict,
 )
-from ci.store.codec import float64s, none_to_nan, unpack_samples, utc
+from ci.store.codec import float64s, none_to_nan, unpacker, utc
 from ci.store.models import (
     AcknowledgementRow,
     BenchmarkRow,
@@ -44,6 +44,7 @@ from ci.store.models import (
 )
 
 _IN_LIST = 500  # run ids named in one IN (...); far below SQLite's bound-parameter limit
+_MEMO_MAX = 200_000  # parsed datetimes / environments kept between reads (~40 MB at most)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class StoreReads:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._bench_by_id: dict[int, Benchmark] = {}
+        self._times: dict[Any, datetime | None] = {}
+        self._envs: dict[str, tuple[tuple[str, str], ...]] = {}
 
     @property
     def dialect(self) -> str:
@@ -198,10 +201,12 @@ class StoreReads:
 
     def _history_runs(
         self, conn: Connection, *, machine: str | None = None, commit_sha: str | None = None,
-        branch: str | None = None,
+        branch: str | None = None, benchmark_id: int | None = None,
     ) -> list[Any]:
         """Runs in history order (commit order, then the run's start, then insertion), with what a
-        result record takes from its run: id, run_key, digest, started_at, environment, sha, machine."""
+        result record takes from its run: id, run_key, digest, started_at, environment, sha, machine.
+        With `benchmark_id`, only the runs that hold a result of that series (found through the
+        (benchmark_id, run_id) index: one series' read touches its own runs, not the whole history)."""
         stmt = (
             select(
                 RunRow.id, RunRow.run_key, RunRow.digest, self._dt(RunRow.started_at).label("started_at"),
@@ -217,6 +222,8 @@ class StoreReads:
             stmt = stmt.where(CommitRow.sha == commit_sha)
         if branch is not None:
             stmt = stmt.where(CommitRow.branch == branch)
+        if benchmark_id is not None:
+            stmt = stmt.where(RunRow.id.in_(select(ResultRow.run_id).where(ResultRow.benchmark_id == benchmark_id)))
         return list(conn.execute(stmt).all())
 
     def _result_rows(
@@ -233,7 +240,7 @@ class StoreReads:
         if benchmark_id is not None:
             where.append("benchmark_id = ?")
             params.append(benchmark_id)
-        if not every_run:
+        if not every_run and benchmark_id is None:  # one series' rows are few: filtered here
             if len(wanted) <= _IN_LIST:
                 where.append(f"run_id IN ({', '.join('?' * len(wanted))})")
                 params.extend(sorted(wanted))
@@ -281,10 +288,10 @@ class StoreReads:
                 bid = self._benchmark_id(conn, benchmark_key)
                 if bid is None:
                     return []
-            runs = self._history_runs(conn, machine=machine, commit_sha=commit_sha)
+            runs = self._history_runs(conn, machine=machine, commit_sha=commit_sha, benchmark_id=bid)
             if not runs:
                 return []
-            every = machine is None and commit_sha is None
+            every = machine is None and commit_sha is None and bid is None
             grouped = self._result_rows(conn, columns, ok=ok, runs=runs, every_run=every, machine=machine,
                                         benchmark_id=bid)  # fmt: skip
         return [(run, row) for run in runs for row in grouped.get(run.id, ())]
@@ -313,25 +320,35 @@ class StoreReads:
         if not points:
             return []
         benches = self._bench_map({row[1] for _, row in points})
-        envs: dict[str, tuple[tuple[str, str], ...]] = {}  # one parse per run, not per row
-        times: dict[Any, datetime | None] = {}
+        # Parsed once per distinct text and kept across calls (the text -> value map never changes):
+        # a series read parses ~1,000 times and environments that the previous series read did too.
+        if len(self._times) > _MEMO_MAX:
+            self._times.clear()
+        if len(self._envs) > _MEMO_MAX:
+            self._envs.clear()
+        envs, times = self._envs, self._times
+        unpackers: dict[int, Any] = {}
         out = []
         append = out.append
         last_run = None
-        env: tuple[tuple[str, str], ...] = ()
-        run_started = sha = machine_name = run_key = None
+        env: tuple[tuple[str, str], ...] | None = ()
+        run_started = None
+        sha = machine_name = run_key = ""
         for run, (_run_id, bid, samples, started, version) in points:
             if run is not last_run:
                 last_run = run
-                env = envs.get(run.environment)  # type: ignore[assignment]
+                env = envs.get(run.environment)
                 if env is None:
                     env = envs[run.environment] = tuple(sorted(json.loads(run.environment).items()))
                 run_started = _parse_dt(run.started_at, times)
                 sha, machine_name, run_key = run.sha, run.machine, run.run_key
-            append(Result(
-                benches[bid], sha, machine_name, unpack_samples(samples), run_key,  # type: ignore[arg-type]
-                _parse_dt(started, times) or run_started, env, version,
-            ))  # fmt: skip
+            unpack = unpackers.get(len(samples))
+            if unpack is None:
+                unpack = unpackers[len(samples)] = unpacker(len(samples))
+            when = times.get(started) if started is not None else None
+            if when is None:
+                when = _parse_dt(started, times) or run_started
+            append(Result(benches[bid], sha, machine_name, unpack(samples), run_key, when, env, version))
         return out
 
     def failures(
@@ -383,20 +400,22 @@ class StoreReads:
         benches = self._bench_map({row[1] for rows in grouped.values() for row in rows})
         out = []
         for name in sorted(by_machine):
-            cols: dict[int, tuple[list[str], list[int], list[bytes], list[str | None]]] = {}
-            for run in by_machine[name][skip.get(name, 0):]:
+            cols: dict[int, tuple[list[str], list[int], list[int], list[bytes], list[str | None]]] = {}
+            first = skip.get(name, 0)
+            for index, run in enumerate(by_machine[name][first:], start=first):
                 for _run_id, bid, samples, version in grouped.get(run.id, ()):
                     c = cols.get(bid)
                     if c is None:
-                        c = cols[bid] = ([], [], [], [])
+                        c = cols[bid] = ([], [], [], [], [])
                     c[0].append(run.sha)
-                    c[1].append(len(samples) // 8)
-                    c[2].append(samples)
-                    c[3].append(version)
+                    c[1].append(index)
+                    c[2].append(len(samples) // 8)
+                    c[3].append(samples)
+                    c[4].append(version)
             series = [
-                SeriesColumns(benches[bid], name, tuple(shas), tuple(counts), float64s(b"".join(blobs)),
+                SeriesColumns(benches[bid], name, tuple(shas), tuple(runs_), tuple(counts), float64s(b"".join(blobs)),
                               tuple(versions))
-                for bid, (shas, counts, blobs, versions) in cols.items()
+                for bid, (shas, runs_, counts, blobs, versions) in cols.items()
             ]  # fmt: skip
             series.sort(key=lambda c: c.benchmark.key)
             out.append(MachineHistory(name, tuple((r.run_key, r.digest) for r in by_machine[name]), tuple(series)))

@@ -5,9 +5,12 @@ Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3
 1. Per series (one benchmark on one machine, commits oldest first), the per-commit value is the
    median of that commit's samples, on a log scale so a step is a ratio.
 2. Split: penalised least-squares segmentation by `ruptures.KernelCPD(kernel="linear")` (PELT in
-   C, about 1 ms for 1,000 commits) on the log values divided by a robust noise sigma (MAD of
-   successive differences / sqrt(2), which steps barely move), with a BIC-like penalty
-   `penalty * log(n)`.
+   C) on the log values divided by a robust noise sigma (MAD of successive differences / sqrt(2),
+   which steps barely move), with a BIC-like penalty `penalty * log(n)`, on windows of `window`
+   commits (stride half a window; each window proposes the steps in the half it owns, with its own
+   sigma and n): a series shorter than a window is segmented whole, and a longer one, in pieces that
+   never change once full, so that a new commit re-segments only the last window
+   (`ci.verdicts.segments`).
 3. Merge: every candidate step must pass a Mann-Whitney U test between the per-commit values of
    its two neighbouring segments (p < max_pvalue) and a practical size
    `|ratio - 1| >= max(floor, noise_k * sigma)`; the weakest failing candidate is removed and its
@@ -18,20 +21,35 @@ Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3
    commit-to-commit noise) still applies, which keeps drift between commits from passing as a step.
    (Seen on the H200 history of 2026-11-29: a 13% kernel speed-up over 9 commits went unreported.)
 4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall.
+
+Over a store that keeps states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), `detect_all`
+keeps each series' detector state in the store and, on the next call, reads and examines only the
+runs after it; the result is exactly that of a computation from scratch (a state that cannot be
+extended, or whose runs no longer match the history, is recomputed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import ruptures
-from scipy import stats
 
-from ci.records import Benchmark, Direction, Kind, Outcome, Result, StoreReader, current_version
+from ci.records import (
+    Benchmark,
+    Direction,
+    HistoryStore,
+    Kind,
+    MachineHistory,
+    Outcome,
+    Result,
+    SeriesColumns,
+    StoreReader,
+    current_version,
+)
+from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,7 @@ class HistorySettings:
         noise_k: a step must also be at least `noise_k` robust sigmas of commit-to-commit noise.
         max_pvalue: Mann-Whitney p-value a step's two segments must reach (Otava's default 0.001).
         min_points: series with fewer commits are not analysed.
+        window: commits per segmentation window (a series at most this long is segmented whole).
     """
 
     penalty: float = 3.0
@@ -54,6 +73,7 @@ class HistorySettings:
     noise_k: float = 3.0
     max_pvalue: float = 0.001
     min_points: int = 8
+    window: int = 128
 
     def __post_init__(self) -> None:
         if self.penalty <= 0:
@@ -68,6 +88,21 @@ class HistorySettings:
             raise ValueError(f"max_pvalue must be in (0, 1), got {self.max_pvalue!r}")
         if self.min_points < 2 * self.min_size:
             raise ValueError(f"min_points ({self.min_points}) must be >= 2 * min_size ({2 * self.min_size})")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 4 * self.min_size:
+            raise ValueError(f"window must be an int >= 4 * min_size ({4 * self.min_size}), got {self.window!r}")
+
+    @property
+    def knobs(self) -> Knobs:
+        """These settings as the detector's core takes them."""
+        return Knobs(self.penalty, self.min_size, self.floor, self.noise_k, self.max_pvalue, self.min_points,
+                     self.window)  # fmt: skip
+
+    @property
+    def fingerprint(self) -> str:
+        """The algorithm version and every knob: stored states are only reused under the same one."""
+        k = self.knobs
+        return (f"{ALGORITHM} penalty={k.penalty!r} min_size={k.min_size} floor={k.floor!r} noise_k={k.noise_k!r} "
+                f"max_pvalue={k.max_pvalue!r} min_points={k.min_points} window={k.window}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -99,67 +134,57 @@ class ChangePoint:
     index: int = -1
 
 
-def _per_commit(series: Sequence[Result]) -> tuple[list[str], np.ndarray, list[np.ndarray], Benchmark, str]:
+def _pooled(series: Sequence[Result]) -> tuple[list[tuple[str, np.ndarray]], list[float] | None, Benchmark, str]:
+    """(sha, finite samples pooled) per commit in first-seen order, their medians when they came in
+    one vectorised call (else None: `SeriesState.extend` takes them), the benchmark and the machine."""
     if isinstance(series, (str, bytes)) or not isinstance(series, Sequence):
         raise TypeError(f"series must be a sequence of Result, got {type(series).__name__}")
-    shas: list[str] = []
-    pooled: dict[str, list[float]] = {}
+    pooled: dict[str, list[tuple[float, ...]]] = {}
     keys, machines = set(), set()
+    last_bench = None
     for r in series:
         if not isinstance(r, Result):
             raise TypeError(f"series must contain only Result records, got {type(r).__name__}")
-        keys.add(r.benchmark.key)
+        if r.benchmark is not last_bench:  # a store's results share Benchmark objects; .key is built each call
+            last_bench = r.benchmark
+            keys.add(r.benchmark.key)
         machines.add(r.machine)
-        if r.commit_sha not in pooled:
-            shas.append(r.commit_sha)
-            pooled[r.commit_sha] = []
-        pooled[r.commit_sha].extend(s for s in r.samples if math.isfinite(s))
+        got = pooled.get(r.commit_sha)
+        if got is None:
+            pooled[r.commit_sha] = [r.samples]
+        else:
+            got.append(r.samples)
     if len(keys) > 1:
         raise ValueError(f"series mixes several benchmarks: {sorted(keys)[:3]}; pass one series (see detect_all)")
     if len(machines) > 1:
         raise ValueError(f"series mixes machines {sorted(machines)}: steps between machines are not code changes")
-    # statistics.median: ~4x cheaper than np.median on these short lists (dashboard profiling).
-    medians = {s: statistics.median(v) for s, v in pooled.items() if v}
-    kept = [s for s in shas if medians.get(s, 0.0) > 0]  # failed/skipped commits carry no level
-    values = np.array([medians[s] for s in kept], dtype=float)
-    samples = [np.asarray(pooled[s], dtype=float) for s in kept]
     bench = series[0].benchmark if series else Benchmark("")
     machine = next(iter(machines)) if machines else ""
-    return kept, values, samples, bench, machine
+    rows = [parts[0] for parts in pooled.values() if len(parts) == 1]
+    if len(rows) == len(pooled) and rows and len({len(r) for r in rows}) == 1:
+        mat = np.array(rows, dtype=float)  # one result per commit, one sample count: one conversion
+        if np.isfinite(mat).all():
+            return list(zip(pooled, mat, strict=True)), np.median(mat, axis=1).tolist(), bench, machine
+    commits = []
+    for sha, parts in pooled.items():
+        a = np.array(parts[0] if len(parts) == 1 else [x for p in parts for x in p], dtype=float)
+        commits.append((sha, a if np.isfinite(a).all() else a[np.isfinite(a)]))
+    return commits, None, bench, machine
 
 
-def _robust_sigma(y: np.ndarray) -> float:
-    """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
-    when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
-    MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
-    as noise."""
-    d = np.diff(y)
-    if not d.size:
-        return 0.0
-    dev = np.abs(d - np.median(d))
-    mad = float(np.median(dev))
-    if mad > 0:
-        return 1.4826 * mad / math.sqrt(2)
-    return float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)
-
-
-def _segment_test(
-    y: np.ndarray, samples: list[np.ndarray], lo: int, mid: int, hi: int, max_pvalue: float
-) -> tuple[float, float]:
-    """(log ratio of segment medians, MWU p) for the step at `mid` between [lo, mid) and [mid, hi).
-
-    The test runs on per-commit values when the segments are long enough for it to reach
-    `max_pvalue` (smallest two-sided p = 2 / C(m+n, m)); otherwise on the pooled raw samples."""
-    a, b = y[lo:mid], y[mid:hi]
-    log_ratio = float(np.median(b) - np.median(a))
-    if 2.0 / math.comb(a.size + b.size, a.size) >= max_pvalue:
-        pa, pb = np.concatenate(samples[lo:mid]), np.concatenate(samples[mid:hi])
-        if pa.size and pb.size and np.ptp(np.concatenate([pa, pb])) > 0:
-            return log_ratio, float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue)
-        return log_ratio, 1.0
-    if np.ptp(np.concatenate([a, b])) == 0:
-        return log_ratio, 1.0
-    return log_ratio, float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+def _change_points(state: SeriesState, bench: Benchmark, machine: str) -> list[ChangePoint]:
+    out = []
+    for step in state.steps:
+        ratio = math.exp(step.log_ratio)
+        worse = ratio > 1.0 if bench.direction == Direction.LOWER else ratio < 1.0
+        out.append(
+            ChangePoint(
+                bench, state.sha(step.index), step.before, step.after, step.after / step.before,
+                Outcome.REGRESSED if worse else Outcome.IMPROVED,
+                previous_sha=state.sha(step.index - 1), p_value=step.p_value, machine=machine, index=step.index,
+            )
+        )  # fmt: skip
+    return out
 
 
 def change_points(
@@ -183,60 +208,19 @@ def change_points(
         ValueError: `series` mixes benchmarks or machines.
     """
     settings = settings or HistorySettings()
-    shas, values, samples, bench, machine = _per_commit(series)
-    n = values.size
-    if n < settings.min_points:
-        return []
-    y = np.log(values)
-    sigma = _robust_sigma(y)
-    # Segment at no finer a scale than the smallest step the size guard can pass (floor / noise_k
-    # sigmas): with a near-zero sigma (coarse timers, byte counts: most successive medians equal)
-    # PELT would propose hundreds of candidate steps that the merge then removes one pass at a time
-    # (quadratic: 10 s for one 1,000-commit series). A noiseless series (sigma 0, floor 0) still
-    # gets a positive scale.
-    floor_scale = math.log1p(settings.floor) / settings.noise_k if settings.noise_k > 0 else 0.0
-    scale = max(sigma, floor_scale)
-    if scale <= 0:
-        scale = max(1e-9, float(np.std(y)) * 1e-3, 1e-12)
-    algo = ruptures.KernelCPD(kernel="linear", min_size=settings.min_size, jump=1)
-    bkps = [b for b in algo.fit((y / scale).reshape(-1, 1)).predict(pen=settings.penalty * math.log(n)) if b < n]
-    min_log = math.log1p(max(settings.floor, settings.noise_k * sigma))
-
-    while True:
-        bounds = [0, *bkps, n]
-        tested = [
-            _segment_test(y, samples, bounds[i], bounds[i + 1], bounds[i + 2], settings.max_pvalue)
-            for i in range(len(bkps))
-        ]
-        failing = [
-            (p, abs(lr), i) for i, (lr, p) in enumerate(tested) if p >= settings.max_pvalue or abs(lr) < min_log
-        ]
-        if not failing:
-            break
-        # Weakest first: the highest p-value, then the smallest step.
-        _, _, worst = max(failing, key=lambda t: (t[0], -t[1]))
-        del bkps[worst]
-
-    out = []
-    for b, (log_ratio, p) in zip(bkps, tested, strict=True):
-        ratio = math.exp(log_ratio)
-        worse = ratio > 1.0 if bench.direction == Direction.LOWER else ratio < 1.0
-        bounds_i = [0, *bkps, n]
-        j = bounds_i.index(b)
-        before = float(np.median(values[bounds_i[j - 1]:b]))
-        after = float(np.median(values[b:bounds_i[j + 1]]))
-        out.append(
-            ChangePoint(
-                bench, shas[b], before, after, after / before,
-                Outcome.REGRESSED if worse else Outcome.IMPROVED,
-                previous_sha=shas[b - 1], p_value=p, machine=machine, index=b,
-            )
-        )
-    return out
+    commits, meds, bench, machine = _pooled(series)
+    state = SeriesState(settings.knobs)
+    state.extend(commits, meds)
+    return _change_points(state, bench, machine)
 
 
 def _is_store(source: object) -> bool:
     return all(callable(getattr(source, name, None)) for name in ("results", "benchmarks", "commits", "machines"))
+
+
+def _keeps_states(source: object) -> bool:
+    names = ("series_columns", "change_point_states", "save_change_point_states")
+    return _is_store(source) and all(callable(getattr(source, name, None)) for name in names)
 
 
 def detect_all(
@@ -251,7 +235,8 @@ def detect_all(
 
     Args:
         source: a `StoreReader` (results come back in history order) or results already in
-            history order (oldest first).
+            history order (oldest first). A store that keeps detector states (`ci.store.Store`)
+            is read as columns and only its new runs are examined (module docstring).
         machine: only this machine's series.
         branch: with a store, only commits of this branch (e.g. "main"); ignored for a list.
         settings: detector settings.
@@ -264,6 +249,8 @@ def detect_all(
         TypeError: `source` is neither a store nor a sequence of Result.
     """
     settings = settings or HistorySettings()
+    if _keeps_states(source):
+        return _detect_stored(source, machine, branch, settings, include_correctness)  # type: ignore[arg-type]
     groups: dict[tuple[str, str], list[Result]] = {}
     if _is_store(source):
         allowed = {c.sha for c in source.commits(branch)} if branch else None  # type: ignore[union-attr]
@@ -274,13 +261,7 @@ def detect_all(
                 if allowed is None or r.commit_sha in allowed:
                     groups.setdefault((bench.key, r.machine), []).append(r)
     elif isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
-        for r in source:
-            if not isinstance(r, Result):
-                raise TypeError(f"source must contain only Result records, got {type(r).__name__}")
-            if r.benchmark.kind == Kind.CORRECTNESS and not include_correctness:
-                continue
-            if machine is None or r.machine == machine:
-                groups.setdefault((r.benchmark.key, r.machine), []).append(r)
+        groups = _groups(source, machine, include_correctness)
     else:
         raise TypeError(f"source must be a StoreReader or a sequence of Result, got {type(source).__name__}")
     out: list[ChangePoint] = []
@@ -288,6 +269,169 @@ def detect_all(
         # A step where the benchmark's code changed is not the library's: judge the current version only.
         out.extend(change_points(current_version(groups[key]), settings=settings))
     return out
+
+
+def _groups(results: Sequence[Result], machine: str | None, include_correctness: bool
+            ) -> dict[tuple[str, str], list[Result]]:
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        if not isinstance(r, Result):
+            raise TypeError(f"source must contain only Result records, got {type(r).__name__}")
+        if r.benchmark.kind == Kind.CORRECTNESS and not include_correctness:
+            continue
+        if machine is None or r.machine == machine:
+            groups.setdefault((r.benchmark.key, r.machine), []).append(r)
+    return groups
+
+
+def _chain(runs: Sequence[tuple[str, str]]) -> list[str]:
+    """chain[k]: a digest of the first k runs (run key and file digest, in history order)."""
+    out = [""]
+    h = hashlib.sha256()
+    for key, digest in runs:
+        h.update(f"{key}\0{digest}\n".encode())
+        out.append(h.copy().hexdigest())
+    return out
+
+
+def _column_commits(col: SeriesColumns, first_run: int, version: str | None
+                    ) -> tuple[list[tuple[str, np.ndarray]], str | None]:
+    """(sha, finite samples pooled) per commit of `col`'s results from run `first_run` on, filtered
+    as `current_version` filters a whole series, and the series' current benchmark version.
+
+    Args:
+        col: a series' columns.
+        first_run: the first run (index into the machine's runs) whose results are new.
+        version: the current version of the results before `first_run` (None: none known).
+
+    Raises:
+        NeedFullHistory: the new results make another version current, so older results drop out.
+    """
+    start = 0
+    while start < len(col.runs) and col.runs[start] < first_run:
+        start += 1
+    versions = col.versions[start:]
+    latest = next((v for v in reversed(versions) if v is not None), version)
+    if version is not None and latest != version:
+        raise NeedFullHistory("the benchmark's version changed")
+    known = {v for v in versions if v is not None} | ({version} - {None})
+    keep = {latest, None} if len(known) > 1 else None
+    flat = np.frombuffer(col.samples, dtype=np.float64)
+    counts = col.counts[start:]
+    if keep is None and counts and len(set(counts)) == 1 and len(set(col.commit_shas[start:])) == len(counts):
+        # One result per commit, one sample count (a runner's history): one reshape, no per-commit work.
+        c = counts[0]
+        offset = sum(col.counts[:start])
+        mat = flat[offset : offset + c * len(counts)].reshape(len(counts), c)
+        if np.isfinite(mat).all():
+            return list(zip(col.commit_shas[start:], mat, strict=True)), latest
+    ends = np.cumsum(col.counts)
+    index: dict[str, int] = {}
+    shas: list[str] = []
+    parts: list[list[np.ndarray]] = []
+    for i in range(start, len(col.runs)):
+        if keep is not None and col.versions[i] not in keep:
+            continue
+        j = index.get(col.commit_shas[i])
+        if j is None:
+            j = index[col.commit_shas[i]] = len(parts)
+            shas.append(col.commit_shas[i])
+            parts.append([])
+        parts[j].append(flat[ends[i] - col.counts[i] : ends[i]])
+    commits = []
+    for sha, part in zip(shas, parts, strict=True):
+        pooled = np.concatenate(part) if len(part) > 1 else part[0]
+        commits.append((sha, pooled[np.isfinite(pooled)]))
+    return commits, latest
+
+
+def _detect_stored(
+    store: HistoryStore, machine: str | None, branch: str | None, settings: HistorySettings, include_correctness: bool
+) -> list[ChangePoint]:
+    """`detect_all` over a store that keeps states: read each machine's runs after those its states
+    cover, extend the states with them, save them back (a machine whose states cannot all be
+    extended is read whole and recomputed)."""
+    knobs, fingerprint, where = settings.knobs, settings.fingerprint, branch or ""
+    cached = store.change_point_states(where, fingerprint)
+    after: dict[str, int] = {}
+    for (_key, m), (runs, _digest, _state) in cached.items():
+        if machine is None or m == machine:
+            after[m] = min(after.get(m, runs), runs)
+    benches = {b.key: b for b in store.benchmarks()}
+    out: list[ChangePoint] = []
+    save: dict[tuple[str, str], tuple[int, str, bytes]] = {}
+    for hist in store.series_columns(machine=machine, branch=branch, runs_after=after):
+        got = _machine_states(hist, cached, knobs, benches, complete=after.get(hist.machine, 0) == 0)
+        if got is None:  # some series need their whole history: read the machine's once
+            (hist,) = store.series_columns(machine=hist.machine, branch=branch)
+            got = _machine_states(hist, cached, knobs, benches, complete=True)
+            assert got is not None
+        states, changed = got
+        save.update(changed)
+        for key in sorted(states):
+            state, bench = states[key]
+            if bench.kind != Kind.CORRECTNESS or include_correctness:
+                out.extend(_change_points(state, bench, hist.machine))
+    if save:
+        try:
+            store.save_change_point_states(where, fingerprint, save)
+        except Exception:  # noqa: BLE001 - a cache: a store that cannot be written still gets its change points
+            pass
+    out.sort(key=lambda c: (c.benchmark.key, c.machine))
+    return out
+
+
+def _machine_states(
+    hist: MachineHistory, cached: dict[tuple[str, str], tuple[int, str, bytes]], knobs: Knobs,
+    benches: dict[str, Benchmark], *, complete: bool,
+) -> tuple[dict[str, tuple[SeriesState, Benchmark]], dict[tuple[str, str], tuple[int, str, bytes]]] | None:
+    """Every series' state of one machine, extended with `hist`'s results, and the states to save.
+
+    Every series gets a state, correctness series too, so the runs a machine's states cover hold no
+    series without one. Returns None when `hist` holds only the newer runs (not `complete`) and a
+    series needs its whole history: its state is missing, stale (its runs' digests no longer match
+    the history: a file rewritten, a commit's time or branch changed) or cannot be extended.
+    """
+    total = len(hist.runs)
+    chain = _chain(hist.runs)
+    mine = {key: v for (key, m), v in cached.items() if m == hist.machine}
+    valid = {key: runs for key, (runs, digest, _) in mine.items() if runs <= total and chain[runs] == digest}
+    if not complete and len(valid) < len(mine):
+        return None
+    states: dict[str, tuple[SeriesState, Benchmark]] = {}
+    save: dict[tuple[str, str], tuple[int, str, bytes]] = {}
+    for col in hist.series:
+        key = col.benchmark.key
+        state = None
+        if key in valid:
+            try:
+                state = SeriesState.from_bytes(mine[key][2], knobs)
+                commits, state.tag = _column_commits(col, valid[key], state.tag)
+                if commits:
+                    state.extend(commits)
+            except (NeedFullHistory, ValueError, KeyError):
+                state = None
+        if state is None:
+            if not complete:
+                return None
+            state = SeriesState(knobs)
+            commits, state.tag = _column_commits(col, 0, None)
+            state.extend(commits)
+        states[key] = (state, col.benchmark)
+        save[(key, hist.machine)] = (total, chain[total], state.to_bytes())
+    for key, runs in valid.items():
+        if key in states or key not in benches:
+            continue  # a complete read lists every series that has results
+        try:
+            state = SeriesState.from_bytes(mine[key][2], knobs)
+        except (ValueError, KeyError):
+            if not complete:
+                return None
+            continue
+        states[key] = (state, benches[key])  # no new results: same steps, more runs covered
+        if runs != total:
+            save[(key, hist.machine)] = (total, chain[total], mine[key][2])
+    return states, save
 
 
 def newly_detected(
@@ -312,9 +456,30 @@ def newly_detected(
     Returns:
         Change points as `detect_all` gives them, only those that are new.
     """
-    now = detect_all(results, settings=settings)
-    if not now:
-        return []
-    seen = {(c.benchmark.key, c.machine, c.commit_sha)
-            for c in detect_all([r for r in results if r.commit_sha not in new_commits], settings=settings)}
-    return [c for c in now if (c.benchmark.key, c.machine, c.commit_sha) not in seen]
+    settings = settings or HistorySettings()
+    if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
+        raise TypeError(f"results must be a sequence of Result, got {type(results).__name__}")
+    out: list[ChangePoint] = []
+    for _key, group in sorted(_groups(results, None, False).items()):
+        now = current_version(group)
+        before = current_version([r for r in group if r.commit_sha not in new_commits])
+        commits, meds, bench, machine = _pooled(now)
+        old = _pooled(before)[0] if before else []
+        state = SeriesState(settings.knobs)
+        seen: set[str] = set()
+        if before == now[: len(before)]:
+            # The job's commits come last (a push job): the history without them is a prefix, so one
+            # state gives both answers, the second by extending the first with the job's commits.
+            state.extend(old, None if meds is None else meds[: len(old)])
+            seen = {c.commit_sha for c in _change_points(state, bench, machine)}
+            state.extend(commits[len(old):], None if meds is None else meds[len(old):])
+            found = _change_points(state, bench, machine)
+        else:
+            state.extend(commits, meds)
+            found = _change_points(state, bench, machine)
+            if found:
+                earlier = SeriesState(settings.knobs)
+                earlier.extend(old)
+                seen = {c.commit_sha for c in _change_points(earlier, bench, machine)}
+        out.extend(c for c in found if c.commit_sha not in seen)
+    return out

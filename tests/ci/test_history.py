@@ -233,3 +233,100 @@ def test_quantised_series_whose_medians_mostly_repeat(seed: int) -> None:
     assert cp.commit_sha == "c0500" and cp.ratio == pytest.approx(1.1, rel=1e-3)
     flips = np.where(rng.random(1000) < 0.3, 1.05, 1.0)
     assert change_points(_quantised(flips)) == []
+
+
+def _stored_history(tmp_path, n_commits: int = 70):
+    """A two-machine synthetic history (steps, a crash, correctness series) and an empty Store."""
+    from ci.store import Store
+    from tools.fixtures import synthetic_store
+
+    mem = synthetic_store(n_commits=n_commits, n_series=10, machines=2, samples=5, seed=3)
+    store = Store(tmp_path / "h.sqlite")
+    store.upsert_commits(mem.commit_list)
+    return mem, store
+
+
+def test_detect_all_on_a_store_extends_its_states_and_equals_a_full_recompute(tmp_path) -> None:
+    """Commit after commit, `detect_all` on the store reads only the runs after those its stored
+    states cover, and gives exactly the change points of a computation from scratch over every
+    result (windows of 16 commits, so states hold full windows and a partial one)."""
+    from tools.fixtures import ingest_commits
+
+    settings = HistorySettings(window=16)
+    mem, store = _stored_history(tmp_path)
+    reads = []
+    real = store.series_columns
+
+    def spy(**kwargs):
+        out = real(**kwargs)
+        reads.append((kwargs.get("runs_after") or {}, sum(len(s.commit_shas) for h in out for s in h.series)))
+        return out
+
+    store.series_columns = spy  # type: ignore[method-assign]
+    shas = [c.sha for c in mem.commit_list]
+    ingest_commits(store, mem, shas[:20])
+    for k in range(20, len(shas)):
+        ingest_commits(store, mem, [shas[k]])
+        reads.clear()
+        stored = detect_all(store, settings=settings)
+        assert stored == detect_all(store.results(), settings=settings), k
+        if k > 20:  # states from the previous call: one read, of the newest run's results only
+            ((after, rows),) = reads
+            assert after == {"runner-0": k, "runner-1": k} and rows == len(store.results(commit_sha=shas[k]))
+    assert {(c.benchmark.key, c.commit_sha) for c in stored} >= {(mem.benchmark_list[2].key, shas[35])}
+    assert detect_all(store, settings=settings, include_correctness=True) == detect_all(
+        store.results(), settings=settings, include_correctness=True)
+    store.close()
+
+
+def test_stored_states_that_no_longer_match_the_history_are_recomputed(tmp_path) -> None:
+    """A rewritten result file of an old commit, a branch, other settings: the stored states are not
+    trusted, and the change points stay those of a full recompute."""
+    from dataclasses import replace
+
+    from tools.fixtures import ingest_commits
+
+    settings = HistorySettings(window=16)
+    mem, store = _stored_history(tmp_path, 60)
+    shas = [c.sha for c in mem.commit_list]
+    ingest_commits(store, mem, shas)
+    assert detect_all(store, settings=settings) == detect_all(store.results(), settings=settings)
+    # asv rewrote the file of commit 10 on runner-0 with slower numbers: that run is replaced in place.
+    slow = [replace(r, samples=tuple(x * 1.5 for x in r.samples)) for r in mem.result_list
+            if r.commit_sha == shas[10] and r.machine == "runner-0"]
+    mem.result_list = [r for r in mem.result_list if not (r.commit_sha == shas[10] and r.machine == "runner-0")]
+    mem.result_list += slow
+    ingest_commits(store, mem, [shas[10]])
+    assert {r.samples for r in store.results(commit_sha=shas[10], machine="runner-0")} == {r.samples for r in slow}
+    assert detect_all(store, settings=settings) == detect_all(store.results(), settings=settings)
+    # other settings and a branch get states of their own
+    assert detect_all(store, settings=HistorySettings(window=32)) == detect_all(
+        store.results(), settings=HistorySettings(window=32))
+    on_main = {c.sha for c in store.commits("main")}
+    assert detect_all(store, branch="main", settings=settings) == detect_all(
+        [r for r in store.results() if r.commit_sha in on_main], settings=settings)
+    store.close()
+
+
+def test_a_new_benchmark_version_on_a_stored_history_drops_the_older_results(tmp_path) -> None:
+    """asv's version of a benchmark changes at commit 40 (a 2x step that is not the library's) and
+    a real step follows at 55; the first 5 results have no version (they count as the current
+    one): commit after commit, the store's incremental answer is the full one."""
+    from dataclasses import replace
+
+    from ci.store import Store
+    from tools.fixtures import MemoryStore, ingest_commits
+
+    series = _series([2.0] * 5 + [1.0] * 35 + [2.0] * 15 + [2.3] * 15, seed=5)
+    versioned = [replace(r, benchmark_version=None if i < 5 else "v1" if i < 40 else "v2")
+                 for i, r in enumerate(series)]  # fmt: skip
+    mem = MemoryStore(machine_list=[Machine("h200")], benchmark_list=[LAT], result_list=versioned,
+                      commit_list=[Commit(r.commit_sha) for r in versioned])  # fmt: skip
+    settings = HistorySettings(window=16)
+    with Store(tmp_path / "v.sqlite") as store:
+        store.upsert_commits(mem.commit_list)
+        for r in versioned:
+            ingest_commits(store, mem, [r.commit_sha])
+            assert detect_all(store, settings=settings) == detect_all(store.results(), settings=settings)
+        (cp,) = detect_all(store, settings=settings)
+        assert cp.commit_sha == "c0055"

@@ -1,0 +1,376 @@
+"""The history detector's core (`ci.verdicts.history` is its public face): one series' per-commit
+values in, its steps out, through a `SeriesState` that a new commit extends by re-examining only
+the tail of the series, and that a computation from scratch reproduces exactly.
+
+Why it is incremental by construction (method in `ci.verdicts.history`):
+
+- Split: `ruptures.KernelCPD` (PELT, linear kernel) runs on fixed windows of `window` commits with
+  a stride of half a window, each scaled by its own robust noise; a window proposes the steps
+  inside the half it owns (the middle, so a step has a quarter window of context on each side).
+  A full window never changes again, so its proposals are kept; only the last, partial window is
+  segmented again when commits arrive. A series shorter than one window is one window: the whole
+  series, as the detector segmented it before it had windows.
+- Merge: every proposed step is tested between its two neighbouring segments and the weakest
+  failing one is removed until all pass. A test is a pure function of its (start, step, end)
+  commits, so its result is kept in the state; a new commit re-runs the merge, which computes only
+  the tests whose segments reach the new commits (or that a removal made new).
+- A test that needs raw samples older than the state keeps (the pooled test on short segments far
+  back in the history) cannot be computed incrementally: the caller recomputes that series from
+  scratch (`NeedFullHistory`), which gives the same answer, only slower.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import ruptures
+from scipy import special, stats
+
+# Bumped whenever the detector's results or the state's layout change: stored states of another
+# version are ignored (recomputed), never read.
+ALGORITHM = "windowed-pelt-1"
+
+
+class NeedFullHistory(Exception):
+    """The update needs data the state no longer holds: recompute the series from scratch."""
+
+
+def mwu_pvalue_auto(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value exactly as `scipy.stats.mannwhitneyu(a, b)` gives it (its
+    default method "auto", continuity correction), without scipy's per-call input handling (~1 ms a
+    call, most of a history's detection time; 2026-12-01): the normal approximation with tie
+    correction is computed here with scipy's own formula and `special.ndtr`, bit for bit
+    (tests/ci/test_history.py compares the two), and scipy's exact distribution is used where it
+    would use it (no ties and a side of at most 8 values).
+
+    Args:
+        a, b: 1-D float arrays, finite values.
+
+    Returns:
+        The p-value in [0, 1].
+    """
+    n1, n2 = a.size, b.size
+    xy = np.concatenate((a, b))
+    order = np.argsort(xy, kind="mergesort")
+    s = xy[order]
+    first = np.empty(s.size, dtype=bool)
+    first[0] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    t = np.diff(np.append(starts, s.size)).astype(np.float64)  # tie counts, as scipy's _rankdata
+    if (n1 <= 8 or n2 <= 8) and t.max() <= 1:
+        return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    ranks = np.empty(s.size, dtype=np.float64)
+    ranks[order] = np.repeat(starts + (t + 1) / 2, t.astype(np.intp))  # average ranks, 1-based
+    u1 = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    u = max(u1, n1 * n2 - u1)
+    n = n1 + n2
+    tie_term = np.sum(t**3 - t)
+    sd = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (u - n1 * n2 / 2 - 0.5) / sd
+    p = special.ndtr(-z) * 2
+    return float(np.clip(p, 0.0, 1.0))
+
+
+def median(a: np.ndarray) -> float:
+    """np.median of a non-empty 1-D float array of finite values, bit for bit (the middle value, or
+    the two middle values' sum halved), without np.median's generic wrapper (~15 us a call; the
+    detector takes thousands per series)."""
+    n = a.size
+    h = n // 2
+    if n % 2:
+        return float(np.partition(a, h)[h])
+    p = np.partition(a, (h - 1, h))
+    return float((p[h - 1] + p[h]) / 2)
+
+
+def medians(pooled: Sequence[np.ndarray]) -> list[float]:
+    """The median of each array (0.0 for an empty one), as `statistics.median` computes it: the
+    middle value, or the mean of the two middle values, which is what np.median computes too, bit
+    for bit, so arrays of one length are done in one vectorised call (tests compare the two)."""
+    out = [0.0] * len(pooled)
+    by_size: dict[int, list[int]] = {}
+    for i, a in enumerate(pooled):
+        by_size.setdefault(a.size, []).append(i)
+    for size, idx in by_size.items():
+        if size == 0:
+            continue
+        if len(idx) == 1:
+            out[idx[0]] = statistics.median(pooled[idx[0]].tolist())
+            continue
+        for i, m in zip(idx, np.median(np.stack([pooled[i] for i in idx]), axis=1).tolist(), strict=True):
+            out[i] = m
+    return out
+
+
+def robust_sigma(y: np.ndarray) -> float:
+    """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
+    when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
+    MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
+    as noise."""
+    d = np.diff(y)
+    if not d.size:
+        return 0.0
+    dev = np.abs(d - median(d))
+    mad = median(dev)
+    if mad > 0:
+        return 1.4826 * mad / math.sqrt(2)
+    return float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step that passed the merge: at `index` (first commit after it), the medians of the
+    per-commit values on each side, and its test (log ratio of the sides' log medians, p-value)."""
+
+    index: int
+    before: float
+    after: float
+    log_ratio: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The settings the core needs (from `ci.verdicts.history.HistorySettings`)."""
+
+    penalty: float
+    min_size: int
+    floor: float
+    noise_k: float
+    max_pvalue: float
+    min_points: int
+    window: int
+
+
+def _pooled_span(min_size: int, max_pvalue: float) -> int:
+    """The longest span (commits) whose test can take the pooled-samples path: segments of at least
+    `min_size` commits each, and 2 / C(m + n, m) >= max_pvalue (see `SeriesState._test`)."""
+    t = 2 * min_size
+    while 2.0 / math.comb(t, min_size) >= max_pvalue:
+        t += 1
+    return t
+
+
+class SeriesState:
+    """One series' detector state: its per-commit values, the steps the full windows proposed,
+    the tests the merge used, and the raw samples and shas of the commits the next update may need.
+
+    Build one with `SeriesState(knobs)` and `extend` it with commits; `steps` is the result.
+    `to_bytes` / `from_bytes` store it; a state extended commit by commit and one extended once
+    with the same commits serialise to the same bytes.
+    """
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.k = knobs
+        self.values = np.empty(0, dtype=np.float64)  # per-commit medians (> 0), every kept commit
+        self.final_windows = 0  # windows 0..final_windows-1 are full: their proposals never change
+        self.final_cands: list[int] = []
+        self.keep_from = 0  # raw samples and shas are kept from this commit on
+        self.tail_shas: list[str] = []
+        self.tail_samples: list[np.ndarray] = []
+        self.named: dict[int, str] = {}  # shas of final proposals and the commits before them
+        self.memo: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self.last_raw = ""  # the last commit given, kept or not (a commit is never given twice)
+        self.tag: str | None = None  # the caller's note, stored with the state (the benchmark version)
+        self.steps: list[Step] = []
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    def sha(self, i: int) -> str:
+        """The sha of kept commit `i` (one the state still names)."""
+        if i >= self.keep_from:
+            return self.tail_shas[i - self.keep_from]
+        return self.named[i]
+
+    # ---- updates
+
+    def extend(self, commits: Sequence[tuple[str, np.ndarray]], meds: Sequence[float] | None = None) -> None:
+        """Add commits after the last one and recompute the steps, re-examining only the tail.
+
+        Args:
+            commits: (sha, finite samples of that commit pooled) in history order, each commit once
+                and after every commit given before; commits whose median is not > 0 carry no level
+                and are skipped, as failed or skipped commits are.
+            meds: the commits' medians (`medians`), when the caller has them.
+
+        Raises:
+            NeedFullHistory: a commit was given before, or the update needs older raw samples.
+        """
+        if commits and commits[0][0] == self.last_raw:
+            raise NeedFullHistory(f"commit {commits[0][0]} given twice")
+        if meds is None:
+            meds = medians([pooled for _, pooled in commits])
+        added = []
+        for (sha, pooled), med in zip(commits, meds, strict=True):
+            if med > 0:
+                added.append(med)
+                self.tail_shas.append(sha)
+                self.tail_samples.append(pooled)
+        if commits:
+            self.last_raw = commits[-1][0]
+        if added:
+            self.values = np.concatenate((self.values, np.asarray(added, dtype=np.float64)))
+        self._recompute()
+
+    def _window(self, j: int, y: np.ndarray) -> list[int]:
+        """Window j's proposals: PELT on its commits scaled by their own noise, in the part it owns."""
+        k, n = self.k, y.size
+        half = k.window // 2
+        lo, hi = j * half, min(j * half + k.window, n)
+        own_lo = 0 if j == 0 else j * half + half // 2
+        own_hi = n if j * half + k.window >= n else (j + 1) * half + half // 2  # the last window owns the end
+        seg = y[lo:hi]
+        if seg.size < 2 * k.min_size:
+            return []
+        sigma = robust_sigma(seg)
+        # Segment at no finer a scale than the smallest step the size guard can pass (floor / noise_k
+        # sigmas): with a near-zero sigma (coarse timers, byte counts: most successive medians equal)
+        # PELT would propose hundreds of candidate steps that the merge then removes one pass at a
+        # time. A noiseless window (sigma 0, floor 0) still gets a positive scale.
+        floor_scale = math.log1p(k.floor) / k.noise_k if k.noise_k > 0 else 0.0
+        scale = max(sigma, floor_scale)
+        if scale <= 0:
+            scale = max(1e-9, float(np.std(seg)) * 1e-3, 1e-12)
+        algo = ruptures.KernelCPD(kernel="linear", min_size=k.min_size, jump=1)
+        bkps = algo.fit((seg / scale).reshape(-1, 1)).predict(pen=k.penalty * math.log(seg.size))
+        return [lo + int(b) for b in bkps if lo + b < n and own_lo <= lo + b < own_hi]
+
+    def _recompute(self) -> None:
+        k, n = self.k, self.n
+        y = np.log(self.values)
+        half = k.window // 2
+        # Window j is full once it holds `window` commits; window j + 1 exists once j is full, and
+        # the last window (partial, or exactly full with nothing after it yet) owns the series' end.
+        last = 0 if n <= k.window else (n - k.window + half - 1) // half
+        while self.final_windows < last:
+            self.final_cands.extend(self._window(self.final_windows, y))
+            self.final_windows += 1
+        cands = self.final_cands + self._window(last, y)
+        # Proposals of neighbouring windows closer than min_size are one step seen twice: the
+        # earlier window's stands (so every segment keeps min_size commits, as PELT's own do).
+        bkps: list[int] = []
+        for c in cands:
+            if not bkps or c - bkps[-1] >= k.min_size:
+                bkps.append(c)
+        used: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self.steps = self._merge(y, bkps, used) if n >= k.min_points else []
+        self.memo = used
+        # Keep what the next update may need: raw samples and shas of the last window and of a
+        # pooled test's span before it, shas of the final proposals.
+        keep = max(0, last * half - _pooled_span(k.min_size, k.max_pvalue))
+        for c in self.final_cands:
+            for i in (c - 1, c):
+                if i not in self.named:
+                    self.named[i] = self.sha(i)
+        if keep > self.keep_from:
+            cut = keep - self.keep_from
+            del self.tail_shas[:cut], self.tail_samples[:cut]
+            self.keep_from = keep
+
+    def _test(self, y: np.ndarray, lo: int, mid: int, hi: int) -> tuple[float, float]:
+        """(log ratio of segment medians, MWU p) for the step at `mid` between [lo, mid) and [mid, hi).
+
+        The test runs on per-commit values when the segments are long enough for it to reach
+        `max_pvalue` (smallest two-sided p = 2 / C(m+n, m)); otherwise on the pooled raw samples."""
+        a, b = y[lo:mid], y[mid:hi]
+        log_ratio = median(b) - median(a)
+        if 2.0 / math.comb(a.size + b.size, a.size) >= self.k.max_pvalue:
+            if lo < self.keep_from:
+                raise NeedFullHistory(f"a pooled test from commit {lo}, before the kept samples ({self.keep_from})")
+            off = self.keep_from
+            pa = np.concatenate(self.tail_samples[lo - off : mid - off])
+            pb = np.concatenate(self.tail_samples[mid - off : hi - off])
+            if pa.size and pb.size and np.ptp(np.concatenate([pa, pb])) > 0:
+                return log_ratio, mwu_pvalue_auto(pa, pb)
+            return log_ratio, 1.0
+        if np.ptp(np.concatenate([a, b])) == 0:
+            return log_ratio, 1.0
+        return log_ratio, mwu_pvalue_auto(a, b)
+
+    def _merge(self, y: np.ndarray, bkps: list[int], used: dict[tuple[int, int, int], tuple[float, float]]
+               ) -> list[Step]:
+        """Remove the weakest failing proposal (highest p, then smallest step) until all pass."""
+        k, n = self.k, y.size
+        sigma = robust_sigma(y)
+        min_log = math.log1p(max(k.floor, k.noise_k * sigma))
+        bkps = list(bkps)
+        while True:
+            bounds = [0, *bkps, n]
+            tested = []
+            for i in range(len(bkps)):
+                key = (bounds[i], bounds[i + 1], bounds[i + 2])
+                got = used.get(key) or self.memo.get(key)
+                if got is None:
+                    got = self._test(y, *key)
+                used[key] = got
+                tested.append(got)
+            failing = [(p, abs(lr), i) for i, (lr, p) in enumerate(tested) if p >= k.max_pvalue or abs(lr) < min_log]
+            if not failing:
+                break
+            _, _, worst = max(failing, key=lambda t: (t[0], -t[1]))
+            del bkps[worst]
+        bounds = [0, *bkps, n]
+        return [
+            Step(b, median(self.values[bounds[j]:b]), median(self.values[b:bounds[j + 2]]), lr, p)
+            for j, (b, (lr, p)) in enumerate(zip(bkps, tested, strict=True))
+        ]
+
+    # ---- storage
+
+    def to_bytes(self) -> bytes:
+        """The state as bytes (`from_bytes` reads them back with the same knobs)."""
+        keys = sorted(self.memo)
+        head = json.dumps({
+            "n": self.n, "final_windows": self.final_windows, "final_cands": self.final_cands,
+            "keep_from": self.keep_from, "tail_shas": self.tail_shas, "last_raw": self.last_raw, "tag": self.tag,
+            "named": sorted(self.named.items()), "counts": [s.size for s in self.tail_samples],
+            "memo": len(keys),
+            "steps": [[s.index, *(x.hex() for x in (s.before, s.after, s.log_ratio, s.p_value))] for s in self.steps],
+        }, separators=(",", ":")).encode()  # fmt: skip
+        samples = np.concatenate(self.tail_samples) if self.tail_samples else np.empty(0)
+        return b"".join((
+            struct.pack("<I", len(head)), head, self.values.astype("<f8").tobytes(), samples.astype("<f8").tobytes(),
+            np.asarray(keys, dtype="<i8").reshape(-1).tobytes(),
+            np.asarray([self.memo[q] for q in keys], dtype="<f8").reshape(-1).tobytes(),
+        ))  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes, knobs: Knobs) -> SeriesState:
+        """A state from `to_bytes`; raises ValueError (or KeyError) on anything else."""
+        (size,) = struct.unpack_from("<I", data)
+        head = json.loads(data[4 : 4 + size])
+        st = cls(knobs)
+        at = 4 + size
+        n, counts, m = head["n"], head["counts"], head["memo"]
+
+        def take(count: int, dtype: str) -> np.ndarray:
+            nonlocal at
+            out = np.frombuffer(data, dtype=dtype, count=count, offset=at).astype(dtype[1:])
+            at += count * 8
+            return out
+
+        st.values = take(n, "<f8")
+        flat = take(sum(counts), "<f8")
+        keys = take(3 * m, "<i8").reshape(m, 3)
+        vals = take(2 * m, "<f8").reshape(m, 2)
+        if at != len(data):
+            raise ValueError(f"a change-point state of {len(data)} bytes, {at} expected")
+        st.final_windows, st.final_cands, st.keep_from = head["final_windows"], head["final_cands"], head["keep_from"]
+        st.tail_shas, st.last_raw, st.tag = head["tail_shas"], head["last_raw"], head["tag"]
+        st.named = {int(i): s for i, s in head["named"]}
+        st.tail_samples = np.split(flat, np.cumsum(counts)[:-1]) if counts else []
+        st.memo = {(int(a), int(b), int(c)): (float(x), float(y)) for (a, b, c), (x, y) in zip(keys, vals, strict=True)}
+        st.steps = [Step(i, *(float.fromhex(x) for x in rest)) for i, *rest in head["steps"]]
+        if len(st.tail_shas) != len(st.tail_samples) or st.keep_from + len(st.tail_shas) != n:
+            raise ValueError("a change-point state whose parts do not agree")
+        return st
