@@ -2,12 +2,16 @@
 
 - PostgreSQL through psycopg 3: one binary `COPY results FROM STDIN` per file, inside the caller's
   transaction (and savepoint), so a file is still all or nothing.
-- SQLite (and any other DBAPI with positional parameters): one DBAPI `executemany` of a prepared
-  INSERT, with the column types' own bind processors applied here, which halves the cost of
-  Core's per-row parameter handling (measured 2026-11-29).
+- SQLite: one DBAPI `executemany` of a prepared INSERT. Its driver binds floats, ints, bools,
+  None and bytes itself (REAL columns store ints as floats), so only the start time goes through
+  its column type's bind processor (`time`, once per distinct value): Core's per-row parameter
+  handling was half of the write (measured 2026-11-29), the remaining processors a fifth of what
+  was left (2026-12-01).
+- Any other DBAPI with positional parameters: the same INSERT with every column's processor.
 - A DBAPI with named parameters: Core's executemany.
 
-Rows are tuples in `RESULT_COLUMNS` order; see docs/performance.md "Ingest and store".
+Rows are tuples in `RESULT_COLUMNS` order, their start time from `time`; see docs/performance.md
+"Ingest and store".
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ _PG_TYPES = (
 )  # fmt: skip
 
 
+def _same(x: Any) -> Any:
+    return x
+
+
 def _is_psycopg(dialect: Dialect) -> bool:
     return dialect.name == "postgresql" and dialect.driver == "psycopg"
 
@@ -48,18 +56,21 @@ class ResultInsert:
         names = ", ".join(quote(c.name) for c in cols)
         self.copy_sql = ""
         self.sql = ""  # "": a DBAPI with named parameters, which Core serves
-        self.procs: list[tuple[int, Any, bool]] = []
+        self.procs: list[tuple[int, Any]] = []
+        self.time: Any = _same  # a start time as the row carries it
         if _is_psycopg(dialect):
             self.copy_sql = f"COPY {quote(table.name)} ({names}) FROM STDIN (FORMAT BINARY)"
             return
         mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
-        if mark is not None:
-            self.sql = f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join([mark] * len(cols))})"
-            self.procs = [
-                (i, proc, isinstance(c.type, DateTime))
-                for i, c in enumerate(cols)
-                if (proc := c.type.dialect_impl(dialect).bind_processor(dialect)) is not None
-            ]
+        if mark is None:
+            return
+        self.sql = f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join([mark] * len(cols))})"
+        procs = [(i, c, c.type.dialect_impl(dialect).bind_processor(dialect)) for i, c in enumerate(cols)]
+        if dialect.name == "sqlite":
+            (proc,) = [p for _, c, p in procs if isinstance(c.type, DateTime)]
+            self.time = proc or _same
+        else:
+            self.procs = [(i, p) for i, _, p in procs if p is not None]
 
     def execute(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """Write `rows` on `conn`, inside the caller's transaction."""
@@ -73,20 +84,12 @@ class ResultInsert:
             conn.execute(insert(ResultRow.__table__), [dict(zip(RESULT_COLUMNS, r, strict=True)) for r in rows])
             return
         if self.procs:
-            memo: dict[Any, Any] = {}  # a datetime repeats within a benchmark's grid: format it once
             fixed = []
             for r in rows:
                 r = list(r)
-                for i, proc, memoise in self.procs:
-                    v = r[i]
-                    if v is not None:
-                        if memoise:
-                            got = memo.get(v)
-                            if got is None:
-                                got = memo[v] = proc(v)
-                            r[i] = got
-                        else:
-                            r[i] = proc(v)
+                for i, proc in self.procs:
+                    if r[i] is not None:
+                        r[i] = proc(r[i])
                 fixed.append(tuple(r))
             rows = fixed
         conn.exec_driver_sql(self.sql, rows)

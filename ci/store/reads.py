@@ -8,6 +8,7 @@ Every call is one read transaction, so one snapshot; bulk reads skip the ORM (a 
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -70,6 +71,20 @@ def _parse_dt(value: Any, memo: dict[Any, datetime | None]) -> datetime | None:
 
 def _by_benchmark(row: tuple[Any, ...]) -> Any:
     return row[1]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Cyclic garbage collection off while a bulk read builds its records: they hold no cycles, and
+    its collections, which walk every live object again and again as 500,000 records accumulate,
+    were half of a whole-history read (6.2 -> 3.0 s, 2026-12-01). Refcounting still frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _fetch(conn: Connection, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -226,31 +241,39 @@ class StoreReads:
             stmt = stmt.where(RunRow.id.in_(select(ResultRow.run_id).where(ResultRow.benchmark_id == benchmark_id)))
         return list(conn.execute(stmt).all())
 
-    def _result_rows(
+    def _select_results(
         self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None,
         benchmark_id: int | None = None,
-    ) -> dict[int, list[tuple[Any, ...]]]:
-        """`columns` of the results of `runs` (all of the store's runs when `every_run`), grouped by
-        run id, each group in benchmark id order. One plain DBAPI query, no per-row objects and no
-        ORDER BY: the read of a whole history is one table scan, grouped here (a sort of 500,000
-        rows in SQL was a third of the read, 2026-12-01)."""
+    ) -> list[tuple[Any, ...]]:
+        """(run_id, benchmark_id, *columns) of the results of `runs` (all of the store's runs when
+        `every_run`; rows of other runs may come too, for the caller to drop). One plain DBAPI query,
+        no per-row objects and no ORDER BY: the read of a whole history is one table scan, put in
+        order by the caller (a sort of 500,000 rows in SQL was a third of the read, 2026-12-01)."""
         where = ["status = ?" if ok else "status <> ?"]
         params: list[Any] = ["ok"]
-        wanted = {r.id for r in runs}
         if benchmark_id is not None:
             where.append("benchmark_id = ?")
             params.append(benchmark_id)
-        if not every_run and benchmark_id is None:  # one series' rows are few: filtered here
-            if len(wanted) <= _IN_LIST:
-                where.append(f"run_id IN ({', '.join('?' * len(wanted))})")
-                params.extend(sorted(wanted))
+        if not every_run and benchmark_id is None:  # one series' rows are few: filtered by the caller
+            if len(runs) <= _IN_LIST:
+                where.append(f"run_id IN ({', '.join('?' * len(runs))})")
+                params.extend(sorted(r.id for r in runs))
             elif machine is not None:
                 where.append("run_id IN (SELECT runs.id FROM runs JOIN machines ON runs.machine_id = machines.id "
                              "WHERE machines.name = ?)")
                 params.append(machine)
-        sql = f"SELECT run_id, benchmark_id, {columns} FROM results WHERE {' AND '.join(where)}"
+        return _fetch(conn, f"SELECT run_id, benchmark_id, {columns} FROM results WHERE {' AND '.join(where)}", params)
+
+    def _result_rows(
+        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None,
+        benchmark_id: int | None = None,
+    ) -> dict[int, list[tuple[Any, ...]]]:
+        """`_select_results` grouped by run id, only `runs`' rows, each group in benchmark id order
+        (the order the writer inserts a file's rows in, so the sort finds them sorted)."""
+        wanted = {r.id for r in runs}
         grouped: dict[int, list[tuple[Any, ...]]] = {}
-        for row in _fetch(conn, sql, params):
+        for row in self._select_results(conn, columns, ok=ok, runs=runs, every_run=every_run, machine=machine,
+                                        benchmark_id=benchmark_id):  # fmt: skip
             group = grouped.get(row[0])
             if group is None:
                 if row[0] not in wanted:
@@ -279,22 +302,22 @@ class StoreReads:
 
     def _points(
         self, ok: bool, columns: str, benchmark_key: str | None, machine: str | None, commit_sha: str | None
-    ) -> list[tuple[Any, tuple[Any, ...]]]:
-        """(run, result row) pairs in history order: runs in history order, a run's results by benchmark id."""
+    ) -> tuple[list[Any], dict[int, list[tuple[Any, ...]]]]:
+        """Runs in history order and their result rows by run id (each run's by benchmark id)."""
         with self.engine.connect() as conn, conn.begin():  # one snapshot for both queries
             bid = None
             if benchmark_key is not None:
                 # Resolve the key first so the query walks the (benchmark_id, run_id) index.
                 bid = self._benchmark_id(conn, benchmark_key)
                 if bid is None:
-                    return []
+                    return [], {}
             runs = self._history_runs(conn, machine=machine, commit_sha=commit_sha, benchmark_id=bid)
             if not runs:
-                return []
+                return [], {}
             every = machine is None and commit_sha is None and bid is None
             grouped = self._result_rows(conn, columns, ok=ok, runs=runs, every_run=every, machine=machine,
                                         benchmark_id=bid)  # fmt: skip
-        return [(run, row) for run in runs for row in grouped.get(run.id, ())]
+        return runs, grouped
 
     def results(
         self,
@@ -316,10 +339,15 @@ class StoreReads:
             Result records with their raw samples (or asv's single reported value when the run
             did not record samples) and the run's environment.
         """
-        points = self._points(True, "samples, started_at, benchmark_version", benchmark_key, machine, commit_sha)
-        if not points:
+        with paused_gc():
+            return self._results(benchmark_key, machine, commit_sha)
+
+    def _results(self, benchmark_key: str | None, machine: str | None, commit_sha: str | None) -> list[Result]:
+        runs, grouped = self._points(True, "samples, started_at, benchmark_version", benchmark_key, machine,
+                                     commit_sha)  # fmt: skip
+        if not grouped:
             return []
-        benches = self._bench_map({row[1] for _, row in points})
+        benches = self._bench_map({row[1] for rows in grouped.values() for row in rows})
         # Parsed once per distinct text and kept across calls (the text -> value map never changes):
         # a series read parses ~1,000 times and environments that the previous series read did too.
         if len(self._times) > _MEMO_MAX:
@@ -328,27 +356,25 @@ class StoreReads:
             self._envs.clear()
         envs, times = self._envs, self._times
         unpackers: dict[int, Any] = {}
-        out = []
+        out: list[Result] = []
         append = out.append
-        last_run = None
-        env: tuple[tuple[str, str], ...] | None = ()
-        run_started = None
-        sha = machine_name = run_key = ""
-        for run, (_run_id, bid, samples, started, version) in points:
-            if run is not last_run:
-                last_run = run
-                env = envs.get(run.environment)
-                if env is None:
-                    env = envs[run.environment] = tuple(sorted(json.loads(run.environment).items()))
-                run_started = _parse_dt(run.started_at, times)
-                sha, machine_name, run_key = run.sha, run.machine, run.run_key
-            unpack = unpackers.get(len(samples))
-            if unpack is None:
-                unpack = unpackers[len(samples)] = unpacker(len(samples))
-            when = times.get(started) if started is not None else None
-            if when is None:
-                when = _parse_dt(started, times) or run_started
-            append(Result(benches[bid], sha, machine_name, unpack(samples), run_key, when, env, version))
+        for run in runs:
+            rows = grouped.get(run.id)
+            if not rows:
+                continue
+            env = envs.get(run.environment)
+            if env is None:
+                env = envs[run.environment] = tuple(sorted(json.loads(run.environment).items()))
+            run_started = _parse_dt(run.started_at, times)
+            sha, machine_name, run_key = run.sha, run.machine, run.run_key
+            for _run_id, bid, samples, started, version in rows:
+                unpack = unpackers.get(len(samples))
+                if unpack is None:
+                    unpack = unpackers[len(samples)] = unpacker(len(samples))
+                when = times.get(started) if started is not None else None
+                if when is None:
+                    when = _parse_dt(started, times) or run_started
+                append(Result(benches[bid], sha, machine_name, unpack(samples), run_key, when, env, version))
         return out
 
     def failures(
@@ -364,9 +390,10 @@ class StoreReads:
         Returns:
             FailedPoint records (a crashed correctness benchmark is a failure, not a pass).
         """
-        points = self._points(False, "status", benchmark_key, machine, commit_sha)
-        benches = self._bench_map({row[1] for _, row in points}) if points else {}
-        return [FailedPoint(benches[row[1]], run.sha, run.machine, row[2], run.run_key) for run, row in points]
+        runs, grouped = self._points(False, "status", benchmark_key, machine, commit_sha)
+        benches = self._bench_map({row[1] for rows in grouped.values() for row in rows}) if grouped else {}
+        return [FailedPoint(benches[row[1]], run.sha, run.machine, row[2], run.run_key)
+                for run in runs for row in grouped.get(run.id, ())]  # fmt: skip
 
     def series_columns(
         self,
@@ -387,7 +414,10 @@ class StoreReads:
             One MachineHistory per machine with runs in scope, by machine name; its `runs` are all
             of them (in scope), whatever `runs_after` says.
         """
-        skip = runs_after or {}
+        with paused_gc():
+            return self._series_columns(machine, branch, runs_after or {})
+
+    def _series_columns(self, machine: str | None, branch: str | None, skip: dict[str, int]) -> list[MachineHistory]:
         with self.engine.connect() as conn, conn.begin():
             runs = self._history_runs(conn, machine=machine, branch=branch)
             by_machine: dict[str, list[Any]] = {}
@@ -395,29 +425,50 @@ class StoreReads:
                 by_machine.setdefault(run.machine, []).append(run)
             wanted = [r for m, rs in by_machine.items() for r in rs[skip.get(m, 0):]]
             every = machine is None and branch is None and not any(skip.values())
-            grouped = self._result_rows(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
-                                        machine=machine) if wanted else {}  # fmt: skip
-        benches = self._bench_map({row[1] for rows in grouped.values() for row in rows})
+            rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
+                                        machine=machine) if wanted else []  # fmt: skip
+        # Each run's machine and position in that machine's history order.
+        where: dict[int, tuple[str, int]] = {}
+        for name, rs in by_machine.items():
+            for index in range(skip.get(name, 0), len(rs)):
+                where[rs[index].id] = (name, index)
+        # One pass over the rows (a table scan gives a run's rows together), each appended to its
+        # series' columns: (run positions, blobs, versions).
+        cols: dict[str, dict[int, tuple[list[int], list[bytes], list[str | None]]]] = {m: {} for m in by_machine}
+        last, cur, pos = None, None, 0
+        for run_id, bid, samples, version in rows:
+            if run_id != last:
+                last = run_id
+                at = where.get(run_id)
+                cur = None if at is None else cols[at[0]]  # None: a run outside the filter
+                pos = 0 if at is None else at[1]
+            if cur is None:
+                continue
+            c = cur.get(bid)
+            if c is None:
+                c = cur[bid] = ([], [], [])
+            c[0].append(pos)
+            c[1].append(samples)
+            c[2].append(version)
+        benches = self._bench_map({bid for m in cols.values() for bid in m})
+        per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in by_machine}
+        for name, series_cols in cols.items():
+            shas = [r.sha for r in by_machine[name]]
+            for bid, (positions, blobs, versions) in series_cols.items():
+                if positions != sorted(positions):  # a table scan is in insertion order, not always history order
+                    order = sorted(range(len(positions)), key=positions.__getitem__)
+                    positions = [positions[i] for i in order]
+                    blobs = [blobs[i] for i in order]
+                    versions = [versions[i] for i in order]
+                sizes = set(map(len, blobs))
+                counts = (sizes.pop() // 8,) * len(blobs) if len(sizes) == 1 else tuple(len(b) // 8 for b in blobs)
+                per_machine[name].append(SeriesColumns(
+                    benches[bid], name, tuple(map(shas.__getitem__, positions)), tuple(positions), counts,
+                    float64s(b"".join(blobs)), tuple(versions),
+                ))  # fmt: skip
         out = []
         for name in sorted(by_machine):
-            cols: dict[int, tuple[list[str], list[int], list[int], list[bytes], list[str | None]]] = {}
-            first = skip.get(name, 0)
-            for index, run in enumerate(by_machine[name][first:], start=first):
-                for _run_id, bid, samples, version in grouped.get(run.id, ()):
-                    c = cols.get(bid)
-                    if c is None:
-                        c = cols[bid] = ([], [], [], [], [])
-                    c[0].append(run.sha)
-                    c[1].append(index)
-                    c[2].append(len(samples) // 8)
-                    c[3].append(samples)
-                    c[4].append(version)
-            series = [
-                SeriesColumns(benches[bid], name, tuple(shas), tuple(runs_), tuple(counts), float64s(b"".join(blobs)),
-                              tuple(versions))
-                for bid, (shas, runs_, counts, blobs, versions) in cols.items()
-            ]  # fmt: skip
-            series.sort(key=lambda c: c.benchmark.key)
+            series = sorted(per_machine[name], key=lambda c: c.benchmark.key)
             out.append(MachineHistory(name, tuple((r.run_key, r.digest) for r in by_machine[name]), tuple(series)))
         return out
 

@@ -32,6 +32,13 @@ from ci.store.reads import StoreReads
 _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
 
 
+_LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
+
+
+def _by_benchmark_id(row: tuple[Any, ...]) -> int:
+    return row[1]
+
+
 class StoreWrites(StoreReads):
     """Writes to a results history through `engine`; it reads too (`acknowledge` resolves a commit
     prefix and checks that the series exists).
@@ -47,19 +54,27 @@ class StoreWrites(StoreReads):
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
-        `pending` collects the ids of benchmark rows the attempt saw or made; they are cached once
-        it committed."""
-        pending: dict[str, int] = {}
+        `pending` collects the ids of rows the attempt saw or made (benchmarks by key, machines by
+        record); the benchmarks' are cached once it committed."""
+        pending: dict[Any, int] = {}
 
         def attempt(conn: Connection) -> Any:
             pending.clear()
             return fn(conn, pending, *args)
 
         out = retry_write(self.engine, attempt)
-        self._bench_ids.update(pending)  # only ids of committed rows are cached
+        self._bench_ids.update((k, v) for k, v in pending.items() if isinstance(k, str))  # committed rows only
         return out
 
-    def _upsert_machine(self, conn: Connection, machine: Machine) -> int:
+    def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, int] | None = None) -> int:
+        if pending is not None and machine in pending:
+            return pending[machine]  # this transaction wrote this very record already (a batch's files share it)
+        machine_id = self._write_machine(conn, machine)
+        if pending is not None:
+            pending[machine] = machine_id
+        return machine_id
+
+    def _write_machine(self, conn: Connection, machine: Machine) -> int:
         fields = {
             "gpu": machine.gpu,
             "driver": machine.driver,
@@ -90,9 +105,14 @@ class StoreWrites(StoreReads):
             "time": utc(commit.time),
             "subject": commit.subject,
         }
+        stmt = insert_ignore(self.dialect, CommitRow.__table__)
+        if stmt is not None and conn.dialect.insert_returning:
+            # A new commit (most files bring one) in one statement; an existing one returns no row.
+            new_id = conn.execute(stmt.values(sha=commit.sha, **fields).returning(CommitRow.id)).scalar()
+            if new_id is not None:
+                return new_id
         row = conn.execute(select(CommitRow.__table__).where(CommitRow.sha == commit.sha)).one_or_none()
         if row is None:
-            stmt = insert_ignore(self.dialect, CommitRow.__table__)
             values = dict(sha=commit.sha, **fields)
             conn.execute((stmt if stmt is not None else insert(CommitRow.__table__)).values(**values))
             return conn.execute(select(CommitRow.id).where(CommitRow.sha == commit.sha)).scalar_one()
@@ -185,13 +205,20 @@ class StoreWrites(StoreReads):
                 raise ValueError(f"{run.path}: machine/commit records do not match the run")
         retry = object()
 
-        def tx(conn: Connection, pending: dict[str, int]) -> list[Any]:
+        def tx(conn: Connection, pending: dict[Any, int]) -> list[Any]:
             out: list[Any] = []
+            # The batch's runs already stored, in one query instead of one per file.
+            keys = sorted({run.run_key for run, _, _ in items})
+            known: dict[str, Any] = {}  # run key -> its stored (id, digest) row; absent: not stored
+            for i in range(0, len(keys), _CHUNK):
+                stmt = select(RunRow.run_key, RunRow.id, RunRow.digest).where(RunRow.run_key.in_(keys[i : i + _CHUNK]))
+                known.update((r.run_key, r) for r in conn.execute(stmt))
             for run, machine, commit in items:
                 before = dict(pending)
                 try:
                     with conn.begin_nested():
-                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit))
+                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit, known.get(run.run_key)))
+                        known[run.run_key] = _LOOK  # a second file of this run in the batch looks it up
                 except Exception as exc:
                     # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
                     pending.clear()
@@ -209,10 +236,12 @@ class StoreWrites(StoreReads):
         return statuses
 
     def _ingest_run_tx(
-        self, conn: Connection, pending: dict[str, int], run: ParsedRun, machine: Machine, commit: Commit
+        self, conn: Connection, pending: dict[Any, int], run: ParsedRun, machine: Machine, commit: Commit,
+        existing: Any = _LOOK,
     ) -> str:
-        existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run.run_key)).one_or_none()
-        machine_id = self._upsert_machine(conn, machine)
+        if existing is _LOOK:
+            existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run.run_key)).one_or_none()
+        machine_id = self._upsert_machine(conn, machine, pending)
         commit_id = self._upsert_commit(conn, commit)
         values = {
             "run_key": run.run_key,
@@ -247,32 +276,27 @@ class StoreWrites(StoreReads):
             ).scalar_one()
             status = "inserted"
         bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
-        rows = [  # in `ci.store.bulk.RESULT_COLUMNS` order
-            (
-                run_id,
-                bench_ids[p.key],
-                p.status,
-                p.value,
-                pack_samples(p.samples),
-                p.has_raw_samples,
-                p.stats.get("ci_99_a"),
-                p.stats.get("ci_99_b"),
-                p.stats.get("q_25"),
-                p.stats.get("q_75"),
-                p.stats.get("number"),
-                p.stats.get("repeat"),
-                p.benchmark_version,
-                utc(p.started_at),
-                p.duration,
-            )
-            for p in run.points
-        ]
+        if self._result_insert is None:
+            self._result_insert = ResultInsert(conn.dialect)
+        times: dict[Any, Any] = {}  # the points of one benchmark share its start time: convert it once
+        rows = []
+        for p in run.points:
+            at = times.get(p.started_at)
+            if at is None and p.started_at is not None:
+                at = times[p.started_at] = self._result_insert.time(utc(p.started_at))
+            st = p.stats
+            rows.append((  # in `ci.store.bulk.RESULT_COLUMNS` order
+                run_id, bench_ids[p.key], p.status, p.value, pack_samples(p.samples), p.has_raw_samples,
+                st.get("ci_99_a"), st.get("ci_99_b"), st.get("q_25"), st.get("q_75"), st.get("number"),
+                st.get("repeat"), p.benchmark_version, at, p.duration,
+            ))  # fmt: skip
         if rows:
+            rows.sort(key=_by_benchmark_id)  # the order reads want a run's rows in: they find them sorted
             self._insert_results(conn, rows)
         return status
 
     def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        """One executemany for a file's results (`ci.store.bulk`), prepared on first use."""
+        """One bulk write of a file's results (`ci.store.bulk`), prepared on first use."""
         if self._result_insert is None:
             self._result_insert = ResultInsert(conn.dialect)
         self._result_insert.execute(conn, rows)

@@ -357,7 +357,7 @@ def _detect_stored(
     for (_key, m), (runs, _digest, _state) in cached.items():
         if machine is None or m == machine:
             after[m] = min(after.get(m, runs), runs)
-    benches = {b.key: b for b in store.benchmarks()}
+    benches = _Benchmarks(store)
     out: list[ChangePoint] = []
     save: dict[tuple[str, str], tuple[int, str, bytes]] = {}
     for hist in store.series_columns(machine=machine, branch=branch, runs_after=after):
@@ -381,9 +381,22 @@ def _detect_stored(
     return out
 
 
+class _Benchmarks:
+    """The store's series by key, read once and only if a series without new results needs its identity."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        self._store = store
+        self._by_key: dict[str, Benchmark] | None = None
+
+    def get(self, key: str) -> Benchmark | None:
+        if self._by_key is None:
+            self._by_key = {b.key: b for b in self._store.benchmarks()}
+        return self._by_key.get(key)
+
+
 def _machine_states(
     hist: MachineHistory, cached: dict[tuple[str, str], tuple[int, str, bytes]], knobs: Knobs,
-    benches: dict[str, Benchmark], *, complete: bool,
+    benches: _Benchmarks, *, complete: bool,
 ) -> tuple[dict[str, tuple[SeriesState, Benchmark]], dict[tuple[str, str], tuple[int, str, bytes]]] | None:
     """Every series' state of one machine, extended with `hist`'s results, and the states to save.
 
@@ -420,15 +433,18 @@ def _machine_states(
         states[key] = (state, col.benchmark)
         save[(key, hist.machine)] = (total, chain[total], state.to_bytes())
     for key, runs in valid.items():
-        if key in states or key not in benches:
+        if key in states or complete:
             continue  # a complete read lists every series that has results
+        bench = benches.get(key)
+        if bench is None:
+            continue
         try:
             state = SeriesState.from_bytes(mine[key][2], knobs)
         except (ValueError, KeyError):
             if not complete:
                 return None
             continue
-        states[key] = (state, benches[key])  # no new results: same steps, more runs covered
+        states[key] = (state, bench)  # no new results: same steps, more runs covered
         if runs != total:
             save[(key, hist.machine)] = (total, chain[total], mine[key][2])
     return states, save

@@ -175,7 +175,9 @@ class SeriesState:
         self.final_cands: list[int] = []
         self.keep_from = 0  # raw samples and shas are kept from this commit on
         self.tail_shas: list[str] = []
-        self.tail_samples: list[np.ndarray] = []
+        # The kept commits' pooled samples, concatenated, and where each commit's end in them.
+        self.tail_flat = np.empty(0, dtype=np.float64)
+        self.tail_ends: list[int] = []
         self.named: dict[int, str] = {}  # shas of final proposals and the commits before them
         self.memo: dict[tuple[int, int, int], tuple[float, float]] = {}
         self.last_raw = ""  # the last commit given, kept or not (a commit is never given twice)
@@ -210,12 +212,17 @@ class SeriesState:
             raise NeedFullHistory(f"commit {commits[0][0]} given twice")
         if meds is None:
             meds = medians([pooled for _, pooled in commits])
-        added = []
+        added, parts = [], []
+        end = self.tail_ends[-1] if self.tail_ends else 0
         for (sha, pooled), med in zip(commits, meds, strict=True):
             if med > 0:
                 added.append(med)
+                parts.append(pooled)
+                end += pooled.size
+                self.tail_ends.append(end)
                 self.tail_shas.append(sha)
-                self.tail_samples.append(pooled)
+        if parts:
+            self.tail_flat = np.concatenate((self.tail_flat, *parts))
         if commits:
             self.last_raw = commits[-1][0]
         if added:
@@ -274,7 +281,10 @@ class SeriesState:
                     self.named[i] = self.sha(i)
         if keep > self.keep_from:
             cut = keep - self.keep_from
-            del self.tail_shas[:cut], self.tail_samples[:cut]
+            drop = self.tail_ends[cut - 1]
+            del self.tail_shas[:cut], self.tail_ends[:cut]
+            self.tail_ends = [e - drop for e in self.tail_ends]
+            self.tail_flat = self.tail_flat[drop:]
             self.keep_from = keep
 
     def _test(self, y: np.ndarray, lo: int, mid: int, hi: int) -> tuple[float, float]:
@@ -288,8 +298,9 @@ class SeriesState:
             if lo < self.keep_from:
                 raise NeedFullHistory(f"a pooled test from commit {lo}, before the kept samples ({self.keep_from})")
             off = self.keep_from
-            pa = np.concatenate(self.tail_samples[lo - off : mid - off])
-            pb = np.concatenate(self.tail_samples[mid - off : hi - off])
+            ends = self.tail_ends
+            start, middle = (ends[lo - off - 1] if lo > off else 0), ends[mid - off - 1]
+            pa, pb = self.tail_flat[start:middle], self.tail_flat[middle : ends[hi - off - 1]]
             if pa.size and pb.size and np.ptp(np.concatenate([pa, pb])) > 0:
                 return log_ratio, mwu_pvalue_auto(pa, pb)
             return log_ratio, 1.0
@@ -328,20 +339,22 @@ class SeriesState:
     # ---- storage
 
     def to_bytes(self) -> bytes:
-        """The state as bytes (`from_bytes` reads them back with the same knobs)."""
+        """The state as bytes (`from_bytes` reads them back with the same knobs): a small JSON head,
+        then the per-commit values, the kept samples, the kept shas and the kept tests, packed."""
         keys = sorted(self.memo)
+        shas = "\n".join(self.tail_shas).encode()
         head = json.dumps({
             "n": self.n, "final_windows": self.final_windows, "final_cands": self.final_cands,
-            "keep_from": self.keep_from, "tail_shas": self.tail_shas, "last_raw": self.last_raw, "tag": self.tag,
-            "named": sorted(self.named.items()), "counts": [s.size for s in self.tail_samples],
-            "memo": len(keys),
+            "keep_from": self.keep_from, "last_raw": self.last_raw, "tag": self.tag,
+            "named": sorted(self.named.items()), "ends": self.tail_ends,
+            "memo": len(keys), "shas": len(shas),
             "steps": [[s.index, *(x.hex() for x in (s.before, s.after, s.log_ratio, s.p_value))] for s in self.steps],
         }, separators=(",", ":")).encode()  # fmt: skip
-        samples = np.concatenate(self.tail_samples) if self.tail_samples else np.empty(0)
         return b"".join((
-            struct.pack("<I", len(head)), head, self.values.astype("<f8").tobytes(), samples.astype("<f8").tobytes(),
+            struct.pack("<I", len(head)), head, self.values.astype("<f8").tobytes(),
+            self.tail_flat.astype("<f8").tobytes(),
             np.asarray(keys, dtype="<i8").reshape(-1).tobytes(),
-            np.asarray([self.memo[q] for q in keys], dtype="<f8").reshape(-1).tobytes(),
+            np.asarray([self.memo[q] for q in keys], dtype="<f8").reshape(-1).tobytes(), shas,
         ))  # fmt: skip
 
     @classmethod
@@ -351,7 +364,7 @@ class SeriesState:
         head = json.loads(data[4 : 4 + size])
         st = cls(knobs)
         at = 4 + size
-        n, counts, m = head["n"], head["counts"], head["memo"]
+        n, ends, m = head["n"], head["ends"], head["memo"]
 
         def take(count: int, dtype: str) -> np.ndarray:
             nonlocal at
@@ -360,17 +373,18 @@ class SeriesState:
             return out
 
         st.values = take(n, "<f8")
-        flat = take(sum(counts), "<f8")
+        st.tail_flat = take(ends[-1] if ends else 0, "<f8")
         keys = take(3 * m, "<i8").reshape(m, 3)
         vals = take(2 * m, "<f8").reshape(m, 2)
-        if at != len(data):
-            raise ValueError(f"a change-point state of {len(data)} bytes, {at} expected")
+        shas = data[at : at + head["shas"]].decode()
+        if at + head["shas"] != len(data):
+            raise ValueError(f"a change-point state of {len(data)} bytes, {at + head['shas']} expected")
         st.final_windows, st.final_cands, st.keep_from = head["final_windows"], head["final_cands"], head["keep_from"]
-        st.tail_shas, st.last_raw, st.tag = head["tail_shas"], head["last_raw"], head["tag"]
+        st.tail_shas, st.last_raw, st.tag = shas.split("\n") if shas else [], head["last_raw"], head["tag"]
         st.named = {int(i): s for i, s in head["named"]}
-        st.tail_samples = np.split(flat, np.cumsum(counts)[:-1]) if counts else []
+        st.tail_ends = ends
         st.memo = {(int(a), int(b), int(c)): (float(x), float(y)) for (a, b, c), (x, y) in zip(keys, vals, strict=True)}
         st.steps = [Step(i, *(float.fromhex(x) for x in rest)) for i, *rest in head["steps"]]
-        if len(st.tail_shas) != len(st.tail_samples) or st.keep_from + len(st.tail_shas) != n:
+        if len(st.tail_shas) != len(ends) or st.keep_from + len(ends) != n:
             raise ValueError("a change-point state whose parts do not agree")
         return st

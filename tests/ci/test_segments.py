@@ -105,7 +105,7 @@ def test_a_short_series_is_one_window_and_the_tail_is_all_a_long_one_keeps() -> 
     assert state.final_windows == 0 and state.keep_from == 0
     state.extend(history[100:])
     assert state.final_windows > 10
-    assert 0 < len(state.tail_samples) <= settings.window + 30
+    assert 0 < len(state.tail_shas) == len(state.tail_ends) <= settings.window + 30
     with pytest.raises(NeedFullHistory, match="given twice"):
         state.extend([history[-1]])
 
