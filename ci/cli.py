@@ -88,11 +88,13 @@ def _print_verdicts(verdicts: Sequence[Any]) -> None:
 PROGRESS_EVERY_S = 5.0  # a long ingest says where it is this often (on stderr)
 
 
-def ingest_progress_printer(every_s: float = PROGRESS_EVERY_S) -> Callable[[Any], None]:
+def ingest_progress_printer(every_s: float | None = None) -> Callable[[Any], None]:
     """An `ingest_results_dir` progress callback that prints a line to stderr at most every `every_s`
-    seconds, so a short ingest prints nothing and a long one shows files, points and points/s."""
+    seconds (default `PROGRESS_EVERY_S`), so a short ingest prints nothing and a long one shows
+    files, points and points/s."""
     from ci.ingest import throughput
 
+    every_s = PROGRESS_EVERY_S if every_s is None else every_s
     last = [0.0]
 
     def show(p: Any) -> None:
@@ -189,6 +191,8 @@ def cmd_ack(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of `python -m ci` (exposed for docs and tests)."""
+    from ci.ingest import BATCH_FILES
+
     parser = argparse.ArgumentParser(
         prog="python -m ci",
         description="Continuous performance-regression service: asv results -> store -> verdicts -> "
@@ -199,9 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s (ragged-vit {_version()})")
 
     def add(
-        name: str, help_: str, fn: Callable[[argparse.Namespace], int], *, db: str | None = None
+        name: str, help_: str, fn: Callable[[argparse.Namespace], int], *, db: str | None = None,
+        description: str | None = None,
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_)
+        p = sub.add_parser(name, help=help_, description=description or help_)
         if db is not None:
             p.add_argument("--db", default=DEFAULT_DB,
                            help=f"SQLite file path or SQLAlchemy URL (default {DEFAULT_DB}); {db}")
@@ -211,10 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
     reads = "it must already hold a store (made by ingest or run)"
 
     p = add(
-        "ingest",
-        "ingest an asv results directory into the store (idempotent; each result file all or nothing: a kill "
-        "keeps the files committed before it and the next ingest writes the rest; prints points/s)",
+        "ingest", "ingest an asv results directory into the store (idempotent, each result file all or nothing)",
         cmd_ingest, db="created when missing",
+        description="Ingest an asv results directory into the store. Idempotent: files ingested before are "
+        "skipped unread. Each result file is all or nothing (its own savepoint), and files are committed in "
+        f"batches of {BATCH_FILES}: an interrupted or killed ingest keeps the batches committed before it, never "
+        "part of a file, and the same command run again writes the rest. Prints points/s at the end, and a "
+        f"progress line every {PROGRESS_EVERY_S:.0f} s on stderr while a long ingest runs.",
     )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")

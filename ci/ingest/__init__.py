@@ -9,6 +9,21 @@
 """
 
 from ci.ingest.asv_files import AsvFormatError
-from ci.ingest.results_dir import FileOutcome, IngestProgress, IngestReport, ingest_results_dir, throughput
+from ci.ingest.results_dir import (
+    BATCH_FILES,
+    FileOutcome,
+    IngestProgress,
+    IngestReport,
+    ingest_results_dir,
+    throughput,
+)
 
-__all__ = ["AsvFormatError", "FileOutcome", "IngestProgress", "IngestReport", "ingest_results_dir", "throughput"]
+__all__ = [
+    "BATCH_FILES",
+    "AsvFormatError",
+    "FileOutcome",
+    "IngestProgress",
+    "IngestReport",
+    "ingest_results_dir",
+    "throughput",
+]

@@ -98,6 +98,7 @@ class IngestProgress:
 
 
 _GIT_FORMAT = "%H%x1f%P%x1f%cI%x1f%s%x1e"
+BATCH_FILES = 50  # result files per transaction (docs/performance.md "Ingest and store")
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
@@ -186,7 +187,7 @@ def ingest_results_dir(
     *,
     repo: str | os.PathLike[str] | None = None,
     branch: str | None = None,
-    batch_size: int = 50,
+    batch_size: int = BATCH_FILES,
     progress: Callable[[IngestProgress], None] | None = None,
 ) -> IngestReport:
     """Ingest every result file of an asv results directory; each file is all or nothing.

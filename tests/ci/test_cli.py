@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,9 @@ def test_help_lists_every_command(capsys):
     for command in ("ingest", "compare", "comment", "dashboard", "ack", "run", "demo"):
         assert command in out
     assert main(["ingest", "--help"]) == 0
-    assert "--db" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--db" in out and "Each result file is all or nothing" in out and "committed in batches of 50" in out
+    assert "keeps the batches committed before it" in out and "points/s" in out
 
 
 def test_python_dash_m_entry_point(tmp_path, asv_dir):
@@ -77,6 +80,24 @@ def test_ingest_exit_codes(tmp_path, asv_dir, capsys):
     assert "not a directory" in capsys.readouterr().err
     with Store(db) as store:
         assert store.counts()["runs"] == 2  # nothing lost, nothing partial
+
+
+def test_ingest_reports_points_per_second_and_progress_on_long_runs(tmp_path, asv_dir, capsys):
+    from ci.cli import ingest_progress_printer
+    from ci.ingest import ingest_results_dir
+
+    root = asv_dir([sha_for(i) for i in range(3)])
+    assert main(["ingest", "--db", str(tmp_path / "a.sqlite"), str(root)]) == 0
+    out, err = capsys.readouterr()
+    assert re.search(r"21 points written in \d+\.\d s \([\d,]+ points/s\)", out), out
+    assert err == ""  # a short ingest prints no progress
+    with Store(tmp_path / "b.sqlite") as store:
+        report = ingest_results_dir(store, root, batch_size=1, progress=ingest_progress_printer(0.0))
+    lines = capsys.readouterr().err.splitlines()
+    assert report.points_written == 21 and report.seconds > 0
+    assert [line.split(" points written")[0] for line in lines] == [
+        "ingest: 1/3 files, 7", "ingest: 2/3 files, 14"]
+    assert all(line.endswith("points/s)") for line in lines)
 
 
 def test_compare_regression_exits_1_and_saves_verdicts(tmp_path, asv_dir, capsys):

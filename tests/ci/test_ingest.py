@@ -199,24 +199,42 @@ sys.path.insert(0, {root!r})
 from ci.store import Store
 from ci.ingest import ingest_results_dir
 real = Store._insert_results
+calls = [0]
 def die(self, conn, rows):
     real(self, conn, rows)
-    os._exit(9)  # the process dies inside the transaction, after every row was written
+    calls[0] += 1
+    if calls[0] == {die_at}:
+        os._exit(9)  # the process dies inside the transaction, after every row was written
 Store._insert_results = die
-ingest_results_dir(Store({db!r}), {res!r})
+ingest_results_dir(Store({db!r}), {res!r}, batch_size={batch})
 """
 
 
 def test_killed_process_leaves_no_partial_run(asv_dir, db_path):
     """A real crash (the process exits inside the transaction): SQLite rolls the file back."""
     root = asv_dir([sha_for(0)])
-    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(db_path), res=str(root))
+    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(db_path), res=str(root), die_at=1, batch=50)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr
     with Store(db_path) as store:
         counts = store.counts()
         assert counts["runs"] == 0 and counts["results"] == 0
         assert ingest_results_dir(store, root).count("inserted") == 1
+
+
+def test_a_kill_keeps_the_batches_committed_before_it(asv_dir, db_path):
+    """As `ingest --help` says: files commit in batches, each file all or nothing; a kill in the
+    third batch (of one file each) keeps the first two files, loses nothing half-written, and the
+    next ingest writes the rest."""
+    root = asv_dir([sha_for(i) for i in range(4)])
+    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(db_path), res=str(root), die_at=3, batch=1)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    with Store(db_path) as store:
+        assert store.counts()["runs"] == 2 and store.counts()["results"] == 14
+        again = ingest_results_dir(store, root)
+        assert (again.count("unchanged"), again.count("inserted")) == (2, 2)
+        assert store.counts()["results"] == 28
 
 
 def _edit(text: str, change) -> str:
