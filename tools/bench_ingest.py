@@ -56,6 +56,7 @@ ROWS = (
     ("ingest_again", "ingest again (no-op)", None),
     ("read_series", "read every series", None),
     ("read_all", "read all, one call", 2.0),
+    ("read_columns", "read all as columns", None),
     ("cp_scratch", "change points, from scratch", 5.0),
     ("ingest_one", "ingest one more commit", None),
     ("cp_one", "change points, one new commit", 0.5),
@@ -161,11 +162,24 @@ def worker(db: str, results_dir: Path, extra: Path, n_commits: int) -> dict[str,
 
     out: dict[str, Any] = {"tree": str(Path(ci.__file__).resolve().parents[1])}
     store = Store(db)
+    writing = [0.0]
+    real_write = store.ingest_runs
+
+    def timed_write(items: Any) -> Any:  # the store's share of ingest (the rest: reading and parsing files)
+        t = time.perf_counter()
+        try:
+            return real_write(items)
+        finally:
+            writing[0] += time.perf_counter() - t
+
+    store.ingest_runs = timed_write  # type: ignore[method-assign]
     t0 = time.perf_counter()
     report = ingest_results_dir(store, results_dir)
     out["ingest"] = time.perf_counter() - t0
+    del store.ingest_runs
     out["points"] = sum(f.points for f in report.files if f.status in ("inserted", "replaced"))
-    out["ingest_note"] = f"{out['points'] / out['ingest']:,.0f} points/s, {len(report.errors)} errors"
+    out["ingest_note"] = (f"{out['points'] / out['ingest']:,.0f} points/s; store writes {writing[0]:.2f} s, "
+                          f"reading and parsing files the rest; {len(report.errors)} errors")  # fmt: skip
     counts = store.counts()
     t0 = time.perf_counter()
     again = ingest_results_dir(store, results_dir)
@@ -181,6 +195,13 @@ def worker(db: str, results_dir: Path, extra: Path, n_commits: int) -> dict[str,
     out["read_all_note"] = f"{len(everything)} results"
     out["digest"] = _results_digest(everything)
     del everything
+    if callable(getattr(store, "series_columns", None)):
+        t0 = time.perf_counter()
+        cols = store.series_columns()
+        out["read_columns"] = time.perf_counter() - t0
+        out["read_columns_note"] = f"{sum(len(c.commit_shas) for h in cols for c in h.series)} results, " \
+                                   "the history detector's read"
+        del cols
     t0 = time.perf_counter()
     cps = detect_all(store)
     out["cp_scratch"] = time.perf_counter() - t0

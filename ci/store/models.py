@@ -165,7 +165,8 @@ class ChangePointStateRow(Base):
     `runs_digest`. A state whose chain no longer matches the history is recomputed, never trusted."""
 
     __tablename__ = "change_point_states"
-    __table_args__ = (UniqueConstraint("benchmark_id", "machine_id", "branch", "settings"),)
+    # Branch and settings first: the detector loads all of a branch's states for its settings at once.
+    __table_args__ = (UniqueConstraint("branch", "settings", "benchmark_id", "machine_id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))

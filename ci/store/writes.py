@@ -419,7 +419,7 @@ class StoreWrites(StoreReads):
             if not rows:
                 return
             table = ChangePointStateRow.__table__
-            stmt = upsert(self.dialect, table, ["benchmark_id", "machine_id", "branch", "settings"],
+            stmt = upsert(self.dialect, table, ["branch", "settings", "benchmark_id", "machine_id"],
                           ["runs", "runs_digest", "state", "updated_at"])  # fmt: skip
             if stmt is None:  # no ON CONFLICT: delete, then insert
                 for r in rows:

@@ -343,3 +343,37 @@ def test_a_rewritten_file_keeps_the_results_it_can_no_longer_be_read_for(db_path
             assert after[key] == old  # kept, not lost
         elif key.startswith("bench_attention.GPUTime.time_gpu"):
             assert after[key].value == pytest.approx(2 * old.value)
+
+
+def test_the_reads_walk_the_indexes_they_need(db_path, asv_dir):
+    """SQLite's plan for each query a series, a commit, or the detector's states make: an index, never
+    a scan of the results table (a whole-history read scans it once, on purpose)."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    from ci.verdicts import HistorySettings, detect_all
+
+    with _filled(db_path, asv_dir, 4) as store:
+        detect_all(store)
+        store.engine.dispose()
+        seen: list[str] = []
+        event.listen(store.engine, "connect", lambda dbapi, _: dbapi.set_trace_callback(seen.append))
+        key = store.benchmarks()[0].key
+        store.results(benchmark_key=key)
+        store.failures(benchmark_key=key)
+        store.results(commit_sha=sha_for(2))
+        store.results(machine=MACHINE)
+        store.change_point_states("", HistorySettings().fingerprint)
+        store.engine.dispose()
+    queries = [q for q in seen if q.lstrip().upper().startswith("SELECT")]
+    plans = {}
+    with sqlite3.connect(db_path) as conn:
+        for q in queries:
+            plans[q] = " / ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {q}"))
+    on_results = {q: p for q, p in plans.items() if " FROM results" in q}
+    assert len(on_results) >= 4, plans
+    for q, plan in on_results.items():
+        assert "SCAN results" not in plan, (q, plan)
+    (states,) = [p for q, p in plans.items() if "change_point_states" in q]
+    assert "SEARCH change_point_states USING INDEX" in states and "(branch=? AND settings=?)" in states, states

@@ -83,8 +83,8 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_change_point_states")),
         sa.UniqueConstraint(
-            "benchmark_id", "machine_id", "branch", "settings",
-            name=op.f("uq_change_point_states_benchmark_id_machine_id_branch_settings"),
+            "branch", "settings", "benchmark_id", "machine_id",
+            name=op.f("uq_change_point_states_branch_settings_benchmark_id_machine_id"),
         ),
     )  # fmt: skip
 
