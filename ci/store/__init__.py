@@ -2,13 +2,17 @@
 (PostgreSQL when several runners share one history).
 
 `Store` implements `ci.records.StoreReader` for the verdict code, the PR comment and the
-dashboard, plus the write side: `ingest_run` (one asv result file, one transaction),
-`save_verdicts` and `acknowledge`. By concern:
+dashboard, and `ci.records.HistoryStore` for the history detector (series as columns, its cached
+states), plus the write side: `ingest_run` (one asv result file, one transaction), `ingest_runs`
+(a batch of files in one transaction, each file in its own savepoint), `save_verdicts`,
+`acknowledge` and `save_change_point_states`. By concern:
 
 - `engine`: `--db` arguments to URLs, the engine, retried write transactions, error lines;
 - `schema` and `migrations/`: the alembic migrations, run to head every time a store is opened;
-- `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back;
-- `reads`: `StoreReads`, the read side; `writes` and `bulk`: `StoreWrites`, the write side;
+- `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back
+  (samples as packed float64);
+- `reads`: `StoreReads`, the read side (bulk reads as plain DBAPI rows); `writes` and `bulk`:
+  `StoreWrites`, the write side (results by `executemany` on SQLite, binary `COPY` on PostgreSQL);
 - `store`: `Store`, both sides on a history opened from a path or URL.
 """
 

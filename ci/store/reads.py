@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Engine, String, func, select, type_coerce
+from sqlalchemy import Connection, Engine, String, func, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from ci.records import (
@@ -69,6 +69,18 @@ def _parse_dt(value: Any, memo: dict[Any, datetime | None]) -> datetime | None:
     return out
 
 
+class _Run(NamedTuple):
+    """What a result record takes from its run (the columns of `StoreReads._history_runs`)."""
+
+    id: int
+    run_key: str
+    digest: str
+    started_at: Any
+    environment: str
+    sha: str
+    machine: str
+
+
 def _by_benchmark(row: tuple[Any, ...]) -> Any:
     return row[1]
 
@@ -91,11 +103,16 @@ def _fetch(conn: Connection, sql: str, params: list[Any]) -> list[tuple[Any, ...
     """Rows of `sql` (positional `?` parameters) as plain tuples from the DBAPI cursor, inside the
     connection's transaction: SQLAlchemy's Row objects cost ~0.3 us a row, a tenth of a history read."""
     style = conn.dialect.paramstyle
-    if style not in ("qmark", "format", "pyformat"):
-        return [tuple(r) for r in conn.exec_driver_sql(sql.replace("?", "%s") if style else sql, tuple(params))]
+    if style not in ("qmark", "format", "pyformat"):  # another DBAPI: through Core's named parameters
+        parts = sql.split("?")
+        named = "".join(f"{part}:p{i}" for i, part in enumerate(parts[:-1])) + parts[-1]
+        return [tuple(r) for r in conn.execute(text(named), {f"p{i}": v for i, v in enumerate(params)})]
     if style != "qmark":
         sql = sql.replace("?", "%s")
-    cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    dbapi = conn.connection.dbapi_connection
+    # psycopg: rows in binary, so bytea and timestamps arrive without text decoding (a third of a
+    # PostgreSQL history read, 2026-12-01).
+    cur = dbapi.cursor(binary=True) if conn.dialect.driver == "psycopg" else dbapi.cursor()  # type: ignore[union-attr]
     try:
         cur.execute(sql, params)
         return cur.fetchall()
@@ -113,6 +130,7 @@ class StoreReads:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._bench_by_id: dict[int, Benchmark] = {}
+        self._id_by_key: dict[str, int] = {}
         self._times: dict[Any, datetime | None] = {}
         self._envs: dict[str, tuple[tuple[str, str], ...]] = {}
 
@@ -216,12 +234,10 @@ class StoreReads:
 
     def _history_runs(
         self, conn: Connection, *, machine: str | None = None, commit_sha: str | None = None,
-        branch: str | None = None, benchmark_id: int | None = None,
+        branch: str | None = None,
     ) -> list[Any]:
         """Runs in history order (commit order, then the run's start, then insertion), with what a
-        result record takes from its run: id, run_key, digest, started_at, environment, sha, machine.
-        With `benchmark_id`, only the runs that hold a result of that series (found through the
-        (benchmark_id, run_id) index: one series' read touches its own runs, not the whole history)."""
+        result record takes from its run: id, run_key, digest, started_at, environment, sha, machine."""
         stmt = (
             select(
                 RunRow.id, RunRow.run_key, RunRow.digest, self._dt(RunRow.started_at).label("started_at"),
@@ -237,13 +253,10 @@ class StoreReads:
             stmt = stmt.where(CommitRow.sha == commit_sha)
         if branch is not None:
             stmt = stmt.where(CommitRow.branch == branch)
-        if benchmark_id is not None:
-            stmt = stmt.where(RunRow.id.in_(select(ResultRow.run_id).where(ResultRow.benchmark_id == benchmark_id)))
         return list(conn.execute(stmt).all())
 
     def _select_results(
-        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None,
-        benchmark_id: int | None = None,
+        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None
     ) -> list[tuple[Any, ...]]:
         """(run_id, benchmark_id, *columns) of the results of `runs` (all of the store's runs when
         `every_run`; rows of other runs may come too, for the caller to drop). One plain DBAPI query,
@@ -251,10 +264,7 @@ class StoreReads:
         order by the caller (a sort of 500,000 rows in SQL was a third of the read, 2026-12-01)."""
         where = ["status = ?" if ok else "status <> ?"]
         params: list[Any] = ["ok"]
-        if benchmark_id is not None:
-            where.append("benchmark_id = ?")
-            params.append(benchmark_id)
-        if not every_run and benchmark_id is None:  # one series' rows are few: filtered by the caller
+        if not every_run:
             if len(runs) <= _IN_LIST:
                 where.append(f"run_id IN ({', '.join('?' * len(runs))})")
                 params.extend(sorted(r.id for r in runs))
@@ -265,15 +275,13 @@ class StoreReads:
         return _fetch(conn, f"SELECT run_id, benchmark_id, {columns} FROM results WHERE {' AND '.join(where)}", params)
 
     def _result_rows(
-        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None,
-        benchmark_id: int | None = None,
+        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None
     ) -> dict[int, list[tuple[Any, ...]]]:
         """`_select_results` grouped by run id, only `runs`' rows, each group in benchmark id order
         (the order the writer inserts a file's rows in, so the sort finds them sorted)."""
         wanted = {r.id for r in runs}
         grouped: dict[int, list[tuple[Any, ...]]] = {}
-        for row in self._select_results(conn, columns, ok=ok, runs=runs, every_run=every_run, machine=machine,
-                                        benchmark_id=benchmark_id):  # fmt: skip
+        for row in self._select_results(conn, columns, ok=ok, runs=runs, every_run=every_run, machine=machine):
             group = grouped.get(row[0])
             if group is None:
                 if row[0] not in wanted:
@@ -285,6 +293,9 @@ class StoreReads:
         return grouped
 
     def _benchmark_id(self, conn: Connection, key: str) -> int | None:
+        known = self._id_by_key.get(key)  # ids never change once stored
+        if known is not None:
+            return known
         return conn.execute(select(BenchmarkRow.id).where(BenchmarkRow.key == key)).scalar()
 
     def _dt(self, column: Any) -> Any:
@@ -298,25 +309,54 @@ class StoreReads:
         if not set(ids) <= self._bench_by_id.keys():
             with self._read() as conn:
                 self._bench_by_id = {r.id: self._bench(r) for r in conn.execute(select(BenchmarkRow)).scalars().all()}
+            self._id_by_key = {b.key: i for i, b in self._bench_by_id.items()}
         return self._bench_by_id
 
     def _points(
         self, ok: bool, columns: str, benchmark_key: str | None, machine: str | None, commit_sha: str | None
     ) -> tuple[list[Any], dict[int, list[tuple[Any, ...]]]]:
         """Runs in history order and their result rows by run id (each run's by benchmark id)."""
-        with self.engine.connect() as conn, conn.begin():  # one snapshot for both queries
-            bid = None
+        with self.engine.connect() as conn, conn.begin():  # one snapshot for every query
             if benchmark_key is not None:
-                # Resolve the key first so the query walks the (benchmark_id, run_id) index.
                 bid = self._benchmark_id(conn, benchmark_key)
                 if bid is None:
                     return [], {}
-            runs = self._history_runs(conn, machine=machine, commit_sha=commit_sha, benchmark_id=bid)
+                return self._series_points(conn, ok, columns, bid, machine, commit_sha)
+            runs = self._history_runs(conn, machine=machine, commit_sha=commit_sha)
             if not runs:
                 return [], {}
-            every = machine is None and commit_sha is None and bid is None
-            grouped = self._result_rows(conn, columns, ok=ok, runs=runs, every_run=every, machine=machine,
-                                        benchmark_id=bid)  # fmt: skip
+            every = machine is None and commit_sha is None
+            grouped = self._result_rows(conn, columns, ok=ok, runs=runs, every_run=every, machine=machine)
+        return runs, grouped
+
+    def _series_points(
+        self, conn: Connection, ok: bool, columns: str, bid: int, machine: str | None, commit_sha: str | None
+    ) -> tuple[list[Any], dict[int, list[tuple[Any, ...]]]]:
+        """`_points` of one series: one query that walks the (benchmark_id, run_id) index and joins
+        its runs, in history order (a series is ~1,000 rows: sorting them in SQL is cheap)."""
+        where = ["results.benchmark_id = ?", "results.status = ?" if ok else "results.status <> ?"]
+        params: list[Any] = [bid, "ok"]
+        if machine is not None:
+            where.append("machines.name = ?")
+            params.append(machine)
+        if commit_sha is not None:
+            where.append("commits.sha = ?")
+            params.append(commit_sha)
+        cols = ", ".join(f"results.{c.strip()}" for c in columns.split(","))
+        sql = (
+            "SELECT runs.id, runs.run_key, runs.digest, runs.started_at, runs.environment, commits.sha, machines.name, "
+            f"results.run_id, results.benchmark_id, {cols} FROM results "
+            "JOIN runs ON results.run_id = runs.id JOIN commits ON runs.commit_id = commits.id "
+            f"JOIN machines ON runs.machine_id = machines.id WHERE {' AND '.join(where)} "
+            "ORDER BY commits.time IS NULL, commits.time, commits.id, runs.started_at, runs.id"
+        )
+        runs: list[Any] = []
+        grouped: dict[int, list[tuple[Any, ...]]] = {}
+        for row in _fetch(conn, sql, params):
+            if row[0] not in grouped:
+                runs.append(_Run(*row[:7]))
+                grouped[row[0]] = []
+            grouped[row[0]].append(row[7:])
         return runs, grouped
 
     def results(

@@ -1,7 +1,8 @@
 """Verdicts: pure functions over `ci.records` that decide whether a change is a regression.
 
 - `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
-- `history`: change points on a branch's history (`detect_all`, `newly_detected`);
+- `history`: change points on a branch's history (`detect_all`, `newly_detected`), and `segments`,
+  its incremental core (per-series states a new commit extends);
 - `gates`: correctness gates, which fail a PR whatever the timing says;
 - `inputs`: one commit's results as the verdicts see them, crashes included;
 - `summary`: counts per outcome and the exit code they give.
