@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import numpy as np
 from sqlalchemy import Connection, Engine, String, func, select, text, type_coerce
 from sqlalchemy.orm import Session
 
@@ -467,47 +468,42 @@ class StoreReads:
             every = machine is None and branch is None and not any(skip.values())
             rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
                                         machine=machine) if wanted else []  # fmt: skip
-        # Each run's machine and position in that machine's history order.
-        where: dict[int, tuple[str, int]] = {}
-        for name, rs in by_machine.items():
-            for index in range(skip.get(name, 0), len(rs)):
-                where[rs[index].id] = (name, index)
-        # One pass over the rows (a table scan gives a run's rows together), each appended to its
-        # series' columns: (run positions, blobs, versions).
-        cols: dict[str, dict[int, tuple[list[int], list[bytes], list[str | None]]]] = {m: {} for m in by_machine}
-        last, cur, pos = None, None, 0
-        for run_id, bid, samples, version in rows:
-            if run_id != last:
-                last = run_id
-                at = where.get(run_id)
-                cur = None if at is None else cols[at[0]]  # None: a run outside the filter
-                pos = 0 if at is None else at[1]
-            if cur is None:
-                continue
-            c = cur.get(bid)
-            if c is None:
-                c = cur[bid] = ([], [], [])
-            c[0].append(pos)
-            c[1].append(samples)
-            c[2].append(version)
-        benches = self._bench_map({bid for m in cols.values() for bid in m})
-        per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in by_machine}
-        for name, series_cols in cols.items():
-            shas = [r.sha for r in by_machine[name]]
-            for bid, (positions, blobs, versions) in series_cols.items():
-                if positions != sorted(positions):  # a table scan is in insertion order, not always history order
-                    order = sorted(range(len(positions)), key=positions.__getitem__)
-                    positions = [positions[i] for i in order]
-                    blobs = [blobs[i] for i in order]
-                    versions = [versions[i] for i in order]
-                sizes = set(map(len, blobs))
-                counts = (sizes.pop() // 8,) * len(blobs) if len(sizes) == 1 else tuple(len(b) // 8 for b in blobs)
+        names = sorted(by_machine)
+        per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in names}
+        if rows:
+            # Columns, then one sort by (machine, series, position in the machine's history order) in
+            # numpy: each series is a slice of it. Per-row Python work was most of this read (1.1 of
+            # 1.6 s CPU for 500,000 rows, 2026-12-01); what is left per row runs in C (zip, map, join).
+            run_ids, bids, blobs, versions = zip(*rows, strict=True)
+            ids = np.fromiter(run_ids, dtype=np.int64, count=len(rows))
+            size = int(max(ids.max(), max(r.id for r in runs))) + 1
+            position = np.full(size, -1, dtype=np.int64)
+            machine_of = np.zeros(size, dtype=np.int64)
+            for m, name in enumerate(names):
+                rs = by_machine[name]
+                first = skip.get(name, 0)
+                position[[r.id for r in rs[first:]]] = np.arange(first, len(rs))
+                machine_of[[r.id for r in rs[first:]]] = m
+            pos = position[ids]
+            all_bids = np.fromiter(bids, dtype=np.int64, count=len(rows))
+            sel = np.flatnonzero(pos >= 0)  # rows of runs outside the filter are dropped
+            order = sel[np.lexsort((pos[sel], all_bids[sel], machine_of[ids[sel]]))]
+            mach_o, bid_o = machine_of[ids[order]], all_bids[order]
+            cut = np.flatnonzero((np.diff(mach_o) != 0) | (np.diff(bid_o) != 0)) + 1
+            lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(rows)) // 8
+            benches = self._bench_map(set(bid_o.tolist()))
+            shas = {name: [r.sha for r in by_machine[name]] for name in names}
+            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(order)], strict=True):
+                idx = order[a:b].tolist()
+                name = names[int(mach_o[a])]
+                positions = pos[order[a:b]].tolist()
                 per_machine[name].append(SeriesColumns(
-                    benches[bid], name, tuple(map(shas.__getitem__, positions)), tuple(positions), counts,
-                    float64s(b"".join(blobs)), tuple(versions),
+                    benches[int(bid_o[a])], name, tuple(map(shas[name].__getitem__, positions)), tuple(positions),
+                    tuple(lengths[order[a:b]].tolist()), float64s(b"".join(map(blobs.__getitem__, idx))),
+                    tuple(map(versions.__getitem__, idx)),
                 ))  # fmt: skip
         out = []
-        for name in sorted(by_machine):
+        for name in names:
             series = sorted(per_machine[name], key=lambda c: c.benchmark.key)
             out.append(MachineHistory(name, tuple((r.run_key, r.digest) for r in by_machine[name]), tuple(series)))
         return out

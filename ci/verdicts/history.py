@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -294,10 +295,22 @@ def _chain(runs: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
+def _extend_from_columns(state: SeriesState, col: SeriesColumns, first_run: int) -> None:
+    """Extend `state` with `col`'s results from run `first_run` on (its `tag`: the benchmark version)."""
+    commits, version, rows = _column_commits(col, first_run, state.tag)
+    state.tag = version
+    if rows is not None:
+        state.extend_rows(rows[0], rows[1], np.median(rows[1], axis=1))
+    elif commits or not first_run:
+        state.extend(commits)
+
+
 def _column_commits(col: SeriesColumns, first_run: int, version: str | None
-                    ) -> tuple[list[tuple[str, np.ndarray]], str | None]:
+                    ) -> tuple[list[tuple[str, np.ndarray]], str | None, tuple[Sequence[str], np.ndarray] | None]:
     """(sha, finite samples pooled) per commit of `col`'s results from run `first_run` on, filtered
-    as `current_version` filters a whole series, and the series' current benchmark version.
+    as `current_version` filters a whole series, and the series' current benchmark version; or, when
+    every commit has one result with the same number of samples, all finite, (shas, samples matrix)
+    as the third item instead (commits then empty).
 
     Args:
         col: a series' columns.
@@ -314,17 +327,20 @@ def _column_commits(col: SeriesColumns, first_run: int, version: str | None
     latest = next((v for v in reversed(versions) if v is not None), version)
     if version is not None and latest != version:
         raise NeedFullHistory("the benchmark's version changed")
-    known = {v for v in versions if v is not None} | ({version} - {None})
+    known = (set(versions) | {version}) - {None}
     keep = {latest, None} if len(known) > 1 else None
     flat = np.frombuffer(col.samples, dtype=np.float64)
     counts = col.counts[start:]
-    if keep is None and counts and len(set(counts)) == 1 and len(set(col.commit_shas[start:])) == len(counts):
+    new_shas = col.commit_shas[start:]
+    # A commit's results are adjacent (history order): no two neighbours alike, no commit twice.
+    single = not any(map(operator.eq, new_shas[1:], new_shas[:-1]))
+    if keep is None and counts and single and counts.count(counts[0]) == len(counts):
         # One result per commit, one sample count (a runner's history): one reshape, no per-commit work.
         c = counts[0]
         offset = sum(col.counts[:start])
         mat = flat[offset : offset + c * len(counts)].reshape(len(counts), c)
-        if np.isfinite(mat).all():
-            return list(zip(col.commit_shas[start:], mat, strict=True)), latest
+        if c and np.isfinite(mat).all():
+            return [], latest, (new_shas, mat)
     ends = np.cumsum(col.counts)
     index: dict[str, int] = {}
     shas: list[str] = []
@@ -342,7 +358,7 @@ def _column_commits(col: SeriesColumns, first_run: int, version: str | None
     for sha, part in zip(shas, parts, strict=True):
         pooled = np.concatenate(part) if len(part) > 1 else part[0]
         commits.append((sha, pooled[np.isfinite(pooled)]))
-    return commits, latest
+    return commits, latest, None
 
 
 def _detect_stored(
@@ -419,17 +435,14 @@ def _machine_states(
         if key in valid:
             try:
                 state = SeriesState.from_bytes(mine[key][2], knobs)
-                commits, state.tag = _column_commits(col, valid[key], state.tag)
-                if commits:
-                    state.extend(commits)
+                _extend_from_columns(state, col, valid[key])
             except (NeedFullHistory, ValueError, KeyError):
                 state = None
         if state is None:
             if not complete:
                 return None
             state = SeriesState(knobs)
-            commits, state.tag = _column_commits(col, 0, None)
-            state.extend(commits)
+            _extend_from_columns(state, col, 0)
         states[key] = (state, col.benchmark)
         save[(key, hist.machine)] = (total, chain[total], state.to_bytes())
     for key, runs in valid.items():

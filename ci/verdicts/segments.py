@@ -208,25 +208,39 @@ class SeriesState:
         Raises:
             NeedFullHistory: a commit was given before, or the update needs older raw samples.
         """
-        if commits and commits[0][0] == self.last_raw:
-            raise NeedFullHistory(f"commit {commits[0][0]} given twice")
         if meds is None:
             meds = medians([pooled for _, pooled in commits])
-        added, parts = [], []
-        end = self.tail_ends[-1] if self.tail_ends else 0
-        for (sha, pooled), med in zip(commits, meds, strict=True):
-            if med > 0:
-                added.append(med)
-                parts.append(pooled)
-                end += pooled.size
-                self.tail_ends.append(end)
-                self.tail_shas.append(sha)
-        if parts:
-            self.tail_flat = np.concatenate((self.tail_flat, *parts))
-        if commits:
-            self.last_raw = commits[-1][0]
-        if added:
-            self.values = np.concatenate((self.values, np.asarray(added, dtype=np.float64)))
+        sizes = np.fromiter((p.size for _, p in commits), dtype=np.int64, count=len(commits))
+        flat = np.concatenate([p for _, p in commits]) if commits else np.empty(0)
+        self._append([sha for sha, _ in commits], flat, sizes, np.asarray(meds, dtype=np.float64))
+
+    def extend_rows(self, shas: Sequence[str], rows: np.ndarray, meds: np.ndarray) -> None:
+        """`extend` for commits that all have the same number of samples: one row of `rows` each
+        (a runner's history), with their medians (np.median over the rows); no per-commit work.
+
+        Raises:
+            NeedFullHistory: as `extend`.
+        """
+        self._append(shas, rows.reshape(-1), np.full(len(shas), rows.shape[1] if rows.ndim == 2 else 0), meds)
+
+    def _append(self, shas: Sequence[str], flat: np.ndarray, sizes: np.ndarray, meds: np.ndarray) -> None:
+        if not len(shas):
+            self._recompute()
+            return
+        if shas[0] == self.last_raw:
+            raise NeedFullHistory(f"commit {shas[0]} given twice")
+        self.last_raw = shas[-1]
+        keep = meds > 0  # failed or skipped commits (no sample, or no level) carry no level
+        if not keep.all():
+            flat = flat[np.repeat(keep, sizes)]
+            shas = [sha for sha, k in zip(shas, keep.tolist(), strict=True) if k]
+            sizes, meds = sizes[keep], meds[keep]
+        if len(shas):
+            end = self.tail_ends[-1] if self.tail_ends else 0
+            self.tail_ends.extend((end + np.cumsum(sizes)).tolist())
+            self.tail_shas.extend(shas)
+            self.tail_flat = np.concatenate((self.tail_flat, flat))
+            self.values = np.concatenate((self.values, meds))
         self._recompute()
 
     def _window(self, j: int, y: np.ndarray) -> list[int]:
