@@ -234,6 +234,14 @@ def worker(db: str, results_dir: Path, extra: Path, n_commits: int) -> dict[str,
     out["total"] = out["ingest"] + out["cp_scratch"] + out["ab"]
     out["counts"] = store.counts()
     out["digest_final"] = _results_digest(store.results())  # what a later reader must find
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        if store.engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            out["size_mb"] = Path(db).stat().st_size / 1e6
+        else:
+            out["size_mb"] = conn.execute(text("SELECT pg_database_size(current_database())")).scalar() / 1e6
     store.close()
     return out
 
@@ -409,7 +417,8 @@ def _report(args: argparse.Namespace, runs: dict[tuple[str, str], dict[str, Any]
                 ratio = runs[("postgresql", "new")]["total"] / runs[("sqlite", "new")]["total"]
                 print(f"postgresql / sqlite, ingest + verdicts (new): {ratio:.2f} (target <= 1.5)")
                 ok = ok and ratio <= 1.5
-    print(f"rows: {runs[('sqlite', 'new')]['counts']}")
+    print(f"rows: {runs[('sqlite', 'new')]['counts']}; store size MB: "
+          + ", ".join(f"{e} {n} {runs[(e, n)]['size_mb']:.0f}" for e, n in cols))  # fmt: skip
     if migrated is not None:
         same = migrated["digest"] == runs[("sqlite", "base")]["digest_final"]
         print(f"the base tree's SQLite history opened by this tree: migrated in place in {migrated['migrate']:.1f} s, "
