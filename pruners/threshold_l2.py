@@ -18,8 +18,8 @@ concentrates around B x the mean (its spread grows as sqrt(B), not B). With `max
 the calibration also records the mean tokens an image keeps per stage (mu), and the packed buffer of
 a batch of B images holds B x mu' + (cap - mu') x sqrt(B) non-CLS tokens, mu' = (1 + batch_margin) mu:
 the per-image cap at B = 1, close to B x mu' for large batches (DeiT-B B 64: the buffer after the
-last stage drops from 45 to ~36 tokens per image; 2026-11-29, docs/performance.md "End to end at large
-batches"). A batch that would
+last stage drops from 45 to ~36 tokens per image; 2026-11-29, docs/performance.md "End to end
+against the fastest dense model"). A batch that would
 keep more is water-filled: the largest per-image limit c with sum_i min(k_i, c) <= budget, and each
 image keeps its top min(k_i, c) tokens by norm. So an image's decision depends on its batch only when
 the batch overflows the budget; every backend applies the same rule, so their decisions stay equal.
