@@ -18,9 +18,11 @@ from typing import Any
 from . import timing
 from .timing import WARMUP_MAX_S, WARMUP_S, warm_up  # noqa: F401  (WARMUP_MAX_S: re-exported)
 
-# Backends whose forward reads a device value on the host, which CUDA-graph capture forbids:
-# nested_sdpa (NestedTensor construction reads cu_seqlens[-1]) and padded_sdpa (the padded length).
-NOT_CAPTURABLE = frozenset({"nested_sdpa", "padded_sdpa"})
+# Backends whose forward reads a device value on the host, which CUDA-graph capture forbids: nested_sdpa
+# (NestedTensor construction reads cu_seqlens[-1]). padded_sdpa reads the padded length in its eager
+# form; graph mode builds it padded to the capacity instead (`build_pruned_model(graph=True)`, from
+# 2026-12-01 on; earlier commits skip).
+NOT_CAPTURABLE = frozenset({"nested_sdpa"})
 
 
 def build_model(torch: Any, model_name: str, pruner_name: str, backend: str, dtype: Any) -> Any:
@@ -57,6 +59,11 @@ def build_cpu(model_name: str, pruner_name: str, backend: str) -> Any:
 
 
 _PRUNERS: dict[tuple[str, str], Any] = {}  # (model, pruner) -> a bound, calibrated pruner (CPU, fp32)
+
+
+def bound_pruner(model_name: str, pruner_name: str) -> Any:
+    """The pruner `build_cpu` passes for (model, pruner): the calibrated copy when one was kept, else a new one."""
+    return _PRUNERS.get((model_name, pruner_name)) or timing.require_attr("pruners", "create_pruner")(pruner_name)
 
 
 def images(torch: Any, batch: int, resolution: int, seed: int = 7) -> Any:

@@ -10,7 +10,7 @@ from benchmarks.presets import MODEL_BACKENDS
 
 
 @pytest.mark.parametrize("backend", ["padded_sdpa", "nested_sdpa"])
-def test_backends_that_read_device_values_are_not_captured(backend):
+def test_backends_that_read_device_values_are_not_captured_from_their_eager_form(backend):
     """A host read (`.item()`, `int(t)`) inside CUDA-graph capture raises and can poison the process's
     later measurements, so such backends must be skipped in graph mode, not recorded as errors.
     Meta tensors have no values: a host read raises there too, which is how it is detected here."""
@@ -21,7 +21,13 @@ def test_backends_that_read_device_values_are_not_captured(backend):
     cu = torch.empty(3, dtype=torch.int32, device="meta")
     with pytest.raises(RuntimeError, match="item"):
         ragged_kernels.ATTENTION_BACKENDS[backend](q, q, q, cu, 8)
-    assert backend in _models.NOT_CAPTURABLE
+    # nested_sdpa is never captured; padded_sdpa's graph mode is built padded to the capacity instead
+    from benchmarks import bench_end_to_end
+
+    assert backend in _models.NOT_CAPTURABLE or backend in bench_end_to_end.BUILT_CAPTURED
+    if backend == "padded_sdpa":  # its sync-free form reads nothing back: it runs on meta tensors
+        out = ragged_kernels.padded_sdpa_attention(q, q, q, cu, 8, pad_to_bound=True)
+        assert out.shape == q.shape
 
 
 def test_guarded_and_lookup_map_skips_and_errors():
@@ -173,3 +179,28 @@ def test_setup_report_names_the_slowest_cases(capsys, monkeypatch, tmp_path):
     assert seconds["k1"] > 0.5  # errors are timed too
     line = _models.report_setup("C", seconds, 4.0)
     assert line.index("k2 3.0 s") < line.index("k1")  # slowest first
+
+
+def test_end_to_end_modes_skip_what_a_commit_cannot_run(monkeypatch):
+    """compile is timed for triton and dense only; padded_sdpa's graph mode and every compile need the
+    library's graph/compile builds, and a commit whose build refuses them skips (NotImplementedError),
+    never errors."""
+    import pruners
+    from benchmarks import bench_end_to_end
+    from benchmarks.presets import MODEL_PRESETS
+
+    p = MODEL_PRESETS["deits224-b1"]
+    with pytest.raises(NotImplementedError, match="compile is timed for"):
+        bench_end_to_end._runner(torch, p, "evit", "fa2_varlen", "compile", None, None)
+
+    def old_build(*args, **kwargs):  # a commit before 2026-12-01: no compile option, graph for triton only
+        if "compile" in kwargs:
+            raise TypeError("unknown build_pruned_model options ['compile']")
+        raise ValueError("graph mode is for the sync-free 'triton' backend, not 'padded_sdpa'")
+
+    monkeypatch.setattr(pruners, "build_pruned_model", old_build)
+    for backend, mode in (("padded_sdpa", "graph"), ("triton", "compile"), ("dense", "compile")):
+        with pytest.raises(NotImplementedError, match="not supported at this commit"):
+            bench_end_to_end._runner(torch, p, "evit", backend, mode, None, None)
+    run, compile_s = bench_end_to_end._runner(torch, p, "evit", "triton", "eager", "x", lambda x: ("ran", x))
+    assert run() == ("ran", "x") and compile_s is None

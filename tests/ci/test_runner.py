@@ -374,11 +374,20 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
 
     assert suite_regex(Path(__file__).resolve().parents[2], "full") == FULL_REGEX
     pattern = re.compile(FULL_REGEX)
+    from benchmarks.presets import MODEL_PRESETS
+
     for cls in (bench_end_to_end.EndToEnd, bench_end_to_end.EndToEndPR):
-        for method in ("time_forward", "track_peak_memory"):
+        methods = [m for m in dir(cls) if m.startswith(("time_", "track_"))]
+        for method in methods:
             for combo in itertools.product(*cls.params):
                 name = f"bench_end_to_end.{cls.__name__}.{method}({', '.join(repr(p) for p in combo)})"
-                never_runs = combo[2] in bench_end_to_end.NOT_CAPTURABLE and combo[3] == "graph"
+                preset, _, backend, mode = combo
+                never_runs = (
+                    (backend in bench_end_to_end.NOT_CAPTURABLE and mode != "eager")
+                    or (mode == "compile" and backend not in bench_end_to_end.COMPILED_BACKENDS)
+                    or (method == "track_compile_seconds" and mode != "compile")
+                    or (method.startswith("track_latency") and MODEL_PRESETS[preset].batch > 4)
+                )
                 assert bool(pattern.search(name)) is not never_runs, name
     for name in ["bench_attention.AttentionKernels.time_gpu('deitb224-b32-keep0.5', 'padded_sdpa')",
                  "bench_correctness.ModelCorrectness.track_max_abs_logit_diff('deit_small_patch16_224', 'ats', "
