@@ -92,13 +92,15 @@ def collect() -> dict[str, str]:
 
 
 def attention_launch() -> str:
-    """ "native" or "python": the launch path `ragged_attention` uses in this process ("python" at
-    commits without the native entry point); "" when the library cannot be imported."""
+    """ "native" or "python": the launch path `ragged_attention` uses in this process (`launch_path()`,
+    from 2026-12-01 on; "unknown" at older commits, which have no public way to tell); "" when the
+    library cannot be imported."""
     try:
-        from ragged_kernels.attention import interface
+        import ragged_kernels
     except Exception:  # noqa: BLE001 - best effort, as the rest of the sidecar
         return ""
-    return "native" if getattr(interface, "_NATIVE", None) is not None else "python"
+    launch_path = getattr(ragged_kernels, "launch_path", None)
+    return launch_path() if launch_path is not None else "unknown"
 
 
 def _machine_name() -> str:

@@ -129,8 +129,8 @@ class ThresholdL2Pruner(Pruner):
         dense view, not the [B, N, C] tokens (the same values: each row's norm is the same reduction)."""
         norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
         if x.is_cuda and self.calibrated and not self.calibrating:
-            # One kernel for the rest of the stage (`pruners.threshold_triton`): the same masks.
-            from pruners.threshold_triton import threshold_keep_fused
+            # One kernel for the rest of the stage (`pruners.kernels.threshold`): the same masks.
+            from pruners.kernels.threshold import threshold_keep_fused
 
             if cu_seqlens is None:  # the first stage: dense [B, N, C], every position valid
                 b, n = norms.shape

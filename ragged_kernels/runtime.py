@@ -3,6 +3,8 @@
 
 - `INTERPRET`: whether Triton runs in its CPU interpreter (`TRITON_INTERPRET=1`, read once at import,
   as Triton itself does);
+- `device_arch`: which architecture's kernel tables a device uses (sm_80, sm_89 or sm_90; read once
+  per device from its compute capability);
 - `require_device`: the one check that a kernel's tensors can run (CUDA, or the CPU under the
   interpreter), with the message every kernel gives;
 - `traceable_op`: a `torch.library` custom op around a kernel's host function, with a fake (meta)
@@ -21,6 +23,25 @@ from collections.abc import Callable
 import torch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+_ARCH: dict[int, int] = {}  # CUDA device index -> ragged_kernels.aot.arch_of of its compute capability
+
+
+def device_arch(device: torch.device | int | None) -> int:
+    """The architecture key (80, 89 or 90: `ragged_kernels.aot.ARCHS`) whose kernel tables a launch on
+    `device` uses: read once per CUDA device; 90 (the H200 tables) for the CPU and the interpreter."""
+    index = device if isinstance(device, int) else (None if device is None else device.index)
+    if INTERPRET or (isinstance(device, torch.device) and device.type != "cuda") or (index is not None and index < 0):
+        return 90
+    if index is None:
+        index = torch.cuda.current_device()
+    arch = _ARCH.get(index)
+    if arch is None:
+        from ragged_kernels.aot import arch_of
+
+        arch = _ARCH[index] = arch_of(torch.cuda.get_device_capability(index))
+    return arch
 
 
 def runs_here(t: torch.Tensor) -> bool:
@@ -53,4 +74,4 @@ def traceable_op(name: str, fake: Callable) -> Callable[[Callable], Callable]:
     return wrap
 
 
-__all__ = ["INTERPRET", "require_device", "runs_here", "traceable_op"]
+__all__ = ["INTERPRET", "device_arch", "require_device", "runs_here", "traceable_op"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import operator
 import os
+from collections.abc import Iterator
 
 import torch
 
@@ -15,8 +17,44 @@ from ragged_kernels.runtime import traceable_op
 
 _SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
-# The native entry point (native.py): default where CUDA is available, built (or loaded) at import.
-_NATIVE = _native.module()
+# The native entry point (native.py): default where CUDA is available, built (or loaded from torch's
+# extension cache) on the first call that can use it, not at import: importing the library costs no
+# compiler run (the first build takes ~25 s), and a process that never launches never builds.
+_PENDING = object()
+_NATIVE = _PENDING if _native.ENABLED else None
+
+
+def _native_entry():
+    """The native entry point, built on first use; None where it is disabled or did not build."""
+    global _NATIVE
+    if _NATIVE is _PENDING:
+        _NATIVE = _native.module()
+    return _NATIVE
+
+
+def launch_path() -> str:
+    """ "native" or "python": how `ragged_attention` launches its kernel in this process (builds the
+    native entry point first where it is enabled, so the answer is the one calls will take)."""
+    return "native" if _native_entry() is not None else "python"
+
+
+@contextlib.contextmanager
+def forced_launch_path(path: str) -> Iterator[None]:
+    """Context manager: `ragged_attention` launches through `path` ("python" or "native") inside it,
+    e.g. to compare the two on one process's kernels. "native" raises RuntimeError where the entry
+    point is disabled or did not build."""
+    global _NATIVE
+    if path not in ("python", "native"):
+        raise ValueError(f"path must be 'python' or 'native', got {path!r}")
+    entry = _native_entry()
+    if path == "native" and entry is None:
+        raise RuntimeError("the native entry point is not available (RAGGED_KERNELS_LAUNCH=python, no CUDA, or its "
+                           "build failed: see the warning)")
+    _NATIVE = entry if path == "native" else None
+    try:
+        yield
+    finally:
+        _NATIVE = entry
 
 
 def set_debug(enabled: bool) -> None:
@@ -151,9 +189,10 @@ def ragged_attention(
         return attention_op(q, k, v, cu_seqlens, max_seqlen, None if scale is None else _check_scale(scale))
     # One combined test on the hot path (host cost is a product target); the detailed checks, and
     # their messages, run only when it fails.
-    if _NATIVE is not None and out is None and scale is None and not _DEBUG:
+    native = _NATIVE if _NATIVE is not _PENDING else _native_entry()
+    if native is not None and out is None and scale is None and not _DEBUG:
         try:
-            fast = _NATIVE.attention(q, k, v, cu_seqlens, max_seqlen)
+            fast = native.attention(q, k, v, cu_seqlens, max_seqlen)
         except TypeError:  # not tensors / not an int: the Python path names the problem
             fast = None
         if fast is not None:

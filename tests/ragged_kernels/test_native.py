@@ -63,13 +63,14 @@ def test_cpu_tensors_go_back_to_the_python_path(mod, monkeypatch):
 
 @pytest.mark.gpu
 def test_gpu_native_launch_is_the_same_kernel():
-    """scripts/bench_native_launch.py part 1 as a test: bitwise equal outputs, and it launched."""
+    """tools/bench_native_launch.py part 1 as a test: bitwise equal outputs, and it launched."""
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_native_launch.py"
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-m", "tools.bench_native_launch"], capture_output=True, text=True,
+                       timeout=600, cwd=root)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "OK: registered kernels" in r.stdout
 

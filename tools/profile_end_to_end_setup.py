@@ -4,19 +4,16 @@ Runs the full EndToEnd matrix outside asv with `_models.build_model` and `_model
 timers, then prints the split, the slowest builds and cases, and the first cases in run order (where
 a first-configuration effect would show). Session 5 (H200): 105 s = 51 builds 37 s + 102 cases 63 s.
 
-Usage: python scripts/profile_end_to_end_setup.py
+Usage: python -m tools.profile_end_to_end_setup
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks import _models  # noqa: E402 - after the path setup
-from benchmarks import bench_end_to_end as e2e  # noqa: E402
+from benchmarks import _models
+from benchmarks import bench_end_to_end as e2e
 
 
 def main() -> int:
