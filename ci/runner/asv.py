@@ -146,7 +146,7 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
     env = _asv_env(cfg)
-    # Each setup_cache appends one "[setup]" line (benchmarks._models.report_setup); asv itself shows
+    # Each setup_cache appends one "[setup]" line (benchmarks.model_runs.report_setup); asv itself shows
     # their output only on failure, so the lines are echoed once asv is done.
     fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")
     os.close(fd)

@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention import native as _native
-from ragged_kernels.runtime import INTERPRET, device_arch
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
 LOG2E = 1.4426950408889634
 
@@ -411,8 +411,6 @@ _PTR = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
 def attention_spec(head_dim: int, dtype: torch.dtype, cfg: AttnConfig, heads: int = 12):
     """The `ragged_kernels.aot.KernelSpec` of one compilation: q/k/v strided views of a fused qkv buffer
     (what the pruned model passes), a contiguous output."""
-    from ragged_kernels.aot import KernelSpec
-
     ptr, row = _PTR[dtype], 3 * heads * head_dim
     args = dict(Q=ptr, K=ptr, V=ptr, Out=ptr, CU="*i32", total_tokens="i32", sm_scale_log2="fp32")
     consts = dict(STRIDE_QT=row, STRIDE_QH=head_dim, STRIDE_KT=row, STRIDE_KH=head_dim, STRIDE_VT=row,

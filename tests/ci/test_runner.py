@@ -399,7 +399,7 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
 
 def test_setup_lines_written_during_the_asv_run_are_echoed_after_it(toy, tmp_path, monkeypatch):
     """asv hides a successful setup_cache's output: each one appends its `[setup]` line to the file
-    RAGGED_SETUP_LOG names (benchmarks._models.report_setup), which run_asv echoes, then removes."""
+    RAGGED_SETUP_LOG names (benchmarks.model_runs.report_setup), which run_asv echoes, then removes."""
     from ci.runner import asv as runner
 
     repo, shas = toy
