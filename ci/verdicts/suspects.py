@@ -93,10 +93,12 @@ class Suspect:
         previous_sha: the commit before it in the series.
         state: suspected, confirmed or withdrawn.
         before: level of the recent history (median of the window).
-        after: median of the commits measured from the suspect on.
+        after: while suspected, the median of the commits measured from the suspect on; once
+            confirmed or withdrawn, the suspect's own level (what was seen when it was flagged).
         ratio: after / before.
         threshold: the relative change the series' noise required (0.05 = 5 %).
-        confidence: 1 - p of a step this large from noise alone (see the module docstring).
+        confidence: 1 - p of a step this large from noise alone (see the module docstring), with
+            the commits `after` was taken over.
         commits_since: commits measured from the suspect on, itself included.
         reason: one line a reader can act on.
         resolved_sha: the commit whose arrival confirmed or withdrew it ("" while suspected).
@@ -273,16 +275,21 @@ def suspects_from_levels(
                       f"(the detector did not confirm the step)")
         else:
             waiting = max(settings.history.min_size - k, 0)
-            reason = (f"{(math.exp(after_log - level[j]) - 1) * 100:+.1f}% against the median of the "
-                      f"{min(j, settings.window)} commits before, past the {math.expm1(thr[j]) * 100:.1f}% "
-                      "its noise allows; " + (f"the change-point detector can judge it after {waiting} more "
-                                              "commit" + ("s" if waiting != 1 else "") if waiting else
-                                              "awaiting the change-point detector"))
+            reason = (f"past the {math.expm1(thr[j]) * 100:.1f}% that the noise of the {min(j, settings.window)} "
+                      "commits before allows; " + (
+                          f"the change-point detector can judge it after {waiting} more commit"
+                          + ("s" if waiting != 1 else "") if waiting else "awaiting the change-point detector"))
+        if state != SuspectState.SUSPECTED:
+            # A resolved suspicion reports what was seen when it was flagged (the commits after a
+            # withdrawn one are back at the old level and would hide why it was raised).
+            after_log, step, k_seen = float(y[j]), sign * float(y[j] - level[j]), 1
+        else:
+            k_seen = k
         out.append(Suspect(
             benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
             before=math.exp(level[j]), after=math.exp(after_log), ratio=math.exp(after_log - level[j]),
             threshold=math.expm1(thr[j]),
-            confidence=_confidence(step, float(sigma[j]), k, min(j, settings.window), int(ndiff[j])),
+            confidence=_confidence(step, float(sigma[j]), k_seen, min(j, settings.window), int(ndiff[j])),
             commits_since=k, reason=reason, resolved_sha=resolved, index=j,
         ))
     return out
