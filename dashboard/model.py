@@ -336,16 +336,21 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
 
     acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}
-    machines_at: dict[tuple[str, str], list[str]] = defaultdict(list)
+    verdicts = store.verdicts()
+    judged = {v.benchmark.key for v in verdicts}
+    machines_at: dict[tuple[str, str], list[str]] = defaultdict(list)  # (series key, sha) -> machines measured
     for s in series:
+        key = s.benchmark.key
+        if key not in judged:
+            continue  # only the series a verdict is about (500,000 points otherwise)
         for p in s.points:
-            ms = machines_at[(s.benchmark.key, p.sha)]
+            ms = machines_at[(key, p.sha)]
             if not ms or ms[-1] != s.machine:
                 ms.append(s.machine)
 
     verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
     regressions: list[Regression] = []
-    for v in store.verdicts():
+    for v in verdicts:
         if v.head_sha not in position:
             continue  # an A/B verdict about a commit outside this history (another branch)
         verdicts_by_sha[v.head_sha].append(v)
@@ -386,20 +391,26 @@ _PARALLEL_MIN_SERIES = 64
 _FORK_INPUT: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]] = {}
 
 
-def _judge(results: list[Result], shas: list[str], levels: np.ndarray) -> tuple[list[Any], list[Suspect]]:
+_Judged = tuple[list[Any], list[Suspect], list[float]]
+
+
+def _judge(results: list[Result], shas: list[str], levels: np.ndarray) -> _Judged:
+    """A series' change points, suspicions and per-commit noise thresholds (one more at the end:
+    what the next commit will need, from a placeholder level after the newest)."""
     cps = change_points(results)
-    return cps, suspects_from_levels(results[0].benchmark, results[0].machine, shas, levels, cps)
+    thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
+    return cps, suspects_from_levels(results[0].benchmark, results[0].machine, shas, levels, cps), thresholds
 
 
-def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], tuple[list[Any], list[Suspect]]]]:
+def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
     return [(k, _judge(*_FORK_INPUT[k])) for k in keys]
 
 
 def _judge_all(
     inputs: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]],
-) -> dict[tuple[str, str], tuple[list[Any], list[Suspect]]]:
-    """Change points (`ci.verdicts.change_points`) and suspicions of every series, over all CPUs
-    this process may use.
+) -> dict[tuple[str, str], _Judged]:
+    """Change points (`ci.verdicts.change_points`), suspicions and noise thresholds of every
+    series, over all CPUs this process may use.
 
     Change points are most of a full render's CPU (5.4 ms per 1,000-commit series on an idle box,
     2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are
@@ -438,15 +449,15 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
             continue
         shas, levels = _levels(s, raw[key])
         if levels.size:
-            # The threshold of each commit, and (one placeholder level after the newest) the next one's.
-            thr = noise_thresholds(np.append(levels, levels[-1]))
-            s.thresholds = dict(zip(shas, thr[:-1].tolist(), strict=True))
-            s.threshold = float(thr[-1])
             inputs[key] = (raw[key], shas, levels)
     found = _judge_all(inputs)
     for s in series:
-        cps, suspected = found.get((s.benchmark.key, s.machine), ([], []))
-        s.suspects = suspected
+        key = (s.benchmark.key, s.machine)
+        if key not in found:
+            continue
+        cps, s.suspects, thr = found[key]
+        s.thresholds = dict(zip(inputs[key][1], thr[:-1], strict=True))
+        s.threshold = thr[-1]
         for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
             if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):

@@ -20,8 +20,8 @@ from ci.verdicts.suspects import (
     SuspectSettings,
     SuspectState,
     commit_levels,
+    find_suspects,
     noise_thresholds,
-    suspects,
     suspects_from_levels,
 )
 
@@ -40,10 +40,10 @@ __all__ = [
     "correctness_gates",
     "detect_all",
     "exit_code",
+    "find_suspects",
     "newly_detected",
     "noise_thresholds",
     "results_with_crashes",
     "summarize",
-    "suspects",
     "suspects_from_levels",
 ]

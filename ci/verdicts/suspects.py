@@ -145,31 +145,42 @@ def commit_levels(series: Sequence[Result]) -> tuple[list[str], np.ndarray]:
     return shas, np.asarray(levels, dtype=float)
 
 
-def _robust_sigma(d: np.ndarray) -> np.ndarray:
-    """Robust sigma of the rows of `d` (successive differences): MAD / sqrt(2) x 1.4826, or the
-    mean absolute deviation x sqrt(pi/2) / sqrt(2) where the MAD is 0 (values that repeat)."""
-    dev = np.abs(d - np.median(d, axis=-1, keepdims=True))
-    mad = np.median(dev, axis=-1)
-    mean_dev = np.mean(dev, axis=-1)
+def _row_medians(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Median of each row's first `counts` entries, the rows sorted (NaN padding sorts last)."""
+    rows = np.arange(sorted_rows.shape[0])
+    return (sorted_rows[rows, (counts - 1) // 2] + sorted_rows[rows, counts // 2]) / 2
+
+
+def _robust_sigma(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Robust sigma of the rows of `d` (successive differences, `counts` of them per row, NaN after):
+    MAD / sqrt(2) x 1.4826, or the mean absolute deviation x sqrt(pi/2) / sqrt(2) where the MAD is 0
+    (values that repeat)."""
+    dev = np.abs(d - _row_medians(np.sort(d, axis=1), counts)[:, None])
+    mad = _row_medians(np.sort(dev, axis=1), counts)
+    mean_dev = np.nansum(dev, axis=1) / counts
     return np.where(mad > 0, 1.4826 * mad, mean_dev * math.sqrt(math.pi / 2)) / math.sqrt(2)
 
 
 def _windows(y: np.ndarray, settings: SuspectSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per position j: the window's median log level, its noise sigma and its number of differences
-    (NaN and 0 where fewer than `min_history` commits come before j)."""
+    (NaN and 0 where fewer than `min_history` commits come before j). Sorted sliding windows, a few
+    numpy calls per series (np.median per window cost ~10 ms a 1,000-commit series, 2026-12-01)."""
     n, w = y.size, settings.window
     level = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
     ndiff = np.zeros(n, dtype=int)
-    # Positions with a partial window (j < window): a short loop.
-    for j in range(settings.min_history, min(w, n)):
-        level[j] = np.median(y[:j])
-        sigma[j] = _robust_sigma(np.diff(y[:j]))
-        ndiff[j] = j - 1
-    if n > w:
-        level[w:] = np.median(sliding_window_view(y, w)[: n - w], axis=1)
-        sigma[w:] = _robust_sigma(sliding_window_view(np.diff(y), w - 1)[: n - w])
-        ndiff[w:] = w - 1
+    lo = settings.min_history
+    if n <= lo:
+        return level, sigma, ndiff
+    # Row j - lo is the window before commit j: y[j - w:j], NaN where it reaches before the first commit.
+    ypad = np.concatenate([np.full(w, np.nan), y])
+    wins = sliding_window_view(ypad, w)[lo:n]
+    dpad = np.concatenate([np.full(w - 1, np.nan), np.diff(y)])
+    dwins = sliding_window_view(dpad, w - 1)[lo - 1:n - 1]
+    count = np.minimum(np.arange(lo, n), w)
+    level[lo:] = _row_medians(np.sort(wins, axis=1), count)
+    sigma[lo:] = _robust_sigma(dwins, count - 1)
+    ndiff[lo:] = count - 1
     return level, sigma, ndiff
 
 
@@ -295,7 +306,7 @@ def suspects_from_levels(
     return out
 
 
-def suspects(
+def find_suspects(
     series: Sequence[Result],
     *,
     found: Sequence[ChangePoint] | None = None,

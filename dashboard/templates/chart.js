@@ -85,10 +85,10 @@
     this.marksAt = {};
     var self = this;
     series.marks.forEach(function (m) { (self.marksAt[m[0]] = self.marksAt[m[0]] || []).push(m); });
-    this.draw();
     var tools = box.querySelector(".chart-tools");
+    if (tools) tools.hidden = false;  /* before drawing: uPlot measures the plot's place on the page */
+    this.draw();
     if (tools) {
-      tools.hidden = false;
       tools.querySelectorAll("button[data-range]").forEach(function (b) {
         b.addEventListener("click", function () { self.range(Number(b.getAttribute("data-range"))); });
       });
@@ -152,7 +152,8 @@
       legend: { show: false },
       cursor: { drag: { x: true, y: false }, points: { size: 9 } },
       scales: {
-        x: { time: false },
+        /* half a commit of margin: the newest run is not on the plot's edge, where it is hard to hover */
+        x: { time: false, range: function (u, lo, hi) { return [lo - 0.5, hi + 0.5]; } },
         y: { range: function (u, lo, hi) {
           if (gate !== null) { lo = Math.min(lo, gate); hi = Math.max(hi, gate); }
           if (lo === null || hi === null) return [0, 1];
@@ -192,7 +193,7 @@
     var xs = this.u.data[0];
     if (!xs.length) return;
     var hi = xs[xs.length - 1], lo = n > 0 ? Math.max(xs[0], hi - n + 1) : xs[0];
-    this.u.setScale("x", { min: lo - 0.5, max: hi + 0.5 });
+    this.u.setScale("x", { min: lo, max: hi });  /* the scale's range adds the half-commit margins */
   };
 
   Chart.prototype.hover = function (u) {
