@@ -246,6 +246,44 @@ def median_iqr(samples: tuple[float, ...]) -> tuple[float, float, float, int, fl
     return med, q1, q3, n, data[0], data[-1]
 
 
+def median_iqr_all(samples: Sequence[tuple[float, ...]]) -> list[tuple[float, float, float, int, float, float]]:
+    """`median_iqr` of many sample tuples at once, with numpy for the rows of one length that are
+    all finite (the same formulas, so the same bits); the others one at a time.
+
+    Args:
+        samples: the results' samples.
+
+    Returns:
+        One `median_iqr` tuple per entry, in order.
+    """
+    out: list[Any] = [None] * len(samples)
+    by_len: dict[int, list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        by_len[len(s)].append(i)
+    for n, idx in by_len.items():
+        if n < 2:
+            for i in idx:
+                out[i] = median_iqr(samples[i])
+            continue
+        data = np.array([samples[i] for i in idx], dtype=float)
+        ok = np.isfinite(data).all(axis=1)
+        data = np.sort(data[ok], axis=1)
+        mid, m = n // 2, n - 1
+        med = data[:, mid] if n % 2 else (data[:, mid - 1] + data[:, mid]) / 2
+        j1, d1 = divmod(m, 4)
+        j3, d3 = divmod(3 * m, 4)
+        q1 = (data[:, j1] * (4 - d1) + data[:, j1 + 1] * d1) / 4 if d1 else data[:, j1]
+        q3 = (data[:, j3] * (4 - d3) + data[:, j3 + 1] * d3) / 4 if d3 else data[:, j3]
+        rows = zip(med.tolist(), q1.tolist(), q3.tolist(), data[:, 0].tolist(), data[:, -1].tolist(), strict=True)
+        good = [i for i, keep in zip(idx, ok.tolist(), strict=True) if keep]
+        for i, (a, b, c, lo, hi) in zip(good, rows, strict=True):
+            out[i] = (a, b, c, n, lo, hi)
+        for i, keep in zip(idx, ok.tolist(), strict=True):
+            if not keep:
+                out[i] = median_iqr(samples[i])
+    return out
+
+
 def resolve_sha(commits: list[Commit], sha: str) -> str:
     """The full sha of the one commit that `sha` names (a full sha or a unique prefix).
 
@@ -303,7 +341,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     for rs in grouped.values():
         rs.sort(key=lambda r: position.get(r.commit_sha, -1))
         results.extend(current_version(rs))
-    for r in results:
+    stats = median_iqr_all([r.samples for r in results])
+    for r, (med, lo, hi, n, smallest, largest) in zip(results, stats, strict=True):
         bench_id = id(r.benchmark)
         bench_key = key_of.get(bench_id)
         if bench_key is None:
@@ -318,7 +357,6 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         s = by_series.get(key)
         if s is None:
             s = by_series[key] = Series(r.benchmark, r.machine)
-        med, lo, hi, n, smallest, largest = median_iqr(r.samples)
         gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
         if gate is not None:
             med = largest if gate[1] else smallest

@@ -8,7 +8,16 @@ import random
 import pytest
 
 from ci.records import Benchmark, Commit, Outcome, Result
-from dashboard.model import commit_slug, gate_ok, is_worse, load_snapshot, median_iqr, resolve_sha, series_slug
+from dashboard.model import (
+    commit_slug,
+    gate_ok,
+    is_worse,
+    load_snapshot,
+    median_iqr,
+    median_iqr_all,
+    resolve_sha,
+    series_slug,
+)
 from tests.dashboard.fakes import nan_result
 from tools.fixtures import MemoryStore, synthetic_store
 
@@ -24,6 +33,13 @@ def test_median_iqr_matches_result_properties(n: int) -> None:
         assert (q1, q3) == pytest.approx(r.spread, rel=1e-12)
         assert count == n
         assert (lo, hi) == (min(samples[:-1]), max(samples[:-1]))
+
+
+def test_median_iqr_all_is_median_iqr_bit_for_bit() -> None:
+    rng = random.Random(4)
+    samples = [tuple(rng.lognormvariate(0, 1) for _ in range(n)) for n in (0, 1, 2, 3, 4, 5, 10, 10, 10, 31)]
+    samples += [(1.0, math.nan, 2.0), (math.inf,) * 10, tuple(float(i % 3) for i in range(10))]
+    assert median_iqr_all(samples) == [median_iqr(s) for s in samples]
 
 
 def test_median_iqr_nothing_finite() -> None:
