@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -86,11 +87,14 @@ class Benchmark:
         """The benchmark file (asv module), used to group series on the dashboard."""
         return self.name.split(".", 1)[0]
 
-    @property
+    # Cached on the instance (a frozen dataclass's __dict__ takes it; equality, hashing and repr
+    # see only the fields): every result of a history names its series by key, and rebuilding the
+    # text cost ~1 us a call, 500,000 calls per change-point pass and per dashboard render (2026-12-01).
+    @cached_property
     def params_label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params)
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Stable text identity of the series (name plus params)."""
         return f"{self.name}({self.params_label})" if self.params else self.name

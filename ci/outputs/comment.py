@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from ci.format import format_value
 from ci.records import MISSING_ON_HEAD, NEW_SERIES, Kind, Outcome, Result, StoreReader, Verdict
 
 MARKER = "<!-- ragged-vit-bench -->"
@@ -57,31 +58,6 @@ def _text(text: object) -> str:
     HTML or table break), a zero-width space after `@` and `#` (no mention, no issue reference)."""
     t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
     return t.replace("@", "@\u200b").replace("#", "#\u200b")
-
-
-def format_value(value: float, unit: str) -> str:
-    """A measurement with a readable unit: seconds auto-scaled to ns/µs/ms, bytes to KiB/MiB/GiB.
-
-    Args:
-        value: the number in `unit`.
-        unit: the benchmark's unit ("seconds", "bytes", "images/s", ...).
-
-    Returns:
-        Text such as "12.3 µs", "1.50 GiB", "1,870 images/s" or "n/a" for NaN.
-    """
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if unit == "seconds":
-        for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-            if abs(value) >= scale or scale == 1e-9:
-                return f"{value / scale:.3g} {name}"
-    if unit == "bytes":
-        for scale, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")):
-            if abs(value) >= scale or scale == 1:
-                return f"{value / scale:.3g} {name}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f} {unit}"
-    return f"{value:.4g} {unit}"
 
 
 def _ratio(v: Verdict) -> str:

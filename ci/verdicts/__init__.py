@@ -2,6 +2,7 @@
 
 - `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
 - `history`: change points on a branch's history (`detect_all`, `newly_detected`);
+- `suspects`: the newest commits' steps against their recent history, before the detector can see them;
 - `gates`: correctness gates, which fail a PR whatever the timing says;
 - `inputs`: one commit's results as the verdicts see them, crashes included;
 - `summary`: counts per outcome and the exit code they give.
@@ -14,19 +15,35 @@ from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctn
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
 from ci.verdicts.inputs import results_with_crashes
 from ci.verdicts.summary import exit_code, summarize
+from ci.verdicts.suspects import (
+    Suspect,
+    SuspectSettings,
+    SuspectState,
+    commit_levels,
+    find_suspects,
+    noise_thresholds,
+    suspects_from_levels,
+)
 
 __all__ = [
     "MAX_ABS_DIFF_LIMIT",
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
     "HistorySettings",
+    "Suspect",
+    "SuspectSettings",
+    "SuspectState",
     "VerdictSettings",
     "change_points",
+    "commit_levels",
     "compare",
     "correctness_gates",
     "detect_all",
     "exit_code",
+    "find_suspects",
     "newly_detected",
+    "noise_thresholds",
     "results_with_crashes",
     "summarize",
+    "suspects_from_levels",
 ]
