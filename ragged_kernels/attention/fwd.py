@@ -240,9 +240,9 @@ def _ragged_attn_fwd_kernel(
     tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
 
 
-_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, which carries B x heads
-_SUPPORTED_HEAD_DIMS = (32, 64, 128)
+SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
 # (dtype, heads, head_dim, strides, config, table bucket, pointer alignment, device) -> (kernel, function, metadata,
 # constexprs, cfg)
@@ -424,8 +424,8 @@ def compile_specs(capability: int) -> list:
     """Every compilation the table ships for an architecture (a key of CONFIGS): each head dim, dtype and
     bucket, the fp32 fallback of a register-capped bucket included; one spec per distinct compilation."""
     out, seen = [], set()
-    for head_dim in _SUPPORTED_HEAD_DIMS:
-        for dtype in _SUPPORTED_DTYPES:
+    for head_dim in SUPPORTED_HEAD_DIMS:
+        for dtype in SUPPORTED_DTYPES:
             for bucket in range(3):
                 cfg = _table_entry(capability, head_dim, bucket, dtype)
                 key = (head_dim, dtype, repr(cfg))
