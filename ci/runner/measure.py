@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci.runner.asv import gpu_state, result_files, run_asv, write_sidecar_if_missing
+from ci.runner.asv import gpu_state, mark_job, result_digests, result_files, run_asv, write_sidecar_if_missing
 from ci.runner.config import CommitRun, RunnerConfig, RunnerError
 from ci.runner.git import resolve_commit
 from ci.runner.progress import JobProgress, say
@@ -20,9 +20,10 @@ from ci.runner.progress import JobProgress, say
 
 @contextlib.contextmanager
 def job_lock(cfg: RunnerConfig) -> Iterator[None]:
-    """One runner job per checkout at a time (the workflow's concurrency group serialises per GPU;
-    this guards a maintainer's manual run on the same host)."""
-    path = cfg.repo / ".asv" / "runner.lock"
+    """One runner job at a time per lock file: `cfg.lock` (the workflow names one per GPU host, so
+    jobs of different checkouts take turns on the GPU), else one per checkout (a maintainer's manual
+    run next to a job on the same checkout)."""
+    path = cfg.lock or cfg.repo / ".asv" / "runner.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         try:
@@ -86,7 +87,7 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
     runs: list[CommitRun] = []
     total = len(groups)
     with JobProgress(total, "benchmarking") as bar:
-        for shas in groups:
+        for call, shas in enumerate(groups, start=1):
             label = " vs ".join(s[:8] for s in shas)
             if interleave and cfg.resume and _pr_job_finished(cfg, shas):
                 summary = ingest_results(cfg, store)
@@ -97,6 +98,7 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
             if interleave:
                 marker.unlink(missing_ok=True)
             had_files = all(result_files(cfg, s) for s in shas)
+            before = {s: result_digests(cfg, s) for s in shas}
             state = gpu_state(cfg)
             bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
                      f"torch={state.get('torch') or '?'}")
@@ -109,6 +111,8 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
                         f"asv exited {rc} and wrote no result file for {s[:12]} (see asv's output above)"
                     )
                 write_sidecar_if_missing(cfg, s, state)
+                if result_digests(cfg, s) != before[s]:  # asv measured it in this call (not skipped)
+                    mark_job(cfg, s, f"{cfg.job}/{call}")
             summary = ingest_results(cfg, store)
             if interleave:  # measured to the end: a re-run of this job may reuse it
                 marker.parent.mkdir(parents=True, exist_ok=True)

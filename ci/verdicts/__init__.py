@@ -3,30 +3,43 @@
 - `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
 - `history`: change points on a branch's history (`detect_all`, `newly_detected`);
 - `gates`: correctness gates, which fail a PR whatever the timing says;
-- `inputs`: one commit's results as the verdicts see them, crashes included;
+- `inputs`: one commit's results as the verdicts see them, crashes included; one A/B comparison
+  read from a store (`compare_commits`), the one path every entry point decides through;
+- `jobs`: which job measured a result, and a series' drift between jobs;
 - `summary`: counts per outcome and the exit code they give.
 
 No store, no torch.
 """
 
-from ci.verdicts.ab import VerdictSettings, compare
+from ci.verdicts.ab import VerdictSettings, compare, spreads, worse
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
-from ci.verdicts.inputs import results_with_crashes
+from ci.verdicts.inputs import Comparison, compare_commits, results_with_crashes
+from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
+from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
 
 __all__ = [
     "MAX_ABS_DIFF_LIMIT",
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
+    "Comparison",
+    "JobRelation",
+    "Jobs",
+    "Spread",
     "HistorySettings",
     "VerdictSettings",
+    "between_job_drift",
     "change_points",
     "compare",
+    "compare_commits",
     "correctness_gates",
     "detect_all",
     "exit_code",
+    "job_relation",
     "newly_detected",
     "results_with_crashes",
+    "spreads",
     "summarize",
+    "worse",
 ]

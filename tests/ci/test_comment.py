@@ -136,11 +136,11 @@ def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
     headline = body.splitlines()[3]
     assert headline.startswith("**❌ Performance check failed:**")
     assert "1 benchmark(s) failed to run on head" in headline and "correctness" not in headline
-    assert "1 not measured on head" in headline and "1 unconfirmed change(s)" in headline and "1 new" in headline
+    assert "1 not measured on head" in headline and "1 unconfirmed slowdown(s)" in headline and "1 new" in headline
     assert "### ❌ Failed to run on head (1)" in body and "failed to run on head: asv recorded an error" in body
     assert "### ⚠️ Not measured on head (1)" in body
     # the 2x change is visible, not folded away with the series that only need more samples
-    section = body[body.index("### 🟡 Changes past the threshold"):]
+    section = body[body.index("### 🟡 Slowdowns past the threshold"):]
     assert "time_2x" in section.split("###")[1] and "~2.000×" in section
     assert "<details><summary>New series (no base measurement) (1)</summary>" in body
     assert body.index("time_new") > body.index("<details><summary>New series")

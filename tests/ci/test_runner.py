@@ -247,7 +247,14 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     broken = by_key["bench_toy.ToyBroken.time_breaks_at_c"]
     assert broken.outcome == Outcome.FAILED and "failed to run on head" in broken.reason
     assert "failed to run on head" in body
-    assert "| device | `CPU only: Triton kernels ran in Triton's interpreter" in body  # a CPU run says so
+    # A CPU run says loudly, first, that its timings prove nothing about kernel speed.
+    assert body.index("> **CPU only: these timings prove nothing about kernel speed.**") < body.index("| Outcome |")
+    # Both sides were measured in this job's one asv call: its marker is on both, and the comment says so.
+    assert f"Measured in one job (`{cfg.job}/1`)" in body
+    with Store(cfg.db) as store:
+        assert {dict(r.environment)["job"] for r in store.results()} == {f"{cfg.job}/1"}
+    row = next(ln for ln in body.splitlines() if ln.startswith("| `bench_toy.Toy.time_work`"))
+    assert row.count(" n=12") == 2, row  # each side's sample count
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
