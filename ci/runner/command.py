@@ -61,6 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")
     p.add_argument("--wheelhouse", default=os.environ.get("RAGGED_WHEELHOUSE"),
                    help="offline host: wheels for asv's environment (default $RAGGED_WHEELHOUSE)")
+    p.add_argument("--lock", default=os.environ.get("RAGGED_GPU_LOCK"),
+                   help="lock file that jobs on this host take turns on (default $RAGGED_GPU_LOCK, else one per "
+                        "checkout: <repo>/.asv/runner.lock)")
 
 
 def config_from_args(args: argparse.Namespace) -> RunnerConfig:
@@ -107,6 +110,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         github_repo=args.github_repo, pr_number=args.pr_number, api_url=args.api_url,
         dashboard_url=args.dashboard_url, resume=not args.no_resume, asv_args=tuple(args.asv_arg), env=env,
         wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,
+        lock=Path(args.lock).resolve() if args.lock else None,
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,17 +25,26 @@ def job_lock(cfg: RunnerConfig) -> Iterator[None]:
     jobs of different checkouts take turns on the GPU), else one per checkout (a maintainer's manual
     run next to a job on the same checkout)."""
     path = cfg.lock or cfg.repo / ".asv" / "runner.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+    if cfg.lock is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    # Read-only is enough for flock: the host's lock file may belong to another user (the trusted
+    # runner's), readable by the PR runner's user (docs/runner.md).
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunnerError(f"cannot open the lock file {path}: {exc.strerror}") from None
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             say(f"another runner job holds {path}; waiting for it")
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def ingest_results(cfg: RunnerConfig, store: Any) -> str:

@@ -232,3 +232,93 @@ def test_bad_inputs() -> None:
         _render([], dashboard_url="javascript:alert(1)")
     with pytest.raises(ValueError, match="too small"):
         _render([_v("s.B.time_a", Outcome.REGRESSED, 1.2)], max_chars=200)
+
+
+def _ctx(**kw):
+    from ci.outputs.comment import CommentContext
+
+    return CommentContext(**kw)
+
+
+def test_an_unconfirmed_speed_up_never_raises_the_alarm() -> None:
+    """A 0.6x ratio that the statistics could not confirm is listed, folded, and the headline stays green;
+    the same ratio the other way (a slowdown) is an alarm."""
+    faster = _v("s.B.time_fast", Outcome.INCONCLUSIVE, 0.6, reason="-40.0% beyond the threshold but not significant")
+    body = _render([faster, _v("s.B.time_same", Outcome.UNCHANGED)])
+    assert "**✅ No significant performance change:**" in body.splitlines()[3], body.splitlines()[3]
+    assert "1 unconfirmed speed-up(s)" in body.splitlines()[3]
+    assert "<details><summary>Faster, not confirmed (no action needed) (1)</summary>" in body
+    slower = _v("s.B.time_slow", Outcome.INCONCLUSIVE, 1.6, reason="+60.0% beyond the threshold but not significant")
+    assert body_headline(_render([slower])).startswith("**🟡 No regression confirmed")
+    tput = Benchmark("s.B.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+    more_images = _v("", Outcome.INCONCLUSIVE, 1.6, bench=tput)  # higher is better: a speed-up
+    assert body_headline(_render([more_images])).startswith("**✅")
+
+
+def body_headline(body: str) -> str:
+    return body.splitlines()[3]
+
+
+def test_commits_are_links_with_inert_subjects_and_the_job_log_is_linked() -> None:
+    from ci.records import Commit
+
+    base, head = "a" * 40, "b" * 40
+    ctx = _ctx(base_commit=Commit(base, subject="Tune the kernel"),
+               head_commit=Commit(head, subject="Fix @octocat's [link](https://evil.example) " + "x" * 100),
+               commit_url="https://github.com/o/r/commit/", job_url="https://github.com/o/r/actions/runs/42/attempts/2")
+    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], context=ctx)
+    line = next(ln for ln in body.splitlines() if ln.startswith("Base "))
+    assert line.startswith(f"Base [`{base[:12]}`](https://github.com/o/r/commit/{base}) (Tune the kernel) → head "
+                           f"[`{head[:12]}`](https://github.com/o/r/commit/{head}) (Fix @\u200bocto")
+    assert "…)." in line and "](https://evil.example)" not in line, "a subject is inert text, cut to one line"
+    assert "[Job log](https://github.com/o/r/actions/runs/42/attempts/2)" in body
+    with pytest.raises(ValueError, match="job_url"):
+        _ctx(job_url="javascript:alert(1)")
+
+
+def test_the_same_job_is_claimed_only_when_both_sides_say_so() -> None:
+    from ci.verdicts import JobRelation, Jobs
+
+    v = [_v("s.B.time_a", Outcome.UNCHANGED)]
+    same = _render(v, context=_ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1")))
+    assert "Measured in one job (`gha-1.1-pr/1`)" in same
+    apart = _render(v, context=_ctx(jobs=Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), drift_known=3))
+    assert "**⚠️ Base and head were measured in different jobs** (`gha-1.1-pr/1` and `gha-2.1-pr/1`)" in apart
+    assert "3 series' thresholds include their between-job drift" in apart and "Measured in one job" not in apart
+    for body in (_render(v), _render(v, context=_ctx(jobs=Jobs(JobRelation.UNKNOWN)))):
+        assert "**⚠️ Nothing records that base and head were measured in one job**" in body
+        assert "same job" not in body and "Measured in one job" not in body
+
+
+def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:
+    from ci.verdicts import Spread, VerdictSettings
+
+    v = _v("s.B.time_slow", Outcome.REGRESSED, 1.12)
+    sides = {v.benchmark.key: (Spread(1.0e-5, 0.99e-5, 1.01e-5, 10), Spread(1.12e-5, 1.1e-5, 1.14e-5, 12))}
+    body = _render([v], context=_ctx(spreads=sides))
+    assert "| 10 µs ±1.0% n=10 | 11.2 µs ±1.8% n=12 | 1.120× |" in body
+    assert "interval = 90% bootstrap confidence interval of the ratio" in body
+    assert "Benjamini-Hochberg-corrected over the 1 series tested" in body
+    body = _render([v], context=_ctx(settings=VerdictSettings(confidence=0.95, correction="none")))
+    assert "interval = 95% bootstrap" in body and ", uncorrected" in body
+
+
+def test_a_cpu_only_comment_says_first_and_loudly_that_it_proves_nothing_about_kernel_speed() -> None:
+    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], context=_ctx(cpu_only=True))
+    lines = body.splitlines()
+    assert lines[5:7] == ["> [!WARNING]", lines[6]] and lines[6].startswith(
+        "> **CPU only: these timings prove nothing about kernel speed.**")
+    assert "past ±100%" in lines[6]
+    assert "CPU only" not in _render([_v("s.B.time_a", Outcome.UNCHANGED)])
+
+
+def test_github_urls_come_from_the_actions_environment() -> None:
+    from ci.outputs.comment import github_urls
+
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "123",
+           "GITHUB_RUN_ATTEMPT": "2"}
+    assert github_urls(env) == ("https://github.com/o/r/commit/", "https://github.com/o/r/actions/runs/123/attempts/2")
+    assert github_urls({"GITHUB_REPOSITORY": "o/r"}) == ("https://github.com/o/r/commit/", None)
+    assert github_urls({}) == (None, None)
+    assert github_urls({**env, "GITHUB_REPOSITORY": "o/r) ![x](y"}) == (None, None)
+    assert github_urls({**env, "GITHUB_RUN_ID": "1; rm"})[1] is None

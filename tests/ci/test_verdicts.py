@@ -298,3 +298,32 @@ def test_a_changed_benchmark_version_is_not_compared() -> None:
     assert same.outcome == Outcome.REGRESSED
     (unknown,) = compare([b], [replace(h, benchmark_version="v2")])  # an unknown version is not a change
     assert unknown.outcome == Outcome.REGRESSED
+
+
+def test_asv_conf_carries_the_services_thresholds():
+    """One threshold table: asv.conf.json's `regressions_thresholds` (read by `asv publish`, by
+    `python -m ci run` and `continuous` from the checkout) equals the service's default floors."""
+    import json
+    from pathlib import Path
+
+    conf = json.loads((Path(__file__).resolve().parents[2] / "asv.conf.json").read_text())
+    assert VerdictSettings.from_thresholds(conf["regressions_thresholds"]) == VerdictSettings()
+    assert conf["regressions_thresholds"] == VerdictSettings().as_thresholds()
+    s = VerdictSettings.from_thresholds({".*": 0.05, r".*GPUTime": 0.2}, noise_k=2.0)
+    assert (s.floor, s.overrides, s.noise_k) == (0.05, ((r".*GPUTime", 0.2),), 2.0)
+    assert VerdictSettings.from_thresholds({}) == VerdictSettings()
+    with pytest.raises(ValueError, match="must map to a number"):
+        VerdictSettings.from_thresholds({".*": "5%"})
+    with pytest.raises(TypeError, match="regressions_thresholds"):
+        VerdictSettings.from_thresholds([0.05])  # type: ignore[arg-type]
+
+
+def test_a_cpu_series_is_called_only_past_a_halving_or_doubling():
+    """The CPU floor is not capped by max_threshold (it used to be: 25% whatever the override said)."""
+    cpu = Benchmark("bench_pack.PackTokensCPU.time_host", (("preset", "tiny"),))
+    b, h = _pair(cpu, 1.4, noise=0.01)  # +40%, tight samples, p tiny: what CPU noise does between processes
+    (v,) = compare([b], [h])
+    assert v.threshold == pytest.approx(1.0) and v.outcome == Outcome.UNCHANGED, v.reason
+    b, h = _pair(cpu, 2.5, noise=0.01)
+    (v,) = compare([b], [h])
+    assert v.outcome == Outcome.REGRESSED
