@@ -233,6 +233,23 @@ def _unconfirmed(v: Verdict) -> bool:
     return _past_threshold(v) and worse(v.benchmark, v.ratio)
 
 
+def _reaches_regression(v: Verdict) -> bool:
+    """The ratio's interval reaches past the series' threshold on the slow side (a regression is not
+    ruled out, whatever the median ratio says)."""
+    if not (math.isfinite(v.ci_low) and math.isfinite(v.ci_high) and math.isfinite(v.threshold)):
+        return False
+    if worse(v.benchmark, 2.0):  # lower is better: a ratio above 1 is slower
+        return v.ci_high > 1 + v.threshold
+    return v.ci_low < 1 / (1 + v.threshold)
+
+
+def _faster(v: Verdict) -> bool:
+    """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
+    regression. Listed, folded; never an alarm."""
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not worse(v.benchmark, v.ratio)
+            and not _reaches_regression(v))
+
+
 def headline(n: Mapping[str, int]) -> tuple[str, str]:
     """The one-line verdict of a comparison: (status, detail), from the series counted per group
     (`group_verdicts`, plus "gates_failed"). A speed-up never makes the status an alarm."""
@@ -272,7 +289,7 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
                 key = "withheld"
             elif _unconfirmed(v):
                 key = "unconfirmed"
-            elif math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not worse(v.benchmark, v.ratio):
+            elif _faster(v):
                 key = "faster"
             else:
                 key = "inconclusive"
@@ -301,7 +318,7 @@ def _commit_line(ctx: CommentContext, base_sha: str, head_sha: str) -> str:
         subject = (commit.subject if commit is not None else "").strip()
         if len(subject) > _SUBJECT_CHARS:
             subject = subject[: _SUBJECT_CHARS - 1] + "…"
-        return f"{label} {short}" + (f" ({_text(subject)})" if subject else "")
+        return f"{label} {short}" + (f" “{_text(subject)}”" if subject else "")
 
     return f"{one('Base', base_sha, ctx.base_commit)} → {one('head', head_sha, ctx.head_commit)}."
 

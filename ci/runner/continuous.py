@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ci.exit_codes import EXIT_OK
 from ci.records import Result
-from ci.runner.config import RunnerConfig, default_machine, has_gpu, suite_regex
+from ci.runner.command import job_selection
+from ci.runner.config import RunnerConfig, default_machine
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
 
@@ -51,29 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> RunnerConfig:
-    from ci.store import DEFAULT_DB
-
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
         raise ValueError(f"--repo {args.repo}: no asv.conf.json there (point --repo at a checkout of the project)")
-    gpu = has_gpu()
-    if args.quick and not gpu:
-        raise ValueError("--quick is the GPU subset and this machine has no GPU (nvidia-smi lists none): "
-                         "pass --cpu, or leave both out for the CPU subset")
-    if args.quick:
-        bench = suite_regex(repo, "quick")
-    elif args.cpu or (args.bench is None and not gpu):
-        bench = suite_regex(repo, "cpu")
-        if not args.cpu:
-            say(f"no GPU here: the CPU subset (-b {bench!r}); its timings show the pipeline, not kernel speed")
-    else:
-        bench = args.bench if args.bench is not None else (suite_regex(repo, "full") or None)
-    db = args.db
-    if db == DEFAULT_DB:
-        db = str(repo / DEFAULT_DB)
-    elif "://" not in str(db):
-        db = str(Path(db).resolve())
-    env = () if gpu or "TRITON_INTERPRET" in os.environ else (("TRITON_INTERPRET", "1"),)
+    bench, db, env = job_selection(args, repo, cpu_without_gpu=True)
     return RunnerConfig(
         repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=None, resume=False,
         asv_args=tuple(args.asv_arg), env=env, wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,

@@ -56,12 +56,12 @@ from ci.verdicts.stats import (
 )
 
 # The suite's CPU subset (classes named *CPU) is timed on shared 2-core boxes, where the level of a
-# series moves between asv processes far more than within one: in `make demo`'s interleaved A/B of
-# two commits that change no benchmarked code, ratios of 0.57x-1.37x at p 0.04-0.06 (2026-12-01,
-# load 3-5) and 0.55x-0.65x before (2026-11-30); with the earlier 25% floor that was "1 regression,
-# 2 improvements". Floor 100% (a halving or a doubling): nothing seen on CPU noise reaches it, and
-# CPU timings only show the pipeline working; kernel speed is judged on the GPU series.
-CPU_FLOOR = 1.0
+# series moves between asv processes far more than within one. In `make demo`'s interleaved A/B of
+# two commits that change no benchmarked code: 0.57x-1.37x at p 0.04-0.06 (2026-12-01, load 3-5;
+# with the earlier 25% floor, "1 regression, 2 improvements"), 0.517x at p = 0.0009 (same day,
+# load 5-10), 0.55x-0.65x before (2026-11-30). Floor 200% (a third or a tripling): ~1.5x beyond
+# the widest seen. CPU timings only show the pipeline working; kernel speed is judged on the GPU.
+CPU_FLOOR = 2.0
 
 
 @dataclass(frozen=True)
