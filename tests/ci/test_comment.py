@@ -312,7 +312,7 @@ def test_a_cpu_only_comment_says_first_and_loudly_that_it_proves_nothing_about_k
     lines = body.splitlines()
     assert lines[5:7] == ["> [!WARNING]", lines[6]] and lines[6].startswith(
         "> **CPU only: these timings prove nothing about kernel speed.**")
-    assert "past ±200%" in lines[6]
+    assert "past ±400%" in lines[6]
     assert "CPU only" not in _render([_v("s.B.time_a", Outcome.UNCHANGED)])
 
 
