@@ -113,7 +113,15 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
             bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
                      f"torch={state.get('torch') or '?'}")
             t0 = time.monotonic()
-            rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            try:
+                rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            finally:
+                # What asv wrote in this call, it measured in this call (not skipped): marked even
+                # when an interrupt stopped asv after it saved a commit's file.
+                for s in shas:
+                    if result_files(cfg, s) and result_digests(cfg, s) != before[s]:
+                        write_sidecar_if_missing(cfg, s, state)
+                        mark_job(cfg, s, f"{cfg.job}/{call}")
             seconds = time.monotonic() - t0
             for s in shas:
                 if not result_files(cfg, s):
@@ -121,8 +129,6 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
                         f"asv exited {rc} and wrote no result file for {s[:12]} (see asv's output above)"
                     )
                 write_sidecar_if_missing(cfg, s, state)
-                if result_digests(cfg, s) != before[s]:  # asv measured it in this call (not skipped)
-                    mark_job(cfg, s, f"{cfg.job}/{call}")
             summary = ingest_results(cfg, store)
             if interleave:  # measured to the end: a re-run of this job may reuse it
                 marker.parent.mkdir(parents=True, exist_ok=True)
