@@ -57,15 +57,19 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
         return {"_global": {"skip": str(exc)}}
     results: dict = {}
     seconds: dict[str, float] = {}
-    for case in itertools.product(*params):
-        model_runs.guarded(results, model_runs.key_of(case), lambda case=case: compute(*case), seconds)
+    cases = list(itertools.product(*params))
+    label = _caller_class()
+    for i, case in enumerate(cases, start=1):
+        key = model_runs.key_of(case)
+        model_runs.guarded(results, key, lambda case=case: compute(*case), seconds)
+        model_runs.report_case(label, i, len(cases), key, seconds[key])
     for key, entry in list(results.items()):
         deferred = {m: v for m, v in entry.get("values", {}).items() if callable(v)}
         if deferred:
             model_runs.guarded(results, key, lambda entry=entry, deferred=deferred: {
                 **entry["values"], **{m: take() for m, take in deferred.items()}
             }, seconds)  # fmt: skip
-    model_runs.report_setup(_caller_class(), seconds, time.perf_counter() - t0)
+    model_runs.report_setup(label, seconds, time.perf_counter() - t0)
     return results
 
 

@@ -46,6 +46,15 @@ class Outcome(StrEnum):
 NEW_SERIES = "new series: no base measurement to compare with"
 MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
 FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
+# A series whose base and head were not measured in one job, and whose between-job drift the
+# history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
+WITHHELD_OTHER_JOB = (
+    "withheld: base and head were not measured in one job and this series' between-job drift is unknown"
+)
+
+# The key of a run's environment that names the job which measured it: the runner writes it into
+# the GPU sidecar of every commit an asv call measured (`ci.verdicts.jobs`).
+JOB_KEY = "job"
 
 
 @dataclass(frozen=True)
