@@ -27,7 +27,7 @@ lint: $(STAMP)
 
 ## On a machine with an NVIDIA GPU: gpu-marked tests plus a short benchmark table.
 gpu-check:
-	bash scripts/gpu_check.sh
+	bash tools/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) .asv .demo .pytest_cache .ruff_cache

@@ -62,6 +62,20 @@ def collect() -> dict[str, str]:
     """
     env = dict.fromkeys(KEYS, "")
     env["captured_at"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        # No NVIDIA driver, so no GPU: the versions come from the installed packages' metadata
+        # instead of importing torch (20 s on a loaded 2-core box, 2026-12-01), and the Triton
+        # kernels launch from Python (in Triton's interpreter).
+        from importlib import metadata
+
+        for key in ("torch", "triton"):
+            try:
+                env[key] = metadata.version(key)
+            except metadata.PackageNotFoundError:
+                pass
+        env["attention_launch"] = "python" if env["torch"] else ""
+        return env
     try:
         import torch
 
@@ -78,7 +92,6 @@ def collect() -> dict[str, str]:
     except ImportError:
         pass
     env["attention_launch"] = attention_launch()
-    smi = shutil.which("nvidia-smi")
     if smi:
         try:
             out = subprocess.run(
@@ -92,13 +105,15 @@ def collect() -> dict[str, str]:
 
 
 def attention_launch() -> str:
-    """ "native" or "python": the launch path `ragged_attention` uses in this process ("python" at
-    commits without the native entry point); "" when the library cannot be imported."""
+    """ "native" or "python": the launch path `ragged_attention` uses in this process (`launch_path()`,
+    from 2026-12-01 on; "unknown" at older commits, which have no public way to tell); "" when the
+    library cannot be imported."""
     try:
-        from ragged_kernels.attention import interface
+        import ragged_kernels
     except Exception:  # noqa: BLE001 - best effort, as the rest of the sidecar
         return ""
-    return "native" if getattr(interface, "_NATIVE", None) is not None else "python"
+    launch_path = getattr(ragged_kernels, "launch_path", None)
+    return launch_path() if launch_path is not None else "unknown"
 
 
 def _machine_name() -> str:

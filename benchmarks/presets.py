@@ -156,6 +156,7 @@ MODEL_PRESETS: dict[str, ModelPreset] = {
     ]
 }
 
-ATTENTION_BACKENDS = ["triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "varlen_attn"]
+# flex: FlexAttention with a document mask built in every call from cu_seqlens (compiled; absent before 2026-12-01).
+ATTENTION_BACKENDS = ["triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "varlen_attn", "flex"]
 MODEL_BACKENDS = ["triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "dense"]
 PRUNERS = ["threshold_l2", "dynamicvit", "evit", "ats"]

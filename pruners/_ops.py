@@ -152,14 +152,14 @@ def cls_attention(q_cls: torch.Tensor, k: torch.Tensor, valid: torch.Tensor, sca
 
 def _cls_probs_kernel(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor | None, max_seqlen: int,
                       scale: float) -> torch.Tensor | None:
-    """Softmax of `pruners.cls_triton`'s scores for CUDA q/k [R, H, D] it supports; None otherwise."""
+    """Softmax of `pruners.kernels.cls_scores`'s scores for CUDA q/k [R, H, D] it supports; None otherwise."""
     if not q.is_cuda:
         return None
-    from pruners import cls_triton
+    from pruners.kernels import cls_scores
 
-    if not cls_triton.supported(q, k):
+    if not cls_scores.supported(q, k):
         return None
-    return torch.softmax(cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale), dim=-1)
+    return torch.softmax(cls_scores.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale), dim=-1)
 
 
 def cls_attention_packed(
@@ -168,7 +168,7 @@ def cls_attention_packed(
 ) -> torch.Tensor:
     """`cls_attention` of packed rows: row 0 of every image's softmax attention, [B, H, max_seqlen] fp32.
 
-    On CUDA the scores come from `pruners.cls_triton` (keys read once, in place); elsewhere the keys are
+    On CUDA the scores come from `pruners.kernels.cls_scores` (keys read once, in place); elsewhere the keys are
     gathered into the dense view of `index` (`dense_index(cu_seqlens, max_seqlen, R)`) first. The
     choice depends on the device only, so every attention backend of a model takes the same path.
 
@@ -187,7 +187,7 @@ def cls_attention_packed(
 
 def cls_attention_full(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
     """`cls_attention` of a dense batch with every position valid (the first pruning stage): q, k
-    [B, N, H, D] -> [B, H, N] fp32. On CUDA through `pruners.cls_triton` (rows as B segments of N),
+    [B, N, H, D] -> [B, H, N] fp32. On CUDA through `pruners.kernels.cls_scores` (rows as B segments of N),
     which reads k in place instead of copying it to fp32 first."""
     B, N = q.shape[:2]
     cu = uniform_cu_seqlens(B, N, q.device) if q.is_cuda else None

@@ -117,13 +117,13 @@ class ATSPruner(Pruner):
         max_keep: optional cap on non-CLS tokens kept per image (the highest-significance samples):
             gives a tighter static buffer capacity; None = no cap (reference).
         sampler: "torch" (the op-by-op port, `ats_keep`), "fused" (the same sampling as one Triton
-            kernel per stage, `pruners.ats_triton`; CUDA tensors, or CPU under Triton's interpreter),
+            kernel per stage, `pruners.kernels.ats_sampling`; CUDA tensors, or CPU under Triton's interpreter),
             or "auto" (default): fused for CUDA tensors with at most FUSED_MAX_TOKENS tokens, torch
             otherwise. The choice is made from shapes and devices only, so it is graph-safe.
     """
 
     name = "ats"
-    # H200, session 5 (`scripts/bench_ats_sampler.py --models`): at 196 tokens the fused sampler takes
+    # H200, session 5 (`tools/bench_ats_sampler.py --models`): at 196 tokens the fused sampler takes
     # 0.27-0.49x the torch port's GPU time and DeiT-B/224 B 32 graph mode runs 1.15x faster; at 576
     # tokens its [16, M] search tiles make it 1.11x slower alone and DeiT-B/384 ties (0.99x).
     FUSED_MAX_TOKENS = 256
@@ -186,7 +186,7 @@ class ATSPruner(Pruner):
         if not self.uses_fused(sig):
             keep = ats_keep(sig[:, 1:], tok_valid, self.num_samples[stage])
         else:
-            from pruners.ats_triton import ats_keep_fused
+            from pruners.kernels.ats_sampling import ats_keep_fused
 
             keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
         if self.max_keep is None:
@@ -195,21 +195,21 @@ class ATSPruner(Pruner):
 
     def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
         """The whole decision from the block's q, k, v in three kernels (CLS scores, value norms, then
-        `pruners.ats_triton.ats_stage_fused`: softmax, head sum, significance and sampling): where the fused
+        `pruners.kernels.ats_sampling.ats_stage_fused`: softmax, head sum, significance and sampling): where the fused
         sampler applies (CUDA, at most FUSED_MAX_TOKENS tokens) and without `max_keep`."""
         if qkv is None or self.max_keep is not None or not self._fused_for(x.device, max_seqlen):
             return None
         q, k, v = qkv
-        from pruners import cls_triton
-        from pruners.ats_triton import ats_stage_fused
+        from pruners.kernels import cls_scores
+        from pruners.kernels.ats_sampling import ats_stage_fused
 
         if cu_seqlens is None:  # the first stage: dense [B, N, H, D], every position valid
             b, n = q.shape[:2]
             cu_seqlens = uniform_cu_seqlens(b, n, q.device)
             q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)
-        if not cls_triton.supported(q, k):
+        if not cls_scores.supported(q, k):
             return None
-        scores = cls_triton.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
+        scores = cls_scores.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
         norms = torch.linalg.vector_norm(v.flatten(-2), dim=-1, dtype=torch.float32)
         return ats_stage_fused(scores, norms, cu_seqlens, self.num_samples[stage])
 

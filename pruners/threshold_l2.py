@@ -18,8 +18,8 @@ concentrates around B x the mean (its spread grows as sqrt(B), not B). With `max
 the calibration also records the mean tokens an image keeps per stage (mu), and the packed buffer of
 a batch of B images holds B x mu' + (cap - mu') x sqrt(B) non-CLS tokens, mu' = (1 + batch_margin) mu:
 the per-image cap at B = 1, close to B x mu' for large batches (DeiT-B B 64: the buffer after the
-last stage drops from 45 to ~36 tokens per image; 2026-11-29, docs/performance.md "End to end at large
-batches"). A batch that would
+last stage drops from 45 to ~36 tokens per image; 2026-11-29, docs/performance.md "End to end
+against the fastest dense model"). A batch that would
 keep more is water-filled: the largest per-image limit c with sum_i min(k_i, c) <= budget, and each
 image keeps its top min(k_i, c) tokens by norm. So an image's decision depends on its batch only when
 the batch overflows the budget; every backend applies the same rule, so their decisions stay equal.
@@ -129,8 +129,8 @@ class ThresholdL2Pruner(Pruner):
         dense view, not the [B, N, C] tokens (the same values: each row's norm is the same reduction)."""
         norms = torch.linalg.vector_norm(x, dim=-1, dtype=torch.float32)
         if x.is_cuda and self.calibrated and not self.calibrating:
-            # One kernel for the rest of the stage (`pruners.threshold_triton`): the same masks.
-            from pruners.threshold_triton import threshold_keep_fused
+            # One kernel for the rest of the stage (`pruners.kernels.threshold`): the same masks.
+            from pruners.kernels.threshold import threshold_keep_fused
 
             if cu_seqlens is None:  # the first stage: dense [B, N, C], every position valid
                 b, n = norms.shape

@@ -3,10 +3,12 @@
 Public API:
 - `ragged_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None)`: the Triton kernel;
 - `pack_tokens` / `unpack_tokens`: keep mask -> packed tokens + cu_seqlens, and back;
-- `ATTENTION_BACKENDS`: name -> function with the same call shape (ours and the baselines).
+- `ATTENTION_BACKENDS`: name -> function with the same call shape (ours and the baselines);
+- `launch_path()` / `forced_launch_path(...)`: which launch path `ragged_attention` takes (native C++
+  entry point or Python), and a context that forces one.
 """
 
-from ragged_kernels.attention import ragged_attention, set_debug
+from ragged_kernels.attention import forced_launch_path, launch_path, ragged_attention, set_debug
 from ragged_kernels.baselines import (
     fa2_varlen_attention,
     flex_attention_varlen,
@@ -29,6 +31,8 @@ __all__ = [
     "ATTENTION_BACKENDS",
     "fa2_varlen_attention",
     "flex_attention_varlen",
+    "forced_launch_path",
+    "launch_path",
     "nested_sdpa_attention",
     "pack_tokens",
     "padded_sdpa_attention",

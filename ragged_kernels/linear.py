@@ -12,7 +12,7 @@ once, so the work follows the kept count.
 Status: opt-in in the pruned model (`build_pruned_model(..., ragged_linear=True)`: qkv, proj, fc1 with
 its GELU, fc2, and with them the LayerNorms through `ragged_layer_norm`). Measured on the H200
 (2026-11-29, docs/performance.md "Opt-in paths"): it pays where the capacity holds many padding rows (Threshold-L2);
-at the kept sizes of the other pruners cuBLAS on all rows is as fast. `scripts/bench_ragged_linear.py`
+at the kept sizes of the other pruners cuBLAS on all rows is as fast. `tools/bench_ragged_linear.py`
 compares it with cuBLAS per layer.
 
 Rows past the kept total are left as they were in `out` (garbage for a fresh buffer): the packed
@@ -25,7 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.attention.fwd import INTERPRET, compile_with_fallback
+from ragged_kernels.attention.fwd import compile_with_fallback
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -76,12 +77,23 @@ def _ragged_linear_kernel(
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (session 4,
-# `scripts/bench_ragged_linear.py --batch 32 --sweep`, DeiT-B layers at kept 0.5): 128 x 256 tiles were
+# `tools/bench_ragged_linear.py --batch 32 --sweep`, DeiT-B layers at kept 0.5): 128 x 256 tiles were
 # fastest for qkv, proj and fc2; fc1 with the fused GELU preferred 128 x 128 (47.1 vs 51.9 µs).
 # The interpreter's cost is per program and loop step, not per element: 64-wide tiles keep a DeiT-tiny
 # forward in CPU tests at seconds (16-wide ones took minutes).
 BLOCKS = (64, 64, 64, 1, 1) if INTERPRET else (128, 256, 64, 8, 3)
 BLOCKS_GELU = (64, 64, 64, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
+# sm_80 and sm_89 (no card here; ptxas, 2026-12-01): the H200's 128 x 256 tile spills 204-292 B per
+# thread and 128 x 128 x 64 60 B, so both take 128 x 128 with 32-wide K steps, which spill nothing.
+# (On sm_90 the H200's 128 x 256 spills 208 B too; it was measured fastest there and stays.)
+ARCH_BLOCKS = {arch: ((128, 128, 32, 8, 3), (128, 128, 32, 8, 3)) for arch in (80, 89)}
+
+
+def blocks_for(capability: int, gelu: bool) -> tuple[int, int, int, int, int]:
+    """The (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) a launch on this architecture starts from."""
+    if INTERPRET or capability not in ARCH_BLOCKS:
+        return BLOCKS_GELU if gelu else BLOCKS
+    return ARCH_BLOCKS[capability][gelu]
 
 
 def ragged_linear(
@@ -135,7 +147,7 @@ def ragged_linear(
         raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
     if n_rows == 0 or n_out == 0:
         return out
-    chosen = (BLOCKS_GELU if gelu else BLOCKS) if blocks is None else blocks
+    chosen = blocks_for(device_arch(x.device), gelu) if blocks is None else blocks
 
     def launch(cfg: tuple[int, int, int, int, int]) -> None:
         bm, bn, bk, warps, stages = cfg
@@ -153,11 +165,11 @@ def ragged_linear(
     if fitted is not None:
         launch(fitted)
     else:  # first call for these blocks on this GPU: step down while its shared memory is too small
-        _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=_smaller_blocks)
+        _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=smaller_blocks)
     return out
 
 
-def _smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
+def smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
     """Tuned on the H200 (227 KB of shared memory per block): on a smaller GPU, one stage fewer,
     then half the K block; None when nothing smaller is left."""
     bm, bn, bk, warps, stages = cfg
@@ -248,4 +260,36 @@ def ragged_layer_norm(
     return out
 
 
-__all__ = ["ragged_layer_norm", "ragged_linear"]
+def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool):
+    """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks (fp16, with a bias)."""
+    import inspect
+
+    bm, bn, bk, warps, stages = blocks
+    values = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GELU": gelu, "HAS_BIAS": True, "DOT_FP32": False,
+              "IEEE": False}
+    args, consts = {}, {}
+    for name in inspect.signature(_ragged_linear_kernel.fn).parameters:
+        if name in ("X", "W", "B", "Y"):
+            args[name] = "*fp16"
+        elif name == "CU":
+            args[name] = "*i32"
+        elif name.isupper():
+            if name not in values:
+                raise RuntimeError(f"linear_spec does not know ragged_linear's constexpr {name}")
+            consts[name] = values[name]
+        else:
+            args[name] = "i32"
+    return KernelSpec(f"ragged_linear {blocks} gelu={gelu}", _ragged_linear_kernel, args, consts,
+                      dict(num_warps=warps, num_stages=stages))
+
+
+def layer_norm_specs() -> list:
+    """The shipping compilations of `ragged_layer_norm` (fp16, DeiT widths)."""
+    args = dict(X="*fp16", W="*fp16", B="*fp16", Y="*fp16", CU="*i32", n_rows="i32", n_cols="i32", n_segments="i32",
+                stride_x="i32", stride_y="i32", eps="fp32")
+    return [KernelSpec(f"ragged_layer_norm BLOCK_C={c}", _ragged_layer_norm_kernel, args,
+                       dict(HAS_W=True, HAS_B=True, ROWS=max(1, min(16, 8192 // c)), BLOCK_C=c),
+                       dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
+
+
+__all__ = ["blocks_for", "layer_norm_specs", "linear_spec", "ragged_layer_norm", "ragged_linear", "smaller_blocks"]

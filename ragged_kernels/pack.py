@@ -19,9 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.attention import fwd as _fwd
 from ragged_kernels.attention.interface import as_host_int
-from ragged_kernels.runtime import traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
@@ -29,6 +28,13 @@ _BLOCK_C = 128
 # and pack/unpack took 119/267 us at B=32 against 7.5/4.4 us at 197 tokens (device run C, asv
 # PackTokens deitb384-b32-keep0.5): the tile no longer fits the registers. Longer segments loop.
 _MAX_BLOCK_L = 256
+
+
+def _num_warps(block_l: int, device: torch.device) -> int:
+    """Warps of a pack/unpack program. 4, as measured on the H200 (2026-11-29: pack + unpack within
+    1.02-1.29x of a copy); on sm_80 and sm_89 a 256-row tile with 4 warps spills 308-552 B per thread
+    (ptxas, 2026-12-01) and takes 8 warps for the same tile, which spill nothing (`tools.compile_check`)."""
+    return 8 if block_l == 256 and device_arch(device) != 90 else 4
 # What the kernels move: every dtype Triton loads and stores on NVIDIA GPUs (pack/unpack only copy
 # and fill). Anything else (complex, the AMD-only fnuz float8s, ...) gets a TypeError naming these.
 _SUPPORTED_DTYPES = (
@@ -150,7 +156,7 @@ def _block_l(max_seqlen: int) -> int:
 
 def _check_runnable(t: torch.Tensor) -> None:
     """Triton kernels need CUDA tensors, or CPU tensors under Triton's interpreter."""
-    if not t.is_cuda and not _fwd.INTERPRET:
+    if not t.is_cuda and not INTERPRET:
         raise ValueError(
             f"pack/unpack need CUDA tensors (got {t.device}); on the CPU they run only in Triton's "
             "interpreter: set TRITON_INTERPRET=1 before triton is imported"
@@ -303,7 +309,7 @@ def pack_tokens(
         STRIDE_X=rows.stride(0), STRIDE_Y=max(channels, 1), SEG_LEN=seg_len if dense else 0, DENSE=dense,
         PACK=True, FILL=fill is not None, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
         BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
-        num_warps=4,
+        num_warps=_num_warps(block_l, x.device),
     )
     return packed, cu_out
 
@@ -386,9 +392,37 @@ def unpack_tokens(
         STRIDE_X=packed.stride(0), STRIDE_Y=channels, SEG_LEN=seg_len if dense else 0, DENSE=dense,
         PACK=False, FILL=False, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
         BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
-        num_warps=4,
+        num_warps=_num_warps(block_l, packed.device),
     )
     return out
+
+
+def compile_specs(capability: int = 90) -> list:
+    """The shipping compilations (`ragged_kernels.aot.KernelSpec`) for an architecture: fp16 rows of DeiT-B's
+    width, every form the pruned model and the public API launch (dense / packed source, pack / unpack,
+    fill, per-position keep, keep_first), and the per-segment count."""
+    specs = []
+    args = dict(X="*fp16", Y="*fp16", KEEP="*i1", CU_IN="*i1", CU_OUT="*i32", COUNTS="*i32", n_rows="i32",
+                capacity="i32", n_channels="i32", n_segments="i32", fill_value="fp32", keep_len="i32")
+    for dense, pack, fill, block_l, seg, first in (
+        (True, True, True, 256, False, False), (True, True, False, 256, False, False),
+        (True, False, False, 256, False, False), (False, True, False, 128, False, False),
+        (False, False, False, 128, False, False), (True, True, False, 256, False, True),
+        (False, True, False, 256, True, True),
+    ):
+        consts = dict(STRIDE_X=768, STRIDE_Y=768, SEG_LEN=197 if dense else 0, DENSE=dense, PACK=pack, FILL=fill,
+                      KEEP_SEG=seg, KEEP_FIRST=first, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256)
+        name = f"pack/unpack dense={dense} pack={pack} fill={fill} per-position={seg} keep_first={first}"
+        warps = 8 if block_l == 256 and capability != 90 else 4  # as _num_warps
+        specs.append(KernelSpec(name, _pack_unpack_kernel, {**args, "CU_IN": "*i1" if dense else "*i32"}, consts,
+                                dict(num_warps=warps)))
+    count_args = dict(KEEP="*i1", CU_IN="*i1", COUNTS="*i32", n_rows="i32", keep_len="i32")
+    for dense, seg, first in ((True, False, False), (True, False, True), (False, True, True)):
+        specs.append(KernelSpec(f"segment count dense={dense} per-position={seg} keep_first={first}",
+                                _segment_count_kernel, {**count_args, "CU_IN": "*i1" if dense else "*i32"},
+                                dict(SEG_LEN=197 if dense else 0, DENSE=dense, KEEP_SEG=seg, KEEP_FIRST=first,
+                                     BLOCK_L=256), dict(num_warps=4)))
+    return specs
 
 
 def _pack_fake(x: torch.Tensor, keep: torch.Tensor, capacity: int | None, source_cu_seqlens: torch.Tensor | None,

@@ -42,7 +42,7 @@ def requires(ok: bool, what: str) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if HAS_CUDA:
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_check.sh on one)")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run tools/gpu_check.sh on one)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

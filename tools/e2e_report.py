@@ -127,7 +127,8 @@ def throughput_table(rows: Sequence[dict]) -> list[str]:
         key = (r["model"], r["pruner"] if r["backend"] != "dense" else None, r["batch"], r["backend"], mode)
         by[key] = max(by.get(key, 0.0), r["img_per_s"])
     cols = [c for c in THROUGHPUT_COLUMNS if any(k[3:] == c for k in by)]
-    keys = sorted({(r["model"], r["pruner"], r["batch"]) for r in rows if r["backend"] != "dense"}, key=str)
+    keys = sorted({(r["model"], r["pruner"], r["batch"]) for r in rows if r["backend"] != "dense"},
+                  key=lambda k: (k[0], k[1] or "", k[2]))
     lines = ["| model | pruner | batch | " + " | ".join(f"{b} {m}" for b, m in cols) + " | tokens |",
              "|" + "---|" * (len(cols) + 4)]
     for m, p, b in keys:

@@ -19,13 +19,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ci.records import Direction, Kind, ParsedRun, classify
+from ci.records import JOB_KEY, Direction, Kind, ParsedRun, classify
 
 RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
 SIDECAR_PREFIX = "gpu-env-"
 SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
-SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch")
+# JOB_KEY: the runner's marker of the job (asv call) that measured the commit.
+SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch",
+                    JOB_KEY)  # fmt: skip
 _NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
 
 

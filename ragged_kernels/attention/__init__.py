@@ -1,3 +1,3 @@
-from ragged_kernels.attention.interface import ragged_attention, set_debug
+from ragged_kernels.attention.interface import forced_launch_path, launch_path, ragged_attention, set_debug
 
-__all__ = ["ragged_attention", "set_debug"]
+__all__ = ["forced_launch_path", "launch_path", "ragged_attention", "set_debug"]

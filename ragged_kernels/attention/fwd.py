@@ -20,7 +20,6 @@ Why this shape of kernel (measurements: docs/performance.md):
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, replace
 
 import torch
@@ -28,8 +27,8 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention import native as _native
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 LOG2E = 1.4426950408889634
 
 
@@ -38,21 +37,17 @@ LOG2E = 1.4426950408889634
 class AttnConfig:
     """One kernel configuration. `TAIL_N` (0: same as BLOCK_N) is the key-block width of the masked
     tail after the last full BLOCK_N block; a narrower tail wastes fewer masked keys (197 = 3 x 64 + 5
-    computes 256 keys with one tail width, 208 with TAIL_N 16). `K_ROWS` loads K as [BLOCK_N, HEAD_DIM]
-    rows and transposes in registers instead of loading it transposed. `LAZY_RESCALE` keeps the
-    running row maxima until some row's grows by more than 8 (in log2 units), so most key blocks
-    skip rescaling the accumulator; probabilities then stay below 2**8, safe in fp32 and fp16. `maxnreg`
-    (0: the compiler's choice) caps registers per thread, so more programs fit on an SM: on sm_90 the
-    fp16 64 x 32 config takes 93 registers (5 programs of 128 threads per SM) and fits 80 without
-    spilling (6 per SM)."""
+    computes 256 keys with one tail width, 208 with TAIL_N 16). `maxnreg` (0: the compiler's choice)
+    caps registers per thread, so more programs fit on an SM: on sm_90 the fp16 64 x 32 config takes
+    93 registers (5 programs of 128 threads per SM) and fits 80 without spilling (6 per SM).
+    (Loading K as rows and lazy rescaling of the accumulator were measured on the H200 on 2026-11-29,
+    tied or lost, and removed; docs/performance.md "Tried and refuted".)"""
 
     BLOCK_M: int
     BLOCK_N: int
     num_warps: int
     num_stages: int
     TAIL_N: int = 0
-    K_ROWS: bool = False
-    LAZY_RESCALE: bool = False
     maxnreg: int = 0
 
     @property
@@ -69,7 +64,7 @@ class AttnConfig:
 
 
 # Chosen offline on the H200, 2026-11-29 (docs/performance.md "Kernel GPU time", "Tried and refuted").
-# scripts/bench_kernels.py --sweep: 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2
+# tools/bench_kernels.py --sweep: 64 x 64 tiles, 4 warps, 3 stages had the best geomean against FA2
 # at both capacities. --variants (17 points of the target grid): a 16-key masked tail after the full blocks cut the
 # geomean from 0.709 to 0.670 at the 197-token capacity (with 32-key blocks) and from 0.689 to 0.640
 # at 577 (worst point 0.81 -> 0.75); loading K as rows made no difference (within 0.01).
@@ -77,17 +72,45 @@ class AttnConfig:
 # (not swept on its own); head dim 128 keeps 2 stages for shared memory headroom and the full-width
 # tail (neither swept yet).
 #
-# Bucket 2 (`BENCH_VARIANTS=maxnreg scripts/bench_kernels.py --variants`): short capacities with
+# Bucket 2 (`BENCH_VARIANTS=maxnreg tools/bench_kernels.py --variants`): short capacities with
 # many (image, head) pairs. The fp16 64 x 32 config takes 93 registers on sm_90, so 5 programs of 128
 # threads fit an SM (660 on the H200); B 32 x 99 tokens runs 768 programs, two waves. Capped at 80
 # registers (no spill), 6 fit (792): B 32 x 99 went from 0.82 to 0.73 of FA2's time, B 128 x 99 from
 # 0.80 to 0.77; at B 1-4 the cap cost 3-15%, hence the bucket. fp32 (upcast math) keeps bucket 0's config.
-CONFIGS: dict[int, tuple[AttnConfig, AttnConfig, AttnConfig]] = {
+H200_CONFIGS: dict[int, tuple[AttnConfig, AttnConfig, AttnConfig]] = {
     32: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16), AttnConfig(64, 32, 4, 3, TAIL_N=16)),
     64: (AttnConfig(64, 32, 4, 3, TAIL_N=16), AttnConfig(64, 64, 4, 3, TAIL_N=16),
          AttnConfig(64, 32, 4, 3, TAIL_N=16, maxnreg=80)),
     128: (AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2), AttnConfig(64, 64, 4, 2)),
 }
+# sm_80 (A100, 108 SMs) and sm_89 (RTX 4000 Ada, 48 SMs: the product's runner), chosen 2026-12-01
+# without either card by `python -m tools.choose_configs` (its docstring states the rule): the H200
+# entry stands unless ptxas reports that it spills or does not fit the architecture, then the smallest
+# change that fits. What that changed (registers/thread, programs/SM from ptxas -v for fp16):
+# - sm_80 and sm_89, head dim 64 bucket 2: the H200's 80-register cap spills (156-188 B). sm_80 takes
+#   104 registers (4 programs/SM against 3 uncapped at 136); on sm_89 uncapped ptxas already uses 128
+#   (4 programs/SM) and no cap adds one without spilling, so the cap is dropped.
+# - head dim 128 (2 stages on the H200): one stage on both (the 2-stage build spills there).
+# Everything else is the H200 entry. `python -m tools.compile_check` (CI) reports every entry's
+# registers, spills, shared memory and programs per SM on all three architectures and fails on a spill.
+_C = AttnConfig
+CONFIGS: dict[int, dict[int, tuple[AttnConfig, AttnConfig, AttnConfig]]] = {
+    90: H200_CONFIGS,
+    80: {
+        32: H200_CONFIGS[32],
+        64: (H200_CONFIGS[64][0], H200_CONFIGS[64][1], _C(64, 32, 4, 3, TAIL_N=16, maxnreg=104)),
+        128: (_C(64, 64, 4, 1), _C(64, 64, 4, 1), _C(64, 64, 4, 1)),
+    },
+    89: {
+        32: H200_CONFIGS[32],
+        64: (H200_CONFIGS[64][0], H200_CONFIGS[64][1], _C(64, 32, 4, 3, TAIL_N=16)),
+        128: (_C(64, 64, 4, 1), _C(64, 64, 4, 1), _C(64, 64, 4, 1)),
+    },
+}
+# fp32 (upcast math, a correctness path nobody timed): the fp16 tiles spill on every architecture
+# (57-98 KB of registers' worth: 756-3,612 B spilled per thread at head dim 64, ptxas, 2026-12-01), so
+# fp32 takes smaller tiles that spill nowhere (`python -m tools.compile_check`): per head dim, every bucket.
+FP32_CONFIGS = {32: AttnConfig(32, 32, 4, 2), 64: AttnConfig(32, 32, 4, 1), 128: AttnConfig(16, 32, 8, 1)}
 # Bucket 2 from this many (image, head) pairs on (about two per SM of the H200's 132). Mirrored in native.cpp
 # (kWidePairs; a test checks they agree).
 WIDE_PAIRS = 256
@@ -99,39 +122,34 @@ def config_bucket(max_seqlen: int, pairs: int) -> int:
     return 1 if max_seqlen > 256 else (2 if pairs >= WIDE_PAIRS else 0)
 
 
-def table_config(head_dim: int, max_seqlen: int, pairs: int, dtype: torch.dtype) -> tuple[AttnConfig, int]:
-    """(the offline table's config, its bucket) for a launch."""
+def _table_entry(capability: int, head_dim: int, bucket: int, dtype: torch.dtype) -> AttnConfig:
+    if dtype == torch.float32 and not INTERPRET:  # the interpreter runs fp32 math for every dtype anyway
+        return FP32_CONFIGS[head_dim]
+    return CONFIGS[capability][head_dim][bucket]
+
+
+def table_config(head_dim: int, max_seqlen: int, pairs: int, dtype: torch.dtype,
+                 capability: int = 90) -> tuple[AttnConfig, int]:
+    """(the offline table's config, its bucket) for a launch on an architecture (a key of CONFIGS)."""
     bucket = config_bucket(max_seqlen, pairs)
-    cfg = CONFIGS[head_dim][bucket]
-    if cfg.maxnreg and dtype == torch.float32:
-        cfg = CONFIGS[head_dim][0]  # the upcast fp32 math needs more registers than the cap
-    return cfg, bucket
+    return _table_entry(capability, head_dim, bucket, dtype), bucket
 
 
 @triton.jit
 def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
                 STRIDE_KT: tl.constexpr, STRIDE_VT: tl.constexpr, BLOCK_N: tl.constexpr,
-                MASKED: tl.constexpr, K_ROWS: tl.constexpr, UPCAST: tl.constexpr, LAZY_RESCALE: tl.constexpr):
+                MASKED: tl.constexpr, UPCAST: tl.constexpr):
     """One key block of the online softmax: scores, running max and sum, rescaled accumulator.
     MASKED is off for full blocks (no bounds test, no -inf fill)."""
     o_n = start_n + tl.arange(0, BLOCK_N)
     m_n = o_n < seqlen
-    if K_ROWS:
-        p_k = p_k0 + o_n[:, None] * STRIDE_KT + o_d[None, :]
-        if MASKED:
-            b_k = tl.trans(tl.load(p_k, mask=m_n[:, None], other=0.0))
-        else:
-            b_k = tl.trans(tl.load(p_k))
-    else:
-        p_k = p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None]
-        if MASKED:
-            b_k = tl.load(p_k, mask=m_n[None, :], other=0.0)
-        else:
-            b_k = tl.load(p_k)
+    p_k = p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None]
     p_v = p_v0 + o_n[:, None] * STRIDE_VT + o_d[None, :]
     if MASKED:
+        b_k = tl.load(p_k, mask=m_n[None, :], other=0.0)
         b_v = tl.load(p_v, mask=m_n[:, None], other=0.0)
     else:
+        b_k = tl.load(p_k)
         b_v = tl.load(p_v)
     if UPCAST:
         b_k = b_k.to(tl.float32)
@@ -143,21 +161,10 @@ def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2
     if MASKED:
         b_s = tl.where(m_n[None, :], b_s, float("-inf"))
     b_m_new = tl.maximum(b_m, tl.max(b_s, 1))
-    if LAZY_RESCALE:
-        # Rescale only when a row's maximum grew by > 8 (log2 units; the first block always: -inf).
-        if tl.max(b_m_new - b_m, 0) > 8.0:
-            b_alpha = tl.math.exp2(b_m - b_m_new)
-            b_l = b_l * b_alpha
-            b_acc = b_acc * b_alpha[:, None]
-            b_m = b_m_new
-        b_m_new = b_m
-        b_p = tl.math.exp2(b_s - b_m_new[:, None])
-        b_l = b_l + tl.sum(b_p, 1)
-    else:
-        b_p = tl.math.exp2(b_s - b_m_new[:, None])
-        b_alpha = tl.math.exp2(b_m - b_m_new)
-        b_l = b_l * b_alpha + tl.sum(b_p, 1)
-        b_acc = b_acc * b_alpha[:, None]
+    b_p = tl.math.exp2(b_s - b_m_new[:, None])
+    b_alpha = tl.math.exp2(b_m - b_m_new)
+    b_l = b_l * b_alpha + tl.sum(b_p, 1)
+    b_acc = b_acc * b_alpha[:, None]
     if UPCAST:
         b_acc += tl.dot(b_p, b_v, input_precision="ieee")
     else:
@@ -188,8 +195,6 @@ def _ragged_attn_fwd_kernel(
     BLOCK_N: tl.constexpr,
     UPCAST: tl.constexpr,
     TAIL_N: tl.constexpr,
-    K_ROWS: tl.constexpr,
-    LAZY_RESCALE: tl.constexpr,
 ):
     i_m = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -225,19 +230,19 @@ def _ragged_attn_fwd_kernel(
     n_full = (seqlen // BLOCK_N) * BLOCK_N
     for start_n in range(0, n_full, BLOCK_N):
         b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, K_ROWS, UPCAST, LAZY_RESCALE)
+                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
     for start_n in range(n_full, seqlen, TAIL_N):
         b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, K_ROWS, UPCAST, LAZY_RESCALE)
+                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
 
     b_o = b_acc / b_l[:, None]
     p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
     tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
 
 
-_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, which carries B x heads
-_SUPPORTED_HEAD_DIMS = (32, 64, 128)
+SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
 # (dtype, heads, head_dim, strides, config, table bucket, pointer alignment, device) -> (kernel, function, metadata,
 # constexprs, cfg)
@@ -256,7 +261,7 @@ def ragged_attn_fwd(
 ) -> torch.Tensor:
     """Launch the kernel on validated inputs (see `ragged_attention` for the contract).
 
-    `config` overrides the offline table (the tuning sweep in scripts/bench_kernels.py)."""
+    `config` overrides the offline table (the tuning sweep in tools/bench_kernels.py)."""
     return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, q.stride(), k.stride(), v.stride(),
                             q.get_device())
 
@@ -271,7 +276,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
     if batch * heads > MAX_GRID_Y:
         return _launch_in_chunks(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk, sv, device_index)
     if config is None:
-        cfg, bucket = table_config(head_dim, max_seqlen, batch * heads, q.dtype)
+        cfg, bucket = table_config(head_dim, max_seqlen, batch * heads, q.dtype, device_arch(device_index))
     else:
         cfg, bucket = config, config_bucket(max_seqlen, batch * heads)
     grid_m = (max_seqlen + cfg.BLOCK_M - 1) // cfg.BLOCK_M
@@ -304,7 +309,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
 
         ck, cfg = compile_with_fallback(launch, cfg)
         consts = (sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], heads, head_dim, cfg.BLOCK_M, cfg.BLOCK_N,
-                  q.dtype == torch.float32, cfg.tail_n, cfg.K_ROWS, cfg.LAZY_RESCALE)
+                  q.dtype == torch.float32, cfg.tail_n)
         _compiled[key] = (ck, ck.function, ck.packed_metadata, consts, cfg)
         _offer_native(key, ck, config, aligned)
         return out
@@ -320,6 +325,13 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
             ck.run(grid_m, batch * heads, 1, stream, function, metadata,
                    None, None, None, p_q, p_k, p_v, p_o, p_cu, total, sm_scale_log2, *consts)
     return out
+
+
+def compiled_launches() -> list[tuple]:
+    """The kernels this process compiled, as the Python launch path calls them: (CompiledKernel, its
+    function handle, packed metadata, the constexpr arguments it is called with, AttnConfig), for
+    tools that time the bare launch (`tools.bench_kernels`' host-cost breakdown)."""
+    return list(_compiled.values())
 
 
 def smaller_config(cfg: AttnConfig) -> AttnConfig | None:
@@ -389,9 +401,38 @@ def _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim,
         STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1],
         STRIDE_VT=sv[0], STRIDE_VH=sv[1], STRIDE_OT=so[0], STRIDE_OH=so[1],
         HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
-        UPCAST=INTERPRET or q.dtype == torch.float32, TAIL_N=cfg.tail_n, K_ROWS=cfg.K_ROWS,
-        LAZY_RESCALE=cfg.LAZY_RESCALE, **cfg.compile_options,
+        UPCAST=INTERPRET or q.dtype == torch.float32, TAIL_N=cfg.tail_n, **cfg.compile_options,
     )
+
+
+_PTR = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
+
+
+def attention_spec(head_dim: int, dtype: torch.dtype, cfg: AttnConfig, heads: int = 12):
+    """The `ragged_kernels.aot.KernelSpec` of one compilation: q/k/v strided views of a fused qkv buffer
+    (what the pruned model passes), a contiguous output."""
+    ptr, row = _PTR[dtype], 3 * heads * head_dim
+    args = dict(Q=ptr, K=ptr, V=ptr, Out=ptr, CU="*i32", total_tokens="i32", sm_scale_log2="fp32")
+    consts = dict(STRIDE_QT=row, STRIDE_QH=head_dim, STRIDE_KT=row, STRIDE_KH=head_dim, STRIDE_VT=row,
+                  STRIDE_VH=head_dim, STRIDE_OT=heads * head_dim, STRIDE_OH=head_dim, HEADS=heads, HEAD_DIM=head_dim,
+                  BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=dtype == torch.float32, TAIL_N=cfg.tail_n)
+    name = f"attention D{head_dim} {str(dtype).removeprefix('torch.')} {cfg}"
+    return KernelSpec(name, _ragged_attn_fwd_kernel, args, consts, cfg.compile_options)
+
+
+def compile_specs(capability: int) -> list:
+    """Every compilation the table ships for an architecture (a key of CONFIGS): each head dim, dtype and
+    bucket, the fp32 fallback of a register-capped bucket included; one spec per distinct compilation."""
+    out, seen = [], set()
+    for head_dim in SUPPORTED_HEAD_DIMS:
+        for dtype in SUPPORTED_DTYPES:
+            for bucket in range(3):
+                cfg = _table_entry(capability, head_dim, bucket, dtype)
+                key = (head_dim, dtype, repr(cfg))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(attention_spec(head_dim, dtype, cfg))
+    return out
 
 
 def default_scale(head_dim: int) -> float:

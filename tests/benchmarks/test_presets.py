@@ -62,3 +62,16 @@ def test_attention_preset_rejects_bad_values(kwargs, match):
 def test_model_preset_rejects_mismatched_resolution():
     with pytest.raises(ValueError, match="384px"):
         ModelPreset("x", "deit_small_patch16_224", 1, 384)
+
+
+def test_full_regex_names_every_preset_above_the_serving_batches():
+    """FULL_REGEX is a literal (the runner reads it as text); the presets it leaves out of the latency
+    percentiles must be exactly those above the serving batches."""
+    import re
+
+    from benchmarks import FULL_REGEX
+    from benchmarks.bench_end_to_end import LATENCY_MAX_BATCH
+    from benchmarks.presets import MODEL_PRESETS
+
+    listed = re.search(r"track_latency_p\(50\|99\)\\\('\(([^)]*)\)'", FULL_REGEX).group(1).split("|")
+    assert sorted(listed) == sorted(n for n, p in MODEL_PRESETS.items() if p.batch > LATENCY_MAX_BATCH)

@@ -33,9 +33,9 @@ def _cu(lengths: list[int]) -> torch.Tensor:
 
 def test_every_kernel_op_passes_opcheck():
     """Fake (meta) implementations give the real outputs' shapes, dtypes and strides; schemas match."""
-    from pruners.ats_triton import ats_keep_op, ats_stage_op
-    from pruners.cls_triton import cls_scores_op
-    from pruners.threshold_triton import threshold_keep_op
+    from pruners.kernels.ats_sampling import ats_keep_op, ats_stage_op
+    from pruners.kernels.cls_scores import cls_scores_op
+    from pruners.kernels.threshold import threshold_keep_op
     from ragged_kernels.attention.interface import attention_op
     from ragged_kernels.pack import pack_op, unpack_op
 

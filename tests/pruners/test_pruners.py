@@ -272,7 +272,7 @@ def _ats_cases(seed: int, m: int, device: str):
 @pytest.mark.parametrize(("m", "r"), [(196, 120), (50, 10), (13, 2), (100, 300), (5, 7)])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, device):
-    from pruners.ats_triton import ats_keep_fused
+    from pruners.kernels.ats_sampling import ats_keep_fused
 
     scores, valid = _ats_cases(seed, m, device)
     expect = ats_keep(scores, valid, r)
@@ -288,7 +288,7 @@ def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, device):
 
 @pytest.mark.gpu
 def test_gpu_ats_fused_sampler_takes_the_reference_decisions():
-    from pruners.ats_triton import ats_keep_fused
+    from pruners.kernels.ats_sampling import ats_keep_fused
 
     for seed in range(6):
         for m, r in [(196, 196), (196, 120), (576, 576), (288, 100), (13, 2), (100, 300)]:
@@ -298,7 +298,7 @@ def test_gpu_ats_fused_sampler_takes_the_reference_decisions():
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_ats_fused_sampler_in_the_pruner_and_bad_inputs():
-    from pruners.ats_triton import ats_keep_fused
+    from pruners.kernels.ats_sampling import ats_keep_fused
 
     scores, valid = _ats_cases(3, 60, "cpu")
     with pytest.raises(ValueError, match="n_samples"):
@@ -489,7 +489,7 @@ def test_ats_rebinding_to_another_backbone_resizes_default_num_samples(stages):
     assert set(p.num_samples) == {576} and len(p.num_samples) == len(p.stages)
 
 
-# -- the CLS attention row on packed rows (pruners.cls_triton) ----------------------------------
+# -- the CLS attention row on packed rows (pruners.kernels.cls_scores) ----------------------------------
 def _packed_qkv(lens, heads, dim, device, pad_rows=3, dtype=torch.float32):
     """q, k, v as strided views of one fused [R, 3, H, D] buffer; NaN in the padding rows."""
     total = sum(lens)
@@ -536,7 +536,7 @@ def test_threshold_keep_fused_equals_the_torch_decision(lens, tau, min_keep, cap
     """The one-kernel Threshold-L2 stage gives exactly `_keep_by_norms`'s mask on the gathered norms:
     ties by position, min_keep and cap by rank, a width above the longest image, NaN padding rows unread."""
     from pruners._ops import dense_index, gather_dense
-    from pruners.threshold_triton import threshold_keep_fused
+    from pruners.kernels.threshold import threshold_keep_fused
 
     p = _bound("threshold_l2", thresholds=tau, max_keep=cap, min_keep=min_keep)
     x, cu = _threshold_cases(lens, device)
@@ -553,7 +553,7 @@ def test_threshold_keep_fused_with_a_batch_budget_equals_the_torch_decision(budg
     """Under a batch budget both paths water-fill the same way: equal masks, from an empty budget (CLS
     only; the pruner never asks for less than B x min_keep) to one that binds nothing."""
     from pruners._ops import dense_index, gather_dense
-    from pruners.threshold_triton import threshold_keep_fused
+    from pruners.kernels.threshold import threshold_keep_fused
 
     lens = [1, 9, 17, 3, 12]
     p = _bound("threshold_l2", thresholds=3.5, max_keep=10, min_keep=1)
@@ -611,7 +611,7 @@ def test_threshold_l2_batch_budget_sizes_between_the_mean_and_the_cap():
 
 
 def test_threshold_keep_fused_bad_inputs(device):
-    from pruners.threshold_triton import threshold_keep_fused
+    from pruners.kernels.threshold import threshold_keep_fused
 
     norms = torch.rand(20, device=device)
     cu = torch.tensor([0, 8, 15], dtype=torch.int32, device=device)
@@ -700,7 +700,7 @@ def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, device):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_ats_stage_fused_bad_inputs(device):
-    from pruners.ats_triton import ats_stage_fused
+    from pruners.kernels.ats_sampling import ats_stage_fused
 
     scores = torch.randn(2, 3, 8, device=device)
     norms = torch.rand(20, device=device)
@@ -742,7 +742,7 @@ def test_cls_scores_packed_give_the_dense_cls_attention(lens, device):
     """softmax(cls_scores_packed) equals `cls_attention` on the gathered dense view, for strided q/k,
     ragged lengths, a max_seqlen above the longest image, and NaN padding rows that must stay unread."""
     from pruners._ops import cls_attention_packed, dense_index, gather_dense, value_norms
-    from pruners.cls_triton import cls_scores_packed
+    from pruners.kernels.cls_scores import cls_scores_packed
 
     q, k, v, cu = _packed_qkv(lens, 3, 16, device)
     n, scale = max(lens) + 4, 0.25
@@ -758,7 +758,7 @@ def test_cls_scores_packed_give_the_dense_cls_attention(lens, device):
 
 
 def test_cls_scores_packed_bad_inputs_and_bad_offsets(device):
-    from pruners.cls_triton import cls_scores_packed
+    from pruners.kernels.cls_scores import cls_scores_packed
 
     q, k, _, cu = _packed_qkv([4, 6], 2, 16, device)
     with pytest.raises(ValueError, match="int32"):

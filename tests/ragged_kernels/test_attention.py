@@ -64,15 +64,16 @@ def test_matches_oracle(case, device, poison):
     _check(q, k, v, cu, max(lengths) + 5, poison)
 
 
-# Every kernel variant the offline table can pick: narrower masked tails, K loaded as rows.
+# Every kernel variant the offline tables can pick: narrower masked tails, small fp32 tiles.
 VARIANTS = {
     "tail=block": AttnConfig(64, 64, 4, 3),
     "tail16": AttnConfig(64, 64, 4, 3, TAIL_N=16),
-    "tail32-krows": AttnConfig(64, 64, 4, 3, TAIL_N=32, K_ROWS=True),
-    "bn32-krows": AttnConfig(64, 32, 4, 3, K_ROWS=True),
+    "tail32": AttnConfig(64, 64, 4, 3, TAIL_N=32),
+    "bn32": AttnConfig(64, 32, 4, 3),
     "bm32-bn16-2warps": AttnConfig(32, 16, 2, 3),
     "bn16-2warps": AttnConfig(64, 16, 2, 3),
-    "lazy-rescale": AttnConfig(64, 32, 4, 3, TAIL_N=16, LAZY_RESCALE=True),
+    "bm32-bn32-1stage": AttnConfig(32, 32, 4, 1),  # fp32's table entry (FP32_CONFIGS)
+    "bm16-bn32-8warps": AttnConfig(16, 32, 8, 1),
     "bm128-bn64-tail32": AttnConfig(128, 64, 8, 3, TAIL_N=32),  # session-6 sweep candidates
     "bm128-bn128": AttnConfig(128, 128, 8, 2),
 }
@@ -87,7 +88,7 @@ def test_kernel_variants_match_oracle(variant, device, poison):
     cu = _cu(lengths, device)
     qkv = torch.randn(sum(lengths) + 3, 3, heads, head_dim, dtype=torch.float16, device=device)
     # A dominant key late in the 129-token segment: the running max jumps there by far more than 16
-    # (log2), which overflows fp16 probabilities unless the lazy rescale catches it (GPU, fp16 dots).
+    # (log2): the online softmax must rescale exactly there (GPU, fp16 dots).
     qkv[65 + 100, 1] *= 20
     q, k, v = qkv.unbind(1)
     out = poison(*q.shape, dtype=q.dtype, device=device)
@@ -330,18 +331,26 @@ def test_gpu_graph_replay_with_new_lengths():
 
 
 
-def test_table_config_buckets_and_the_fp32_exception():
+def test_table_config_buckets_and_the_fp32_exception(monkeypatch):
     """Many (image, head) pairs at a short capacity take bucket 2 (the register-capped config for 16-bit
-    head dim 64); fp32's upcast math keeps bucket 0's config; the choice reads host ints only."""
-    from ragged_kernels.attention.fwd import CONFIGS, WIDE_PAIRS, table_config
+    head dim 64 on sm_90); fp32's upcast math takes its own small tiles on a GPU (the interpreter keeps
+    bucket 0's); each architecture reads its own table; the choice reads host ints only."""
+    from ragged_kernels.attention import fwd
+    from ragged_kernels.attention.fwd import CONFIGS, FP32_CONFIGS, WIDE_PAIRS, table_config
 
-    assert table_config(64, 197, WIDE_PAIRS, torch.float16) == (CONFIGS[64][2], 2)
-    assert CONFIGS[64][2].maxnreg > 0
-    assert table_config(64, 197, WIDE_PAIRS, torch.float32) == (CONFIGS[64][0], 2)
-    assert table_config(64, 197, 12, torch.bfloat16) == (CONFIGS[64][0], 0)
-    assert table_config(64, 577, 10_000, torch.float16) == (CONFIGS[64][1], 1)
+    h200 = CONFIGS[90]
+    assert table_config(64, 197, WIDE_PAIRS, torch.float16) == (h200[64][2], 2)
+    assert h200[64][2].maxnreg > 0
+    assert table_config(64, 197, 12, torch.bfloat16) == (h200[64][0], 0)
+    assert table_config(64, 577, 10_000, torch.float16) == (h200[64][1], 1)
     for head_dim in (32, 128):
-        assert len(CONFIGS[head_dim]) == 3 and not CONFIGS[head_dim][2].maxnreg
+        assert len(h200[head_dim]) == 3 and not h200[head_dim][2].maxnreg
+    monkeypatch.setattr(fwd, "INTERPRET", False)  # as on a GPU
+    assert table_config(64, 197, WIDE_PAIRS, torch.float32) == (FP32_CONFIGS[64], 2)
+    for arch in (80, 89, 90):
+        assert set(CONFIGS[arch]) == {32, 64, 128} and all(len(t) == 3 for t in CONFIGS[arch].values())
+        assert table_config(64, 197, WIDE_PAIRS, torch.float16, arch) == (CONFIGS[arch][64][2], 2)
+    assert CONFIGS[89][64][2].maxnreg == 0 and CONFIGS[80][64][2].maxnreg == 104  # tools.choose_configs
 
 
 def test_wide_bucket_matches_the_oracle_in_the_interpreter():

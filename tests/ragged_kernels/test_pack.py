@@ -233,9 +233,9 @@ def test_bad_inputs(call, exc, match):
 
 
 def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):
-    from ragged_kernels.attention import fwd
+    from ragged_kernels import pack
 
-    monkeypatch.setattr(fwd, "INTERPRET", False)
+    monkeypatch.setattr(pack, "INTERPRET", False)
     x = torch.randn(2, 4, 8)
     keep = torch.ones(2, 4, dtype=torch.bool)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):

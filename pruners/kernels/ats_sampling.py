@@ -23,10 +23,17 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
 
 _TINY = torch.finfo(torch.float32).tiny
 _CHUNK = 16  # targets per step: a [16, BLOCK] comparison tile
+
+
+def chunk_for(capability: int) -> int:
+    """Targets per step on an architecture: 16 as measured on the H200; on sm_80 and sm_89 the
+    [16, BLOCK] tile spills 8-40 B per thread (ptxas, 2026-12-01) and [8, BLOCK] spills nothing. The
+    same picks either way (the steps only split the targets)."""
+    return _CHUNK if capability == 90 else 8
 
 
 @triton.jit
@@ -93,7 +100,7 @@ def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constex
 
 
 @triton.jit
-def _ats_keep_kernel(
+def _ats_sample_fwd_kernel(
     SCORES, VALID, KEEP, M, R, stride_s, stride_v, stride_k, tiny,
     BLOCK: tl.constexpr, CHUNK: tl.constexpr,
 ):
@@ -125,7 +132,7 @@ def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _ats_stage_kernel(
+def _ats_stage_fwd_kernel(
     SCORES, VNORM, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
     H_PAD: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
 ):
@@ -200,9 +207,9 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
         valid = valid.contiguous()
     valid8, keep8 = valid.view(torch.int8), keep.view(torch.int8)
     block = max(16, triton.next_power_of_2(m))
-    _ats_keep_kernel[(b,)](
+    _ats_sample_fwd_kernel[(b,)](
         scores, valid8, keep8, m, n_samples, scores.stride(0), valid8.stride(0), keep8.stride(0), _TINY,
-        BLOCK=block, CHUNK=_CHUNK, num_warps=4 if block <= 256 else 8,
+        BLOCK=block, CHUNK=chunk_for(device_arch(scores.device)), num_warps=4 if block <= 256 else 8,
     )
     return keep
 
@@ -216,7 +223,7 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
     PyTorch's, so the significance may differ in the last bits; see the module notes).
 
     Args:
-        scores: fp32 [B, H, N] scaled CLS scores (`pruners.cls_triton.cls_scores_packed`: -inf past each
+        scores: fp32 [B, H, N] scaled CLS scores (`pruners.kernels.cls_scores.cls_scores_packed`: -inf past each
             image's length).
         value_norms: fp32 [R] L2 norms of the packed rows' value vectors (heads concatenated).
         cu_seqlens: int32 [B+1] segments of the R rows (clamped into [0, R]; lengths past N are cut to N).
@@ -255,10 +262,11 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
         scores = scores.contiguous()
     keep8 = keep.view(torch.int8)
     block = max(16, triton.next_power_of_2(n - 1))
-    _ats_stage_kernel[(b,)](
+    _ats_stage_fwd_kernel[(b,)](
         scores, value_norms, cu_seqlens, keep8, n, h, n_samples, value_norms.shape[0],
         scores.stride(0), scores.stride(1), keep8.stride(0), _TINY,
-        H_PAD=triton.next_power_of_2(h), BLOCK=block, CHUNK=_CHUNK, num_warps=4 if block <= 256 else 8,
+        H_PAD=triton.next_power_of_2(h), BLOCK=block, CHUNK=chunk_for(device_arch(scores.device)),
+        num_warps=4 if block <= 256 else 8,
     )
     return keep
 
@@ -283,6 +291,22 @@ def ats_stage_op(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: to
                  n_samples: int) -> torch.Tensor:
     """`ats_stage_fused` as a custom op: what a compiled graph calls."""
     return ats_stage_fused(scores, value_norms, cu_seqlens, n_samples)
+
+
+def compile_specs(capability: int = 90) -> list:
+    """The shipping compilations (`ragged_kernels.aot.KernelSpec`) for an architecture: the sampler at 196
+    and 576 tokens, the stage kernel at the head counts of DeiT-tiny/S/B."""
+    args = dict(SCORES="*fp32", VALID="*i8", KEEP="*i8", M="i32", R="i32", stride_s="i32", stride_v="i32",
+                stride_k="i32", tiny="fp32")
+    chunk = chunk_for(capability)
+    specs = [KernelSpec(f"ats sampler BLOCK={b}", _ats_sample_fwd_kernel, args, dict(BLOCK=b, CHUNK=chunk),
+                        dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]
+    stage = dict(SCORES="*fp32", VNORM="*fp32", CU="*i32", KEEP="*i8", N="i32", H="i32", R="i32", n_rows="i32",
+                 stride_sb="i32", stride_sh="i32", stride_k="i32", tiny="fp32")
+    specs += [KernelSpec(f"ats stage H_PAD={h} BLOCK={b}", _ats_stage_fwd_kernel, stage,
+                         dict(H_PAD=h, BLOCK=b, CHUNK=chunk), dict(num_warps=4 if b <= 256 else 8))
+              for h, b in ((16, 256), (8, 256), (4, 64), (16, 1024))]
+    return specs
 
 
 __all__ = ["ats_keep_fused", "ats_keep_op", "ats_stage_fused", "ats_stage_op"]

@@ -5,7 +5,7 @@ for each series, compares the medians of every pair of runs from the given commi
 kernel code is the same), printing the largest relative difference per series and the share of
 pairs under a threshold.
 
-Usage: python scripts/aa_spread.py RESULTS_DIR SHA [SHA ...] [--also RESULTS_DIR ...]
+Usage: python -m tools.aa_spread RESULTS_DIR SHA [SHA ...] [--also RESULTS_DIR ...]
                                    [--bench REGEX] [--threshold 0.03]
 
 `--also` adds further results directories, e.g. a second run of the same commit on the same
@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import re
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ci.ingest import ingest_results_dir  # noqa: E402
-from ci.store import Store  # noqa: E402
+from ci.ingest import ingest_results_dir
+from ci.store import Store
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
   gpu    CUDA-graph replay of CALLS calls rotating over input sets larger than L2, CUDA events, / CALLS
   pack   pack + unpack at B=64, C=768 against a plain device copy of the same bytes (graph replay)
 
-Usage:  python scripts/bench_kernels.py [--sweep | --only-sweep | --variants] [--quick] [--json OUT.json]
+Usage:  python -m tools.bench_kernels [--sweep | --only-sweep | --variants] [--quick] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ragged_kernels import (  # noqa: E402
+from ragged_kernels import (
     fa2_varlen_attention,
     flex_attention_varlen,
     pack_tokens,
@@ -34,8 +32,8 @@ from ragged_kernels import (  # noqa: E402
     unpack_tokens,
     varlen_attn_attention,
 )
-from ragged_kernels.attention import fwd  # noqa: E402
-from ragged_kernels.attention.fwd import CONFIGS, AttnConfig, default_scale, ragged_attn_fwd  # noqa: E402
+from ragged_kernels.attention import fwd
+from ragged_kernels.attention.fwd import CONFIGS, AttnConfig, default_scale, ragged_attn_fwd
 
 HEADS, DIM = 12, 64
 L2_BYTES = 60 * 2**20
@@ -171,7 +169,7 @@ def table_host_breakdown(rows: list):
     q, k, v = sets[0]
     out = torch.empty_like(q)
     ragged_attention(q, k, v, cu, 197, out=out)
-    ck, function, metadata, consts, _ = next(iter(fwd._compiled.values()))
+    ck, function, metadata, consts, _ = fwd.compiled_launches()[0]
     ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu.data_ptr())
     grid_m = 197 // 64 + 1
     stream = torch._C._cuda_getCurrentRawStream(0)
@@ -520,9 +518,9 @@ def main() -> int:
         return 2
     torch.manual_seed(0)
     p = torch.cuda.get_device_properties(0)
-    from ragged_kernels.attention import interface  # noqa: PLC0415
+    from ragged_kernels import launch_path
 
-    launch = "native" if interface._NATIVE is not None else "python"
+    launch = launch_path()
     print(f"# {p.name}, torch {torch.__version__}, triton {__import__('triton').__version__}, "
           f"SMs {p.multi_processor_count}, ragged_attention launch path: {launch}")
     rows: list = []

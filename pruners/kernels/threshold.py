@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from pruners.ats_triton import _image_tokens, _ordered_bits
-from ragged_kernels.runtime import INTERPRET, traceable_op
+from pruners.kernels.ats_sampling import _image_tokens, _ordered_bits
+from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
 
 
 @triton.jit
@@ -46,7 +46,7 @@ def _image_keep(NORMS, CU, THR, b, N, n_rows, min_keep, cap, BLOCK: tl.constexpr
 
 
 @triton.jit
-def _threshold_count_kernel(NORMS, CU, THR, COUNTS, N, n_rows, min_keep, cap, BLOCK: tl.constexpr):
+def _threshold_count_fwd_kernel(NORMS, CU, THR, COUNTS, N, n_rows, min_keep, cap, BLOCK: tl.constexpr):
     """Pass 1 under a batch budget: each image's kept count (non-CLS) into COUNTS[b]."""
     b = tl.program_id(0)
     keep, order, inb = _image_keep(NORMS, CU, THR, b, N, n_rows, min_keep, cap, BLOCK)
@@ -54,7 +54,7 @@ def _threshold_count_kernel(NORMS, CU, THR, COUNTS, N, n_rows, min_keep, cap, BL
 
 
 @triton.jit
-def _threshold_keep_kernel(
+def _threshold_keep_fwd_kernel(
     NORMS, CU, THR, KEEP, COUNTS, N, n_rows, min_keep, cap, stride_k, n_images, budget,
     BLOCK: tl.constexpr, BUDGET: tl.constexpr, BLOCK_B: tl.constexpr, LEVEL_STEPS: tl.constexpr,
 ):
@@ -130,10 +130,10 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
     counts = keep8  # unread without a budget
     if budget is not None and budget < b * cap:
         counts = torch.empty(b, dtype=torch.int32, device=norms.device)
-        _threshold_count_kernel[(b,)](*args, counts, n, norms.shape[0], min_keep, cap, BLOCK=block, num_warps=warps)
+        _threshold_count_fwd_kernel[(b,)](*args, counts, n, norms.shape[0], min_keep, cap, BLOCK=block, num_warps=warps)
     else:
         budget = None
-    _threshold_keep_kernel[(b,)](
+    _threshold_keep_fwd_kernel[(b,)](
         *args, keep8, counts, n, norms.shape[0], min_keep, cap, keep8.stride(0), b, 0 if budget is None else budget,
         BLOCK=block, BUDGET=budget is not None, BLOCK_B=triton.next_power_of_2(b) if budget is not None else 1,
         LEVEL_STEPS=n.bit_length() + 1, num_warps=warps,
@@ -151,6 +151,25 @@ def threshold_keep_op(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen:
                       min_keep: int, cap: int | None, budget: int | None) -> torch.Tensor:
     """`threshold_keep_fused` as a custom op: what a compiled graph calls."""
     return threshold_keep_fused(norms, cu_seqlens, max_seqlen, threshold, min_keep, cap, budget)
+
+
+def compile_specs() -> list:
+    """The shipping compilations (`ragged_kernels.aot.KernelSpec`): counts and decision at 196 and 576
+    tokens, with and without a batch budget."""
+    base = dict(NORMS="*fp32", CU="*i32", THR="*fp32")
+    args = dict(**base, KEEP="*i8", COUNTS="*i32", N="i32", n_rows="i32", min_keep="i32", cap="i32", stride_k="i32",
+                n_images="i32", budget="i32")
+    count_args = dict(**base, COUNTS="*i32", N="i32", n_rows="i32", min_keep="i32", cap="i32")
+    specs = []
+    for b in (256, 1024):
+        warps = dict(num_warps=4 if b <= 256 else 8)
+        specs.append(KernelSpec(f"threshold-L2 counts BLOCK={b}", _threshold_count_fwd_kernel, count_args,
+                                dict(BLOCK=b), warps))
+        for budget, block_b in ((False, 1), (True, 64), (True, 256)):
+            specs.append(KernelSpec(f"threshold-L2 stage BLOCK={b} budget={budget} BLOCK_B={block_b}",
+                                    _threshold_keep_fwd_kernel, args,
+                                    dict(BLOCK=b, BUDGET=budget, BLOCK_B=block_b, LEVEL_STEPS=11), warps))
+    return specs
 
 
 __all__ = ["threshold_keep_fused", "threshold_keep_op"]

@@ -8,47 +8,33 @@ output) and latency (call + sync) for the Python path, the native path and FA2 v
 in one process, with native/FA2 ratios (issue 3 targets: host <= 0.33x, latency <= 0.5x at 80%
 pruning). Builds the extension first (~1 min).
 
-Usage: python scripts/bench_native_launch.py
+Usage: python -m tools.bench_native_launch
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from pathlib import Path
 
 os.environ["RAGGED_KERNELS_LAUNCH"] = "native"  # read when ragged_kernels is imported
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
+import torch
 
 
 def main() -> int:
     if not torch.cuda.is_available():
         print("bench_native_launch: needs a CUDA GPU", file=sys.stderr)
         return 2
-    from bench_kernels import fmt_us, host_cost, latency, lengths_for  # noqa: PLC0415
-
-    from ragged_kernels import fa2_varlen_attention, ragged_attention
-    from ragged_kernels.attention import interface, native
+    from ragged_kernels import fa2_varlen_attention, forced_launch_path, ragged_attention
+    from ragged_kernels.attention import native
+    from tools.bench_kernels import fmt_us, host_cost, latency, lengths_for
 
     mod = native.module()
     if mod is None:
         print("native entry point did not build (see the warning above)", file=sys.stderr)
         return 3
-    @contextlib.contextmanager
-    def python_path():
-        """ragged_attention through the Python launch path (interface._NATIVE = None) inside."""
-        interface._NATIVE = None
-        try:
-            yield
-        finally:
-            interface._NATIVE = mod
-
     def run_python_path(*args):
-        with python_path():
+        with forced_launch_path("python"):
             return ragged_attention(*args)
 
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}\n")
@@ -85,7 +71,7 @@ def main() -> int:
             h, lat = {}, {}
             impls = (("python", ragged_attention), ("native", ragged_attention), ("fa2", fa2_varlen_attention))
             for name, impl in impls:
-                with python_path() if name == "python" else contextlib.nullcontext():
+                with forced_launch_path(name):
                     h[name] = host_cost(lambda impl=impl, args=args: impl(*args))
                     lat[name] = latency(lambda impl=impl, args=args: impl(*args))
             print(f"| {batch} | {keep} | {fmt_us(h['python'])} | {fmt_us(h['native'])} | {fmt_us(h['fa2'])} | "

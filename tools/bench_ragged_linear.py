@@ -13,23 +13,19 @@ next to the dense model (same seeded weights and images; median of 30 synchronis
 With `--sweep`, also the GPU time of a few tile configs per layer at kept 0.5 (the default tiles
 are an unswept guess).
 
-Usage: python scripts/bench_ragged_linear.py [--batch 32] [--sweep] [--models]
+Usage: python -m tools.bench_ragged_linear [--batch 32] [--sweep] [--models]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from bench_kernels import gpu_time  # noqa: E402  (graph replay of 20 calls, events, median)
-
-from ragged_kernels.linear import ragged_linear  # noqa: E402
+from ragged_kernels.linear import ragged_linear
+from tools.bench_kernels import gpu_time  # graph replay of 20 calls, events, median
 
 LAYERS = {
     "qkv": (768, 2304, False),
@@ -116,7 +112,7 @@ def sweep_table(rows: int) -> None:
 
 def models_table(batch: int) -> None:
     """images/s of DeiT-B 224 graph mode per pruner: cuBLAS linears vs ragged_linear, and dense."""
-    from benchmarks._models import images_per_s_and_peak
+    from benchmarks.model_runs import images_per_s_and_peak
     from pruners import build_pruned_model, synthetic_images
 
     images = synthetic_images(batch, 224, seed=0).half().cuda()

@@ -2,28 +2,24 @@
 
 Prints (1) the sampler alone: GPU time per call (CUDA-graph replay of 20 calls, events) and host
 cost (200 back-to-back calls before the sync) of `pruners.ats.ats_keep` and
-`pruners.ats_triton.ats_keep_fused` at DeiT geometries, with a check that both keep the same tokens;
+`pruners.kernels.ats_sampling.ats_keep_fused` at DeiT geometries, with a check that both keep the same tokens;
 (2) with `--models`, images/s of DeiT-B 224 (and DeiT-B 384 at the smaller batch) in graph mode with
 the ATS pruner on each sampler, next to the dense model (same seeded weights and images; median of
 30 synchronised replays, as the asv EndToEnd class).
 
-Usage: python scripts/bench_ats_sampler.py [--models] [--batch 32]
+Usage: python -m tools.bench_ats_sampler [--models] [--batch 32]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-from bench_kernels import fmt_us, gpu_time, host_cost  # noqa: E402
-
-from pruners.ats import ats_keep  # noqa: E402
-from pruners.ats_triton import ats_keep_fused  # noqa: E402
+from pruners.ats import ats_keep
+from pruners.kernels.ats_sampling import ats_keep_fused
+from tools.bench_kernels import fmt_us, gpu_time, host_cost
 
 
 def _row(batch: int, m: int, r: int) -> str:
@@ -52,7 +48,7 @@ def sampler_table() -> None:
 
 
 def models_table(batch: int) -> None:
-    from benchmarks._models import images_per_s_and_peak
+    from benchmarks.model_runs import images_per_s_and_peak
     from pruners import build_pruned_model, create_pruner, synthetic_images
 
     for name, b in (("deit_base_patch16_224", batch), ("deit_base_patch16_384", max(1, batch // 4))):

@@ -3,7 +3,7 @@
 # with its own fresh .venv. The clone (~6 GB with its virtualenv) is deleted afterwards, pass or
 # fail, so repeated checks do not fill the disk (a full disk once failed CI's pip install).
 #
-#   bash scripts/ci_clean_clone.sh [REV]       # log: $TMPDIR/ci-clean-clone.log
+#   bash tools/ci_clean_clone.sh [REV]       # log: $TMPDIR/ci-clean-clone.log
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 rev=${1:-main}

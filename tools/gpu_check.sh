@@ -8,8 +8,8 @@
 #       --platform manylinux2014_x86_64 -d .whl NAME==VERSION
 # Runs the gpu-marked tests, then the short kernel benchmark table. Full logs go to $OUT if set.
 #
-#   OUT=/tmp/gpu-out bash scripts/gpu_check.sh            # tests + kernel table
-#   GPU_CHECK_STEPS="tests" bash scripts/gpu_check.sh      # only the tests
+#   OUT=/tmp/gpu-out bash tools/gpu_check.sh            # tests + kernel table
+#   GPU_CHECK_STEPS="tests" bash tools/gpu_check.sh      # only the tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -41,7 +41,7 @@ for step in $STEPS; do
             | tee "$OUT/gpu-tests.log" | tail -n 15
         [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     kernels)
-        "$PYTHON" scripts/bench_kernels.py ${BENCH_ARGS:-} --json "$OUT/bench_kernels.json" 2>&1 \
+        "$PYTHON" tools/bench_kernels.py ${BENCH_ARGS:-} --json "$OUT/bench_kernels.json" 2>&1 \
             | tee "$OUT/bench_kernels.md"
         [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     *)

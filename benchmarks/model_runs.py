@@ -18,9 +18,11 @@ from typing import Any
 from . import timing
 from .timing import WARMUP_MAX_S, WARMUP_S, warm_up  # noqa: F401  (WARMUP_MAX_S: re-exported)
 
-# Backends whose forward reads a device value on the host, which CUDA-graph capture forbids:
-# nested_sdpa (NestedTensor construction reads cu_seqlens[-1]) and padded_sdpa (the padded length).
-NOT_CAPTURABLE = frozenset({"nested_sdpa", "padded_sdpa"})
+# Backends whose forward reads a device value on the host, which CUDA-graph capture forbids: nested_sdpa
+# (NestedTensor construction reads cu_seqlens[-1]). padded_sdpa reads the padded length in its eager
+# form; graph mode builds it padded to the capacity instead (`build_pruned_model(graph=True)`, from
+# 2026-12-01 on; earlier commits skip).
+NOT_CAPTURABLE = frozenset({"nested_sdpa"})
 
 
 def build_model(torch: Any, model_name: str, pruner_name: str, backend: str, dtype: Any) -> Any:
@@ -57,6 +59,11 @@ def build_cpu(model_name: str, pruner_name: str, backend: str) -> Any:
 
 
 _PRUNERS: dict[tuple[str, str], Any] = {}  # (model, pruner) -> a bound, calibrated pruner (CPU, fp32)
+
+
+def bound_pruner(model_name: str, pruner_name: str) -> Any:
+    """The pruner `build_cpu` passes for (model, pruner): the calibrated copy when one was kept, else a new one."""
+    return _PRUNERS.get((model_name, pruner_name)) or timing.require_attr("pruners", "create_pruner")(pruner_name)
 
 
 def images(torch: Any, batch: int, resolution: int, seed: int = 7) -> Any:
@@ -136,7 +143,7 @@ def images_per_s_and_peak(
     # first cases of a process measured up to 2x slow (DeiT-S B 1 eager, triton first: 105-110
     # images/s against 160-206 for the next backends, H200 sessions 3 and 4) while the card idled
     # through each model build in between. 0.3 s fixed removed that in the suite (session 5), but
-    # scripts/bench_ats_sampler.py still read dense DeiT-B B 32, its first model, at 6,345 images/s
+    # tools/bench_ats_sampler.py still read dense DeiT-B B 32, its first model, at 6,345 images/s
     # after 0.3 s against 9,321 at the end of the same process (same model object). Why is not measured
     # (rising clocks is a guess); waiting for steady chunk times covers any transient under WARMUP_MAX_S.
     warm_up(torch, run, warmup_s)
@@ -175,17 +182,7 @@ def guarded(results: dict, key: str, compute: Callable[[], dict], seconds: dict[
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - t0
 
 
-def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
-    """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
-    spent in cases, and the slowest cases; also append it to the file `RAGGED_SETUP_LOG` names.
-
-    asv shows a setup_cache's output only when it fails, so `python -m ci run` sets RAGGED_SETUP_LOG
-    and prints the file's lines after asv finishes: a suite that got slower says which class and
-    case took the time."""
-    top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
-    line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
-            "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
-    print(line, file=file if file is not None else sys.stderr, flush=True)
+def _append_setup_log(line: str) -> None:
     log = os.environ.get("RAGGED_SETUP_LOG")
     if log:
         try:
@@ -193,6 +190,27 @@ def report_setup(label: str, seconds: dict[str, float], total: float, file=None)
                 fh.write(line + "\n")
         except OSError:
             pass  # a diagnostic only: never fail a benchmark over it
+
+
+def report_case(label: str, done: int, total: int, key: str, seconds: float) -> None:
+    """One finished case of a setup_cache, appended to the file `RAGGED_SETUP_LOG` names (not printed:
+    asv would show it only on failure). `python -m ci run` echoes the file's new lines while asv
+    runs, so a long setup_cache shows progress instead of a silent minute."""
+    _append_setup_log(f"[setup] {label} {done}/{total}: {key} {seconds:.1f} s")
+
+
+def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
+    """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
+    spent in cases, and the slowest cases; also append it to the file `RAGGED_SETUP_LOG` names.
+
+    asv shows a setup_cache's output only when it fails, so `python -m ci run` sets RAGGED_SETUP_LOG
+    and prints the file's lines as they come: a suite that got slower says which class and case
+    took the time."""
+    top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
+    line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
+            "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
+    print(line, file=file if file is not None else sys.stderr, flush=True)
+    _append_setup_log(line)
     return line
 
 

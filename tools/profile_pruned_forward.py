@@ -11,7 +11,7 @@ forward, and each category's pruned/dense ratio. Eager kernels take the same dev
 graph-mode replay; graph mode removes only the launch gaps. `--graph` also times a graph replay
 (events) and prints the sum of kernel times next to it; the difference is idle GPU time.
 
-Usage: python scripts/profile_pruned_forward.py [--model deit_base_patch16_224] [--batch 64]
+Usage: python -m tools.profile_pruned_forward [--model deit_base_patch16_224] [--batch 64]
            [--pruners threshold_l2 dynamicvit evit ats] [--calibrated-capacity] [--graph] [--ops N]
 """
 
@@ -22,9 +22,6 @@ import functools
 import re
 import sys
 from collections import defaultdict
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # First match wins: attention before GEMM (FlashAttention's kernels are GEMM-like), the library's own
 # Triton kernels by name before the generic classes.
@@ -33,7 +30,8 @@ CATEGORIES: list[tuple[str, re.Pattern]] = [
     for name, pattern in [
         ("attention", r"flash|fmha|_ragged_attn|attention|efficient_attn"),
         ("pack", r"_pack_unpack|_segment_count"),
-        ("decision kernel", r"_ats_keep|_ats_stage|_threshold_keep|_threshold_count"),  # the pruners' fused decisions
+        # the pruners' fused decisions
+        ("decision kernel", r"_ats_sample|_ats_keep|_ats_stage|_threshold_keep|_threshold_count"),
         ("cls probe", r"_cls_scores"),
         ("gemm", r"gemm|cutlass|xmma|cublas|_ragged_linear|matmul|wgmma|nvjet"),
         ("layernorm", r"layer_?norm"),  # ragged_layer_norm included

@@ -1,15 +1,8 @@
-"""scripts/profile_pruned_forward.py's bookkeeping on kernel names the H200 prints (no GPU needed)."""
-
-import importlib.util
-from pathlib import Path
+"""tools/profile_pruned_forward.py's bookkeeping on kernel names the H200 prints (no GPU needed)."""
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "profile_pruned_forward", Path(__file__).resolve().parents[2] / "scripts" / "profile_pruned_forward.py"
-)
-ppf = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ppf)
+from tools import profile_pruned_forward as ppf
 
 
 @pytest.mark.parametrize(
@@ -22,11 +15,11 @@ _spec.loader.exec_module(ppf)
         ("_ragged_attn_fwd_kernel", "attention"),
         ("_pack_unpack_kernel", "pack"),
         ("_segment_count_kernel", "pack"),
-        ("_ats_keep_kernel", "decision kernel"),
-        ("_ats_stage_kernel", "decision kernel"),
-        ("_threshold_keep_kernel", "decision kernel"),
+        ("_ats_sample_fwd_kernel", "decision kernel"),
+        ("_ats_stage_fwd_kernel", "decision kernel"),
+        ("_threshold_keep_fwd_kernel", "decision kernel"),
         ("_ragged_layer_norm_kernel", "layernorm"),
-        ("_cls_scores_kernel", "cls probe"),
+        ("_cls_scores_fwd_kernel", "cls probe"),
         ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>", "layernorm"),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", "gelu"),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>>", "elementwise"),

@@ -1,4 +1,4 @@
-"""The GPU-only scripts, on a machine without one: a clear message and exit status 2, no traceback."""
+"""The GPU-only tools, on a machine without one: a clear message and exit status 2, no traceback."""
 
 import os
 import subprocess
@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU_SCRIPTS = ["bench_ats_sampler.py", "bench_kernels.py", "bench_native_launch.py", "bench_ragged_linear.py",
-               "profile_pruned_forward.py",
-               "profile_end_to_end_setup.py"]
+GPU_SCRIPTS = ["bench_ats_sampler", "bench_kernels", "bench_native_launch", "bench_ragged_linear",
+               "profile_pruned_forward", "profile_end_to_end_setup"]
 
 
 @pytest.mark.parametrize("script", GPU_SCRIPTS)
@@ -21,7 +20,7 @@ def test_gpu_script_without_cuda_says_so(script):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / script)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", f"tools.{script}"], capture_output=True, text=True,
                        cwd=ROOT, env=env, timeout=300)
     assert r.returncode == 2, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and ("GPU" in r.stderr or "CUDA" in r.stderr), r.stderr[-2000:]

@@ -20,11 +20,11 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
 
 
 @triton.jit
-def _cls_scores_kernel(
+def _cls_scores_fwd_kernel(
     Q, K, CU, OUT, R, N, scale,
     stride_qr, stride_qh, stride_kr, stride_kh, stride_ob, stride_oh,
     HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -84,7 +84,7 @@ def cls_scores_packed(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor
     if b <= 0 or max_seqlen <= 0 or h == 0:
         return out
     block = min(128, max(16, triton.next_power_of_2(max_seqlen)))
-    _cls_scores_kernel[(b, h, triton.cdiv(max_seqlen, block))](
+    _cls_scores_fwd_kernel[(b, h, triton.cdiv(max_seqlen, block))](
         q, k, cu_seqlens, out, r, max_seqlen, float(scale),
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), out.stride(0), out.stride(1),
         HEAD_DIM=d, BLOCK_N=block, num_warps=4,
@@ -103,6 +103,15 @@ def cls_scores_op(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, ma
                   scale: float) -> torch.Tensor:
     """`cls_scores_packed` as a custom op: what a compiled graph calls."""
     return cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
+
+
+def compile_specs() -> list:
+    """The shipping compilations (`ragged_kernels.aot.KernelSpec`): fp16 q/k, every supported head dim, the
+    widest and narrowest key block `cls_scores_packed` picks."""
+    args = dict(Q="*fp16", K="*fp16", CU="*i32", OUT="*fp32", R="i32", N="i32", scale="fp32", stride_qr="i32",
+                stride_qh="i32", stride_kr="i32", stride_kh="i32", stride_ob="i32", stride_oh="i32")
+    return [KernelSpec(f"CLS scores D{d} BLOCK_N={b}", _cls_scores_fwd_kernel, args, dict(HEAD_DIM=d, BLOCK_N=b),
+                       dict(num_warps=4)) for d in (32, 64, 128) for b in (16, 128)]
 
 
 __all__ = ["cls_scores_op", "cls_scores_packed", "supported"]

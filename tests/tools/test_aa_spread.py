@@ -1,8 +1,7 @@
-"""scripts/aa_spread.py on the recorded H200 data: the A/A figures in docs/performance.md come from it."""
+"""tools/aa_spread.py on the recorded H200 data: the A/A figures in docs/performance.md come from it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -10,10 +9,9 @@ S3 = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-s3"
 
 
 def _aa_spread():
-    spec = importlib.util.spec_from_file_location("aa_spread", ROOT / "scripts" / "aa_spread.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tools import aa_spread
+
+    return aa_spread
 
 
 def _rows(out: str) -> dict[str, str]:
