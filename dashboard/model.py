@@ -37,10 +37,12 @@ from ci.records import (
 from ci.verdicts import (
     MAX_ABS_DIFF_LIMIT,
     TOP1_AGREEMENT_LIMIT,
+    ChangePoint,
     Suspect,
     SuspectState,
     change_points,
     commit_levels,
+    detect_all,
     noise_thresholds,
     suspects_from_levels,
 )
@@ -403,7 +405,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    _add_history_verdicts(series, raw, acks, regressions)
+    _add_history_verdicts(series, raw, acks, regressions, _stored_change_points(store, branch))
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -426,16 +428,19 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_FORK_INPUT: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]] = {}
+_FORK_INPUT: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray, list[ChangePoint] | None]] = {}
 
 
 _Judged = tuple[list[Any], list[Suspect], list[float]]
 
 
-def _judge(results: list[Result], shas: list[str], levels: np.ndarray) -> _Judged:
-    """A series' change points, suspicions and per-commit noise thresholds (one more at the end:
-    what the next commit will need, from a placeholder level after the newest)."""
-    cps = change_points(results)
+def _judge(results: list[Result], shas: list[str], levels: np.ndarray, cps: list[ChangePoint] | None = None
+           ) -> _Judged:
+    """A series' change points (computed here unless given), suspicions and per-commit noise
+    thresholds (one more at the end: what the next commit will need, from a placeholder level after
+    the newest)."""
+    if cps is None:
+        cps = change_points(results)
     thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
     return cps, suspects_from_levels(results[0].benchmark, results[0].machine, shas, levels, cps), thresholds
 
@@ -445,14 +450,15 @@ def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Ju
 
 
 def _judge_all(
-    inputs: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]],
+    inputs: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray, list[ChangePoint] | None]],
 ) -> dict[tuple[str, str], _Judged]:
-    """Change points (`ci.verdicts.change_points`), suspicions and noise thresholds of every
-    series, over all CPUs this process may use.
+    """Change points (`ci.verdicts.change_points`, where not already known), suspicions and noise
+    thresholds of every series, over all CPUs this process may use.
 
-    Change points are most of a full render's CPU (5.4 ms per 1,000-commit series on an idle box,
-    2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are
-    split across forked workers; without fork (macOS/Windows) or for few series they run here.
+    Computed here, change points were most of a full render's CPU (5.4 ms per 1,000-commit series
+    on an idle box, 2026-11-29; a store that keeps states now gives them, docs/performance.md
+    "Dashboard render"); the work is independent per series, so it is split across forked workers;
+    without fork (macOS/Windows) or for few series it runs here.
     """
     global _FORK_INPUT
     keys = sorted(inputs)
@@ -478,8 +484,28 @@ def _levels(s: Series, raw: list[Result]) -> tuple[list[str], np.ndarray]:
     return commit_levels(raw)
 
 
+def _stored_change_points(store: StoreReader, branch: str | None) -> dict[tuple[str, str], list[ChangePoint]] | None:
+    """Every series' change points from `ci.verdicts.detect_all` over a store that keeps the
+    detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), by (series key, machine);
+    None for a store without them (each series is then computed from its results).
+
+    `detect_all` reads only the runs after its stored states and saves the extended states back, so a
+    render after one new commit examines that commit's tail of each series, not 1,000 commits of 500
+    series; its answer is exactly that of `change_points` over the series' current-version results
+    (ci.verdicts.history; `tests/dashboard/test_store.py` compares the two through the dashboard).
+    """
+    names = ("series_columns", "change_point_states", "save_change_point_states")
+    if not all(callable(getattr(store, name, None)) for name in names):
+        return None
+    out: dict[tuple[str, str], list[ChangePoint]] = defaultdict(list)
+    for cp in detect_all(store, branch=branch):  # type: ignore[arg-type]
+        out[(cp.benchmark.key, cp.machine)].append(cp)
+    return out
+
+
 def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
-                          acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
+                          acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression],
+                          stored: dict[tuple[str, str], list[ChangePoint]] | None = None) -> None:
     inputs = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
@@ -487,7 +513,7 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
             continue
         shas, levels = _levels(s, raw[key])
         if levels.size:
-            inputs[key] = (raw[key], shas, levels)
+            inputs[key] = (raw[key], shas, levels, None if stored is None else stored.get(key, []))
     found = _judge_all(inputs)
     for s in series:
         key = (s.benchmark.key, s.machine)

@@ -1,13 +1,14 @@
 """Benchmark script (not a test): the dashboard's render time and size on a large history, this
 checkout against a baseline checkout (today's code) in one run.
 
-Builds a synthetic history (default 1,000 commits x 500 series on one machine, 10 samples per
-result; the generator is `tools.fixtures.synthetic_store`), copies it into a real `ci.store.Store`
-(SQLite) and a second store holding one commit more (through the real ingest path). Then, for each
-checkout in turn, in its own process with that checkout's code: a full render into an empty
-folder, a re-render with nothing new, and a re-render from the store with one new commit. Prints a
-table with both and their ratio, the machine's load average, and the site's sizes (what a static
-host serves; the dashboard's bookkeeping files, dot-named, apart).
+For each checkout in turn, in its own process with that checkout's code (`tools.fixtures` and
+`ci.store` included, so each reads a store its own code wrote): build a synthetic history (default
+1,000 commits x 500 series on one machine, 10 samples per result; `tools.fixtures.synthetic_store`,
+the same for both), copy it into a real `ci.store.Store` (SQLite; not timed), then time a full
+render into an empty folder, a re-render with nothing new, and, after one more commit is ingested
+into that same store through the real ingest path (as a push job does), a re-render. Prints a table
+with both and their ratio, the machine's load average, and the site's sizes (what a static host
+serves; the dashboard's bookkeeping files, dot-named, apart).
 
     .venv/bin/python -m tools.bench_render [--commits 1000] [--series 500] [--baseline-rev REV | --baseline DIR]
 
@@ -24,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,17 +61,32 @@ def step(name, db, out):
     return {"step": name, "wall": wall, "cpu": used, "load": load, "written": st.pages_written,
             "unchanged": st.pages_unchanged, "bytes_written": st.bytes_written}
 
-db, db_next, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+from tools.fixtures import ingest_commits, next_commit, synthetic_store, to_sqlite
+
+commits, series, machines, samples = (int(a) for a in sys.argv[1:5])
+db, out = sys.argv[5], Path(sys.argv[6])
+Path(db).unlink(missing_ok=True)
+t = time.perf_counter()
+mem = synthetic_store(commits, series // machines, machines=machines, samples=samples)
+to_sqlite(mem, db).close()
+built = time.perf_counter() - t
 rows = [step("full", db, out)]
 rows[0].update(sizes(out))
 rows.append(step("nothing new", db, out))
-rows.append(step("one new commit", db_next, out))
-print(json.dumps({"code": str(Path(dashboard.__file__).resolve().parents[1]), "rows": rows}))
+new = next_commit(mem)
+with Store(db) as store:  # the same store gets one more commit, as on a push
+    t = time.perf_counter()
+    ingest_commits(store, mem, [new.sha])
+    ingested = time.perf_counter() - t
+rows.append(step("one new commit", db, out))
+print(json.dumps({"code": str(Path(dashboard.__file__).resolve().parents[1]), "rows": rows,
+                  "results": len(mem.result_list), "built": built, "ingested": ingested}))
 """
 
 
-def _measure(tree: Path, db: Path, db_next: Path, out: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(db), str(db_next), str(out)], cwd=tree,
+def _measure(tree: Path, args: argparse.Namespace, db: Path, out: Path) -> dict:
+    sizes = [str(n) for n in (args.commits, args.series, args.machines, args.samples)]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, *sizes, str(db), str(out)], cwd=tree,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"render in {tree} failed:\n{proc.stderr[-3000:]}")
@@ -96,27 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=Path, help="a checkout of today's code (instead of --baseline-rev)")
     ap.add_argument("--work", type=Path, help="folder for the stores and sites (default: a temporary folder)")
     args = ap.parse_args(argv)
-    from tools.fixtures import ingest_commits, next_commit, synthetic_store, to_sqlite
-
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-render-"))
     work.mkdir(parents=True, exist_ok=True)
-    t = time.perf_counter()
-    mem = synthetic_store(args.commits, args.series // args.machines, machines=args.machines, samples=args.samples)
-    print(f"history: {len(mem.commit_list)} commits x {len(mem.benchmark_list)} benchmarks x "
-          f"{len(mem.machine_list)} machines = {len(mem.result_list)} results ({time.perf_counter() - t:.1f} s)")
-    db, db_next = work / "history.sqlite", work / "history-next.sqlite"
-    for p in (db, db_next):
-        p.unlink(missing_ok=True)
-    t = time.perf_counter()
-    to_sqlite(mem, str(db)).close()
-    shutil.copyfile(db, db_next)
-    from ci.store import Store
-
-    new = next_commit(mem)
-    with Store(str(db_next)) as nxt:
-        ingest_commits(nxt, mem, [new.sha])
-    print(f"stores: {db} and {db_next} (+1 commit) in {time.perf_counter() - t:.1f} s")
-
+    load_before = os.getloadavg()
     baseline, made = args.baseline, None
     if args.baseline_rev:
         made = work / "baseline"
@@ -128,35 +125,21 @@ def main(argv: list[str] | None = None) -> int:
         for name, tree in (("today", baseline), ("this checkout", ROOT)):
             if tree is None:
                 continue
-            out = work / f"site-{name.replace(' ', '-')}"
+            slug = name.replace(" ", "-")
+            out = work / f"site-{slug}"
             shutil.rmtree(out, ignore_errors=True)
             print(f"measuring {name} ({tree}) ...", flush=True)
-            results[name] = _measure(tree, db, db_next, out)["rows"]
+            got = _measure(tree, args, work / f"history-{slug}.sqlite", out)
+            print(f"  {got['results']} results; store built in {got['built']:.1f} s, one commit ingested in "
+                  f"{got['ingested']:.1f} s (neither timed as render)", flush=True)
+            results[name] = got["rows"]
     finally:
         if made is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(made)], cwd=ROOT, check=False)
-    # What a render after one new commit cannot skip today: the store's read of every result and
-    # the change points of every series (both being made faster and incremental in ci.store and
-    # ci.verdicts.history; the dashboard calls them as they are).
-    from ci.records import Kind
-    from ci.verdicts import change_points
-
-    with Store(str(db_next)) as nxt:
-        load, t = os.getloadavg()[0], time.perf_counter()
-        everything = nxt.results()
-        read = time.perf_counter() - t
-    by_series: dict[tuple[str, str], list] = {}
-    for r in everything:
-        if r.benchmark.kind != Kind.CORRECTNESS:
-            by_series.setdefault((r.benchmark.key, r.machine), []).append(r)
-    t = time.perf_counter()
-    for rs in by_series.values():
-        change_points(rs)
-    cps = time.perf_counter() - t
+    load_after = os.getloadavg()
     names = list(results)
-    print(f"\n{args.commits} commits x {args.series} series, SQLite store, {os.cpu_count()} CPUs")
-    print(f"inside every render that reads the store: store.results() {read:.1f} s (load {load:.1f}); "
-          f"change points of {len(by_series)} series {cps:.1f} s on one CPU (this checkout runs them on all)")
+    print(f"\n{args.commits} commits x {args.series} series, SQLite store, {os.cpu_count()} CPUs; load average "
+          f"{' '.join(f'{x:.2f}' for x in load_before)} before, {' '.join(f'{x:.2f}' for x in load_after)} after")
     header = ["", *names] + (["ratio"] if len(names) == 2 else [])
     lines = []
     for i, step in enumerate(("full render", "re-render, nothing new", "after one new commit")):

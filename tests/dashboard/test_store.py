@@ -71,3 +71,44 @@ def test_nothing_new_reads_no_results(tmp_path: Path, monkeypatch: pytest.Monkey
         assert render_site(store, tmp_path / "site", title="Other").pages_written == pages
     finally:
         store.close()
+
+
+def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A render from a `ci.store.Store` takes its change points from `detect_all`'s kept states (a
+    render after one commit extends them by that commit) and shows what the per-series computation
+    over the results shows, on a history with steps on two machines."""
+    import dashboard.model as model
+    from ci.verdicts import HistorySettings
+
+    mem = synthetic_store(n_commits=40, n_series=6, machines=2)
+    store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    try:
+        def marks(snap: model.Snapshot) -> dict[tuple[str, str], list[model.ChangeMark]]:
+            return {(s.benchmark.key, s.machine): s.changes for s in snap.series}
+
+        from_mem = marks(model.load_snapshot(mem))
+        from_db = marks(model.load_snapshot(store))
+        assert from_db == from_mem
+        assert sum(len(c) for c in from_db.values()) >= 4  # series 2 and 3 step on both machines
+        assert store.change_point_states("", HistorySettings().fingerprint)  # the render kept them
+
+        new = next_commit(mem, slower=1.5)
+        ingest_commits(store, mem, [new.sha])
+        seen: list[int] = []
+        real = model.detect_all
+
+        def counting(source: object, **kw: object) -> object:
+            seen.append(1)
+            return real(source, **kw)
+
+        def refuse(*_: object, **__: object) -> None:
+            raise AssertionError("a series' change points computed from its results, not the kept states")
+
+        with monkeypatch.context() as m:
+            m.setattr(model, "change_points", refuse)
+            m.setattr(model, "detect_all", counting)
+            after = marks(model.load_snapshot(store))
+        assert seen == [1]
+        assert after == marks(model.load_snapshot(mem))
+    finally:
+        store.close()
