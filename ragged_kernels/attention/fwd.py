@@ -136,11 +136,12 @@ def table_config(head_dim: int, max_seqlen: int, pairs: int, dtype: torch.dtype,
 
 
 @triton.jit
-def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                STRIDE_KT: tl.constexpr, STRIDE_VT: tl.constexpr, BLOCK_N: tl.constexpr,
-                MASKED: tl.constexpr, UPCAST: tl.constexpr):
+def attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+               STRIDE_KT: tl.constexpr, STRIDE_VT: tl.constexpr, BLOCK_N: tl.constexpr,
+               MASKED: tl.constexpr, UPCAST: tl.constexpr):
     """One key block of the online softmax: scores, running max and sum, rescaled accumulator.
-    MASKED is off for full blocks (no bounds test, no -inf fill)."""
+    MASKED is off for full blocks (no bounds test, no -inf fill). Public for the structural variants
+    measured against this kernel (tools/attention_variants.py)."""
     o_n = start_n + tl.arange(0, BLOCK_N)
     m_n = o_n < seqlen
     p_k = p_k0 + o_n[None, :] * STRIDE_KT + o_d[:, None]
@@ -229,11 +230,11 @@ def _ragged_attn_fwd_kernel(
     # Full key blocks without masks, then the rest in (narrower) masked tail blocks.
     n_full = (seqlen // BLOCK_N) * BLOCK_N
     for start_n in range(0, n_full, BLOCK_N):
-        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
+        b_m, b_l, b_acc = attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                     STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
     for start_n in range(n_full, seqlen, TAIL_N):
-        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
+        b_m, b_l, b_acc = attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                     STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
 
     b_o = b_acc / b_l[:, None]
     p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
