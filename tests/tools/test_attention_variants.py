@@ -14,11 +14,11 @@ from tools import attention_variants as av
 HEADS, DIM = 2, 32
 
 
-def _inputs(lengths, dtype=torch.float16, seed=0):
+def _inputs(lengths, device, dtype=torch.float16, seed=0):
     g = torch.Generator().manual_seed(seed)
     total = sum(lengths)
-    qkv = torch.randn(total, 3, HEADS, DIM, generator=g).to(dtype)
-    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
+    qkv = torch.randn(total, 3, HEADS, DIM, generator=g).to(dtype=dtype, device=device)
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device=device)
     q, k, v = qkv.unbind(1)
     return q, k, v, cu
 
@@ -28,41 +28,43 @@ LENGTHS = [[5, 0, 37, 1], [40]]
 
 @pytest.mark.parametrize("lengths", LENGTHS)
 @pytest.mark.parametrize("programs", [1, 3, 64])
-def test_persistent_matches_reference(lengths, programs):
-    q, k, v, cu = _inputs(lengths)
+def test_persistent_matches_reference(lengths, programs, device):
+    q, k, v, cu = _inputs(lengths, device)
     cap = max(lengths)
     out = torch.full_like(q, float("nan"))
     av.persistent(q, k, v, cu, cap, default_scale(DIM), out, AttnConfig(16, 16, 4, 1, TAIL_N=8), programs)
     torch.testing.assert_close(out.float(), ragged_attention_ref(q, k, v, cu), atol=2e-3, rtol=0)
 
 
-def test_persistent_clamps_bad_cu_seqlens():
-    q, k, v, _ = _inputs([12])
-    cu = torch.tensor([0, 50, 3], dtype=torch.int32)  # past the buffer, then backwards
+def test_persistent_clamps_bad_cu_seqlens(device):
+    q, k, v, _ = _inputs([12], device)
+    cu = torch.tensor([0, 50, 3], dtype=torch.int32, device=device)  # past the buffer, then backwards
     out = torch.zeros_like(q)
     av.persistent(q, k, v, cu, 64, default_scale(DIM), out, AttnConfig(16, 16, 4, 1), 4)
-    clamped = torch.tensor([0, 12, 12], dtype=torch.int32)
+    clamped = torch.tensor([0, 12, 12], dtype=torch.int32, device=device)
     torch.testing.assert_close(out.float(), ragged_attention_ref(q, k, v, clamped), atol=2e-3, rtol=0)
 
 
 @pytest.mark.parametrize("lengths", LENGTHS)
-def test_short_chain_config_matches_reference(lengths):
-    q, k, v, cu = _inputs(lengths)
+def test_short_chain_config_matches_reference(lengths, device):
+    q, k, v, cu = _inputs(lengths, device)
     out = torch.empty_like(q)
     av.short_chain(q, k, v, cu, max(lengths), default_scale(DIM), out, AttnConfig(16, 64, 4, 1, TAIL_N=64))
     torch.testing.assert_close(out.float(), ragged_attention_ref(q, k, v, cu), atol=2e-3, rtol=0)
 
 
 @pytest.mark.parametrize("lengths", LENGTHS)
-def test_tma_matches_reference(lengths):
-    q, k, v, cu = _inputs(lengths)
+def test_tma_matches_reference(lengths, device):
+    if device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA descriptors need sm_90")
+    q, k, v, cu = _inputs(lengths, device)
     out = torch.zeros_like(q)
     av.tma(q, k, v, cu, max(lengths), default_scale(DIM), out, block_m=16, block_n=16)
     torch.testing.assert_close(out.float(), ragged_attention_ref(q, k, v, cu), atol=2e-3, rtol=0)
 
 
 def test_tma_refuses_fp32_and_split_heads():
-    q, k, v, cu = _inputs([8])
+    q, k, v, cu = _inputs([8], "cpu")
     with pytest.raises(ValueError, match="fp16/bf16"):
         av.tma(q.float(), k.float(), v.float(), cu, 8, 1.0, torch.empty(q.shape))
     qt = q.transpose(1, 2).contiguous().transpose(1, 2)  # heads not contiguous within a row
