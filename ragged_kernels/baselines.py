@@ -165,7 +165,9 @@ def nested_sdpa_attention(
     """NestedTensor (jagged) + SDPA. Rows past `cu_seqlens[-1]` come back as zeros.
 
     The jagged values must be exactly the covered rows, so this reads `cu_seqlens[-1]` back (a
-    host sync); NestedTensor's own dispatch costs milliseconds per call anyway (kernels.md §2c).
+    host sync); NestedTensor's own dispatch costs milliseconds per call anyway (2.5-6 ms of host time per
+    call against ~10 us of GPU time, measured before 2026-11-29: a Python tensor subclass whose every op
+    goes through `__torch_dispatch__`).
     """
     try:
         if cu_seqlens.shape[0] == 1:  # no images: nothing to attend (NestedTensor needs at least one)

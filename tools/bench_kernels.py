@@ -1,4 +1,5 @@
-"""Kernel benchmark table for issue 3 (run on a CUDA machine): our Triton ragged attention against
+"""Kernel benchmark table (run on a CUDA machine; the tables of docs/performance.md "Kernel GPU time"
+come from it): our Triton ragged attention against
 FlashAttention-2 varlen and the other baselines, side by side in one run, reported as ratios.
 
 Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
@@ -429,13 +430,13 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     (every pair's first query tile before any second one; the same grid) lost: B 4 x 99 0.84 -> 0.87,
     B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed. Splitting each tile's
     keys over 2-4 programs merged in the kernel (partials in a workspace, an acq_rel counter, the last
-    program merges; commit 41bd1de, 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
+    program merges; commit 41bd1de, log 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
     B 4 x 99 0.85 -> 1.07-1.09; removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
     if head_dim == 128:
-        # Head dim 128 keeps session 1's (64, 64, 4 warps, 2 stages) with a full-width tail: never
-        # swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
+        # Head dim 128 keeps the first config of 2026-11-29 (64, 64, 4 warps, 2 stages) with a full-width
+        # tail: never swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
         return table + [
             AttnConfig(64, 64, 4, 2, TAIL_N=16),
             AttnConfig(64, 32, 4, 3, TAIL_N=16),
@@ -445,7 +446,7 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
             AttnConfig(128, 32, 8, 3, TAIL_N=16),
             AttnConfig(64, 128, 8, 2, TAIL_N=32),
         ]
-    # Session 8: the table's configs are register-bound on sm_90 (64 x 32: 93 registers, 5 programs per SM;
+    # H200, 2026-11-29: the table's configs are register-bound on sm_90 (64 x 32: 93 registers, 5 programs per SM;
     # 64 x 64: 120, 4 per SM), and B 32 x 99 tokens needs 768 programs against 660 slots: two waves.
     # A register cap of 80 (no spill in ptxas) gives 6 per SM (792 slots); 96 on 64 x 64 gives 5 where
     # shared memory allows it (2 stages).
@@ -471,7 +472,7 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
 
 
 def variant_sweep(rows: list, time_box: float = 240.0):
-    """Kernel variants (tail width, K layout) x configs on the issue's uniform points, per bucket."""
+    """Kernel variants (tail width, K layout) x configs on the uniform points of VARIANT_POINTS, per bucket."""
     t_start = time.perf_counter()
     points = _sweep_points(VARIANT_POINTS)
     print(f"\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%), {HEADS} heads x {DIM}")
@@ -566,7 +567,7 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="also sweep kernel configs")
     ap.add_argument("--only-sweep", action="store_true")
     ap.add_argument("--variants", action="store_true",
-                    help="only the kernel-variant sweep (tail width, K layout) on the issue's points")
+                    help="only the kernel-variant sweep (tail width, K layout) on its own uniform points")
     ap.add_argument("--head-dim", type=int, choices=(32, 64, 128), default=64,
                     help="with --variants: the head dim swept, at DeiT-B's width (768 / head dim heads)")
     ap.add_argument("--quick", action="store_true")
@@ -576,7 +577,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.head_dim != 64 and not args.variants:
-        ap.error("--head-dim applies to --variants only (the issue's tables are at 12 heads x 64)")
+        ap.error("--head-dim applies to --variants only (the kernel tables are at 12 heads x 64)")
     global HEADS, DIM
     HEADS, DIM = 768 // args.head_dim, args.head_dim
     if not torch.cuda.is_available():

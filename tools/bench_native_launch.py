@@ -5,8 +5,8 @@ Prints (1) a check over dtypes x head dims x ragged batches with q/k/v as stride
 buffer: native output == Python-path output, bit for bit, and the native path really launched;
 (2) host cost per call (µs, 200 back-to-back calls before the sync, every call allocating its
 output) and latency (call + sync) for the Python path, the native path and FA2 varlen, side by side
-in one process, with native/FA2 ratios (issue 3 targets: host <= 0.33x, latency <= 0.5x at 80%
-pruning). Builds the extension first (~1 min).
+in one process, with native/FA2 ratios (targets: host <= 0.33x, latency <= 0.5x at 80% pruning;
+docs/performance.md "Kernel targets"). Builds the extension first (~1 min).
 
 Usage: python -m tools.bench_native_launch
 """
