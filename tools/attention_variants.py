@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.attention.fwd import LOG2E, AttnConfig, attn_block, ragged_attn_fwd
+from ragged_kernels.attention.fwd import LOG2E, AttnConfig, attn_tile, ragged_attn_fwd, segment_bounds
 
 # ---------------------------------------------------------------------------------------------------
 # Persistent programs over a device-side work list
@@ -56,7 +56,6 @@ def persistent_attn_kernel(
     incl = tl.cumsum(tiles, 0)
     excl = incl - tiles
     n_work = tl.sum(tiles, 0) * HEADS
-    o_d = tl.arange(0, HEAD_DIM)
     for w in range(pid, n_work, nprog):
         t = w // HEADS
         i_h = w % HEADS
@@ -65,27 +64,8 @@ def persistent_attn_kernel(
         bos = tl.sum(tl.where(sel, starts, 0), 0)
         seqlen = tl.sum(tl.where(sel, lens, 0), 0)
         start_m = (t - tl.sum(tl.where(sel, excl, 0), 0)) * BLOCK_M
-        o_m = start_m + tl.arange(0, BLOCK_M)
-        m_m = o_m < seqlen
-        p_q = Q + (bos + o_m)[:, None] * STRIDE_QT + i_h.to(tl.int64) * STRIDE_QH + o_d[None, :]
-        b_q = tl.load(p_q, mask=m_m[:, None], other=0.0)
-        if UPCAST:
-            b_q = b_q.to(tl.float32)
-        b_m = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-        b_l = tl.zeros([BLOCK_M], dtype=tl.float32)
-        b_acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-        p_k0 = K + bos * STRIDE_KT + i_h.to(tl.int64) * STRIDE_KH
-        p_v0 = V + bos * STRIDE_VT + i_h.to(tl.int64) * STRIDE_VH
-        n_full = (seqlen // BLOCK_N) * BLOCK_N
-        for start_n in range(0, n_full, BLOCK_N):
-            b_m, b_l, b_acc = attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                         STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
-        for start_n in range(n_full, seqlen, TAIL_N):
-            b_m, b_l, b_acc = attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                         STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
-        b_o = b_acc / b_l[:, None]
-        p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
-        tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
+        attn_tile(Q, K, V, Out, bos, seqlen, start_m, i_h, sm_scale_log2, STRIDE_QT, STRIDE_QH, STRIDE_KT,
+                  STRIDE_KH, STRIDE_VT, STRIDE_VH, STRIDE_OT, STRIDE_OH, HEAD_DIM, BLOCK_M, BLOCK_N, UPCAST, TAIL_N)
 
 
 def persistent(q, k, v, cu_seqlens, max_seqlen, scale, out, cfg: AttnConfig, programs: int):
@@ -160,11 +140,9 @@ def tma_attn_kernel(
     i_bh = tl.program_id(1)
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
-    bos = tl.load(CU + i_b)
-    eos = tl.load(CU + i_b + 1)
-    bos = tl.minimum(tl.maximum(bos, 0), total_tokens)
-    eos = tl.minimum(tl.maximum(eos, bos), total_tokens)
-    seqlen = eos - bos
+    bos, seqlen = segment_bounds(CU, i_b, total_tokens)
+    bos = bos.to(tl.int32)  # descriptor offsets are 32-bit
+    seqlen = seqlen.to(tl.int32)
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:
         return
