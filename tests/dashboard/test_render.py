@@ -200,6 +200,41 @@ def test_removed_pages_and_foreign_files(tmp_path: Path) -> None:
     assert (tmp_path / "CNAME").read_text() == "perf.example.org"
 
 
+def test_only_files_inside_the_output_folder_are_ever_removed(tmp_path: Path) -> None:
+    """The manifest lives in the output folder, so whoever can write there can list any path in it:
+    an absolute path, `..`, a symlinked folder leading out, a symlink, a folder. None of them is
+    removed, whatever the manifest says; a stale page of our own still is."""
+    import json
+
+    from dashboard.writer import MANIFEST
+
+    out, outside = tmp_path / "site", tmp_path / "outside"
+    outside.mkdir()
+    victims = {name: outside / name for name in ("abs.txt", "dotdot.txt", "via-link.txt", "target.txt")}
+    for victim in victims.values():
+        victim.write_text("keep me")
+    store = synthetic_store(n_commits=6, n_series=3)
+    render_site(store, out)
+    (out / "escape").symlink_to(outside, target_is_directory=True)
+    (out / "a-link.html").symlink_to(victims["target.txt"])
+    (out / "a-folder").mkdir()
+    (out / "stale.html").write_text("an old page of ours")
+    manifest = json.loads((out / MANIFEST).read_text())
+    entry = {"input": "x", "output": "y", "size": 1}
+    for rel in (str(victims["abs.txt"]), "../outside/dotdot.txt", "commit/../../outside/dotdot.txt",
+                "escape/via-link.txt", "a-link.html", "a-folder", "stale.html", "", "./stale.html"):
+        manifest["pages"][rel] = entry
+    manifest["pages"]["not-a-dict.html"] = 5  # a damaged entry is ignored, not a crash
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    stats = render_site(store, out)
+    assert all(v.read_text() == "keep me" for v in victims.values())
+    assert (out / "a-link.html").is_symlink() and (out / "a-folder").is_dir()
+    assert not (out / "stale.html").exists() and stats.pages_removed == 1
+    assert set(json.loads((out / MANIFEST).read_text())["pages"]) == {
+        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and not p.is_symlink()
+        and p.name != MANIFEST and not p.name.startswith(".")}
+
+
 def test_damaged_page_is_rewritten(tmp_path: Path) -> None:
     store = synthetic_store(n_commits=6, n_series=3)
     render_site(store, tmp_path)
