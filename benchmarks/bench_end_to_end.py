@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from . import _models, _replay, timing
+from . import _models, _replay, declare, timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
 MODES = ["eager", "graph", "compile"]
@@ -143,6 +143,7 @@ class _EndToEndBase(_replay.Replayed):
         return float(self.samples["peak_bytes"])
 
     track_peak_memory.unit = "bytes"
+    track_peak_memory.direction = declare.LOWER
 
     def time_forward(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> None:
         """Seconds per synchronised forward of the preset's batch (images/s = batch / this)."""

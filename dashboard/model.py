@@ -30,6 +30,7 @@ from ci.records import (
     Verdict,
     current_version,
 )
+from ci.records import is_worse as records_is_worse
 from ci.verdicts import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, change_points
 
 # Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
@@ -405,14 +406,14 @@ def is_worse(ratio: float, direction: Direction) -> bool | None:
         direction: which way is better.
 
     Returns:
-        True when worse beyond NEUTRAL_BAND, False when better beyond it, None inside it or
-        when the ratio is not finite.
+        True when worse beyond NEUTRAL_BAND, False when better beyond it, None inside it, when
+        the ratio is not finite or when the direction is unknown.
     """
     if not math.isfinite(ratio):
         return None
     if abs(ratio - 1.0) <= NEUTRAL_BAND:
         return None
-    return (ratio > 1.0) == (direction == Direction.LOWER)
+    return records_is_worse(direction, ratio)  # None for an unknown direction: shown, never judged
 
 
 def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:

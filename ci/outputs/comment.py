@@ -3,18 +3,20 @@
 Layout (after asv-perch's and conbench's comments, shared/reference/ci-services.md §2):
 a hidden sticky marker, a one-line verdict, an outcome count table, then, most important first:
 the correctness gates that failed, benchmarks that failed to run on head, regressions, series
-not measured on head, changes past the threshold that the statistics could not confirm,
-improvements; collapsed: the gates that passed, other inconclusive series, new series, unchanged
-series; the environment and a dashboard link.
+not measured on head, changes past the threshold that the statistics could not confirm, series
+whose benchmark declares no direction (their change is shown, never judged), improvements;
+collapsed: the gates that passed, other inconclusive series, new series, unchanged series; the
+environment and a dashboard link.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
 lowest priority first, with an "N more" line; markdown is never cut mid-table.
 
 Everything a contributor controls (benchmark names and parameters, units, machine and
 environment values, reasons that quote them) is rendered inert: names and values as code spans
-(any backticks in them fenced), other text with markdown's punctuation escaped and a zero-width
-space after `@` and `#`, so it can neither close a table, link, embed an image, nor mention
-anyone or reference an issue.
+(any backticks in them fenced; GitHub links nothing inside a code span), other text with
+markdown's punctuation escaped and a zero-width space wherever GitHub would otherwise autolink or
+reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close a table,
+link, embed an image, nor mention anyone or reference an issue.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from ci.records import MISSING_ON_HEAD, NEW_SERIES, Kind, Outcome, Result, StoreReader, Verdict
+from ci.records import MISSING_ON_HEAD, NEW_SERIES, UNKNOWN_DIRECTION, Kind, Outcome, Result, StoreReader, Verdict
 
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
@@ -39,6 +41,10 @@ _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p",
 _GATE_HEADER = ("", "Benchmark", "Params", "Value", "Limit", "Result")
 _NOTE_HEADER = ("Benchmark", "Params", "Base", "Why")
 _MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~])")
+# What GitHub turns into a link or a reference in plain text, and where a zero-width space breaks
+# it: mentions (@user, team@org), issue references (#1, GH-1), bare URLs (any scheme://) and
+# `www.` (cmark-gfm's autolink extension, which GitHub runs on comments).
+_AUTOLINKS = re.compile(r"(@|#|:(?=//)|www(?=\.)|GH(?=-\d))", re.IGNORECASE)
 
 
 def _code(text: object) -> str:
@@ -54,9 +60,10 @@ def _code(text: object) -> str:
 
 def _text(text: object) -> str:
     """Plain text that renders as itself: markdown punctuation escaped (no link, image, emphasis,
-    HTML or table break), a zero-width space after `@` and `#` (no mention, no issue reference)."""
+    HTML or table break), a zero-width space after `@`, `#`, the `:` of `://`, `www` before its
+    dot and `GH` before `-1` (no mention, no issue reference, no autolinked URL)."""
     t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
-    return t.replace("@", "@\u200b").replace("#", "#\u200b")
+    return _AUTOLINKS.sub("\\1\u200b", t)
 
 
 def format_value(value: float, unit: str) -> str:
@@ -87,8 +94,10 @@ def format_value(value: float, unit: str) -> str:
 def _ratio(v: Verdict) -> str:
     if not math.isfinite(v.ratio):
         return "n/a"
-    # asv's "~": a change past the threshold that the statistics could not confirm.
-    tilde = "~" if v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0) else ""
+    # asv's "~": a change past the threshold that the statistics could not confirm (a series of
+    # unknown direction is inconclusive for another reason: its own section says which).
+    tilde = "~" if (v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0)
+                    and not v.reason.startswith(UNKNOWN_DIRECTION)) else ""
     return f"{tilde}{v.ratio:.3f}×"
 
 
@@ -165,14 +174,15 @@ def _headline(n: Mapping[str, int]) -> str:
         f"{n[key]} {label}" for key, label in (
             ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
             ("regressed", "regression(s)"), ("missing", "not measured on head"),
-            ("unconfirmed", "unconfirmed change(s)"), ("improved", "improvement(s)"),
+            ("unconfirmed", "unconfirmed change(s)"), ("unknown", "of unknown direction"),
+            ("improved", "improvement(s)"),
             ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
         ) if n[key]
     ]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
     if n["gates_failed"] or n["failed"] or n["regressed"]:
         return f"**❌ Performance check failed:** {detail}."
-    if n["missing"] or n["unconfirmed"]:
+    if n["missing"] or n["unconfirmed"] or n["unknown"]:
         return f"**🟡 No regression confirmed; look at the series below:** {detail}."
     if n["inconclusive"]:
         return f"**🟡 No regression found, some series need more samples:** {detail}."
@@ -234,11 +244,11 @@ def render_comment(
     gates_passed = [v for v in all_gates if v.outcome == Outcome.UNCHANGED]
     perf = [v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS]
     groups: dict[str, list[Verdict]] = {k: [] for k in (
-        "failed", "regressed", "missing", "unconfirmed", "improved", "inconclusive", "new", "unchanged")}
+        "failed", "regressed", "missing", "unconfirmed", "unknown", "improved", "inconclusive", "new", "unchanged")}
     for v in perf:
         if v.outcome == Outcome.INCONCLUSIVE:
-            key = "missing" if v.reason.startswith(MISSING_ON_HEAD) else "unconfirmed" if _unconfirmed(v) else (
-                "inconclusive")
+            key = "missing" if v.reason.startswith(MISSING_ON_HEAD) else "unknown" if v.reason.startswith(
+                UNKNOWN_DIRECTION) else "unconfirmed" if _unconfirmed(v) else "inconclusive"
         elif v.outcome == Outcome.UNCHANGED and v.reason == NEW_SERIES:
             key = "new"
         else:
@@ -259,6 +269,7 @@ def render_comment(
         "regressed": (_PERF_HEADER, [_perf_row(v) for v in groups["regressed"]]),
         "missing": (_NOTE_HEADER, [_note_row(v) for v in groups["missing"]]),
         "unconfirmed": (_PERF_HEADER, [_perf_row(v) for v in groups["unconfirmed"]]),
+        "unknown": (_PERF_HEADER, [_perf_row(v) for v in groups["unknown"]]),
         "improved": (_PERF_HEADER, [_perf_row(v) for v in groups["improved"]]),
         "gates_passed": (_GATE_HEADER, [_gate_row(v) for v in gates_passed]),
         "inconclusive": (_PERF_HEADER, [_perf_row(v) for v in groups["inconclusive"]]),
@@ -271,6 +282,7 @@ def render_comment(
         ("gates_failed", "❌ Correctness gates failed"), ("failed", "❌ Failed to run on head"),
         ("regressed", "🔴 Regressions"), ("missing", "⚠️ Not measured on head"),
         ("unconfirmed", "🟡 Changes past the threshold, not confirmed (measure more samples)"),
+        ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`)"),
         ("improved", "🟢 Improvements"),
     )
     folded = (
@@ -309,7 +321,7 @@ def render_comment(
     body = build()
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
-    for name in ("unchanged", "new", "inconclusive", "gates_passed", "improved", "unconfirmed", "missing",
+    for name in ("unchanged", "new", "inconclusive", "gates_passed", "improved", "unknown", "unconfirmed", "missing",
                  "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body

@@ -310,6 +310,12 @@ class StoreReads:
         with self.engine.connect() as conn, conn.begin():
             return {digest: sha for digest, sha in conn.execute(stmt)}
 
+    def run_keys(self) -> dict[str, str]:
+        """sha256 of every ingested result file -> its run key ("machine/commit/environment"): ingest
+        tells, without parsing a known file, which run it holds."""
+        with self.engine.connect() as conn, conn.begin():
+            return dict(conn.execute(select(RunRow.digest, RunRow.run_key)).all())
+
     def counts(self) -> dict[str, int]:
         """Row counts per table (ingest summaries and tests)."""
         tables = {

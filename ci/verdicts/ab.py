@@ -31,7 +31,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ci.records import FAILED_ON_HEAD, MISSING_ON_HEAD, NEW_SERIES, Benchmark, Direction, Kind, Outcome, Result, Verdict
+from ci.records import (
+    FAILED_ON_HEAD,
+    MISSING_ON_HEAD,
+    NEW_SERIES,
+    UNKNOWN_DIRECTION,
+    Benchmark,
+    Direction,
+    Kind,
+    Outcome,
+    Result,
+    Verdict,
+    is_worse,
+)
 from ci.verdicts.gates import correctness_gates
 from ci.verdicts.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, finite, mwu_pvalue, relative_sigma
 
@@ -147,10 +159,6 @@ def _pooled(rs: list[Result], side: str) -> tuple[np.ndarray, str, str]:
     if len(shas) > 1:
         raise ValueError(f"{side}: series {rs[0].benchmark.key!r} has results from several commits {sorted(shas)}")
     return finite(s for r in rs for s in r.samples), rs[0].commit_sha, ",".join(sorted(machines))
-
-
-def _worse(benchmark: Benchmark, ratio: float) -> bool:
-    return ratio > 1.0 if benchmark.direction == Direction.LOWER else ratio < 1.0
 
 
 def _machine_of(rs: list[Result]) -> str:
@@ -303,6 +311,8 @@ def _measure(
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
         return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
     ratio = hm / bm
+    if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
+        return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
     floor = settings.floor_for(bench.key)
     sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
     threshold = min(settings.max_threshold, max(floor, settings.noise_k * sigma))
@@ -326,8 +336,22 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     significant = p_adj < settings.alpha
     pct = f"{(p.ratio - 1) * 100:+.1f}%"
     stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%"
-    if significant and beyond:
-        outcome = Outcome.REGRESSED if _worse(p.benchmark, p.ratio) else Outcome.IMPROVED
+    if p.benchmark.direction == Direction.UNKNOWN:
+        # Neither better nor worse can be said: the change is reported with its size, never judged.
+        # Only an interval inside the band on both sides is "unchanged", whichever way is better.
+        if significant and beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold and significant"
+        elif beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold but not significant"
+        elif ci_high > hi_band or ci_low < lo_band:
+            outcome, how = Outcome.INCONCLUSIVE, "within the threshold but the interval reaches beyond it"
+        else:
+            outcome, how = Outcome.UNCHANGED, "interval within the threshold on both sides"
+        reason = f"{pct} {how}: {stat}"
+        if outcome == Outcome.INCONCLUSIVE:
+            reason = f"{UNKNOWN_DIRECTION}; {reason}"
+    elif significant and beyond:
+        outcome = Outcome.REGRESSED if is_worse(p.benchmark.direction, p.ratio) else Outcome.IMPROVED
         reason = f"{pct} beyond the threshold and significant: {stat}"
     elif beyond:
         outcome = Outcome.INCONCLUSIVE
