@@ -28,6 +28,7 @@ from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.store import DEFAULT_DB, StoreError, StoreLimitError
+from ci.text import printable
 
 
 class Unavailable(RuntimeError):
@@ -102,9 +103,10 @@ def _silence_stdout() -> None:
 
 
 def _print_verdicts(verdicts: Sequence[Any]) -> None:
-    for v in verdicts:
+    for v in verdicts:  # a series key comes from benchmark code: printable, so it cannot forge or repaint a line
         ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
-        print(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}" + (f"  ({v.reason})" if v.reason else ""))
+        reason = f"  ({v.reason})" if v.reason else ""
+        print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{reason}"))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -190,7 +192,7 @@ def cmd_ack(args: argparse.Namespace) -> int:
     with _open(args) as store:
         ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
     with _reader_may_leave():
-        print(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}")
+        print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
     return EXIT_OK
 
 
@@ -298,12 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("error: the output pipe was closed before the command finished", file=sys.stderr)
         return EXIT_ERROR
     except (Unavailable, StoreError, StoreLimitError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback
         if os.environ.get("CI_DEBUG"):
             raise
-        print(f"error: {_one_line(exc, getattr(args, 'db', None))}", file=sys.stderr)
+        print(f"error: {printable(_one_line(exc, getattr(args, 'db', None)))}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -9,8 +9,8 @@ Layout read (asv `docs/source/dev.rst`, `asv/results.py`):
 
 Anything asv itself could not load raises `AsvFormatError` naming the file and the problem.
 Every file is read by `read_file`: a regular file only (a FIFO, a device or a symlink to one is
-refused unopened or unread), at most a size cap, and file names in messages go through
-`quote_path`, so no name can forge a line of output. No SQLAlchemy, no torch.
+refused unread), at most a size cap, and file names in messages go through `ci.text.quote_path`,
+so no name can forge a line of output. No SQLAlchemy, no torch.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ci.records import Direction, Kind, ParsedRun, declared_semantics
+from ci.text import quote_path
 
 RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
@@ -39,45 +40,10 @@ MAX_BENCHMARKS_BYTES = 64 * 2**20
 MAX_SMALL_BYTES = 2**20  # machine.json, the GPU sidecar
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 class AsvFormatError(ValueError):
     """An asv file is missing, truncated or not in the format asv 0.6 writes."""
-
-
-def printable(text: str) -> str:
-    """`text` with every character that is not printable (newlines, carriage returns, terminal
-    escapes, bidirectional controls) written as a C-style escape: one line that shows what it holds."""
-    if text.isprintable():
-        return text
-    return "".join(_escape(ch) for ch in text)
-
-
-def _escape(ch: str) -> str:
-    if ch in _ESCAPES:
-        return _ESCAPES[ch]
-    if ch.isprintable():
-        return ch
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def quote_path(path: str | os.PathLike[str]) -> str:
-    """A file name as messages show it: as it is when every character is printable, else in double
-    quotes with C-style escapes (as git's `core.quotePath` does), so a name holding a newline, a
-    carriage return or a terminal escape can neither forge a line of output nor repaint one.
-
-    Args:
-        path: any path.
-
-    Returns:
-        One line of printable text; `quote_path(p) == str(p)` for ordinary names.
-    """
-    text = os.fspath(path)
-    if text.isprintable() and '"' not in text and "\\" not in text and text == text.strip():
-        return text
-    return '"' + "".join(_escape(ch) if ch not in '"\\' else "\\" + ch for ch in text) + '"'
 
 
 def read_file(path: Path, limit: int) -> bytes:

@@ -37,10 +37,10 @@ from ci.ingest.asv_files import (
     BenchmarkInfo,
     check_version,
     parse_json,
-    quote_path,
     read_file,
 )
 from ci.records import Benchmark, Direction, Kind, ParsedPoint, ParsedRun
+from ci.text import quote_path
 
 _STAT_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected

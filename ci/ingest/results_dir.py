@@ -32,8 +32,6 @@ from ci.ingest.asv_files import (
     iter_result_files,
     load_benchmarks_json,
     load_machine_json,
-    printable,
-    quote_path,
     read_file,
     read_gpu_sidecar,
     with_sidecar,
@@ -41,6 +39,7 @@ from ci.ingest.asv_files import (
 from ci.ingest.parse import parse_result_file
 from ci.records import Commit, Machine, ParsedRun
 from ci.store import Store, StoreLimitError, error_line
+from ci.text import printable, quote_path
 
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
 

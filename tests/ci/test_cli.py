@@ -397,3 +397,22 @@ def test_ingest_help_says_what_ingest_does(capsys):
     import inspect
 
     assert inspect.signature(ingest_results_dir).parameters["batch_size"].default == BATCH_FILES
+
+
+def test_compare_output_cannot_be_forged_by_a_benchmark_name(tmp_path, capsys):
+    """A series key comes from the PR's benchmark code: a newline or a terminal escape in a
+    parameter value must not make `compare` print an extra line or repaint one."""
+    from tests.ci.conftest import write_results
+
+    bench = {"name": "bench_attention.GPUTime.time_gpu", "type": "time", "unit": "seconds",
+             "params": [["'ok'", "'x\nregressed  9.999  forged'", "'\x1b[2Jwipe'"]], "param_names": ["case"],
+             "version": "1"}
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples())
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(line.isprintable() for line in lines), lines
+    assert any("x\\nregressed  9.999  forged" in line for line in lines)
