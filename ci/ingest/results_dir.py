@@ -187,14 +187,14 @@ def _store_failure(path: Path, exc: Exception) -> str:
 class _Unchanged:
     """A result file whose bytes were ingested before."""
 
-    digest: str
+    commit_sha: str
 
 
 def _read_run(
     path: Path,
     benchmarks: dict[str, BenchmarkInfo],
     info: dict[str, str],
-    known_runs: dict[str, str],
+    known: dict[str, tuple[str, str]],
     claims: dict[str, tuple[Path, str]],
 ) -> FileOutcome | _Unchanged | tuple[ParsedRun, dict[str, str], dict[str, str]]:
     """One result file read, parsed and checked inside one boundary: (run, machine info, sidecar)
@@ -203,10 +203,10 @@ def _read_run(
     try:
         raw = read_file(path, MAX_RESULT_BYTES)
         digest = hashlib.sha256(raw).hexdigest()
-        run_key = known_runs.get(digest)
-        if run_key is not None:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
+        if digest in known:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
+            sha, run_key = known[digest]
             clash = _claim(claims, run_key, path, digest)
-            return clash or _Unchanged(digest)
+            return clash or _Unchanged(sha)
         run = parse_result_file(path, benchmarks, info, raw=raw)
         clash = _claim(claims, run.run_key, path, digest)
         if clash is not None:
@@ -282,8 +282,7 @@ def ingest_results_dir(
                 machine_infos[path.parent] = AsvFormatError(f"{where}: cannot be read ({error_line(exc)})")
 
     outcomes: list[FileOutcome] = []
-    known = store.run_digests()
-    known_runs = store.run_keys()
+    known = store.run_index()  # one query: a file another runner adds meanwhile is simply not known yet
     known_shas: list[str] = []
     # run key -> (first file in path order holding it, its digest): a second file with the same run
     # and other contents is an error, so two copies of one run never replace each other.
@@ -302,9 +301,9 @@ def ingest_results_dir(
                     message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
                 outcomes.append(_outcome(path, "error", message=message))
                 continue
-            item = _read_run(path, benchmarks, info, known_runs, claims)
+            item = _read_run(path, benchmarks, info, known, claims)
             if isinstance(item, _Unchanged):
-                known_shas.append(known[item.digest])
+                known_shas.append(item.commit_sha)
                 outcomes.append(_outcome(path, "unchanged"))
             elif isinstance(item, FileOutcome):
                 outcomes.append(item)

@@ -300,8 +300,10 @@ class _Client:
                           + ("; a POST may have posted: check the PR" if method == "POST" else ""))
 
     def _wait(self, seconds: float, method: str, what: str) -> None:
+        """Sleep before a retry, unless that would pass the deadline (then the retry is given up)."""
         if seconds >= self.deadline.remaining():
-            raise self._late(method, what)
+            raise self._fail(f"GitHub API {method} {what}: a retry in {seconds:.3g} s would pass the posting's "
+                             f"deadline of {self.deadline.seconds:g} s; gave up (try again later)")
         time.sleep(seconds)
 
     def request(self, method: str, url: str, payload: dict | None = None) -> tuple[Any, Any]:
