@@ -32,13 +32,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _models, timing
+from . import model_runs, timing
 
 _CALLS: dict[str, list[int]] = {}  # per process: measure|case -> [claimed chunk, calls so far]
 
 
 def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]]) -> dict:
-    """`{key: entry}` for every case of `params` (`_models.guarded`: values, skip or error).
+    """`{key: entry}` for every case of `params` (`model_runs.guarded`: values, skip or error).
 
     Args:
         params: the class's `params` (their product is the cases, e.g. (preset, backend)).
@@ -57,15 +57,19 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
         return {"_global": {"skip": str(exc)}}
     results: dict = {}
     seconds: dict[str, float] = {}
-    for case in itertools.product(*params):
-        _models.guarded(results, _models.key_of(case), lambda case=case: compute(*case), seconds)
+    cases = list(itertools.product(*params))
+    label = _caller_class()
+    for i, case in enumerate(cases, start=1):
+        key = model_runs.key_of(case)
+        model_runs.guarded(results, key, lambda case=case: compute(*case), seconds)
+        model_runs.report_case(label, i, len(cases), key, seconds[key])
     for key, entry in list(results.items()):
         deferred = {m: v for m, v in entry.get("values", {}).items() if callable(v)}
         if deferred:
-            _models.guarded(results, key, lambda entry=entry, deferred=deferred: {
+            model_runs.guarded(results, key, lambda entry=entry, deferred=deferred: {
                 **entry["values"], **{m: take() for m, take in deferred.items()}
             }, seconds)  # fmt: skip
-    _models.report_setup(_caller_class(), seconds, time.perf_counter() - t0)
+    model_runs.report_setup(label, seconds, time.perf_counter() - t0)
     return results
 
 
@@ -77,7 +81,7 @@ def _caller_class() -> str:
 
 def case_samples(cache: dict, case: tuple[str, ...]) -> dict:
     """The samples of one case; raises the case's skip (NotImplementedError) or error (RuntimeError)."""
-    return _models.entry_values(cache, _models.key_of(case))
+    return model_runs.entry_values(cache, model_runs.key_of(case))
 
 
 def _claim_chunk(key: str) -> int:
@@ -102,7 +106,7 @@ def replay(samples: dict, measure: str, case: tuple[str, ...], per_round: int) -
         case: the parameter tuple (names the counter).
         per_round: samples one process hands out (the class's `repeat`).
     """
-    key = measure + "|" + _models.key_of(case)
+    key = measure + "|" + model_runs.key_of(case)
     state = _CALLS.get(key)
     if state is None:
         state = _CALLS[key] = [_claim_chunk(key), 0]

@@ -12,12 +12,12 @@
   `python -m tools.check_grid` reports whether the decisions themselves agreed.
 - `KernelError`: max |error| of each attention backend on fp16 inputs against the fp32 oracle
   `ragged_kernels.attention.naive.ragged_attention_ref`.
-Both are computed once per commit in `setup_cache` (see `_models`).
+Both are computed once per commit in `setup_cache` (see `model_runs`).
 """
 
 from __future__ import annotations
 
-from . import _models, declare, timing
+from . import declare, model_runs, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
 
 REFERENCE_BACKEND = "padded_sdpa"
@@ -47,30 +47,30 @@ def model_matrix(models: list[str], pruners: list[str], backends: list[str]) -> 
     results: dict = {}
     for model_name in models:
         resolution = int(model_name.rsplit("_", 1)[1])
-        x = _models.images(torch, N_IMAGES, resolution).half()
+        x = model_runs.images(torch, N_IMAGES, resolution).half()
         for pruner in pruners:
             ref_entry: dict = {}
 
             def reference(model_name=model_name, pruner=pruner, x=x, ref_entry=ref_entry) -> dict:
-                model = _models.build_model(torch, model_name, pruner, REFERENCE_BACKEND, torch.float16)
+                model = model_runs.build_model(torch, model_name, pruner, REFERENCE_BACKEND, torch.float16)
                 with torch.inference_mode():
                     ref_entry["logits"] = model(x).float()
                 ref_entry["model"] = model
                 return {}
 
-            _models.guarded(results, "_ref", reference)
+            model_runs.guarded(results, "_ref", reference)
             ref_status = results.pop("_ref")
             for backend in backends:
-                key = _models.key_of((model_name, pruner, backend))
+                key = model_runs.key_of((model_name, pruner, backend))
                 if "values" not in ref_status:
                     results[key] = ref_status  # the reference is missing: so is every comparison
                     continue
 
                 def compare(model_name=model_name, pruner=pruner, backend=backend, x=x, ref_entry=ref_entry) -> dict:
-                    model = _models.build_model(torch, model_name, pruner, backend, torch.float16)
+                    model = model_runs.build_model(torch, model_name, pruner, backend, torch.float16)
                     return compare_with_reference(torch, model, ref_entry, x)
 
-                _models.guarded(results, key, compare)
+                model_runs.guarded(results, key, compare)
             ref_entry.clear()  # frees the reference model
             torch.cuda.empty_cache()
     return results
@@ -140,7 +140,7 @@ def kernel_matrix(presets: list[str], backends: list[str]) -> dict:
                 ref = oracle(q.float(), k.float(), v.float(), cu, p.tokens).float()
                 return {"max_abs_error": (out - ref).abs().max().item()}
 
-            _models.guarded(results, _models.key_of((preset_name, backend)), compute)
+            model_runs.guarded(results, model_runs.key_of((preset_name, backend)), compute)
     return results
 
 
@@ -150,9 +150,9 @@ class _ModelCorrectnessBase:
     rounds = 1  # deterministic values: a second round (another setup_cache per commit in a PR job) adds nothing
 
     def setup(self, cache: dict, model: str, pruner: str, backend: str) -> None:
-        key = _models.key_of((model, pruner, backend))
-        self.max_abs_diff = _models.lookup(cache, key, "max_abs_diff")
-        self.top1 = _models.lookup(cache, key, "top1_agreement")
+        key = model_runs.key_of((model, pruner, backend))
+        self.max_abs_diff = model_runs.lookup(cache, key, "max_abs_diff")
+        self.top1 = model_runs.lookup(cache, key, "top1_agreement")
 
     def track_max_abs_logit_diff(self, cache: dict, model: str, pruner: str, backend: str) -> float:
         return self.max_abs_diff
@@ -208,7 +208,7 @@ class KernelError:
     setup_cache.timeout = 300
 
     def setup(self, cache: dict, preset: str, backend: str) -> None:
-        self.error = _models.lookup(cache, _models.key_of((preset, backend)), "max_abs_error")
+        self.error = model_runs.lookup(cache, model_runs.key_of((preset, backend)), "max_abs_error")
 
     def track_max_abs_error(self, cache: dict, preset: str, backend: str) -> float:
         return self.error

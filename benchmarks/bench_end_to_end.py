@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from . import _models, _replay, declare, timing
+from . import _replay, declare, model_runs, timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
 MODES = ["eager", "graph", "compile"]
@@ -41,13 +41,13 @@ def _runner(torch, p, pruner: str, backend: str, mode: str, x, eager):
     if mode == "eager":
         return (lambda: eager(x)), None
     if mode == "graph" and backend not in BUILT_CAPTURED:
-        return _models.forward_runner(torch, eager, x, graph=True), None
+        return model_runs.forward_runner(torch, eager, x, graph=True), None
     if mode == "compile" and backend not in COMPILED_BACKENDS:
         raise NotImplementedError(f"compile is timed for {sorted(COMPILED_BACKENDS)} only (suite time)")
     build_pruned_model = timing.require_attr("pruners", "build_pruned_model")
     opts = {"graph": True, **({"compile": True} if mode == "compile" else {})}
     try:
-        model = build_pruned_model(p.model, _models.bound_pruner(p.model, pruner), backend, seed=0, **opts)
+        model = build_pruned_model(p.model, model_runs.bound_pruner(p.model, pruner), backend, seed=0, **opts)
     except (TypeError, ValueError) as exc:  # unknown option / not capturable at this commit
         raise NotImplementedError(f"{backend} {mode} not supported at this commit: {exc}") from exc
     model = model.to(device="cuda", dtype=torch.float16).eval()
@@ -71,7 +71,7 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
         modes: "eager" and/or "graph".
 
     Returns:
-        `{key: entry}` as described in `_models`; key = "preset|pruner|backend|mode".
+        `{key: entry}` as described in `model_runs`; key = "preset|pruner|backend|mode".
     """
     results: dict = {}
     seconds: dict[str, float] = {}
@@ -86,18 +86,18 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
     timing.warm_up_device(torch)
     for preset_name in presets:
         p = MODEL_PRESETS[preset_name]
-        x = _models.images(torch, p.batch, p.resolution).half()
+        x = model_runs.images(torch, p.batch, p.resolution).half()
         for backend in backends:
             for pruner in pruners[:1] if backend == "dense" else pruners:
                 try:
-                    model = _models.build_model(torch, p.model, pruner, backend, torch.float16)
+                    model = model_runs.build_model(torch, p.model, pruner, backend, torch.float16)
                 except NotImplementedError as exc:
                     for mode in modes:
-                        results[_models.key_of((preset_name, pruner, backend, mode))] = {"skip": str(exc)}
+                        results[model_runs.key_of((preset_name, pruner, backend, mode))] = {"skip": str(exc)}
                     continue
                 except Exception as exc:  # noqa: BLE001 - recorded per entry below
                     for mode in modes:
-                        results[_models.key_of((preset_name, pruner, backend, mode))] = {"error": repr(exc)}
+                        results[model_runs.key_of((preset_name, pruner, backend, mode))] = {"error": repr(exc)}
                     continue
                 for mode in modes:
 
@@ -106,7 +106,7 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
                             raise NotImplementedError(f"{backend} cannot be captured as a CUDA graph")
                         with torch.inference_mode():
                             run, compile_s = _runner(torch, p, pruner, backend, mode, x, model)
-                            ips, peak, times = _models.images_per_s_and_peak(torch, run, p.batch, reps=FORWARDS)
+                            ips, peak, times = model_runs.images_per_s_and_peak(torch, run, p.batch, reps=FORWARDS)
                             out = {"images_per_s": ips, "peak_bytes": peak, "time_forward": times}
                             if p.batch <= LATENCY_MAX_BATCH:
                                 lat = timing.synced_calls(torch, run, LATENCY_CALLS)
@@ -117,19 +117,20 @@ def measure_matrix(presets: list[str], pruners: list[str], backends: list[str], 
                             torch.compiler.reset()  # dynamo's recompile limit: every case compiles anew
                         return out
 
-                    _models.guarded(results, _models.key_of((preset_name, pruner, backend, mode)), compute, seconds)
+                    key = model_runs.key_of((preset_name, pruner, backend, mode))
+                    model_runs.guarded(results, key, compute, seconds)
                 del model
                 torch.cuda.empty_cache()
             if backend == "dense":
                 for pruner in pruners[1:]:
                     for mode in modes:
-                        k0 = _models.key_of((preset_name, pruners[0], backend, mode))
-                        results[_models.key_of((preset_name, pruner, backend, mode))] = results[k0]
-    _models.report_setup(f"end-to-end matrix ({len(presets)} presets)", seconds, time.perf_counter() - t0)
+                        k0 = model_runs.key_of((preset_name, pruners[0], backend, mode))
+                        results[model_runs.key_of((preset_name, pruner, backend, mode))] = results[k0]
+    model_runs.report_setup(f"end-to-end matrix ({len(presets)} presets)", seconds, time.perf_counter() - t0)
     return results
 
 
-NOT_CAPTURABLE = _models.NOT_CAPTURABLE
+NOT_CAPTURABLE = model_runs.NOT_CAPTURABLE
 FORWARDS = 30  # timed forwards per point: >= rounds x repeat of every class below
 
 

@@ -7,7 +7,9 @@ database problem, an interrupt, or a part of the service that is not available y
     python -m ci ingest  [--db DB] [--repo PATH [--branch NAME]] RESULTS_DIR
     python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]
     python -m ci comment [--db DB] --base SHA --head SHA [--machine NAME] [--out FILE]
-                         [--dashboard-url URL] [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
+                         [--dashboard-url URL] [--commit-url URL] [--job-url URL]
+                         [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
+    python -m ci continuous BASE [HEAD] [--repo PATH] [--cpu | --quick | -b REGEX] [--aa]
     python -m ci dashboard [--db DB] --out DIR [--title T] [--base-url URL] [--baseline SHA] [--branch NAME]
     python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
@@ -66,19 +68,14 @@ def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
     raise ValueError(f"several machines measured both commits ({', '.join(both)}): pass --machine")
 
 
-def _ab_inputs(store: Any, args: argparse.Namespace) -> tuple[str, str, str, list[Any], list[Any]]:
-    """Base/head shas, machine, and their results; a benchmark that crashed becomes a result without
-    samples, so the verdicts fail it (on head) instead of never seeing it."""
-    from ci.verdicts import results_with_crashes
-
+def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, str, Any]:
+    """Base/head shas, machine, and their `ci.verdicts.Comparison` (crashed benchmarks included, so
+    the verdicts fail them on head instead of never seeing them; the jobs that measured them)."""
+    compare_commits = _need("ci.verdicts", "compare_commits")
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
     machine = _pick_machine(store, base, head, args.machine)
-    base_results = results_with_crashes(store, base, machine)
-    head_results = results_with_crashes(store, head, machine)
-    if not head_results:
-        raise ValueError(f"no results for head {head[:12]} on {machine}")
-    return base, head, machine, base_results, head_results
+    return base, head, machine, compare_commits(store, base, head, machine)
 
 
 @contextlib.contextmanager
@@ -109,6 +106,18 @@ def _print_verdicts(verdicts: Sequence[Any]) -> None:
         print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{reason}"))
 
 
+def _jobs_line(comparison: Any) -> str:
+    """One line on how base and head were measured (what the verdicts' statistics rest on)."""
+    jobs = comparison.jobs
+    if jobs.together:
+        return f"measured in one job ({jobs.head}): in-job statistics apply"
+    withheld = sum(v.reason.startswith("withheld:") for v in comparison.verdicts)
+    which = f"different jobs ({jobs.base} and {jobs.head})" if jobs.relation == "different" else (
+        "jobs not recorded (no job marker)")
+    return (f"warning: base and head were not measured in one job ({which}): thresholds widened by the between-job "
+            f"drift of {comparison.drift_known} series, {withheld} series withheld")
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import ingest_results_dir
 
@@ -126,36 +135,42 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    compare = _need("ci.verdicts", "compare")
+    _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     with _open(args) as store:
-        base, head, machine, b, h = _ab_inputs(store, args)
-        verdicts = compare(b, h)
+        base, head, machine, comparison = _comparison(store, args)
         if not args.no_save:
-            store.save_verdicts(verdicts)
+            store.save_verdicts(comparison.verdicts)
     with _reader_may_leave():
-        print(f"base {base[:12]}  head {head[:12]}  machine {machine}: {len(verdicts)} series")
-        _print_verdicts(verdicts)
-    return exit_code(verdicts)
+        print(f"base {base[:12]}  head {head[:12]}  machine {printable(machine)}: {len(comparison.verdicts)} series")
+        print(printable(_jobs_line(comparison)))
+        _print_verdicts(comparison.verdicts)
+    return exit_code(comparison.verdicts)
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
-    compare = _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     render_comment = _need("ci.outputs.comment", "render_comment")
-    from ci.outputs.comment import comment_environment
+    from ci.outputs.comment import comment_context, comment_environment, github_urls
 
     if (args.repo is None) != (args.pr is None):
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
+    commit_url, job_url = github_urls(os.environ)
+    if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
+        commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
     with _open(args) as store:
-        base, head, machine, b, h = _ab_inputs(store, args)
         # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
         # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
         # head" ones have no head sha to find them by.
-        verdicts = compare(b, h)
-        store.save_verdicts(verdicts)
-        env = comment_environment(store, machine, h)  # the same table as `python -m ci run --pr` posts
-    body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url)
+        base, head, machine, comparison = _comparison(store, args)
+        store.save_verdicts(comparison.verdicts)
+        # the same table and context as `python -m ci run --pr` posts
+        env = comment_environment(store, machine, [r for r in comparison.head if r.samples])
+        context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
+                                  job_url=args.job_url or job_url)  # fmt: skip
+    verdicts = comparison.verdicts
+    body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
+                          dashboard_url=args.dashboard_url, context=context)  # fmt: skip
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(body)
@@ -243,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--out", help="write the markdown here instead of stdout")
             p.add_argument("--dashboard-url", help="link to the dashboard (http/https)")
+            p.add_argument("--commit-url", help="prefix of a commit's web page, e.g. https://github.com/o/r/commit/ "
+                           "(default: from GITHUB_SERVER_URL and GITHUB_REPOSITORY, or --repo)")
+            p.add_argument("--job-url", help="the job log's web page (default: the GitHub Actions run, from "
+                           "GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID)")
             p.add_argument("--repo", help="owner/name: post the sticky comment to this repository's PR")
             p.add_argument("--pr", type=int, help="pull request number (with --repo)")
             p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
@@ -264,8 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ci import demo
     from ci.runner import command as runner
+    from ci.runner import continuous
 
     runner.add_arguments(add("run", runner.HELP, runner.run_main, db="created when missing"))
+    continuous.add_arguments(add("continuous", continuous.HELP, continuous.cmd_continuous, db="created when missing"))
     demo.add_arguments(add("demo", demo.HELP, demo.cmd_demo))
     return parser
 

@@ -36,6 +36,25 @@ HELP = "the main job end to end on the embedded default: clone, benchmark, store
 SUITE_FILES = ("asv.conf.json", "benchmarks/__init__.py")
 
 
+def default_source(cwd: Path | None = None) -> Path:
+    """The repository the demo clones: the git checkout around `cwd` when it holds the asv suite,
+    else the checkout this package runs from (an editable install); an installed package has none.
+
+    Args:
+        cwd: where to start looking (default: the current directory).
+
+    Returns:
+        The checkout's top folder.
+    """
+    for start in (cwd or Path.cwd(), REPO_ROOT):
+        proc = subprocess.run(["git", "-C", str(start), "rev-parse", "--show-toplevel"], capture_output=True,
+                              text=True, check=False)  # fmt: skip
+        top = Path(proc.stdout.strip()) if proc.returncode == 0 else None
+        if top is not None and all((top / f).is_file() for f in SUITE_FILES):
+            return top
+    raise ValueError("no checkout of the project here: run the demo inside a clone of the repository, or pass --repo")
+
+
 def prepare_clone(source: Path, dest: Path) -> Path:
     """A throwaway clone of `source`'s current HEAD in `dest` (created, or refreshed if it exists).
 
@@ -140,7 +159,9 @@ def run_demo(
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `demo` subcommand's options (it has no `--db`: the demo's store is `history.sqlite` in --out)."""
-    p.add_argument("--out", default=str(REPO_ROOT / ".demo"), help="demo folder (default .demo/ in the repo root)")
+    p.add_argument("--repo", default=None,
+                   help="the checkout to clone and measure (default: the git checkout around the current directory)")
+    p.add_argument("--out", default=None, help="demo folder (default .demo/ in the checkout)")
     p.add_argument("--commits", type=int, default=3, help="recent commits to measure (default 3, at least 2)")
     dev = p.add_mutually_exclusive_group()
     dev.add_argument("--cpu", action="store_true", help="CPU subset even when a GPU is present")
@@ -153,8 +174,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     gpu = True if args.gpu else (False if args.cpu else None)
     if gpu and not has_gpu():
         raise ValueError("--gpu given but nvidia-smi lists no GPU")
+    source = Path(args.repo).resolve() if args.repo else default_source()
+    if args.repo and not all((source / f).is_file() for f in SUITE_FILES):
+        raise ValueError(f"--repo {args.repo}: no asv suite there ({', '.join(SUITE_FILES)})")
+    out = Path(args.out) if args.out else source / ".demo"
     try:
-        return run_demo(Path(args.out), commits=args.commits, gpu=gpu, machine=args.machine)
+        return run_demo(out, source=source, commits=args.commits, gpu=gpu, machine=args.machine)
     except KeyboardInterrupt:
         print("error: interrupted; run `make demo` again to resume", file=sys.stderr)
         return EXIT_ERROR

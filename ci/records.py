@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -50,6 +51,15 @@ NEW_SERIES = "new series: no base measurement to compare with"
 MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
 FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
 UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` and its unit is not one the service knows"
+# A series whose base and head were not measured in one job, and whose between-job drift the
+# history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
+WITHHELD_OTHER_JOB = (
+    "withheld: base and head were not measured in one job and this series' between-job drift is unknown"
+)
+
+# The key of a run's environment that names the job which measured it: the runner writes it into
+# the GPU sidecar of every commit an asv call measured (`ci.verdicts.jobs`).
+JOB_KEY = "job"
 
 
 @dataclass(frozen=True)
@@ -91,11 +101,14 @@ class Benchmark:
         """The benchmark file (asv module), used to group series on the dashboard."""
         return self.name.split(".", 1)[0]
 
-    @property
+    # Cached on the instance (a frozen dataclass's __dict__ takes it; equality, hashing and repr
+    # see only the fields): every result of a history names its series by key, and rebuilding the
+    # text cost ~1 us a call, 500,000 calls per change-point pass and per dashboard render (2026-12-01).
+    @cached_property
     def params_label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params)
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Stable text identity of the series (name plus params)."""
         return f"{self.name}({self.params_label})" if self.params else self.name

@@ -1,9 +1,11 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records.
 
 One pass over the store builds every series (a benchmark on one machine: numbers from different
-GPUs are never mixed in one line), the regressions (stored verdicts plus, when `ci.verdicts.history` is
-present, detected change points) and the acknowledgements. Pages are rendered from this
-snapshot only, so the store is queried a fixed number of times however many pages there are.
+GPUs are never mixed in one line), the regressions (stored verdicts plus detected change points),
+the suspected regressions of the newest commits (`ci.verdicts.suspects`), each series' noise
+threshold per commit (a change is coloured only past it) and the acknowledgements. Pages are
+rendered from this snapshot only, so the store is queried a fixed number of times however many
+pages there are.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from ci.records import (
     Acknowledgement,
@@ -31,7 +35,16 @@ from ci.records import (
     current_version,
 )
 from ci.records import is_worse as records_is_worse
-from ci.verdicts import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, change_points
+from ci.verdicts import (
+    MAX_ABS_DIFF_LIMIT,
+    TOP1_AGREEMENT_LIMIT,
+    Suspect,
+    SuspectState,
+    change_points,
+    commit_levels,
+    noise_thresholds,
+    suspects_from_levels,
+)
 
 # Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
 # verdict and the dashboard). unit -> (limit, True when the value must stay strictly below it).
@@ -40,9 +53,9 @@ GATES: dict[str, tuple[float, bool]] = {
     "top-1 agreement": (TOP1_AGREEMENT_LIMIT, False),
 }
 
-# A relative change smaller than this is shown as neutral: it is inside the run-to-run noise of
-# every series we have seen, and colouring it would make the overview flicker red and green.
-NEUTRAL_BAND = 0.01
+# Suspicions withdrawn or confirmed within this many of the newest commits are still listed on the
+# overview (older ones stay on their series page and the regressions page).
+RECENT_COMMITS = 5
 
 
 class Point(NamedTuple):
@@ -98,12 +111,20 @@ class ChangeMark:
 
 @dataclass
 class Series:
-    """A benchmark on one machine, its points in history order."""
+    """A benchmark on one machine, its points in history order.
+
+    `thresholds` maps a commit sha to the relative change its series' recent noise allowed there
+    (`ci.verdicts.noise_thresholds`: the change-point detector's size guard on the window before
+    it); `threshold` is what the next commit will need. A change is coloured only past them.
+    """
 
     benchmark: Benchmark
     machine: str
     points: list[Point] = field(default_factory=list)
     changes: list[ChangeMark] = field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
+    thresholds: dict[str, float] = field(default_factory=dict)
+    threshold: float = math.nan
 
     @property
     def slug(self) -> str:
@@ -130,6 +151,26 @@ class Snapshot:
     # sha -> points asv recorded as failed or skipped: (benchmark, machine, status). Read from
     # `store.failures()` when the store has it (ci.store.Store does; it is not in StoreReader).
     failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = field(default_factory=dict)
+
+    def recent(self, sha: str) -> bool:
+        """Whether `sha` is among the RECENT_COMMITS newest commits."""
+        return self.position.get(sha, -1) >= len(self.commits) - RECENT_COMMITS
+
+    @property
+    def open_suspects(self) -> list[Suspect]:
+        """Suspected regressions not (yet) covered by an open regression of the same series and
+        commit, newest first: what the overview's banner counts beside the regressions."""
+        covered = {(r.benchmark.key, m, r.sha) for r in self.regressions if r.is_open for m in r.machines}
+        out = [x for s in self.series for x in s.suspects if x.state == SuspectState.SUSPECTED
+               and (x.benchmark.key, x.machine, x.commit_sha) not in covered]
+        return sorted(out, key=lambda x: (-self.position[x.commit_sha], x.benchmark.key, x.machine))
+
+    def resolved_suspects(self, *, recent_only: bool) -> list[Suspect]:
+        """Suspicions confirmed or withdrawn, newest first; `recent_only`: resolved by one of the
+        RECENT_COMMITS newest commits."""
+        out = [x for s in self.series for x in s.suspects if x.state != SuspectState.SUSPECTED
+               and (not recent_only or self.recent(x.resolved_sha))]
+        return sorted(out, key=lambda x: (-self.position[x.commit_sha], x.benchmark.key, x.machine))
 
 
 _HEX = frozenset("0123456789abcdef")
@@ -206,6 +247,44 @@ def median_iqr(samples: tuple[float, ...]) -> tuple[float, float, float, int, fl
     return med, q1, q3, n, data[0], data[-1]
 
 
+def median_iqr_all(samples: Sequence[tuple[float, ...]]) -> list[tuple[float, float, float, int, float, float]]:
+    """`median_iqr` of many sample tuples at once, with numpy for the rows of one length that are
+    all finite (the same formulas, so the same bits); the others one at a time.
+
+    Args:
+        samples: the results' samples.
+
+    Returns:
+        One `median_iqr` tuple per entry, in order.
+    """
+    out: list[Any] = [None] * len(samples)
+    by_len: dict[int, list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        by_len[len(s)].append(i)
+    for n, idx in by_len.items():
+        if n < 2:
+            for i in idx:
+                out[i] = median_iqr(samples[i])
+            continue
+        data = np.array([samples[i] for i in idx], dtype=float)
+        ok = np.isfinite(data).all(axis=1)
+        data = np.sort(data[ok], axis=1)
+        mid, m = n // 2, n - 1
+        med = data[:, mid] if n % 2 else (data[:, mid - 1] + data[:, mid]) / 2
+        j1, d1 = divmod(m, 4)
+        j3, d3 = divmod(3 * m, 4)
+        q1 = (data[:, j1] * (4 - d1) + data[:, j1 + 1] * d1) / 4 if d1 else data[:, j1]
+        q3 = (data[:, j3] * (4 - d3) + data[:, j3 + 1] * d3) / 4 if d3 else data[:, j3]
+        rows = zip(med.tolist(), q1.tolist(), q3.tolist(), data[:, 0].tolist(), data[:, -1].tolist(), strict=True)
+        good = [i for i, keep in zip(idx, ok.tolist(), strict=True) if keep]
+        for i, (a, b, c, lo, hi) in zip(good, rows, strict=True):
+            out[i] = (a, b, c, n, lo, hi)
+        for i, keep in zip(idx, ok.tolist(), strict=True):
+            if not keep:
+                out[i] = median_iqr(samples[i])
+    return out
+
+
 def resolve_sha(commits: list[Commit], sha: str) -> str:
     """The full sha of the one commit that `sha` names (a full sha or a unique prefix).
 
@@ -263,7 +342,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     for rs in grouped.values():
         rs.sort(key=lambda r: position.get(r.commit_sha, -1))
         results.extend(current_version(rs))
-    for r in results:
+    stats = median_iqr_all([r.samples for r in results])
+    for r, (med, lo, hi, n, smallest, largest) in zip(results, stats, strict=True):
         bench_id = id(r.benchmark)
         bench_key = key_of.get(bench_id)
         if bench_key is None:
@@ -278,7 +358,6 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         s = by_series.get(key)
         if s is None:
             s = by_series[key] = Series(r.benchmark, r.machine)
-        med, lo, hi, n, smallest, largest = median_iqr(r.samples)
         gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
         if gate is not None:
             med = largest if gate[1] else smallest
@@ -296,16 +375,21 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
 
     acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}
-    machines_at: dict[tuple[str, str], list[str]] = defaultdict(list)
+    verdicts = store.verdicts()
+    judged = {v.benchmark.key for v in verdicts}
+    machines_at: dict[tuple[str, str], list[str]] = defaultdict(list)  # (series key, sha) -> machines measured
     for s in series:
+        key = s.benchmark.key
+        if key not in judged:
+            continue  # only the series a verdict is about (500,000 points otherwise)
         for p in s.points:
-            ms = machines_at[(s.benchmark.key, p.sha)]
+            ms = machines_at[(key, p.sha)]
             if not ms or ms[-1] != s.machine:
                 ms.append(s.machine)
 
     verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
     regressions: list[Regression] = []
-    for v in store.verdicts():
+    for v in verdicts:
         if v.head_sha not in position:
             continue  # an A/B verdict about a commit outside this history (another branch)
         verdicts_by_sha[v.head_sha].append(v)
@@ -320,7 +404,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    _add_change_points(series, raw, acks, regressions)
+    _add_history_verdicts(series, raw, acks, regressions)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -343,41 +427,76 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_FORK_INPUT: dict[tuple[str, str], list[Result]] = {}
+_FORK_INPUT: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]] = {}
 
 
-def _detect_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], list[Any]]]:
-    return [(k, change_points(_FORK_INPUT[k])) for k in keys]
+_Judged = tuple[list[Any], list[Suspect], list[float]]
 
 
-def _detect_all(raw: dict[tuple[str, str], list[Result]]) -> dict[tuple[str, str], list[Any]]:
-    """`ci.verdicts.history.change_points` of every series, over all CPUs this process may use.
+def _judge(results: list[Result], shas: list[str], levels: np.ndarray) -> _Judged:
+    """A series' change points, suspicions and per-commit noise thresholds (one more at the end:
+    what the next commit will need, from a placeholder level after the newest)."""
+    cps = change_points(results)
+    thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
+    return cps, suspects_from_levels(results[0].benchmark, results[0].machine, shas, levels, cps), thresholds
 
-    Change points are ~60 % of a full render's CPU (23 ms per 1,000-commit series, measured
-    2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are split
-    across forked workers; without fork (macOS/Windows) or for few series they run here.
+
+def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
+    return [(k, _judge(*_FORK_INPUT[k])) for k in keys]
+
+
+def _judge_all(
+    inputs: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray]],
+) -> dict[tuple[str, str], _Judged]:
+    """Change points (`ci.verdicts.change_points`), suspicions and noise thresholds of every
+    series, over all CPUs this process may use.
+
+    Change points are most of a full render's CPU (5.4 ms per 1,000-commit series on an idle box,
+    2026-11-29, docs/performance.md "Dashboard render") and independent per series, so they are
+    split across forked workers; without fork (macOS/Windows) or for few series they run here.
     """
     global _FORK_INPUT
-    keys = sorted(raw)
+    keys = sorted(inputs)
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
     if workers < 2 or len(keys) < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
-        return {k: change_points(raw[k]) for k in keys}
-    _FORK_INPUT = raw
+        return {k: _judge(*inputs[k]) for k in keys}
+    _FORK_INPUT = inputs
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_detect_chunk, [keys[i::workers] for i in range(workers)])
+            parts = pool.map(_judge_chunk, [keys[i::workers] for i in range(workers)])
     finally:
         _FORK_INPUT = {}
-    return {k: cps for part in parts for k, cps in part}
+    return {k: out for part in parts for k, out in part}
 
 
-def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Result]],
-                       acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
-    found = _detect_all(raw)
+def _levels(s: Series, raw: list[Result]) -> tuple[list[str], np.ndarray]:
+    """The series' per-commit levels as `ci.verdicts` reads them: from the points' medians when
+    every commit has one result (no second median per result), else pooled from the raw samples."""
+    shas = [p.sha for p in s.points]
+    if len(set(shas)) == len(shas):
+        kept = [(p.sha, p.value) for p in s.points if p.value > 0]  # NaN compares False: dropped too
+        return [k for k, _ in kept], np.array([v for _, v in kept], dtype=float)
+    return commit_levels(raw)
+
+
+def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
+                          acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression]) -> None:
+    inputs = {}
     for s in series:
-        cps = found.get((s.benchmark.key, s.machine))
-        if not cps:
+        key = (s.benchmark.key, s.machine)
+        if key not in raw:
             continue
+        shas, levels = _levels(s, raw[key])
+        if levels.size:
+            inputs[key] = (raw[key], shas, levels)
+    found = _judge_all(inputs)
+    for s in series:
+        key = (s.benchmark.key, s.machine)
+        if key not in found:
+            continue
+        cps, s.suspects, thr = found[key]
+        s.thresholds = dict(zip(inputs[key][1], thr[:-1], strict=True))
+        s.threshold = thr[-1]
         for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
             if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):
@@ -385,33 +504,37 @@ def _add_change_points(series: list[Series], raw: dict[tuple[str, str], list[Res
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
-                    fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction)))
+                    fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction, s.threshold)))
 
 
-def _recovery(before: float, later: Sequence[Any], direction: Direction) -> str:
-    """The first later change point whose level is back within the neutral band of `before` (the
-    level the regression left), or "": a step that was undone should not stay flagged as open."""
+def _recovery(before: float, later: Sequence[Any], direction: Direction, threshold: float) -> str:
+    """The first later change point whose level is back within the series' noise threshold of
+    `before` (the level the regression left), or "": a step that was undone should not stay
+    flagged as open."""
     for cp in later:
         r = cp.after / before if before else math.nan
-        if is_worse(r, direction) is not True and math.isfinite(r):
+        if math.isfinite(r) and is_worse(r, direction, threshold if math.isfinite(threshold) else 0.0) is not True:
             return cp.commit_sha
     return ""
 
 
-def is_worse(ratio: float, direction: Direction) -> bool | None:
+def is_worse(ratio: float, direction: Direction, threshold: float) -> bool | None:
     """Whether a change is bad for this series, for colouring (not a verdict: ci.verdicts decides).
 
     Args:
         ratio: new / old.
         direction: which way is better.
+        threshold: the relative change the series' own noise allows (`Series.thresholds`); NaN
+            when its noise is not known yet (too few runs), which colours nothing.
 
     Returns:
-        True when worse beyond NEUTRAL_BAND, False when better beyond it, None inside it, when
-        the ratio is not finite or when the direction is unknown.
+        True when worse beyond the threshold, False when better beyond it (both in log terms, so
+        +10% and -9.1% weigh alike), None inside it, when the ratio or threshold is not finite or
+        when the direction is unknown.
     """
-    if not math.isfinite(ratio):
+    if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(threshold)):
         return None
-    if abs(ratio - 1.0) <= NEUTRAL_BAND:
+    if abs(math.log(ratio)) <= math.log1p(threshold):
         return None
     return records_is_worse(direction, ratio)  # None for an unknown direction: shown, never judged
 

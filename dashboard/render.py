@@ -1,11 +1,22 @@
 """Render the static site from a `StoreReader`: overview, one page per series and per commit,
-regressions, correctness gates and a commit list.
+regressions, correctness gates, a commit list, and the charts' data.
 
 Layout of the output folder (all links relative unless `base_url` is given, so the site opens
 from disk and from any static host):
 
-    index.html  regressions.html  correctness.html  commits.html  style.css
+    index.html  regressions.html  correctness.html  commits.html  style.css  chart.js
     series/<hash of benchmark key and machine>.html   commit/<sha>.html
+    data/commits.js  data/series/<series hash>.js  data/params/<benchmark hash>.js   (dashboard.data)
+    vendor/uPlot.iife.min.js  vendor/uPlot.min.css  vendor/uPlot-LICENSE.txt       (uPlot 1.6.32, MIT)
+
+Every page renders its tables on the server; the series charts are drawn in the browser by
+`chart.js` (on uPlot) from the data files, loaded when a page is viewed. A series page lists its
+newest RUNS_SHOWN runs (the chart holds them all); a commit page lists the series whose change at
+that commit passed their noise, not every series, so that a page stays a few kilobytes at 500
+series (the site was 375 MB at 1,000 commits x 500 series when each page listed everything).
+
+A render whose inputs (the store's commits, runs, verdicts and acknowledgements, the options and
+this code) are those of the previous one rewrites nothing and reads no results.
 """
 
 from __future__ import annotations
@@ -14,17 +25,19 @@ import hashlib
 import html
 import math
 import time
-from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ci.records import Kind, Outcome, StoreReader
-from dashboard import fmt
+from ci.format import display_scale
+from ci.records import Direction, Kind, Outcome, StoreReader
+from ci.verdicts import Suspect, SuspectState
+from dashboard import data, fmt
 from dashboard.model import (
     Point,
     Regression,
@@ -38,12 +51,25 @@ from dashboard.model import (
     verdict_machines,
 )
 from dashboard.svg import Mark, history_chart, sparkline
-from dashboard.writer import PageWriter
+from dashboard.writer import PageWriter, fingerprint
 
 DEFAULT_TITLE = "ragged-vit performance"
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
 BANNER_LIMIT = 20
+# A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
+# made a page ~470 KB and the site 375 MB at 1,000 commits x 500 series (2026-11-29).
+RUNS_SHOWN = 100
+# The regressions page lists at most this many resolved suspicions (newest first).
+RESOLVED_SHOWN = 200
 _PKG_DIR = Path(__file__).resolve().parent
+_ROOT = _PKG_DIR.parent
+# Besides the site's own code, what its pages are computed with: the verdicts and the formatter.
+_CODE = ("ci/verdicts", "ci/format.py", "ci/records.py")
+VENDOR = {  # site path -> file under dashboard/templates/vendor/
+    "vendor/uPlot.iife.min.js": "uPlot.iife.min.js",
+    "vendor/uPlot.min.css": "uPlot.min.css",
+    "vendor/uPlot-LICENSE.txt": "uPlot-LICENSE.txt",
+}
 
 
 @dataclass(frozen=True)
@@ -71,9 +97,13 @@ def _environment() -> Environment:
 
 
 def _code_salt() -> str:
-    """A hash of the templates and this package's code: a new version re-renders every page."""
+    """A hash of the templates, the site's code and the verdict code: a new version re-renders every page."""
     h = hashlib.blake2b(digest_size=16)
-    for path in sorted([*_PKG_DIR.glob("*.py"), *(_PKG_DIR / "templates").glob("*")]):
+    files = [*_PKG_DIR.glob("*.py"), *(_PKG_DIR / "templates").rglob("*")]
+    for rel in _CODE:
+        path = _ROOT / rel
+        files += sorted(path.glob("*.py")) if path.is_dir() else [path]
+    for path in sorted(p for p in files if p.is_file()):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -81,6 +111,10 @@ def _code_salt() -> str:
 
 def _cls(worse: bool | None) -> str:
     return "" if worse is None else ("worse" if worse else "better")
+
+
+def _pct(threshold: float) -> str:
+    return f"±{threshold * 100:.1f}%" if math.isfinite(threshold) else "not known yet"
 
 
 class _Site:
@@ -109,7 +143,9 @@ class _Site:
         for reg in snap.regressions:
             for m in reg.machines:
                 self.regs_by_series[(reg.benchmark.key, m)].append(reg)
-        self.scales = {id(s): fmt.display_scale(s.benchmark.unit, _typical(s.points)) for s in snap.series}
+        self.open_suspects = snap.open_suspects
+        self.suspected_series = {(x.benchmark.key, x.machine) for x in self.open_suspects}
+        self.axis = {id(s): display_scale(s.benchmark.unit, _typical(s.points)) for s in snap.series}
         self.series_keys = {(s.benchmark.key, s.machine) for s in snap.series}
         self.series_by_key: dict[str, list[Series]] = defaultdict(list)
         for s in snap.series:
@@ -117,24 +153,11 @@ class _Site:
         # Per commit, computed once: slug, short sha, time, escaped subject.
         self.cinfo = {c.sha: (commit_slug(c.sha), _esc(c.sha[:10]), fmt.fmt_time(c.time), _esc(c.subject))
                       for c in snap.commits}
-        self.cells = {id(s): self._cells(s) for s in snap.series}
-
-    def _cells(self, s: Series) -> list[tuple[str, str, str, str, bool]]:
-        """Each run's table cells, formatted once for the series page and the commit pages alike:
-        (value, IQR, change vs the previous run, its CSS class, gate failed), escaped."""
-        div, label = self.scales[id(s)]
-        safe = (div, _esc(label))  # numbers need no escaping; the unit (from the store) is escaped once
-        direction = s.benchmark.direction
-        gate = s.gate
-        out = []
-        prev = math.nan
-        for p in s.points:
-            r = fmt.ratio(p.value, prev)
-            out.append((fmt.fmt_value(p.value, safe), _iqr(p, safe), fmt.fmt_change(r),
-                        _cls(is_worse(r, direction)), gate is not None and gate_ok(p.value, gate) is False))
-            if math.isfinite(p.value):
-                prev = p.value
-        return out
+        self.steps = {id(s): _steps(s) for s in snap.series}
+        self.counts: dict[str, int] = defaultdict(int)  # results per commit
+        for s in snap.series:
+            for p in s.points:
+                self.counts[p.sha] += 1
 
     # -- helpers ------------------------------------------------------------------------------
     def root(self, depth: int) -> str:
@@ -160,7 +183,7 @@ class _Site:
 
     def reg_row(self, reg: Regression, depth: int) -> dict[str, Any]:
         c = self.commit_by_sha.get(reg.sha)
-        scale = fmt.display_scale(reg.benchmark.unit, reg.base_value)
+        unit = reg.benchmark.unit
         links = [(m, self.series_href(reg.benchmark.key, m, depth)) for m in reg.machines]
         if not links:
             links = [(s.machine, self.series_href(s.benchmark.key, s.machine, depth))
@@ -175,12 +198,29 @@ class _Site:
             "outcome": reg.outcome.value, "source": reg.source,
             # a failed gate or a crash has no A/B ratio (a gate's is worst/limit)
             "change": "—" if reg.outcome == Outcome.FAILED else fmt.fmt_change(reg.ratio),
-            "base": fmt.fmt_value(reg.base_value, scale), "head": fmt.fmt_value(reg.head_value, scale),
+            "base": fmt.fmt_value(reg.base_value, unit), "head": fmt.fmt_value(reg.head_value, unit),
             "base_href": self.commit_href(reg.base_sha, depth) if reg.base_sha in self.commit_by_sha else "",
             "p": fmt.fmt_number(reg.p_value, 2), "reason": reg.reason,
             "ack_who": ack.who if ack else "", "ack_why": ack.why if ack else "",
             "ack_when": fmt.fmt_time(ack.when) if ack else "",
             "fixed_sha": reg.fixed_by[:10], "fixed_href": self.commit_href(reg.fixed_by, depth) if reg.fixed_by else "",
+        }
+
+    def suspect_row(self, x: Suspect, depth: int) -> dict[str, Any]:
+        c = self.commit_by_sha.get(x.commit_sha)
+        unit = x.benchmark.unit
+        return {
+            "name": x.benchmark.name, "params": x.benchmark.params_label, "machine": x.machine,
+            "gpu": self.gpu_of.get(x.machine, ""), "href": self.series_href(x.benchmark.key, x.machine, depth),
+            "sha": x.commit_sha[:10], "commit_href": self.commit_href(x.commit_sha, depth),
+            "subject": c.subject if c else "", "state": x.state.value,
+            "change": fmt.fmt_change(x.ratio), "before": fmt.fmt_value(x.before, unit),
+            "after": fmt.fmt_value(x.after, unit), "sure": fmt.fmt_percent(x.confidence),
+            # Only an open suspicion counts the commits since (a resolved one's page must not change with every commit).
+            "threshold": _pct(x.threshold), "since": x.commits_since if x.state == SuspectState.SUSPECTED else "",
+            "reason": x.reason,
+            "resolved_sha": x.resolved_sha[:10],
+            "resolved_href": self.commit_href(x.resolved_sha, depth) if x.resolved_sha else "",
         }
 
     def marks(self, s: Series) -> list[Mark]:
@@ -196,6 +236,11 @@ class _Site:
             else:
                 out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} "
                                                 f"({fmt.fmt_change(reg.ratio)}): {reg.reason}"))
+        for x in s.suspects:
+            kind = {SuspectState.SUSPECTED: "suspect", SuspectState.WITHDRAWN: "withdrawn"}.get(x.state, "confirmed")
+            out.append(Mark(x.commit_sha, kind, f"{x.state.value} regression at {x.commit_sha[:8]} "
+                                                f"({fmt.fmt_change(x.ratio)}, {fmt.fmt_percent(x.confidence)} sure "
+                                                f"when flagged): {x.reason}"))
         return out
 
     # -- pages --------------------------------------------------------------------------------
@@ -205,30 +250,36 @@ class _Site:
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in snap.series:
             pts = [p for p in s.points if math.isfinite(p.value)]
-            scale = self.scales[id(s)]
             latest = pts[-1] if pts else None
             prev = pts[-2] if len(pts) > 1 else None
             base = self._baseline_point(s, pts)
             r_prev = fmt.ratio(latest.value, prev.value) if latest and prev else math.nan
             r_base = fmt.ratio(latest.value, base.value) if latest and base else math.nan
+            thr_latest = s.thresholds.get(latest.sha, math.nan) if latest else math.nan
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
+            suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
             latest_gate = gate_ok(latest.value, s.gate) if latest else None
             suites[s.benchmark.suite].append({
                 "name": s.benchmark.name.split(".", 1)[-1], "params": s.benchmark.params_label,
                 "machine": s.machine, "gpu": self.gpu_of.get(s.machine, ""),
                 "href": self.series_href(s.benchmark.key, s.machine, 0),
-                "latest": fmt.fmt_value(latest.value, scale) if latest else "—",
+                "latest": fmt.fmt_value(latest.value, s.benchmark.unit) if latest else "—",
                 "latest_sha": latest.sha[:8] if latest else "",
-                "prev": fmt.fmt_change(r_prev), "prev_cls": _cls(is_worse(r_prev, s.benchmark.direction)),
-                "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(r_base, s.benchmark.direction)),
+                "prev": fmt.fmt_change(r_prev), "prev_cls": _cls(is_worse(r_prev, s.benchmark.direction, thr_latest)),
+                "prev_thr": _pct(thr_latest),
+                "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(r_base, s.benchmark.direction, s.threshold)),
+                "base_thr": _pct(s.threshold),
                 "spark": sparkline([p.value for p in pts], bad=bool(flagged) or latest_gate is False),
-                "flagged": flagged, "gate_failed": latest_gate is False, "runs": len(s.points),
+                "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s.points),
             })
         head = snap.commits[-1] if snap.commits else None
         ctx = {
             "page": "overview", "suites": sorted(suites.items()),
             "open_regs": [self.reg_row(r, 0) for r in open_regs[:BANNER_LIMIT]], "n_open": len(open_regs),
+            "suspects": [self.suspect_row(x, 0) for x in self.open_suspects[:BANNER_LIMIT]],
+            "n_suspected": len(self.open_suspects),
+            "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits),
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
@@ -242,63 +293,109 @@ class _Site:
         return next((p for p in pts if p.sha == self.snap.baseline_sha), None)
 
     def series_page(self, s: Series) -> None:
-        scale = self.scales[id(s)]
         b = s.benchmark
+        unit = b.unit
         rows = []
         cinfo = self.cinfo
-        for p, (value, iqr, change, cls, fail) in zip(s.points, self.cells[id(s)], strict=True):
+        steps = self.steps[id(s)]
+        first = max(len(s.points) - RUNS_SHOWN, 0)
+        shown = s.points[first:]
+        for i in range(len(s.points) - 1, first - 1, -1):
+            p = s.points[i]
             slug, short, when, subject = cinfo[p.sha]
+            fail = bool(steps.failed[i])
+            change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
             outcomes = self.verdict_outcomes.get((b.key, p.sha, ""), []) + self.verdict_outcomes.get(
                 (b.key, p.sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
-            # Built here, not in a jinja loop: a 1,000-run table costs ~25 template fragments per
-            # row, several times the cost of one f-string (docs/performance.md "Dashboard render").
+            iqr = _esc(fmt.fmt_range(p.low, p.high, unit)) if p.n > 1 else ""
+            title = f' title="noise threshold {_pct(thr)}"' if cls else ""
+            # Built here, not in a jinja loop: a table row costs ~25 template fragments in jinja,
+            # several times the cost of one f-string (docs/performance.md "Dashboard render").
             rows.append(
                 f'<tr{_FLAG if fail else ""}><td><a class="sha" href="../commit/{slug}.html">{short}</a></td>'
-                f"<td>{when}</td><td>{subject}</td><td>{value}</td><td>{iqr}</td><td>{p.n}</td>"
-                f'<td class="{cls}">{change}</td><td>{verdict}{_FAIL_BADGE if fail else ""}</td></tr>')
-        rows.reverse()
-        marks = self.marks(s)
+                f"<td>{when}</td><td>{subject}</td><td>{_esc(fmt.fmt_value(p.value, unit))}</td><td>{iqr}</td>"
+                f'<td>{p.n}</td><td class="{cls}"{title}>{change}</td>'
+                f'<td>{verdict}{_FAIL_BADGE if fail else ""}</td></tr>')
         regs = [self.reg_row(r, 1) for r in self.regs_by_series.get((b.key, s.machine), [])]
         siblings = [(o.machine, self.series_href(b.key, o.machine, 1)) for o in self.series_by_key[b.key]
                     if o.machine != s.machine]
-        div, label = scale
+        div, label = self.axis[id(s)]
         ctx = {
             "page": "series", "name": b.name, "params": b.params_label, "machine": s.machine,
-            "gpu": self.gpu_of.get(s.machine, ""), "unit": b.unit, "direction": b.direction.value,
-            "kind": b.kind.value, "scale_label": label, "rows": Markup("".join(rows)), "regs": regs,
-            "siblings": siblings,
-            "gate": fmt.fmt_value(s.gate[0], scale) if s.gate else "",
+            "gpu": self.gpu_of.get(s.machine, ""), "unit": unit, "direction": b.direction.value,
+            "kind": b.kind.value, "axis_label": label, "rows": Markup("".join(rows)), "regs": regs,
+            "suspects": [self.suspect_row(x, 1) for x in reversed(s.suspects)],
+            "siblings": siblings, "slug": s.slug, "params_slug": data.params_slug(b.name, s.machine),
+            "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "",
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
-            "marks": [(m.kind, m.label) for m in marks],
+            "threshold": _pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
+            "n_runs": len(s.points), "n_shown": len(shown),
         }
+        self.emit(f"series/{s.slug}.html", "series.html", ctx)
+        # The chart's data.
+        by_x: dict[int, Point] = {}
+        for p in s.points:
+            by_x[p.index] = p  # several runs of one commit: the chart draws the last
+        pts = list(by_x.values())
+        position = self.snap.position
+        marks = [(position[m.sha], m.kind, m.label) for m in self.marks(s) if m.sha in position]
+        meta = {"name": b.name, "params": b.params_label, "machine": s.machine, "unit": unit, "label": label,
+                "direction": b.direction.value, "value": "worst sample" if s.gate else "median",
+                "gate": [s.gate[0] / div, s.gate[1]] if s.gate else None,
+                "threshold": s.threshold if math.isfinite(s.threshold) else None}
+        body = data.series_json(
+            meta=meta, x=[p.index for p in pts], values=[p.value for p in pts], lows=[p.low for p in pts],
+            highs=[p.high for p in pts], counts=[p.n for p in pts], div=div, marks=marks)
+        text = data.wrap_json(s.slug, body)
+        self.writer.page(f"data/series/{s.slug}.js", text, lambda: text)
 
-        def late() -> dict[str, Any]:
-            chart = history_chart(
-                s.points, fmt_axis=lambda v: f"{v / div:.4g}", href=lambda sha: self.commit_href(sha, 1),
-                title=lambda p: f"{p.sha[:8]}: {fmt.fmt_value(p.value, scale)} ({self.cinfo[p.sha][2]})",
-                marks=marks, gate=s.gate, label=f"history of {b.key} on {s.machine}")
-            return {"chart": chart}
-
-        self.emit(f"series/{s.slug}.html", "series.html", ctx, inputs=_digest(s.points), late=late)
+    def data_files(self) -> None:
+        snap = self.snap
+        times = [self.cinfo[c.sha][2] for c in snap.commits]
+        commits = data.wrap("commits", data.commits_payload(snap.commits, [self.cinfo[c.sha][0] for c in snap.commits],
+                                                            times))
+        self.writer.page("data/commits.js", commits, lambda: commits)
+        groups: dict[tuple[str, str], list[Series]] = defaultdict(list)
+        for s in snap.series:
+            groups[(s.benchmark.name, s.machine)].append(s)
+        for (name, machine), members in sorted(groups.items()):
+            slug = data.params_slug(name, machine)
+            text = data.wrap(slug, {"name": name, "machine": machine, "series": [
+                [s.slug, s.benchmark.params_label, list(s.benchmark.params)] for s in members]})
+            self.writer.page(f"data/params/{slug}.js", text, lambda t=text: t)
 
     def commit_pages(self) -> None:
         snap = self.snap
-        per_commit: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        moved: dict[str, list[tuple[float, str, str]]] = defaultdict(list)  # sha -> (sort key, suite, row)
         for s in snap.series:
             b = s.benchmark
-            # The series' cells that are the same on every commit page, escaped once.
-            head = (f'<td><a href="../series/{series_slug(b.key, s.machine)}.html">{_esc(b.name.split(".", 1)[-1])}'
+            steps = self.steps[id(s)]
+            rows = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
+            if not rows.size:
+                continue
+            head = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
                     f'</a> <span class="params">{_esc(b.params_label)}</span>')
             machine = f"<td>{_esc(s.machine)}</td>"
             attr = f' data-machine="{_esc(s.machine)}"'
-            for p, (value, iqr, change, cls, fail) in zip(s.points, self.cells[id(s)], strict=True):
-                per_commit[p.sha].append((b.suite, (
+            for i in rows.tolist():
+                p = s.points[i]
+                fail, cls, r = bool(steps.failed[i]), steps.cls(i), float(steps.ratio[i])
+                prev = float(steps.prev[i])
+                size = abs(math.log(r)) if math.isfinite(r) and r > 0 else 0.0
+                moved[p.sha].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite, (
                     f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
-                    f'<td>{value}</td><td>{iqr}</td><td>{p.n}</td><td class="{cls}">{change}</td></tr>')))
+                    f'<td>{_esc(fmt.fmt_value(prev, b.unit))}</td><td>{_esc(fmt.fmt_value(p.value, b.unit))}</td>'
+                    f'<td class="{cls}">{fmt.fmt_change(r)}</td>'
+                    f'<td>{_pct(float(steps.threshold[i])) if cls else ""}</td></tr>')))
+        measured = self.counts
         regs_at: dict[str, list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
             regs_at[reg.sha].append(reg)
+        suspects_at: dict[str, list[Suspect]] = defaultdict(list)
+        for s in snap.series:
+            for x in s.suspects:
+                suspects_at[x.commit_sha].append(x)
         machines = {m.name: m for m in snap.machines}
         for i, c in enumerate(snap.commits):
             verdicts = [(v.benchmark.name, v.benchmark.params_label, v.machine, v.outcome.value,
@@ -313,9 +410,7 @@ class _Site:
                 fields = [("gpu", m.gpu), ("driver", m.driver), ("cuda", m.cuda), ("torch", m.torch),
                           ("triton", m.triton), ("cpu", m.cpu), *m.extra] if m else []
                 envs.append((machine, run_id, [(k, v) for k, v in fields if v], list(env)))
-            groups: dict[str, list[str]] = defaultdict(list)
-            for suite, row in per_commit.get(c.sha, []):
-                groups[suite].append(row)
+            rows = sorted(moved.get(c.sha, []), key=lambda t: (t[0], t[1]))
             ctx = {
                 "page": "commit", "sha": c.sha, "branch": c.branch, "when": fmt.fmt_time(c.time),
                 "subject": c.subject,
@@ -323,8 +418,10 @@ class _Site:
                 "prev": commit_slug(snap.commits[i - 1].sha) if i > 0 else "",
                 "next": commit_slug(snap.commits[i + 1].sha) if i + 1 < len(snap.commits) else "",
                 "verdicts": verdicts, "envs": envs,
-                "groups": [(suite, Markup("".join(rows))) for suite, rows in sorted(groups.items())],
+                "moved": Markup("".join(r for _, _, r in rows)), "n_moved": len(rows),
+                "n_measured": measured.get(c.sha, 0),
                 "regs": [self.reg_row(r, 1) for r in regs_at.get(c.sha, [])],
+                "suspects": [self.suspect_row(x, 1) for x in suspects_at.get(c.sha, [])],
                 "failures": [(b.name, b.params_label, m, status, b.kind == Kind.CORRECTNESS,
                               self.series_href(b.key, m, 1) if (b.key, m) in self.series_keys else "")
                              for b, m, status in snap.failures_by_sha.get(c.sha, [])],
@@ -332,21 +429,25 @@ class _Site:
             self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx)
 
     def commit_index(self) -> None:
-        counts: dict[str, int] = defaultdict(int)
-        for s in self.snap.series:
-            for p in s.points:
-                counts[p.sha] += 1
+        counts = self.counts
         bad: dict[str, int] = defaultdict(int)
         for reg in self.snap.regressions:
             bad[reg.sha] += reg.is_open
-        rows = [(c.sha[:10], commit_slug(c.sha), fmt.fmt_time(c.time), c.branch, c.subject, counts[c.sha], bad[c.sha])
-                for c in reversed(self.snap.commits)]
+        suspected: dict[str, int] = defaultdict(int)
+        for x in self.open_suspects:
+            suspected[x.commit_sha] += 1
+        rows = [(c.sha[:10], commit_slug(c.sha), fmt.fmt_time(c.time), c.branch, c.subject, counts[c.sha], bad[c.sha],
+                 suspected[c.sha]) for c in reversed(self.snap.commits)]
         self.emit("commits.html", "commits.html", {"page": "commits", "rows": rows})
 
     def regressions_page(self) -> None:
         regs = self.snap.regressions
+        resolved = self.snap.resolved_suspects(recent_only=False)
         ctx = {"page": "regressions",
                "open": [self.reg_row(r, 0) for r in regs if r.is_open],
+               "suspects": [self.suspect_row(x, 0) for x in self.open_suspects],
+               "resolved": [self.suspect_row(x, 0) for x in resolved[:RESOLVED_SHOWN]],
+               "n_resolved": len(resolved),
                "acked": [self.reg_row(r, 0) for r in regs if r.ack is not None],
                "fixed": [self.reg_row(r, 0) for r in regs if r.ack is None and r.fixed_by]}
         self.emit("regressions.html", "regressions.html", ctx)
@@ -356,7 +457,7 @@ class _Site:
         charts_in = []
         failures = []
         for s in gated:
-            scale = self.scales[id(s)]
+            unit = s.benchmark.unit
             pts = [p for p in s.points if math.isfinite(p.value)]
             fails = [p for p in pts if gate_ok(p.value, s.gate) is False]
             worst = (max if s.benchmark.direction.value == "lower" else min)((p.value for p in pts), default=math.nan)
@@ -364,16 +465,16 @@ class _Site:
             charts_in.append((s, {
                 "name": s.benchmark.name, "params": s.benchmark.params_label, "machine": s.machine,
                 "gpu": self.gpu_of.get(s.machine, ""), "href": self.series_href(s.benchmark.key, s.machine, 0),
-                "unit": s.benchmark.unit, "gate": fmt.fmt_value(s.gate[0], scale) if s.gate else "no gate",
-                "latest": fmt.fmt_value(latest.value, scale) if latest else "—",
+                "unit": unit, "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "no gate",
+                "latest": fmt.fmt_value(latest.value, unit) if latest else "—",
                 "latest_ok": gate_ok(latest.value, s.gate) if latest else None,
-                "worst": fmt.fmt_value(worst, scale), "n_fail": len(fails), "runs": len(pts),
+                "worst": fmt.fmt_value(worst, unit), "n_fail": len(fails), "runs": len(pts),
             }))
             for p in fails:
                 c = self.commit_by_sha[p.sha]
                 failures.append((self.snap.position[p.sha], s.benchmark.name, s.benchmark.params_label, s.machine,
                                  p.sha[:10], self.commit_href(p.sha, 0), c.subject,
-                                 fmt.fmt_value(p.value, scale), fmt.fmt_value(s.gate[0], scale) if s.gate else ""))
+                                 fmt.fmt_value(p.value, unit), fmt.fmt_value(s.gate[0], unit) if s.gate else ""))
         failed_verdicts = [self.reg_row(r, 0) for r in self.snap.regressions if r.outcome == Outcome.FAILED]
         # ci.verdicts.gates: a correctness check that produced no value is not a pass.
         not_run = [(self.snap.position[sha], b.name, b.params_label, m, sha[:10], self.commit_href(sha, 0),
@@ -389,19 +490,24 @@ class _Site:
         def late() -> dict[str, Any]:
             charts = []
             for s, _ in charts_in:
-                scale = self.scales[id(s)]
+                div, label = self.axis[id(s)]
+                unit = s.benchmark.unit
                 charts.append(history_chart(
-                    s.points, fmt_axis=lambda v, d=scale[0]: f"{v / d:.4g}", href=lambda sha: self.commit_href(sha, 0),
-                    title=lambda p, sc=scale: f"{p.sha[:8]}: {fmt.fmt_value(p.value, sc)} fails the gate",
-                    marks=self.marks(s), gate=s.gate, linked=False, height=220,
+                    s.points, fmt_axis=lambda v, d=div: f"{v / d:.4g}", href=lambda sha: self.commit_href(sha, 0),
+                    title=lambda p, u=unit: f"{p.sha[:8]}: {fmt.fmt_value(p.value, u)} fails the gate",
+                    marks=self.marks(s), gate=s.gate, linked=False, height=220, y_label=label,
                     label=f"{s.benchmark.key} on {s.machine} against its gate"))
             return {"charts": charts}
 
         self.emit("correctness.html", "correctness.html", ctx, inputs=[s.points for s in gated], late=late)
 
     def assets(self) -> None:
-        css = (_PKG_DIR / "templates" / "style.css").read_text(encoding="utf-8")
-        self.writer.page("style.css", css, lambda: css)
+        for name in ("style.css", "chart.js"):
+            text = (_PKG_DIR / "templates" / name).read_text(encoding="utf-8")
+            self.writer.page(name, text, lambda t=text: t)
+        for rel, name in VENDOR.items():
+            text = (_PKG_DIR / "templates" / "vendor" / name).read_text(encoding="utf-8")
+            self.writer.page(rel, text, lambda t=text: t)
 
 
 _FLAG = ' class="flagged"'
@@ -414,24 +520,66 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _digest(points: list[Point]) -> str:
-    """A cheap fingerprint of a series' points (what its chart is drawn from)."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(array("d", [x for p in points for x in (p.value, p.low, p.high, p.n)]).tobytes())
-    h.update("".join(p.sha for p in points).encode())
-    return h.hexdigest()
+@dataclass(frozen=True)
+class _Steps:
+    """Per run of a series: the ratio to the run before (the last one with a value) and that run's value, the change's
+    colour class code (1 worse, -1 better, 2 past the threshold but of unknown direction, so never
+    coloured; 0 inside the series' noise threshold at that commit), that threshold, and whether the
+    run failed its correctness gate."""
+
+    ratio: np.ndarray
+    prev: np.ndarray
+    code: np.ndarray
+    threshold: np.ndarray
+    failed: np.ndarray
+
+    def cls(self, i: int) -> str:
+        return _CLASS[int(self.code[i])]
 
 
-def _iqr(p: Point, scale: tuple[float, str]) -> str:
-    if p.n < 2:
-        return ""
-    low = fmt.fmt_number(p.low / scale[0]) if math.isfinite(p.low) else "—"
-    return f"{low} – {fmt.fmt_value(p.high, scale)}"
+_CLASS = {0: "", 1: "worse", -1: "better", 2: "moved"}
+
+
+def _steps(s: Series) -> _Steps:
+    """The changes of every run of `s` at once (numpy: 500,000 runs in a full render)."""
+    n = len(s.points)
+    values = np.fromiter((p.value for p in s.points), dtype=float, count=n)
+    thr = np.fromiter((s.thresholds.get(p.sha, math.nan) for p in s.points), dtype=float, count=n)
+    finite = np.isfinite(values)
+    last = np.maximum.accumulate(np.where(finite, np.arange(n), -1))  # last run with a value, up to i
+    before = np.concatenate(([-1], last[:-1])) if n else last
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prev = np.where(before >= 0, values[np.maximum(before, 0)], np.nan)
+        ratio = np.where((prev != 0) & finite, values / prev, np.nan)
+        size = np.abs(np.log(ratio))
+        beyond = np.isfinite(size) & np.isfinite(thr) & (size > np.log1p(thr))
+    worse = (ratio > 1) == (s.benchmark.direction == Direction.LOWER)
+    # A series of unknown direction: a change past its noise is listed (code 2), never coloured either way.
+    judged = np.where(worse, 1, -1) if s.benchmark.direction != Direction.UNKNOWN else 2
+    code = np.where(beyond, judged, 0)
+    failed = np.zeros(n, dtype=bool)
+    if s.gate is not None:
+        failed = np.fromiter((gate_ok(p.value, s.gate) is False for p in s.points), dtype=bool, count=n)
+    return _Steps(ratio, prev, code, thr, failed)
 
 
 def _typical(points: list[Point]) -> float:
     vals = sorted(p.value for p in points if math.isfinite(p.value))
     return vals[len(vals) // 2] if vals else math.nan
+
+
+def _store_state(store: StoreReader, branch: str | None, options: object) -> str:
+    """A fingerprint of everything a render reads, without reading results: "" when the store
+    cannot tell cheaply whether its results changed (no `run_digests`, e.g. an in-memory store).
+
+    `ci.store.Store.run_digests` lists the sha256 of every ingested result file: a new, replaced or
+    removed run changes it, and a run's results are written with it in one transaction.
+    """
+    digests = getattr(store, "run_digests", None)
+    if not callable(digests):
+        return ""
+    return fingerprint(options, sorted(digests().items()), store.commits(branch), store.machines(),
+                       store.verdicts(), store.acknowledgements())
 
 
 def render_site(
@@ -474,11 +622,20 @@ def render_site(
     if out.exists() and not out.is_dir():
         raise ValueError(f"output path {str(out)!r} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
+    salt = _code_salt()
+    state = _store_state(store, branch, (salt, title, base_url, baseline_sha, branch))
+    writer = PageWriter(out, "")
+    if state and state == writer.previous_state and writer.keep_all():
+        kept = writer.pages()
+        return RenderStats(pages_written=0, pages_unchanged=writer.unchanged, pages_removed=0, bytes_written=0,
+                           seconds=time.perf_counter() - t0, series=sum(r.startswith("series/") for r in kept),
+                           commits=sum(r.startswith("commit/") for r in kept))
     snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha)
-    salt = f"{_code_salt()}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
-    writer = PageWriter(out, salt)
+    writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
+    writer.state = state
     site = _Site(snap, writer, _environment(), title, base_url)
     site.assets()
+    site.data_files()
     site.overview()
     site.regressions_page()
     site.correctness_page()

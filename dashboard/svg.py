@@ -1,4 +1,6 @@
-"""Inline SVG charts drawn on the server, so a page needs no script and nothing from the network.
+"""Inline SVG charts drawn on the server, so a page needs no script and nothing from the network:
+the overview's sparklines and the correctness page's gate charts (series pages draw theirs in the
+browser, `chart.js`).
 
 Every text that reaches the SVG (titles, labels) goes through `html.escape`; the return
 values are `Markup` so jinja2's autoescaping inserts them as they are.
@@ -113,6 +115,7 @@ def history_chart(
     gate: tuple[float, bool] | None = None,
     label: str = "",
     x_label: Callable[[Point], str] = lambda p: p.sha[:7],
+    y_label: str = "",
     linked: bool = True,
     width: int = 960,
     height: int = 300,
@@ -129,6 +132,7 @@ def history_chart(
             it get the "fail" class.
         label: accessible name of the chart.
         x_label: text under the x axis at a few evenly spaced runs.
+        y_label: the y axis' unit, written along it.
         linked: one `<a>` per point (series pages); False draws only failing points as links,
             for the compact charts on the correctness page.
         width, height: viewBox size.
@@ -136,7 +140,7 @@ def history_chart(
     Returns:
         An `<svg class="chart">` element.
     """
-    left, right, top, bottom = 70, 14, 14, 34
+    left, right, top, bottom = 78, 14, 14, 34
     pw, ph = width - left - right, height - top - bottom
     extra = [p.low for p in points] + [p.high for p in points]
     if gate is not None:
@@ -153,6 +157,10 @@ def history_chart(
         return top + (hi - v) / span * ph
 
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(label)}">']
+    if y_label:
+        mid = _f(top + ph / 2)
+        out.append(f'<text class="axis-label" x="12" y="{mid}" transform="rotate(-90 12 {mid})" '
+                   f'text-anchor="middle">{_esc(y_label)}</text>')
     for t in nice_ticks(lo, hi):
         y = _f(y_at(t))
         out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y}" y2="{y}"/>'

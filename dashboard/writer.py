@@ -38,6 +38,10 @@ class PageWriter:
         self.bytes_written = 0
         self._old: dict[str, dict[str, object]] = {}
         self._new: dict[str, dict[str, object]] = {}
+        # A fingerprint of everything the site was rendered from, saved with the manifest: when the
+        # next render's is the same, nothing needs rendering at all (`keep_all`).
+        self.state = ""
+        self.previous_state = ""
         path = out_dir / MANIFEST
         if path.is_file():
             try:
@@ -48,6 +52,8 @@ class PageWriter:
                 pages = data.get("pages")
                 if isinstance(pages, dict):
                     self._old = {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, dict)}
+                state = data.get("state")
+                self.previous_state = state if isinstance(state, str) else ""
 
     def page(self, rel: str, inputs: object, produce: Callable[[], str]) -> None:
         """Emit page `rel` (a relative path): `produce()` is called only when `inputs` changed.
@@ -79,6 +85,24 @@ class PageWriter:
         self.written += 1
         self.bytes_written += len(data)
 
+    def keep_all(self) -> bool:
+        """Keep every page of the previous render as it is, when each is still on disk with the
+        size it was written with (a damaged or deleted page needs a real render).
+
+        Returns:
+            True when all pages were kept (the render is done), False when one was missing or changed.
+        """
+        for rel, old in self._old.items():
+            if ".." in Path(rel).parts or Path(rel).is_absolute() or _size(self.out_dir / rel) != old.get("size"):
+                return False
+        self._new = dict(self._old)
+        self.unchanged = len(self._new)
+        return True
+
+    def pages(self) -> list[str]:
+        """The pages of this render so far (relative paths, sorted)."""
+        return sorted(self._new)
+
     def finish(self) -> None:
         """Delete pages of a previous render that were not emitted now, then save the manifest.
 
@@ -94,7 +118,8 @@ class PageWriter:
                 target.unlink()
                 self.removed += 1
         tmp = self.out_dir / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps({"version": _MANIFEST_VERSION, "pages": self._new}, sort_keys=True), "utf-8")
+        manifest = {"version": _MANIFEST_VERSION, "pages": self._new, "state": self.state}
+        tmp.write_text(json.dumps(manifest, sort_keys=True), "utf-8")
         os.replace(tmp, self.out_dir / MANIFEST)
 
 

@@ -8,12 +8,11 @@ Public API:
 """
 
 from pruners import ats, dynamicvit, evit, threshold_l2  # noqa: F401  (register the pruners)
+from pruners.backends import BACKENDS, CAPTURABLE_BACKENDS
 from pruners.base import PRUNERS, AttnInfo, ModelInfo, Pruner, create_pruner
 from pruners.compiled import CompiledPrunedModel
 from pruners.graph import GraphedPrunedModel
 from pruners.model import (
-    BACKENDS,
-    CAPTURABLE_BACKENDS,
     MODELS,
     PrunedDeiT,
     build_pruned_model,

@@ -20,6 +20,8 @@ import torch
 import torch._inductor.config  # noqa: F401  (compile_settings reads it)
 from torch import nn
 
+from pruners.backends import check_capturable
+
 # torch.compile modes that capture CUDA graphs themselves (cudagraph trees); graph mode captures the
 # compiled forward on its own, so with graph=True a mode must leave graphs to it.
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -65,8 +67,6 @@ class CompiledPrunedModel(nn.Module):
     def __init__(self, model: nn.Module, *, mode: str | None = None, backend: str = "inductor",
                  eager_numerics: bool = True) -> None:
         super().__init__()
-        from pruners.model import check_capturable
-
         if mode not in MODES:
             raise ValueError(f"compile mode must be one of {MODES}, got {mode!r}")
         if getattr(model, "exact_capacity", False):

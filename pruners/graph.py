@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from pruners.backends import check_capturable
+
 
 @dataclass
 class _Captured:
@@ -79,8 +81,6 @@ class GraphedPrunedModel(nn.Module):
     def __init__(self, model: nn.Module, *, forward: nn.Module | None = None, warmup: int = 2,
                  clone_outputs: bool = True) -> None:
         super().__init__()
-        from pruners.model import check_capturable
-
         if getattr(model, "exact_capacity", False):
             raise ValueError("graph mode needs exact_capacity=False (it reads counts back to the host)")
         backend = getattr(model, "backend", None)

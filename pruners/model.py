@@ -37,14 +37,10 @@ from pruners._ops import (
     to_dense,
     value_norms,
 )
+from pruners.backends import BACKENDS, EXTRA_BACKENDS, check_capturable
 from pruners.base import AttnInfo, ModelInfo, Pruner, create_pruner
 
 MODELS = ("deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224", "deit_base_patch16_384")
-BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "nested_sdpa", "dense")
-# `reference`: pure-PyTorch packed attention (dense gather + masked SDPA). Not a competitor: it is
-# the backend-independent path used for threshold calibration and for CPU tests.
-EXTRA_BACKENDS = ("reference",)
-
 AttentionFn = Callable[..., torch.Tensor]
 
 
@@ -72,16 +68,6 @@ def reference_attention(
     return packed.view(R, H, D)
 
 
-# Backends whose forward reads nothing back to the host, so it can be captured as one CUDA graph or
-# traced by torch.compile at fixed capacities (built with `sync_free=True`: padded_sdpa then pads to the
-# capacity bound instead of reading the batch's longest kept length). The others, and why not:
-CAPTURABLE_BACKENDS = ("triton", "fa2_varlen", "padded_sdpa", "dense", "reference")
-NOT_CAPTURABLE = {
-    "nested_sdpa": "NestedTensor needs the kept total on the host (it reads cu_seqlens[-1] every call), so its "
-    "forward syncs and cannot be captured",
-}
-
-
 def _attention_fn(backend: str, sync_free: bool = False) -> AttentionFn:
     if backend == "reference":
         return reference_attention
@@ -92,14 +78,6 @@ def _attention_fn(backend: str, sync_free: bool = False) -> AttentionFn:
     if backend == "padded_sdpa" and sync_free:
         return functools.partial(ragged_kernels.padded_sdpa_attention, pad_to_bound=True)
     return ragged_kernels.ATTENTION_BACKENDS[backend]
-
-
-def check_capturable(backend: str, what: str) -> None:
-    """ValueError unless `backend`'s forward can be captured (graph mode) or traced (compile)."""
-    if backend in NOT_CAPTURABLE:
-        raise ValueError(f"{what} needs a sync-free backend; {backend!r} is not: {NOT_CAPTURABLE[backend]}")
-    if backend not in CAPTURABLE_BACKENDS:
-        raise ValueError(f"{what} needs one of {CAPTURABLE_BACKENDS}, got {backend!r}")
 
 
 # What pack_tokens writes into the packed buffer's padding rows: None = nothing. Tests set NaN to

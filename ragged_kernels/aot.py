@@ -16,59 +16,10 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Arch:
-    """Per-SM limits of one compute capability, and the SM count of the cards this project plans for."""
-
-    capability: int  # major * 10 + minor
-    name: str
-    regs_per_sm: int
-    max_threads_per_sm: int
-    max_blocks_per_sm: int
-    smem_per_sm: int  # bytes, the largest shared-memory carve-out
-    smem_per_block: int  # bytes, the opt-in maximum per block
-    sms: int  # the reference card's SM count (waves of a grid)
-    card: str
-
-
-ARCHS: dict[int, Arch] = {
-    80: Arch(80, "sm_80", 65536, 2048, 32, 164 * 1024, 163 * 1024, 108, "A100"),
-    89: Arch(89, "sm_89", 65536, 1536, 24, 100 * 1024, 99 * 1024, 48, "RTX 4000 Ada"),
-    90: Arch(90, "sm_90", 65536, 2048, 32, 228 * 1024, 227 * 1024, 132, "H200"),
-}
-
-
-def arch_of(capability: tuple[int, int]) -> int:
-    """The `ARCHS` key a device of this compute capability uses: Hopper and later 90, A100 (8.0) 80, the
-    other 8.x parts (consumer Ampere 8.6/8.7 and Ada 8.9: 100 KB of shared memory per SM, 1,536
-    threads) 89; older parts 80 (the smallest-footprint table Triton still compiles for)."""
-    major, minor = capability
-    if major >= 9:
-        return 90
-    if major == 8 and minor != 0:
-        return 89
-    return 80
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One compilation of a Triton kernel as it ships: non-constexpr argument types, constexprs and
-    launch options (num_warps, num_stages, maxnreg). Pointers are compiled 16-byte aligned, as the
-    JIT specialises them at launch for the tensors the library allocates or takes on its fast path."""
-
-    name: str
-    kernel: object  # a triton JITFunction
-    args: dict[str, str]
-    constexprs: dict[str, object]
-    options: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.options.get("num_warps", 4)
+from ragged_kernels.runtime import ARCHS, Arch, KernelSpec, arch_of
 
 
 @dataclass(frozen=True)
@@ -173,7 +124,9 @@ def library_specs(capability: int) -> list[KernelSpec]:
     from ragged_kernels import linear, pack
     from ragged_kernels.attention import fwd
 
-    return fwd.compile_specs(capability) + pack.compile_specs(capability) + linear.compile_specs(capability)
+    fitted_linear = [fitted(lambda b, g=gelu: linear.linear_spec(b, g), linear.blocks_for(capability, gelu),
+                            linear.smaller_blocks, capability) for gelu in (False, True)]
+    return fwd.compile_specs(capability) + pack.compile_specs(capability) + fitted_linear + linear.layer_norm_specs()
 
 
 __all__ = ["ARCHS", "Arch", "KernelSpec", "Report", "arch_of", "fitted", "library_specs", "ptxas_usage", "report"]

@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ragged_kernels.attention.interface import _check, host_int_bound
+from ragged_kernels.attention.interface import check_inputs, host_int_bound
 
 try:  # optional: the real flash-attn package
     from flash_attn import flash_attn_varlen_func as _flash_attn_varlen_func
@@ -54,7 +54,7 @@ def _explain(exc: Exception, q, k, v, cu_seqlens, max_seqlen, not_input_errors=_
     if isinstance(exc, not_input_errors):
         return
     try:
-        _check(q, k, v, cu_seqlens, host_int_bound(max_seqlen))
+        check_inputs(q, k, v, cu_seqlens, host_int_bound(max_seqlen))
     except (TypeError, ValueError) as clear:
         raise clear from exc
 
@@ -229,7 +229,7 @@ def flex_attention_varlen(
     Rows past cu_seqlens[-1] attend among themselves; their output is meaningless, as for the others."""
     # Checked first (metadata only): FlexAttention would take e.g. an empty cu_seqlens and return garbage;
     # its host cost is the compiled function's dispatch (guards), so the check is in the noise.
-    _check(q, k, v, cu_seqlens, host_int_bound(max_seqlen))
+    check_inputs(q, k, v, cu_seqlens, host_int_bound(max_seqlen))
     attend, _ = _flex_functions(q.device)  # a torch without FlexAttention: NotImplementedError, unexplained
     try:
         rows = q.shape[0]

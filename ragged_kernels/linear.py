@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.fwd import compile_with_fallback
-from ragged_kernels.runtime import INTERPRET, device_arch
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -165,11 +165,11 @@ def ragged_linear(
     if fitted is not None:
         launch(fitted)
     else:  # first call for these blocks on this GPU: step down while its shared memory is too small
-        _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=_smaller_blocks)
+        _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=smaller_blocks)
     return out
 
 
-def _smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
+def smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
     """Tuned on the H200 (227 KB of shared memory per block): on a smaller GPU, one stage fewer,
     then half the K block; None when nothing smaller is left."""
     bm, bn, bk, warps, stages = cfg
@@ -264,8 +264,6 @@ def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool):
     """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks (fp16, with a bias)."""
     import inspect
 
-    from ragged_kernels.aot import KernelSpec
-
     bm, bn, bk, warps, stages = blocks
     values = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GELU": gelu, "HAS_BIAS": True, "DOT_FP32": False,
               "IEEE": False}
@@ -285,20 +283,13 @@ def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool):
                       dict(num_warps=warps, num_stages=stages))
 
 
-def compile_specs(capability: int) -> list:
-    """The shipping compilations for an architecture: each table's blocks stepped down (`_smaller_blocks`,
-    what `compile_with_fallback` does at the first launch) until they fit its shared memory (this
-    compiles them), and the LayerNorm at DeiT widths."""
-    from ragged_kernels.aot import KernelSpec, fitted
-
-    specs = [fitted(lambda b, g=gelu: linear_spec(b, g), blocks_for(capability, gelu), _smaller_blocks, capability)
-             for gelu in (False, True)]
+def layer_norm_specs() -> list:
+    """The shipping compilations of `ragged_layer_norm` (fp16, DeiT widths)."""
     args = dict(X="*fp16", W="*fp16", B="*fp16", Y="*fp16", CU="*i32", n_rows="i32", n_cols="i32", n_segments="i32",
                 stride_x="i32", stride_y="i32", eps="fp32")
-    specs += [KernelSpec(f"ragged_layer_norm BLOCK_C={c}", _ragged_layer_norm_kernel, args,
-                         dict(HAS_W=True, HAS_B=True, ROWS=max(1, min(16, 8192 // c)), BLOCK_C=c),
-                         dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
-    return specs
+    return [KernelSpec(f"ragged_layer_norm BLOCK_C={c}", _ragged_layer_norm_kernel, args,
+                       dict(HAS_W=True, HAS_B=True, ROWS=max(1, min(16, 8192 // c)), BLOCK_C=c),
+                       dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
 
 
-__all__ = ["compile_specs", "ragged_layer_norm", "ragged_linear"]
+__all__ = ["blocks_for", "layer_norm_specs", "linear_spec", "ragged_layer_norm", "ragged_linear", "smaller_blocks"]

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.interface import as_host_int
-from ragged_kernels.runtime import INTERPRET, device_arch, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
@@ -401,8 +401,6 @@ def compile_specs(capability: int = 90) -> list:
     """The shipping compilations (`ragged_kernels.aot.KernelSpec`) for an architecture: fp16 rows of DeiT-B's
     width, every form the pruned model and the public API launch (dense / packed source, pack / unpack,
     fill, per-position keep, keep_first), and the per-segment count."""
-    from ragged_kernels.aot import KernelSpec
-
     specs = []
     args = dict(X="*fp16", Y="*fp16", KEEP="*i1", CU_IN="*i1", CU_OUT="*i32", COUNTS="*i32", n_rows="i32",
                 capacity="i32", n_channels="i32", n_segments="i32", fill_value="fp32", keep_len="i32")

@@ -4,7 +4,9 @@
 - `INTERPRET`: whether Triton runs in its CPU interpreter (`TRITON_INTERPRET=1`, read once at import,
   as Triton itself does);
 - `device_arch`: which architecture's kernel tables a device uses (sm_80, sm_89 or sm_90; read once
-  per device from its compute capability);
+  per device from its compute capability); `ARCHS` their per-SM limits; `KernelSpec` one shipping
+  compilation of a kernel, which each kernel module lists for the ahead-of-time report
+  (`ragged_kernels.aot`);
 - `require_device`: the one check that a kernel's tensors can run (CUDA, or the CPU under the
   interpreter), with the message every kernel gives;
 - `traceable_op`: a `torch.library` custom op around a kernel's host function, with a fake (meta)
@@ -19,10 +21,62 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class Arch:
+    """Per-SM limits of one compute capability, and the SM count of the cards this project plans for."""
+
+    capability: int  # major * 10 + minor
+    name: str
+    regs_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    smem_per_sm: int  # bytes, the largest shared-memory carve-out
+    smem_per_block: int  # bytes, the opt-in maximum per block
+    sms: int  # the reference card's SM count (waves of a grid)
+    card: str
+
+
+ARCHS: dict[int, Arch] = {
+    80: Arch(80, "sm_80", 65536, 2048, 32, 164 * 1024, 163 * 1024, 108, "A100"),
+    89: Arch(89, "sm_89", 65536, 1536, 24, 100 * 1024, 99 * 1024, 48, "RTX 4000 Ada"),
+    90: Arch(90, "sm_90", 65536, 2048, 32, 228 * 1024, 227 * 1024, 132, "H200"),
+}
+
+
+def arch_of(capability: tuple[int, int]) -> int:
+    """The `ARCHS` key a device of this compute capability uses: Hopper and later 90, A100 (8.0) 80, the
+    other 8.x parts (consumer Ampere 8.6/8.7 and Ada 8.9: 100 KB of shared memory per SM, 1,536
+    threads) 89; older parts 80 (the smallest-footprint table Triton still compiles for)."""
+    major, minor = capability
+    if major >= 9:
+        return 90
+    if major == 8 and minor != 0:
+        return 89
+    return 80
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One compilation of a Triton kernel as it ships: non-constexpr argument types, constexprs and
+    launch options (num_warps, num_stages, maxnreg). Pointers are compiled 16-byte aligned, as the
+    JIT specialises them at launch for the tensors the library allocates or takes on its fast path."""
+
+    name: str
+    kernel: object  # a triton JITFunction
+    args: dict[str, str]
+    constexprs: dict[str, object]
+    options: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.options.get("num_warps", 4)
 
 
 _ARCH: dict[int, int] = {}  # CUDA device index -> ragged_kernels.aot.arch_of of its compute capability
@@ -38,8 +92,6 @@ def device_arch(device: torch.device | int | None) -> int:
         index = torch.cuda.current_device()
     arch = _ARCH.get(index)
     if arch is None:
-        from ragged_kernels.aot import arch_of
-
         arch = _ARCH[index] = arch_of(torch.cuda.get_device_capability(index))
     return arch
 
@@ -74,4 +126,5 @@ def traceable_op(name: str, fake: Callable) -> Callable[[Callable], Callable]:
     return wrap
 
 
-__all__ = ["INTERPRET", "device_arch", "require_device", "runs_here", "traceable_op"]
+__all__ = ["ARCHS", "INTERPRET", "Arch", "KernelSpec", "arch_of", "device_arch", "require_device", "runs_here",
+           "traceable_op"]

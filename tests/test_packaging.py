@@ -13,6 +13,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tests.ci.test_runner import template  # noqa: F401  (fixture: a toy repository with an asv suite)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 BLOCKED = ("torch", "torchvision", "triton", "timm")
@@ -52,7 +54,7 @@ def test_every_service_module_imports_without_the_gpu_stack() -> None:
     assert int(proc.stdout.split()[0]) > 40  # ci, dashboard and benchmarks were all walked
 
 
-def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
+def _wheel(tmp_path: Path) -> Path:
     src = tmp_path / "src"  # a copy, so setuptools' build/ and egg-info stay out of the checkout
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -62,6 +64,11 @@ def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path), str(src)], check=True, capture_output=True, timeout=300)  # fmt: skip
     (wheel,) = tmp_path.glob("*.whl")
+    return wheel
+
+
+def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         info = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -69,7 +76,8 @@ def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
         entry_points = zf.read(info.replace("METADATA", "entry_points.txt")).decode()
     migrations = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci/store/migrations").rglob("*") if p.is_file()
                   and "__pycache__" not in p.parts}
-    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "dashboard/templates").iterdir()}
+    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "dashboard/templates").rglob("*") if p.is_file()
+                 and "__pycache__" not in p.parts}  # the vendored chart library too
     assert migrations and migrations <= names, sorted(migrations - names)
     assert templates and templates <= names, sorted(templates - names)
     assert {"ci/cli.py", "dashboard/render.py", "benchmarks/gpu_env.py"} <= names
@@ -77,3 +85,40 @@ def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
     assert "ragged-ci = ci.cli:main" in entry_points
     base = [re.split(r"[\s<>=!~;\[]", r)[0] for r in meta.get_all("Requires-Dist") if "extra ==" not in r]
     assert base and not set(base) & set(BLOCKED), base  # the GPU stack is the `kernels` extra
+
+
+def test_the_installed_command_works_from_any_directory_on_the_repository_it_is_pointed_at(
+    tmp_path: Path, template: tuple[Path, dict[str, str]]  # noqa: F811  (the fixture)
+) -> None:
+    """`ragged-ci` from an installed wheel (not this checkout), run from an unrelated folder: it finds
+    the asv suite in the repository `--repo` names and runs it through the real asv CLI."""
+    import os
+
+    repo, shas = template
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                    str(_wheel(tmp_path))], check=True, capture_output=True, timeout=300)  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target), "HOME": str(home)}
+    env.pop("ASV_MACHINE", None)
+
+    def ragged_ci(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(target / "bin" / "ragged-ci"), *args], cwd=elsewhere, env=env, capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+
+    where = subprocess.run([sys.executable, "-c", "import ci; print(ci.__file__)"], cwd=elsewhere, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert Path(where).is_relative_to(target), where
+    assert "continuous" in ragged_ci("--help").stdout
+    same = ragged_ci("continuous", "--repo", str(repo), "main", "HEAD")
+    assert same.returncode == 2 and f"({shas['C'][:12]}) are the same commit" in same.stderr, same.stderr
+    demo = ragged_ci("demo", "--commits", "2")
+    assert demo.returncode == 2 and "no checkout of the project here" in demo.stderr, demo.stderr
+    db = tmp_path / "h.sqlite"
+    run = ragged_ci("continuous", "--repo", str(repo), "--db", str(db), "--machine", "cibox", shas["B"], shas["C"])
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "❌ Performance check failed" in run.stdout and "bench_toy.Toy.time_work" in run.stdout
+    assert db.is_file() and not (elsewhere / ".asv").exists(), "the store is where --db says, nothing in the cwd"

@@ -48,7 +48,7 @@ def sampler_table() -> None:
 
 
 def models_table(batch: int) -> None:
-    from benchmarks._models import images_per_s_and_peak
+    from benchmarks.model_runs import images_per_s_and_peak
     from pruners import build_pruned_model, create_pruner, synthetic_images
 
     for name, b in (("deit_base_patch16_224", batch), ("deit_base_patch16_384", max(1, batch // 4))):

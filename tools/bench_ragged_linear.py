@@ -112,7 +112,7 @@ def sweep_table(rows: int) -> None:
 
 def models_table(batch: int) -> None:
     """images/s of DeiT-B 224 graph mode per pruner: cuBLAS linears vs ragged_linear, and dense."""
-    from benchmarks._models import images_per_s_and_peak
+    from benchmarks.model_runs import images_per_s_and_peak
     from pruners import build_pruned_model, synthetic_images
 
     images = synthetic_images(batch, 224, seed=0).half().cuda()

@@ -1,6 +1,6 @@
 """Where `bench_end_to_end.EndToEnd.setup_cache`'s time goes: model builds vs timed cases. (GPU only.)
 
-Runs the full EndToEnd matrix outside asv with `_models.build_model` and `_models.guarded` wrapped in
+Runs the full EndToEnd matrix outside asv with `model_runs.build_model` and `model_runs.guarded` wrapped in
 timers, then prints the split, the slowest builds and cases, and the first cases in run order (where
 a first-configuration effect would show). Session 5 (H200): 105 s = 51 builds 37 s + 102 cases 63 s.
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
-from benchmarks import _models
 from benchmarks import bench_end_to_end as e2e
+from benchmarks import model_runs
 
 
 def main() -> int:
@@ -23,7 +23,7 @@ def main() -> int:
         print("profile_end_to_end_setup: needs a CUDA GPU", file=sys.stderr)
         return 2
     rows: list[tuple] = []  # (kind, label, seconds, images/s or None)
-    build, guarded = _models.build_model, _models.guarded
+    build, guarded = model_runs.build_model, model_runs.guarded
 
     def timed_build(torch, model, pruner, backend, dtype):
         t0 = time.perf_counter()
@@ -37,13 +37,13 @@ def main() -> int:
         guarded(results, key, compute)
         rows.append(("case", key, time.perf_counter() - t0, results[key].get("values", {}).get("images_per_s")))
 
-    _models.build_model, _models.guarded = timed_build, timed_case
+    model_runs.build_model, model_runs.guarded = timed_build, timed_case
     try:
         t0 = time.perf_counter()
         e2e.measure_matrix(*e2e.EndToEnd.params)
         total = time.perf_counter() - t0
     finally:
-        _models.build_model, _models.guarded = build, guarded
+        model_runs.build_model, model_runs.guarded = build, guarded
     builds = [r for r in rows if r[0] == "build"]
     cases = [r for r in rows if r[0] == "case"]
     b, c = sum(r[2] for r in builds), sum(r[2] for r in cases)

@@ -23,14 +23,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ci.records import Direction, Kind, ParsedRun, declared_semantics
+from ci.records import JOB_KEY, Direction, Kind, ParsedRun, declared_semantics
 from ci.text import quote_path
 
 RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
 SIDECAR_PREFIX = "gpu-env-"
 SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
-SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch")
+# JOB_KEY: the runner's marker of the job (asv call) that measured the commit.
+SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch",
+                    JOB_KEY)  # fmt: skip
 _NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
 # Size caps, far above what asv writes: the largest recorded result file (half the suite, with
 # --record-samples) is 87 KB and benchmarks.json 27 KB (benchmarks/recorded, 2026-11-29). A

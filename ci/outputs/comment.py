@@ -1,21 +1,25 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
 Layout (after asv-perch's and conbench's comments, shared/reference/ci-services.md §2):
-a hidden sticky marker, a one-line verdict, an outcome count table, then, most important first:
-the correctness gates that failed, benchmarks that failed to run on head, regressions, series
-not measured on head, changes past the threshold that the statistics could not confirm, series
-whose benchmark declares no direction (their change is shown, never judged), improvements;
-collapsed: the gates that passed, other inconclusive series, new series, unchanged series; the
-environment and a dashboard link.
+a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
+how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
+ran, an outcome count table, then, most important first: the correctness gates that failed,
+benchmarks that failed to run on head, regressions, series not measured on head, slowdowns past
+the threshold that the statistics could not confirm, series withheld because base and head were
+not measured in one job, series whose benchmark declares no direction (their change is shown,
+never judged), improvements; collapsed: the gates that passed, other inconclusive series
+(unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new series,
+unchanged series; the environment and a dashboard link. Every timing row shows each side's
+median, half its interquartile range and its sample count.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
 lowest priority first, with an "N more" line; markdown is never cut mid-table.
 
 Everything a contributor controls (benchmark names and parameters, units, machine and
-environment values, reasons that quote them) is rendered inert: names and values as code spans
-(any backticks in them fenced; GitHub links nothing inside a code span), other text with
-markdown's punctuation escaped and a zero-width space wherever GitHub would otherwise autolink or
-reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close a table,
+environment values, reasons that quote them, commit subjects) is rendered inert: names and values
+as code spans (any backticks in them fenced; GitHub links nothing inside a code span), other text
+with markdown's punctuation escaped and a zero-width space wherever GitHub would otherwise autolink
+or reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close a table,
 link, embed an image, nor mention anyone or reference an issue.
 """
 
@@ -24,8 +28,22 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from ci.records import MISSING_ON_HEAD, NEW_SERIES, UNKNOWN_DIRECTION, Kind, Outcome, Result, StoreReader, Verdict
+from ci.format import format_value
+from ci.records import (
+    MISSING_ON_HEAD,
+    NEW_SERIES,
+    UNKNOWN_DIRECTION,
+    WITHHELD_OTHER_JOB,
+    Commit,
+    Kind,
+    Outcome,
+    Result,
+    StoreReader,
+    Verdict,
+)
+from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spreads, worse
 
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
@@ -38,6 +56,44 @@ _ICON = {
     Outcome.UNCHANGED: "⚪",
 }
 _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p", "Threshold")
+_SUBJECT_CHARS = 72
+_SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
+_CORRECTION_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
+
+
+@dataclass(frozen=True)
+class CommentContext:
+    """What the comment says around its tables: the commits, how they were measured, where the log is.
+
+    Attributes:
+        base_commit: the base commit's record (its subject is shown), None when unknown.
+        head_commit: the head commit's record.
+        commit_url: prefix of a commit's web page (e.g. `https://github.com/o/r/commit/`); None: no links.
+        job_url: the job log's web page (GitHub Actions: the workflow run), None when there is none.
+        jobs: whether base and head were measured in one job (`ci.verdicts.job_relation`); None: unknown.
+        drift_known: series whose between-job drift the history gave (when not measured in one job).
+        spreads: series key -> (base, head) Spread of the samples (`ci.verdicts.spreads`).
+        cpu_only: no GPU ran the job: the comment says, first, that its timings prove nothing about
+            kernel speed.
+        settings: the verdicts' settings (the interval's level, the correction, the CPU floor).
+    """
+
+    base_commit: Commit | None = None
+    head_commit: Commit | None = None
+    commit_url: str | None = None
+    job_url: str | None = None
+    jobs: Jobs | None = None
+    drift_known: int = 0
+    spreads: Mapping[str, tuple[Spread | None, Spread | None]] = field(default_factory=dict)
+    cpu_only: bool = False
+    settings: VerdictSettings = field(default_factory=VerdictSettings)
+
+    def __post_init__(self) -> None:
+        for name in ("commit_url", "job_url"):
+            url = getattr(self, name)
+            if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+                raise ValueError(f"{name} must be an http(s) URL, got {url!r}")
+
 _GATE_HEADER = ("", "Benchmark", "Params", "Value", "Limit", "Result")
 _NOTE_HEADER = ("Benchmark", "Params", "Base", "Why")
 _MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~])")
@@ -66,29 +122,17 @@ def _text(text: object) -> str:
     return _AUTOLINKS.sub("\\1\u200b", t)
 
 
-def format_value(value: float, unit: str) -> str:
-    """A measurement with a readable unit: seconds auto-scaled to ns/µs/ms, bytes to KiB/MiB/GiB.
+def side_text(value: float, spread: Spread | None, unit: str) -> str:
+    """One side of a timing row: median ±half the IQR (relative) and the sample count (plain text)."""
+    if spread is None:
+        return format_value(value, unit)
+    half = spread.half_iqr
+    iqr = f" ±{half * 100:.1f}%" if math.isfinite(half) else ""
+    return f"{format_value(spread.median, unit)}{iqr} n={spread.n}"
 
-    Args:
-        value: the number in `unit`.
-        unit: the benchmark's unit ("seconds", "bytes", "images/s", ...).
 
-    Returns:
-        Text such as "12.3 µs", "1.50 GiB", "1,870 images/s" or "n/a" for NaN.
-    """
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if unit == "seconds":
-        for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-            if abs(value) >= scale or scale == 1e-9:
-                return f"{value / scale:.3g} {name}"
-    if unit == "bytes":
-        for scale, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")):
-            if abs(value) >= scale or scale == 1:
-                return f"{value / scale:.3g} {name}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f} {unit}"
-    return f"{value:.4g} {unit}"
+def _side(value: float, spread: Spread | None, unit: str) -> str:
+    return _text(side_text(value, spread, unit))
 
 
 def _ratio(v: Verdict) -> str:
@@ -111,19 +155,19 @@ def _params(v: Verdict) -> str:
     return _code(v.benchmark.params_label) if v.benchmark.params_label else "—"
 
 
-def _perf_row(v: Verdict) -> tuple[str, ...]:
+def _perf_row(v: Verdict, sides: tuple[Spread | None, Spread | None] = (None, None)) -> tuple[str, ...]:
     b = v.benchmark
     return (
-        _code(b.name), _params(v), _text(format_value(v.base_value, b.unit)), _text(format_value(v.head_value, b.unit)),
+        _code(b.name), _params(v), _side(v.base_value, sides[0], b.unit), _side(v.head_value, sides[1], b.unit),
         _ratio(v), _interval(v), f"{v.p_value:.2g}" if math.isfinite(v.p_value) else "n/a",
         f"±{v.threshold * 100:.1f}%" if math.isfinite(v.threshold) else "n/a",
     )
 
 
-def _note_row(v: Verdict) -> tuple[str, ...]:
+def _note_row(v: Verdict, sides: tuple[Spread | None, Spread | None] = (None, None)) -> tuple[str, ...]:
     """A series the statistics could not judge: what it was on base, and why."""
     b = v.benchmark
-    return (_code(b.name), _params(v), _text(format_value(v.base_value, b.unit)), _text(v.reason))
+    return (_code(b.name), _params(v), _side(v.base_value, sides[0], b.unit), _text(v.reason))
 
 
 def _gate_row(v: Verdict) -> tuple[str, ...]:
@@ -163,35 +207,146 @@ def _sort_key(v: Verdict) -> tuple[float, str]:
     return (-size, v.benchmark.key)
 
 
-def _unconfirmed(v: Verdict) -> bool:
-    """Inconclusive, but the ratio moved past the series' threshold (asv's "~"): worth a look."""
+def _past_threshold(v: Verdict) -> bool:
+    """Inconclusive, but the ratio moved past the series' threshold (asv's "~")."""
     return (v.outcome == Outcome.INCONCLUSIVE and math.isfinite(v.ratio) and v.ratio > 0
             and abs(v.ratio - 1) > (v.threshold if math.isfinite(v.threshold) else 0))
 
 
-def _headline(n: Mapping[str, int]) -> str:
+def _unconfirmed(v: Verdict) -> bool:
+    """An unconfirmed slowdown past the threshold: worth a look. An unconfirmed speed-up is not an
+    alarm (it is listed, folded, with the other inconclusive series)."""
+    return _past_threshold(v) and worse(v.benchmark, v.ratio)
+
+
+def _reaches_regression(v: Verdict) -> bool:
+    """The ratio's interval reaches past the series' threshold on the slow side (a regression is not
+    ruled out, whatever the median ratio says)."""
+    if not (math.isfinite(v.ci_low) and math.isfinite(v.ci_high) and math.isfinite(v.threshold)):
+        return False
+    if worse(v.benchmark, 2.0):  # lower is better: a ratio above 1 is slower
+        return v.ci_high > 1 + v.threshold
+    return v.ci_low < 1 / (1 + v.threshold)
+
+
+def _faster(v: Verdict) -> bool:
+    """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
+    regression. Listed, folded; never an alarm."""
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not worse(v.benchmark, v.ratio)
+            and not _reaches_regression(v))
+
+
+def headline(n: Mapping[str, int]) -> tuple[str, str]:
+    """The one-line verdict of a comparison: (status, detail), from the series counted per group
+    (`group_verdicts`, plus "gates_failed"). A speed-up never makes the status an alarm."""
     parts = [
-        f"{n[key]} {label}" for key, label in (
+        f"{n.get(key, 0)} {label}" for key, label in (
             ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
             ("regressed", "regression(s)"), ("missing", "not measured on head"),
-            ("unconfirmed", "unconfirmed change(s)"), ("unknown", "of unknown direction"),
-            ("improved", "improvement(s)"),
+            ("unconfirmed", "unconfirmed slowdown(s)"), ("withheld", "withheld (not measured in one job)"),
+            ("unknown", "of unknown direction"), ("improved", "improvement(s)"),
+            ("faster", "unconfirmed speed-up(s)"),
             ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
-        ) if n[key]
+        ) if n.get(key, 0)
     ]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
-    if n["gates_failed"] or n["failed"] or n["regressed"]:
-        return f"**❌ Performance check failed:** {detail}."
-    if n["missing"] or n["unconfirmed"] or n["unknown"]:
-        return f"**🟡 No regression confirmed; look at the series below:** {detail}."
-    if n["inconclusive"]:
-        return f"**🟡 No regression found, some series need more samples:** {detail}."
-    return f"**✅ No significant performance change:** {detail}."
+    if n.get("gates_failed") or n.get("failed") or n.get("regressed"):
+        return "❌ Performance check failed", detail
+    if n.get("missing") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
+        return "🟡 No regression confirmed; look at the series below", detail
+    if n.get("inconclusive"):
+        return "🟡 No regression found, some series need more samples", detail
+    return "✅ No significant performance change", detail
+
+
+GROUPS = ("failed", "regressed", "missing", "unconfirmed", "withheld", "unknown", "improved", "faster", "inconclusive",
+          "new", "unchanged")
+
+
+def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
+    """Timing verdicts by what the reader should do about them (keys `GROUPS`), biggest change
+    first in each group: an inconclusive speed-up is "faster" (listed, never an alarm), an
+    inconclusive slowdown past the threshold "unconfirmed"."""
+    groups: dict[str, list[Verdict]] = {k: [] for k in GROUPS}
+    for v in perf:
+        if v.outcome == Outcome.INCONCLUSIVE:
+            if v.reason.startswith(MISSING_ON_HEAD):
+                key = "missing"
+            elif v.reason == WITHHELD_OTHER_JOB:
+                key = "withheld"
+            elif v.reason.startswith(UNKNOWN_DIRECTION):
+                key = "unknown"
+            elif _unconfirmed(v):
+                key = "unconfirmed"
+            elif _faster(v):
+                key = "faster"
+            else:
+                key = "inconclusive"
+        elif v.outcome == Outcome.UNCHANGED and v.reason == NEW_SERIES:
+            key = "new"
+        else:
+            key = v.outcome.value
+        groups[key].append(v)
+    for rows in groups.values():
+        rows.sort(key=_sort_key)
+    return groups
 
 
 def _safe_url(url: str) -> str:
     """A link target that cannot end the markdown link early or start another one."""
     return re.sub(r"[\s()\[\]<>`\"']", lambda m: f"%{ord(m.group()):02X}", url)
+
+
+def _commit_line(ctx: CommentContext, base_sha: str, head_sha: str) -> str:
+    """Base → head: each commit as a link (when the repository's URL is known) and its subject."""
+
+    def one(label: str, sha: str, commit: Commit | None) -> str:
+        short = f"`{sha[:12]}`" if _SHA_RE.fullmatch(sha) else _code(sha[:12])
+        if ctx.commit_url and _SHA_RE.fullmatch(sha):
+            short = f"[{short}]({_safe_url(ctx.commit_url + sha)})"
+        subject = (commit.subject if commit is not None else "").strip()
+        if len(subject) > _SUBJECT_CHARS:
+            subject = subject[: _SUBJECT_CHARS - 1] + "…"
+        return f"{label} {short}" + (f" “{_text(subject)}”" if subject else "")
+
+    return f"{one('Base', base_sha, ctx.base_commit)} → {one('head', head_sha, ctx.head_commit)}."
+
+
+def _job_line(ctx: CommentContext, withheld: int) -> str:
+    """How base and head were measured; "one job" only when both sides' runs say so."""
+    jobs = ctx.jobs
+    log = f" [Job log]({_safe_url(ctx.job_url)})." if ctx.job_url else ""
+    if jobs is not None and jobs.relation == JobRelation.SAME:
+        return (f"Measured in one job ({_code(jobs.head)}): base and head in one asv call, rounds interleaved, so "
+                f"drift over the job hits both alike.{log}")
+    if jobs is not None and jobs.relation == JobRelation.DIFFERENT:
+        why = f"**⚠️ Base and head were measured in different jobs** ({_code(jobs.base)} and {_code(jobs.head)})"
+    else:
+        why = "**⚠️ Nothing records that base and head were measured in one job** (a side's results carry no job marker)"
+    widened = (f"{ctx.drift_known} series' thresholds include their between-job drift measured on this machine's "
+               "history" if ctx.drift_known else "this machine's history gives no series' between-job drift")
+    held = f"; {withheld} series without it are withheld" if withheld else ""
+    return f"{why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
+
+
+def _cpu_warning(settings: VerdictSettings) -> list[str]:
+    floor = settings.floor_for("bench.TimeCPU.time_host")
+    return [
+        "> [!WARNING]",
+        "> **CPU only: these timings prove nothing about kernel speed.** No GPU ran this job: the Triton kernels ran "
+        "in Triton's interpreter on a shared CPU, where the level of a series moves between asv processes. The CPU "
+        f"series are called changed only past ±{floor * 100:.0f}%, beyond the noise measured on such machines; judge "
+        "kernel speed on a GPU runner.",
+    ]
+
+
+def _legend(settings: VerdictSettings, n_tested: int) -> str:
+    correction = _CORRECTION_NAMES.get(settings.correction)
+    corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
+    return (f"Base and head: median ± half the interquartile range, n samples. Ratio = head / base of the medians; "
+            f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; p = Mann-Whitney U"
+            f"{corrected}; threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and "
+            "adapted to its noise.")
 
 
 def render_comment(
@@ -203,6 +358,7 @@ def render_comment(
     environment: Mapping[str, str],
     dashboard_url: str | None,
     max_chars: int = GITHUB_MAX_CHARS,
+    context: CommentContext | None = None,
 ) -> str:
     """The sticky PR comment in GitHub markdown.
 
@@ -214,6 +370,8 @@ def render_comment(
         environment: what the job ran on (GPU, driver, CUDA, torch, triton, runner, ...), shown as a table.
         dashboard_url: link to the dashboard, or None.
         max_chars: the body's size limit (GitHub's is 65,536); tables are cut whole rows to fit.
+        context: commits, job relation and log link, per-side spreads, CPU-only flag and settings
+            (`CommentContext`); None says only what the verdicts hold (and that the job is unknown).
 
     Returns:
         Markdown starting with the hidden marker `<!-- ragged-vit-bench -->`, at most `max_chars` long.
@@ -236,6 +394,9 @@ def render_comment(
         raise ValueError("base_sha and head_sha must be non-empty commit ids")
     if dashboard_url is not None and not dashboard_url.startswith(("http://", "https://")):
         raise ValueError(f"dashboard_url must be an http(s) URL, got {dashboard_url!r}")
+    ctx = context if context is not None else CommentContext()
+    if not isinstance(ctx, CommentContext):
+        raise TypeError(f"context must be a CommentContext, got {type(ctx).__name__}")
 
     gate_by_key = {v.benchmark.key: v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS}
     gate_by_key.update({v.benchmark.key: v for v in gates})
@@ -243,50 +404,51 @@ def render_comment(
     gates_failed = [v for v in all_gates if v.outcome != Outcome.UNCHANGED]
     gates_passed = [v for v in all_gates if v.outcome == Outcome.UNCHANGED]
     perf = [v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS]
-    groups: dict[str, list[Verdict]] = {k: [] for k in (
-        "failed", "regressed", "missing", "unconfirmed", "unknown", "improved", "inconclusive", "new", "unchanged")}
-    for v in perf:
-        if v.outcome == Outcome.INCONCLUSIVE:
-            key = "missing" if v.reason.startswith(MISSING_ON_HEAD) else "unknown" if v.reason.startswith(
-                UNKNOWN_DIRECTION) else "unconfirmed" if _unconfirmed(v) else "inconclusive"
-        elif v.outcome == Outcome.UNCHANGED and v.reason == NEW_SERIES:
-            key = "new"
-        else:
-            key = v.outcome.value
-        groups[key].append(v)
-    for rows in groups.values():
-        rows.sort(key=_sort_key)
+    groups = group_verdicts(perf)
     n = {k: len(rows) for k, rows in groups.items()}
     n["gates_failed"] = len(gates_failed)
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
+    n_tested = sum(math.isfinite(v.p_value) for v in perf)
+    no_sides: tuple[Spread | None, Spread | None] = (None, None)
+
+    def perf_rows(name: str) -> list[tuple[str, ...]]:
+        return [_perf_row(v, ctx.spreads.get(v.benchmark.key, no_sides)) for v in groups[name]]
+
+    def note_rows(name: str) -> list[tuple[str, ...]]:
+        return [_note_row(v, ctx.spreads.get(v.benchmark.key, no_sides)) for v in groups[name]]
 
     def new_row(v: Verdict) -> tuple[str, ...]:
-        return (_code(v.benchmark.name), _params(v), _text(format_value(v.head_value, v.benchmark.unit)))
+        head_side = ctx.spreads.get(v.benchmark.key, no_sides)[1]
+        return (_code(v.benchmark.name), _params(v), _side(v.head_value, head_side, v.benchmark.unit))
 
     sections: dict[str, tuple[Sequence[str], list[tuple[str, ...]]]] = {
         "gates_failed": (_GATE_HEADER, [_gate_row(v) for v in gates_failed]),
-        "failed": (_NOTE_HEADER, [_note_row(v) for v in groups["failed"]]),
-        "regressed": (_PERF_HEADER, [_perf_row(v) for v in groups["regressed"]]),
-        "missing": (_NOTE_HEADER, [_note_row(v) for v in groups["missing"]]),
-        "unconfirmed": (_PERF_HEADER, [_perf_row(v) for v in groups["unconfirmed"]]),
-        "unknown": (_PERF_HEADER, [_perf_row(v) for v in groups["unknown"]]),
-        "improved": (_PERF_HEADER, [_perf_row(v) for v in groups["improved"]]),
+        "failed": (_NOTE_HEADER, note_rows("failed")),
+        "regressed": (_PERF_HEADER, perf_rows("regressed")),
+        "missing": (_NOTE_HEADER, note_rows("missing")),
+        "unconfirmed": (_PERF_HEADER, perf_rows("unconfirmed")),
+        "withheld": (_PERF_HEADER, perf_rows("withheld")),
+        "unknown": (_PERF_HEADER, perf_rows("unknown")),
+        "improved": (_PERF_HEADER, perf_rows("improved")),
         "gates_passed": (_GATE_HEADER, [_gate_row(v) for v in gates_passed]),
-        "inconclusive": (_PERF_HEADER, [_perf_row(v) for v in groups["inconclusive"]]),
+        "faster": (_PERF_HEADER, perf_rows("faster")),
+        "inconclusive": (_PERF_HEADER, perf_rows("inconclusive")),
         "new": (("Benchmark", "Params", "Head"), [new_row(v) for v in groups["new"]]),
-        "unchanged": (_PERF_HEADER, [_perf_row(v) for v in groups["unchanged"]]),
+        "unchanged": (_PERF_HEADER, perf_rows("unchanged")),
         "environment": (("Key", "Value"), [(_text(k), _code(val)) for k, val in sorted(environment.items())]),
     }
     limits = {name: len(rows) for name, (_, rows) in sections.items()}
     visible = (
         ("gates_failed", "❌ Correctness gates failed"), ("failed", "❌ Failed to run on head"),
         ("regressed", "🔴 Regressions"), ("missing", "⚠️ Not measured on head"),
-        ("unconfirmed", "🟡 Changes past the threshold, not confirmed (measure more samples)"),
+        ("unconfirmed", "🟡 Slowdowns past the threshold, not confirmed (measure more samples)"),
+        ("withheld", "⚠️ Withheld: base and head not measured in one job"),
         ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`)"),
         ("improved", "🟢 Improvements"),
     )
     folded = (
-        ("gates_passed", "Correctness gates passed"), ("inconclusive", "Inconclusive: need more samples"),
+        ("gates_passed", "Correctness gates passed"),
+        ("faster", "Faster, not confirmed (no action needed)"), ("inconclusive", "Inconclusive: need more samples"),
         ("new", "New series (no base measurement)"), ("unchanged", "Unchanged"),
     )
 
@@ -295,12 +457,14 @@ def render_comment(
         return _table(header, rows, limits[name])
 
     def build() -> str:
-        out = [MARKER, "## ragged-vit benchmarks", "", _headline(n), ""]
-        out.append(f"Base `{base_sha[:12]}` → head `{head_sha[:12]}`, measured in the same job. "
-                   "Ratio = head / base of the medians; interval = bootstrap CI of the ratio; p = Mann-Whitney U, "
-                   "corrected for the number of series; threshold adapts to each series' noise.")
+        status, detail = headline(n)
+        out = [MARKER, "## ragged-vit benchmarks", "", f"**{status}:** {detail}.", ""]
+        if ctx.cpu_only:
+            out += [*_cpu_warning(ctx.settings), ""]
+        out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
+        out += ["", _job_line(ctx, n["withheld"]), "", _legend(ctx.settings, n_tested)]
         out += ["", "| Outcome | Series |", "|---|---|"]
         out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
         if not all_gates:
@@ -321,8 +485,8 @@ def render_comment(
     body = build()
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
-    for name in ("unchanged", "new", "inconclusive", "gates_passed", "improved", "unknown", "unconfirmed", "missing",
-                 "regressed", "environment", "failed", "gates_failed"):
+    for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "improved", "unknown", "withheld",
+                 "unconfirmed", "missing", "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body
         lo, hi = 0, limits[name]
@@ -337,6 +501,67 @@ def render_comment(
     if len(body) <= max_chars:
         return body
     raise ValueError(f"max_chars={max_chars} is too small for the comment's headline ({len(body)} chars without rows)")
+
+
+def github_urls(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The commit-link prefix and the job-log link a GitHub Actions job provides, from its
+    environment (GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT).
+
+    Args:
+        environ: the process environment (or any mapping of its variables).
+
+    Returns:
+        (e.g. "https://github.com/o/r/commit/" or None, "https://github.com/o/r/actions/runs/1/attempts/2"
+        or None); values that are not what GitHub sets give None.
+    """
+    server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    repo = environ.get("GITHUB_REPOSITORY", "")
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?", server) or not re.fullmatch(
+        r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo
+    ):
+        return None, None
+    commit_url = f"{server}/{repo}/commit/"
+    run_id, attempt = environ.get("GITHUB_RUN_ID", ""), environ.get("GITHUB_RUN_ATTEMPT", "")
+    if not re.fullmatch(r"[0-9]{1,20}", run_id):
+        return commit_url, None
+    job_url = f"{server}/{repo}/actions/runs/{run_id}"
+    if re.fullmatch(r"[0-9]{1,6}", attempt):
+        job_url += f"/attempts/{attempt}"
+    return commit_url, job_url
+
+
+def comment_context(
+    store: StoreReader,
+    comparison: Comparison,
+    environment: Mapping[str, str],
+    *,
+    commit_url: str | None = None,
+    job_url: str | None = None,
+    settings: VerdictSettings | None = None,
+) -> CommentContext:
+    """The CommentContext of one comparison read from a store (`ci.verdicts.compare_commits`).
+
+    Args:
+        store: the store (commit subjects).
+        comparison: what was compared and how it was measured.
+        environment: the environment table (`comment_environment`); no "gpu" in it means CPU only.
+        commit_url: prefix of a commit's web page, or None.
+        job_url: the job log's web page, or None.
+        settings: the verdicts' settings (None: the defaults).
+
+    Returns:
+        A CommentContext.
+    """
+    shas = {r.commit_sha for r in (*comparison.base[:1], *comparison.head[:1])}
+    commits = {c.sha: c for c in store.commits() if c.sha in shas}
+    base_sha = comparison.base[0].commit_sha if comparison.base else ""
+    head_sha = comparison.head[0].commit_sha if comparison.head else ""
+    return CommentContext(
+        base_commit=commits.get(base_sha), head_commit=commits.get(head_sha), commit_url=commit_url,
+        job_url=job_url, jobs=comparison.jobs, drift_known=comparison.drift_known,
+        spreads=spreads(comparison.base, comparison.head), cpu_only=not environment.get("gpu"),
+        settings=settings or VerdictSettings(),
+    )  # fmt: skip
 
 
 def comment_environment(store: StoreReader, machine: str, head_results: Sequence[Result]) -> dict[str, str]:

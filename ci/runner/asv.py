@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -106,20 +108,101 @@ def write_sidecar_if_missing(cfg: RunnerConfig, sha: str, state: dict[str, str])
     os.replace(tmp, path)
 
 
+def mark_job(cfg: RunnerConfig, sha: str, job: str) -> None:
+    """Record in commit `sha`'s GPU sidecar which job measured it (`ci.records.JOB_KEY`); ingest
+    carries it into the run's environment, so a comparison knows whether base and head were
+    measured together (`ci.verdicts.jobs`)."""
+    from ci.records import JOB_KEY
+
+    path = cfg.results_dir / cfg.machine / f"gpu-env-{sha[:8]}.json"
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    if not isinstance(state, dict):
+        state = {}
+    state[JOB_KEY] = job
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def result_digests(cfg: RunnerConfig, sha: str) -> dict[str, str]:
+    """sha256 of each of asv's result files for `sha` (what a call changed, it measured)."""
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in result_files(cfg, sha)}
+
+
 def result_files(cfg: RunnerConfig, sha: str) -> list[Path]:
     """asv's result files for commit `sha` on this job's machine (none yet: [])."""
     d = cfg.results_dir / cfg.machine
     return sorted(d.glob(f"{sha[:8]}-*.json")) if d.is_dir() else []
 
 
-def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: Callable[[str], None]) -> int:
+class _Watch:
+    """While asv runs: the setup log's new lines as they come, and a heartbeat whenever asv has
+    been silent for `quiet_s` (creating its environment, or inside a long setup_cache), so a job's
+    log never sits still for long. Lines go out one at a time (asv's reader thread and this one
+    share `echo`)."""
+
+    def __init__(self, echo: Callable[[str], None], setup_log: Path, quiet_s: float) -> None:
+        self._echo, self._log, self._quiet_s = echo, setup_log, quiet_s
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._offset = 0
+        self._t0 = self._last = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="asv-watch", daemon=True)
+
+    def line(self, text: str) -> None:
+        with self._lock:
+            self._last = time.monotonic()
+            self._echo(text)
+
+    def drain(self) -> None:
+        """Echo the setup log's lines not echoed yet."""
+        try:
+            with open(self._log, encoding="utf-8") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind("\n") + 1]  # a line being written is echoed once it is whole
+        self._offset += len(complete.encode("utf-8"))
+        for text in complete.splitlines():
+            self.line(text)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.drain()
+            silent = time.monotonic() - self._last
+            if silent >= self._quiet_s:
+                self.line(f"[runner] asv is still working ({silent:.0f} s since its last line, "
+                          f"{time.monotonic() - self._t0:.0f} s in this call)")
+
+    def __enter__(self) -> _Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.drain()
+
+
+def run_asv(
+    cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: Callable[[str], None], quiet_s: float = 8.0
+) -> int:
     """One `asv run` over `shas` (a HASHFILE), streaming asv's per-benchmark lines to `echo`.
 
     Args:
         cfg: runner configuration.
         shas: full commit hashes.
         interleave: pass `--interleave-rounds` (PR A/B; needs >= 2 commits).
-        echo: receives every output line of asv.
+        echo: receives every output line of asv, each setup_cache's progress lines as they are
+            written, and a heartbeat line after `quiet_s` seconds without any.
+        quiet_s: longest silence before a heartbeat line.
 
     Returns:
         asv's exit status (0 ok, 2 when some benchmark failed; results are saved either way).
@@ -146,38 +229,36 @@ def run_asv(cfg: RunnerConfig, shas: Sequence[str], *, interleave: bool, echo: C
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
     env = _asv_env(cfg)
-    # Each setup_cache appends one "[setup]" line (benchmarks._models.report_setup); asv itself shows
-    # their output only on failure, so the lines are echoed once asv is done.
+    # Each setup_cache writes its progress and a summary line to this file
+    # (benchmarks.model_runs.report_case / report_setup); asv itself shows their output only on failure.
     fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")
     os.close(fd)
     setup_log = Path(name)
     env["RAGGED_SETUP_LOG"] = str(setup_log)
     try:
-        # Its own session, so an interrupt can stop asv and every benchmark process it spawned.
-        proc = subprocess.Popen(
-            cmd, cwd=cfg.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, bufsize=1, start_new_session=True,
-        )  # fmt: skip
-        try:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                echo(raw.rstrip("\n"))
-            return proc.wait()
-        except BaseException:
-            # SIGINT first: asv turns it into KeyboardInterrupt and closes its forkserver, whose
-            # process group (the server and the benchmark it forked) is not asv's own group.
-            for sig, wait_s in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, None)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=wait_s)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            raise
+        with _Watch(echo, setup_log, quiet_s) as watch:
+            # Its own session, so an interrupt can stop asv and every benchmark process it spawned.
+            proc = subprocess.Popen(
+                cmd, cwd=cfg.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, bufsize=1, start_new_session=True,
+            )  # fmt: skip
+            try:
+                assert proc.stdout is not None
+                for raw in proc.stdout:
+                    watch.line(raw.rstrip("\n"))
+                return proc.wait()
+            except BaseException:
+                # SIGINT first: asv turns it into KeyboardInterrupt and closes its forkserver, whose
+                # process group (the server and the benchmark it forked) is not asv's own group.
+                for sig, wait_s in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, None)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, sig)
+                    try:
+                        proc.wait(timeout=wait_s)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+                raise
     finally:
         os.unlink(hashfile)
-        with contextlib.suppress(OSError):
-            for line in setup_log.read_text(encoding="utf-8").splitlines():
-                echo(line)
         setup_log.unlink(missing_ok=True)

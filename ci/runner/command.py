@@ -61,35 +61,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")
     p.add_argument("--wheelhouse", default=os.environ.get("RAGGED_WHEELHOUSE"),
                    help="offline host: wheels for asv's environment (default $RAGGED_WHEELHOUSE)")
+    p.add_argument("--lock", default=os.environ.get("RAGGED_GPU_LOCK"),
+                   help="lock file that jobs on this host take turns on (default $RAGGED_GPU_LOCK, else one per "
+                        "checkout: <repo>/.asv/runner.lock)")
 
 
-def config_from_args(args: argparse.Namespace) -> RunnerConfig:
-    """RunnerConfig from parsed `run` arguments (paths relative to --repo)."""
-    repo = Path(args.repo).resolve()
-    if not (repo / "asv.conf.json").is_file():
-        raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
-    if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
-        raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
-    bench = args.bench
+def job_selection(
+    args: argparse.Namespace, repo: Path, *, cpu_without_gpu: bool = False
+) -> tuple[str | None, str, tuple[tuple[str, str], ...]]:
+    """What a job measures and where it stores it, from `--quick` / `--cpu` / `-b` and `--db`.
+
+    Args:
+        args: parsed options (quick, cpu, bench, db).
+        repo: the checkout (its suite's regexes; the default store lives in its `.asv/`).
+        cpu_without_gpu: no subset given and no GPU here: the CPU subset instead of the whole suite.
+
+    Returns:
+        (the `asv run -b` regex or None for the whole suite, the store path or URL, extra
+        environment for asv: Triton's interpreter where there is no GPU).
+    """
+    from ci.store import DEFAULT_DB
+
     gpu = has_gpu()
     if args.quick and not gpu:
         raise ValueError("--quick is the GPU subset (benchmarks.QUICK_REGEX) and this machine has no GPU "
                          "(nvidia-smi lists none): pass --cpu for the subset that runs on the CPU")
     if args.quick:
         bench = suite_regex(repo, "quick")
-    elif args.cpu:
+    elif args.cpu or (cpu_without_gpu and args.bench is None and not gpu):
         bench = suite_regex(repo, "cpu")
-    elif bench is None:
-        bench = suite_regex(repo, "full") or None
-
-    def under(p: str | None, default: str) -> Path | None:
-        # Defaults live in the checkout's .asv/; a path given on the command line is the user's (cwd-relative).
-        if p is None:
-            return repo / default
-        return Path(p).resolve() if p else None
-
-    from ci.store import DEFAULT_DB
-
+        if not args.cpu:
+            say(f"no GPU here: the CPU subset (-b {bench!r}); its timings show the pipeline, not kernel speed")
+    else:
+        bench = args.bench if args.bench is not None else (suite_regex(repo, "full") or None)
     db = args.db
     if db == DEFAULT_DB:
         db = str(repo / DEFAULT_DB)
@@ -100,6 +104,24 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         # The library's pack/unpack and kernel are Triton: without a GPU they run only in Triton's
         # interpreter (the CPU subset's cases fail with "0 active drivers" otherwise).
         env = (("TRITON_INTERPRET", "1"),)
+    return bench, db, env
+
+
+def config_from_args(args: argparse.Namespace) -> RunnerConfig:
+    """RunnerConfig from parsed `run` arguments (paths relative to --repo)."""
+    repo = Path(args.repo).resolve()
+    if not (repo / "asv.conf.json").is_file():
+        raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
+    if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
+        raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
+    bench, db, env = job_selection(args, repo)
+
+    def under(p: str | None, default: str) -> Path | None:
+        # Defaults live in the checkout's .asv/; a path given on the command line is the user's (cwd-relative).
+        if p is None:
+            return repo / default
+        return Path(p).resolve() if p else None
+
     return RunnerConfig(
         repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=args.branch,
         dashboard_dir=under(args.dashboard, ".asv/dashboard"), dashboard_branch=args.dashboard_branch,
@@ -107,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         github_repo=args.github_repo, pr_number=args.pr_number, api_url=args.api_url,
         dashboard_url=args.dashboard_url, resume=not args.no_resume, asv_args=tuple(args.asv_arg), env=env,
         wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,
+        lock=Path(args.lock).resolve() if args.lock else None,
     )  # fmt: skip
 
 

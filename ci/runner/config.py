@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,21 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
     return fallback
 
 
+def new_job_id() -> str:
+    """This runner job's identity, recorded on every run it measures (`ci.records.JOB_KEY`).
+
+    In GitHub Actions: the workflow run, its attempt and the job (`gha-<run>.<attempt>-<job>`), so a
+    run can be traced to its log; elsewhere a random `local-<12 hex>`. Each asv call of the job
+    adds `/<n>` (`ci.runner.measure`): only results of one asv call were measured together.
+    """
+    run_id = os.environ.get("GITHUB_RUN_ID", "")
+    if re.fullmatch(r"[0-9]{1,20}", run_id):
+        attempt = os.environ.get("GITHUB_RUN_ATTEMPT", "1")
+        job = re.sub(r"[^A-Za-z0-9_.-]", "-", os.environ.get("GITHUB_JOB", ""))[:64]
+        return f"gha-{run_id}.{attempt if attempt.isdigit() else '1'}" + (f"-{job}" if job else "")
+    return f"local-{uuid.uuid4().hex[:12]}"
+
+
 def has_gpu() -> bool:
     """True when `nvidia-smi -L` lists a GPU (no torch import; CUDA_VISIBLE_DEVICES="" means none)."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
@@ -97,6 +113,9 @@ class RunnerConfig:
         env: extra environment for asv and the benchmarks.
         wheelhouse: folder of wheels for the packages asv installs into its environment (pip,
             wheel, build, asv_runner, ...) on a host without network; None lets pip use its index.
+        job: this job's identity (`new_job_id`), written on every run it measures.
+        lock: the file whose lock makes jobs on this host take turns (default: per checkout,
+            `<repo>/.asv/runner.lock`; the workflow gives one per GPU host).
     """
 
     repo: Path
@@ -116,6 +135,8 @@ class RunnerConfig:
     python: str = sys.executable
     env: tuple[tuple[str, str], ...] = field(default=())
     wheelhouse: Path | None = None
+    job: str = field(default_factory=new_job_id)
+    lock: Path | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.repo, Path):
@@ -135,12 +156,26 @@ class RunnerConfig:
             raise ValueError(f"wheelhouse {self.wheelhouse} is not a folder")
         if self.pr_number is not None and self.pr_number <= 0:
             raise ValueError(f"pr_number must be positive, got {self.pr_number}")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", self.job):
+            raise ValueError(f"job must be a plain name (letters, digits, . _ -), got {self.job!r}")
 
     @property
     def results_dir(self) -> Path:
         """asv's results directory of this checkout (from asv.conf.json)."""
         conf = json.loads((self.repo / "asv.conf.json").read_text(encoding="utf-8"))
         return self.repo / conf.get("results_dir", "results")
+
+    @property
+    def settings(self) -> Any:
+        """The A/B verdicts' settings, with the floors of this checkout's asv.conf.json
+        (`regressions_thresholds`, which `asv publish` reads too): one threshold table."""
+        from ci.verdicts import VerdictSettings
+
+        conf = json.loads((self.repo / "asv.conf.json").read_text(encoding="utf-8"))
+        try:
+            return VerdictSettings.from_thresholds(conf.get("regressions_thresholds", {}))
+        except (TypeError, ValueError) as exc:
+            raise RunnerError(f"{self.repo / 'asv.conf.json'}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -168,6 +203,7 @@ class RunOutcome:
     comment: Path | None = None
     comment_url: str | None = None
     notes: tuple[str, ...] = ()
+    comparison: Any = None  # PR mode: the `ci.verdicts.Comparison` the verdicts came from
 
 
 def default_machine() -> str:

@@ -15,30 +15,27 @@ from ci.runner.progress import say
 from ci.runner.publish import CommentNotPosted, render_dashboard, write_comment
 
 
-def ab_verdicts(store: Any, base: str, head: str, machine: str) -> list[Verdict]:
-    """A/B verdicts of head against base on one machine, from the store; saved back to it.
-
-    A benchmark that crashed becomes a result without samples (`results_with_crashes`, on both
-    sides): one that crashed on head FAILS instead of never being seen.
+def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
+    """A/B verdicts of head against base on the job's machine, from the store (`compare_commits`,
+    the path every entry point decides through, with the checkout's thresholds); saved back to it.
 
     Args:
+        cfg: runner configuration (machine, thresholds).
         store: a `ci.store.Store`.
         base: full sha of the base commit.
         head: full sha of the head commit.
-        machine: machine name.
 
     Returns:
-        Verdicts sorted by series key.
+        A `ci.verdicts.Comparison` (verdicts sorted by series key).
     """
-    from ci.verdicts import compare, results_with_crashes
+    from ci.verdicts import compare_commits
 
-    b = results_with_crashes(store, base, machine)
-    h = results_with_crashes(store, head, machine)
-    if not h:
-        raise RunnerError(f"no results for head {head[:12]} on {machine}: nothing to compare")
-    verdicts = compare(b, h)
-    store.save_verdicts(verdicts)
-    return verdicts
+    try:
+        comparison = compare_commits(store, base, head, cfg.machine, settings=cfg.settings)
+    except ValueError as exc:  # no results for head
+        raise RunnerError(f"{exc}: nothing to compare") from None
+    store.save_verdicts(comparison.verdicts)
+    return comparison
 
 
 def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
@@ -111,10 +108,11 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
     with job_lock(cfg), Store(cfg.db) as store:
         runs = measure(cfg, store, [(base, head)], interleave=True)
         ingest = ingest_results(cfg, store)
-        verdicts = ab_verdicts(store, base, head, cfg.machine)
+        comparison = ab_comparison(cfg, store, base, head)
+        verdicts = comparison.verdicts
         code = exit_code(verdicts)
         try:
-            comment, url = write_comment(cfg, store, verdicts, base, head)
+            comment, url = write_comment(cfg, store, comparison, base, head)
             posting = ()
         except CommentNotPosted as exc:
             comment, url = cfg.comment_path, None
@@ -123,7 +121,7 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         notes = posting + _failure_notes(store, [base, head], cfg.machine)
         dash = render_dashboard(cfg, store)
     return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,
-                      comment, url, notes)  # fmt: skip
+                      comment, url, notes, comparison)  # fmt: skip
 
 
 def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[str, ...]:

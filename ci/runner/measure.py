@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci.runner.asv import gpu_state, result_files, run_asv, write_sidecar_if_missing
+from ci.runner.asv import gpu_state, mark_job, result_digests, result_files, run_asv, write_sidecar_if_missing
 from ci.runner.config import CommitRun, RunnerConfig, RunnerError
 from ci.runner.git import resolve_commit
 from ci.runner.progress import JobProgress, say
@@ -20,20 +21,30 @@ from ci.runner.progress import JobProgress, say
 
 @contextlib.contextmanager
 def job_lock(cfg: RunnerConfig) -> Iterator[None]:
-    """One runner job per checkout at a time (the workflow's concurrency group serialises per GPU;
-    this guards a maintainer's manual run on the same host)."""
-    path = cfg.repo / ".asv" / "runner.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+    """One runner job at a time per lock file: `cfg.lock` (the workflow names one per GPU host, so
+    jobs of different checkouts take turns on the GPU), else one per checkout (a maintainer's manual
+    run next to a job on the same checkout)."""
+    path = cfg.lock or cfg.repo / ".asv" / "runner.lock"
+    if cfg.lock is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    # Read-only is enough for flock: the host's lock file may belong to another user (the trusted
+    # runner's), readable by the PR runner's user (docs/runner.md).
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunnerError(f"cannot open the lock file {path}: {exc.strerror}") from None
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             say(f"another runner job holds {path}; waiting for it")
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def ingest_results(cfg: RunnerConfig, store: Any) -> str:
@@ -86,7 +97,7 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
     runs: list[CommitRun] = []
     total = len(groups)
     with JobProgress(total, "benchmarking") as bar:
-        for shas in groups:
+        for call, shas in enumerate(groups, start=1):
             label = " vs ".join(s[:8] for s in shas)
             if interleave and cfg.resume and _pr_job_finished(cfg, shas):
                 summary = ingest_results(cfg, store)
@@ -97,11 +108,20 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
             if interleave:
                 marker.unlink(missing_ok=True)
             had_files = all(result_files(cfg, s) for s in shas)
+            before = {s: result_digests(cfg, s) for s in shas}
             state = gpu_state(cfg)
             bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
                      f"torch={state.get('torch') or '?'}")
             t0 = time.monotonic()
-            rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            try:
+                rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            finally:
+                # What asv wrote in this call, it measured in this call (not skipped): marked even
+                # when an interrupt stopped asv after it saved a commit's file.
+                for s in shas:
+                    if result_files(cfg, s) and result_digests(cfg, s) != before[s]:
+                        write_sidecar_if_missing(cfg, s, state)
+                        mark_job(cfg, s, f"{cfg.job}/{call}")
             seconds = time.monotonic() - t0
             for s in shas:
                 if not result_files(cfg, s):

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ci.records import Verdict
 from ci.runner.config import RunnerConfig
 from ci.runner.progress import say
 
@@ -16,38 +14,28 @@ class CommentNotPosted(RuntimeError):
     """Posting the PR comment failed (`ci.outputs.github.GitHubError`'s message); the job's results stand."""
 
 
-def _with_device_note(cfg: RunnerConfig, env: dict[str, str]) -> dict[str, str]:
-    """Say in the comment when the job ran without a GPU (its timings show the pipeline, not kernel speed)."""
-    interp = dict(cfg.env).get("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "0"))
-    if interp not in ("", "0"):
-        env = {**env, "device": "CPU only: Triton kernels ran in Triton's interpreter (timings show the pipeline "
-                                "working, not kernel speed)"}
-    return env
-
-
 def write_comment(
-    cfg: RunnerConfig, store: Any, verdicts: Sequence[Verdict], base: str, head: str
+    cfg: RunnerConfig, store: Any, comparison: Any, base: str, head: str
 ) -> tuple[Path | None, str | None]:
     """Render the PR comment; write it to `cfg.comment_path`; post it when a PR and a token are given.
 
     Args:
         cfg: runner configuration.
-        store: the store (machine and environment rows).
-        verdicts: A/B verdicts and correctness gates of head.
+        store: the store (machine, environment and commit rows).
+        comparison: the `ci.verdicts.Comparison` (verdicts, both sides' results, their jobs).
         base: base sha.
         head: head sha.
 
     Returns:
         (the file written or None, the posted comment's URL or None).
     """
-    from ci.outputs.comment import comment_environment, render_comment
+    from ci.outputs.comment import comment_context, comment_environment, github_urls, render_comment
 
-    head_results = store.results(commit_sha=head, machine=cfg.machine)
-    body = render_comment(
-        list(verdicts), [], base_sha=base, head_sha=head,
-        environment=_with_device_note(cfg, comment_environment(store, cfg.machine, head_results)),
-        dashboard_url=cfg.dashboard_url,
-    )  # fmt: skip
+    env = comment_environment(store, cfg.machine, [r for r in comparison.head if r.samples])
+    commit_url, job_url = github_urls(os.environ)
+    context = comment_context(store, comparison, env, commit_url=commit_url, job_url=job_url, settings=cfg.settings)
+    body = render_comment(list(comparison.verdicts), [], base_sha=base, head_sha=head, environment=env,
+                          dashboard_url=cfg.dashboard_url, context=context)  # fmt: skip
     written = None
     if cfg.comment_path is not None:
         cfg.comment_path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,31 +2,61 @@
 
 - `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
 - `history`: change points on a branch's history (`detect_all`, `newly_detected`);
+- `suspects`: the newest commits' steps against their recent history, before the detector can see them;
 - `gates`: correctness gates, which fail a PR whatever the timing says;
-- `inputs`: one commit's results as the verdicts see them, crashes included;
+- `inputs`: one commit's results as the verdicts see them, crashes included; one A/B comparison
+  read from a store (`compare_commits`), the one path every entry point decides through;
+- `jobs`: which job measured a result, and a series' drift between jobs;
 - `summary`: counts per outcome and the exit code they give.
 
 No store, no torch.
 """
 
-from ci.verdicts.ab import VerdictSettings, compare
+from ci.verdicts.ab import VerdictSettings, compare, spreads, worse
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
-from ci.verdicts.inputs import results_with_crashes
+from ci.verdicts.inputs import Comparison, compare_commits, results_with_crashes
+from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
+from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
+from ci.verdicts.suspects import (
+    Suspect,
+    SuspectSettings,
+    SuspectState,
+    commit_levels,
+    find_suspects,
+    noise_thresholds,
+    suspects_from_levels,
+)
 
 __all__ = [
     "MAX_ABS_DIFF_LIMIT",
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
+    "Comparison",
+    "JobRelation",
+    "Jobs",
+    "Spread",
     "HistorySettings",
+    "Suspect",
+    "SuspectSettings",
+    "SuspectState",
     "VerdictSettings",
+    "between_job_drift",
     "change_points",
+    "commit_levels",
     "compare",
+    "compare_commits",
     "correctness_gates",
     "detect_all",
     "exit_code",
+    "find_suspects",
+    "job_relation",
     "newly_detected",
+    "noise_thresholds",
     "results_with_crashes",
+    "spreads",
     "summarize",
+    "suspects_from_levels",
+    "worse",
 ]

@@ -1,10 +1,13 @@
-"""What the verdicts see of one commit: its results on one machine, crashes included."""
+"""What the verdicts see of one commit: its results on one machine, crashes included; and one A/B
+comparison of two commits from a store, with the jobs that measured them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ci.records import Result
+from ci.records import Result, Verdict
+from ci.verdicts.jobs import Jobs, drift_for, job_relation
 
 
 def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
@@ -26,3 +29,45 @@ def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
         if f.status == "failed":
             rs.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
     return rs
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One A/B comparison read from a store: what was compared, how it was measured, the verdicts."""
+
+    base: list[Result]
+    head: list[Result]
+    jobs: Jobs
+    verdicts: list[Verdict]
+    drift_known: int = 0  # series with a between-job drift estimate (when not measured in one job)
+
+
+def compare_commits(store: Any, base: str, head: str, machine: str, *, settings: Any = None) -> Comparison:
+    """A/B verdicts of `head` against `base` on one machine, as every entry point decides them.
+
+    When the two were not recorded as measured in one job (`ci.verdicts.jobs.job_relation`), each
+    series' between-job drift is estimated from the machine's other commits and widens its threshold;
+    series without an estimate are withheld.
+
+    Args:
+        store: a `ci.store.Store` (or any `StoreReader` with `failures`).
+        base: full sha of the base commit.
+        head: full sha of the head commit.
+        machine: machine name.
+        settings: `ci.verdicts.VerdictSettings` (None: the defaults).
+
+    Returns:
+        A Comparison (verdicts sorted by series key; not saved).
+    """
+    from ci.verdicts.ab import compare
+
+    b = results_with_crashes(store, base, machine)
+    h = results_with_crashes(store, head, machine)
+    if not h:
+        raise ValueError(f"no results for head {head[:12]} on {machine}")
+    jobs = job_relation([r for r in b if r.samples], [r for r in h if r.samples])
+    drift = None
+    if not jobs.together:
+        drift = drift_for(jobs, store.results(machine=machine), exclude_commits={base, head})
+    verdicts = compare(b, h, settings=settings, between_jobs=drift)
+    return Comparison(b, h, jobs, verdicts, len(drift or {}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -18,6 +19,31 @@ def finite(samples: Iterable[float]) -> np.ndarray:
     """The finite samples as a float array (NaN and infinities dropped)."""
     a = np.asarray([float(s) for s in samples], dtype=float)
     return a[np.isfinite(a)]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One side of a comparison, as the PR comment shows it: median, interquartile range, sample count."""
+
+    median: float
+    q25: float
+    q75: float
+    n: int
+
+    @property
+    def half_iqr(self) -> float:
+        """Half the interquartile range relative to the median (asv shows `median±IQR/2`); NaN when undefined."""
+        if self.n < 2 or not self.median or not math.isfinite(self.median):
+            return math.nan
+        return (self.q75 - self.q25) / 2 / abs(self.median)
+
+
+def spread_of(samples: np.ndarray) -> Spread | None:
+    """The Spread of finite samples (None when there are none)."""
+    if samples.size == 0:
+        return None
+    q25, med, q75 = np.percentile(samples, [25, 50, 75])
+    return Spread(float(med), float(q25), float(q75), int(samples.size))
 
 
 def relative_sigma(a: np.ndarray) -> float:

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, device_arch, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
 
 _TINY = torch.finfo(torch.float32).tiny
 _CHUNK = 16  # targets per step: a [16, BLOCK] comparison tile
@@ -296,8 +296,6 @@ def ats_stage_op(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: to
 def compile_specs(capability: int = 90) -> list:
     """The shipping compilations (`ragged_kernels.aot.KernelSpec`) for an architecture: the sampler at 196
     and 576 tokens, the stage kernel at the head counts of DeiT-tiny/S/B."""
-    from ragged_kernels.aot import KernelSpec
-
     args = dict(SCORES="*fp32", VALID="*i8", KEEP="*i8", M="i32", R="i32", stride_s="i32", stride_v="i32",
                 stride_k="i32", tiny="fp32")
     chunk = chunk_for(capability)

@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
 
 
 @triton.jit
@@ -108,8 +108,6 @@ def cls_scores_op(q: torch.Tensor, k: torch.Tensor, cu_seqlens: torch.Tensor, ma
 def compile_specs() -> list:
     """The shipping compilations (`ragged_kernels.aot.KernelSpec`): fp16 q/k, every supported head dim, the
     widest and narrowest key block `cls_scores_packed` picks."""
-    from ragged_kernels.aot import KernelSpec
-
     args = dict(Q="*fp16", K="*fp16", CU="*i32", OUT="*fp32", R="i32", N="i32", scale="fp32", stride_qr="i32",
                 stride_qh="i32", stride_kr="i32", stride_kh="i32", stride_ob="i32", stride_oh="i32")
     return [KernelSpec(f"CLS scores D{d} BLOCK_N={b}", _cls_scores_fwd_kernel, args, dict(HEAD_DIM=d, BLOCK_N=b),

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from pruners.kernels.ats_sampling import _image_tokens, _ordered_bits
-from ragged_kernels.runtime import INTERPRET, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
 
 
 @triton.jit
@@ -156,8 +156,6 @@ def threshold_keep_op(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen:
 def compile_specs() -> list:
     """The shipping compilations (`ragged_kernels.aot.KernelSpec`): counts and decision at 196 and 576
     tokens, with and without a batch budget."""
-    from ragged_kernels.aot import KernelSpec
-
     base = dict(NORMS="*fp32", CU="*i32", THR="*fp32")
     args = dict(**base, KEEP="*i8", COUNTS="*i32", N="i32", n_rows="i32", min_keep="i32", cap="i32", stride_k="i32",
                 n_images="i32", budget="i32")

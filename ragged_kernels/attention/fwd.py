@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention import native as _native
-from ragged_kernels.runtime import INTERPRET, device_arch
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
 LOG2E = 1.4426950408889634
 
@@ -240,9 +240,9 @@ def _ragged_attn_fwd_kernel(
     tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
 
 
-_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, which carries B x heads
-_SUPPORTED_HEAD_DIMS = (32, 64, 128)
+SUPPORTED_HEAD_DIMS = (32, 64, 128)
 
 # (dtype, heads, head_dim, strides, config, table bucket, pointer alignment, device) -> (kernel, function, metadata,
 # constexprs, cfg)
@@ -411,8 +411,6 @@ _PTR = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32"}
 def attention_spec(head_dim: int, dtype: torch.dtype, cfg: AttnConfig, heads: int = 12):
     """The `ragged_kernels.aot.KernelSpec` of one compilation: q/k/v strided views of a fused qkv buffer
     (what the pruned model passes), a contiguous output."""
-    from ragged_kernels.aot import KernelSpec
-
     ptr, row = _PTR[dtype], 3 * heads * head_dim
     args = dict(Q=ptr, K=ptr, V=ptr, Out=ptr, CU="*i32", total_tokens="i32", sm_scale_log2="fp32")
     consts = dict(STRIDE_QT=row, STRIDE_QH=head_dim, STRIDE_KT=row, STRIDE_KH=head_dim, STRIDE_VT=row,
@@ -426,8 +424,8 @@ def compile_specs(capability: int) -> list:
     """Every compilation the table ships for an architecture (a key of CONFIGS): each head dim, dtype and
     bucket, the fp32 fallback of a register-capped bucket included; one spec per distinct compilation."""
     out, seen = [], set()
-    for head_dim in _SUPPORTED_HEAD_DIMS:
-        for dtype in _SUPPORTED_DTYPES:
+    for head_dim in SUPPORTED_HEAD_DIMS:
+        for dtype in SUPPORTED_DTYPES:
             for bucket in range(3):
                 cfg = _table_entry(capability, head_dim, bucket, dtype)
                 key = (head_dim, dtype, repr(cfg))

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import torch
 
 from ragged_kernels.attention import native as _native
-from ragged_kernels.attention.fwd import _SUPPORTED_DTYPES, _SUPPORTED_HEAD_DIMS, default_scale, launch_validated
+from ragged_kernels.attention.fwd import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, default_scale, launch_validated
 from ragged_kernels.runtime import traceable_op
 
-_SCALES = {d: default_scale(d) for d in _SUPPORTED_HEAD_DIMS}
+_SCALES = {d: default_scale(d) for d in SUPPORTED_HEAD_DIMS}
 _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
 # The native entry point (native.py): default where CUDA is available, built (or loaded from torch's
 # extension cache) on the first call that can use it, not at import: importing the library costs no
@@ -79,19 +79,23 @@ def check_cu_seqlens_values(cu_seqlens: torch.Tensor, total_tokens: int, max_seq
         raise ValueError(f"a segment has {longest} tokens, more than max_seqlen = {max_seqlen}")
 
 
-def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> None:
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> None:
+    """Raise TypeError/ValueError naming what breaks `ragged_attention`'s input contract (metadata only, no
+    device sync). The contract's constants are declared once, in `fwd.SUPPORTED_DTYPES` and
+    `fwd.SUPPORTED_HEAD_DIMS`; the hot path's combined test and the native entry point's checks
+    (native.cpp) are tested against them (tests/ragged_kernels/test_native.py)."""
     if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)):
         raise TypeError("q, k and v must be tensors")
     if q.dim() != 3:
         raise ValueError(f"q must be [total_tokens, heads, head_dim], got shape {tuple(q.shape)}")
     if k.shape != q.shape or v.shape != q.shape:
         raise ValueError(f"q, k, v must have one shape; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if q.dtype not in _SUPPORTED_DTYPES:
+    if q.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"q/k/v dtype must be float16, bfloat16 or float32, got {q.dtype}")
     if k.dtype != q.dtype or v.dtype != q.dtype:
         raise TypeError(f"q, k, v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
-    if q.shape[2] not in _SUPPORTED_HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {_SUPPORTED_HEAD_DIMS}, got {q.shape[2]}")
+    if q.shape[2] not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {SUPPORTED_HEAD_DIMS}, got {q.shape[2]}")
     if q.stride(2) != 1 or k.stride(2) != 1 or v.stride(2) != 1:
         raise ValueError("the head_dim axis of q, k and v must be contiguous (stride 1)")
     if not isinstance(cu_seqlens, torch.Tensor):
@@ -203,8 +207,8 @@ def ragged_attention(
         cs = cu_seqlens.shape
         ok = (
             len(shape) == 3 and k.shape == shape and v.shape == shape
-            and dtype in _SUPPORTED_DTYPES and k.dtype is dtype and v.dtype is dtype
-            and shape[2] in _SUPPORTED_HEAD_DIMS and sq[2] == 1 and sk[2] == 1 and sv[2] == 1
+            and dtype in SUPPORTED_DTYPES and k.dtype is dtype and v.dtype is dtype
+            and shape[2] in SUPPORTED_HEAD_DIMS and sq[2] == 1 and sk[2] == 1 and sv[2] == 1
             and cu_seqlens.dtype is torch.int32 and len(cs) == 1 and cs[0] >= 1 and cu_seqlens.is_contiguous()
             and k.get_device() == dev and v.get_device() == dev and cu_seqlens.get_device() == dev
             and ((q.is_cuda and k.is_cuda and v.is_cuda and cu_seqlens.is_cuda)
@@ -214,8 +218,8 @@ def ragged_attention(
     except (AttributeError, TypeError):
         ok = False
     if not ok:
-        _check(q, k, v, cu_seqlens, max_seqlen)
-        raise ValueError("unsupported ragged_attention inputs")  # _check names the problem; this is a backstop
+        check_inputs(q, k, v, cu_seqlens, max_seqlen)
+        raise ValueError("unsupported ragged_attention inputs")  # check_inputs names the problem; a backstop
     if _DEBUG:
         check_cu_seqlens_values(cu_seqlens, shape[0], max_seqlen)
     try:  # costs nothing unless it raises: a non-tensor `out` is named only once the test has failed
@@ -232,7 +236,7 @@ def ragged_attention(
 
 def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,
                     scale: float | None) -> torch.Tensor:
-    _check(q, k, v, cu_seqlens, max_seqlen)  # metadata only: the same errors at trace time
+    check_inputs(q, k, v, cu_seqlens, max_seqlen)  # metadata only: the same errors at trace time
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 

@@ -86,3 +86,25 @@ def test_sidecar_says_which_launch_path_ragged_attention_took(monkeypatch):
     assert gpu_env.attention_launch() == "python" and gpu_env.collect()["attention_launch"] == "python"
     monkeypatch.setattr(interface, "_NATIVE", object())  # the built extension
     assert gpu_env.attention_launch() == "native"
+
+
+def test_without_nvidia_smi_the_versions_come_from_metadata_without_importing_torch(tmp_path):
+    """No NVIDIA driver means no GPU: reading the state must not pay torch's import (20 s on a loaded
+    2-core box), and says which packages are installed all the same."""
+    import os
+    import subprocess
+    import sys
+    from importlib import metadata
+    from pathlib import Path
+
+    code = ("import sys, json; from benchmarks import gpu_env; env = gpu_env.collect(); "
+            "print(json.dumps([env, 'torch' in sys.modules]))")
+    bindir = tmp_path / "bin"  # a PATH with this interpreter and git, and no nvidia-smi
+    bindir.mkdir()
+    env = {**os.environ, "PATH": str(bindir)}
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)
+    state, imported = json.loads(out.stdout)
+    assert imported is False
+    assert state["torch"] == metadata.version("torch") and state["gpu"] == "" and state["attention_launch"] == "python"
+    assert set(state) == set(gpu_env.KEYS)

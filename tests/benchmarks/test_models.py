@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
-from benchmarks import _models, timing
+from benchmarks import model_runs, timing
 from benchmarks.presets import MODEL_BACKENDS
 
 
@@ -24,7 +26,7 @@ def test_backends_that_read_device_values_are_not_captured_from_their_eager_form
     # nested_sdpa is never captured; padded_sdpa's graph mode is built padded to the capacity instead
     from benchmarks import bench_end_to_end
 
-    assert backend in _models.NOT_CAPTURABLE or backend in bench_end_to_end.BUILT_CAPTURED
+    assert backend in model_runs.NOT_CAPTURABLE or backend in bench_end_to_end.BUILT_CAPTURED
     if backend == "padded_sdpa":  # its sync-free form reads nothing back: it runs on meta tensors
         out = ragged_kernels.padded_sdpa_attention(q, q, q, cu, 8, pad_to_bound=True)
         assert out.shape == q.shape
@@ -32,18 +34,18 @@ def test_backends_that_read_device_values_are_not_captured_from_their_eager_form
 
 def test_guarded_and_lookup_map_skips_and_errors():
     results: dict = {}
-    _models.guarded(results, "ok", lambda: {"v": 2.5})
-    _models.guarded(results, "skip", lambda: (_ for _ in ()).throw(NotImplementedError("no fa2")))
-    _models.guarded(results, "err", lambda: 1 / 0)
-    assert _models.lookup(results, "ok", "v") == 2.5
+    model_runs.guarded(results, "ok", lambda: {"v": 2.5})
+    model_runs.guarded(results, "skip", lambda: (_ for _ in ()).throw(NotImplementedError("no fa2")))
+    model_runs.guarded(results, "err", lambda: 1 / 0)
+    assert model_runs.lookup(results, "ok", "v") == 2.5
     with pytest.raises(NotImplementedError, match="no fa2"):
-        _models.lookup(results, "skip", "v")
+        model_runs.lookup(results, "skip", "v")
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        _models.lookup(results, "err", "v")
+        model_runs.lookup(results, "err", "v")
     with pytest.raises(NotImplementedError, match="not measured"):
-        _models.lookup(results, "missing", "v")
+        model_runs.lookup(results, "missing", "v")
     with pytest.raises(NotImplementedError, match="needs a CUDA GPU"):
-        _models.lookup({"_global": {"skip": "needs a CUDA GPU"}, "ok": {"values": {"v": 1.0}}}, "ok", "v")
+        model_runs.lookup({"_global": {"skip": "needs a CUDA GPU"}, "ok": {"values": {"v": 1.0}}}, "ok", "v")
 
 
 @pytest.mark.parametrize("pruner", ["threshold_l2", "dynamicvit"])
@@ -53,14 +55,14 @@ def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypat
     from pruners import build_pruned_model, create_pruner
     from pruners.model import PrunedDeiT
 
-    monkeypatch.setattr(_models, "_PRUNERS", {})
+    monkeypatch.setattr(model_runs, "_PRUNERS", {})
     calls = []
     real = PrunedDeiT.calibrate
     monkeypatch.setattr(PrunedDeiT, "calibrate", lambda self, images: (calls.append(1), real(self, images))[1])
     name = "deit_tiny_patch16_224"
-    _models.build_cpu(name, pruner, "padded_sdpa")
+    model_runs.build_cpu(name, pruner, "padded_sdpa")
     first = len(calls)
-    cached = _models.build_cpu(name, pruner, "padded_sdpa")
+    cached = model_runs.build_cpu(name, pruner, "padded_sdpa")
     assert len(calls) == first, "the second build calibrated again"
     assert first == (1 if pruner == "threshold_l2" else 0)
     fresh = build_pruned_model(name, create_pruner(pruner), "padded_sdpa", seed=0)
@@ -114,13 +116,13 @@ def test_images_per_s_warms_up_by_time_then_times_reps():
         time.sleep(0.002)
 
     t0 = time.perf_counter()
-    ips, peak, times = _models.images_per_s_and_peak(_fake_torch(), run, batch=4, reps=7, warmup_s=0.1)
+    ips, peak, times = model_runs.images_per_s_and_peak(_fake_torch(), run, batch=4, reps=7, warmup_s=0.1)
     untimed = len(calls) - 7
     assert untimed >= 5 + 1 and calls[untimed - 1] - t0 >= 0.09  # warm-up (+ the peak-memory forward)
-    assert calls[untimed - 1] - t0 < _models.WARMUP_MAX_S + 0.5
+    assert calls[untimed - 1] - t0 < model_runs.WARMUP_MAX_S + 0.5
     assert len(times) == 7 and peak == 1234.0 and ips == pytest.approx(4 / sorted(times)[3])
     calls.clear()
-    _models.images_per_s_and_peak(_fake_torch(), run, batch=1, reps=1, warmup_s=0.0)
+    model_runs.images_per_s_and_peak(_fake_torch(), run, batch=1, reps=1, warmup_s=0.0)
     assert len(calls) >= 5 + 1 + 1  # never fewer than 5 warm-up forwards
 
 
@@ -173,11 +175,14 @@ def test_setup_report_names_the_slowest_cases(capsys, monkeypatch, tmp_path):
     assert cache["a|x"] == {"values": {"v": [2.0]}}
     line = capsys.readouterr().err.strip()
     assert line.startswith("[setup] Fake: 2 cases, ") and "slowest: " in line and "a|x" in line and "b|x" in line
-    assert (tmp_path / "setup.log").read_text() == line + "\n"  # for the runner to echo (asv hides it)
+    # For the runner to echo as they come (asv hides a setup_cache's output): each case, then the summary.
+    logged = (tmp_path / "setup.log").read_text().splitlines()
+    assert [re.sub(r" [0-9.]+ s$", "", ln) for ln in logged[:2]] == ["[setup] Fake 1/2: a|x", "[setup] Fake 2/2: b|x"]
+    assert logged[2:] == [line]
     seconds = {"k1": 0.5, "k2": 3.0}
-    _models.guarded({}, "k1", lambda: (_ for _ in ()).throw(ValueError("boom")), seconds)
+    model_runs.guarded({}, "k1", lambda: (_ for _ in ()).throw(ValueError("boom")), seconds)
     assert seconds["k1"] > 0.5  # errors are timed too
-    line = _models.report_setup("C", seconds, 4.0)
+    line = model_runs.report_setup("C", seconds, 4.0)
     assert line.index("k2 3.0 s") < line.index("k1")  # slowest first
 
 

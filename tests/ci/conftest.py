@@ -107,11 +107,13 @@ def write_results(
     record_samples: bool = True,
     env_name: str = ENV_NAME,
     sidecar: dict[str, str] | None = None,
+    job: str | None = None,
 ) -> list[Path]:
     """Write an asv results directory with asv's own code; returns the result file paths.
 
     `samples(bench_name, point_index, commit_index)` gives a point's raw samples, or None for a
-    failed point (asv records null).
+    failed point (asv records null). `job`: the job marker the runner writes into every commit's
+    sidecar (`ci.records.JOB_KEY`), as for commits measured together in one asv call.
     """
     from asv import util
     from asv.results import Results
@@ -145,8 +147,9 @@ def write_results(
             res.add_result(bench, result, started_at=started, duration=1.5, record_samples=record_samples)
         res.save(str(root))
         paths.append(root / res._filename)
-        if sidecar is not None:
-            util.write_json(str(root / machine / f"gpu-env-{sha[:8]}.json"), sidecar)
+        if sidecar is not None or job is not None:
+            marked = {**(sidecar or {}), **({"job": job} if job is not None else {})}
+            util.write_json(str(root / machine / f"gpu-env-{sha[:8]}.json"), marked)
     return paths
 
 

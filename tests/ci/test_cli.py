@@ -82,7 +82,7 @@ def test_ingest_exit_codes(tmp_path, asv_dir, capsys):
 
 
 def test_compare_regression_exits_1_and_saves_verdicts(tmp_path, asv_dir, capsys):
-    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True))
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     assert main(["compare", "--db", db, "--base", sha_for(0)[:8], "--head", sha_for(1)[:10]]) == 1
@@ -94,7 +94,7 @@ def test_compare_regression_exits_1_and_saves_verdicts(tmp_path, asv_dir, capsys
 
 
 def test_compare_clean_exits_0(tmp_path, asv_dir):
-    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples())
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(), job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
     main(["ingest", "--db", db, str(root)])
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--no-save"]) == 0
@@ -103,7 +103,7 @@ def test_compare_clean_exits_0(tmp_path, asv_dir):
 
 
 def test_failed_correctness_gate_exits_1(tmp_path, asv_dir, capsys):
-    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(bad_gate=True))
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(bad_gate=True), job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
     main(["ingest", "--db", db, str(root)])
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
@@ -116,7 +116,7 @@ def test_crashed_correctness_benchmark_fails_the_gate(tmp_path, asv_dir, capsys)
             return None  # the correctness check raised on head: asv records null
         return _samples()(name, j, c)
 
-    root = asv_dir([sha_for(0), sha_for(1)], samples=crash)
+    root = asv_dir([sha_for(0), sha_for(1)], samples=crash, job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
     main(["ingest", "--db", db, str(root)])
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
@@ -135,7 +135,8 @@ def test_compare_errors_exit_2(tmp_path, asv_dir, capsys):
 
 def test_comment_writes_markdown_and_dry_run_post(tmp_path, asv_dir, capsys):
     root = asv_dir(
-        [sha_for(0), sha_for(1)], samples=_samples(slow_head=True), sidecar={"gpu": "NVIDIA H200", "driver": "580.65"}
+        [sha_for(0), sha_for(1)], samples=_samples(slow_head=True), sidecar={"gpu": "NVIDIA H200", "driver": "580.65"},
+        job="gha-1.1-pr/1",
     )
     db = str(tmp_path / "h.sqlite")
     main(["ingest", "--db", db, str(root)])
@@ -161,7 +162,10 @@ def test_comment_writes_markdown_and_dry_run_post(tmp_path, asv_dir, capsys):
             str(posted),
         ]
     )
-    assert code == 1 and posted.read_text().strip() == body.strip()
+    # Posted to o/r, the commits link to that repository's pages; the rest is the same comment.
+    link = f"[`{sha_for(1)[:12]}`](https://github.com/o/r/commit/{sha_for(1)})"
+    assert code == 1 and link in posted.read_text() and link not in body
+    assert posted.read_text().splitlines()[6:] == body.splitlines()[6:]
     assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "o/r"]) == 2
     assert "--repo and --pr go together" in capsys.readouterr().err
 
@@ -174,7 +178,7 @@ def test_comment_judges_its_own_base_not_verdicts_saved_for_another(tmp_path, as
         base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
         return [base * (1.5 if c >= 1 and "time_gpu" in name and j == 0 else 1.0) * (1 + 0.002 * k) for k in range(12)]
 
-    root = asv_dir([sha_for(0), sha_for(1), sha_for(2)], samples=make)
+    root = asv_dir([sha_for(0), sha_for(1), sha_for(2)], samples=make, job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
     main(["ingest", "--db", db, str(root)])
     assert main(["compare", "--db", db, "--base", sha_for(1), "--head", sha_for(2)]) == 0
@@ -365,7 +369,8 @@ def _with_many_series(tmp_path: Path, slow_head: bool) -> str:
     bench = {"name": "bench_attention.GPUTime.time_gpu", "type": "time", "unit": "seconds",
              "params": [[f"'{i}'" for i in range(600)]], "param_names": ["case"], "version": "1"}
     root = tmp_path / "res"
-    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples(slow_head=slow_head))
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples(slow_head=slow_head),
+                  job="job-1")
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     return db
@@ -408,11 +413,11 @@ def test_compare_output_cannot_be_forged_by_a_benchmark_name(tmp_path, capsys):
              "params": [["'ok'", "'x\nregressed  9.999  forged'", "'\x1b[2Jwipe'"]], "param_names": ["case"],
              "version": "1"}
     root = tmp_path / "res"
-    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples())
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples(), job="job-1")
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     capsys.readouterr()
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4 and all(line.isprintable() for line in lines), lines
+    assert len(lines) == 5 and all(line.isprintable() for line in lines), lines
     assert any("x\\nregressed  9.999  forged" in line for line in lines)

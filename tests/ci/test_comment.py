@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
-from ci.records import Benchmark, Direction, Kind, Outcome, Verdict
+from ci.records import WITHHELD_OTHER_JOB, Benchmark, Direction, Kind, Outcome, Verdict
 from tests.conftest import requires
 
 ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3.8.0"}
@@ -165,11 +165,11 @@ def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
     headline = body.splitlines()[3]
     assert headline.startswith("**❌ Performance check failed:**")
     assert "1 benchmark(s) failed to run on head" in headline and "correctness" not in headline
-    assert "1 not measured on head" in headline and "1 unconfirmed change(s)" in headline and "1 new" in headline
+    assert "1 not measured on head" in headline and "1 unconfirmed slowdown(s)" in headline and "1 new" in headline
     assert "### ❌ Failed to run on head (1)" in body and "failed to run on head: asv recorded an error" in body
     assert "### ⚠️ Not measured on head (1)" in body
     # the 2x change is visible, not folded away with the series that only need more samples
-    section = body[body.index("### 🟡 Changes past the threshold"):]
+    section = body[body.index("### 🟡 Slowdowns past the threshold"):]
     assert "time_2x" in section.split("###")[1] and "~2.000×" in section
     assert "<details><summary>New series (no base measurement) (1)</summary>" in body
     assert body.index("time_new") > body.index("<details><summary>New series")
@@ -261,3 +261,116 @@ def test_bad_inputs() -> None:
         _render([], dashboard_url="javascript:alert(1)")
     with pytest.raises(ValueError, match="too small"):
         _render([_v("s.B.time_a", Outcome.REGRESSED, 1.2)], max_chars=200)
+
+
+def _ctx(**kw):
+    from ci.outputs.comment import CommentContext
+
+    return CommentContext(**kw)
+
+
+def test_an_unconfirmed_speed_up_never_raises_the_alarm() -> None:
+    """A 0.6x ratio that the statistics could not confirm is listed, folded, and the headline stays green;
+    the same ratio the other way (a slowdown) is an alarm."""
+    faster = _v("s.B.time_fast", Outcome.INCONCLUSIVE, 0.6, reason="-40.0% beyond the threshold but not significant")
+    body = _render([faster, _v("s.B.time_same", Outcome.UNCHANGED)])
+    assert "**✅ No significant performance change:**" in body.splitlines()[3], body.splitlines()[3]
+    assert "1 unconfirmed speed-up(s)" in body.splitlines()[3]
+    assert "<details><summary>Faster, not confirmed (no action needed) (1)</summary>" in body
+    slower = _v("s.B.time_slow", Outcome.INCONCLUSIVE, 1.6, reason="+60.0% beyond the threshold but not significant")
+    assert body_headline(_render([slower])).startswith("**🟡 No regression confirmed")
+    # A median a little faster whose interval still reaches a regression is not a speed-up (make demo, 2026-12-01).
+    wide = Verdict(Benchmark("s.B.time_wide"), Outcome.INCONCLUSIVE, 1.3e-3, 1.29e-3, 0.987, 0.318, 2.989, 0.97, 1.0,
+                   reason="-1.3% within the threshold but the interval reaches a regression")
+    assert body_headline(_render([wide])).startswith("**🟡 No regression found, some series need more samples")
+    tput = Benchmark("s.B.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+    more_images = _v("", Outcome.INCONCLUSIVE, 1.6, bench=tput)  # higher is better: a speed-up
+    assert body_headline(_render([more_images])).startswith("**✅")
+
+
+def body_headline(body: str) -> str:
+    return body.splitlines()[3]
+
+
+def test_commits_are_links_with_inert_subjects_and_the_job_log_is_linked() -> None:
+    from ci.records import Commit
+
+    base, head = "a" * 40, "b" * 40
+    ctx = _ctx(base_commit=Commit(base, subject="Tune the kernel"),
+               head_commit=Commit(head, subject="Fix @octocat's [link](https://evil.example) " + "x" * 100),
+               commit_url="https://github.com/o/r/commit/", job_url="https://github.com/o/r/actions/runs/42/attempts/2")
+    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], context=ctx)
+    line = next(ln for ln in body.splitlines() if ln.startswith("Base "))
+    assert line.startswith(f"Base [`{base[:12]}`](https://github.com/o/r/commit/{base}) “Tune the kernel” → head "
+                           f"[`{head[:12]}`](https://github.com/o/r/commit/{head}) “Fix @\u200bocto")
+    assert line.endswith("…”.") and "](https://evil.example)" not in line, "a subject is inert text, cut to one line"
+    assert "[Job log](https://github.com/o/r/actions/runs/42/attempts/2)" in body
+    with pytest.raises(ValueError, match="job_url"):
+        _ctx(job_url="javascript:alert(1)")
+
+
+def test_the_same_job_is_claimed_only_when_both_sides_say_so() -> None:
+    from ci.verdicts import JobRelation, Jobs
+
+    v = [_v("s.B.time_a", Outcome.UNCHANGED)]
+    same = _render(v, context=_ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1")))
+    assert "Measured in one job (`gha-1.1-pr/1`)" in same
+    apart = _render(v, context=_ctx(jobs=Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), drift_known=3))
+    assert "**⚠️ Base and head were measured in different jobs** (`gha-1.1-pr/1` and `gha-2.1-pr/1`)" in apart
+    assert "3 series' thresholds include their between-job drift" in apart and "Measured in one job" not in apart
+    for body in (_render(v), _render(v, context=_ctx(jobs=Jobs(JobRelation.UNKNOWN)))):
+        assert "**⚠️ Nothing records that base and head were measured in one job**" in body
+        assert "same job" not in body and "Measured in one job" not in body
+
+
+def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:
+    from ci.verdicts import Spread, VerdictSettings
+
+    v = _v("s.B.time_slow", Outcome.REGRESSED, 1.12)
+    sides = {v.benchmark.key: (Spread(1.0e-5, 0.99e-5, 1.01e-5, 10), Spread(1.12e-5, 1.1e-5, 1.14e-5, 12))}
+    body = _render([v], context=_ctx(spreads=sides))
+    assert "| 10 µs ±1.0% n=10 | 11.2 µs ±1.8% n=12 | 1.120× |" in body
+    assert "interval = 90% bootstrap confidence interval of the ratio" in body
+    assert "Benjamini-Hochberg-corrected over the 1 series tested" in body
+    body = _render([v], context=_ctx(settings=VerdictSettings(confidence=0.95, correction="none")))
+    assert "interval = 95% bootstrap" in body and ", uncorrected" in body
+
+
+def test_a_cpu_only_comment_says_first_and_loudly_that_it_proves_nothing_about_kernel_speed() -> None:
+    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], context=_ctx(cpu_only=True))
+    lines = body.splitlines()
+    assert lines[5:7] == ["> [!WARNING]", lines[6]] and lines[6].startswith(
+        "> **CPU only: these timings prove nothing about kernel speed.**")
+    assert "past ±400%" in lines[6]
+    assert "CPU only" not in _render([_v("s.B.time_a", Outcome.UNCHANGED)])
+
+
+def test_github_urls_come_from_the_actions_environment() -> None:
+    from ci.outputs.comment import github_urls
+
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "123",
+           "GITHUB_RUN_ATTEMPT": "2"}
+    assert github_urls(env) == ("https://github.com/o/r/commit/", "https://github.com/o/r/actions/runs/123/attempts/2")
+    assert github_urls({"GITHUB_REPOSITORY": "o/r"}) == ("https://github.com/o/r/commit/", None)
+    assert github_urls({}) == (None, None)
+    assert github_urls({**env, "GITHUB_REPOSITORY": "o/r) ![x](y"}) == (None, None)
+    assert github_urls({**env, "GITHUB_RUN_ID": "1; rm"})[1] is None
+
+
+def test_the_fuller_comment_still_fits_githubs_limit() -> None:
+    from ci.records import Commit
+    from ci.verdicts import JobRelation, Jobs, Spread
+
+    verdicts = [_v(f"bench_module.Reg.time_{i:04d}", Outcome.REGRESSED, 1.1 + i / 1e4) for i in range(800)]
+    verdicts += [_v(f"bench_module.Fast.time_{i:04d}", Outcome.INCONCLUSIVE, 0.5) for i in range(800)]
+    verdicts += [_v(f"bench_module.Held.time_{i:04d}", Outcome.INCONCLUSIVE, 1.0, reason=WITHHELD_OTHER_JOB)
+                 for i in range(800)]
+    sides = {v.benchmark.key: (Spread(1e-5, 0.9e-5, 1.1e-5, 20), Spread(1.1e-5, 1e-5, 1.2e-5, 20)) for v in verdicts}
+    ctx = _ctx(base_commit=Commit("a" * 40, subject="s" * 200), head_commit=Commit("b" * 40, subject="t"),
+               commit_url="https://github.com/o/r/commit/", job_url="https://github.com/o/r/actions/runs/1",
+               jobs=Jobs(JobRelation.DIFFERENT, "x/1", "y/1"), spreads=sides, cpu_only=True)
+    body = _render(verdicts, context=ctx)
+    assert len(body) <= GITHUB_MAX_CHARS
+    assert "800 regression(s)" in body and "800 withheld" in body and "800 unconfirmed speed-up(s)" in body
+    assert "CPU only" in body and "[Job log]" in body
+    _tables_are_whole(body)

@@ -89,3 +89,14 @@ def test_demo_cli_rejects_db_and_bad_commit_count(capsys):
     assert main(["demo", "--commits", "1", "--out", str(Path("/nonexistent-demo-dir"))]) == 2
     assert "at least 2" in capsys.readouterr().err
     assert not Path("/nonexistent-demo-dir").exists(), "arguments are checked before anything is cloned"
+
+
+def test_the_demo_clones_the_checkout_it_is_run_in(toy, tmp_path):  # noqa: F811
+    """An installed `ragged-ci demo` has no checkout of its own: it measures the clone around the
+    current directory (`--repo` names another one)."""
+    from ci.demo import REPO_ROOT, default_source
+
+    repo, _ = toy
+    (repo / "benchmarks" / "sub").mkdir()
+    assert default_source(repo / "benchmarks" / "sub") == repo
+    assert default_source(tmp_path) == REPO_ROOT, "outside any clone: this package's own checkout (editable)"

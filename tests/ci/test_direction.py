@@ -93,7 +93,7 @@ def test_a_30pct_throughput_loss_is_never_read_as_an_improvement(store_url, tmp_
 
 def test_the_cli_reports_an_unknown_direction(tmp_path, capsys):
     root = tmp_path / "res"
-    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[THROUGHPUT], samples=_bandwidth(0.7))
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[THROUGHPUT], samples=_bandwidth(0.7), job="job-1")
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
@@ -145,5 +145,7 @@ def test_the_comment_shows_unknown_directions_above_the_fold():
 def test_the_dashboard_colours_an_unknown_direction_neither_way():
     from dashboard.model import is_worse as dashboard_is_worse
 
-    assert dashboard_is_worse(0.5, Direction.UNKNOWN) is None and dashboard_is_worse(1.5, Direction.UNKNOWN) is None
-    assert dashboard_is_worse(1.5, Direction.LOWER) is True and dashboard_is_worse(0.5, Direction.HIGHER) is True
+    assert dashboard_is_worse(0.5, Direction.UNKNOWN, 0.02) is None
+    assert dashboard_is_worse(1.5, Direction.UNKNOWN, 0.02) is None
+    assert dashboard_is_worse(1.5, Direction.LOWER, 0.02) is True
+    assert dashboard_is_worse(0.5, Direction.HIGHER, 0.02) is True

@@ -209,8 +209,18 @@ def test_sigterm_stops_asv_and_a_rerun_resumes_without_losing_or_duplicating(toy
     first = _run_rows(db)
     assert [sha for sha, _ in first] == [shas["A"]], "A was measured and stored before the interrupt"
 
-    out = run_history(_cfg(repo, tmp_path), [shas["A"], shas["B"], shas["C"]])
+    cfg = _cfg(repo, tmp_path)
+    out = run_history(cfg, [shas["A"], shas["B"], shas["C"]])
     assert out.exit_code == 0
+    with Store(db) as store:
+        jobs = {r.commit_sha: dict(r.environment).get("job") for r in store.results()}
+    # A kept the marker of the job that measured it; C was this job's 3rd asv call. B is this job's
+    # 2nd, or the interrupted job's when asv had saved B's file before it stopped (and the resume
+    # skipped it): either way the job that wrote the file marked it.
+    first_job = jobs[shas["A"]]
+    assert first_job.startswith("local-") and first_job.endswith("/1") and not first_job.startswith(cfg.job), jobs
+    assert jobs[shas["C"]] == f"{cfg.job}/3", jobs
+    assert jobs[shas["B"]] in (f"{cfg.job}/2", first_job.replace("/1", "/2")), jobs
     rows = _run_rows(db)
     assert sorted(sha for sha, _ in rows) == sorted(shas.values()), "each commit stored once"
     assert first[0] in rows, "A's stored run is the one measured before the interrupt (not re-measured)"
@@ -247,7 +257,14 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     broken = by_key["bench_toy.ToyBroken.time_breaks_at_c"]
     assert broken.outcome == Outcome.FAILED and "failed to run on head" in broken.reason
     assert "failed to run on head" in body
-    assert "| device | `CPU only: Triton kernels ran in Triton's interpreter" in body  # a CPU run says so
+    # A CPU run says loudly, first, that its timings prove nothing about kernel speed.
+    assert body.index("> **CPU only: these timings prove nothing about kernel speed.**") < body.index("| Outcome |")
+    # Both sides were measured in this job's one asv call: its marker is on both, and the comment says so.
+    assert f"Measured in one job (`{cfg.job}/1`)" in body
+    with Store(cfg.db) as store:
+        assert {dict(r.environment)["job"] for r in store.results()} == {f"{cfg.job}/1"}
+    row = next(ln for ln in body.splitlines() if ln.startswith("| `bench_toy.Toy.time_work`"))
+    assert row.count(" n=12") == 2, row  # each side's sample count
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
@@ -397,16 +414,51 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
     assert re.search(QUICK_REGEX, "bench_end_to_end.EndToEndPR.time_forward")  # the PR subset is unchanged
 
 
-def test_setup_lines_written_during_the_asv_run_are_echoed_after_it(toy, tmp_path, monkeypatch):
-    """asv hides a successful setup_cache's output: each one appends its `[setup]` line to the file
-    RAGGED_SETUP_LOG names (benchmarks._models.report_setup), which run_asv echoes, then removes."""
+def test_setup_lines_are_echoed_as_they_come_and_silence_gets_a_heartbeat(toy, tmp_path, monkeypatch):
+    """asv hides a successful setup_cache's output: each one appends its progress and `[setup]` lines
+    to the file RAGGED_SETUP_LOG names (benchmarks.model_runs.report_case / report_setup), which run_asv
+    echoes while asv runs, then removes; a silent stretch gets a `[runner] asv is still working` line."""
+    import time
+
     from ci.runner import asv as runner
 
     repo, shas = toy
-    script = ("import os, sys; log = os.environ['RAGGED_SETUP_LOG']; open(log, 'a').write('[setup] Fake: 2 cases\\n'); "
-              "print(log); sys.exit(0)")
+    script = ("import os, sys, time; log = os.environ['RAGGED_SETUP_LOG']; print(log, flush=True); "
+              "open(log, 'a').write('[setup] Fake 1/2: a 0.1 s\\n'); time.sleep(3.5); "
+              "open(log, 'a').write('[setup] Fake: 2 cases\\n'); print('asv done', flush=True)")
     monkeypatch.setattr(runner, "_asv_cmd", lambda cfg, *args: [sys.executable, "-c", script])
-    lines: list[str] = []
-    assert runner.run_asv(_cfg(repo, tmp_path), [shas["A"]], interleave=False, echo=lines.append) == 0
-    assert len(lines) == 2 and lines[1] == "[setup] Fake: 2 cases"
+    seen: list[tuple[float, str]] = []
+    t0 = time.monotonic()
+    rc = runner.run_asv(_cfg(repo, tmp_path), [shas["A"]], interleave=False, quiet_s=1.5,
+                        echo=lambda line: seen.append((time.monotonic() - t0, line)))  # fmt: skip
+    assert rc == 0
+    lines = [line for _, line in seen]
+    assert lines.index("[setup] Fake 1/2: a 0.1 s") < lines.index("asv done"), "echoed while asv ran"
+    beats = [t for t, line in seen if line.startswith("[runner] asv is still working")]
+    assert beats and all(b < seen[lines.index("asv done")][0] for b in beats), lines
+    gaps = [b - a for (a, _), (b, _) in zip(seen, seen[1:], strict=False)]
+    assert max(gaps) < 3.0, f"no silence as long as the fake asv's 3.5 s: {seen}"
+    assert "[setup] Fake: 2 cases" in lines
     assert not Path(lines[0]).exists()  # the file asv's processes wrote to is gone
+
+
+def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp_path):
+    """The workflow's GPU lock belongs to the trusted runner's user: a job that can only read it
+    still takes its turn on it (flock on a read-only descriptor)."""
+    import fcntl
+
+    from ci.runner.measure import job_lock
+
+    repo, _ = toy
+    lock = tmp_path / "gpu.lock"
+    lock.write_text("")
+    lock.chmod(0o444)
+    cfg = _cfg(repo, tmp_path, lock=lock)
+    with job_lock(cfg):
+        fd = os.open(lock, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another job waits its turn
+        finally:
+            os.close(fd)
+    assert not (repo / ".asv" / "runner.lock").exists(), "the host's lock, not the checkout's"

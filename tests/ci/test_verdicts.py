@@ -81,8 +81,9 @@ def test_threshold_floor_and_cap() -> None:
 
 
 def test_override_floor_by_regex() -> None:
-    s = VerdictSettings(overrides=((r"GPUTime", 0.15), (r"time_gpu", 0.08)))
-    assert s.floor_for(LAT.key) == 0.15  # the largest matching floor wins
+    """As asv matches `regressions_thresholds`: re.match on `name(params)`, the largest match wins."""
+    s = VerdictSettings(overrides=((r".*GPUTime", 0.15), (r".*time_gpu", 0.08), (r"GPUTime", 0.5)))
+    assert s.floor_for(LAT.key) == 0.15  # the largest matching floor wins; "GPUTime" is not at the start
     assert s.floor_for(TPUT.key) == s.floor
     b, h = _pair(LAT, 1.10)
     (v,) = compare([b], [h], settings=s)
@@ -254,7 +255,7 @@ def test_bad_inputs() -> None:
         ({"n_resamples": 10}, "n_resamples"),
         ({"min_samples": 1}, "min_samples"),
         ({"overrides": (("(", 0.1),)}, "bad regex"),
-        ({"overrides": (("x", 2.0),)}, "floor for"),
+        ({"overrides": (("x", 200.0),)}, "floor for"),
     ],
     ids=lambda x: str(x) if isinstance(x, str) else None,
 )
@@ -297,3 +298,33 @@ def test_a_changed_benchmark_version_is_not_compared() -> None:
     assert same.outcome == Outcome.REGRESSED
     (unknown,) = compare([b], [replace(h, benchmark_version="v2")])  # an unknown version is not a change
     assert unknown.outcome == Outcome.REGRESSED
+
+
+def test_asv_conf_carries_the_services_thresholds():
+    """One threshold table: asv.conf.json's `regressions_thresholds` (read by `asv publish`, by
+    `python -m ci run` and `continuous` from the checkout) equals the service's default floors."""
+    import json
+    from pathlib import Path
+
+    conf = json.loads((Path(__file__).resolve().parents[2] / "asv.conf.json").read_text())
+    assert VerdictSettings.from_thresholds(conf["regressions_thresholds"]) == VerdictSettings()
+    assert conf["regressions_thresholds"] == VerdictSettings().as_thresholds()
+    s = VerdictSettings.from_thresholds({".*": 0.05, r".*GPUTime": 0.2}, noise_k=2.0)
+    assert (s.floor, s.overrides, s.noise_k) == (0.05, ((r".*GPUTime", 0.2),), 2.0)
+    assert VerdictSettings.from_thresholds({}) == VerdictSettings()
+    with pytest.raises(ValueError, match="must map to a number"):
+        VerdictSettings.from_thresholds({".*": "5%"})
+    with pytest.raises(TypeError, match="regressions_thresholds"):
+        VerdictSettings.from_thresholds([0.05])  # type: ignore[arg-type]
+
+
+def test_a_cpu_series_is_called_only_past_a_fifth_or_five_times():
+    """The CPU floor is not capped by max_threshold (it used to be: 25% whatever the override said)."""
+    cpu = Benchmark("bench_pack.PackTokensCPU.time_host", (("preset", "tiny"),))
+    for shift in (1.4, 0.517, 0.353):  # tight samples, p tiny: what CPU noise did between processes (make demo)
+        b, h = _pair(cpu, shift, noise=0.01)
+        (v,) = compare([b], [h])
+        assert v.threshold == pytest.approx(4.0) and v.outcome == Outcome.UNCHANGED, v.reason
+    b, h = _pair(cpu, 6.0, noise=0.01)
+    (v,) = compare([b], [h])
+    assert v.outcome == Outcome.REGRESSED

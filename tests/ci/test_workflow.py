@@ -88,7 +88,8 @@ def test_actionlint_catches_script_injection_and_unknown_labels(tmp_path):
     text = WORKFLOW.read_text()
     bad = tmp_path / "bad.yml"
     bad.write_text(
-        text.replace('echo "python -m ci run exited ${CODE:-none}"', 'echo "${{ github.event.pull_request.title }}"')
+        text.replace('echo "python -m ci comment exited ${CODE:-none}"',
+                     'echo "${{ github.event.pull_request.title }}"')
         .replace("[self-hosted, linux, gpu, h200]", "[self-hosted, linux, gpu, a100]", 1)
     )
     kinds = {f.get("kind") for f in actionlint(bad, tmp_path)}
@@ -110,42 +111,149 @@ def test_triggers_and_default_permissions(wf):
     assert wf["permissions"] == {}, "jobs must ask for what they need, nothing by default"
 
 
-def test_gpu_jobs_are_serialised_on_one_group_and_never_cancelled(wf):
-    gpu_jobs = {name: job for name, job in wf["jobs"].items() if "gpu" in job["runs-on"]}
-    assert set(gpu_jobs) == {"history", "pull-request"}
-    for name, job in gpu_jobs.items():
-        assert job["runs-on"][0] == "self-hosted", name
-        assert job["concurrency"] == {"group": "gpu-h200", "cancel-in-progress": False}, name
+# What runs code from the pull request: asv (inside `ci run`), make, an install of the checkout.
+_RUNS_PR_CODE = re.compile(r"-m ci run\b|\basv\b|\bmake\b|pip install (-e )?\.|pip install .*-e ")
+_HEAD_REFS = ("github.event.pull_request.head.sha", "github.event.pull_request.head.ref",
+              "github.event.pull_request.merge_commit_sha", "refs/pull/")
 
 
-def test_permissions_are_minimal_per_job(wf):
+def _self_hosted(job: dict[str, Any]) -> bool:
+    labels = job["runs-on"] if isinstance(job["runs-on"], list) else [job["runs-on"]]
+    return "self-hosted" in labels
+
+
+def _writes(job: dict[str, Any]) -> list[str]:
+    perms = job.get("permissions", {})
+    return sorted(k for k, v in perms.items() if v == "write") if isinstance(perms, dict) else ["write-all"]
+
+
+def _checks_out_head(job: dict[str, Any]) -> bool:
+    for step in job.get("steps", []):
+        if str(step.get("uses", "")).startswith("actions/checkout"):
+            ref = str(step.get("with", {}).get("ref", ""))
+            if any(h in ref for h in _HEAD_REFS) or "repository" in step.get("with", {}):
+                return True
+    return False
+
+
+def _runs_pr_code(job: dict[str, Any]) -> bool:
+    """A job that has the PR's code on disk and runs the suite, an install or a build of it."""
+    return _checks_out_head(job) and any(_RUNS_PR_CODE.search(str(s.get("run", ""))) for s in job.get("steps", []))
+
+
+def boundary_violations(wf: dict[str, Any]) -> list[str]:
+    """The rules that keep a write token and the GPU host away from PR code, as violations."""
+    bad = []
+    for name, job in wf["jobs"].items():
+        text = json.dumps(job)
+        writes = _writes(job)
+        if writes and _self_hosted(job):
+            bad.append(f"{name}: holds {writes} on the self-hosted GPU host, where PR code runs")
+        if writes and (_checks_out_head(job) or _runs_pr_code(job)):
+            bad.append(f"{name}: holds {writes} and checks out or runs the PR's code")
+        if _runs_pr_code(job):
+            if "secrets." in text:
+                bad.append(f"{name}: runs PR code with a secret")
+            if job.get("permissions") != {"contents": "read"}:
+                bad.append(f"{name}: runs PR code with permissions {job.get('permissions')}")
+            if "BENCH_DB" in text:
+                bad.append(f"{name}: runs PR code next to the host's history store")
+        for step in job.get("steps", []):
+            if str(step.get("uses", "")).startswith("actions/checkout") and step.get("with", {}).get(
+                    "persist-credentials") is not False:
+                bad.append(f"{name}: a checkout keeps the token on disk")
+            uses = str(step.get("uses", ""))
+            if uses and not re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", uses):
+                bad.append(f"{name}: {uses} is not pinned by commit sha")
+        if "GITHUB_TOKEN" in text and name != "pr-comment":
+            bad.append(f"{name}: sees GITHUB_TOKEN")
+    return bad
+
+
+def test_no_job_that_holds_a_write_token_runs_pr_code_or_on_the_gpu_host(wf):
+    assert boundary_violations(wf) == []
+    measure, post = wf["jobs"]["pr-measure"], wf["jobs"]["pr-comment"]
+    assert _runs_pr_code(measure) and _self_hosted(measure) and measure["permissions"] == {"contents": "read"}
+    assert not _runs_pr_code(post) and not _self_hosted(post)
+    assert post["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert post["needs"] == "pr-measure"
+    with_token = [s.get("name") for s in post["steps"] if "GITHUB_TOKEN" in json.dumps(s)]
+    assert with_token == ["Verdicts and the sticky PR comment (the only step with the token)"]
+    # The posting job's one checkout is the base commit; the head's objects are fetched, never checked out.
+    (checkout,) = [s for s in post["steps"] if str(s.get("uses", "")).startswith("actions/checkout")]
+    assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+
+
+@pytest.mark.parametrize("mutation", ["post-on-gpu-host", "token-in-measure", "post-checks-out-head", "tag-pin",
+                                      "secret-in-measure", "host-store-in-measure"])
+def test_the_boundary_check_catches_each_way_of_crossing_it(wf, mutation):
+    """Each mutation of the real workflow is a known way to hand PR code a token or the host."""
+    import copy
+
+    bad = copy.deepcopy(wf)
+    measure, post = bad["jobs"]["pr-measure"], bad["jobs"]["pr-comment"]
+    if mutation == "post-on-gpu-host":
+        post["runs-on"] = ["self-hosted", "linux", "gpu", "h200"]
+    elif mutation == "token-in-measure":
+        measure["permissions"] = {"contents": "read", "pull-requests": "write"}
+    elif mutation == "post-checks-out-head":
+        post["steps"][0]["with"]["ref"] = "${{ github.event.pull_request.head.sha }}"
+    elif mutation == "tag-pin":
+        post["steps"][0]["uses"] = "actions/checkout@v4"
+    elif mutation == "secret-in-measure":
+        measure["steps"][4]["env"]["TOKEN"] = "${{ secrets.GITHUB_TOKEN }}"
+    elif mutation == "host-store-in-measure":
+        measure["steps"][4]["run"] = measure["steps"][4]["run"].replace('"${RUNNER_TEMP}/pr-scratch.sqlite"',
+                                                                        '"${BENCH_DB}"')
+    assert boundary_violations(bad), mutation
+
+
+def test_results_cross_over_as_an_artifact_from_a_throwaway_checkout_and_a_scratch_store(wf):
+    measure, post = wf["jobs"]["pr-measure"], wf["jobs"]["pr-comment"]
+    uploaded = {s["with"]["name"]: s["with"]["path"] for s in measure["steps"]
+                if str(s.get("uses", "")).startswith("actions/upload-artifact")}
+    downloaded = [s["with"]["name"] for s in post["steps"] if str(s.get("uses", "")).startswith(
+        "actions/download-artifact")]
+    assert downloaded == ["pr-results"] and uploaded["pr-results"] == "${{ env.WORK }}/.asv/results"
+    checkout = measure["steps"][0]
+    assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"  # the base's code and suite run
+    assert checkout["with"]["path"] == "pr-${{ github.run_id }}-${{ github.run_attempt }}"
+    assert measure["env"]["WORK"].endswith("/" + checkout["with"]["path"])
+    cleanup = next(s for s in measure["steps"] if s.get("name") == "Throw the checkout away")
+    assert cleanup["if"] == "always()" and 'rm -rf "${WORK}"' in cleanup["run"]
+    ab = next(s for s in measure["steps"] if s.get("id") == "ab")
+    assert "--pr" in ab["run"] and "--no-resume" in ab["run"] and '--db "${RUNNER_TEMP}/pr-scratch.sqlite"' in ab["run"]
+    post_run = next(s for s in post["steps"] if s.get("id") == "post")["run"]
+    assert "-m ci ingest" in post_run and "-m ci comment" in post_run and "--pr" in post_run
+
+
+def test_prs_queue_per_pr_and_take_turns_on_the_gpu_through_a_host_lock(wf):
     jobs = wf["jobs"]
-    assert jobs["history"]["permissions"] == {"contents": "read"}
-    assert jobs["pull-request"]["permissions"] == {"contents": "read", "pull-requests": "write"}
-    assert jobs["deploy-dashboard"]["permissions"] == {"pages": "write", "id-token": "write"}
-    assert "gpu" not in jobs["deploy-dashboard"]["runs-on"]
+    assert "concurrency" not in wf, "a workflow-wide group would let one PR's events cancel another's"
+    measure = jobs["pr-measure"]["concurrency"]
+    assert measure == {"group": "benchmarks-pr-${{ github.event.pull_request.number }}", "cancel-in-progress": True}
+    assert jobs["pr-comment"]["concurrency"]["group"] == "benchmarks-pr-comment-${{ github.event.pull_request.number }}"
+    assert jobs["history"]["concurrency"] == {"group": "benchmarks-main", "cancel-in-progress": False}
+    for name in ("history", "pr-measure"):
+        run = " ".join(str(s.get("run", "")) for s in jobs[name]["steps"])
+        assert '--lock "${GPU_LOCK}"' in run, name
+    assert wf["env"]["GPU_LOCK"].startswith("${{ vars.GPU_LOCK ||")
 
 
 def test_fork_pull_requests_need_the_maintainer_label(wf):
-    cond = " ".join(wf["jobs"]["pull-request"]["if"].split())
+    cond = " ".join(wf["jobs"]["pr-measure"]["if"].split())
     assert "github.event.pull_request.head.repo.full_name == github.repository" in cond
     assert "github.event.action == 'labeled' && github.event.label.name == 'run-gpu-benchmarks'" in cond
     # A same-repo PR is not re-run by unrelated labels; a fork's new push needs a new label.
     assert "github.event.action != 'labeled'" in cond
 
 
-def test_token_reaches_only_the_posting_step_and_checkouts_drop_credentials(wf):
-    steps = wf["jobs"]["pull-request"]["steps"]
-    with_token = [s["name"] for s in steps if "GITHUB_TOKEN" in json.dumps(s)]
-    assert with_token == ["Post the sticky PR comment"]
-    for job in ("history", "pull-request"):
-        for s in wf["jobs"][job]["steps"]:
-            if str(s.get("uses", "")).startswith("actions/checkout"):
-                assert s["with"]["persist-credentials"] is False, (job, s)
-    ab = next(s for s in steps if s.get("id") == "ab")
-    assert "--pr" in ab["run"] and "--no-resume" in ab["run"]
-    # The base branch's code runs; the head is only fetched for asv.
-    assert steps[0]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+def test_permissions_are_minimal_per_job(wf):
+    jobs = wf["jobs"]
+    assert set(jobs) == {"history", "deploy-dashboard", "pr-measure", "pr-comment"}
+    assert jobs["history"]["permissions"] == {"contents": "read"}
+    assert jobs["deploy-dashboard"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert not _self_hosted(jobs["deploy-dashboard"])
 
 
 def test_main_pushes_publish_the_dashboard(wf):

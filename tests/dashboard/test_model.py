@@ -8,7 +8,16 @@ import random
 import pytest
 
 from ci.records import Benchmark, Commit, Outcome, Result
-from dashboard.model import commit_slug, gate_ok, is_worse, load_snapshot, median_iqr, resolve_sha, series_slug
+from dashboard.model import (
+    commit_slug,
+    gate_ok,
+    is_worse,
+    load_snapshot,
+    median_iqr,
+    median_iqr_all,
+    resolve_sha,
+    series_slug,
+)
 from tests.dashboard.fakes import nan_result
 from tools.fixtures import MemoryStore, synthetic_store
 
@@ -24,6 +33,13 @@ def test_median_iqr_matches_result_properties(n: int) -> None:
         assert (q1, q3) == pytest.approx(r.spread, rel=1e-12)
         assert count == n
         assert (lo, hi) == (min(samples[:-1]), max(samples[:-1]))
+
+
+def test_median_iqr_all_is_median_iqr_bit_for_bit() -> None:
+    rng = random.Random(4)
+    samples = [tuple(rng.lognormvariate(0, 1) for _ in range(n)) for n in (0, 1, 2, 3, 4, 5, 10, 10, 10, 31)]
+    samples += [(1.0, math.nan, 2.0), (math.inf,) * 10, tuple(float(i % 3) for i in range(10))]
+    assert median_iqr_all(samples) == [median_iqr(s) for s in samples]
 
 
 def test_median_iqr_nothing_finite() -> None:
@@ -152,14 +168,38 @@ def test_correctness_points_show_the_worst_sample() -> None:
     assert gate_ok(0.0039, by_unit["max abs diff"].gate) is True
 
 
-@pytest.mark.parametrize(("ratio", "direction", "want"), [
-    (1.2, "lower", True), (0.8, "lower", False), (1.005, "lower", None),
-    (1.2, "higher", False), (0.8, "higher", True), (math.nan, "higher", None),
-], ids=["slower", "faster", "noise", "more-throughput", "less-throughput", "nan"])
-def test_is_worse_respects_direction(ratio: float, direction: str, want: bool | None) -> None:
+@pytest.mark.parametrize(("ratio", "direction", "threshold", "want"), [
+    (1.2, "lower", 0.05, True), (0.8, "lower", 0.05, False), (1.04, "lower", 0.05, None),
+    (1.2, "higher", 0.05, False), (0.8, "higher", 0.05, True), (math.nan, "higher", 0.05, None),
+    (1.3, "lower", 0.45, None), (1.3, "lower", math.nan, None), (0.955, "lower", 0.05, None),
+], ids=["slower", "faster", "within-noise", "more-throughput", "less-throughput", "nan", "noisy-series",
+        "noise-unknown", "log-symmetric"])
+def test_is_worse_respects_direction_and_noise(ratio: float, direction: str, threshold: float,
+                                               want: bool | None) -> None:
     from ci.records import Direction
 
-    assert is_worse(ratio, Direction(direction)) is want
+    assert is_worse(ratio, Direction(direction), threshold) is want
+
+
+def test_colours_follow_each_series_noise() -> None:
+    # Two series step +20% at the newest commit: one at 1% noise, one at CPU-like ±30%; only the
+    # quiet one is coloured (a fixed 1% band painted both red).
+    quiet = Benchmark("b.Quiet.time_x")
+    noisy = Benchmark("b.NoisyCPU.time_x")
+    wobble = (0.3, -0.2, 0.15, -0.1, 0.0, -0.3, 0.25, 0.05, -0.15)  # in units of each series' noise
+    store = MemoryStore(commit_list=[Commit(f"{i:040x}", subject=f"c{i}") for i in range(30)],
+                        benchmark_list=[quiet, noisy])
+    for i, c in enumerate(store.commit_list):
+        for bench, scale in ((quiet, 0.03), (noisy, 1.0)):
+            centre = 1e-3 * (1.2 if i == 29 else 1.0 if i == 28 else 1 + scale * wobble[i % len(wobble)])
+            store.result_list.append(Result(bench, c.sha, "m", tuple(centre * (1 + 0.001 * k) for k in range(5))))
+    by_name = {s.benchmark.name: s for s in load_snapshot(store).series}
+    newest = store.commit_list[-1].sha
+    for name, want in (("b.Quiet.time_x", True), ("b.NoisyCPU.time_x", None)):
+        s = by_name[name]
+        r = s.points[-1].value / s.points[-2].value
+        assert is_worse(r, s.benchmark.direction, s.thresholds[newest]) is want, (name, r, s.thresholds[newest])
+    assert by_name["b.NoisyCPU.time_x"].threshold > 0.3 > 0.02 <= by_name["b.Quiet.time_x"].threshold < 0.1
 
 
 def test_change_point_regression_undone_later_is_not_open() -> None:

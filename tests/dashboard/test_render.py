@@ -3,6 +3,7 @@ escaped, incremental re-rendering, argument errors."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from html.parser import HTMLParser
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from ci.records import Benchmark, Direction, Kind, Result
 from dashboard import RenderStats, render_site
+from dashboard.data import params_slug, unwrap
 from dashboard.model import commit_slug, load_snapshot, series_slug
+from dashboard.render import VENDOR
 from tests.dashboard.fakes import hostile_store
 from tools.fixtures import next_commit, synthetic_store
 
@@ -59,7 +63,16 @@ def test_every_page_is_written(site: tuple[Path, RenderStats]) -> None:
     for b in store.benchmark_list:
         for m in ("runner-0", "runner-1"):
             assert (out / "series" / f"{series_slug(b.key, m)}.html").is_file()
-    assert stats.pages_written == 5 + 30 + 16 and stats.pages_unchanged == 0
+    for s in load_snapshot(store).series:
+        key, payload = unwrap((out / "data" / "series" / f"{s.slug}.js").read_text())
+        assert key == s.slug and len(payload["x"]) == len(s.points)
+        assert (out / "data" / "params" / f"{params_slug(s.benchmark.name, s.machine)}.js").is_file()
+    for name in ("chart.js", *VENDOR):
+        assert (out / name).is_file(), name
+    n_params = len({(b.name, m) for b in store.benchmark_list for m in ("runner-0", "runner-1")})
+    # pages + assets + commit pages + per series a page and its data + commits.js + one list per benchmark
+    assert stats.pages_written == 5 + 1 + len(VENDOR) + 30 + 2 * 16 + 1 + n_params
+    assert stats.pages_unchanged == 0
     assert stats.series == 16 and stats.commits == 30
     assert "Perf &lt;history&gt;" in (out / "index.html").read_text()
 
@@ -78,7 +91,11 @@ def test_links_resolve_and_nothing_comes_from_the_network(site: tuple[Path, Rend
             checked += 1
         for code in parser.scripts:
             assert "http" not in code and "fetch(" not in code and "import(" not in code
-    assert checked > 1000  # every chart point and table row links somewhere
+    assert checked > 1000  # every table row links somewhere
+    for script in ("chart.js", "vendor/uPlot.iife.min.js"):  # the scripts the pages load: no requests of their own
+        code = (out / script).read_text()
+        assert not re.search(r"fetch\(|XMLHttpRequest|import\(|WebSocket|sendBeacon", code), script
+        assert re.findall(r"https?://[^\s\"')]*", code) in ([], ["https://github.com/leeoniya/uPlot"]), script
 
 
 def test_overview_flags_open_regressions_and_sparklines(site: tuple[Path, RenderStats]) -> None:
@@ -89,26 +106,44 @@ def test_overview_flags_open_regressions_and_sparklines(site: tuple[Path, Render
     assert store.commit_list[15].sha[:10] in banner  # the open regression (series 2, commit n/2)
     assert store.commit_list[27].sha[:10] in banner  # the failed correctness gate
     gate_row = next(r for r in banner.split("<tr") if store.commit_list[27].sha[:10] in r)
-    assert '<td class="worse">—</td>' in gate_row  # a gate has no A/B change to show (its ratio is worst/limit)
+    assert '<td class="num worse">—</td>' in gate_row  # a gate has no A/B change to show (its ratio is worst/limit)
     assert store.commit_list[10].sha[:10] not in banner.split("verdict")[0] or "acknowledged" not in banner
     assert html.count('<svg class="spark') == 16
     assert html.count('class="flagged"') >= 2
 
 
-def test_series_page_chart_marks_and_table(site: tuple[Path, RenderStats]) -> None:
+def test_series_page_chart_data_marks_and_table(site: tuple[Path, RenderStats]) -> None:
     out, _ = site
     store = synthetic_store(n_commits=30, n_series=8, machines=2)
     acked = store.benchmark_list[3]
-    html = (out / "series" / f"{series_slug(acked.key, 'runner-0')}.html").read_text()
-    chart = html[html.index('<svg class="chart"'):html.index("</svg>")]
-    assert chart.count('<circle class="pt') == 30  # one linked dot per run
-    assert 'class="mark ack"' in chart and "bigger tile for accuracy" in chart
-    assert 'class="spread"' in chart and 'class="line"' in chart
+    slug = series_slug(acked.key, "runner-0")
+    html = (out / "series" / f"{slug}.html").read_text()
+    assert f'data-series="{slug}"' in html and 'data-root="../"' in html
+    assert '<script src="../vendor/uPlot.iife.min.js" defer></script><script src="../chart.js" defer></script>' in html
     runs = html[html.index('<table class="runs series-runs">'):]
     assert runs.count("<tr") == 30 + 1  # header + one row per run
     assert "expected: bigger tile for accuracy" in html[:html.index('<table class="runs series-runs">')]
-    for c in store.commit_list:
-        assert f'href="../commit/{c.sha}.html"' in chart
+    _, chart = unwrap((out / "data" / "series" / f"{slug}.js").read_text())
+    assert chart["x"] == list(range(30)) and len(chart["v"]) == len(chart["lo"]) == len(chart["hi"]) == 30
+    assert chart["unit"] == "seconds" and chart["label"] == "µs" and chart["div"] == 1e-6 and chart["n"] == 5
+    assert all(lo <= v <= hi for v, lo, hi in zip(chart["v"], chart["lo"], chart["hi"], strict=True))
+    kinds = {kind for _, kind, _ in chart["marks"]}
+    assert "ack" in kinds and any("bigger tile for accuracy" in label for _, _, label in chart["marks"])
+    _, commits = unwrap((out / "data" / "commits.js").read_text())
+    assert commits["sha"] == [c.sha for c in store.commit_list] and commits["page"] == {}
+    assert commits["subject"][7] == "commit number 7"
+
+
+def test_series_page_lists_the_newest_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dashboard.render as dr
+
+    monkeypatch.setattr(dr, "RUNS_SHOWN", 10)
+    store = synthetic_store(n_commits=30, n_series=3)
+    render_site(store, tmp_path)
+    html = (tmp_path / "series" / f"{series_slug(store.benchmark_list[2].key, 'runner-0')}.html").read_text()
+    runs = html[html.index('<table class="runs series-runs">'):]
+    assert runs.count("<tr") == 10 + 1 and "the newest 10 of 30" in html
+    assert store.commit_list[-1].sha in runs and store.commit_list[19].sha not in runs
 
 
 def test_correctness_page_shows_gate_and_failure(site: tuple[Path, RenderStats]) -> None:
@@ -125,9 +160,17 @@ def test_commit_page_results_verdicts_environment(site: tuple[Path, RenderStats]
     out, _ = site
     store = synthetic_store(n_commits=30, n_series=8, machines=2)
     html = (out / "commit" / f"{store.commit_list[15].sha}.html").read_text()
-    assert html.count('<tr data-machine="runner-0"') == 8 and html.count('<tr data-machine="runner-1"') == 8
+    # The results table lists the series that moved past their noise: the +30% step on both machines.
+    results = html[html.index('id="results-summary"'):html.index("<h2>Environment")]
+    assert "16 results at this commit" in results
+    stepped = series_slug(store.benchmark_list[2].key, "runner-0")
+    rows = re.findall(r"<tr data-machine=[^>]*>.*?</tr>", results)
+    assert 2 <= len(rows) <= 4, rows
+    assert any(f"../series/{stepped}.html" in r and '<td class="worse">+' in r for r in rows)
     assert "median up 30%" in html and "regressed" in html
     assert "NVIDIA H200" in html and "NVIDIA A100-SXM4-80GB" in html and "560.35" in html
+    quiet = (out / "commit" / f"{store.commit_list[9].sha}.html").read_text()
+    assert "every other one stayed within it" in quiet or "changed past" in quiet
 
 
 def test_crashed_correctness_check_is_shown(site: tuple[Path, RenderStats]) -> None:
@@ -168,23 +211,27 @@ def test_rerender_is_incremental(tmp_path: Path) -> None:
     assert (second.pages_written, second.pages_unchanged) == (0, first.pages_written)
     assert (tmp_path / "index.html").stat().st_mtime_ns == 1
 
-    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.html")}
-    for p in before:
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    for p in files:
         os.utime(p, ns=(1, 1))
     old_head = store.commit_list[-1].sha
     new = next_commit(store)
     third = render_site(store, tmp_path)
-    changed = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.html") if p.stat().st_mtime_ns != 1}
+    changed = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+               if p.is_file() and not p.name.startswith(".") and p.stat().st_mtime_ns != 1}
     # A change point's "after" median moves with every new run, so pages showing one change too.
     steps = {r.sha for r in load_snapshot(store).regressions if r.source == "change point"}
     expected = {"index.html", "commits.html", "correctness.html", f"commit/{new.sha}.html",
-                f"commit/{old_head}.html"}  # the old head gains a "newer" link
-    expected |= {f"series/{series_slug(b.key, 'runner-0')}.html" for b in store.benchmark_list}
+                f"commit/{old_head}.html", "data/commits.js"}  # the old head gains a "newer" link
+    for b in store.benchmark_list:  # every series has a new run: its page (newest runs) and its data
+        slug = series_slug(b.key, "runner-0")
+        expected |= {f"series/{slug}.html", f"data/series/{slug}.js"}
     may_change = {"regressions.html"} | {f"commit/{sha}.html" for sha in steps}  # when 4 digits differ
-    assert expected <= changed <= expected | may_change
+    assert expected <= changed <= expected | may_change, changed - expected
     assert third.pages_written == len(changed)
-    assert third.pages_unchanged == len(before) + 2 - len(changed)  # + style.css + the new page
-    assert len(changed) <= 20  # of 32 pages (+ style.css)
+    assert third.pages_unchanged == len(files) + 1 - len(changed)  # + the new commit's page
+    # Unchanged: every other commit page, the benchmark lists, style.css, chart.js and the chart library.
+    assert {"style.css", "chart.js", "vendor/uPlot.iife.min.js"}.isdisjoint(changed)
     assert f"{new.sha}.html" in (tmp_path / "commit" / f"{old_head}.html").read_text()
 
 
@@ -334,3 +381,26 @@ def test_verdict_flags_only_its_machines_series(tmp_path: Path) -> None:
     render_site(store, out)
     for m in ("runner-0", "runner-1"):
         assert "judged on runner-1" in (out / "series" / f"{series_slug(bench.key, m)}.html").read_text()
+
+
+def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Path) -> None:
+    """The same 30% step in a declared-higher and an undeclared series: the first is coloured worse on
+    the commit page, the second listed there uncoloured (moved, neither better nor worse)."""
+    store = synthetic_store(n_commits=30, n_series=2)
+    step_sha = store.commit_list[20].sha
+    for name, direction, kind in (("declared", Direction.HIGHER, Kind.THROUGHPUT),
+                                  ("undeclared", Direction.UNKNOWN, Kind.OTHER)):
+        bench = Benchmark(f"bench_io.Copy.track_{name}", unit="GB/s", direction=direction, kind=kind)
+        store.benchmark_list.append(bench)
+        for i, c in enumerate(store.commit_list):
+            level = (100.0 if i < 20 else 70.0) * (1 + 0.003 * math.sin(i))  # a little commit-to-commit noise
+            store.result_list.append(Result(bench, c.sha, "runner-0", (level, level * 1.001, level * 0.999)))
+    order = {c.sha: i for i, c in enumerate(store.commit_list)}
+    store.result_list.sort(key=lambda r: order[r.commit_sha])
+    render_site(store, tmp_path)
+    page = (tmp_path / "commit" / f"{commit_slug(step_sha)}.html").read_text(encoding="utf-8")
+    results = page[page.index("<h2>Results</h2>"):]
+    rows = {name: next(r for r in results.split("<tr") if f"track_{name}" in r) for name in ("declared", "undeclared")}
+    assert 'class="worse"' in rows["declared"]
+    assert 'class="worse"' not in rows["undeclared"] and 'class="better"' not in rows["undeclared"]
+    assert 'class="moved"' in rows["undeclared"] and "−29.8%" in rows["undeclared"]

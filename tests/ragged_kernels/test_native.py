@@ -147,3 +147,21 @@ def test_native_bucket_rule_mirrors_the_python_table():
     assert "max_seqlen > 256 ? 1 : (pairs >= kWidePairs ? 2 : 0)" in src
     assert [config_bucket(197, p) for p in (1, WIDE_PAIRS - 1, WIDE_PAIRS)] == [0, 0, 2]
     assert config_bucket(257, 10_000) == 1 and config_bucket(256, 10_000) == 2
+
+
+def test_native_checks_agree_with_the_declared_contract():
+    """native.cpp re-checks the input contract in C++ (it returns None, and the Python path explains,
+    where they fail); its head dims and dtypes must be the ones `fwd` declares."""
+    import re
+    from pathlib import Path
+
+    from ragged_kernels.attention import fwd, native
+
+    src = Path(native.__file__).with_name("native.cpp").read_text()
+    dims = re.search(r"if \((head_dim != \d+(?: && head_dim != \d+)*)\) return py::none\(\);", src).group(1)
+    assert sorted(int(d) for d in re.findall(r"\d+", dims)) == sorted(fwd.SUPPORTED_HEAD_DIMS)
+    body = re.search(r"int dtype_code\(at::ScalarType t\) \{(.*?)\n\}", src, re.S).group(1)
+    names = {"kHalf": torch.float16, "kBFloat16": torch.bfloat16, "kFloat": torch.float32}
+    assert {names[n] for n in re.findall(r"at::(k\w+)", body)} == set(fwd.SUPPORTED_DTYPES)
+    assert "cu.scalar_type() != at::kInt || cu.dim() != 1 || cu.size(0) < 1 || !cu.is_contiguous()" in src
+    assert "q.stride(2) != 1 || k.stride(2) != 1 || v.stride(2) != 1" in src

@@ -182,17 +182,7 @@ def guarded(results: dict, key: str, compute: Callable[[], dict], seconds: dict[
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - t0
 
 
-def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
-    """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
-    spent in cases, and the slowest cases; also append it to the file `RAGGED_SETUP_LOG` names.
-
-    asv shows a setup_cache's output only when it fails, so `python -m ci run` sets RAGGED_SETUP_LOG
-    and prints the file's lines after asv finishes: a suite that got slower says which class and
-    case took the time."""
-    top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
-    line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
-            "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
-    print(line, file=file if file is not None else sys.stderr, flush=True)
+def _append_setup_log(line: str) -> None:
     log = os.environ.get("RAGGED_SETUP_LOG")
     if log:
         try:
@@ -200,6 +190,27 @@ def report_setup(label: str, seconds: dict[str, float], total: float, file=None)
                 fh.write(line + "\n")
         except OSError:
             pass  # a diagnostic only: never fail a benchmark over it
+
+
+def report_case(label: str, done: int, total: int, key: str, seconds: float) -> None:
+    """One finished case of a setup_cache, appended to the file `RAGGED_SETUP_LOG` names (not printed:
+    asv would show it only on failure). `python -m ci run` echoes the file's new lines while asv
+    runs, so a long setup_cache shows progress instead of a silent minute."""
+    _append_setup_log(f"[setup] {label} {done}/{total}: {key} {seconds:.1f} s")
+
+
+def report_setup(label: str, seconds: dict[str, float], total: float, file=None) -> str:
+    """Print (stderr) and return one line on where a setup_cache's time went: its total, the part
+    spent in cases, and the slowest cases; also append it to the file `RAGGED_SETUP_LOG` names.
+
+    asv shows a setup_cache's output only when it fails, so `python -m ci run` sets RAGGED_SETUP_LOG
+    and prints the file's lines as they come: a suite that got slower says which class and case
+    took the time."""
+    top = sorted(seconds.items(), key=lambda kv: -kv[1])[:5]
+    line = (f"[setup] {label}: {len(seconds)} cases, {total:.1f} s ({sum(seconds.values()):.1f} s in cases); "
+            "slowest: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
+    print(line, file=file if file is not None else sys.stderr, flush=True)
+    _append_setup_log(line)
     return line
 
 

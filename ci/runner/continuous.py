@@ -1,0 +1,119 @@
+"""`python -m ci continuous BASE HEAD`: what `asv continuous` does, decided by the service's rule.
+
+It measures both commits through the real asv CLI in ONE `asv run --interleave-rounds` (as a PR job
+does), ingests the results, decides with `ci.verdicts.compare_commits` and the checkout's
+asv.conf.json thresholds, prints the PR comment's verdicts as a table and exits as the bot's check
+would: 0 clean, 1 a regression or a failed correctness gate, 2 an error. So a user who runs it
+locally gets the answer the bot will give (plain `asv continuous` has its own rule: a 1.1 factor
+and p < 0.002, and no correctness gates).
+
+Base and head must differ: a fresh clone whose `main` is HEAD would otherwise benchmark a commit
+against itself and report "no change". `--aa` asks for exactly that on purpose: one asv call of the
+commit, its samples' first half against their second half, labelled as an A/A check (every
+difference is noise; a regression there is a false alarm of the rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from ci.exit_codes import EXIT_OK
+from ci.records import Result
+from ci.runner.command import job_selection
+from ci.runner.config import RunnerConfig, default_machine
+from ci.runner.git import resolve_commit
+from ci.runner.progress import say
+
+HELP = ("A/B of two commits through the real asv CLI, decided by the PR bot's rule (its table, its exit code): "
+        "the local `asv continuous`")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The `continuous` subcommand's options (the parser already has `--db`)."""
+    p.add_argument("base", metavar="BASE", help="base commit (a sha, branch or tag: `main`, `HEAD~1`)")
+    p.add_argument("head", metavar="HEAD", nargs="?", default="HEAD", help="head commit (default HEAD)")
+    p.add_argument("--repo", default=".", help="checkout with asv.conf.json and benchmarks/ (default: .)")
+    p.add_argument("--machine", default=None, help="asv machine name (default $ASV_MACHINE or the host name)")
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument("--quick", action="store_true", help="only the PR subset (benchmarks.QUICK_REGEX; needs a GPU)")
+    sel.add_argument("--cpu", action="store_true",
+                     help="only what runs without a GPU (benchmarks.CPU_REGEX; the default on a machine without one)")
+    sel.add_argument("-b", "--bench", help="asv benchmark regex")
+    p.add_argument("--aa", action="store_true",
+                   help="BASE and HEAD may be one commit: an A/A check of the rule (first half of the samples "
+                        "against the second half of one asv call)")
+    p.add_argument("--all", action="store_true", help="list unchanged and new series too")
+    p.add_argument("--asv-arg", action="append", default=[], help="extra `asv run` argument (repeatable)")
+    p.add_argument("--wheelhouse", default=os.environ.get("RAGGED_WHEELHOUSE"),
+                   help="offline host: wheels for asv's environment (default $RAGGED_WHEELHOUSE)")
+
+
+def _config(args: argparse.Namespace) -> RunnerConfig:
+    repo = Path(args.repo).resolve()
+    if not (repo / "asv.conf.json").is_file():
+        raise ValueError(f"--repo {args.repo}: no asv.conf.json there (point --repo at a checkout of the project)")
+    bench, db, env = job_selection(args, repo, cpu_without_gpu=True)
+    return RunnerConfig(
+        repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=None, resume=False,
+        asv_args=tuple(args.asv_arg), env=env, wheelhouse=Path(args.wheelhouse).resolve() if args.wheelhouse else None,
+    )  # fmt: skip
+
+
+def _halves(results: list[Result]) -> tuple[list[Result], list[Result]]:
+    """Each result's samples split in measurement order: the first half and the second half, as two
+    sides of one job (the same commit, so every difference between them is noise)."""
+    return ([replace(r, samples=r.samples[: len(r.samples) // 2]) for r in results],
+            [replace(r, samples=r.samples[len(r.samples) // 2 :]) for r in results])
+
+
+def cmd_continuous(args: argparse.Namespace) -> int:
+    """`python -m ci continuous BASE [HEAD]`."""
+    from ci.outputs.table import render_table
+    from ci.runner.asv import ensure_machine
+    from ci.runner.jobs import ab_comparison
+    from ci.runner.measure import ingest_results, job_lock, measure
+    from ci.store import Store
+    from ci.verdicts import compare, exit_code, spreads
+    from ci.verdicts.inputs import results_with_crashes
+
+    repo = Path(args.repo).resolve()
+    base = resolve_commit(repo, args.base)
+    head = resolve_commit(repo, args.head)
+    if base == head and not args.aa:
+        raise ValueError(
+            f"base {args.base} ({base[:12]}) and head {args.head} ({head[:12]}) are the same commit: nothing to "
+            "compare (on a fresh clone `main` is HEAD: check out the branch to test, or name its base, e.g. HEAD~1); "
+            "--aa measures one commit against itself as an A/A check"
+        )
+    cfg = _config(args)
+    settings = cfg.settings
+    ensure_machine(cfg)
+    with job_lock(cfg), Store(cfg.db, create=True) as store:
+        if base == head:
+            say(f"A/A check of {head[:12]}: one asv call, the first half of each series' samples against the second "
+                "half; every difference is noise")
+            measure(cfg, store, [(head,)], interleave=False)
+            ingest_results(cfg, store)
+            b, h = _halves(results_with_crashes(store, head, cfg.machine))
+            verdicts = compare(b, h, settings=settings)
+            sides = spreads(b, h)
+        else:
+            measure(cfg, store, [(base, head)], interleave=True)
+            ingest_results(cfg, store)
+            comparison = ab_comparison(cfg, store, base, head)
+            verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
+            if not comparison.jobs.together:  # e.g. asv wrote no job marker: say what the verdicts rest on
+                say(f"warning: base and head are not recorded as measured in one job ({comparison.jobs.relation})")
+    label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
+        f"({args.head})"
+    print()
+    print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
+    print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all), end="")
+    code = exit_code(verdicts)
+    if base == head and code != EXIT_OK:
+        print("A/A check: the rule called a difference between two halves of one job's samples of the same "
+              "commit: a false alarm.")
+    return code

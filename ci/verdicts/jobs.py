@@ -1,0 +1,127 @@
+"""Which job measured a result, and how far a series drifts between jobs.
+
+An A/B verdict trusts its samples only when base and head were measured together: in one asv call
+with rounds interleaved, drift over the job hits both sides alike. Two asv jobs of the *same*
+commit on the H200, ~7 minutes apart (`benchmarks/recorded/h200-2026-11-29-s3/partA` and `partA2`),
+read up to +24.8% apart at p = 3.6e-11 with tight in-job intervals: between-job drift is not in
+any job's samples, so no in-job test can see it.
+
+Job identity comes from the runner: after each asv call it writes a job marker into the GPU
+sidecar of every commit that call measured (`JOB_KEY` in a run's environment, e.g.
+`gha-8123456789.1-pull-request/1`: a GitHub Actions run, attempt, job, and the asv call within it).
+Results without a marker (ingested from asv files written outside the runner, or before markers
+existed) have an unknown job: nothing says they were measured together, so they are treated as
+measured apart.
+
+Between-job drift of a series is estimated from the machine's history (other commits, one job
+each): the robust sigma of successive per-job medians on a log scale, as `ci.verdicts.history`
+estimates commit-to-commit noise. Pure functions over `ci.records.Result`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from ci.records import JOB_KEY, Result
+
+
+class JobRelation(StrEnum):
+    """How a comparison's base and head were measured."""
+
+    SAME = "same"  # one asv call, rounds interleaved (both sides carry the same job marker)
+    DIFFERENT = "different"  # different job markers
+    UNKNOWN = "unknown"  # a side has no job marker
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """The job relation of a comparison, with the markers it was read from ("" when absent)."""
+
+    relation: JobRelation
+    base: str = ""
+    head: str = ""
+
+    @property
+    def together(self) -> bool:
+        """True only when both sides were recorded as measured in one job."""
+        return self.relation == JobRelation.SAME
+
+
+def job_of(result: Result) -> str:
+    """The job marker of one result ("" when the run has none)."""
+    return dict(result.environment).get(JOB_KEY, "")
+
+
+def job_relation(base: Sequence[Result], head: Sequence[Result]) -> Jobs:
+    """Whether base and head were measured in one job, from the runs' job markers.
+
+    Args:
+        base: the base commit's results.
+        head: the head commit's results.
+
+    Returns:
+        SAME when every result of both sides carries one and the same marker; DIFFERENT when both
+        sides are marked and the markers differ; UNKNOWN when any result lacks a marker.
+    """
+    b = {job_of(r) for r in base}
+    h = {job_of(r) for r in head}
+    shown_b, shown_h = ", ".join(sorted(b - {""})), ", ".join(sorted(h - {""}))
+    if not b or not h or "" in b or "" in h:
+        return Jobs(JobRelation.UNKNOWN, shown_b, shown_h)
+    if len(b) == 1 and b == h:
+        return Jobs(JobRelation.SAME, shown_b, shown_h)
+    return Jobs(JobRelation.DIFFERENT, shown_b, shown_h)
+
+
+def between_job_drift(
+    history: Sequence[Result], *, exclude_commits: Collection[str] = (), min_jobs: int = 5
+) -> dict[str, float]:
+    """Per series, the relative sigma of the difference between two jobs' medians.
+
+    Each run (one asv result file) counts as one job's measurement, in history order; runs of
+    `exclude_commits` (the comparison's own base and head) are left out, so a change under test
+    never counts as drift. The estimate is 1.4826 x the median absolute deviation of successive
+    log-median differences: robust to the few real steps a history holds, and already the spread
+    of a *difference* of two jobs (no sqrt(2) to undo).
+
+    Args:
+        history: results of one machine, oldest first (`StoreReader.results(machine=...)`).
+        exclude_commits: commit shas whose runs are not used.
+        min_jobs: series measured in fewer runs have no estimate (absent from the result).
+
+    Returns:
+        series key -> relative sigma (0.02 = 2 %) for every series with at least `min_jobs` runs.
+    """
+    if min_jobs < 3:
+        raise ValueError(f"min_jobs must be >= 3 (two successive differences), got {min_jobs}")
+    excluded = set(exclude_commits)
+    per_series: dict[str, dict[str, list[float]]] = {}
+    for r in history:
+        if r.commit_sha in excluded:
+            continue
+        runs = per_series.setdefault(r.benchmark.key, {})
+        runs.setdefault(r.run_id or f"{r.commit_sha}/{id(r)}", []).extend(
+            s for s in r.samples if math.isfinite(s) and s > 0
+        )
+    drift: dict[str, float] = {}
+    for key, runs in per_series.items():
+        medians = [float(np.median(s)) for s in runs.values() if s]
+        if len(medians) < min_jobs:
+            continue
+        d = np.diff(np.log(medians))
+        drift[key] = float(1.4826 * np.median(np.abs(d - np.median(d))))
+    return drift
+
+
+def drift_for(jobs: Jobs, history: Sequence[Result], *, exclude_commits: Collection[str],
+              min_jobs: int = 5) -> Mapping[str, float] | None:
+    """What `ci.verdicts.compare` takes as `between_jobs`: None when base and head were measured in
+    one job (the in-job statistics hold), else each series' known between-job drift."""
+    if jobs.together:
+        return None
+    return between_job_drift(history, exclude_commits=exclude_commits, min_jobs=min_jobs)

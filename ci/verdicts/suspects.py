@@ -1,0 +1,341 @@
+"""Suspected regressions: a new commit's step judged at once against its recent history, before the
+change-point detector can see it.
+
+`ci.verdicts.history.change_points` finds a step only once `min_size` commits follow it, so a
+regression that lands on main stays unflagged for `min_size - 1` more commits. This module covers
+that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do
+(shared/reference/ci-services.md §3.1, §3.7), with its own state so that a suspicion is never
+mistaken for a confirmed change point or an A/B verdict.
+
+Method, per series (one benchmark on one machine, commits oldest first; a commit's level is the
+median of its pooled samples, commits without a positive finite sample skipped, as
+`change_points` takes them):
+
+1. The recent history of commit j is the window of up to `window` commits before it: its level is
+   the median of their log values, its noise sigma the robust sigma of their successive
+   differences (MAD / sqrt(2) x 1.4826; the mean absolute deviation when the MAD is 0), the
+   estimator `change_points` applies to a whole series.
+2. The threshold is the detector's practical-size guard on that noise: `max(floor, noise_k x
+   sigma)` with the detector's own `floor` and `noise_k` (`HistorySettings`). `noise_thresholds`
+   gives it at every commit; the dashboard colours a change only past it.
+3. Commit j is suspected when, at the time it is the newest commit, it is worse than the level by
+   more than the threshold and the commit before it was not (the commits after a step are worse
+   than their own windows too: they are the same step).
+4. How sure: 1 - p, where p is the one-sided Student-t probability (df = differences - 1) of a
+   step at least that large from the window's noise alone, comparing the median of the commits
+   measured from j on with the window's median (the variance of a median of k normal values
+   taken as sigma^2 pi / 2k, sigma^2 / k for k <= 2).
+5. Afterwards: CONFIRMED once `change_points` reports a regression at j or at the next commit;
+   WITHDRAWN when the commits after j come back within the threshold of the old level, or when
+   `confirm_within` commits (j included) are in and the detector has not confirmed it; otherwise
+   still SUSPECTED. Every state is a pure function of the history, so the same history always
+   gives the same flags, and a withdrawn suspicion stays listed with the commit that withdrew it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy import stats
+
+from ci.records import Benchmark, Direction, Kind, Outcome, Result
+from ci.verdicts.history import ChangePoint, HistorySettings, change_points
+
+
+class SuspectState(StrEnum):
+    SUSPECTED = "suspected"  # open: the detector cannot judge it yet
+    CONFIRMED = "confirmed"  # the change-point detector found the step
+    WITHDRAWN = "withdrawn"  # not confirmed: the level came back, or the detector saw no step
+
+
+@dataclass(frozen=True)
+class SuspectSettings:
+    """Knobs of the suspicion test.
+
+    Attributes:
+        window: how many commits before a step make its recent history.
+        min_history: fewest commits before a step for it to be judged at all (4 differences for a sigma).
+        confirm_within: a suspicion the detector has not confirmed once this many commits are in
+            (the suspect included) is withdrawn. At least `history.min_size`: the detector needs that
+            many commits from the step on.
+        history: the change-point detector's settings, whose `floor` and `noise_k` are the threshold.
+    """
+
+    window: int = 20
+    min_history: int = 5
+    confirm_within: int = 6
+    history: HistorySettings = field(default_factory=HistorySettings)
+
+    def __post_init__(self) -> None:
+        if self.min_history < 3:
+            raise ValueError(f"min_history must be >= 3, got {self.min_history!r}")
+        if self.window < self.min_history:
+            raise ValueError(f"window ({self.window!r}) must be >= min_history ({self.min_history!r})")
+        if self.confirm_within < self.history.min_size:
+            raise ValueError(f"confirm_within ({self.confirm_within!r}) must be >= the detector's min_size "
+                             f"({self.history.min_size!r})")
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A commit whose step looked like a regression when it was the newest commit of its series.
+
+    Attributes:
+        benchmark: the series.
+        machine: where it was measured.
+        commit_sha: the suspected commit.
+        previous_sha: the commit before it in the series.
+        state: suspected, confirmed or withdrawn.
+        before: level of the recent history (median of the window).
+        after: while suspected, the median of the commits measured from the suspect on; once
+            confirmed or withdrawn, the suspect's own level (what was seen when it was flagged).
+        ratio: after / before.
+        threshold: the relative change the series' noise required (0.05 = 5 %).
+        confidence: 1 - p of a step this large from noise alone (see the module docstring), with
+            the commits `after` was taken over.
+        commits_since: commits measured from the suspect on, itself included.
+        reason: one line a reader can act on.
+        resolved_sha: the commit whose arrival confirmed or withdrew it ("" while suspected).
+        index: position of the suspect among the series' commits.
+    """
+
+    benchmark: Benchmark
+    machine: str
+    commit_sha: str
+    previous_sha: str
+    state: SuspectState
+    before: float
+    after: float
+    ratio: float
+    threshold: float
+    confidence: float
+    commits_since: int
+    reason: str
+    resolved_sha: str = ""
+    index: int = -1
+
+
+def commit_levels(series: Sequence[Result]) -> tuple[list[str], np.ndarray]:
+    """Each commit's level: the median of its pooled finite samples, commits without a positive
+    level left out (failed or skipped), as `change_points` reads a series.
+
+    Args:
+        series: results of one benchmark on one machine, oldest commit first.
+
+    Returns:
+        (shas, levels), oldest first.
+    """
+    pooled: dict[str, list[float]] = {}
+    for r in series:
+        if not isinstance(r, Result):
+            raise TypeError(f"series must contain only Result records, got {type(r).__name__}")
+        pooled.setdefault(r.commit_sha, []).extend(s for s in r.samples if math.isfinite(s))
+    shas, levels = [], []
+    for sha, samples in pooled.items():
+        level = statistics.median(samples) if samples else 0.0
+        if level > 0:
+            shas.append(sha)
+            levels.append(level)
+    return shas, np.asarray(levels, dtype=float)
+
+
+def _row_medians(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Median of each row's first `counts` entries, the rows sorted (NaN padding sorts last)."""
+    rows = np.arange(sorted_rows.shape[0])
+    return (sorted_rows[rows, (counts - 1) // 2] + sorted_rows[rows, counts // 2]) / 2
+
+
+def _robust_sigma(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Robust sigma of the rows of `d` (successive differences, `counts` of them per row, NaN after):
+    MAD / sqrt(2) x 1.4826, or the mean absolute deviation x sqrt(pi/2) / sqrt(2) where the MAD is 0
+    (values that repeat)."""
+    dev = np.abs(d - _row_medians(np.sort(d, axis=1), counts)[:, None])
+    mad = _row_medians(np.sort(dev, axis=1), counts)
+    mean_dev = np.nansum(dev, axis=1) / counts
+    return np.where(mad > 0, 1.4826 * mad, mean_dev * math.sqrt(math.pi / 2)) / math.sqrt(2)
+
+
+def _windows(y: np.ndarray, settings: SuspectSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per position j: the window's median log level, its noise sigma and its number of differences
+    (NaN and 0 where fewer than `min_history` commits come before j). Sorted sliding windows, a few
+    numpy calls per series (np.median per window cost ~10 ms a 1,000-commit series, 2026-12-01)."""
+    n, w = y.size, settings.window
+    level = np.full(n, np.nan)
+    sigma = np.full(n, np.nan)
+    ndiff = np.zeros(n, dtype=int)
+    lo = settings.min_history
+    if n <= lo:
+        return level, sigma, ndiff
+    # Row j - lo is the window before commit j: y[j - w:j], NaN where it reaches before the first commit.
+    ypad = np.concatenate([np.full(w, np.nan), y])
+    wins = sliding_window_view(ypad, w)[lo:n]
+    dpad = np.concatenate([np.full(w - 1, np.nan), np.diff(y)])
+    dwins = sliding_window_view(dpad, w - 1)[lo - 1:n - 1]
+    count = np.minimum(np.arange(lo, n), w)
+    level[lo:] = _row_medians(np.sort(wins, axis=1), count)
+    sigma[lo:] = _robust_sigma(dwins, count - 1)
+    ndiff[lo:] = count - 1
+    return level, sigma, ndiff
+
+
+def _threshold(sigma: np.ndarray | float, settings: SuspectSettings) -> np.ndarray:
+    h = settings.history
+    return np.maximum(h.floor, h.noise_k * np.asarray(sigma, dtype=float))
+
+
+def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None) -> np.ndarray:
+    """The relative change each commit needed to stand out of its series' recent noise.
+
+    Args:
+        levels: per-commit levels, oldest first (positive; see `commit_levels`).
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        Per commit, `max(floor, noise_k x sigma)` of the window before it (0.05 = 5 %); NaN where
+        fewer than `min_history` commits come before it (the noise is not known yet).
+    """
+    settings = settings or SuspectSettings()
+    y = np.log(np.asarray(levels, dtype=float))
+    _, sigma, _ = _windows(y, settings)
+    out = _threshold(sigma, settings)
+    out[np.isnan(sigma)] = np.nan
+    return out
+
+
+def _median_var(k: int) -> float:
+    return 1.0 / k if k <= 2 else math.pi / (2 * k)
+
+
+def _confidence(step: float, sigma: float, k: int, window: int, ndiff: int) -> float:
+    """1 - p of a worse-direction log step `step` from noise sigma (see the module docstring)."""
+    if step <= 0:
+        return 0.0
+    if sigma <= 0:
+        return 1.0
+    z = step / (sigma * math.sqrt(_median_var(k) + _median_var(window)))
+    return float(stats.t.cdf(z, df=max(ndiff - 1, 1)))
+
+
+def suspects_from_levels(
+    benchmark: Benchmark,
+    machine: str,
+    shas: Sequence[str],
+    levels: np.ndarray,
+    found: Sequence[ChangePoint],
+    settings: SuspectSettings | None = None,
+) -> list[Suspect]:
+    """Every suspicion in one series' history, with its state now (see the module docstring).
+
+    Args:
+        benchmark: the series.
+        machine: its machine.
+        shas: its commits, oldest first (those with a level).
+        levels: their levels (positive).
+        found: `change_points` of the same series (it confirms a suspicion).
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        Suspects oldest first.
+    """
+    settings = settings or SuspectSettings()
+    if benchmark.kind == Kind.CORRECTNESS:
+        return []  # the correctness gates judge those
+    if benchmark.direction == Direction.UNKNOWN:
+        return []  # no way is worse: its steps are reported by the change points, never suspected
+    y = np.log(np.asarray(levels, dtype=float))
+    n = y.size
+    if len(shas) != n:
+        raise ValueError(f"{len(shas)} shas for {n} levels")
+    if n <= settings.min_history:
+        return []
+    level, sigma, ndiff = _windows(y, settings)
+    thr = np.log1p(_threshold(sigma, settings))
+    sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
+    worse = sign * (y - level) > thr  # NaN windows compare False
+    # A step starts at j: j is worse than its recent history and j - 1 was not (the commits after a
+    # step are worse than their windows too, but they are the same step, not new suspects).
+    flagged = np.flatnonzero(worse & ~np.concatenate(([False], worse[:-1])))
+    confirmed_at = {cp.commit_sha for cp in found if cp.outcome == Outcome.REGRESSED}
+    out = []
+    for j in (int(i) for i in flagged):
+        k = n - j
+        after_log = float(np.median(y[j:]))
+        step = sign * (after_log - level[j])
+        state, reason, resolved = SuspectState.SUSPECTED, "", ""
+        confirmer = next((s for s in shas[j:j + 2] if s in confirmed_at), None)
+        later = y[j + 1:]
+        if confirmer is not None:
+            state = SuspectState.CONFIRMED
+            reason = f"confirmed: a change point at {confirmer[:10]}"
+            resolved = confirmer
+        elif later.size and sign * (float(np.median(later)) - level[j]) <= thr[j]:
+            # The commits after it are back at the old level: a one-commit excursion.
+            back = next(i for i in range(1, later.size + 1) if sign * (float(np.median(y[j + 1:j + 1 + i]))
+                                                                      - level[j]) <= thr[j])
+            state = SuspectState.WITHDRAWN
+            resolved = shas[j + back]
+            reason = f"withdrawn: the level came back at {resolved[:10]}"
+        elif k >= settings.confirm_within:
+            state = SuspectState.WITHDRAWN
+            resolved = shas[j + settings.confirm_within - 1]
+            reason = (f"withdrawn: no change point after {settings.confirm_within} commits "
+                      f"(the detector did not confirm the step)")
+        else:
+            waiting = max(settings.history.min_size - k, 0)
+            reason = (f"past the {math.expm1(thr[j]) * 100:.1f}% that the noise of the {min(j, settings.window)} "
+                      "commits before allows; " + (
+                          f"the change-point detector can judge it after {waiting} more commit"
+                          + ("s" if waiting != 1 else "") if waiting else "awaiting the change-point detector"))
+        if state != SuspectState.SUSPECTED:
+            # A resolved suspicion reports what was seen when it was flagged (the commits after a
+            # withdrawn one are back at the old level and would hide why it was raised).
+            after_log, step, k_seen = float(y[j]), sign * float(y[j] - level[j]), 1
+        else:
+            k_seen = k
+        out.append(Suspect(
+            benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
+            before=math.exp(level[j]), after=math.exp(after_log), ratio=math.exp(after_log - level[j]),
+            threshold=math.expm1(thr[j]),
+            confidence=_confidence(step, float(sigma[j]), k_seen, min(j, settings.window), int(ndiff[j])),
+            commits_since=k, reason=reason, resolved_sha=resolved, index=j,
+        ))
+    return out
+
+
+def find_suspects(
+    series: Sequence[Result],
+    *,
+    found: Sequence[ChangePoint] | None = None,
+    settings: SuspectSettings | None = None,
+) -> list[Suspect]:
+    """Every suspicion in one series' history, with its state now.
+
+    Args:
+        series: results of one benchmark on one machine, oldest commit first (as `change_points` takes them).
+        found: the series' change points when already computed; None runs `change_points`.
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        Suspects oldest first; the open ones are those with `state == SuspectState.SUSPECTED`.
+
+    Raises:
+        TypeError: `series` is not a sequence of Result.
+        ValueError: `series` mixes benchmarks or machines.
+    """
+    if isinstance(series, (str, bytes)) or not isinstance(series, Sequence):
+        raise TypeError(f"series must be a sequence of Result, got {type(series).__name__}")
+    if not series:
+        return []
+    settings = settings or SuspectSettings()
+    if len({r.benchmark.key for r in series}) > 1 or len({r.machine for r in series}) > 1:
+        raise ValueError("series mixes benchmarks or machines; pass one benchmark on one machine")
+    shas, levels = commit_levels(series)
+    if found is None:
+        found = change_points(series, settings=settings.history)
+    return suspects_from_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings)

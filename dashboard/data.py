@@ -1,0 +1,110 @@
+"""The charts' data: compact JSON per series beside the pages, read by `chart.js` when a page is viewed.
+
+asv's published site keeps one JSON per benchmark and draws in the browser; so does this one, so a
+series page stays a few kilobytes however long its history is. Each file is one JSON object
+wrapped in a call, `raggedDashboard.put("<key>", {...});`, because a page opened from disk
+(file://) may not `fetch` its neighbours but may load them as scripts. The JSON is the part between
+the first "(" + key + "," and the final ");".
+
+    data/commits.js                  every commit: sha, time, subject (index = position in history)
+    data/series/<series slug>.js     one series: commit indices, medians, IQR, sample counts, marks
+    data/params/<benchmark slug>.js  the series of one benchmark on one machine (the overlay list)
+
+Numbers are in the series' axis unit (`div`, `label`) with 6 significant digits; user text stays
+text (the script inserts it with `textContent`, never as markup).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ci.records import Commit
+
+PREFIX = "raggedDashboard.put("
+
+
+def wrap(key: str, payload: Any) -> str:
+    """The text of a data file: `payload` as compact JSON inside one registration call."""
+    return wrap_json(key, json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+def unwrap(text: str) -> tuple[str, Any]:
+    """(key, payload) of a data file's text (tests and tools read them back with this)."""
+    if not text.startswith(PREFIX) or not text.rstrip().endswith(");"):
+        raise ValueError("not a dashboard data file")
+    inner = text[len(PREFIX):text.rstrip().rindex(");")]
+    key, end = json.JSONDecoder().raw_decode(inner)
+    if inner[end] != ",":
+        raise ValueError("not a dashboard data file")
+    return key, json.loads(inner[end + 1:])
+
+
+def params_slug(name: str, machine: str) -> str:
+    """File-name-safe identity of one benchmark (all its parameter points) on one machine."""
+    return hashlib.sha256(f"{name}\0{machine}".encode()).hexdigest()[:16]
+
+
+def commits_payload(commits: Sequence[Commit], slugs: Sequence[str], times: Sequence[str]) -> dict[str, Any]:
+    """Every commit of the history, by position.
+
+    Args:
+        commits: the history, oldest first.
+        slugs: each commit's page stem (`commit_slug`).
+        times: each commit's time as shown.
+
+    Returns:
+        {"sha": [...], "time": [...], "subject": [...], "page": {index: stem}} where `page` lists
+        only stems that differ from the sha.
+    """
+    return {
+        "sha": [c.sha for c in commits],
+        "time": list(times),
+        "subject": [c.subject for c in commits],
+        "page": {str(i): slug for i, (c, slug) in enumerate(zip(commits, slugs, strict=True)) if slug != c.sha},
+    }
+
+
+def _numbers(values: Iterable[float], div: float) -> str:
+    """A JSON array of values / div at 6 significant digits, null where not finite: written as text,
+    since a full render writes 1.5 million of them (json.dumps of rounded floats cost ~3x more)."""
+    return "[" + ",".join(f"{v / div:.6g}" if math.isfinite(v) else "null" for v in values) + "]"
+
+
+def series_json(
+    *,
+    meta: dict[str, Any],
+    x: Sequence[int],
+    values: Iterable[float],
+    lows: Iterable[float],
+    highs: Iterable[float],
+    counts: Sequence[int],
+    div: float,
+    marks: Sequence[tuple[int, str, str]],
+) -> str:
+    """One series' chart data, as JSON text.
+
+    Args:
+        meta: identity and display fields (name, params, machine, unit, label, direction, gate, ...).
+        x: commit positions (index into commits.js), ascending.
+        values, lows, highs: median and interquartile range per run, in the benchmark's unit.
+        counts: samples per run (one number when all are equal).
+        div: the axis divisor (values are written divided by it).
+        marks: (commit position, kind, label) to point out.
+
+    Returns:
+        A JSON object: meta's fields, then "div", "x", "v", "lo", "hi", "n" and "marks".
+    """
+    n = counts[0] if counts and all(c == counts[0] for c in counts) else list(counts)
+    head = json.dumps({**meta, "div": div}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    tail = json.dumps({"n": n, "marks": [list(m) for m in marks]}, ensure_ascii=False, separators=(",", ":"))
+    return (f'{head[:-1]},"x":[{",".join(map(str, x))}],"v":{_numbers(values, div)},'
+            f'"lo":{_numbers(lows, div)},"hi":{_numbers(highs, div)},{tail[1:]}')
+
+
+def wrap_json(key: str, body: str) -> str:
+    """The text of a data file whose payload is already JSON text."""
+    return f"{PREFIX}{json.dumps(key)},{body});\n"

@@ -1,0 +1,84 @@
+"""`python -m ci continuous` on the toy repository of test_runner through the real asv CLI: the local
+`asv continuous` decided by the bot's rule (the same verdicts, table and exit code as the PR
+comment), base == head refused or, when asked, an A/A check."""
+
+from __future__ import annotations
+
+import os
+
+from ci.cli import main
+from ci.outputs.table import render_table
+from ci.records import Benchmark, Outcome, Verdict
+from ci.store import Store
+from tests.ci.test_runner import template, toy  # noqa: F401  (fixtures)
+
+
+def _rows(out: str) -> dict[str, str]:
+    """benchmark key -> mark, from the printed table."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["base", "head", "ratio"])
+    rows = {}
+    for ln in lines[start + 1:]:
+        if not ln.strip():
+            break
+        rows[ln.split()[-1]] = ln[0]
+    return rows
+
+
+def test_continuous_gives_the_bots_verdicts_and_exit_code(toy, tmp_path, capsys):  # noqa: F811
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    code = main(["continuous", "--repo", str(repo), "--db", db, "--machine", "cibox", shas["B"], shas["C"]])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    rows = _rows(out)
+    assert rows == {"bench_toy.ToyBroken.time_breaks_at_c": "!", "bench_toy.Toy.time_work": "+"}, out
+    assert out.rstrip().splitlines()[-1].startswith("❌ Performance check failed: 1 benchmark(s) failed to run on "
+                                                    "head, 1 regression(s)")
+    assert " n=12 " in out, "each side's sample count (2 interleaved rounds x 6)"
+    # The bot's comment on the same store: the same verdicts, the same exit code.
+    comment = tmp_path / "c.md"
+    assert main(["comment", "--db", db, "--base", shas["B"], "--head", shas["C"], "--out", str(comment)]) == code
+    body = comment.read_text()
+    assert "### 🔴 Regressions (1)" in body and "`bench_toy.Toy.time_work`" in body.split("### 🔴 Regressions")[1]
+    assert "Measured in one job" in body, "one interleaved asv call, recorded as one job"
+    with Store(db) as store:
+        assert {r.commit_sha for r in store.results()} == {shas["B"], shas["C"]}
+
+
+def test_base_equal_to_head_is_refused_naming_both(toy, tmp_path, capsys):  # noqa: F811
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    assert main(["continuous", "--repo", str(repo), "--db", db, "main", "HEAD"]) == 2
+    err = capsys.readouterr().err
+    assert f"base main ({shas['C'][:12]}) and head HEAD ({shas['C'][:12]}) are the same commit" in err
+    assert "--aa" in err
+    assert not os.path.exists(repo / ".asv" / "results") and not os.path.exists(db), "nothing ran"
+
+
+def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  # noqa: F811
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    code = main(["continuous", "--repo", str(repo), "--db", db, "--machine", "cibox", "--aa", "--all",
+                 shas["B"], shas["B"]])  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"A/A check of {shas['B'][:12]}: one asv call" in out
+    assert f"A/A check of {shas['B'][:12]} on cibox" in out
+    assert "bench_toy.Toy.time_work" in out and out.count(" n=6 ") >= 2, "each half of the 12 samples"
+    if code:  # the rule called noise a change: said as such
+        assert "a false alarm" in out
+    with Store(db) as store:
+        assert len(store.run_digests()) == 1, "one asv call of one commit"
+
+
+def test_table_marks_and_hides_unchanged_rows():
+    b = Benchmark("s.X.time_\x1b[31mred")
+    verdicts = [Verdict(b, Outcome.REGRESSED, 1.0, 1.2, 1.2, 1.1, 1.3, 1e-4, 0.05),
+                Verdict(Benchmark("s.X.time_same"), Outcome.UNCHANGED, 1.0, 1.0, 1.0, 0.99, 1.01, 0.9, 0.05),
+                Verdict(Benchmark("s.X.time_fast"), Outcome.INCONCLUSIVE, 1.0, 0.6, 0.6, 0.3, 0.9, 0.2, 0.05)]
+    out = render_table(verdicts)
+    assert "\x1b" not in out and "s.X.time_?[31mred" in out, "control characters cannot reach the terminal"
+    assert "time_same" not in out and "1 series unchanged or new, not listed" in out
+    assert out.rstrip().splitlines()[-1] == ("❌ Performance check failed: 1 regression(s), 1 unconfirmed "
+                                             "speed-up(s), 1 unchanged.")
+    assert "time_same" in render_table(verdicts, only_changed=False)

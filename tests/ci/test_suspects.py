@@ -1,0 +1,149 @@
+"""Suspected regressions: flagged at the newest commit, then confirmed or withdrawn as commits arrive."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+
+import numpy as np
+import pytest
+
+from ci.records import Benchmark, Direction, Kind, Result
+from ci.verdicts import (
+    SuspectSettings,
+    SuspectState,
+    change_points,
+    commit_levels,
+    find_suspects,
+    noise_thresholds,
+)
+
+LAT = Benchmark("bench_attention.K.time_gpu", (("preset", "b8"),))
+TPUT = Benchmark("bench_e2e.T.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+
+
+def _sha(i: int) -> str:
+    return hashlib.sha1(f"c{i}".encode()).hexdigest()
+
+
+def _series(levels: list[float], *, bench: Benchmark = LAT, noise: float = 0.01, samples: int = 10,
+            seed: int = 0) -> list[Result]:
+    """One result per commit; commit i's samples scatter around levels[i] with relative `noise`
+    (also the commit-to-commit drift, as between asv runs)."""
+    rng = random.Random(seed)
+    out = []
+    for i, level in enumerate(levels):
+        centre = level * (1 + noise * rng.gauss(0, 1))
+        out.append(Result(bench, _sha(i), "h200", tuple(centre * (1 + 0.2 * noise * rng.gauss(0, 1))
+                                                          for _ in range(samples))))
+    return out
+
+
+def test_a_step_at_the_newest_commit_is_suspected_at_once() -> None:
+    rs = _series([1e-5] * 20 + [1.3e-5])
+    (s,) = find_suspects(rs)
+    assert s.state == SuspectState.SUSPECTED and s.commit_sha == _sha(20) and s.previous_sha == _sha(19)
+    assert s.ratio == pytest.approx(1.3, rel=0.05) and s.commits_since == 1
+    assert s.confidence > 0.99 and 0.02 <= s.threshold < 0.3
+    assert "change-point detector can judge it after 2 more commits" in s.reason
+    assert change_points(rs) == []  # what it covers: the detector cannot see it yet
+
+
+def test_confirmed_when_the_detector_finds_the_step() -> None:
+    rs = _series([1e-5] * 20 + [1.3e-5] * 3)
+    assert [cp.commit_sha for cp in change_points(rs)] == [_sha(20)]
+    (s,) = find_suspects(rs)
+    assert s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(20) and s.commits_since == 3
+
+
+def test_a_one_commit_excursion_is_withdrawn_visibly() -> None:
+    rs = _series([1e-5] * 20 + [1.3e-5] + [1e-5] * 2)
+    (s,) = find_suspects(rs)
+    assert s.state == SuspectState.WITHDRAWN and s.resolved_sha == _sha(21)
+    assert "came back at" in s.reason
+
+
+def test_withdrawn_when_the_detector_does_not_confirm() -> None:
+    # A step that stays but is too small for the detector's test (p) still ends: never silently open.
+    rs = _series([1e-5] * 20 + [1.3e-5] * 7)
+    found = [cp for cp in change_points(rs) if cp.commit_sha != _sha(20)]  # as if the detector missed it
+    (s,) = find_suspects(rs, found=found)
+    assert s.state == SuspectState.WITHDRAWN and s.resolved_sha == _sha(25)
+    assert "no change point after 6 commits" in s.reason
+
+
+def test_direction_is_respected() -> None:
+    assert find_suspects(_series([1000.0] * 20 + [1300.0], bench=TPUT)) == []  # more images/s is better
+    (s,) = find_suspects(_series([1000.0] * 20 + [700.0], bench=TPUT))
+    assert s.state == SuspectState.SUSPECTED and s.ratio == pytest.approx(0.7, rel=0.05)
+
+
+def test_a_step_inside_the_series_noise_is_not_suspected() -> None:
+    # The same +30% step: always suspected on a 1% series, rarely inside CPU-like noise (±30% between
+    # runs), where a fixed band would flag every one.
+    def flagged(noise: float) -> int:
+        return sum(any(s.commit_sha == _sha(20) for s in find_suspects(
+            _series([1e-3] * 20 + [1.3e-3], noise=noise, seed=seed), found=[])) for seed in range(200))
+
+    assert flagged(0.02) >= 190
+    assert flagged(0.3) <= 30  # 9.7% of 300 seeds, measured 2026-12-01
+
+
+def test_false_suspicions_on_noise_are_rare() -> None:
+    newest_flagged = sum(
+        any(s.commit_sha == _sha(29) for s in find_suspects(_series([1e-5] * 30, noise=0.02, seed=seed), found=[]))
+        for seed in range(300))
+    assert newest_flagged <= 6  # 2% of 300; the threshold is 3 sigma of the commit-to-commit noise
+
+
+def test_too_short_a_history_and_correctness_series() -> None:
+    assert find_suspects(_series([1e-5] * 4 + [2e-5])) == []  # 4 commits before: one too few
+    assert len(find_suspects(_series([1e-5] * 5 + [2e-5]))) == 1
+    gate = Benchmark("c.L.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
+    assert find_suspects(_series([1e-3] * 20 + [9e-3], bench=gate)) == []
+
+
+def test_thresholds_follow_each_commits_recent_noise() -> None:
+    quiet = noise_thresholds(np.full(30, 1e-5))
+    assert np.isnan(quiet[:5]).all() and np.allclose(quiet[5:], 0.02)  # the detector's 2% floor
+    _, levels = commit_levels(_series([1e-5] * 40, noise=0.05))
+    noisy = noise_thresholds(levels)
+    assert 0.08 < float(np.nanmedian(noisy)) < 0.25  # 3 sigma of 5% noise
+
+
+@pytest.mark.parametrize("factor", [0.6, 1.6], ids=["below", "above"])
+def test_the_threshold_is_the_change_point_detectors_size_guard(factor: float) -> None:
+    # On long segments (p far below 0.001) the detector reports a step exactly when it passes its size
+    # guard; the suspicion threshold of the same noise must sit where the detector's guard does.
+    rng = np.random.default_rng(1)
+    noise = np.exp(rng.normal(0, 0.01, 120))
+    thr = float(np.nanmedian(noise_thresholds(1e-5 * noise[:60])))
+    levels = 1e-5 * noise * np.where(np.arange(120) >= 60, 1 + factor * thr, 1.0)
+    rs = [Result(LAT, _sha(i), "h200", (float(v),) * 5) for i, v in enumerate(levels)]
+    found = [cp.commit_sha for cp in change_points(rs)]
+    assert (found == [_sha(60)]) == (factor > 1), (factor, thr, found)
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(TypeError, match="sequence of Result"):
+        find_suspects("abc")  # type: ignore[arg-type]
+    mixed = _series([1e-5] * 3) + [Result(TPUT, _sha(9), "h200", (1.0,))]
+    with pytest.raises(ValueError, match="mixes"):
+        find_suspects(mixed)
+    with pytest.raises(ValueError, match="confirm_within"):
+        SuspectSettings(confirm_within=2)
+    with pytest.raises(ValueError, match="window"):
+        SuspectSettings(window=3)
+    assert find_suspects([]) == []
+    assert math.isclose(commit_levels(_series([2e-5], noise=0.0))[1][0], 2e-5)
+
+
+def test_a_series_of_unknown_direction_is_never_suspected() -> None:
+    """Neither way is worse for it: a step at the newest commit is no suspected regression either
+    way (its change points report it, inconclusive)."""
+    bench = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.UNKNOWN, kind=Kind.OTHER)
+    for step in (0.7, 1.3):
+        assert find_suspects(_series([100.0] * 20 + [100.0 * step], bench=bench)) == []
+    known = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+    assert len(find_suspects(_series([100.0] * 20 + [70.0], bench=known))) == 1  # the same step, declared: suspected

@@ -1,0 +1,30 @@
+"""The charts' data files: compact JSON that round-trips, NaN as null, text kept as text."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dashboard.data import series_json, unwrap, wrap, wrap_json
+
+
+def test_series_json_round_trips() -> None:
+    body = series_json(meta={"name": 'b.x</script>"', "gate": None}, x=[0, 2, 3],
+                       values=[1.2345678e-5, math.nan, 2e-5], lows=[1.2e-5, math.nan, 1.9e-5],
+                       highs=[1.3e-5, math.inf, 2.1e-5], counts=[10, 10, 10], div=1e-6,
+                       marks=[(2, "suspect", "suspected <b>x</b>")])
+    key, got = unwrap(wrap_json("abc", body))
+    assert key == "abc"
+    assert got == {"name": 'b.x</script>"', "gate": None, "div": 1e-6, "x": [0, 2, 3],
+                   "v": [12.3457, None, 20.0], "lo": [12.0, None, 19.0], "hi": [13.0, None, 21.0], "n": 10,
+                   "marks": [[2, "suspect", "suspected <b>x</b>"]]}
+    assert json.loads(body) == got
+    assert unwrap(wrap("k", {"n": [1, 2]})) == ("k", {"n": [1, 2]})
+
+
+@pytest.mark.parametrize("text", ["", "alert(1)", 'raggedDashboard.put("k" {});', "raggedDashboard.put(1,2"])
+def test_unwrap_rejects_other_text(text: str) -> None:
+    with pytest.raises(ValueError):
+        unwrap(text)
