@@ -8,7 +8,8 @@ import re
 import pytest
 
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
-from ci.records import WITHHELD_OTHER_JOB, Benchmark, Direction, Kind, Outcome, Verdict
+from ci.records import WITHHELD_OTHER_JOB, Benchmark, Commit, Direction, Kind, Outcome, Verdict
+from ci.verdicts import JobRelation, Jobs
 from tests.conftest import requires
 
 ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3.8.0"}
@@ -140,7 +141,12 @@ def test_contributor_text_is_never_autolinked() -> None:
                 Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan, reason=f"missing on head: {URLS}"),
                 Verdict(Benchmark("s.B.time_new", unit=URLS), Outcome.UNCHANGED, math.nan, 2.0, math.nan,
                         reason="new series: no base measurement to compare with")]
-    body = _render(verdicts, environment={URLS: URLS}, dashboard_url="https://example.org/dash/index.html")
+    # The header's contributor text too: commit subjects and the jobs' markers (the PR job writes them).
+    ctx = _ctx(base_commit=Commit("a" * 40, subject=URLS), head_commit=Commit("b" * 40, subject=f"fix {URLS}"),
+               jobs=Jobs(JobRelation.DIFFERENT, base=URLS, head=f"{URLS} 2"))
+    body = _render(verdicts, environment={URLS: URLS}, dashboard_url="https://example.org/dash/index.html",
+                   context=ctx)
+    assert body.count("evil") > 60  # every place above holds it
     html = cmarkgfm.github_flavored_markdown_to_html(body, options=Options.CMARK_OPT_UNSAFE)
     links = re.findall(r"<a [^>]*>", html)
     assert links == ['<a href="https://example.org/dash/index.html">'], links  # the dashboard link only

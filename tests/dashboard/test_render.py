@@ -404,3 +404,7 @@ def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Pa
     assert 'class="worse"' in rows["declared"]
     assert 'class="worse"' not in rows["undeclared"] and 'class="better"' not in rows["undeclared"]
     assert 'class="moved"' in rows["undeclared"] and "−29.8%" in rows["undeclared"]
+    series = {name: (tmp_path / "series" / f"{series_slug(f'bench_io.Copy.track_{name}', 'runner-0')}.html")
+              .read_text(encoding="utf-8") for name in ("declared", "undeclared")}
+    assert "higher is better" in series["declared"]
+    assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]
