@@ -119,10 +119,14 @@ def _jobs_line(comparison: Any) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ci.ingest import ingest_results_dir
+    from ci.ingest import AsvFormatError, ingest_results_dir
 
     with _open(args, create=True) as store:
-        report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
+        try:
+            report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch)
+        except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
+            print(f"error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_ERROR
     with _reader_may_leave():
         for f in report.files:  # each message is one line: file names in it are quoted where unusual
             if f.status == "error":

@@ -183,6 +183,21 @@ def test_an_irregular_machine_file_fails_only_its_files(store_url, recorded, whi
     assert f"{target}: not a regular file (a FIFO)" in report.errors[0].message
 
 
+@pytest.mark.timeout(60)
+def test_an_irregular_benchmarks_json_is_one_line_naming_it(tmp_path, recorded, capsys):
+    """Every result file needs benchmarks.json: a FIFO in its place is refused unread, named in
+    one "error: FILE: reason" line like any other file, and nothing is stored."""
+    target = recorded / "benchmarks.json"
+    target.unlink()
+    os.mkfifo(target)
+    db = tmp_path / "h.sqlite"
+    assert main(["ingest", "--db", str(db), str(recorded)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"error: {target}: not a regular file (a FIFO); refused unread"]
+    with Store(str(db)) as store:
+        assert store.commits() == []
+
+
 def test_an_oversized_file_is_refused_unread(store_url, recorded):
     big = _files(recorded)[2]
     with big.open("r+b") as fh:  # sparse: 65 MiB on paper, nothing on disk
