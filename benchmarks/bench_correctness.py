@@ -17,7 +17,7 @@ Both are computed once per commit in `setup_cache` (see `model_runs`).
 
 from __future__ import annotations
 
-from . import model_runs, timing
+from . import declare, model_runs, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
 
 REFERENCE_BACKEND = "padded_sdpa"
@@ -158,11 +158,13 @@ class _ModelCorrectnessBase:
         return self.max_abs_diff
 
     track_max_abs_logit_diff.unit = "max abs diff"
+    track_max_abs_logit_diff.direction = declare.LOWER
 
     def track_top1_agreement(self, cache: dict, model: str, pruner: str, backend: str) -> float:
         return self.top1
 
     track_top1_agreement.unit = "top-1 agreement"
+    track_top1_agreement.direction = declare.HIGHER
 
 
 class ModelCorrectness(_ModelCorrectnessBase):
@@ -212,3 +214,4 @@ class KernelError:
         return self.error
 
     track_max_abs_error.unit = "max abs diff"
+    track_max_abs_error.direction = declare.LOWER

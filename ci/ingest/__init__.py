@@ -9,6 +9,6 @@
 """
 
 from ci.ingest.asv_files import AsvFormatError
-from ci.ingest.results_dir import FileOutcome, IngestReport, ingest_results_dir
+from ci.ingest.results_dir import BATCH_FILES, FileOutcome, IngestReport, ingest_results_dir
 
-__all__ = ["AsvFormatError", "FileOutcome", "IngestReport", "ingest_results_dir"]
+__all__ = ["BATCH_FILES", "AsvFormatError", "FileOutcome", "IngestReport", "ingest_results_dir"]

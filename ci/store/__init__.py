@@ -8,11 +8,13 @@ dashboard, plus the write side: `ingest_run` (one asv result file, one transacti
 - `engine`: `--db` arguments to URLs, the engine, retried write transactions, error lines;
 - `schema` and `migrations/`: the alembic migrations, run to head every time a store is opened;
 - `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back;
+- `limits`: what the store can hold alike on SQLite and PostgreSQL, checked before a write;
 - `reads`: `StoreReads`, the read side; `writes` and `bulk`: `StoreWrites`, the write side;
 - `store`: `Store`, both sides on a history opened from a path or URL.
 """
 
 from ci.store.engine import DEFAULT_DB, StoreError, display_url, error_line, resolve_url
+from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
 from ci.store.store import Store
@@ -22,6 +24,7 @@ __all__ = [
     "FailedPoint",
     "Store",
     "StoreError",
+    "StoreLimitError",
     "StoreReads",
     "display_url",
     "error_line",

@@ -17,7 +17,8 @@ Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3
    runs on the raw samples pooled per segment instead; the practical-size guard (floor and
    commit-to-commit noise) still applies, which keeps drift between commits from passing as a step.
    (Seen on the H200 history of 2026-11-29: a 13% kernel speed-up over 9 commits went unreported.)
-4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall.
+4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall;
+   a series of unknown direction gets INCONCLUSIVE steps (reported, never judged).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from ci.records import Benchmark, Direction, Kind, Outcome, Result, StoreReader, current_version
+from ci.records import Benchmark, Kind, Outcome, Result, StoreReader, current_version, is_worse
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class ChangePoint:
         before: median per-commit value of the segment before the step.
         after: median per-commit value of the segment after it.
         ratio: after / before.
-        outcome: REGRESSED or IMPROVED (direction-aware).
+        outcome: REGRESSED or IMPROVED (direction-aware); INCONCLUSIVE when the direction is unknown.
         previous_sha: the last commit before the step (the range to bisect is previous..commit).
         p_value: Mann-Whitney p between the two segments' per-commit values.
         machine: where the series was measured.
@@ -220,7 +221,7 @@ def change_points(
     out = []
     for b, (log_ratio, p) in zip(bkps, tested, strict=True):
         ratio = math.exp(log_ratio)
-        worse = ratio > 1.0 if bench.direction == Direction.LOWER else ratio < 1.0
+        worse = is_worse(bench.direction, ratio)  # None: unknown direction, a step reported as such
         bounds_i = [0, *bkps, n]
         j = bounds_i.index(b)
         before = float(np.median(values[bounds_i[j - 1]:b]))
@@ -228,7 +229,7 @@ def change_points(
         out.append(
             ChangePoint(
                 bench, shas[b], before, after, after / before,
-                Outcome.REGRESSED if worse else Outcome.IMPROVED,
+                Outcome.INCONCLUSIVE if worse is None else Outcome.REGRESSED if worse else Outcome.IMPROVED,
                 previous_sha=shas[b - 1], p_value=p, machine=machine, index=b,
             )
         )

@@ -246,6 +246,8 @@ def suspects_from_levels(
     settings = settings or SuspectSettings()
     if benchmark.kind == Kind.CORRECTNESS:
         return []  # the correctness gates judge those
+    if benchmark.direction == Direction.UNKNOWN:
+        return []  # no way is worse: its steps are reported by the change points, never suspected
     y = np.log(np.asarray(levels, dtype=float))
     n = y.size
     if len(shas) != n:

@@ -8,7 +8,7 @@ import os
 
 from ci.cli import main
 from ci.outputs.table import render_table
-from ci.records import Benchmark, Outcome, Verdict
+from ci.records import Benchmark, Outcome, Result, Verdict
 from ci.store import Store
 from tests.ci.test_runner import template, toy  # noqa: F401  (fixtures)
 
@@ -82,3 +82,20 @@ def test_table_marks_and_hides_unchanged_rows():
     assert out.rstrip().splitlines()[-1] == ("❌ Performance check failed: 1 regression(s), 1 unconfirmed "
                                              "speed-up(s), 1 unchanged.")
     assert "time_same" in render_table(verdicts, only_changed=False)
+
+
+def test_table_lists_an_unknown_direction_as_not_judged():
+    """A series whose benchmark declares no direction: its change is listed, marked not judged (x),
+    and the headline asks for a look, as the comment does; never a speed-up or a slowdown."""
+    from ci.records import UNKNOWN_DIRECTION, Direction, Kind
+    from ci.verdicts import compare
+
+    bench = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.UNKNOWN, kind=Kind.OTHER)
+    base = Result(bench, "a" * 40, "h200", tuple(100 * (1 + 0.001 * i) for i in range(12)))
+    head = Result(bench, "b" * 40, "h200", tuple(70 * (1 + 0.001 * i) for i in range(12)))
+    (v,) = compare([base], [head])
+    assert v.reason.startswith(UNKNOWN_DIRECTION)
+    out = render_table([v])
+    assert _rows(out) == {"bench_io.Copy.track_bandwidth": "x"}, out
+    assert out.rstrip().splitlines()[-1] == ("🟡 No regression confirmed; look at the series below: 1 of unknown "
+                                             "direction.")
