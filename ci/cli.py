@@ -25,12 +25,12 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.store import DEFAULT_DB, StoreError, StoreLimitError
-from ci.text import printable
+from ci.text import printable, reader_may_leave, silence_stdout
 
 
 class Unavailable(RuntimeError):
@@ -78,27 +78,6 @@ def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, str, An
     return base, head, machine, compare_commits(store, base, head, machine)
 
 
-@contextlib.contextmanager
-def _reader_may_leave() -> Iterator[None]:
-    """Printing to a pipe whose reader has stopped (`python -m ci compare | head`) ends the printing,
-    not the command: the work is done and the exit code stands. stdout then points at /dev/null, so
-    the interpreter's last flush at exit cannot fail either."""
-    try:
-        yield
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # no real stdout file (tests capture it): nothing left to protect
-        pass
-
-
 def _print_verdicts(verdicts: Sequence[Any]) -> None:
     for v in verdicts:  # a series key comes from benchmark code: printable, so it cannot forge or repaint a line
         ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
@@ -127,7 +106,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
-    with _reader_may_leave():
+    with reader_may_leave():
         for f in report.files:  # each message is one line: file names in it are quoted where unusual
             if f.status == "error":
                 print(f"error: {f.message}", file=sys.stderr)
@@ -145,7 +124,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, head, machine, comparison = _comparison(store, args)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
-    with _reader_may_leave():
+    with reader_may_leave():
         print(f"base {base[:12]}  head {head[:12]}  machine {printable(machine)}: {len(comparison.verdicts)} series")
         print(printable(_jobs_line(comparison)))
         _print_verdicts(comparison.verdicts)
@@ -179,12 +158,12 @@ def cmd_comment(args: argparse.Namespace) -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(body)
     elif args.repo is None:
-        with _reader_may_leave():
+        with reader_may_leave():
             print(body)
     if args.repo is not None:
         post = _need("ci.outputs.github", "post_sticky_comment")
         url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
-        with _reader_may_leave():
+        with reader_may_leave():
             print(url)
     return exit_code(verdicts)
 
@@ -201,7 +180,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         stats = render_site(
             store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
         )
-    with _reader_may_leave():
+    with reader_may_leave():
         print(f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
               f"{stats.series} series, {stats.commits} commits")
     return EXIT_OK
@@ -210,7 +189,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_ack(args: argparse.Namespace) -> int:
     with _open(args) as store:
         ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
-    with _reader_may_leave():
+    with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
     return EXIT_OK
 
@@ -319,8 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: interrupted; nothing half-written was kept: run the same {args.command} command again",
               file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:  # output closed before the command's own printing (which `_reader_may_leave` covers)
-        _silence_stdout()
+    except BrokenPipeError:  # output closed before the command's own printing (which `reader_may_leave` covers)
+        silence_stdout()
         with contextlib.suppress(BrokenPipeError):
             print("error: the output pipe was closed before the command finished", file=sys.stderr)
         return EXIT_ERROR

@@ -7,7 +7,10 @@ message that carries such text passes it through `printable` (or `quote_path` fo
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -44,3 +47,25 @@ def quote_path(path: str | os.PathLike[str]) -> str:
     if text.isprintable() and '"' not in text and "\\" not in text and text == text.strip():
         return text
     return '"' + "".join("\\" + ch if ch in '"\\' else _escape(ch) for ch in text) + '"'
+
+
+@contextlib.contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """Printing to a pipe whose reader has stopped (`python -m ci compare | head`, `ci continuous | head`)
+    ends the printing, not the command: the work is done and the exit code stands. stdout then points at
+    /dev/null, so the interpreter's last flush at exit cannot fail either."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null (after its reader left)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout file (tests capture it): nothing left to protect
+        pass

@@ -5,6 +5,9 @@ comment), base == head refused or, when asked, an A/A check."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from ci.cli import main
 from ci.outputs.table import render_table
@@ -69,6 +72,24 @@ def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  
         assert "a false alarm" in out
     with Store(db) as store:
         assert len(store.run_digests()) == 1, "one asv call of one commit"
+
+
+def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(toy, tmp_path):  # noqa: F811
+    """`ci continuous ... | head -1` ended in exit 2 ("the output pipe was closed") although the
+    measuring and the verdicts went on: the printing stops, the run and its exit code stand."""
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "ci", "continuous", "--repo", str(repo), "--db", db, "--machine",
+                             "cibox", "--aa", shas["B"], shas["B"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=tmp_path)  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) in (0, 1), err
+    assert first and "pipe was closed" not in err and "Traceback" not in err, err
+    with Store(db) as store:
+        assert len(store.run_digests()) == 1, "the run went on after the reader left"
 
 
 def test_table_marks_and_hides_unchanged_rows():
