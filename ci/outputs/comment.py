@@ -1,6 +1,6 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
-Layout (after asv-perch's and conbench's comments, shared/reference/ci-services.md §2):
+Layout (after asv-perch's and conbench's PR comments):
 a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
 how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
 ran, an outcome count table, then, most important first: the correctness gates that failed,

@@ -10,8 +10,7 @@ Three ways to pick what to measure, all on one machine in one job:
 
 Per commit the runner calls the real asv CLI (`asv run HASHFILE:... --record-samples --machine M`),
 streaming asv's own per-benchmark lines; torch is never reinstalled because the suite's
-`install_command` only writes a `.pth` (see benchmarks/_asv_install.py and
-reference/asv-continuous.md). Then it records the GPU state (the suite's `gpu_env` sidecar, written
+`install_command` only writes a `.pth` (see benchmarks/_asv_install.py). Then it records the GPU state (the suite's `gpu_env` sidecar, written
 here when no GPU benchmark wrote it), ingests the results (idempotent: a re-ingest changes nothing),
 computes verdicts and change points, renders the dashboard and writes (with a token: posts) the
 PR comment.

@@ -2,8 +2,7 @@
 
 Pure functions over `ci.records.Result`; no store, no torch.
 
-Per series the decision combines three things, as asv, Pinpoint and nvbench-compare-robust do
-(see shared/reference/ci-services.md §4.6):
+Per series the decision combines three things, as asv, Pinpoint and nvbench-compare-robust do:
 
 1. **Significance**: a two-sided Mann-Whitney U test on the raw samples (asv's test; exact when
    there are no ties), with its p-values corrected for multiple comparisons over the whole PR
