@@ -3,8 +3,8 @@ change-point detector can see it.
 
 `ci.verdicts.history.change_points` finds a step only once `min_size` commits follow it, so a
 regression that lands on main stays unflagged for `min_size - 1` more commits. This module covers
-that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do, with its own state so that a suspicion is never
-mistaken for a confirmed change point or an A/B verdict.
+that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do, with its
+own state so that a suspicion is never mistaken for a confirmed change point or an A/B verdict.
 
 Method, per series (one benchmark on one machine, commits oldest first; a commit's level is the
 median of its pooled samples, commits without a positive finite sample skipped, as
