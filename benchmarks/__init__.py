@@ -2,7 +2,12 @@
 
 asv imports every module in this package during discovery, so modules import torch, triton and
 the library lazily (inside `setup`/`setup_cache`): discovery stays fast and works at old commits.
+Importing the package first lets asv record each track benchmark's `direction` (`declare`).
 """
+
+from .declare import register_with_asv
+
+register_with_asv()
 
 # Benchmark-name regexes for `asv run -b REGEX` / `asv continuous -b REGEX` (documented in README.md).
 QUICK_REGEX = (

@@ -4,10 +4,10 @@
   ("top-1 agreement", fraction of images, higher is better) of each backend's pruned model
   against the same model and pruner with the `padded_sdpa` backend (fused SDPA over the padded
   batch: the reference pipeline, as in the paper's Table VI), fp16, same seeded weights and images,
-  the reference replaying the keep decisions the checked backend took (issue 4: "with the same
-  decisions"). Without the replay, a pruner whose decisions depend on attention values (ATS's
+  the reference replaying the keep decisions the checked backend took (the kernels compared under
+  the same decisions). Without the replay, a pruner whose decisions depend on attention values (ATS's
   inverse-transform sampling, EViT's top-k) can flip a token on a rounding difference, and the logit
-  difference then measures the flip, not the kernel (seen on the H200 in session 4: ATS on DeiT-S,
+  difference then measures the flip, not the kernel (seen on the H200 on 2026-11-29: ATS on DeiT-S,
   0.0095 with its own decisions, against 0.0017 before a change of the kernel's summation order).
   `python -m tools.check_grid` reports whether the decisions themselves agreed.
 - `KernelError`: max |error| of each attention backend on fp16 inputs against the fp32 oracle
@@ -17,7 +17,7 @@ Both are computed once per commit in `setup_cache` (see `model_runs`).
 
 from __future__ import annotations
 
-from . import model_runs, timing
+from . import declare, model_runs, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
 
 REFERENCE_BACKEND = "padded_sdpa"
@@ -158,11 +158,13 @@ class _ModelCorrectnessBase:
         return self.max_abs_diff
 
     track_max_abs_logit_diff.unit = "max abs diff"
+    track_max_abs_logit_diff.direction = declare.LOWER
 
     def track_top1_agreement(self, cache: dict, model: str, pruner: str, backend: str) -> float:
         return self.top1
 
     track_top1_agreement.unit = "top-1 agreement"
+    track_top1_agreement.direction = declare.HIGHER
 
 
 class ModelCorrectness(_ModelCorrectnessBase):
@@ -181,7 +183,7 @@ class ModelCorrectnessPR(_ModelCorrectnessBase):
 
     The full class adds DeiT-B/384 (the 577-token kernel bucket, which KernelError's 384 preset also
     covers at the kernel level); its setup_cache was the largest piece of the quick subset (over 47 s
-    of device run E), mostly building and running the 384 models.
+    on the H200, 2026-11-29), mostly building and running the 384 models.
     """
 
     params = (MODELS[:1], PRUNERS, CHECKED_BACKENDS)
@@ -212,3 +214,4 @@ class KernelError:
         return self.error
 
     track_max_abs_error.unit = "max abs diff"
+    track_max_abs_error.direction = declare.LOWER

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from . import _replay, model_runs, timing
+from . import _replay, declare, model_runs, timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
 MODES = ["eager", "graph", "compile"]
@@ -144,6 +144,7 @@ class _EndToEndBase(_replay.Replayed):
         return float(self.samples["peak_bytes"])
 
     track_peak_memory.unit = "bytes"
+    track_peak_memory.direction = declare.LOWER
 
     def time_forward(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> None:
         """Seconds per synchronised forward of the preset's batch (images/s = batch / this)."""
@@ -178,18 +179,21 @@ class EndToEnd(_EndToEndBase):
         return self._value("latency_p50")
 
     track_latency_p50.unit = "seconds"
+    track_latency_p50.direction = declare.LOWER
 
     def track_latency_p99(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
         """99th percentile seconds of one synchronised forward over 1,000 (serving presets)."""
         return self._value("latency_p99")
 
     track_latency_p99.unit = "seconds"
+    track_latency_p99.direction = declare.LOWER
 
     def track_compile_seconds(self, cache: dict, preset: str, pruner: str, backend: str, mode: str) -> float:
         """Seconds of a compiled case's first call: tracing, compiling and capturing."""
         return self._value("compile_seconds")
 
     track_compile_seconds.unit = "seconds"
+    track_compile_seconds.direction = declare.LOWER
 
 
 class EndToEndPR(_EndToEndBase):

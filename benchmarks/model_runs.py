@@ -141,8 +141,8 @@ def images_per_s_and_peak(
     """
     # Warm-up by time and steadiness, not count: at batch 1 eager five forwards are ~25 ms, and the
     # first cases of a process measured up to 2x slow (DeiT-S B 1 eager, triton first: 105-110
-    # images/s against 160-206 for the next backends, H200 sessions 3 and 4) while the card idled
-    # through each model build in between. 0.3 s fixed removed that in the suite (session 5), but
+    # images/s against 160-206 for the next backends, H200, 2026-11-29) while the card idled
+    # through each model build in between. 0.3 s fixed removed that in the suite (2026-11-29), but
     # tools/bench_ats_sampler.py still read dense DeiT-B B 32, its first model, at 6,345 images/s
     # after 0.3 s against 9,321 at the end of the same process (same model object). Why is not measured
     # (rising clocks is a guess); waiting for steady chunk times covers any transient under WARMUP_MAX_S.

@@ -61,7 +61,7 @@ def warm_up_device(torch: Any, seconds: float = 0.5) -> None:
 
     An idle card sits at a low clock (the runner's GPU sidecar reads 345 MHz on the H200 at idle)
     and takes time to raise it; without this the first case of a setup_cache would be timed on the
-    way up. Clocks are only observed, never set (the device's METHOD.md).
+    way up. Clocks are only observed, never set: the GPU host is shared and its settings are not ours.
     """
     # Not randn: the CUDA generator may be unusable after a failed capture (see GpuTimer).
     a = torch.full((4096, 4096), 0.5, device="cuda", dtype=torch.float16)
@@ -79,7 +79,7 @@ def restore_rng_after_failed_capture(torch: Any) -> None:
     A capture that fails midway never reaches the generator's capture epilogue, so the generator
     stays marked as capturing and every later eager `torch.randn(..., device="cuda")` of the
     process raises "Offset increment outside graph capture encountered unexpectedly" (seen on the
-    H200, 2026-11-29 session 4). A cloned state starts outside any capture; seed and offset carry
+    H200, 2026-11-29). A cloned state starts outside any capture; seed and offset carry
     over, so the random stream continues where it was.
     """
     try:

@@ -21,6 +21,7 @@ database problem, an interrupt, or a part of the service that is not available y
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -28,7 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
-from ci.store import DEFAULT_DB, StoreError
+from ci.store import DEFAULT_DB, StoreError, StoreLimitError
+from ci.text import printable, reader_may_leave, silence_stdout
 
 
 class Unavailable(RuntimeError):
@@ -77,9 +79,10 @@ def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, str, An
 
 
 def _print_verdicts(verdicts: Sequence[Any]) -> None:
-    for v in verdicts:
+    for v in verdicts:  # a series key comes from benchmark code: printable, so it cannot forge or repaint a line
         ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
-        print(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}" + (f"  ({v.reason})" if v.reason else ""))
+        reason = f"  ({v.reason})" if v.reason else ""
+        print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{reason}"))
 
 
 PROGRESS_EVERY_S = 5.0  # a long ingest says where it is this often (on stderr)
@@ -116,17 +119,22 @@ def _jobs_line(comparison: Any) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ci.ingest import ingest_results_dir
+    from ci.ingest import AsvFormatError, ingest_results_dir
 
     with _open(args, create=True) as store:
-        report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
-                                    progress=ingest_progress_printer())  # fmt: skip
-    for f in report.files:
-        if f.status == "error":
-            print(f"error: {f.message}", file=sys.stderr)
-        elif f.skipped:
-            print(f"warning: {f.message}", file=sys.stderr)
-    print(report.summary())
+        try:
+            report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
+                                        progress=ingest_progress_printer())  # fmt: skip
+        except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
+            print(f"error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_ERROR
+    with reader_may_leave():
+        for f in report.files:  # each message is one line: file names in it are quoted where unusual
+            if f.status == "error":
+                print(f"error: {f.message}", file=sys.stderr)
+            elif f.skipped:
+                print(f"warning: {f.message}", file=sys.stderr)
+        print(report.summary())
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR
 
@@ -138,9 +146,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, head, machine, comparison = _comparison(store, args)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
-    print(f"base {base[:12]}  head {head[:12]}  machine {machine}: {len(comparison.verdicts)} series")
-    print(_jobs_line(comparison))
-    _print_verdicts(comparison.verdicts)
+    with reader_may_leave():
+        print(f"base {base[:12]}  head {head[:12]}  machine {printable(machine)}: {len(comparison.verdicts)} series")
+        print(printable(_jobs_line(comparison)))
+        _print_verdicts(comparison.verdicts)
     return exit_code(comparison.verdicts)
 
 
@@ -171,10 +180,13 @@ def cmd_comment(args: argparse.Namespace) -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(body)
     elif args.repo is None:
-        print(body)
+        with reader_may_leave():
+            print(body)
     if args.repo is not None:
         post = _need("ci.outputs.github", "post_sticky_comment")
-        print(post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run))
+        url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
+        with reader_may_leave():
+            print(url)
     return exit_code(verdicts)
 
 
@@ -190,17 +202,17 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         stats = render_site(
             store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
         )
-    print(
-        f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
-        f"{stats.series} series, {stats.commits} commits"
-    )
+    with reader_may_leave():
+        print(f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
+              f"{stats.series} series, {stats.commits} commits")
     return EXIT_OK
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
     with _open(args) as store:
         ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
-    print(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}")
+    with reader_may_leave():
+        print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
     return EXIT_OK
 
 
@@ -230,13 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     reads = "it must already hold a store (made by ingest or run)"
 
+
     p = add(
-        "ingest", "ingest an asv results directory into the store (idempotent, each result file all or nothing)",
-        cmd_ingest, db="created when missing",
+        "ingest", f"ingest an asv results directory into the store (idempotent; each file is stored whole or not "
+        f"at all, {BATCH_FILES} files per transaction; a bad file is reported and skipped)", cmd_ingest,
+        db="created when missing",
         description="Ingest an asv results directory into the store. Idempotent: files ingested before are "
-        "skipped unread. Each result file is all or nothing (its own savepoint), and files are committed in "
-        f"batches of {BATCH_FILES}: an interrupted or killed ingest keeps the batches committed before it, never "
-        "part of a file, and the same command run again writes the rest. Prints points/s at the end, and a "
+        "skipped unread. Each result file is all or nothing (stored whole in its own savepoint, or not at all), "
+        f"{BATCH_FILES} files per transaction: an interrupted or killed ingest keeps the batches committed before "
+        "it, never part of a file, and the same command run again writes the rest. A bad file is reported as one "
+        "'error: FILE: reason' line and skipped; every other file goes in. Prints points/s at the end, and a "
         f"progress line every {PROGRESS_EVERY_S:.0f} s on stderr while a long ingest runs.",
     )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
@@ -308,18 +323,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        # Every write is all or nothing (each result file for ingest, committed in batches of files):
-        # what was not committed is not in the store, and the same command writes it on the next run.
+        # Every write is one transaction (ingest: one per batch of BATCH_FILES files, each file whole
+        # or not at all): what was not committed is not in the store, and the same command writes it next time.
         print(f"error: interrupted; nothing half-written was kept: run the same {args.command} command again",
               file=sys.stderr)
         return EXIT_ERROR
-    except (Unavailable, StoreError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except BrokenPipeError:  # output closed before the command's own printing (which `reader_may_leave` covers)
+        silence_stdout()
+        with contextlib.suppress(BrokenPipeError):
+            print("error: the output pipe was closed before the command finished", file=sys.stderr)
+        return EXIT_ERROR
+    except (Unavailable, StoreError, StoreLimitError) as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback
         if os.environ.get("CI_DEBUG"):
             raise
-        print(f"error: {_one_line(exc, getattr(args, 'db', None))}", file=sys.stderr)
+        print(f"error: {printable(_one_line(exc, getattr(args, 'db', None)))}", file=sys.stderr)
         return EXIT_ERROR
 
 

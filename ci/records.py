@@ -25,6 +25,9 @@ class Direction(StrEnum):
 
     LOWER = "lower"  # latency, error, memory
     HIGHER = "higher"  # throughput, agreement
+    # Neither declared nor implied by asv's type or a known unit: a change is reported with its
+    # size, never judged better or worse (`is_worse` answers None).
+    UNKNOWN = "unknown"
 
 
 class Kind(StrEnum):
@@ -32,6 +35,7 @@ class Kind(StrEnum):
     THROUGHPUT = "throughput"
     CORRECTNESS = "correctness"
     MEMORY = "memory"
+    OTHER = "other"  # a tracked value whose unit the service does not know
 
 
 class Outcome(StrEnum):
@@ -42,11 +46,12 @@ class Outcome(StrEnum):
     FAILED = "failed"  # a correctness gate failed, or a benchmark failed to run on head: no statistics apply
 
 
-# Reasons of the verdicts on series measured on one side only, or crashed (`ci.verdicts`); the PR
-# comment groups by them.
+# Reasons of the verdicts on series measured on one side only, or crashed, or of unknown direction
+# (`ci.verdicts`); the PR comment groups by them.
 NEW_SERIES = "new series: no base measurement to compare with"
 MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
 FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
+UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` and its unit is not one the service knows"
 # A series whose base and head were not measured in one job, and whose between-job drift the
 # history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
 WITHHELD_OTHER_JOB = (
@@ -229,9 +234,10 @@ class ParsedRun:
     skipped_stale: tuple[str, ...]  # results whose benchmark version differs from benchmarks.json
 
 
-# The units the asv suite uses for `track_*` benchmarks, and which way is better for each.
-# Shared contract between benchmarks/ (which sets `unit`) and ci/ (which reads asv's
-# benchmarks.json): time_* is seconds/lower, peakmem_* bytes/lower.
+# The units the asv suite uses for `track_*` benchmarks, which way is better for each and what
+# kind of value it is. Shared contract between benchmarks/ (which sets `unit` and `direction`) and
+# ci/ (which reads asv's benchmarks.json): time_* is seconds/lower, peakmem_* bytes/lower. A result
+# file written before the suite declared `direction` is read through this table.
 UNIT_SEMANTICS: dict[str, tuple[Direction, Kind]] = {
     "seconds": (Direction.LOWER, Kind.LATENCY),
     "bytes": (Direction.LOWER, Kind.MEMORY),
@@ -241,15 +247,46 @@ UNIT_SEMANTICS: dict[str, tuple[Direction, Kind]] = {
     "max abs diff": (Direction.LOWER, Kind.CORRECTNESS),
     "top-1 agreement": (Direction.HIGHER, Kind.CORRECTNESS),
 }
+# asv's benchmark types (asv_runner 0.3 writes time, track, memory, peakmemory; older asv mem, peakmem).
+_TIME_TYPES = frozenset({"time", "timeraw"})
+_MEMORY_TYPES = frozenset({"memory", "peakmemory", "mem", "peakmem"})
 
 
-def classify(bench_type: str, unit: str) -> tuple[Direction, Kind]:
-    """Direction and kind of an asv benchmark from its type (time/track/peakmem) and unit."""
-    if bench_type == "peakmem":
-        return Direction.LOWER, Kind.MEMORY
-    if bench_type == "time":
+def declared_semantics(bench_type: str, unit: str, direction: object = None) -> tuple[Direction, Kind]:
+    """Direction and kind of an asv benchmark from its declaration, never a guess.
+
+    Args:
+        bench_type: asv's `type` (time and memory benchmarks: lower is better, by what they measure).
+        unit: asv's `unit` (a unit on `UNIT_SEMANTICS` implies a direction and a kind).
+        direction: the suite's explicit `direction` attribute ("higher" / "lower"; None when the
+            benchmark declares none, e.g. in result files written before the suite had it).
+
+    Returns:
+        (direction, kind): the explicit direction wins over the unit's; `Direction.UNKNOWN` when
+        neither the declaration, the type nor the unit says, or the declared value is not
+        "higher"/"lower"; `Kind.OTHER` for a unit the service does not know.
+    """
+    if bench_type in _TIME_TYPES:
         return Direction.LOWER, Kind.LATENCY
-    return UNIT_SEMANTICS.get(unit, (Direction.LOWER, Kind.LATENCY))
+    if bench_type in _MEMORY_TYPES:
+        return Direction.LOWER, Kind.MEMORY
+    implied, kind = UNIT_SEMANTICS.get(unit, (Direction.UNKNOWN, Kind.OTHER))
+    if direction is None:
+        return implied, kind
+    declared = direction.lower() if isinstance(direction, str) else None
+    if declared in (Direction.LOWER, Direction.HIGHER):
+        return Direction(declared), kind
+    return Direction.UNKNOWN, kind
+
+
+def is_worse(direction: Direction, ratio: float) -> bool | None:
+    """Whether `ratio` (new / old) is a change for the worse: True, False, or None when the
+    direction is unknown (the change is reported, not judged)."""
+    if direction == Direction.LOWER:
+        return ratio > 1.0
+    if direction == Direction.HIGHER:
+        return ratio < 1.0
+    return None
 
 
 class StoreReader(Protocol):

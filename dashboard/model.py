@@ -34,6 +34,7 @@ from ci.records import (
     Verdict,
     current_version,
 )
+from ci.records import is_worse as records_is_worse
 from ci.verdicts import (
     MAX_ABS_DIFF_LIMIT,
     TOP1_AGREEMENT_LIMIT,
@@ -554,13 +555,14 @@ def is_worse(ratio: float, direction: Direction, threshold: float) -> bool | Non
 
     Returns:
         True when worse beyond the threshold, False when better beyond it (both in log terms, so
-        +10% and -9.1% weigh alike), None inside it or when the ratio or threshold is not finite.
+        +10% and -9.1% weigh alike), None inside it, when the ratio or threshold is not finite or
+        when the direction is unknown.
     """
     if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(threshold)):
         return None
     if abs(math.log(ratio)) <= math.log1p(threshold):
         return None
-    return (ratio > 1.0) == (direction == Direction.LOWER)
+    return records_is_worse(direction, ratio)  # None for an unknown direction: shown, never judged
 
 
 def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:

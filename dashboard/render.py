@@ -523,8 +523,9 @@ def _esc(text: str) -> str:
 @dataclass(frozen=True)
 class _Steps:
     """Per run of a series: the ratio to the run before (the last one with a value) and that run's value, the change's
-    colour class code (1 worse, -1 better, 0 inside the series' noise threshold at that commit),
-    that threshold, and whether the run failed its correctness gate."""
+    colour class code (1 worse, -1 better, 2 past the threshold but of unknown direction, so never
+    coloured; 0 inside the series' noise threshold at that commit), that threshold, and whether the
+    run failed its correctness gate."""
 
     ratio: np.ndarray
     prev: np.ndarray
@@ -536,7 +537,7 @@ class _Steps:
         return _CLASS[int(self.code[i])]
 
 
-_CLASS = {0: "", 1: "worse", -1: "better"}
+_CLASS = {0: "", 1: "worse", -1: "better", 2: "moved"}
 
 
 def _steps(s: Series) -> _Steps:
@@ -553,7 +554,9 @@ def _steps(s: Series) -> _Steps:
         size = np.abs(np.log(ratio))
         beyond = np.isfinite(size) & np.isfinite(thr) & (size > np.log1p(thr))
     worse = (ratio > 1) == (s.benchmark.direction == Direction.LOWER)
-    code = np.where(beyond, np.where(worse, 1, -1), 0)
+    # A series of unknown direction: a change past its noise is listed (code 2), never coloured either way.
+    judged = np.where(worse, 1, -1) if s.benchmark.direction != Direction.UNKNOWN else 2
+    code = np.where(beyond, judged, 0)
     failed = np.zeros(n, dtype=bool)
     if s.gate is not None:
         failed = np.fromiter((gate_ok(p.value, s.gate) is False for p in s.points), dtype=bool, count=n)

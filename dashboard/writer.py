@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,7 +50,8 @@ class PageWriter:
                 data = {}  # a damaged manifest only costs a full re-render
             if isinstance(data, dict) and data.get("version") == _MANIFEST_VERSION:
                 pages = data.get("pages")
-                self._old = pages if isinstance(pages, dict) else {}
+                if isinstance(pages, dict):
+                    self._old = {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, dict)}
                 state = data.get("state")
                 self.previous_state = state if isinstance(state, str) else ""
 
@@ -102,16 +104,41 @@ class PageWriter:
         return sorted(self._new)
 
     def finish(self) -> None:
-        """Delete pages of a previous render that were not emitted now, then save the manifest."""
-        for rel in self._old.keys() - self._new.keys():
-            target = self.out_dir / rel
-            if ".." not in Path(rel).parts and target.is_file():
+        """Delete pages of a previous render that were not emitted now, then save the manifest.
+
+        The manifest is a file in the output folder, so anyone who can write there can write it: an
+        entry is deleted only when it names, relatively, a regular file that really lies inside the
+        output folder (no absolute path, no `..`, no symlinked folder leading out, not a symlink).
+        Any other entry is dropped from the manifest and nothing is deleted for it.
+        """
+        root = self.out_dir.resolve()
+        for rel in sorted(self._old.keys() - self._new.keys()):
+            target = _inside(root, rel)
+            if target is not None:
                 target.unlink()
                 self.removed += 1
         tmp = self.out_dir / f".{MANIFEST}.tmp"
         manifest = {"version": _MANIFEST_VERSION, "pages": self._new, "state": self.state}
         tmp.write_text(json.dumps(manifest, sort_keys=True), "utf-8")
         os.replace(tmp, self.out_dir / MANIFEST)
+
+
+def _inside(root: Path, rel: object) -> Path | None:
+    """The regular file `rel` names inside the resolved folder `root`, or None when `rel` is not a
+    plain relative path, leads outside `root` (through `..` or a symlinked folder), or names a
+    symlink, a folder or nothing."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel or "\\" in rel:
+        return None
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or not parts or any(p in ("", ".", "..") for p in parts):
+        return None
+    target = root.joinpath(*parts)
+    try:
+        if not target.parent.resolve(strict=True).is_relative_to(root) or not stat.S_ISREG(target.lstat().st_mode):
+            return None
+    except (OSError, RuntimeError):  # missing, unreadable, or a symlink loop
+        return None
+    return target
 
 
 def _size(path: Path) -> int | None:

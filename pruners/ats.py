@@ -12,8 +12,10 @@ block, after attention:
 R is `n_ref_tokens - 1` = N0 in the released code at every stage; `num_samples` exposes it (the
 paper's K) so that a budget below "de-duplication only" can be configured. The nearest-CDF-point
 search uses `searchsorted` instead of the reference's [B, R, N] distance tensor, with the same
-tie rule as `argmin` (lowest index), so picks are identical. Images in a batch are independent
-(no padding quirk, see reference notes section 4).
+tie rule as `argmin` (lowest index), so picks are identical. Images in a batch are independent: the
+reference pads shorter images after the first stage with zero-score slots, which sort first and make
+a padded image's lowest real token pickable (a token or so per stage); ragged rows have no padding,
+so this matches the reference's unpadded image.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ class ATSPruner(Pruner):
     """
 
     name = "ats"
-    # H200, session 5 (`tools/bench_ats_sampler.py --models`): at 196 tokens the fused sampler takes
+    # H200, 2026-11-29 (`tools/bench_ats_sampler.py --models`): at 196 tokens the fused sampler takes
     # 0.27-0.49x the torch port's GPU time and DeiT-B/224 B 32 graph mode runs 1.15x faster; at 576
     # tokens its [16, M] search tiles make it 1.11x slower alone and DeiT-B/384 ties (0.99x).
     FUSED_MAX_TOKENS = 256

@@ -129,7 +129,8 @@ class Pruner(nn.Module):
             attn: attention facts (only for `needs_attention` pruners).
 
         Returns:
-            keep [B, N] bool; the caller forces CLS on and invalid positions off.
+            keep [B, N] bool; the model applies it with CLS on and invalid positions off whatever it
+            says there (`pruners.model.applied_mask`).
         """
         raise NotImplementedError
 
@@ -142,15 +143,17 @@ class Pruner(nn.Module):
         q, k, v (same layout, [.., H, D]) and softmax `scale`, without the dense views `decide` reads.
 
         Returns None where it does not apply (the model then calls `decide`). The mask must equal
-        `decide`'s up to floating-point association and keep CLS; positions past an image's length are
-        ignored. The choice may depend on devices, shapes and options, never on the attention backend."""
+        `decide`'s up to floating-point association; the model applies it as it applies `decide`'s (CLS on,
+        positions past an image's length ignored). The choice may depend on devices, shapes and options,
+        never on the attention backend."""
         return None
 
     def extra_token(
         self, stage: int, x: torch.Tensor, valid: torch.Tensor, keep: torch.Tensor, attn: AttnInfo | None
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Optional token appended after the kept ones (EViT fusion): ([B, 1, C], present [B, 1] bool).
-        Called only when `fuses_tokens` is True."""
+        Called only when `fuses_tokens` is True, with `keep` the stage's applied mask [B, N] (CLS on, invalid
+        positions off: `pruners.model.applied_mask`)."""
         return None
 
     def tokens_bound(self, stage: int, n_in: int) -> int:

@@ -60,8 +60,7 @@ class EViTPruner(Pruner):
             return None
         if attn is None:
             raise ValueError("evit: needs the block's CLS attention")
-        dropped = valid & ~keep
-        dropped[:, 0] = False
+        dropped = valid & ~keep  # keep is the applied mask: CLS is never among the dropped
         w = torch.where(dropped, attn.cls_probs.mean(1), 0.0)
         fused = torch.einsum("bn,bnc->bc", w, x.float()).to(x.dtype)[:, None, :]
         return fused, dropped.any(1, keepdim=True)

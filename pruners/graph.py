@@ -6,8 +6,9 @@ the static input. Buffer capacities are host ints fixed by the pruner configurat
 batch of that size fits the captured graph, whatever the per-image kept counts. The captured forward
 may be the eager one or a `torch.compile`d one (`CompiledPrunedModel`: fused elementwise work, then
 captured the same way).
-Why: at serving batch sizes the host, not the GPU, is the bottleneck (DESIGN.md: DeiT-S BS=1 eager
-386 img/s vs 1,870 img/s as one graph replay), so the dense model captured once is the baseline a
+Why: at serving batch sizes the host, not the GPU, is the bottleneck (timm DeiT-S fp16 BS=1, measured
+before 2026-11-29: eager 386 img/s, 1,870 img/s as one graph replay), so the dense model captured once
+is the baseline a
 pruned forward must beat, and every backend is compared graph against graph.
 """
 

@@ -85,10 +85,25 @@ def _attention_fn(backend: str, sync_free: bool = False) -> AttentionFn:
 PADDING_FILL: float | None = None
 
 
+def applied_mask(keep: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """The mask a pruning stage applies for the decision `keep` [B, N] bool: `keep` where `valid` [B, N]
+    (None: everywhere), and every image's class token (position 0) whatever the decision says. A new
+    tensor: the pruner's (or `keep_override`'s) mask is left alone.
+
+    The one statement of the class-token rule along the pruned forward. Every stage's decision reaches
+    the packed buffer through `_Packer`, which applies this rule: the torch packer by calling this, the
+    kernel packer by `pack_tokens(keep_first=True)`, the same rule inside the copy (the two are tested to
+    agree). The model materialises the applied mask with this function only where it reads it (recorded
+    masks, exact capacity, a fused token, a replayed mask's size check)."""
+    keep = keep.clone() if valid is None else keep & valid
+    keep[:, 0] = True
+    return keep
+
+
 class _Packer:
     """Packs a stage's kept tokens. `dense(x, keep, cap)`: x [B, N, C], keep [B, N]; `rows(x, cu, n, keep,
     cap)`: packed rows [R, C] and a per-position keep [B, n] (positions past an image's length are never
-    read). Both keep every image's first row (CLS) whatever `keep` says (`keep_first`)."""
+    read). Both pack `applied_mask(keep)`: every image's first row (CLS) whatever `keep` says."""
 
     def __init__(self, packer: str) -> None:
         self.name = packer
@@ -98,15 +113,12 @@ class _Packer:
             self._pack_tokens = ragged_kernels.pack_tokens
             self._unpack_tokens = ragged_kernels.unpack_tokens
 
-    def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int, keep_first: bool = True):
+    def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int):
         if self.name == "torch":
-            if keep_first:
-                keep = keep.clone()
-                keep[:, 0] = True
-            return pack_dense_torch(x, keep, capacity)
+            return pack_dense_torch(x, applied_mask(keep), capacity)
         # fill=None: the rows past the kept total stay unwritten (every consumer of the packed blocks
         # stops at cu_seqlens), which saves writing (capacity - kept) rows per stage.
-        return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=keep_first)
+        return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=True)
 
     def to_dense(self, x: torch.Tensor, cu: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """Packed rows [R, C] as the dense view [B, n, C] of `index` (`dense_index(cu, n, R)`), zeros at
@@ -119,9 +131,7 @@ class _Packer:
     def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int):
         if self.name == "torch":
             xd, valid = to_dense(x, cu, n)
-            keep = keep & valid
-            keep[:, 0] = True
-            return pack_dense_torch(xd, keep, capacity)
+            return pack_dense_torch(xd, applied_mask(keep, valid), capacity)
         # Straight from the packed rows: no dense view of the tokens, no `keep & valid` (the kernel reads
         # keep only inside each image's length).
         return self._pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=cu, max_seqlen=n,
@@ -151,8 +161,8 @@ class _LoggingPacker:
         self.log.entries.append((packed_cu[1].detach().clone(), int(capacity)))
         return packed_cu
 
-    def dense(self, x, keep, capacity, keep_first=True):
-        return self._logged(self.inner.dense(x, keep, capacity, keep_first), capacity)
+    def dense(self, x, keep, capacity):
+        return self._logged(self.inner.dense(x, keep, capacity), capacity)
 
     def rows(self, x, cu, n, keep, capacity):
         return self._logged(self.inner.rows(x, cu, n, keep, capacity), capacity)
@@ -220,6 +230,55 @@ class PatchGemm(nn.Conv2d):
         cols = x[:, :, : h * p, : w * q].reshape(B, C, h, p, w, q).permute(0, 2, 4, 1, 3, 5).reshape(B * h * w, -1)
         y = F.linear(cols, self.weight.reshape(self.out_channels, -1), self.bias)
         return y.view(B, h, w, self.out_channels).permute(0, 3, 1, 2)
+
+
+class _StageInputs:
+    """What one pruning stage may read besides its tokens x, each built on first use and then shared: the
+    dense index of packed rows (None for dense x) and the validity mask [B, n], the tokens as a dense view
+    [B, n, C], and an `after_attention` pruner's attention facts. A `decide_packed` fast path and the
+    packers read none of them, so a stage on that path builds none."""
+
+    def __init__(self, model: PrunedDeiT, x: torch.Tensor, cu: torch.Tensor | None, n: int,
+                 qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None, scale: float | None) -> None:
+        self.model, self.x, self.cu, self.n, self.qkv, self.scale = model, x, cu, n, qkv, scale
+        self._index: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._valid: torch.Tensor | None = None
+        self._tokens: torch.Tensor | None = None
+        self._attn: AttnInfo | None = None
+
+    def _build_index(self) -> None:
+        if self.cu is None:  # dense x: every position is valid
+            self._valid = torch.ones(self.x.shape[:2], dtype=torch.bool, device=self.x.device)
+        else:
+            self._index = dense_index(self.cu, self.n, self.x.shape[0])
+            self._valid = self._index[1]
+
+    @property
+    def index(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The stage's `dense_index`, or None for dense x."""
+        if self._valid is None:
+            self._build_index()
+        return self._index
+
+    @property
+    def valid(self) -> torch.Tensor:
+        """[B, n] bool: True at positions inside an image's length."""
+        if self._valid is None:
+            self._build_index()
+        return self._valid
+
+    def tokens(self) -> torch.Tensor:
+        """The tokens as a dense view [B, n, C], zeros at invalid positions."""
+        if self._tokens is None:
+            index = self.index
+            self._tokens = self.x if index is None else self.model._pack.to_dense(self.x, self.cu, index)
+        return self._tokens
+
+    def attn(self) -> AttnInfo | None:
+        """The attention facts of an `after_attention` stage (None before a block)."""
+        if self._attn is None and self.qkv is not None:
+            self._attn = self.model._attn_info(*self.qkv, self.cu, self.valid, self.scale, self.index)
+        return self._attn
 
 
 class PrunedDeiT(nn.Module):
@@ -368,92 +427,91 @@ class PrunedDeiT(nn.Module):
         h = self._linear(mlp.fc2, mlp.norm(mlp.drop1(h)), cu)
         return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
-    def _index_valid(self, x: torch.Tensor, cu: torch.Tensor | None, n: int) -> tuple[tuple | None, torch.Tensor]:
-        """(the stage's `dense_index`, or None for dense x; the validity mask [B, n])."""
-        if cu is None:  # dense x: every position is valid
-            return None, torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        index = dense_index(cu, n, x.shape[0])
-        return index, index[1]
-
     # -- pruning ---------------------------------------------------------------------------------
     def _prune(
         self, stage: int, x: torch.Tensor, cu: torch.Tensor | None, n: int,
         qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None, scale: float | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """One pruning stage on x (dense [B, N, C] before the first stage, packed rows after): decide,
-        then pack the kept tokens. `qkv` (and the block's `scale`) for `after_attention` pruners.
+        replay (`keep_override`), size the packed buffer, pack. `qkv` (and the block's `scale`) for
+        `after_attention` pruners.
 
-        The dense views (index, tokens, attention facts) are built only when something reads them: a
-        pruner's `decide_packed` fast path needs none, and the packer reads the packed rows directly."""
+        The packers apply the decision as `applied_mask` does on their own, so the applied mask is built
+        only where something reads it: a recorded mask, a fused token, exact capacity."""
         pr = self.pruner
         B = x.shape[0] if cu is None else cu.shape[0] - 1
-        # The pruner decides even when its decision is overridden: a replaying model then pays what
-        # the pruner costs, so its timing compares with the model whose decisions it replays.
-        keep = pr.decide_packed(stage, x, cu, n, qkv, scale)
-        index: tuple | None = None
-        valid = xd = info = None
-        if keep is None:
-            index, valid = self._index_valid(x, cu, n)
-            if pr.needs_tokens:
-                xd = x if index is None else self._pack.to_dense(x, cu, index)
-            info = None if qkv is None else self._attn_info(*qkv, cu, valid, scale, index)
-            keep = pr.decide(stage, xd, valid, info)
-        n_out = pr.tokens_bound(stage, n)
-        cap = pr.rows_bound(stage, n, B)
-        fuse = pr.fuses_tokens
-        if self.keep_override is not None:
-            if self._applied >= len(self.keep_override):
-                raise ValueError(f"keep_override has {len(self.keep_override)} masks; stage {stage} needs one more")
-            keep = self.keep_override[self._applied]
-            if keep.shape != (B, n) or keep.dtype != torch.bool or keep.device != x.device:
-                raise ValueError(
-                    f"keep_override[{self._applied}] must be bool {(B, n)} on {x.device}, got {keep.dtype} "
-                    f"{tuple(keep.shape)} on {keep.device}"
-                )
-            # exact buffers hold any mask; a compiled forward is checked by one eager forward first
-            if not self._override_checked and not self.exact_capacity and not torch.compiler.is_compiling():
-                self._check_override_fits(keep, x, cu, n, n_out, cap, fuse)
+        inputs = _StageInputs(self, x, cu, n, qkv, scale)
+        keep = self._decide(stage, inputs)
+        n_out, cap = pr.tokens_bound(stage, n), pr.rows_bound(stage, n, B)
+        if self._keep_override is not None:
+            keep = self._replayed(stage, inputs, B, n_out, cap)
         self._applied += 1
-        if self.record or self.exact_capacity or fuse:
-            # The applied mask itself: CLS on, nothing past an image's length (the packers apply the
-            # same rules on their own, so the fast path below never builds it).
-            if valid is None:
-                index, valid = self._index_valid(x, cu, n)
-            keep = keep & valid  # a new tensor: the pruner's or keep_override's mask is left alone
-            keep[:, 0] = True
-            if self.record:
-                self.recorded_keeps.append(keep)
-        if fuse:
-            if xd is None:
-                xd = x if index is None else self._pack.to_dense(x, cu, index)
-            if info is None and qkv is not None:
-                info = self._attn_info(*qkv, cu, valid, scale, index)
-            extra = pr.extra_token(stage, xd, valid, keep, info)
-            if extra is not None:
-                xd = torch.cat([xd, extra[0]], dim=1)
-                keep = torch.cat([keep, extra[1]], dim=1)
+        if not (self.record or self.exact_capacity or pr.fuses_tokens):
+            return *self._pack_stage(x, cu, n, keep, cap), n_out
+        keep = applied_mask(keep, inputs.valid)
+        if self.record:
+            self.recorded_keeps.append(keep)
+        if pr.fuses_tokens:  # what is packed is then the dense view with the fused token appended
+            x, keep = self._with_extra_token(stage, inputs, keep)
+            cu = None
         if self.exact_capacity:
             counts = keep.sum(1)
             cap, n_out = (int(t) for t in torch.stack([counts.sum(), counts.max()]).tolist())
-        if fuse:
-            packed, cu = self._pack.dense(xd, keep, cap)
-        elif cu is None:
-            packed, cu = self._pack.dense(x, keep, cap)
-        else:
-            packed, cu = self._pack.rows(x, cu, n, keep, cap)
-        return packed, cu, n_out
+        return *self._pack_stage(x, cu, n, keep, cap), n_out
 
-    def _check_override_fits(self, keep, x, cu, n: int, n_out: int, cap: int, fuse: bool) -> None:
+    def _decide(self, stage: int, inputs: _StageInputs) -> torch.Tensor:
+        """The pruner's keep mask: its `decide_packed` fast path where it has one, else `decide` on the dense
+        views. The pruner decides even when its decision is replaced (`keep_override`): a replaying model
+        then pays what the pruner costs, so its timing compares with the model whose decisions it replays."""
+        pr = self.pruner
+        keep = pr.decide_packed(stage, inputs.x, inputs.cu, inputs.n, inputs.qkv, inputs.scale)
+        if keep is None:
+            keep = pr.decide(stage, inputs.tokens() if pr.needs_tokens else None, inputs.valid, inputs.attn())
+        return keep
+
+    def _replayed(self, stage: int, inputs: _StageInputs, B: int, n_out: int, cap: int) -> torch.Tensor:
+        """`keep_override`'s mask for this stage, checked against the stage's shape (always) and, on the
+        first eager forward after it is set, against the packed buffers it must fit."""
+        i, masks, x, n = self._applied, self._keep_override, inputs.x, inputs.n
+        if i >= len(masks):
+            raise ValueError(f"keep_override has {len(masks)} masks; stage {stage} needs one more")
+        keep = masks[i]
+        if keep.shape != (B, n) or keep.dtype != torch.bool or keep.device != x.device:
+            raise ValueError(
+                f"keep_override[{i}] must be bool {(B, n)} on {x.device}, got {keep.dtype} "
+                f"{tuple(keep.shape)} on {keep.device}"
+            )
+        # exact buffers hold any mask; a compiled forward is checked by one eager forward first
+        if not self._override_checked and not self.exact_capacity and not torch.compiler.is_compiling():
+            self._check_override_fits(keep, inputs, n_out, cap)
+        return keep
+
+    def _with_extra_token(self, stage: int, inputs: _StageInputs, keep: torch.Tensor):
+        """(dense tokens [B, n(+1), C], applied mask [B, n(+1)]): the pruner's extra token (EViT's fused
+        token) appended to the stage's dense view and mask where it gives one."""
+        xd = inputs.tokens()
+        extra = self.pruner.extra_token(stage, xd, inputs.valid, keep, inputs.attn())
+        if extra is None:
+            return xd, keep
+        return torch.cat([xd, extra[0]], dim=1), torch.cat([keep, extra[1]], dim=1)
+
+    def _pack_stage(self, x: torch.Tensor, cu: torch.Tensor | None, n: int, keep: torch.Tensor, cap: int):
+        """(packed rows [cap, C], cu_seqlens) of the tokens `keep` selects from x (dense [B, N, C] when cu is
+        None, packed rows otherwise)."""
+        if cu is None:
+            return self._pack.dense(x, keep, cap)
+        return self._pack.rows(x, cu, n, keep, cap)
+
+    def _check_override_fits(self, keep: torch.Tensor, inputs: _StageInputs, n_out: int, cap: int) -> None:
         """A replayed mask must fit the packed buffers this pruner sizes (`tokens_bound` per image,
         `rows_bound` per batch): the packers would silently drop what does not fit. One host read,
         on the first forward after `keep_override` is set (never inside a CUDA-graph capture)."""
-        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+        if inputs.x.is_cuda and torch.cuda.is_current_stream_capturing():
             return
-        _, valid = self._index_valid(x, cu, n)
-        applied = keep & valid
-        applied[:, 0] = True
+        valid = inputs.valid
+        applied = applied_mask(keep, valid)
         rows = applied.sum(1)
-        if fuse:  # EViT's fused token comes on top wherever a token was dropped
+        if self.pruner.fuses_tokens:  # EViT's fused token comes on top wherever a token was dropped
             rows = rows + (applied != valid).any(1)
         longest, total = (int(t) for t in torch.stack([rows.max(), rows.sum()]).tolist())
         if longest > n_out or total > cap:

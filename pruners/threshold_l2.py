@@ -1,6 +1,6 @@
 """Threshold-L2: keep the tokens whose residual-stream L2 norm exceeds a per-stage threshold.
 
-No reference repository (project-defined ragged baseline, reference notes section 5). Scores are
+No reference repository (a ragged baseline this project defines). Scores are
 ||x_j||_2 of the block input (before norm1, where norms still differ); CLS is never scored and always
 kept; at least `min_keep` tokens (the largest norms) survive per image. Thresholds are absolute, one
 per stage, either given or calibrated: tau_s = quantile(1 - keep_ratio_s) of the non-CLS token norms

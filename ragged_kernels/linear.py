@@ -76,7 +76,7 @@ def _ragged_linear_kernel(
     )
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (session 4,
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (2026-11-29,
 # `tools/bench_ragged_linear.py --batch 32 --sweep`, DeiT-B layers at kept 0.5): 128 x 256 tiles were
 # fastest for qkv, proj and fc2; fc1 with the fused GELU preferred 128 x 128 (47.1 vs 51.9 µs).
 # The interpreter's cost is per program and loop step, not per element: 64-wide tiles keep a DeiT-tiny

@@ -24,9 +24,9 @@ from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
-# a copy at B=64, device run 2); at 577 tokens the old cap of 1024 made one [1024, 128] tile per step
-# and pack/unpack took 119/267 us at B=32 against 7.5/4.4 us at 197 tokens (device run C, asv
-# PackTokens deitb384-b32-keep0.5): the tile no longer fits the registers. Longer segments loop.
+# a copy at B=64 on the H200, 2026-11-29); at 577 tokens the old cap of 1024 made one [1024, 128] tile
+# per step and pack/unpack took 119/267 us at B=32 against 7.5/4.4 us at 197 tokens (H200, 2026-11-29,
+# asv PackTokens deitb384-b32-keep0.5): the tile no longer fits the registers. Longer segments loop.
 _MAX_BLOCK_L = 256
 
 

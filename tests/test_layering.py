@@ -23,7 +23,7 @@ PRODUCT = ("ragged_kernels", "pruners", "benchmarks", "ci", "dashboard")
 # Layer -> the first-party module prefixes it may import besides itself. A module's layer is the
 # longest key that is its name or a dotted prefix of it; an import is allowed when its target is
 # inside the importer's own layer or equals / lies under one of the listed prefixes.
-CORE = ("ci.records", "ci.exit_codes", "ci.format", "ci.store", "ci.ingest", "ci.verdicts")
+CORE = ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.store", "ci.ingest", "ci.verdicts")
 ALLOWED: dict[str, tuple[str, ...]] = {
     "ragged_kernels": (),
     "pruners": ("ragged_kernels",),
@@ -31,14 +31,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # service core: plain Python over the store
     "ci.records": (),
     "ci.exit_codes": (),
+    "ci.text": (),  # text fit for a terminal: used by every layer that prints what files and stores hold
     "ci.format": (),  # how a value is written: the PR comment and the dashboard share it
     "ci.store": ("ci.records",),
-    "ci.ingest": ("ci.records", "ci.store"),
+    "ci.ingest": ("ci.records", "ci.text", "ci.store"),
     "ci.verdicts": ("ci.records", "ci.exit_codes"),
     # the site reads the store's read side, the records and the verdict functions
     "dashboard": ("ci.records", "ci.format", "ci.store.reads", "ci.verdicts"),
     # service edges
-    "ci.outputs": ("ci.records", "ci.exit_codes", "ci.format", "ci.verdicts"),
+    "ci.outputs": ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.verdicts"),
     "ci.runner": (*CORE, "ci.outputs"),
     "ci.cli": (*CORE, "ci.outputs", "ci.runner", "ci.demo"),
     "ci.demo": (*CORE, "ci.runner"),

@@ -67,8 +67,8 @@ def models_table(batch: int) -> None:
             row[sampler] = ips(model.half().cuda())
             del model
             torch.cuda.empty_cache()
-        # Dense again, last: session 5 read DeiT-B/224 B 32 dense at 4,689 images/s here, first in the
-        # table, against 9,011 in bench_ragged_linear; the ratio uses the faster of the two readings.
+        # Dense again, last: on 2026-11-29 the H200 read DeiT-B/224 B 32 dense at 4,689 images/s here, first
+        # in the table, against 9,011 in bench_ragged_linear; the ratio uses the faster of the two readings.
         dense_last = ips(dense_model)
         best = max(dense, dense_last)
         print(f"| {name} | {b} | {dense:,.0f} / {dense_last:,.0f} | {row['torch']:,.0f} | {row['fused']:,.0f} | "

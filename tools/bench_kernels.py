@@ -1,4 +1,5 @@
-"""Kernel benchmark table for issue 3 (run on a CUDA machine): our Triton ragged attention against
+"""Kernel benchmark table (run on a CUDA machine; the tables of docs/performance.md "Kernel GPU time"
+come from it): our Triton ragged attention against
 FlashAttention-2 varlen and the other baselines, side by side in one run, reported as ratios.
 
 Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
@@ -7,7 +8,8 @@ Measures (DeiT-B geometry, 12 heads x 64, fp16 unless said):
   gpu    CUDA-graph replay of CALLS calls rotating over input sets larger than L2, CUDA events, / CALLS
   pack   pack + unpack at B=64, C=768 against a plain device copy of the same bytes (graph replay)
 
-Usage:  python -m tools.bench_kernels [--sweep | --only-sweep | --variants] [--quick] [--json OUT.json]
+Usage:  python -m tools.bench_kernels [--sweep | --only-sweep | --variants | --flex | --structural] [--quick]
+            [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -428,13 +430,13 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     (every pair's first query tile before any second one; the same grid) lost: B 4 x 99 0.84 -> 0.87,
     B 128 x 197 0.71 -> 0.89 (a pair's tiles no longer share K/V in L2); removed. Splitting each tile's
     keys over 2-4 programs merged in the kernel (partials in a workspace, an acq_rel counter, the last
-    program merges; commit 41bd1de, 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
+    program merges; commit 41bd1de, log 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
     B 4 x 99 0.85 -> 1.07-1.09; removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
     table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
     if head_dim == 128:
-        # Head dim 128 keeps session 1's (64, 64, 4 warps, 2 stages) with a full-width tail: never
-        # swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
+        # Head dim 128 keeps the first config of 2026-11-29 (64, 64, 4 warps, 2 stages) with a full-width
+        # tail: never swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
         return table + [
             AttnConfig(64, 64, 4, 2, TAIL_N=16),
             AttnConfig(64, 32, 4, 3, TAIL_N=16),
@@ -444,7 +446,7 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
             AttnConfig(128, 32, 8, 3, TAIL_N=16),
             AttnConfig(64, 128, 8, 2, TAIL_N=32),
         ]
-    # Session 8: the table's configs are register-bound on sm_90 (64 x 32: 93 registers, 5 programs per SM;
+    # H200, 2026-11-29: the table's configs are register-bound on sm_90 (64 x 32: 93 registers, 5 programs per SM;
     # 64 x 64: 120, 4 per SM), and B 32 x 99 tokens needs 768 programs against 660 slots: two waves.
     # A register cap of 80 (no spill in ptxas) gives 6 per SM (792 slots); 96 on 64 x 64 gives 5 where
     # shared memory allows it (2 stages).
@@ -470,7 +472,7 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
 
 
 def variant_sweep(rows: list, time_box: float = 240.0):
-    """Kernel variants (tail width, K layout) x configs on the issue's uniform points, per bucket."""
+    """Kernel variants (tail width, K layout) x configs on the uniform points of VARIANT_POINTS, per bucket."""
     t_start = time.perf_counter()
     points = _sweep_points(VARIANT_POINTS)
     print(f"\n## Variant sweep: triton/fa2 GPU time per point (u: uniform, r: ±30%), {HEADS} heads x {DIM}")
@@ -483,7 +485,7 @@ def variant_sweep(rows: list, time_box: float = 240.0):
             print(f"(time box of {time_box:.0f} s reached: remaining variants not run)")
             break
         name = (f"{cfg.BLOCK_M}/{cfg.BLOCK_N}/{cfg.num_warps}w/{cfg.num_stages}s tail{cfg.tail_n}"
-                f"{' krows' * cfg.K_ROWS}{' lazy' * cfg.LAZY_RESCALE}{f' r{cfg.maxnreg}' * bool(cfg.maxnreg)}")
+                f"{f' r{cfg.maxnreg}' * bool(cfg.maxnreg)}")
         try:
             ratios = _config_ratios(cfg, points, rows, "variant")
         except Exception as exc:  # noqa: BLE001 - a config that does not compile: say so, go on
@@ -497,20 +499,85 @@ def variant_sweep(rows: list, time_box: float = 240.0):
               f"{gm(small):.3f} |", flush=True)
 
 
+def structural(rows: list, quick: bool, time_box: float = 420.0):
+    """The structural variants (tools/attention_variants.py) against the shipping kernel at every point of
+    the GPU grid, in one run: GPU time per call (graph replay) as variant / shipping, each output checked
+    against the shipping kernel's first. Then, per variant, where it wins, and what the grid's FA2 targets
+    read if the variant were kept exactly where it wins."""
+    from tools.attention_variants import variants
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    scale = default_scale(DIM)
+    t_start = time.perf_counter()
+    per_variant: dict[str, list] = {}
+    print("\n## 7. Structural variants: GPU time per call / the shipping kernel's (graph replay); "
+          "FA2 and shipping in µs")
+    for batch, tokens, cap, ragged in gpu_points(quick):
+        if time.perf_counter() - t_start > time_box:
+            print(f"(time box of {time_box:.0f} s reached at B {batch} x {tokens}/{cap}: remaining points not run)")
+            break
+        lengths = lengths_for(batch, tokens, cap, ragged)
+        cu, sets = make_inputs(lengths, n_sets(lengths))
+        ship_calls = bound_calls("triton_out", cap, cu, sets)
+        t_ship = gpu_time(ship_calls)
+        t_fa2 = gpu_time(bound_calls("fa2", cap, cu, sets))
+        ref = ragged_attention(*sets[0], cu, cap)
+        cells = []
+        for name, call in variants(cap, sms).items():
+            outs = [torch.empty_like(s[0]) for s in sets]
+            calls = [lambda s=s, o=o, call=call, cu=cu, cap=cap: call(*s, cu, cap, scale, o)
+                     for s, o in zip(sets, outs, strict=True)]
+            try:
+                calls[0]()
+                torch.cuda.synchronize()
+                err = (outs[0].float() - ref.float()).abs().max().item()
+                if not err <= 2e-2:
+                    raise AssertionError(f"max |diff| {err:.3g} against the shipping kernel")
+                t = gpu_time(calls)
+            except Exception as exc:  # noqa: BLE001 - a variant that does not compile or is wrong: say so, go on
+                from benchmarks.timing import restore_rng_after_failed_capture
+
+                restore_rng_after_failed_capture(torch)
+                cells.append(f"{name}: {type(exc).__name__}")
+                print(f"<!-- B{batch} {tokens}/{cap} {name}: {type(exc).__name__}: {str(exc)[:300]} -->", flush=True)
+                continue
+            per_variant.setdefault(name, []).append((batch, tokens, cap, ragged, t / t_ship, t_ship, t_fa2, t))
+            rows.append({"measure": "structural", "variant": name, "batch": batch, "tokens": tokens, "cap": cap,
+                         "ragged": ragged, "variant_s": t, "triton": t_ship, "fa2": t_fa2, "max_diff": err})
+            cells.append(f"{name} {t / t_ship:.2f}")
+        print(f"| B{batch} {tokens}/{cap} {'r' if ragged else 'u'} | ship {fmt_us(t_ship)} fa2 {fmt_us(t_fa2)} "
+              f"| {' · '.join(cells)} |", flush=True)
+        del sets
+    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
+    print("\n| variant | points | geomean / shipping | wins (< 0.97) | best | worst | "
+          "worst / FA2 kept where it wins | geomean <= 99 tokens / FA2 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, pts in per_variant.items():
+        ratios = [p[4] for p in pts]
+        wins = [p for p in pts if p[4] < 0.97]
+        kept = [min(p[5], p[7]) / p[6] for p in pts]
+        small = [min(p[5], p[7]) / p[6] for p in pts if p[1] <= 99]
+        where = ", ".join(f"B{p[0]}x{p[1]}{'r' if p[3] else 'u'} {p[4]:.2f}" for p in wins[:8])
+        print(f"| {name} | {len(pts)} | {gm(ratios):.3f} | {len(wins)}{f' ({where})' if wins else ''} | "
+              f"{min(ratios):.2f} | {max(ratios):.2f} | {max(kept):.2f} | {gm(small):.3f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sweep", action="store_true", help="also sweep kernel configs")
     ap.add_argument("--only-sweep", action="store_true")
     ap.add_argument("--variants", action="store_true",
-                    help="only the kernel-variant sweep (tail width, K layout) on the issue's points")
+                    help="only the kernel-variant sweep (tail width, K layout) on its own uniform points")
     ap.add_argument("--head-dim", type=int, choices=(32, 64, 128), default=64,
                     help="with --variants: the head dim swept, at DeiT-B's width (768 / head dim heads)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--flex", action="store_true", help="only the FlexAttention table (6), beside triton and FA2")
+    ap.add_argument("--structural", action="store_true",
+                    help="only the structural variants (tools/attention_variants.py) against the shipping kernel")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.head_dim != 64 and not args.variants:
-        ap.error("--head-dim applies to --variants only (the issue's tables are at 12 heads x 64)")
+        ap.error("--head-dim applies to --variants only (the kernel tables are at 12 heads x 64)")
     global HEADS, DIM
     HEADS, DIM = 768 // args.head_dim, args.head_dim
     if not torch.cuda.is_available():
@@ -526,6 +593,8 @@ def main() -> int:
     rows: list = []
     if args.flex:
         table_flex(rows, args.quick)
+    elif args.structural:
+        structural(rows, args.quick)
     elif args.variants:
         variant_sweep(rows)
     elif not args.only_sweep:

@@ -16,7 +16,7 @@ config as on the H200. The tile (BLOCK_M x BLOCK_N, warps, tail width) never cha
 the native entry point's bucket rule stay those of the H200.
 
 Prints, per architecture, the candidates' registers, spills, shared memory and programs per SM, the
-choice, and the waves of the issue's grid points on the reference card (48 SMs for sm_89, 108 for
+choice, and the waves of WAVE_POINTS (the kernel tables' grid points) on the reference card (48 SMs for sm_89, 108 for
 sm_80). Usage: python -m tools.choose_configs [--arch 80 89]   (no GPU; TRITON_INTERPRET unset)
 """
 

@@ -2,7 +2,7 @@
 
 Runs the full EndToEnd matrix outside asv with `model_runs.build_model` and `model_runs.guarded` wrapped in
 timers, then prints the split, the slowest builds and cases, and the first cases in run order (where
-a first-configuration effect would show). Session 5 (H200): 105 s = 51 builds 37 s + 102 cases 63 s.
+a first-configuration effect would show). H200, 2026-11-29: 105 s = 51 builds 37 s + 102 cases 63 s.
 
 Usage: python -m tools.profile_end_to_end_setup
 """

@@ -8,18 +8,23 @@ Layout read (asv `docs/source/dev.rst`, `asv/results.py`):
     <results_dir>/<machine>/gpu-env-<hash[:8]>.json   our GPU sidecar (benchmarks/ writes it; optional)
 
 Anything asv itself could not load raises `AsvFormatError` naming the file and the problem.
-No SQLAlchemy, no torch.
+Every file is read by `read_file`: a regular file only (a FIFO, a device or a symlink to one is
+refused unread), at most a size cap, and file names in messages go through `ci.text.quote_path`,
+so no name can forge a line of output. No SQLAlchemy, no torch.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ci.records import JOB_KEY, Direction, Kind, ParsedRun, classify
+from ci.records import JOB_KEY, Direction, Kind, ParsedRun, declared_semantics
+from ci.text import quote_path
 
 RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
@@ -29,10 +34,76 @@ SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
 SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch",
                     JOB_KEY)  # fmt: skip
 _NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
+# Size caps, far above what asv writes: the largest recorded result file (half the suite, with
+# --record-samples) is 87 KB and benchmarks.json 27 KB (benchmarks/recorded, 2026-11-29). A
+# file over its cap is refused unread, so a runaway or hostile file cannot exhaust the memory.
+MAX_RESULT_BYTES = 64 * 2**20
+MAX_BENCHMARKS_BYTES = 64 * 2**20
+MAX_SMALL_BYTES = 2**20  # machine.json, the GPU sidecar
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 class AsvFormatError(ValueError):
     """An asv file is missing, truncated or not in the format asv 0.6 writes."""
+
+
+def read_file(path: Path, limit: int) -> bytes:
+    """The bytes of one of asv's files, read only if it is a regular file (a symlink to one is
+    followed) of at most `limit` bytes: a FIFO would block the read forever and a symlink to
+    /dev/zero would never end, so neither is read.
+
+    Args:
+        path: the file.
+        limit: the largest size accepted, in bytes.
+
+    Returns:
+        The file's content; AsvFormatError (naming the file) when missing, not a regular file,
+        over the limit or unreadable.
+    """
+    shown = quote_path(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked on the open descriptor.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise AsvFormatError(f"{shown}: file not found") from None
+    except OSError as exc:
+        raise AsvFormatError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+            raise AsvFormatError(f"{shown}: not a regular file ({kind}); refused unread")
+        if info.st_size > limit:
+            raise AsvFormatError(f"{shown}: {info.st_size:,} bytes, over the {limit:,}-byte limit for this file; "
+                                 "refused unread")
+        chunks, size = [], 0
+        while True:  # a file growing while it is read stops at the limit too
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise AsvFormatError(f"{shown}: grew past the {limit:,}-byte limit while being read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise AsvFormatError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def parse_json(raw: bytes, path: Path) -> Any:
+    """JSON text as Python values; AsvFormatError for anything `json` refuses (bad syntax, bad UTF-8,
+    an integer of more digits than Python converts, nesting deeper than the interpreter's stack)."""
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AsvFormatError(f"{quote_path(path)}: not valid JSON, truncated or corrupt ({exc})") from None
+    except RecursionError:
+        raise AsvFormatError(f"{quote_path(path)}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal of more than sys.get_int_max_str_digits() digits
+        raise AsvFormatError(f"{quote_path(path)}: not valid JSON ({str(exc).split(';')[0]})") from None
 
 
 @dataclass(frozen=True)
@@ -48,27 +119,21 @@ class BenchmarkInfo:
     kind: Kind
 
 
-def load_json(path: Path) -> Any:
-    """The JSON content of one of asv's files; AsvFormatError when missing, unreadable or not JSON."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AsvFormatError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise AsvFormatError(f"{path}: cannot read ({exc})") from None
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AsvFormatError(f"{path}: not valid JSON, truncated or corrupt ({exc})") from None
+def load_json(path: Path, limit: int = MAX_SMALL_BYTES) -> Any:
+    """The JSON content of one of asv's files; AsvFormatError when missing, unreadable, not a
+    regular file, over `limit` bytes or not JSON."""
+    return parse_json(read_file(path, limit), path)
 
 
 def check_version(path: Path, data: Any, expected: int) -> None:
     """AsvFormatError unless `data` is a JSON object of asv format version `expected`."""
     if not isinstance(data, dict):
-        raise AsvFormatError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        raise AsvFormatError(f"{quote_path(path)}: expected a JSON object, got {type(data).__name__}")
     version = data.get("version")
     if version != expected:
-        raise AsvFormatError(f"{path}: asv format version {version!r}, expected {expected} (run `asv update`)")
+        raise AsvFormatError(
+            f"{quote_path(path)}: asv format version {version!r:.40}, expected {expected} (run `asv update`)"
+        )
 
 
 def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
@@ -78,26 +143,30 @@ def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
         results_dir: an asv results directory.
 
     Returns:
-        benchmark name -> BenchmarkInfo (type, unit, param names, version, direction, kind).
+        benchmark name -> BenchmarkInfo (type, unit, param names, version, direction, kind). The
+        direction comes from the benchmark's declaration (`ci.records.declared_semantics`): asv's
+        type, the suite's `direction` attribute (benchmarks.declare carries it into this file),
+        else the unit; a benchmark none of them settles has `Direction.UNKNOWN`.
     """
     path = Path(results_dir) / "benchmarks.json"
-    data = load_json(path)
+    data = load_json(path, MAX_BENCHMARKS_BYTES)
     check_version(path, data, BENCHMARKS_API_VERSION)
+    shown = quote_path(path)
     out: dict[str, BenchmarkInfo] = {}
     for name, entry in data.items():
         if name == "version":
             continue
         if not isinstance(entry, dict):
-            raise AsvFormatError(f"{path}: entry {name!r} is not an object")
+            raise AsvFormatError(f"{shown}: entry {name!r:.200} is not an object")
         btype = entry.get("type")
         if not isinstance(btype, str):
-            raise AsvFormatError(f"{path}: entry {name!r} has no benchmark type")
+            raise AsvFormatError(f"{shown}: entry {name!r:.200} has no benchmark type")
         unit = entry.get("unit") or ("seconds" if btype in ("time", "timeraw") else "bytes" if "mem" in btype else "")
         param_names = entry.get("param_names") or []
         if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
-            raise AsvFormatError(f"{path}: entry {name!r} has malformed param_names")
+            raise AsvFormatError(f"{shown}: entry {name!r:.200} has malformed param_names")
         version = entry.get("version")
-        direction, kind = classify(btype, str(unit))
+        direction, kind = declared_semantics(btype, str(unit), entry.get("direction"))
         out[name] = BenchmarkInfo(
             name=name,
             type=btype,
@@ -124,7 +193,7 @@ def load_machine_json(machine_dir: str | Path) -> dict[str, str]:
     check_version(path, data, 1)
     name = data.get("machine")
     if not isinstance(name, str) or not name:
-        raise AsvFormatError(f"{path}: no machine name")
+        raise AsvFormatError(f"{quote_path(path)}: no machine name")
     return {k: str(v) for k, v in data.items() if k != "version" and v is not None}
 
 
@@ -139,11 +208,11 @@ def read_gpu_sidecar(machine_dir: str | Path, commit_hash: str) -> dict[str, str
         key -> string value, only keys of the sidecar contract.
     """
     path = Path(machine_dir) / f"{SIDECAR_PREFIX}{commit_hash[:8]}.json"
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
     data = load_json(path)
     if not isinstance(data, dict):
-        raise AsvFormatError(f"{path}: GPU sidecar must be a JSON object")
+        raise AsvFormatError(f"{quote_path(path)}: GPU sidecar must be a JSON object")
     allowed = set(SIDECAR_MACHINE_KEYS) | set(SIDECAR_ENV_KEYS)
     return {k: str(v) for k, v in data.items() if k in allowed and v is not None}
 

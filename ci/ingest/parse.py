@@ -6,10 +6,16 @@ benchmark's per-point lists follow `itertools.product(*params)` (last parameter 
 neither ever becomes a value here, they become `status="failed"` / `"skipped"` points.
 
 Parsing is strict: anything that asv itself could not load, or that would make us store a wrong
-number, raises `AsvFormatError` naming the file and the problem. Wrong numbers include an infinite
-result, a non-finite sample (NaN is a marker in the result column only) and a negative result or
-sample of a benchmark whose type cannot be negative (time, memory); a `track` benchmark may
-return any finite number. No SQLAlchemy, no torch.
+number, raises `AsvFormatError` naming the file and the problem. Wrong numbers include:
+- a non-finite result, sample, statistic or duration (NaN is a marker in the result column only;
+  asv writes -inf/+inf as the bounds of the 99% interval of a single sample, and only there);
+- a negative result or sample of a benchmark whose type cannot be negative (time, memory); a
+  `track` benchmark may return any finite number;
+- an absurd magnitude (`MAX_SECONDS` for a time, `MAX_BYTES` for a size, `MAX_TRACKED` for any
+  other tracked value: beyond it the ratios and spreads the verdicts compute overflow);
+- a result outside the range of its own raw samples (asv's result is their median);
+- a timestamp outside 1970-2100, a parameter grid of more than `MAX_GRID_POINTS` points.
+No SQLAlchemy, no torch.
 """
 
 from __future__ import annotations
@@ -17,20 +23,42 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import json
 import math
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ci.ingest.asv_files import RESULTS_API_VERSION, SIDECAR_ENV_KEYS, AsvFormatError, BenchmarkInfo, check_version
+from ci.ingest.asv_files import (
+    MAX_RESULT_BYTES,
+    RESULTS_API_VERSION,
+    SIDECAR_ENV_KEYS,
+    AsvFormatError,
+    BenchmarkInfo,
+    check_version,
+    parse_json,
+    read_file,
+)
 from ci.records import Benchmark, Direction, Kind, ParsedPoint, ParsedRun
+from ci.text import quote_path
 
 _STAT_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
-# asv benchmark types that measure a duration or a size: a negative value is corrupt, not a measurement.
-_NON_NEGATIVE_TYPES = frozenset({"time", "timeraw", "mem", "peakmem"})
+# asv benchmark types that measure a duration or a size: a negative value is corrupt, not a measurement
+# (asv_runner 0.3 writes time, memory, peakmemory; older asv mem, peakmem).
+_NON_NEGATIVE_TYPES = frozenset({"time", "timeraw", "memory", "peakmemory", "mem", "peakmem"})
+_TIME_TYPES = frozenset({"time", "timeraw"})
+_SIZE_TYPES = frozenset({"memory", "peakmemory", "mem", "peakmem"})
+MAX_SECONDS = 1e6  # 11.6 days per sample, or for a benchmark's whole run (`duration`); asv's default timeout is 60 s
+MAX_BYTES = float(2**64)  # a size beyond a 64-bit address space
+MAX_TRACKED = 1e100  # any other value: squares and ratios of values this size stay finite
+MAX_GRID_POINTS = 100_000  # the suite's largest grid has a few hundred points (benchmarks/presets.py)
+# JavaScript millisecond timestamps asv writes (`date`, `started_at`): 1970-01-01 to 2100-01-01.
+_MIN_JS_TIME, _MAX_JS_TIME = 0, 4_102_444_800_000
+
+
+class _Bad(Exception):
+    """A problem with the file being parsed; `parse_result_file` prefixes the file's name."""
 
 
 def format_param_value(value_repr: str) -> str:
@@ -43,11 +71,13 @@ def format_param_value(value_repr: str) -> str:
     return value_repr
 
 
-def _js_time(value: Any, what: str, path: Path) -> datetime | None:
+def _js_time(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise AsvFormatError(f"{path}: {what} must be a JavaScript millisecond timestamp, got {value!r}")
+        raise _Bad(f"{what} must be a JavaScript millisecond timestamp, got {value!r:.80}")
+    if not _MIN_JS_TIME <= value < _MAX_JS_TIME:
+        raise _Bad(f"{what} is {value!r:.40}, not a millisecond timestamp between 1970 and 2100")
     return datetime.fromtimestamp(value / 1000.0, tz=UTC)
 
 
@@ -55,44 +85,99 @@ def _is_na(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _per_point(value: Any, n_points: int, column: str, name: str, path: Path) -> list[Any]:
+def _per_point(value: Any, n_points: int, column: str, name: str) -> list[Any]:
     """A column's per-point list; asv compresses an all-None list to None."""
     if value is None:
         return [None] * n_points
     if not isinstance(value, list) or len(value) != n_points:
-        raise AsvFormatError(
-            f"{path}: benchmark {name!r}: column {column!r} should list {n_points} points, got {value!r:.80}"
-        )
+        raise _Bad(f"benchmark {name!r}: column {column!r} should list {n_points} points, got {value!r:.80}")
     return value
 
 
-def _number(value: Any, what: str, path: Path) -> float:
+def _number(value: Any, what: str) -> float:
+    """A finite JSON number as a float."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise AsvFormatError(f"{path}: {what} is not a number: {value!r:.80}")
+        raise _Bad(f"{what} is not a number: {value!r:.80}")
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:  # an int beyond float range
-        raise AsvFormatError(f"{path}: {what} is not a finite number: {value!r:.80}") from None
+        raise _Bad(f"{what} is not a finite number: {value!r:.80}") from None
+    if not math.isfinite(number):
+        raise _Bad(f"{what} is not a finite number: {number!r}")
+    return number
 
 
-def _check_measured(value: float, info: BenchmarkInfo, what: str, path: Path) -> None:
-    """A measured value must be finite, and not negative for a time or memory benchmark."""
+def _magnitude_limit(info: BenchmarkInfo) -> tuple[float, str]:
+    """The largest plausible |value| of a benchmark's results, and its unit for messages."""
+    if info.type in _TIME_TYPES or info.unit == "seconds":
+        return MAX_SECONDS, "s"
+    if info.type in _SIZE_TYPES or info.unit == "bytes":
+        return MAX_BYTES, "bytes"
+    return MAX_TRACKED, info.unit
+
+
+def _check_measured(value: float, info: BenchmarkInfo, what: str) -> None:
+    """A measured value must be finite, not negative for a time or memory benchmark, and not absurd."""
     if not math.isfinite(value):
-        raise AsvFormatError(f"{path}: {what} is not a finite number: {value!r}")
+        raise _Bad(f"{what} is not a finite number: {value!r}")
     if value < 0 and info.type in _NON_NEGATIVE_TYPES:
-        raise AsvFormatError(f"{path}: {what} is negative ({value!r}), impossible for a {info.type!r} benchmark")
+        raise _Bad(f"{what} is negative ({value!r}), impossible for a {info.type!r} benchmark")
+    limit, unit = _magnitude_limit(info)
+    if abs(value) > limit:
+        raise _Bad(f"{what} is {value!r}, beyond any plausible measurement (limit {limit:g} {unit})")
 
 
-def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what: str, path: Path) -> None:
-    """`_check_measured` for every sample (already known to be ints and floats)."""
-    # One sum and one min instead of a check per sample: ingest reads ~5 M samples per 1,000 runs.
+def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what: str) -> tuple[float, float]:
+    """`_check_measured` for every sample (already known to be ints and floats); their (min, max)."""
+    # One sum and one min/max instead of a check per sample: ingest reads ~5 M samples per 1,000 runs.
     # A sum of floats is finite when every float is (an overflow to inf only sends it the slow way);
     # ints (track benchmarks) may be beyond float range, so they always go the slow way.
     if has_ints or not math.isfinite(sum(samples)):
         for x in samples:
-            _check_measured(_number(x, what, path), info, what, path)
-    if info.type in _NON_NEGATIVE_TYPES:
-        _check_measured(min(samples), info, what, path)
+            _check_measured(_number(x, what), info, what)
+    lo, hi = float(min(samples)), float(max(samples))
+    _check_measured(lo, info, what)
+    _check_measured(hi, info, what)
+    return lo, hi
+
+
+def _check_stat_column(stat: str, column: list[Any], values: list[Any], info: BenchmarkInfo, name: str) -> None:
+    """`_check_stat` for the points of one `stats_*` column that have a result; one pass over the
+    column when it is all finite numbers in range (the common case), the per-value check otherwise."""
+    present = [x for x, v in zip(column, values, strict=True) if x is not None and not _is_na(v)]
+    if not present:
+        return
+    limit, _ = _magnitude_limit(info)
+    if {type(x) for x in present} <= _NUMBER_TYPES:
+        try:
+            lo, hi, total = min(present), max(present), sum(present)
+        except OverflowError:  # an int beyond float range
+            lo = hi = total = math.inf
+        counts = stat in ("number", "repeat")
+        if math.isfinite(total) and (
+            (counts and lo >= 1 and hi <= 1e12 and all(type(x) is int or x == int(x) for x in present))
+            or (not counts and -limit <= lo and hi <= limit)
+        ):
+            return
+    for j, (x, v) in enumerate(zip(column, values, strict=True)):
+        if x is not None and not _is_na(v):
+            _check_stat(stat, x, info, f"benchmark {name!r} point {j}")
+
+
+def _check_stat(stat: str, value: Any, info: BenchmarkInfo, what: str) -> float:
+    """One `stats_*` value: finite (the 99% interval of a single sample is asv's (-inf, +inf):
+    kept as that), within the benchmark's magnitude limit, and a positive count for number/repeat."""
+    if isinstance(value, float) and math.isinf(value) and (stat, value > 0) in (("ci_99_a", False), ("ci_99_b", True)):
+        return value
+    number = _number(value, f"{what} stats_{stat}")
+    if stat in ("number", "repeat"):
+        if number < 1 or number > 1e12 or number != int(number):
+            raise _Bad(f"{what} stats_{stat} is {value!r:.40}, not a positive count")
+        return number
+    limit, unit = _magnitude_limit(info)
+    if abs(number) > limit:
+        raise _Bad(f"{what} stats_{stat} is {number!r}, beyond any plausible measurement (limit {limit:g} {unit})")
+    return number
 
 
 @functools.lru_cache(maxsize=4096)
@@ -118,6 +203,8 @@ def parse_result_file(
     benchmarks: dict[str, BenchmarkInfo],
     machine_info: dict[str, str],
     sidecar: dict[str, str] | None = None,
+    *,
+    raw: bytes | None = None,
 ) -> ParsedRun:
     """Parse one asv result file into points.
 
@@ -127,43 +214,52 @@ def parse_result_file(
         machine_info: from `load_machine_json` for the file's machine directory.
         sidecar: the GPU sidecar for this commit (`read_gpu_sidecar`); its non-machine keys go
             into the run's environment.
+        raw: the file's bytes when the caller has read them already (`ci.ingest.asv_files.read_file`);
+            None reads the file (a regular file of at most `MAX_RESULT_BYTES`).
 
     Returns:
-        A ParsedRun; raises AsvFormatError on anything malformed.
+        A ParsedRun; raises AsvFormatError ("FILE: reason") on anything malformed.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise AsvFormatError(f"{path}: cannot read ({exc})") from None
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AsvFormatError(f"{path}: not valid JSON, truncated or corrupt ({exc})") from None
+    if raw is None:
+        raw = read_file(path, MAX_RESULT_BYTES)
+    data = parse_json(raw, path)
     check_version(path, data, RESULTS_API_VERSION)
+    try:
+        return _parse(path, raw, data, benchmarks, machine_info, sidecar)
+    except _Bad as exc:
+        raise AsvFormatError(f"{quote_path(path)}: {exc}") from None
+
+
+def _parse(
+    path: Path,
+    raw: bytes,
+    data: dict[str, Any],
+    benchmarks: dict[str, BenchmarkInfo],
+    machine_info: dict[str, str],
+    sidecar: dict[str, str] | None,
+) -> ParsedRun:
     for key in ("commit_hash", "env_name", "params", "results", "result_columns"):
         if key not in data:
-            raise AsvFormatError(f"{path}: missing key {key!r}")
+            raise _Bad(f"missing key {key!r}")
     commit_hash = data["commit_hash"]
     if not isinstance(commit_hash, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_hash):
-        raise AsvFormatError(f"{path}: commit_hash is not a hex commit id: {commit_hash!r:.80}")
+        raise _Bad(f"commit_hash is not a hex commit id: {commit_hash!r:.80}")
     env_name = data["env_name"]
     if not isinstance(env_name, str):
-        raise AsvFormatError(f"{path}: env_name is not a string")
+        raise _Bad("env_name is not a string")
     params = data["params"]
     if not isinstance(params, dict):
-        raise AsvFormatError(f"{path}: params (machine info) is not an object")
+        raise _Bad("params (machine info) is not an object")
     machine = params.get("machine")
     if machine != machine_info.get("machine"):
-        raise AsvFormatError(
-            f"{path}: machine name {machine!r} does not match machine.json {machine_info.get('machine')!r}"
-        )
+        raise _Bad(f"machine name {machine!r:.80} does not match machine.json {machine_info.get('machine')!r:.80}")
     columns = data["result_columns"]
     if not isinstance(columns, list) or "result" not in columns or "params" not in columns:
-        raise AsvFormatError(f"{path}: result_columns must list at least 'result' and 'params'")
+        raise _Bad("result_columns must list at least 'result' and 'params'")
     results = data["results"]
     if not isinstance(results, dict):
-        raise AsvFormatError(f"{path}: results is not an object")
+        raise _Bad("results is not an object")
 
     points: list[ParsedPoint] = []
     unknown: list[str] = []
@@ -171,7 +267,7 @@ def parse_result_file(
     starts: list[datetime] = []
     for name, row in results.items():
         if not isinstance(row, list) or len(row) > len(columns):
-            raise AsvFormatError(f"{path}: benchmark {name!r}: row does not match result_columns")
+            raise _Bad(f"benchmark {name!r}: row does not match result_columns")
         cols = dict(zip(columns, row, strict=False))  # trailing all-None columns are dropped by asv
         info = benchmarks.get(name)
         if info is None:
@@ -185,7 +281,11 @@ def parse_result_file(
         if not isinstance(bparams, list) or not all(
             isinstance(p, list) and all(isinstance(v, str) for v in p) for p in bparams
         ):
-            raise AsvFormatError(f"{path}: benchmark {name!r}: params must be lists of value reprs")
+            raise _Bad(f"benchmark {name!r}: params must be lists of value reprs")
+        # The grid's size before the grid: a few short lists can multiply to billions of points.
+        n = math.prod(len(p) for p in bparams)
+        if n > MAX_GRID_POINTS:
+            raise _Bad(f"benchmark {name!r}: a parameter grid of {n:,} points, over the limit of {MAX_GRID_POINTS:,}")
         names = (
             info.param_names
             if len(info.param_names) == len(bparams)
@@ -195,22 +295,28 @@ def parse_result_file(
         n = len(grid)
         result = cols.get("result")
         if bparams:
-            values = _per_point(result, n, "result", name, path)
+            values = _per_point(result, n, "result", name)
         else:
             # Unparameterised benchmarks store a one-element list (asv >= 0.5); accept a bare number too.
             values = result if isinstance(result, list) else [result]
             if len(values) != 1:
-                raise AsvFormatError(f"{path}: benchmark {name!r}: expected one result, got {len(values)}")
-        samples_col = _per_point(cols.get("samples"), n, "samples", name, path)
-        stats_cols = {s: _per_point(cols.get(f"stats_{s}"), n, f"stats_{s}", name, path) for s in _STAT_COLUMNS}
-        started = _js_time(cols.get("started_at"), f"benchmark {name!r} started_at", path)
+                raise _Bad(f"benchmark {name!r}: expected one result, got {len(values)}")
+        samples_col = _per_point(cols.get("samples"), n, "samples", name)
+        stats_cols = {s: _per_point(cols.get(f"stats_{s}"), n, f"stats_{s}", name) for s in _STAT_COLUMNS}
+        for stat, col in stats_cols.items():
+            _check_stat_column(stat, col, values, info, name)
+        started = _js_time(cols.get("started_at"), f"benchmark {name!r} started_at")
         if started is not None:
             starts.append(started)
         duration = cols.get("duration")
-        duration = None if duration is None else _number(duration, f"benchmark {name!r} duration", path)
+        if duration is not None:
+            duration = _number(duration, f"benchmark {name!r} duration")
+            if not 0 <= duration <= MAX_SECONDS:
+                raise _Bad(f"benchmark {name!r} duration is {duration!r} s, not between 0 and {MAX_SECONDS:g} s")
         grid_benches = _grid_benchmarks(name, info.unit, info.direction, info.kind, names, grid)
         for j, (bench, key) in enumerate(grid_benches):
             value = values[j]
+            what = f"benchmark {name!r} point {j}"
             if _is_na(value):
                 status = "failed" if value is None else "skipped"
                 points.append(
@@ -228,23 +334,25 @@ def parse_result_file(
                     )
                 )
                 continue
-            value = _number(value, f"benchmark {name!r} point {j} result", path)
-            _check_measured(value, info, f"benchmark {name!r} point {j} result", path)
+            value = _number(value, f"{what} result")
+            _check_measured(value, info, f"{what} result")
             raw_samples = samples_col[j]
             if raw_samples is not None:
                 if not isinstance(raw_samples, list) or not raw_samples:
-                    raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: samples must be a non-empty list")
+                    raise _Bad(f"{what}: samples must be a non-empty list")
                 # One set of types instead of a check per sample: ingest reads ~5 M samples per 1,000 runs.
                 sample_types = {type(x) for x in raw_samples}
                 if not sample_types <= _NUMBER_TYPES:
-                    raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: samples must all be numbers")
-                _check_samples(raw_samples, int in sample_types, info, f"benchmark {name!r} point {j} sample", path)
+                    raise _Bad(f"{what}: samples must all be numbers")
+                lo, hi = _check_samples(raw_samples, int in sample_types, info, f"{what} sample")
+                # asv's result is the median of the samples: one outside their range is not theirs.
+                slack = 1e-9 * max(abs(lo), abs(hi))
+                if not lo - slack <= value <= hi + slack:
+                    raise _Bad(f"{what} result {value!r} lies outside its samples' range [{lo!r}, {hi!r}]")
                 samples = tuple(raw_samples)
             else:
                 samples = (value,)
             stats = {s: col[j] for s, col in stats_cols.items() if col[j] is not None}
-            if not {type(x) for x in stats.values()} <= _NUMBER_TYPES:
-                raise AsvFormatError(f"{path}: benchmark {name!r} point {j}: stats must all be numbers")
             points.append(
                 ParsedPoint(
                     bench,
@@ -278,7 +386,7 @@ def parse_result_file(
         digest=hashlib.sha256(raw).hexdigest(),
         machine=machine,
         commit_hash=commit_hash,
-        commit_time=_js_time(data.get("date"), "date", path),
+        commit_time=_js_time(data.get("date"), "date"),
         env_name=env_name,
         started_at=min(starts) if starts else None,
         environment=tuple(sorted(env.items())),

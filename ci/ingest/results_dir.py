@@ -1,12 +1,16 @@
 """Ingest an asv results directory into the store.
 
-Per file: parse (strict, `ci.ingest.parse`), then write it all or nothing: files go in by batches,
-one transaction per batch and one savepoint per file inside it (`Store.ingest_runs`). So a
-malformed or truncated file is reported and skipped while every other file still goes in, a crash
-or a kill leaves no partial run (the batches committed before it stay, the next ingest writes the
-rest), and ingesting the same directory again changes nothing.
-Commit metadata (parents, branch, time, subject) comes from `git log` when a checkout is given,
-otherwise the commit is known by its sha and asv's date only.
+Per file: read and parse inside one boundary (`_read_run`): whatever goes wrong with a file (a
+malformed or truncated one, an irregular file, a value out of range, an error nobody foresaw)
+becomes that file's one-line "FILE: reason" outcome, and every other file still goes in. Parsed
+files are written in batches (`BATCH_FILES`), one transaction per batch and one savepoint per file
+(`Store.ingest_runs`): a file is stored whole or not at all, a crash, an interrupt or a kill loses
+at most the uncommitted batch (the batches committed before it stay, the next ingest writes the
+rest), and ingesting the same directory again changes nothing. Two files that hold the same run
+(machine, commit and environment: e.g. a copied machine folder) with different contents are never
+both written: the first in path order is, the others are errors, the same on every ingest. Commit
+metadata (parents, branch, time, subject) comes from `git log` when a checkout is given, otherwise
+the commit is known by its sha and asv's date only.
 """
 
 from __future__ import annotations
@@ -20,18 +24,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from ci.ingest.asv_files import (
+    MAX_RESULT_BYTES,
     SIDECAR_MACHINE_KEYS,
     AsvFormatError,
+    BenchmarkInfo,
     iter_result_files,
     load_benchmarks_json,
     load_machine_json,
+    read_file,
     read_gpu_sidecar,
     with_sidecar,
 )
 from ci.ingest.parse import parse_result_file
-from ci.records import Commit, Machine
-from ci.store import Store, error_line
+from ci.records import Commit, Machine, ParsedRun
+from ci.store import Store, StoreLimitError, error_line
+from ci.text import printable, quote_path
+
+BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,70 @@ def _machine(name: str, info: dict[str, str], sidecar: dict[str, str]) -> Machin
     )
 
 
+def _outcome(path: Path, status: str, points: int = 0, message: str = "", skipped: int = 0) -> FileOutcome:
+    """A file's outcome; its message is one printable line whatever the file's name or content held."""
+    return FileOutcome(str(path), status, points, printable(message), skipped)
+
+
+def _store_failure(path: Path, exc: Exception) -> str:
+    """Why the store did not take a parsed file: its own rule for what it can hold (the same on
+    every database), a database error, or anything else as what it is."""
+    if isinstance(exc, StoreLimitError):
+        return f"{quote_path(path)}: {exc}"
+    if isinstance(exc, SQLAlchemyError):
+        return f"{quote_path(path)}: database error: {error_line(exc)}"
+    return f"{quote_path(path)}: not stored ({error_line(exc)})"
+
+
+@dataclass(frozen=True)
+class _Unchanged:
+    """A result file whose bytes were ingested before."""
+
+    commit_sha: str
+
+
+def _read_run(
+    path: Path,
+    benchmarks: dict[str, BenchmarkInfo],
+    info: dict[str, str],
+    known: dict[str, tuple[str, str]],
+    claims: dict[str, tuple[Path, str]],
+) -> FileOutcome | _Unchanged | tuple[ParsedRun, dict[str, str], dict[str, str]]:
+    """One result file read, parsed and checked inside one boundary: (run, machine info, sidecar)
+    to write, `_Unchanged`, or the file's error outcome: any exception but an interrupt becomes
+    one, naming the file."""
+    try:
+        raw = read_file(path, MAX_RESULT_BYTES)
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest in known:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
+            sha, run_key = known[digest]
+            clash = _claim(claims, run_key, path, digest)
+            return clash or _Unchanged(sha)
+        run = parse_result_file(path, benchmarks, info, raw=raw)
+        clash = _claim(claims, run.run_key, path, digest)
+        if clash is not None:
+            return clash
+        # The sidecar is keyed by the commit, so it is read once the file has parsed.
+        sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
+        return with_sidecar(run, sidecar), info, sidecar
+    except AsvFormatError as exc:
+        return _outcome(path, "error", message=str(exc))
+    except Exception as exc:  # noqa: BLE001 - the boundary: one bad file never stops the others
+        return _outcome(path, "error", message=f"{quote_path(path)}: cannot be ingested ({error_line(exc)})")
+
+
+def _claim(claims: dict[str, tuple[Path, str]], run_key: str, path: Path, digest: str) -> FileOutcome | None:
+    """Record that `path` holds `run_key`; an error outcome when an earlier file (path order) holds
+    the same run with other contents. An identical copy is no conflict."""
+    first = claims.setdefault(run_key, (path, digest))
+    if first[1] == digest:
+        return None
+    return _outcome(path, "error", message=(
+        f"{quote_path(path)}: holds the same run as {quote_path(first[0])} (machine/commit/environment "
+        f"{run_key!r}) with other contents; only the first in path order is stored: asv keeps one file "
+        "per run, so remove the stale copy (a copied machine folder?)"))
+
+
 def ingest_results_dir(
     store: Store,
     results_dir: str | os.PathLike[str],
@@ -229,10 +305,16 @@ def ingest_results_dir(
                 machine_infos[path.parent] = load_machine_json(path.parent)
             except AsvFormatError as exc:
                 machine_infos[path.parent] = exc
+            except Exception as exc:  # noqa: BLE001 - as for result files: one folder never stops the others
+                where = quote_path(path.parent / "machine.json")
+                machine_infos[path.parent] = AsvFormatError(f"{where}: cannot be read ({error_line(exc)})")
 
     outcomes: list[FileOutcome] = []
-    known = store.run_digests()
+    known = store.run_index()  # one query: a file another runner adds meanwhile is simply not known yet
     known_shas: list[str] = []
+    # run key -> (first file in path order holding it, its digest): a second file with the same run
+    # and other contents is an error, so two copies of one run never replace each other.
+    claims: dict[str, tuple[Path, str]] = {}
     branch_log = _branch_log(repo, branch) if repo is not None and branch else {}
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
     # one savepoint per file), so memory stays flat however long the history is.
@@ -247,25 +329,17 @@ def ingest_results_dir(
                 carrier = first_failed.setdefault(path.parent, path)
                 message = str(info)
                 if carrier != path:
-                    message = f"{path}: skipped, same machine.json error as {carrier.name}"
-                outcomes.append(FileOutcome(str(path), "error", 0, message))
+                    message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
+                outcomes.append(_outcome(path, "error", message=message))
                 continue
-            try:
-                try:
-                    # Identical bytes were ingested before: skip the parse (most of a re-ingest's cost).
-                    sha = known.get(hashlib.sha256(path.read_bytes()).hexdigest())
-                except OSError as exc:
-                    raise AsvFormatError(f"{path}: cannot read ({exc})") from None
-                if sha is not None:
-                    known_shas.append(sha)
-                    outcomes.append(FileOutcome(str(path), "unchanged"))
-                    continue
-                run = parse_result_file(path, benchmarks, info)
-                # The sidecar is keyed by the commit, so it is read once the file has parsed.
-                sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
-                parsed.append((with_sidecar(run, sidecar), info, sidecar))
-            except AsvFormatError as exc:
-                outcomes.append(FileOutcome(str(path), "error", 0, str(exc)))
+            item = _read_run(path, benchmarks, info, known, claims)
+            if isinstance(item, _Unchanged):
+                known_shas.append(item.commit_sha)
+                outcomes.append(_outcome(path, "unchanged"))
+            elif isinstance(item, FileOutcome):
+                outcomes.append(item)
+            else:
+                parsed.append(item)
         if not parsed:
             continue
         git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
@@ -280,17 +354,17 @@ def ingest_results_dir(
             statuses = [exc] * len(items)
         for (run, _, _), status in zip(items, statuses, strict=True):
             if isinstance(status, Exception):
-                message = f"{run.path}: database error: {error_line(status)}"
-                outcomes.append(FileOutcome(str(run.path), "error", 0, message))
+                outcomes.append(_outcome(run.path, "error", message=_store_failure(run.path, status)))
             else:
                 skipped = run.skipped_unknown + run.skipped_stale
                 note = ""
                 if skipped:
                     note = (
-                        f"{run.path}: skipped {len(run.skipped_unknown)} benchmarks missing from benchmarks.json "
-                        f"and {len(run.skipped_stale)} of another benchmark version: {', '.join(skipped[:5])}"
+                        f"{quote_path(run.path)}: skipped {len(run.skipped_unknown)} benchmarks missing from "
+                        f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
+                        + ", ".join(repr(name) for name in skipped[:5])
                     )
-                outcomes.append(FileOutcome(str(run.path), status, len(run.points), note, len(skipped)))
+                outcomes.append(_outcome(run.path, status, len(run.points), note, len(skipped)))
                 if status != "unchanged":
                     written += len(run.points)
 

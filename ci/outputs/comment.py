@@ -1,14 +1,15 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
-Layout (after asv-perch's and conbench's comments, shared/reference/ci-services.md §2):
+Layout (after asv-perch's and conbench's PR comments):
 a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
 how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
 ran, an outcome count table, then, most important first: the correctness gates that failed,
 benchmarks that failed to run on head, regressions, series not measured on head, slowdowns past
 the threshold that the statistics could not confirm, series withheld because base and head were
-not measured in one job, improvements; collapsed: the gates that passed, other inconclusive
-series (unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new
-series, unchanged series; the environment and a dashboard link. Every timing row shows each side's
+not measured in one job, series whose benchmark declares no direction (their change is shown,
+never judged), improvements; collapsed: the gates that passed, other inconclusive series
+(unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new series,
+unchanged series; the environment and a dashboard link. Every timing row shows each side's
 median, half its interquartile range and its sample count.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
@@ -16,9 +17,10 @@ lowest priority first, with an "N more" line; markdown is never cut mid-table.
 
 Everything a contributor controls (benchmark names and parameters, units, machine and
 environment values, reasons that quote them, commit subjects) is rendered inert: names and values
-as code spans (any backticks in them fenced), other text with markdown's punctuation escaped and a
-zero-width space after `@` and `#`, so it can neither close a table, link, embed an image, nor
-mention anyone or reference an issue.
+as code spans (any backticks in them fenced; GitHub links nothing inside a code span), other text
+with markdown's punctuation escaped and a zero-width space wherever GitHub would otherwise autolink
+or reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close a table,
+link, embed an image, nor mention anyone or reference an issue.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ci.format import format_value
 from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
+    UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Commit,
     Kind,
@@ -94,6 +97,10 @@ class CommentContext:
 _GATE_HEADER = ("", "Benchmark", "Params", "Value", "Limit", "Result")
 _NOTE_HEADER = ("Benchmark", "Params", "Base", "Why")
 _MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~])")
+# What GitHub turns into a link or a reference in plain text, and where a zero-width space breaks
+# it: mentions (@user, team@org), issue references (#1, GH-1), bare URLs (any scheme://) and
+# `www.` (cmark-gfm's autolink extension, which GitHub runs on comments).
+_AUTOLINKS = re.compile(r"(@|#|:(?=//)|www(?=\.)|GH(?=-\d))", re.IGNORECASE)
 
 
 def _code(text: object) -> str:
@@ -109,9 +116,10 @@ def _code(text: object) -> str:
 
 def _text(text: object) -> str:
     """Plain text that renders as itself: markdown punctuation escaped (no link, image, emphasis,
-    HTML or table break), a zero-width space after `@` and `#` (no mention, no issue reference)."""
+    HTML or table break), a zero-width space after `@`, `#`, the `:` of `://`, `www` before its
+    dot and `GH` before `-1` (no mention, no issue reference, no autolinked URL)."""
     t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
-    return t.replace("@", "@\u200b").replace("#", "#\u200b")
+    return _AUTOLINKS.sub("\\1\u200b", t)
 
 
 def side_text(value: float, spread: Spread | None, unit: str) -> str:
@@ -130,8 +138,10 @@ def _side(value: float, spread: Spread | None, unit: str) -> str:
 def _ratio(v: Verdict) -> str:
     if not math.isfinite(v.ratio):
         return "n/a"
-    # asv's "~": a change past the threshold that the statistics could not confirm.
-    tilde = "~" if v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0) else ""
+    # asv's "~": a change past the threshold that the statistics could not confirm (a series of
+    # unknown direction is inconclusive for another reason: its own section says which).
+    tilde = "~" if (v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0)
+                    and not v.reason.startswith(UNKNOWN_DIRECTION)) else ""
     return f"{tilde}{v.ratio:.3f}×"
 
 
@@ -234,22 +244,23 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
             ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
             ("regressed", "regression(s)"), ("missing", "not measured on head"),
             ("unconfirmed", "unconfirmed slowdown(s)"), ("withheld", "withheld (not measured in one job)"),
-            ("improved", "improvement(s)"), ("faster", "unconfirmed speed-up(s)"),
+            ("unknown", "of unknown direction"), ("improved", "improvement(s)"),
+            ("faster", "unconfirmed speed-up(s)"),
             ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
         ) if n.get(key, 0)
     ]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
     if n.get("gates_failed") or n.get("failed") or n.get("regressed"):
         return "❌ Performance check failed", detail
-    if n.get("missing") or n.get("unconfirmed") or n.get("withheld"):
+    if n.get("missing") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
         return "🟡 No regression confirmed; look at the series below", detail
     if n.get("inconclusive"):
         return "🟡 No regression found, some series need more samples", detail
     return "✅ No significant performance change", detail
 
 
-GROUPS = ("failed", "regressed", "missing", "unconfirmed", "withheld", "improved", "faster", "inconclusive", "new",
-          "unchanged")
+GROUPS = ("failed", "regressed", "missing", "unconfirmed", "withheld", "unknown", "improved", "faster", "inconclusive",
+          "new", "unchanged")
 
 
 def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
@@ -263,6 +274,8 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
                 key = "missing"
             elif v.reason == WITHHELD_OTHER_JOB:
                 key = "withheld"
+            elif v.reason.startswith(UNKNOWN_DIRECTION):
+                key = "unknown"
             elif _unconfirmed(v):
                 key = "unconfirmed"
             elif _faster(v):
@@ -415,6 +428,7 @@ def render_comment(
         "missing": (_NOTE_HEADER, note_rows("missing")),
         "unconfirmed": (_PERF_HEADER, perf_rows("unconfirmed")),
         "withheld": (_PERF_HEADER, perf_rows("withheld")),
+        "unknown": (_PERF_HEADER, perf_rows("unknown")),
         "improved": (_PERF_HEADER, perf_rows("improved")),
         "gates_passed": (_GATE_HEADER, [_gate_row(v) for v in gates_passed]),
         "faster": (_PERF_HEADER, perf_rows("faster")),
@@ -429,6 +443,7 @@ def render_comment(
         ("regressed", "🔴 Regressions"), ("missing", "⚠️ Not measured on head"),
         ("unconfirmed", "🟡 Slowdowns past the threshold, not confirmed (measure more samples)"),
         ("withheld", "⚠️ Withheld: base and head not measured in one job"),
+        ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`)"),
         ("improved", "🟢 Improvements"),
     )
     folded = (
@@ -470,8 +485,8 @@ def render_comment(
     body = build()
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
-    for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "improved", "withheld", "unconfirmed",
-                 "missing", "regressed", "environment", "failed", "gates_failed"):
+    for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "improved", "unknown", "withheld",
+                 "unconfirmed", "missing", "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body
         lo, hi = 0, limits[name]

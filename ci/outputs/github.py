@@ -9,12 +9,19 @@ another app's marked comment is never edited. Marked comments of ours after the 
 older run) are deleted, so the PR keeps one. List the issue comments (paginated), PATCH that one,
 or POST a new one.
 
-The token comes from the environment (GITHUB_TOKEN) and never appears in logs, exceptions or
-reprs, and it is sent to the configured API host only: redirects are never followed (a renamed
-repository's 301 is reported, with where it points). GET and PATCH are retried on 5xx, rate
-limits (Retry-After / X-RateLimit-Reset, waits up to a minute) and dropped connections; a POST
-never is (it may have created the comment). `api_url` points the client at a local server in
-tests (or at a GitHub Enterprise host).
+The token comes from the environment (GITHUB_TOKEN; surrounding whitespace such as the newline
+`echo` leaves is dropped, any other whitespace or control character is refused before a request
+is built) and never appears in logs, exceptions or reprs: everything posting raises goes out
+through one boundary that turns it into a `GitHubError` with the token (raw, percent-encoded, or
+any GitHub-token-shaped string) replaced by `***`, and text the server sent (its message, a
+redirect's Location) is shown without terminal escapes or control characters. The token is sent
+to the configured API host only: redirects are never followed (a renamed repository's 301 is
+reported, with where it points). GET and PATCH are retried on 5xx, rate limits (Retry-After /
+X-RateLimit-Reset, waits up to a minute) and dropped connections; a POST never is (it may have
+created the comment). The whole posting has one deadline (`deadline`, 180 s by default, across
+every request, retry and wait: a server that trickles a byte at a time is cut off when it passes),
+and a response over `MAX_RESPONSE_BYTES` is refused unread past that size. `api_url` points the
+client at a local server in tests (or at a GitHub Enterprise host).
 
 REST endpoints (docs.github.com/en/rest/issues/comments, docs.github.com/en/rest/users/users):
   GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100
@@ -30,7 +37,10 @@ import http.client
 import json
 import os
 import re
+import socket
+import ssl
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -47,6 +57,17 @@ _MAX_RATE_WAIT_S = 60.0
 _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _NEXT_RE = re.compile(r'<([^>]+)>;\s*rel="next"')
 _MAX_PAGES = 50  # 5,000 comments: a runaway Link chain stops here
+DEFAULT_DEADLINE_S = 180.0  # the whole posting; GitHub answers each request in well under a second
+# A page of 100 comments of at most 65,536 characters each (up to 4 bytes each in UTF-8) is 26 MB
+# at the very most; anything larger is not a comments page.
+MAX_RESPONSE_BYTES = 32 * 2**20
+_MAX_ERROR_BYTES = 64 * 2**10  # an error response's body: its message is all that is read
+_MAX_SERVER_TEXT = 500  # characters of server text (a message, a Location) shown in an error
+# Terminal control sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, other `ESC x`, C1 CSI).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
+# GitHub's token formats (classic/OAuth/app/refresh: gh?_, fine-grained: github_pat_), whatever token is
+# configured, and any bearer credential: redacted in every message even when it is not the one sent.
+_TOKEN_SHAPES = re.compile(r"\b(?:gh[opusr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|(?i:bearer\s+)[^\s'\"]+")
 
 
 class GitHubError(RuntimeError):
@@ -68,10 +89,43 @@ class _Secret:
     def reveal(self) -> str:
         return self._value
 
+    def redact(self, text: str) -> str:
+        """`text` with the token, its percent-encoded forms and anything token-shaped replaced by '***'."""
+        if self._value:
+            for form in {self._value, urllib.parse.quote(self._value, safe=""), urllib.parse.quote_plus(self._value)}:
+                text = text.replace(form, "***")
+        return _TOKEN_SHAPES.sub("***", text)
+
     def __repr__(self) -> str:
         return "_Secret('***')"
 
     __str__ = __repr__
+
+
+def _token(raw: str) -> _Secret:
+    """The token as sent: surrounding whitespace dropped (a secret saved from `echo` ends in a
+    newline); GitHubError, naming no character of it, when it is empty or holds anything but
+    visible ASCII (whitespace or a control character inside would be refused as a header, in an
+    exception that quotes the header, token and all)."""
+    value = raw.strip()
+    if not value:
+        raise GitHubError("no GitHub token: set GITHUB_TOKEN (or pass token=...), or use a dry run")
+    bad = next((i for i, ch in enumerate(value) if not "!" <= ch <= "~"), None)
+    if bad is not None:
+        raise GitHubError(f"GITHUB_TOKEN is malformed: character {bad + 1} of {len(value)} is whitespace, a control "
+                          "character or not ASCII (a token is printable ASCII only); set it again")
+    return _Secret(value)
+
+
+def _server_text(text: str, secret: _Secret | None = None, limit: int = _MAX_SERVER_TEXT) -> str:
+    """Text a server sent, fit to print: terminal escape sequences removed, other control
+    characters as spaces, one line of at most `limit` characters, the token redacted."""
+    text = _ANSI.sub("", text)
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    text = " ".join(text.split())
+    if secret is not None:
+        text = secret.redact(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _rate_limit_wait(status: int, headers: Any, detail: str) -> float | None:
@@ -91,7 +145,8 @@ def _rate_limit_wait(status: int, headers: Any, detail: str) -> float | None:
     return 60.0  # GitHub's advice for a secondary limit without a header
 
 
-def _status_message(status: int, method: str, what: str, detail: str, headers: Any, retried: bool) -> str:
+def _status_message(status: int, method: str, what: str, detail: str, headers: Any, retried: bool,
+                    secret: _Secret | None = None) -> str:
     wait = _rate_limit_wait(status, headers, detail)
     if wait is not None:
         reset = headers.get("X-RateLimit-Reset") if headers is not None else None
@@ -108,7 +163,7 @@ def _status_message(status: int, method: str, what: str, detail: str, headers: A
     elif status == 422:
         hint = f"GitHub rejected the request as invalid (body over {GITHUB_MAX_CHARS} characters, or empty?)"
     elif status in (301, 302, 303, 307, 308):
-        where = headers.get("Location", "?") if headers is not None else "?"
+        where = _server_text(headers.get("Location", "?") if headers is not None else "?", secret)
         hint = (f"the API redirected to {where} (repository renamed or transferred? use its new owner/name); "
                 "redirects are not followed, so the token never goes elsewhere")
     elif status >= 500:
@@ -128,11 +183,102 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+class _Deadline:
+    """One deadline for a whole posting. Each request's socket timeout is at most the time left,
+    and a watchdog shuts the request's socket down when the deadline passes, so a server that
+    answers a byte at a time (each read well within the socket timeout) is cut off too."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.passed = False
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            passed = self.passed
+        if passed:
+            self._cut()
+
+    def _cut(self) -> None:
+        with self._lock:
+            self.passed = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # a blocked recv returns at once; the owner closes it
+            except OSError:
+                pass
+
+    def start(self) -> threading.Timer:
+        timer = threading.Timer(max(0.0, self.remaining()), self._cut)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def done(self, timer: threading.Timer) -> None:
+        timer.cancel()
+        with self._lock:
+            self._sockets.clear()
+
+
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """urllib with redirects refused and every connection's socket handed to the deadline's watchdog."""
+
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    class SecureConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    context = ssl.create_default_context()
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Connection, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(SecureConnection, req, context=context)
+
+    return urllib.request.build_opener(_NoRedirect, Handler, SecureHandler(context=context))
+
+
+class _TooLarge(Exception):
+    """A response past its size cap."""
+
+
+def _read_capped(resp: Any, limit: int, deadline: _Deadline) -> bytes:
+    """A response body of at most `limit` bytes, read as it arrives (so the deadline is checked
+    between reads); _TooLarge past the limit, refused unread when Content-Length says so."""
+    length = resp.headers.get("Content-Length") if resp.headers is not None else None
+    if length and length.strip().isdigit() and int(length) > limit:
+        raise _TooLarge(f"{int(length):,} bytes")
+    chunks, size = [], 0
+    while True:
+        chunk = resp.read1(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(f"more than {limit:,} bytes")
+        chunks.append(chunk)
+        if deadline.passed:
+            raise TimeoutError("deadline passed")
 
 
 class _Client:
-    def __init__(self, api_url: str, token: _Secret, timeout: float, retries: int) -> None:
+    def __init__(self, api_url: str, token: _Secret, timeout: float, retries: int, deadline: float,
+                 max_bytes: int | None = None) -> None:
         parsed = urllib.parse.urlsplit(api_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
@@ -141,19 +287,41 @@ class _Client:
         self.token = token
         self.timeout = timeout
         self.retries = retries
+        self.deadline = _Deadline(deadline)
+        self.max_bytes = MAX_RESPONSE_BYTES if max_bytes is None else max_bytes
+        self.opener = _opener(self.deadline)
+
+    def _fail(self, message: str, status: int | None = None) -> GitHubError:
+        return GitHubError(self.token.redact(message), status)
+
+    def _late(self, method: str, what: str) -> GitHubError:
+        return self._fail(f"GitHub API {method} {what}: no complete answer within the posting's deadline of "
+                          f"{self.deadline.seconds:g} s (a server answering too slowly?); gave up"
+                          + ("; a POST may have posted: check the PR" if method == "POST" else ""))
+
+    def _wait(self, seconds: float, method: str, what: str) -> None:
+        """Sleep before a retry, unless that would pass the deadline (then the retry is given up)."""
+        if seconds >= self.deadline.remaining():
+            raise self._fail(f"GitHub API {method} {what}: a retry in {seconds:.3g} s would pass the posting's "
+                             f"deadline of {self.deadline.seconds:g} s; gave up (try again later)")
+        time.sleep(seconds)
 
     def request(self, method: str, url: str, payload: dict | None = None) -> tuple[Any, Any]:
         """(decoded JSON, response headers); raises GitHubError with a clear, token-free message."""
         parsed = urllib.parse.urlsplit(url)
+        what = _server_text(parsed.path, self.token, 200)
         if (parsed.scheme, parsed.netloc) != self.origin:
             # Never send the token to a host other than the configured API (e.g. a forged Link header).
-            raise GitHubError(f"refusing to follow {method} to {parsed.scheme}://{parsed.netloc}: not the API host")
+            host = _server_text(f"{parsed.scheme}://{parsed.netloc}", self.token, 200)
+            raise self._fail(f"refusing to follow {method} to {host}: not the API host")
         data = json.dumps(payload).encode() if payload is not None else None
-        what = parsed.path
         # Only idempotent requests are retried: a POST that failed with a 5xx or a dropped connection
         # may still have created the comment, and a retry would post it twice.
         retries = self.retries if method in ("GET", "PATCH", "DELETE") else 0
         for attempt in range(retries + 1):
+            left = self.deadline.remaining()
+            if left <= 0:
+                raise self._late(method, what)
             req = urllib.request.Request(url, data=data, method=method)
             req.add_header("Accept", "application/vnd.github+json")
             req.add_header("X-GitHub-Api-Version", "2022-11-28")
@@ -161,38 +329,54 @@ class _Client:
             req.add_header("Authorization", f"Bearer {self.token.reveal()}")
             if data is not None:
                 req.add_header("Content-Type", "application/json")
+            watchdog = self.deadline.start()
             try:
-                with _OPENER.open(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-                    return (json.loads(raw) if raw else None), resp.headers
+                with self.opener.open(req, timeout=min(self.timeout, left)) as resp:
+                    raw = _read_capped(resp, self.max_bytes, self.deadline)
+                # A socket shut down by the watchdog can end the headers or the body early and look
+                # like a complete (short) answer: past the deadline, nothing read counts.
+                if self.deadline.passed:
+                    raise self._late(method, what)
+                return (json.loads(raw) if raw else None), resp.headers
             except urllib.error.HTTPError as exc:
+                if self.deadline.passed:
+                    raise self._late(method, what) from None
                 status, headers = exc.code, exc.headers
                 try:
-                    detail = str(json.loads(exc.read() or b"{}").get("message", ""))
-                except (ValueError, AttributeError, OSError, http.client.HTTPException):
+                    body = exc.read(_MAX_ERROR_BYTES)
+                    detail = str(json.loads(body or b"{}").get("message", ""))
+                except (ValueError, AttributeError, OSError, RecursionError, http.client.HTTPException):
                     detail = ""
                 exc.close()
-                detail = detail.replace(self.token.reveal(), "***") if self.token.reveal() else detail
+                detail = _server_text(detail, self.token)
                 wait = _rate_limit_wait(status, headers, detail)
                 if attempt < retries and (status >= 500 or (wait is not None and wait <= _MAX_RATE_WAIT_S)):
-                    time.sleep(wait if wait is not None else 0.5 * 2**attempt)
+                    self._wait(wait if wait is not None else 0.5 * 2**attempt, method, what)
                     continue
-                raise GitHubError(_status_message(status, method, what, detail[:500], headers, retries > 0),
-                                  status) from None
+                raise self._fail(_status_message(status, method, what, detail, headers, retries > 0, self.token),
+                                 status) from None
+            except _TooLarge as exc:
+                raise self._fail(f"GitHub API {method} {what}: the response is {exc}, over the "
+                                 f"{self.max_bytes:,}-byte limit; refused") from None
             except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-                # Unreachable host, a dropped connection, a timed-out read, a truncated body.
+                # Unreachable host, a dropped connection, a timed-out read, a truncated body, the deadline.
+                if self.deadline.passed or self.deadline.remaining() <= 0:
+                    raise self._late(method, what) from None
                 if attempt < retries:
-                    time.sleep(0.5 * 2**attempt)
+                    self._wait(0.5 * 2**attempt, method, what)
                     continue
                 if isinstance(exc, urllib.error.URLError):
-                    problem = f"cannot reach {self.base}: {exc.reason}"
+                    problem = f"cannot reach {self.base}: {_server_text(str(exc.reason), self.token)}"
                 else:
-                    problem = f"no complete answer from {self.base} ({str(exc) or type(exc).__name__})"
+                    said = _server_text(str(exc), self.token) or type(exc).__name__
+                    problem = f"no complete answer from {self.base} ({said})"
                 after = ("retried without success" if retries else
                          "not retried (a POST may have posted: check the PR)" if method == "POST" else "not retried")
-                raise GitHubError(f"GitHub API {method} {what}: {problem}; {after}") from None
-            except json.JSONDecodeError:
-                raise GitHubError(f"GitHub API {method} {what}: response is not JSON") from None
+                raise self._fail(f"GitHub API {method} {what}: {problem}; {after}") from None
+            except (ValueError, RecursionError):  # json.loads: not JSON, or nested beyond the stack
+                raise self._fail(f"GitHub API {method} {what}: response is not JSON") from None
+            finally:
+                self.deadline.done(watchdog)
         raise AssertionError("unreachable")  # the loop always returns or raises
 
 
@@ -263,6 +447,7 @@ def post_sticky_comment(
     dry_run: str | Path | None = None,
     timeout: float = 30.0,
     retries: int = 2,
+    deadline: float = DEFAULT_DEADLINE_S,
 ) -> str:
     """Create or update the bot's one comment on a pull request.
 
@@ -274,15 +459,18 @@ def post_sticky_comment(
         api_url: the REST API root (a local server in tests, or GitHub Enterprise's /api/v3).
         marker: the hidden HTML comment that identifies the sticky comment.
         dry_run: a file path: write the body there and touch no network (no token needed).
-        timeout: seconds per HTTP request.
+        timeout: seconds per HTTP read (at most what is left of `deadline`).
         retries: extra attempts on 5xx or connection errors (with backoff).
+        deadline: seconds for the whole posting: every request, retry and rate-limit wait.
 
     Returns:
         The comment's html_url (or the dry-run file's file:// URL).
 
     Raises:
-        TypeError / ValueError: bad repo, PR number, body or URL.
-        GitHubError: no token, or the API refused (401/403/404/422/5xx, with a message saying why).
+        TypeError / ValueError: bad repo, PR number, body, URL or deadline.
+        GitHubError: no token or a malformed one, the API refused (401/403/404/422/5xx, with a message
+            saying why), the deadline passed, or anything else went wrong while posting; its message
+            never holds the token.
     """
     if not isinstance(repo, str) or not _REPO_RE.match(repo):
         raise ValueError(f"repo must be 'owner/name', got {repo!r}")
@@ -298,13 +486,24 @@ def post_sticky_comment(
         body = f"{marker}\n{body}"
     if len(body) > GITHUB_MAX_CHARS:
         raise ValueError(f"body is {len(body)} characters; GitHub accepts at most {GITHUB_MAX_CHARS}")
+    if not (isinstance(deadline, int | float) and deadline > 0):
+        raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
     if dry_run is not None:
         return write_dry_run(body, dry_run)
 
-    secret = _Secret(token if token is not None else os.environ.get("GITHUB_TOKEN", ""))
-    if not secret.reveal().strip():
-        raise GitHubError("no GitHub token: set GITHUB_TOKEN (or pass token=...), or use a dry run")
-    client = _Client(api_url, secret, timeout, retries)
+    secret = _token(token if token is not None else os.environ.get("GITHUB_TOKEN", ""))
+    client = _Client(api_url, secret, timeout, retries, deadline)
+    # The redaction boundary: whatever goes wrong from here on (an HTTP error, a library's exception
+    # quoting a header, a malformed answer) leaves as one GitHubError with the token replaced by ***.
+    try:
+        return _post(client, repo, pr_number, body, marker)
+    except GitHubError as exc:
+        raise GitHubError(secret.redact(str(exc)), exc.status) from None
+    except Exception as exc:  # noqa: BLE001 - see above
+        raise GitHubError(secret.redact(f"posting the comment failed: {type(exc).__name__}: {exc}")) from None
+
+
+def _post(client: _Client, repo: str, pr_number: int, body: str, marker: str) -> str:
     ours = _find_sticky_comments(client, repo, pr_number, marker)
     if ours:
         result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(ours[0]['id'])}",
@@ -318,7 +517,7 @@ def post_sticky_comment(
             client.request("DELETE", f"{client.base}/repos/{repo}/issues/comments/{int(stale['id'])}")
         except GitHubError as exc:
             print(f"warning: could not delete a duplicate sticky comment: {exc}", file=sys.stderr)
-    return str(result["html_url"])
+    return _server_text(str(result["html_url"]), client.token)
 
 
 def main(argv: list[str] | None = None) -> int:

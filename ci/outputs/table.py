@@ -2,8 +2,9 @@
 
 Same groups, order, numbers and headline as the comment (`ci.outputs.comment`), in asv's
 `continuous` style: a mark per row (`+` slower, `-` faster, `~` past the threshold but not
-confirmed, `!` failed on head, `x` not judged: withheld or not comparable, `?` inconclusive),
-each side's median ± half its IQR and sample count, the ratio, its interval, p and the threshold.
+confirmed, `!` failed on head, `x` not judged: withheld, of unknown direction or not comparable,
+`?` inconclusive), each side's median ± half its IQR and sample count, the ratio, its interval, p
+and the threshold.
 Contributor-controlled text (names, parameters, units) has its control characters replaced, so a
 benchmark name cannot move the cursor or recolour the terminal.
 """
@@ -19,8 +20,8 @@ from ci.records import Kind, Outcome, Verdict
 from ci.verdicts import Spread, VerdictSettings
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_MARK = {"failed": "!", "regressed": "+", "unconfirmed": "~", "withheld": "x", "missing": "x", "improved": "-",
-         "faster": "~", "inconclusive": "?", "new": " ", "unchanged": " "}
+_MARK = {"failed": "!", "regressed": "+", "unconfirmed": "~", "withheld": "x", "unknown": "x", "missing": "x",
+         "improved": "-", "faster": "~", "inconclusive": "?", "new": " ", "unchanged": " "}
 _HEADER = ("", "base", "head", "ratio", "interval", "p", "threshold", "benchmark")
 
 

@@ -10,11 +10,10 @@ Three ways to pick what to measure, all on one machine in one job:
 
 Per commit the runner calls the real asv CLI (`asv run HASHFILE:... --record-samples --machine M`),
 streaming asv's own per-benchmark lines; torch is never reinstalled because the suite's
-`install_command` only writes a `.pth` (see benchmarks/_asv_install.py and
-reference/asv-continuous.md). Then it records the GPU state (the suite's `gpu_env` sidecar, written
-here when no GPU benchmark wrote it), ingests the results (idempotent: a re-ingest changes nothing),
-computes verdicts and change points, renders the dashboard and writes (with a token: posts) the
-PR comment.
+`install_command` only writes a `.pth` (see benchmarks/_asv_install.py). Then it records the GPU
+state (the suite's `gpu_env` sidecar, written here when no GPU benchmark wrote it), ingests the
+results (idempotent: a re-ingest changes nothing), computes verdicts and change points, renders the
+dashboard and writes (with a token: posts) the PR comment.
 
 Resume: history runs pass `--skip-existing` to asv, so a re-run measures only what is missing, and
 ingest after every commit keeps the store in step with asv's files; asv saves a commit's file when

@@ -26,6 +26,7 @@ from ci.runner.command import job_selection
 from ci.runner.config import RunnerConfig, default_machine
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
+from ci.text import reader_may_leave
 
 HELP = ("A/B of two commits through the real asv CLI, decided by the PR bot's rule (its table, its exit code): "
         "the local `asv continuous`")
@@ -109,11 +110,12 @@ def cmd_continuous(args: argparse.Namespace) -> int:
                 say(f"warning: base and head are not recorded as measured in one job ({comparison.jobs.relation})")
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
         f"({args.head})"
-    print()
-    print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
-    print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all), end="")
     code = exit_code(verdicts)
-    if base == head and code != EXIT_OK:
-        print("A/A check: the rule called a difference between two halves of one job's samples of the same "
-              "commit: a false alarm.")
+    with reader_may_leave():  # `ci continuous ... | head`: the verdict's exit code stands
+        print()
+        print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
+        print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all), end="")
+        if base == head and code != EXIT_OK:
+            print("A/A check: the rule called a difference between two halves of one job's samples of the same "
+                  "commit: a false alarm.")
     return code

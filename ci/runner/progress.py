@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ci.text import silence_stdout
+
 
 class JobProgress:
     """A rich progress bar on a terminal, plain `[runner]` lines otherwise (CI logs)."""
@@ -53,5 +55,9 @@ class JobProgress:
 
 
 def say(text: str) -> None:
-    """A runner message on stdout, flushed (CI logs interleave it with asv's lines)."""
-    print(f"[runner] {text}", flush=True)
+    """A runner message on stdout, flushed (CI logs interleave it with asv's lines). A reader that
+    has left (`... | head`) ends the messages, not the run: stdout goes to /dev/null from then on."""
+    try:
+        print(f"[runner] {text}", flush=True)
+    except BrokenPipeError:
+        silence_stdout()

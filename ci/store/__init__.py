@@ -11,12 +11,14 @@ states), plus the write side: `ingest_run` (one asv result file, one transaction
 - `schema` and `migrations/`: the alembic migrations, run to head every time a store is opened;
 - `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back
   (samples as packed float64);
+- `limits`: what the store can hold alike on SQLite and PostgreSQL, checked before a write;
 - `reads`: `StoreReads`, the read side (bulk reads as plain DBAPI rows); `writes` and `bulk`:
   `StoreWrites`, the write side (results by `executemany` on SQLite, binary `COPY` on PostgreSQL);
 - `store`: `Store`, both sides on a history opened from a path or URL.
 """
 
 from ci.store.engine import DEFAULT_DB, StoreError, display_url, error_line, resolve_url
+from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
 from ci.store.store import Store
@@ -26,6 +28,7 @@ __all__ = [
     "FailedPoint",
     "Store",
     "StoreError",
+    "StoreLimitError",
     "StoreReads",
     "display_url",
     "error_line",

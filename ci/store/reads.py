@@ -575,6 +575,13 @@ class StoreReads:
         with self.engine.connect() as conn, conn.begin():
             return {(key, m): (runs, digest, bytes(state)) for key, m, runs, digest, state in conn.execute(stmt)}
 
+    def run_index(self) -> dict[str, tuple[str, str]]:
+        """sha256 of every ingested result file -> (its commit sha, its run key "machine/commit/env"):
+        ingest tells, without parsing a known file, which commit and run it holds."""
+        stmt = select(RunRow.digest, CommitRow.sha, RunRow.run_key).join(CommitRow, RunRow.commit_id == CommitRow.id)
+        with self.engine.connect() as conn, conn.begin():
+            return {digest: (sha, run_key) for digest, sha, run_key in conn.execute(stmt)}
+
     def counts(self) -> dict[str, int]:
         """Row counts per table (ingest summaries and tests)."""
         tables = {

@@ -13,10 +13,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Machine, ParsedRun, Verdict
+from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
+from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text
 from ci.store.models import (
     AcknowledgementRow,
     BenchmarkRow,
@@ -139,9 +140,19 @@ class StoreWrites(StoreReads):
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), _CHUNK):
             chunk = missing[i : i + _CHUNK]
-            found = dict(
-                conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(chunk))).all()
-            )
+            rows_ = conn.execute(
+                select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction).where(BenchmarkRow.key.in_(chunk))
+            ).all()
+            found = {k: id_ for k, id_, _ in rows_}
+            # A series stored before its benchmark declared a direction takes the one declared now;
+            # an undeclared one never erases a declared one. Ids of series still of unknown direction
+            # are not cached, so a later declaration is seen.
+            unknown = {k for k, _, d in rows_ if d == Direction.UNKNOWN}
+            for k in sorted(unknown):
+                if wanted[k].direction != Direction.UNKNOWN:
+                    conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == found[k]).values(
+                        direction=str(wanted[k].direction), kind=str(wanted[k].kind)))
+                    unknown.discard(k)
             new = [k for k in chunk if k not in found]
             if new:
                 rows = [
@@ -160,8 +171,9 @@ class StoreWrites(StoreReads):
                 found.update(
                     conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(new))).all()
                 )
+                unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
             ids.update(found)
-            pending.update(found)
+            pending.update({k: v for k, v in found.items() if k not in unknown})
         return ids
 
     def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit) -> str:
@@ -182,6 +194,7 @@ class StoreWrites(StoreReads):
             raise ValueError(f"machine {machine.name!r} does not match the run's machine {run.machine!r}")
         if commit.sha != run.commit_hash:
             raise ValueError(f"commit {commit.sha!r} does not match the run's commit {run.commit_hash!r}")
+        check_run(run, machine, commit)  # the same outcome on SQLite and PostgreSQL (ci.store.limits)
         return self._write_retrying(self._ingest_run_tx, run, machine, commit)
 
     def ingest_runs(self, items: Sequence[tuple[ParsedRun, Machine, Commit]]) -> list[str | Exception]:
@@ -196,24 +209,35 @@ class StoreWrites(StoreReads):
             items: (run, machine, commit) triples as for `ingest_run`.
 
         Returns:
-            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it.
+            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it (a
+            `ci.store.limits.StoreLimitError` for a value the store cannot hold on every database:
+            that file is not written, the others are).
         """
-        for run, machine, commit in items:
+        refused: dict[int, StoreLimitError] = {}
+        for i, (run, machine, commit) in enumerate(items):
             if not isinstance(run, ParsedRun):
                 raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
             if machine.name != run.machine or commit.sha != run.commit_hash:
                 raise ValueError(f"{run.path}: machine/commit records do not match the run")
+            try:
+                check_run(run, machine, commit)  # the same outcome on SQLite and PostgreSQL (ci.store.limits)
+            except StoreLimitError as exc:
+                refused[i] = exc
         retry = object()
 
         def tx(conn: Connection, pending: dict[Any, int]) -> list[Any]:
             out: list[Any] = []
-            # The batch's runs already stored, in one query instead of one per file.
-            keys = sorted({run.run_key for run, _, _ in items})
+            # The batch's runs already stored, in one query instead of one per file (not the refused
+            # files' keys: a NUL in one would fail the query, so the batch, on PostgreSQL).
+            keys = sorted({run.run_key for i, (run, _, _) in enumerate(items) if i not in refused})
             known: dict[str, Any] = {}  # run key -> its stored (id, digest) row; absent: not stored
             for i in range(0, len(keys), _CHUNK):
                 stmt = select(RunRow.run_key, RunRow.id, RunRow.digest).where(RunRow.run_key.in_(keys[i : i + _CHUNK]))
                 known.update((r.run_key, r) for r in conn.execute(stmt))
-            for run, machine, commit in items:
+            for i, (run, machine, commit) in enumerate(items):
+                if i in refused:
+                    out.append(refused[i])
+                    continue
                 before = dict(pending)
                 try:
                     with conn.begin_nested():
@@ -452,6 +476,8 @@ class StoreWrites(StoreReads):
                 raise ValueError(f"acknowledge: {name} must be a non-empty string, got {value!r}")
         if when is not None and not isinstance(when, datetime):
             raise TypeError(f"acknowledge: when must be a datetime, got {type(when).__name__}")
+        check_acknowledgement(benchmark_key, commit_sha.strip(), who.strip())
+        check_text(why, AcknowledgementRow.why, "why")
         sha = self.resolve_commit(commit_sha)
         with self._read() as conn:
             if conn.execute(select(BenchmarkRow.id).where(BenchmarkRow.key == benchmark_key)).first() is None:

@@ -2,8 +2,7 @@
 
 Pure functions over `ci.records.Result`; no store, no torch.
 
-Per series the decision combines three things, as asv, Pinpoint and nvbench-compare-robust do
-(see shared/reference/ci-services.md §4.6):
+Per series the decision combines three things, as asv, Pinpoint and nvbench-compare-robust do:
 
 1. **Significance**: a two-sided Mann-Whitney U test on the raw samples (asv's test; exact when
    there are no ties), with its p-values corrected for multiple comparisons over the whole PR
@@ -40,6 +39,7 @@ from ci.records import (
     FAILED_ON_HEAD,
     MISSING_ON_HEAD,
     NEW_SERIES,
+    UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Benchmark,
     Direction,
@@ -47,6 +47,7 @@ from ci.records import (
     Outcome,
     Result,
     Verdict,
+    is_worse,
 )
 from ci.verdicts.gates import correctness_gates
 from ci.verdicts.stats import (
@@ -218,8 +219,9 @@ def _pooled(rs: list[Result], side: str) -> tuple[np.ndarray, str, str]:
 
 
 def worse(benchmark: Benchmark, ratio: float) -> bool:
-    """True when `ratio` (head / base) moves the benchmark in its bad direction."""
-    return ratio > 1.0 if benchmark.direction == Direction.LOWER else ratio < 1.0
+    """True when `ratio` (head / base) moves the benchmark in its bad direction; False for a better
+    move and for a benchmark of unknown direction (never judged worse)."""
+    return is_worse(benchmark.direction, ratio) is True
 
 
 def spreads(base: Sequence[Result], head: Sequence[Result]) -> dict[str, tuple[Spread | None, Spread | None]]:
@@ -401,6 +403,8 @@ def _measure(
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
         return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
     ratio = hm / bm
+    if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
+        return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
     floor = settings.floor_for(bench.key)
     sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
     threshold = max(floor, min(settings.max_threshold, settings.noise_k * sigma))
@@ -428,7 +432,21 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     significant = p_adj < settings.alpha
     pct = f"{(p.ratio - 1) * 100:+.1f}%"
     stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%"
-    if significant and beyond:
+    if p.benchmark.direction == Direction.UNKNOWN:
+        # Neither better nor worse can be said: the change is reported with its size, never judged.
+        # Only an interval inside the band on both sides is "unchanged", whichever way is better.
+        if significant and beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold and significant"
+        elif beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold but not significant"
+        elif ci_high > hi_band or ci_low < lo_band:
+            outcome, how = Outcome.INCONCLUSIVE, "within the threshold but the interval reaches beyond it"
+        else:
+            outcome, how = Outcome.UNCHANGED, "interval within the threshold on both sides"
+        reason = f"{pct} {how}: {stat}"
+        if outcome == Outcome.INCONCLUSIVE:
+            reason = f"{UNKNOWN_DIRECTION}; {reason}"
+    elif significant and beyond:
         outcome = Outcome.REGRESSED if worse(p.benchmark, p.ratio) else Outcome.IMPROVED
         reason = f"{pct} beyond the threshold and significant: {stat}"
     elif beyond:

@@ -3,7 +3,7 @@
 The asv suite reports correctness as `track_*` results of kind `Kind.CORRECTNESS`:
 
 - unit "max abs diff": max |logit difference| against the fp32 dense reference; fails at >= 0.004
-  (the paper's tolerance, shared/reference/paper.md);
+  (the project's correctness tolerance, the same as the end-to-end checks' in docs/performance.md);
 - unit "top-1 agreement": fraction of images whose top-1 class matches the reference; any
   disagreement (< 1.0) fails.
 

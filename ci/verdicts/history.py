@@ -20,7 +20,8 @@ Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3
    runs on the raw samples pooled per segment instead; the practical-size guard (floor and
    commit-to-commit noise) still applies, which keeps drift between commits from passing as a step.
    (Seen on the H200 history of 2026-11-29: a 13% kernel speed-up over 9 commits went unreported.)
-4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall.
+4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall;
+   a series of unknown direction gets INCONCLUSIVE steps (reported, never judged).
 
 Over a store that keeps states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), `detect_all`
 keeps each series' detector state in the store and, on the next call, reads and examines only the
@@ -40,7 +41,6 @@ import numpy as np
 
 from ci.records import (
     Benchmark,
-    Direction,
     HistoryStore,
     Kind,
     MachineHistory,
@@ -49,6 +49,7 @@ from ci.records import (
     SeriesColumns,
     StoreReader,
     current_version,
+    is_worse,
 )
 from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState
 
@@ -116,7 +117,7 @@ class ChangePoint:
         before: median per-commit value of the segment before the step.
         after: median per-commit value of the segment after it.
         ratio: after / before.
-        outcome: REGRESSED or IMPROVED (direction-aware).
+        outcome: REGRESSED or IMPROVED (direction-aware); INCONCLUSIVE when the direction is unknown.
         previous_sha: the last commit before the step (the range to bisect is previous..commit).
         p_value: Mann-Whitney p between the two segments' per-commit values.
         machine: where the series was measured.
@@ -177,11 +178,11 @@ def _change_points(state: SeriesState, bench: Benchmark, machine: str) -> list[C
     out = []
     for step in state.steps:
         ratio = math.exp(step.log_ratio)
-        worse = ratio > 1.0 if bench.direction == Direction.LOWER else ratio < 1.0
+        worse = is_worse(bench.direction, ratio)  # None: unknown direction, a step reported as such
         out.append(
             ChangePoint(
                 bench, state.sha(step.index), step.before, step.after, step.after / step.before,
-                Outcome.REGRESSED if worse else Outcome.IMPROVED,
+                Outcome.INCONCLUSIVE if worse is None else Outcome.REGRESSED if worse else Outcome.IMPROVED,
                 previous_sha=state.sha(step.index - 1), p_value=step.p_value, machine=machine, index=step.index,
             )
         )  # fmt: skip

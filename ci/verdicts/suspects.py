@@ -3,9 +3,8 @@ change-point detector can see it.
 
 `ci.verdicts.history.change_points` finds a step only once `min_size` commits follow it, so a
 regression that lands on main stays unflagged for `min_size - 1` more commits. This module covers
-that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do
-(shared/reference/ci-services.md §3.1, §3.7), with its own state so that a suspicion is never
-mistaken for a confirmed change point or an A/B verdict.
+that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do, with its
+own state so that a suspicion is never mistaken for a confirmed change point or an A/B verdict.
 
 Method, per series (one benchmark on one machine, commits oldest first; a commit's level is the
 median of its pooled samples, commits without a positive finite sample skipped, as
@@ -246,6 +245,8 @@ def suspects_from_levels(
     settings = settings or SuspectSettings()
     if benchmark.kind == Kind.CORRECTNESS:
         return []  # the correctness gates judge those
+    if benchmark.direction == Direction.UNKNOWN:
+        return []  # no way is worse: its steps are reported by the change points, never suspected
     y = np.log(np.asarray(levels, dtype=float))
     n = y.size
     if len(shas) != n:

@@ -3,7 +3,7 @@
 Why: the PyTorch port is ~45 small ops per stage (normalise, stable sort, cumsum, CDF targets, two
 searchsorted, gathers, scatters), run at 9 stages of DeiT. In graph mode their launch and tail
 latency, not their arithmetic, made ATS run at half the images/s of the dense model on the H200
-(session 3: 4,864 vs 9,736 at DeiT-B B 32, with ~95% of the tokens kept).
+(2026-11-29: 4,864 vs 9,736 images/s at DeiT-B B 32, with ~95% of the tokens kept).
 
 Same algorithm, step for step, in fp32 (see `ats_keep` for the reference citation):
 - scores of valid tokens normalised to sum 1; sorted ascending, stable (ties keep token order: the

@@ -172,6 +172,56 @@ def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2
     return b_m_new, b_l, b_acc
 
 
+@triton.jit
+def segment_bounds(CU, i_b, total_tokens):
+    """(first row, length) of segment `i_b`, int64, clamped to the buffers whatever cu_seqlens holds
+    (a segment never reads or writes outside `[0, total_tokens)`; end < start is empty)."""
+    bos = tl.load(CU + i_b).to(tl.int64)
+    eos = tl.load(CU + i_b + 1).to(tl.int64)
+    bos = tl.minimum(tl.maximum(bos, 0), total_tokens)
+    eos = tl.minimum(tl.maximum(eos, bos), total_tokens)
+    return bos, eos - bos
+
+
+@triton.jit
+def attn_tile(Q, K, V, Out, bos, seqlen, start_m, i_h, sm_scale_log2,
+              STRIDE_QT: tl.constexpr, STRIDE_QH: tl.constexpr, STRIDE_KT: tl.constexpr, STRIDE_KH: tl.constexpr,
+              STRIDE_VT: tl.constexpr, STRIDE_VH: tl.constexpr, STRIDE_OT: tl.constexpr, STRIDE_OH: tl.constexpr,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, UPCAST: tl.constexpr,
+              TAIL_N: tl.constexpr):
+    """One query tile of one (image, head): rows `start_m ...` of the segment at `bos` of length `seqlen`
+    (`start_m < seqlen`), attended over the whole segment and stored. Public for the structural variants
+    (tools/attention_variants.py); Triton inlines it (the kernel's PTX for sm_90/sm_89 was the same as
+    with the body written inline, debug info aside, 2026-12-01)."""
+    o_m = start_m + tl.arange(0, BLOCK_M)
+    o_d = tl.arange(0, HEAD_DIM)
+    m_m = o_m < seqlen
+
+    p_q = Q + (bos + o_m)[:, None] * STRIDE_QT + i_h.to(tl.int64) * STRIDE_QH + o_d[None, :]
+    b_q = tl.load(p_q, mask=m_m[:, None], other=0.0)
+    if UPCAST:
+        b_q = b_q.to(tl.float32)
+
+    b_m = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    b_l = tl.zeros([BLOCK_M], dtype=tl.float32)
+    b_acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+
+    p_k0 = K + bos * STRIDE_KT + i_h.to(tl.int64) * STRIDE_KH
+    p_v0 = V + bos * STRIDE_VT + i_h.to(tl.int64) * STRIDE_VH
+    # Full key blocks without masks, then the rest in (narrower) masked tail blocks.
+    n_full = (seqlen // BLOCK_N) * BLOCK_N
+    for start_n in range(0, n_full, BLOCK_N):
+        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
+    for start_n in range(n_full, seqlen, TAIL_N):
+        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
+                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
+
+    b_o = b_acc / b_l[:, None]
+    p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
+    tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
+
+
 @triton.jit(do_not_specialize=["total_tokens"])
 def _ragged_attn_fwd_kernel(
     Q,
@@ -201,43 +251,13 @@ def _ragged_attn_fwd_kernel(
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
 
-    # Clamp the segment to the buffers whatever cu_seqlens holds (never read or write out of bounds).
-    bos = tl.load(CU + i_b).to(tl.int64)
-    eos = tl.load(CU + i_b + 1).to(tl.int64)
-    bos = tl.minimum(tl.maximum(bos, 0), total_tokens)
-    eos = tl.minimum(tl.maximum(eos, bos), total_tokens)
-    seqlen = eos - bos
+    bos, seqlen = segment_bounds(CU, i_b, total_tokens)
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:
         return
 
-    o_m = start_m + tl.arange(0, BLOCK_M)
-    o_d = tl.arange(0, HEAD_DIM)
-    m_m = o_m < seqlen
-
-    p_q = Q + (bos + o_m)[:, None] * STRIDE_QT + i_h.to(tl.int64) * STRIDE_QH + o_d[None, :]
-    b_q = tl.load(p_q, mask=m_m[:, None], other=0.0)
-    if UPCAST:
-        b_q = b_q.to(tl.float32)
-
-    b_m = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    b_l = tl.zeros([BLOCK_M], dtype=tl.float32)
-    b_acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-
-    p_k0 = K + bos * STRIDE_KT + i_h.to(tl.int64) * STRIDE_KH
-    p_v0 = V + bos * STRIDE_VT + i_h.to(tl.int64) * STRIDE_VH
-    # Full key blocks without masks, then the rest in (narrower) masked tail blocks.
-    n_full = (seqlen // BLOCK_N) * BLOCK_N
-    for start_n in range(0, n_full, BLOCK_N):
-        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, BLOCK_N, False, UPCAST)
-    for start_n in range(n_full, seqlen, TAIL_N):
-        b_m, b_l, b_acc = _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2, o_d,
-                                      STRIDE_KT, STRIDE_VT, TAIL_N, True, UPCAST)
-
-    b_o = b_acc / b_l[:, None]
-    p_o = Out + (bos + o_m)[:, None] * STRIDE_OT + i_h.to(tl.int64) * STRIDE_OH + o_d[None, :]
-    tl.store(p_o, b_o.to(Out.dtype.element_ty), mask=m_m[:, None])
+    attn_tile(Q, K, V, Out, bos, seqlen, start_m, i_h, sm_scale_log2, STRIDE_QT, STRIDE_QH, STRIDE_KT, STRIDE_KH,
+              STRIDE_VT, STRIDE_VH, STRIDE_OT, STRIDE_OH, HEAD_DIM, BLOCK_M, BLOCK_N, UPCAST, TAIL_N)
 
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)

@@ -1,7 +1,8 @@
 // Native entry point of ragged_attention: the default launch path where CUDA is available
 // (RAGGED_KERNELS_LAUNCH=python turns it off; ragged_kernels/attention/native.py).
 //
-// Why: host cost per call is a product target (issue 3, <= 0.33x FlashAttention-2 varlen). The
+// Why: host cost per call is a product target (<= 0.33x FlashAttention-2 varlen; docs/performance.md
+// "Kernel targets"). The
 // Python path spends ~14 us per call on the H200 VM: argument checks, the output allocation, the
 // cache lookup and Triton's CompiledKernel.run (which alone is ~5.6 us). Here one C++ call checks the
 // arguments, allocates the output and calls cuLaunchKernel with the CUfunction that Triton compiled

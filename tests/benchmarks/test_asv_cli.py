@@ -92,6 +92,8 @@ def test_cpu_subset_records_samples_and_gpu_cases_skip(asv_repo):
     assert kernel["result"] and all(v != v for v in kernel["result"]), kernel["result"]
     bench_meta = json.loads((repo / ".asv" / "results" / "benchmarks.json").read_text())
     assert bench_meta["bench_correctness.KernelError.track_max_abs_error"]["unit"] == "max abs diff"
+    # the suite's declared direction, carried by asv's own discovery (benchmarks.declare)
+    assert bench_meta["bench_correctness.KernelError.track_max_abs_error"]["direction"] == "lower"
     assert bench_meta["bench_pack.PackTokensCPU.time_host"]["version"] == "1"
 
 

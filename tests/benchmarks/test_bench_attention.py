@@ -123,7 +123,8 @@ def test_end_to_end_hands_out_its_timed_forwards_and_tracks_its_values(monkeypat
 
 @pytest.mark.parametrize("name", ["bench_pack.PackTokensCPU", "bench_attention.AttentionCPU"])
 def test_cpu_classes_skip_without_the_interpreter(monkeypatch, name):
-    """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (device run C)."""
+    """On a GPU runner (no TRITON_INTERPRET) the CPU classes skip instead of failing (they failed there on
+    2026-11-29)."""
     import ragged_kernels  # noqa: F401 - imported with the suite's TRITON_INTERPRET=1: its module-level
     # switch must not be read while the variable is deleted here (later CPU tests would lose the interpreter)
 

@@ -72,7 +72,7 @@ def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypat
 
 
 def test_model_correctness_replays_the_checked_models_decisions():
-    """ModelCorrectness compares logits under the same keep decisions (issue 4): a checked model that
+    """ModelCorrectness compares logits under the same keep decisions: a checked model that
     decides differently (here: EViT made to keep the mirror image of the reference's first-stage
     token set, same counts, weights and backend) gives the reference's logits exactly once the
     reference replays its masks, though not with its own."""

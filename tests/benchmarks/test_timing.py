@@ -92,7 +92,7 @@ def test_gpu_timer_uncapturable_call_sums_kernels_not_host_gaps():
     eager = timing.GpuTimer(syncing, 4, torch)
     assert eager.mode == "kernel-sum"
     # The failed capture must not leave the CUDA generator marked as capturing: before the fix this
-    # raised "Offset increment outside graph capture encountered unexpectedly" (H200, session 4).
+    # raised "Offset increment outside graph capture encountered unexpectedly" (H200, 2026-11-29).
     assert torch.randn(8, device="cuda").isfinite().all()
     g = sorted(graph.measure() for _ in range(9))[4]
     k = sorted(eager.measure() for _ in range(9))[4]

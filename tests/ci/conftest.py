@@ -3,7 +3,8 @@
 - `asv_dir`: writes real asv results directories with asv's own machinery
   (`asv.results.Results.save`, `asv.machine.Machine`'s file format, `asv.util.write_json`).
 - `pg_url`: a fresh PostgreSQL database per test on TEST_POSTGRES_URL's server, or on a
-  throwaway cluster started here with initdb/pg_ctl when the variable is unset.
+  throwaway cluster started here with initdb/pg_ctl when the variable is unset;
+- `store_url`: a fresh store on SQLite and, as a second case, on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -188,6 +189,15 @@ def asv_dir(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "history.sqlite"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store's `--db`, once on SQLite and once on PostgreSQL (`pg_url`): a test taking it
+    asserts the same outcome on both."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.sqlite")
+    return request.getfixturevalue("pg_url")
 
 
 def _free_port() -> int:

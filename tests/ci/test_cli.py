@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ci.cli import main
 from ci.store import Store
 from tests.ci.conftest import MACHINE, sha_for
@@ -35,7 +37,7 @@ def test_help_lists_every_command(capsys):
         assert command in out
     assert main(["ingest", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "--db" in out and "Each result file is all or nothing" in out and "committed in batches of 50" in out
+    assert "--db" in out and "Each result file is all or nothing" in out and "50 files per transaction" in out
     assert "keeps the batches committed before it" in out and "points/s" in out
 
 
@@ -379,3 +381,64 @@ def test_branch_names_are_not_commits_and_version(tmp_path, asv_dir, capsys):
     assert "ragged-vit 0.1.0" in capsys.readouterr().out
     assert main(["ingest", "--bogus", "x", "dir"]) == 2
     assert "usage: python -m ci ingest" in capsys.readouterr().err
+
+
+def _with_many_series(tmp_path: Path, slow_head: bool) -> str:
+    """A store whose compare prints ~600 lines (more than a pipe buffer holds)."""
+    from tests.ci.conftest import write_results
+
+    bench = {"name": "bench_attention.GPUTime.time_gpu", "type": "time", "unit": "seconds",
+             "params": [[f"'{i}'" for i in range(600)]], "param_names": ["case"], "version": "1"}
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples(slow_head=slow_head),
+                  job="job-1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    return db
+
+
+@pytest.mark.parametrize("slow_head", [False, True], ids=["clean", "regression"])
+def test_compare_into_a_closed_pipe_keeps_its_exit_code(tmp_path, slow_head):
+    """`python -m ci compare | head -1` ended in a BrokenPipeError traceback and exit 2: the reader
+    leaving ends the printing, quietly, and the verdict's exit code stands (0 clean, 1 regression)."""
+    db = _with_many_series(tmp_path, slow_head)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "ci", "compare", "--db", db, "--base", sha_for(0), "--head",
+                             sha_for(1), "--no-save"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=tmp_path)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == (1 if slow_head else 0), err
+    assert first.startswith(b"base ") and err == ""
+
+
+def test_ingest_help_says_what_ingest_does(capsys):
+    """--help said one transaction per file while ingest commits per 50-file batch."""
+    from ci.ingest import BATCH_FILES, ingest_results_dir
+
+    assert main(["ingest", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"{BATCH_FILES} files per transaction" in text and "one transaction per file" not in text
+    import inspect
+
+    assert inspect.signature(ingest_results_dir).parameters["batch_size"].default == BATCH_FILES
+
+
+def test_compare_output_cannot_be_forged_by_a_benchmark_name(tmp_path, capsys):
+    """A series key comes from the PR's benchmark code: a newline or a terminal escape in a
+    parameter value must not make `compare` print an extra line or repaint one."""
+    from tests.ci.conftest import write_results
+
+    bench = {"name": "bench_attention.GPUTime.time_gpu", "type": "time", "unit": "seconds",
+             "params": [["'ok'", "'x\nregressed  9.999  forged'", "'\x1b[2Jwipe'"]], "param_names": ["case"],
+             "version": "1"}
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[bench], samples=_samples(), job="job-1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and all(line.isprintable() for line in lines), lines
+    assert any("x\\nregressed  9.999  forged" in line for line in lines)

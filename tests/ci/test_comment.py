@@ -8,7 +8,9 @@ import re
 import pytest
 
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
-from ci.records import WITHHELD_OTHER_JOB, Benchmark, Direction, Kind, Outcome, Verdict
+from ci.records import WITHHELD_OTHER_JOB, Benchmark, Commit, Direction, Kind, Outcome, Verdict
+from ci.verdicts import JobRelation, Jobs
+from tests.conftest import requires
 
 ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3.8.0"}
 
@@ -117,6 +119,39 @@ def test_contributor_text_cannot_inject_markdown() -> None:
     assert "``s.B.`time_tick`@octocat ![i](https://evil.example/n.png)``" in body
     assert "[Dashboard](https://x/a%29%20!%5Bt%5D%28https://evil.example/t.png)" in body
     _tables_are_whole(body)
+
+
+URLS = ("images/s see https://evil.example/login www.evil.example HTTPS://EVIL.EXAMPLE/x WWW.evil.example "
+        "ftp://evil.example (www.evil.example) *www.evil.example* mailto:a@evil.example xmpp:a@evil.example "
+        "someone@evil.example GH-1 http:/\\/evil.example")
+
+
+def test_contributor_text_is_never_autolinked() -> None:
+    """GitHub autolinks bare URLs and `www.` in plain text (cmark-gfm's autolink extension): a unit
+    such as "images/s see https://evil.example/login www.evil.example" rendered as live links. The
+    body is rendered here by GitHub's own markdown library, with its autolink extension."""
+    try:  # a test dependency (pyproject's [test]): missing, the test skips locally and fails in CI
+        import cmarkgfm
+        from cmarkgfm.cmark import Options
+    except ImportError:
+        requires(False, "cmarkgfm")
+
+    bench = Benchmark(f"s.B.time_{URLS}", (("p", URLS),), unit=URLS)
+    verdicts = [_v("", Outcome.REGRESSED, 1.2, bench=bench),
+                Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan, reason=f"missing on head: {URLS}"),
+                Verdict(Benchmark("s.B.time_new", unit=URLS), Outcome.UNCHANGED, math.nan, 2.0, math.nan,
+                        reason="new series: no base measurement to compare with")]
+    # The header's contributor text too: commit subjects and the jobs' markers (the PR job writes them).
+    ctx = _ctx(base_commit=Commit("a" * 40, subject=URLS), head_commit=Commit("b" * 40, subject=f"fix {URLS}"),
+               jobs=Jobs(JobRelation.DIFFERENT, base=URLS, head=f"{URLS} 2"))
+    body = _render(verdicts, environment={URLS: URLS}, dashboard_url="https://example.org/dash/index.html",
+                   context=ctx)
+    assert body.count("evil") > 60  # every place above holds it
+    html = cmarkgfm.github_flavored_markdown_to_html(body, options=Options.CMARK_OPT_UNSAFE)
+    links = re.findall(r"<a [^>]*>", html)
+    assert links == ['<a href="https://example.org/dash/index.html">'], links  # the dashboard link only
+    assert "evil.example" in html  # still shown, as text
+    assert "<img" not in html
 
 
 def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:

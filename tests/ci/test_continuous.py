@@ -5,10 +5,13 @@ comment), base == head refused or, when asked, an A/A check."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from ci.cli import main
 from ci.outputs.table import render_table
-from ci.records import Benchmark, Outcome, Verdict
+from ci.records import Benchmark, Outcome, Result, Verdict
 from ci.store import Store
 from tests.ci.test_runner import template, toy  # noqa: F401  (fixtures)
 
@@ -71,6 +74,24 @@ def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  
         assert len(store.run_digests()) == 1, "one asv call of one commit"
 
 
+def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(toy, tmp_path):  # noqa: F811
+    """`ci continuous ... | head -1` ended in exit 2 ("the output pipe was closed") although the
+    measuring and the verdicts went on: the printing stops, the run and its exit code stand."""
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "ci", "continuous", "--repo", str(repo), "--db", db, "--machine",
+                             "cibox", "--aa", shas["B"], shas["B"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=tmp_path)  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) in (0, 1), err
+    assert first and "pipe was closed" not in err and "Traceback" not in err, err
+    with Store(db) as store:
+        assert len(store.run_digests()) == 1, "the run went on after the reader left"
+
+
 def test_table_marks_and_hides_unchanged_rows():
     b = Benchmark("s.X.time_\x1b[31mred")
     verdicts = [Verdict(b, Outcome.REGRESSED, 1.0, 1.2, 1.2, 1.1, 1.3, 1e-4, 0.05),
@@ -82,3 +103,20 @@ def test_table_marks_and_hides_unchanged_rows():
     assert out.rstrip().splitlines()[-1] == ("❌ Performance check failed: 1 regression(s), 1 unconfirmed "
                                              "speed-up(s), 1 unchanged.")
     assert "time_same" in render_table(verdicts, only_changed=False)
+
+
+def test_table_lists_an_unknown_direction_as_not_judged():
+    """A series whose benchmark declares no direction: its change is listed, marked not judged (x),
+    and the headline asks for a look, as the comment does; never a speed-up or a slowdown."""
+    from ci.records import UNKNOWN_DIRECTION, Direction, Kind
+    from ci.verdicts import compare
+
+    bench = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.UNKNOWN, kind=Kind.OTHER)
+    base = Result(bench, "a" * 40, "h200", tuple(100 * (1 + 0.001 * i) for i in range(12)))
+    head = Result(bench, "b" * 40, "h200", tuple(70 * (1 + 0.001 * i) for i in range(12)))
+    (v,) = compare([base], [head])
+    assert v.reason.startswith(UNKNOWN_DIRECTION)
+    out = render_table([v])
+    assert _rows(out) == {"bench_io.Copy.track_bandwidth": "x"}, out
+    assert out.rstrip().splitlines()[-1] == ("🟡 No regression confirmed; look at the series below: 1 of unknown "
+                                             "direction.")

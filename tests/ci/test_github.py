@@ -408,3 +408,191 @@ def test_a_dropped_connection_is_a_clear_error(monkeypatch) -> None:
         assert TOKEN not in str(info.value)
     finally:
         srv.close()
+
+
+# --- No code path prints the token; a hostile or broken server cannot hang or flood posting. ---
+
+
+@pytest.mark.parametrize("suffix", ["\n", "\r\n", "  \n"], ids=["lf", "crlf", "spaces-lf"])
+def test_a_token_saved_with_a_trailing_newline_still_posts(github: FakeGitHub, suffix: str) -> None:
+    """`echo $TOKEN > secret` leaves a newline; http.client refused the header and its ValueError
+    quoted it, token and all. Surrounding whitespace is dropped instead."""
+    assert _post(github, f"{MARKER}\nx", token=TOKEN + suffix).startswith("https://github.com/")
+    assert github.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("bad", [TOKEN[:10] + "\r" + TOKEN[10:], TOKEN[:10] + "\n" + TOKEN[10:],
+                                 TOKEN[:10] + " " + TOKEN[10:], TOKEN + "\x00", TOKEN + "é"],
+                         ids=["cr", "lf", "space", "nul", "non-ascii"])
+def test_a_malformed_token_is_refused_without_showing_it(github: FakeGitHub, monkeypatch, capsys, bad: str) -> None:
+    with pytest.raises(GitHubError, match="GITHUB_TOKEN is malformed") as info:
+        _post(github, f"{MARKER}\nx", token=bad)
+    text = str(info.value) + "".join(traceback.format_exception(info.value))
+    assert TOKEN[:10] not in text and TOKEN[10:] not in text
+    assert github.requests == []  # refused before any request was built
+    if "\x00" not in bad:  # (an environment variable cannot hold a NUL)
+        monkeypatch.setenv("GITHUB_TOKEN", bad)
+        assert main(["--repo", REPO, "--pr", "1", "--body-file", __file__, "--api-url", github.base]) == 2
+        err = capsys.readouterr().err
+        assert "malformed" in err and TOKEN[10:] not in err and TOKEN[:10] not in err
+
+
+def test_ci_comment_with_a_malformed_token_prints_no_secret(tmp_path, asv_dir, monkeypatch, capsys) -> None:
+    """The issue's reproduction: `ci comment --repo o/r --pr 1 --api-url http://127.0.0.1:9` with a
+    token holding a carriage return printed `ValueError: Invalid header value b'Bearer ghp_...'`."""
+    from ci.cli import main as ci_main
+    from tests.ci.conftest import sha_for
+
+    db = str(tmp_path / "h.sqlite")
+    assert ci_main(["ingest", "--db", db, str(asv_dir([sha_for(0), sha_for(1)]))]) == 0
+    capsys.readouterr()
+    args = ["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "o/r", "--pr", "1",
+            "--api-url", "http://127.0.0.1:9"]
+    for bad in (TOKEN + "\r", TOKEN[:8] + "\r\n" + TOKEN[8:]):
+        monkeypatch.setenv("GITHUB_TOKEN", bad)
+        assert ci_main(args) == 2
+        captured = capsys.readouterr()
+        assert TOKEN[8:] not in captured.out + captured.err, captured.err
+        assert captured.err.startswith("error: ")
+
+
+def test_a_redirect_that_echoes_the_token_is_reported_redacted(github: FakeGitHub) -> None:
+    from urllib.parse import quote
+
+    where = (f"http://127.0.0.1:1/login?access_token={TOKEN}&again={quote(TOKEN, safe='')}"
+             "&\x1b]8;;http://evil.example\x07click\x1b]8;;\x07")
+    github.fail["GET"] = (301, {"message": "Moved", "_headers": {"Location": where}})
+    github.fail_times["GET"] = 1
+    with pytest.raises(GitHubError, match="HTTP 301: the API redirected to http://127.0.0.1:1/login") as info:
+        _post(github, f"{MARKER}\nx")
+    text = str(info.value)
+    assert TOKEN not in text and quote(TOKEN, safe="") not in text and "access_token=***" in text
+    assert "\x1b" not in text and "\x07" not in text and "click" in text
+
+
+def test_server_text_reaches_the_terminal_without_escapes_or_secrets(github: FakeGitHub) -> None:
+    other = "ghp_" + "A" * 36  # another token the server happens to echo
+    github.fail["GET"] = (422, {"message": f"\x1b[2J\x1b[31mbad\x1b[0m\r\nrequest {TOKEN} {other} \x9b1m\x00end"})
+    github.fail_times["GET"] = 1
+    with pytest.raises(GitHubError) as info:
+        _post(github, f"{MARKER}\nx")
+    text = str(info.value)
+    assert "GitHub said: bad request *** *** end" in text, text
+    assert not any(not ch.isprintable() for ch in text)
+
+
+def test_any_exception_while_posting_leaves_as_a_redacted_github_error(github: FakeGitHub, monkeypatch) -> None:
+    """Whatever a library raises on the way (here: a ValueError quoting the header, as http.client's
+    does), the message that leaves posting never holds the token."""
+    import ci.outputs.github as gh
+
+    def explode(self, method, url, payload=None):
+        raise ValueError(f"Invalid header value b'Bearer {self.token.reveal()}'")
+
+    monkeypatch.setattr(gh._Client, "request", explode)
+    with pytest.raises(GitHubError, match=r"posting the comment failed: ValueError: Invalid header value") as info:
+        _post(github, f"{MARKER}\nx")
+    assert TOKEN not in str(info.value) and TOKEN not in "".join(traceback.format_exception(info.value))
+
+
+def _raw_server(handle) -> tuple[str, threading.Event, socket.socket]:
+    """A TCP server on 127.0.0.1 that runs `handle(conn, stop)` per connection (each in a thread)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn, stop), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{srv.getsockname()[1]}", stop, srv
+
+
+import socket  # noqa: E402 - used by the raw servers below only
+
+
+@pytest.mark.parametrize("where", ["status-line", "headers", "body", "tls-handshake"])
+def test_a_trickling_server_is_cut_off_at_the_deadline(where: str) -> None:
+    """One byte every 0.1 s never trips a 30 s read timeout: the posting's own deadline ends it,
+    wherever the server trickles (for https, in the TLS handshake too: a 16 KiB handshake record
+    announced, then sent a byte at a time; Python bounds a whole handshake by the socket timeout,
+    which is never more than what is left of the deadline)."""
+    import time
+
+    head = {"status-line": b"", "headers": b"HTTP/1.1 200 OK\r\n", "tls-handshake": b"\x16\x03\x03\x40\x00",
+            "body": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n["}[where]
+    drip = {"status-line": b"H", "headers": b"X-Slow: y\r\n", "body": b" ", "tls-handshake": b"\x02"}[where]
+
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(head)
+                while not stop.is_set():
+                    for byte in drip:
+                        conn.sendall(bytes([byte]))
+                        time.sleep(0.1)
+            except OSError:
+                return
+
+    url, stop, srv = _raw_server(handle)
+    if where == "tls-handshake":
+        url = url.replace("http://", "https://")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(GitHubError, match="within the posting's deadline of 1 s") as info:
+            post_sticky_comment(REPO, 7, "x", token=TOKEN, api_url=url, retries=2, timeout=30, deadline=1.0)
+        assert time.monotonic() - t0 < 4.0
+        assert TOKEN not in str(info.value)
+    finally:
+        stop.set()
+        srv.close()
+
+
+def test_a_retry_never_waits_past_the_deadline(github: FakeGitHub, monkeypatch) -> None:
+    github.fail["GET"] = (429, {"message": "slow down", "_headers": {"Retry-After": "30"}})
+    github.fail_times["GET"] = 5
+    with pytest.raises(GitHubError, match="deadline of 2 s"):
+        _post(github, f"{MARKER}\nx", retries=3, deadline=2)
+    assert len(github.requests) == 1  # the 30 s wait would pass the deadline: not waited, not retried
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_an_oversized_response_is_refused_and_not_read(monkeypatch, declared: bool) -> None:
+    """A 160 MB answer cost 2 GB of memory: a response over the cap is refused, and past the cap
+    nothing more is read (here the cap is 1 MiB and the server offers 64 MiB)."""
+    import ci.outputs.github as gh
+
+    monkeypatch.setattr(gh, "MAX_RESPONSE_BYTES", 2**20)
+    sent = []
+
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        with conn:
+            conn.recv(65536)
+            total = 64 * 2**20
+            header = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {total}\r\n\r\n"
+                      if declared else "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b"[" + b" " * 65535
+            try:
+                conn.sendall(header.encode())
+                for _ in range(total // len(chunk)):
+                    conn.sendall(chunk if declared else b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    sent.append(len(chunk))
+            except OSError:
+                return
+
+    url, stop, srv = _raw_server(handle)
+    try:
+        with pytest.raises(GitHubError, match="over the 1,048,576-byte limit; refused"):
+            post_sticky_comment(REPO, 7, "x", token=TOKEN, api_url=url, retries=0)
+    finally:
+        stop.set()
+        srv.close()
+    assert sum(sent) < 16 * 2**20  # the client stopped reading; the kernel's buffers hold the rest

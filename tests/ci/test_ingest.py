@@ -1,5 +1,6 @@
 """Ingest of asv result files: values as asv wrote them, idempotence, atomicity, malformed input,
-sidecars, git metadata, and several writers at once on SQLite."""
+sidecars, git metadata, and several writers at once on SQLite. Every test taking `store_url` runs
+on SQLite and on PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -32,13 +33,13 @@ def _noisy(name: str, j: int, c: int) -> list[float]:
     return [(j + 1) * 1e-4 * rng.uniform(0.9, 1.1) for _ in range(7)]
 
 
-def test_values_match_what_asv_loads(asv_dir, db_path):
+def test_values_match_what_asv_loads(asv_dir, store_url):
     """Every stored sample is what asv's own loader reads from the same files, point by point."""
     from asv.results import Results
 
     root = asv_dir([sha_for(i) for i in range(3)], samples=_noisy)
     benches = {b["name"]: b for b in BENCHMARKS}
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         report = ingest_results_dir(store, root)
         assert report.ok and report.count("inserted") == 3
         stored = {(r.commit_sha, r.benchmark.key): r for r in store.results()}
@@ -60,14 +61,14 @@ def test_values_match_what_asv_loads(asv_dir, db_path):
     assert checked == 21
 
 
-def test_param_grid_order_and_kinds(asv_dir, db_path):
+def test_param_grid_order_and_kinds(asv_dir, store_url):
     """Grid points follow itertools.product order (last parameter fastest); kinds come from type+unit."""
 
     def marked(name: str, j: int, c: int) -> list[float]:
         return [float(j)] * 3  # sample value = grid index
 
     root = asv_dir([sha_for(0)], samples=marked)
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         got = {r.benchmark.key: r.samples[0] for r in store.results()}
         kinds = {b.name: (b.direction, b.kind, b.unit) for b in store.benchmarks()}
@@ -82,12 +83,12 @@ def test_param_grid_order_and_kinds(asv_dir, db_path):
     assert kinds["bench_correctness.Logits.track_max_abs_diff"] == (Direction.LOWER, Kind.CORRECTNESS, "max abs diff")
 
 
-def test_failed_points_are_marked_never_valued(asv_dir, db_path):
+def test_failed_points_are_marked_never_valued(asv_dir, store_url):
     def some_fail(name: str, j: int, c: int) -> list[float] | None:
         return None if ("time_gpu" in name and j == 1) else [1.0, 2.0, 3.0]
 
     root = asv_dir([sha_for(0)], samples=some_fail)
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         results = store.results()
         failures = store.failures()
@@ -98,7 +99,7 @@ def test_failed_points_are_marked_never_valued(asv_dir, db_path):
     assert all(r.benchmark.key != failures[0].benchmark.key for r in results)
 
 
-def test_skipped_point_nan_is_marked_skipped(tmp_path, db_path):
+def test_skipped_point_nan_is_marked_skipped(tmp_path, store_url):
     root = tmp_path / "res"
     write_results(root, [sha_for(0)])
     path = next((root / MACHINE).glob("0000*.json"))
@@ -106,14 +107,14 @@ def test_skipped_point_nan_is_marked_skipped(tmp_path, db_path):
     row = data["results"]["bench_model.Throughput.track_images_per_s"]
     row[0] = [float("nan")]  # asv writes NaN for a point whose setup raised NotImplementedError
     path.write_text(json.dumps(data))
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         skipped = [f for f in store.failures() if f.status == "skipped"]
         assert [f.benchmark.key for f in skipped] == ["bench_model.Throughput.track_images_per_s"]
         assert not store.results(benchmark_key="bench_model.Throughput.track_images_per_s")
 
 
-def test_negative_values_are_valid_only_for_track_benchmarks(tmp_path, db_path):
+def test_negative_values_are_valid_only_for_track_benchmarks(tmp_path, store_url):
     """A track benchmark may return any finite number; a time or memory one can never be negative."""
     peakmem = {"name": "bench_mem.Peak.peakmem_forward", "type": "peakmem", "unit": "bytes", "params": [],
                "param_names": [], "version": "v-mem-1"}  # fmt: skip
@@ -125,7 +126,7 @@ def test_negative_values_are_valid_only_for_track_benchmarks(tmp_path, db_path):
 
     root = tmp_path / "res"
     write_results(root, [sha_for(0), sha_for(1)], benchmarks=[*BENCHMARKS, peakmem], samples=signed)
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         report = ingest_results_dir(store, root)
         assert report.count("inserted") == 1
         (error,) = report.errors
@@ -136,17 +137,17 @@ def test_negative_values_are_valid_only_for_track_benchmarks(tmp_path, db_path):
         assert {r.commit_sha for r in store.results()} == {sha_for(0)}  # nothing of the bad file
 
 
-def test_without_record_samples_the_value_is_the_only_sample(asv_dir, db_path):
+def test_without_record_samples_the_value_is_the_only_sample(asv_dir, store_url):
     root = asv_dir([sha_for(0)], samples=_noisy, record_samples=False)
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         r = store.results(benchmark_key="bench_model.Throughput.track_images_per_s")[0]
     assert len(r.samples) == 1 and math.isfinite(r.samples[0]) and r.value == r.samples[0]
 
 
-def test_idempotent(asv_dir, db_path):
+def test_idempotent(asv_dir, store_url):
     root = asv_dir([sha_for(i) for i in range(4)])
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         first = ingest_results_dir(store, root)
         before = (store.counts(), store.results(), store.commits(), store.machines())
         second = ingest_results_dir(store, root)
@@ -156,10 +157,10 @@ def test_idempotent(asv_dir, db_path):
     assert before == after
 
 
-def test_rewritten_file_replaces_its_run(asv_dir, db_path):
+def test_rewritten_file_replaces_its_run(asv_dir, store_url):
     """asv rewrites a result file in place (e.g. --append-samples): the run is replaced, not doubled."""
     root = asv_dir([sha_for(0)])
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         write_results(root, [sha_for(0)], samples=lambda n, j, c: [5.0, 5.0, 5.0, 5.0])
         report = ingest_results_dir(store, root)
@@ -168,9 +169,9 @@ def test_rewritten_file_replaces_its_run(asv_dir, db_path):
         assert {r.samples for r in store.results()} == {(5.0, 5.0, 5.0, 5.0)}
 
 
-def test_crash_mid_file_leaves_no_partial_run(asv_dir, db_path, monkeypatch):
+def test_crash_mid_file_leaves_no_partial_run(asv_dir, store_url, monkeypatch):
     root = asv_dir([sha_for(0), sha_for(1)])
-    store = Store(db_path)
+    store = Store(store_url)
     real = Store._insert_results
     calls = {"n": 0}
 
@@ -210,13 +211,13 @@ ingest_results_dir(Store({db!r}), {res!r}, batch_size={batch})
 """
 
 
-def test_killed_process_leaves_no_partial_run(asv_dir, db_path):
+def test_killed_process_leaves_no_partial_run(asv_dir, store_url):
     """A real crash (the process exits inside the transaction): SQLite rolls the file back."""
     root = asv_dir([sha_for(0)])
-    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(db_path), res=str(root), die_at=1, batch=50)
+    script = _KILL_SCRIPT.format(root=str(REPO_ROOT), db=str(store_url), res=str(root), die_at=1, batch=50)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         counts = store.counts()
         assert counts["runs"] == 0 and counts["results"] == 0
         assert ingest_results_dir(store, root).count("inserted") == 1
@@ -314,11 +315,11 @@ def _edit(text: str, change) -> str:
         "negative-time-sample",
     ],
 )
-def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, db_path, damage, message):
+def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, store_url, damage, message):
     root = asv_dir([sha_for(0), sha_for(1), sha_for(2)])
     bad = sorted((root / MACHINE).glob("00000001-*.json"))[0]
     bad.write_text(damage(bad.read_text()))
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         report = ingest_results_dir(store, root)
         assert report.count("inserted") == 2
         assert [e.path for e in report.errors] == [str(bad)]
@@ -326,18 +327,18 @@ def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, db_path, dam
         assert {c.sha for c in store.commits()} == {sha_for(0), sha_for(2)}
 
 
-def test_missing_benchmarks_json_is_an_error(asv_dir, db_path):
+def test_missing_benchmarks_json_is_an_error(asv_dir, store_url):
     root = asv_dir([sha_for(0)])
     (root / "benchmarks.json").unlink()
-    with Store(db_path) as store, pytest.raises(AsvFormatError, match="benchmarks.json: file not found"):
+    with Store(store_url) as store, pytest.raises(AsvFormatError, match="benchmarks.json: file not found"):
         ingest_results_dir(store, root)
 
 
-def test_missing_machine_json_fails_only_that_machine(asv_dir, db_path):
+def test_missing_machine_json_fails_only_that_machine(asv_dir, store_url):
     root = asv_dir([sha_for(0)])
     write_results(root, [sha_for(1)], machine="other-runner")
     (root / "other-runner" / "machine.json").unlink()
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         report = ingest_results_dir(store, root)
     assert report.count("inserted") == 1 and len(report.errors) == 1
     assert "machine.json: file not found" in report.errors[0].message
@@ -365,14 +366,14 @@ def test_corrupt_machine_json_is_reported_once(asv_dir, capsys):
         assert {c.sha for c in store.commits()} == {sha_for(0)}
 
 
-def test_results_dir_must_exist(db_path, tmp_path):
-    with Store(db_path) as store, pytest.raises(AsvFormatError, match="not a directory"):
+def test_results_dir_must_exist(store_url, tmp_path):
+    with Store(store_url) as store, pytest.raises(AsvFormatError, match="not a directory"):
         ingest_results_dir(store, tmp_path / "nope")
-    with Store(db_path) as store, pytest.raises(TypeError, match="Store"):
+    with Store(store_url) as store, pytest.raises(TypeError, match="Store"):
         ingest_results_dir("sqlite:///x", tmp_path)  # type: ignore[arg-type]
 
 
-def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, db_path):
+def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, store_url):
     sidecar = {
         "gpu": "NVIDIA H200",
         "driver": "580.65",
@@ -384,7 +385,7 @@ def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, db_path):
         "captured_at": "2026-11-29T10:00:00+00:00",
     }
     root = asv_dir([sha_for(0)], sidecar=sidecar)
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         ingest_results_dir(store, root)
         (machine,) = store.machines()
         env = dict(store.results()[0].environment)
@@ -414,7 +415,7 @@ def _git(repo: Path, *args: str, day: int = 1) -> str:
     ).stdout.strip()
 
 
-def test_git_metadata_fills_commits(tmp_path, db_path):
+def test_git_metadata_fills_commits(tmp_path, store_url):
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
@@ -426,7 +427,7 @@ def test_git_metadata_fills_commits(tmp_path, db_path):
         shas.append(_git(repo, "rev-parse", "HEAD"))
     root = tmp_path / "res"
     write_results(root, shas[1:])
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         # First without git: sha and asv's date only; then with --repo the same commits get enriched.
         ingest_results_dir(store, root)
         assert all(c.subject == "" for c in store.commits())
@@ -439,9 +440,9 @@ def test_git_metadata_fills_commits(tmp_path, db_path):
     assert commits[0].time is not None and commits[0].time.tzinfo is not None
 
 
-def test_branch_needs_repo(asv_dir, db_path):
+def test_branch_needs_repo(asv_dir, store_url):
     root = asv_dir([sha_for(0)])
-    with Store(db_path) as store, pytest.raises(ValueError, match="--branch needs --repo"):
+    with Store(store_url) as store, pytest.raises(ValueError, match="--branch needs --repo"):
         ingest_results_dir(store, root, branch="main")
 
 
@@ -490,7 +491,7 @@ def overlapping_result_dirs(tmp_path: Path, n_workers: int, n_commits: int) -> l
     return dirs
 
 
-def test_unknown_and_stale_benchmarks_are_skipped_and_reported(tmp_path, db_path):
+def test_unknown_and_stale_benchmarks_are_skipped_and_reported(tmp_path, store_url):
     """As asv does: results of benchmarks absent from benchmarks.json, or of another benchmark
     version, are not comparable and are left out, but the report says so."""
     root = tmp_path / "res"
@@ -499,7 +500,7 @@ def test_unknown_and_stale_benchmarks_are_skipped_and_reported(tmp_path, db_path
     bench_json["bench_attention.GPUTime.time_gpu"]["version"] = "v-attn-2"  # the benchmark changed since
     del bench_json["bench_model.Throughput.track_images_per_s"]
     (root / "benchmarks.json").write_text(json.dumps(bench_json))
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         report = ingest_results_dir(store, root)
         assert {b.name for b in store.benchmarks()} == {"bench_correctness.Logits.track_max_abs_diff"}
     (f,) = report.files

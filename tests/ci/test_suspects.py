@@ -137,3 +137,13 @@ def test_bad_inputs() -> None:
         SuspectSettings(window=3)
     assert find_suspects([]) == []
     assert math.isclose(commit_levels(_series([2e-5], noise=0.0))[1][0], 2e-5)
+
+
+def test_a_series_of_unknown_direction_is_never_suspected() -> None:
+    """Neither way is worse for it: a step at the newest commit is no suspected regression either
+    way (its change points report it, inconclusive)."""
+    bench = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.UNKNOWN, kind=Kind.OTHER)
+    for step in (0.7, 1.3):
+        assert find_suspects(_series([100.0] * 20 + [100.0 * step], bench=bench)) == []
+    known = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+    assert len(find_suspects(_series([100.0] * 20 + [70.0], bench=known))) == 1  # the same step, declared: suspected

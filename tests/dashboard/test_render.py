@@ -3,6 +3,7 @@ escaped, incremental re-rendering, argument errors."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from html.parser import HTMLParser
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ci.records import Benchmark, Direction, Kind, Result
 from dashboard import RenderStats, render_site
 from dashboard.data import params_slug, unwrap
 from dashboard.model import commit_slug, load_snapshot, series_slug
@@ -245,6 +247,41 @@ def test_removed_pages_and_foreign_files(tmp_path: Path) -> None:
     assert (tmp_path / "CNAME").read_text() == "perf.example.org"
 
 
+def test_only_files_inside_the_output_folder_are_ever_removed(tmp_path: Path) -> None:
+    """The manifest lives in the output folder, so whoever can write there can list any path in it:
+    an absolute path, `..`, a symlinked folder leading out, a symlink, a folder. None of them is
+    removed, whatever the manifest says; a stale page of our own still is."""
+    import json
+
+    from dashboard.writer import MANIFEST
+
+    out, outside = tmp_path / "site", tmp_path / "outside"
+    outside.mkdir()
+    victims = {name: outside / name for name in ("abs.txt", "dotdot.txt", "via-link.txt", "target.txt")}
+    for victim in victims.values():
+        victim.write_text("keep me")
+    store = synthetic_store(n_commits=6, n_series=3)
+    render_site(store, out)
+    (out / "escape").symlink_to(outside, target_is_directory=True)
+    (out / "a-link.html").symlink_to(victims["target.txt"])
+    (out / "a-folder").mkdir()
+    (out / "stale.html").write_text("an old page of ours")
+    manifest = json.loads((out / MANIFEST).read_text())
+    entry = {"input": "x", "output": "y", "size": 1}
+    for rel in (str(victims["abs.txt"]), "../outside/dotdot.txt", "commit/../../outside/dotdot.txt",
+                "escape/via-link.txt", "a-link.html", "a-folder", "stale.html", "", "./stale.html"):
+        manifest["pages"][rel] = entry
+    manifest["pages"]["not-a-dict.html"] = 5  # a damaged entry is ignored, not a crash
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    stats = render_site(store, out)
+    assert all(v.read_text() == "keep me" for v in victims.values())
+    assert (out / "a-link.html").is_symlink() and (out / "a-folder").is_dir()
+    assert not (out / "stale.html").exists() and stats.pages_removed == 1
+    assert set(json.loads((out / MANIFEST).read_text())["pages"]) == {
+        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and not p.is_symlink()
+        and p.name != MANIFEST and not p.name.startswith(".")}
+
+
 def test_damaged_page_is_rewritten(tmp_path: Path) -> None:
     store = synthetic_store(n_commits=6, n_series=3)
     render_site(store, tmp_path)
@@ -344,3 +381,30 @@ def test_verdict_flags_only_its_machines_series(tmp_path: Path) -> None:
     render_site(store, out)
     for m in ("runner-0", "runner-1"):
         assert "judged on runner-1" in (out / "series" / f"{series_slug(bench.key, m)}.html").read_text()
+
+
+def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Path) -> None:
+    """The same 30% step in a declared-higher and an undeclared series: the first is coloured worse on
+    the commit page, the second listed there uncoloured (moved, neither better nor worse)."""
+    store = synthetic_store(n_commits=30, n_series=2)
+    step_sha = store.commit_list[20].sha
+    for name, direction, kind in (("declared", Direction.HIGHER, Kind.THROUGHPUT),
+                                  ("undeclared", Direction.UNKNOWN, Kind.OTHER)):
+        bench = Benchmark(f"bench_io.Copy.track_{name}", unit="GB/s", direction=direction, kind=kind)
+        store.benchmark_list.append(bench)
+        for i, c in enumerate(store.commit_list):
+            level = (100.0 if i < 20 else 70.0) * (1 + 0.003 * math.sin(i))  # a little commit-to-commit noise
+            store.result_list.append(Result(bench, c.sha, "runner-0", (level, level * 1.001, level * 0.999)))
+    order = {c.sha: i for i, c in enumerate(store.commit_list)}
+    store.result_list.sort(key=lambda r: order[r.commit_sha])
+    render_site(store, tmp_path)
+    page = (tmp_path / "commit" / f"{commit_slug(step_sha)}.html").read_text(encoding="utf-8")
+    results = page[page.index("<h2>Results</h2>"):]
+    rows = {name: next(r for r in results.split("<tr") if f"track_{name}" in r) for name in ("declared", "undeclared")}
+    assert 'class="worse"' in rows["declared"]
+    assert 'class="worse"' not in rows["undeclared"] and 'class="better"' not in rows["undeclared"]
+    assert 'class="moved"' in rows["undeclared"] and "−29.8%" in rows["undeclared"]
+    series = {name: (tmp_path / "series" / f"{series_slug(f'bench_io.Copy.track_{name}', 'runner-0')}.html")
+              .read_text(encoding="utf-8") for name in ("declared", "undeclared")}
+    assert "higher is better" in series["declared"]
+    assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]

@@ -115,7 +115,9 @@ def test_batch_composition_does_not_change_results(case):
                 assert torch.equal(k_all[b, :n], k_one[0]) and not k_all[b, n:].any()
 
 
-EXPECTED_COUNTS = {  # tokens per image incl. CLS after each stage (reference notes section 1), fixed-count pruners
+# Tokens per image incl. CLS after each stage of the fixed-count pruners at 196 patches: DynamicViT
+# 1 + int(196 * 0.7**s), EViT 1 + ceil(0.7 * M) of the current M patch tokens (+1: the fused token).
+EXPECTED_COUNTS = {
     "dynamicvit": [138, 97, 68],
     "evit": [140, 100, 72],
     "evit-nofuse": [139, 98, 69],
@@ -472,3 +474,41 @@ def test_graph_mode_warns_when_no_stage_bounds_the_buffers():
         warnings.simplefilter("error")
         GraphedPrunedModel(capped)
         GraphedPrunedModel(evit)
+
+
+@pytest.mark.parametrize("packer", ["torch", "ragged_kernels"])
+@pytest.mark.parametrize("case", ["dynamicvit", "evit", "evit-nofuse"])
+def test_a_decision_that_drops_the_class_token_still_keeps_it(case, packer, monkeypatch):
+    """The class token is kept whatever a pruner decides (`applied_mask`, applied by the packers): a pruner
+    whose every decision drops it packs the same tokens and gives the same logits as the same pruner keeping
+    it, on the fast path (nothing reads the applied mask) and with recorded masks (the model builds it);
+    before-block and after-attention stages, with and without EViT's fused token, both packers."""
+    if packer == "ragged_kernels" and not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    pruner = _pruner(case)
+    keeps_it = build_pruned_model(TINY, pruner, "reference", packer=packer)
+    drops_it = build_pruned_model(TINY, pruner, "reference", packer=packer)  # same weights, same decisions
+    decide, dropped = drops_it.pruner.decide, []
+
+    def decide_without_class_token(stage, x, valid, attn):
+        keep = decide(stage, x, valid, attn).clone()
+        keep[:, 0] = False
+        dropped.append(stage)
+        return keep
+
+    monkeypatch.setattr(drops_it.pruner, "decide", decide_without_class_token)
+    images = synthetic_images(2, 224, seed=12)
+    keeps_it.record = True
+    with torch.no_grad():
+        expect = keeps_it(images)
+        with keeps_it.packing_log() as log:
+            keeps_it(images)
+        with drops_it.packing_log() as dropped_log:
+            fast = drops_it(images)
+        drops_it.record = True
+        recorded = drops_it(images)
+    assert dropped == [0, 1, 2] * 2  # every stage's decision went through the dropping pruner
+    assert dropped_log.lengths() == log.lengths()
+    assert torch.equal(fast, expect) and torch.equal(recorded, expect)
+    assert all(k[:, 0].all() for k in drops_it.recorded_keeps)
+    assert all(torch.equal(a, b) for a, b in zip(drops_it.recorded_keeps, keeps_it.recorded_keeps, strict=True))

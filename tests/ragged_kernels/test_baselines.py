@@ -95,6 +95,29 @@ def test_flex_block_mask_is_the_segment_mask():
     assert torch.equal(got, want)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_padded_sdpa_rows_find_their_segment(compiled):
+    """The unpad step's row -> (segment, position) map, with empty segments, rows past the end and a
+    `cu_seqlens` that starts above 0 (a chunk of a longer batch), eager and under torch.compile (on the GPU
+    inductor once got this wrong for a sliced `cu_seqlens`; tests/pruners/test_compiled.py has the GPU case)."""
+    from ragged_kernels.baselines import _segment_of_rows
+
+    def expected(bounds, total):
+        segs, poss = [], []
+        for r in range(total):
+            b = max(0, min(len(bounds) - 2, sum(e <= r for e in bounds[1:])))
+            segs.append(b)
+            poss.append(r - bounds[b])
+        return segs, poss
+
+    f = _segment_of_rows
+    if compiled:
+        f = torch.compile(_segment_of_rows, fullgraph=True, dynamic=False, backend="aot_eager")
+    for bounds, total in (([0, 3, 3, 7, 9], 12), ([4, 6, 6, 10], 12), ([0, 0, 5], 5)):
+        seg, pos = f(torch.tensor(bounds, dtype=torch.int32), total)
+        assert (seg.tolist(), pos.tolist()) == expected(bounds, total)
+
+
 @pytest.mark.parametrize("lengths", [[5, 0, 7], [1], [130, 3, 64]], ids=["with-empty", "one-token", "past-a-block"])
 def test_flex_matches_the_oracle_on_ragged_segments(lengths):
     total = sum(lengths)

@@ -1,0 +1,100 @@
+"""What the store can hold, checked before anything is written, so that SQLite and PostgreSQL give
+the same outcome for the same input.
+
+SQLite stores any string in any column; PostgreSQL refuses a string longer than its column's
+`String(n)` and a NUL character anywhere in text, and both drivers refuse a string that is not
+valid Unicode (a lone surrogate). Without this check the same result file went in on SQLite and
+failed on PostgreSQL. The rule, for every text value bound to a column as it is (JSON-encoded
+columns escape every character and are free of it): at most the column's length (read from
+`ci.store.models`, so the check and the schema cannot drift apart), no NUL, valid Unicode. A
+value that breaks it refuses its whole write with `StoreLimitError`, naming what and why: for a
+result file, that file (ingest reports it as "FILE: reason" and goes on with the others).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+from sqlalchemy import String
+
+from ci.records import Commit, Machine, ParsedRun
+from ci.store.models import AcknowledgementRow, BenchmarkRow, CommitRow, MachineRow, ResultRow, RunRow
+
+
+class StoreLimitError(ValueError):
+    """A value the store cannot hold the same way on every database; the message says which and why."""
+
+
+def column_length(column: object) -> int | None:
+    """The `String(n)` length of a mapped column, None for unbounded text."""
+    type_ = getattr(column, "type", None)
+    return type_.length if isinstance(type_, String) else None
+
+
+def check_text(value: str, column: object, what: str) -> None:
+    """StoreLimitError unless `value` fits `column` (a model attribute, e.g. `BenchmarkRow.key`)
+    on every database.
+
+    Args:
+        value: the text to be written as it is.
+        column: the mapped column it goes to.
+        what: how messages name the value ("benchmark 'x' series key").
+    """
+    if not isinstance(value, str):
+        raise StoreLimitError(f"{what} is not text: {type(value).__name__}")
+    limit = column_length(column)
+    if limit is not None and len(value) > limit:
+        raise StoreLimitError(f"{what} is {len(value):,} characters long; the store holds at most {limit:,}")
+    if "\x00" in value:
+        raise StoreLimitError(f"{what} holds a NUL character, which the store does not accept "
+                              "(PostgreSQL cannot hold one in text)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreLimitError(f"{what} is not valid Unicode (it holds a lone surrogate, e.g. from a file name "
+                              "that is not UTF-8)") from None
+
+
+def _short(text: str) -> str:
+    """A value quoted for a message, cut so that a 10,000-character name gives a readable line."""
+    return repr(text[:80] + "…" if len(text) > 80 else text)
+
+
+def _checks(run: ParsedRun, machine: Machine, commit: Commit) -> Iterable[tuple[str, object, str]]:
+    yield machine.name, MachineRow.name, "machine name"
+    for field in ("gpu", "driver", "cuda", "torch", "triton", "cpu"):
+        yield getattr(machine, field), getattr(MachineRow, field), f"machine {field}"
+    yield commit.sha, CommitRow.sha, "commit sha"
+    yield commit.branch, CommitRow.branch, "commit branch"
+    yield commit.subject, CommitRow.subject, "commit subject"
+    yield run.env_name, RunRow.env_name, "environment name"
+    yield run.run_key, RunRow.run_key, "run key (machine/commit/environment)"
+    yield str(run.path), RunRow.source, "file name"
+
+
+@functools.lru_cache(maxsize=65536)
+def _check_series(name: str, key: str, unit: str, version: str | None) -> None:
+    """One series' texts; cached, since every result file of a history repeats the same series."""
+    check_text(name, BenchmarkRow.name, f"benchmark name {_short(name)}")
+    check_text(key, BenchmarkRow.key, f"benchmark {_short(name)} series key")
+    check_text(unit, BenchmarkRow.unit, f"benchmark {_short(name)} unit")
+    if version is not None:
+        check_text(version, ResultRow.benchmark_version, f"benchmark {_short(name)} version")
+
+
+def check_run(run: ParsedRun, machine: Machine, commit: Commit) -> None:
+    """StoreLimitError for the first value of a parsed result file (and its machine and commit
+    records) that the store cannot hold alike on SQLite and PostgreSQL (see the module docstring)."""
+    for value, column, what in _checks(run, machine, commit):
+        check_text(value, column, what)
+    for point in run.points:
+        _check_series(point.benchmark.name, point.key, point.benchmark.unit, point.benchmark_version)
+
+
+def check_acknowledgement(benchmark_key: str, commit_sha: str, who: str) -> None:
+    """StoreLimitError unless an acknowledgement's bounded fields fit (its `why` is unbounded text,
+    checked for NUL and Unicode by the caller through `check_text`)."""
+    check_text(benchmark_key, AcknowledgementRow.benchmark_key, "benchmark key")
+    check_text(commit_sha, AcknowledgementRow.commit_sha, "commit sha")
+    check_text(who, AcknowledgementRow.who, "who")

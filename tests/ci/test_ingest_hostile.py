@@ -1,0 +1,403 @@
+"""Ingest against hostile or broken input, on the recorded H200 files (benchmarks/recorded/): one
+bad file is always "FILE: reason" and every other file still goes in; irregular files are refused
+unread; non-finite and absurd numbers are malformed; two copies of one run never flip; file names
+cannot forge output lines; what the store cannot hold is refused alike on SQLite and PostgreSQL.
+Every test taking `store_url` runs on both."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ci.cli import main
+from ci.ingest import ingest_results_dir
+from ci.store import Store
+
+RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "recorded" / "h200-2026-11-29"
+FIRST = "bench_attention.AttentionKernelsPR.time_gpu"  # every recorded file holds it: 6 points, 10 samples
+COLUMN = {name: i for i, name in enumerate(
+    ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+     "stats_q_75", "stats_number", "stats_repeat", "samples"])}
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    """A copy of the recorded H200 results directory: 10 result files of one machine."""
+    root = tmp_path / "results"
+    shutil.copytree(RECORDED, root)
+    return root
+
+
+def _files(root: Path, machine: str = "h200") -> list[Path]:
+    return sorted((root / machine).glob("*-virtualenv-py3.12.json"))
+
+
+def _edit(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _set(column: str, value) -> callable:
+    """Set one column of the FIRST benchmark's row (every point, for a per-point column)."""
+    def change(data: dict) -> None:
+        row = data["results"][FIRST]
+        old = row[COLUMN[column]]
+        row[COLUMN[column]] = [value] * len(old) if isinstance(old, list) and column != "params" else value
+    return change
+
+
+def _ingest(store_url: str, root: Path):
+    with Store(store_url) as store:
+        return ingest_results_dir(store, root), {c.sha for c in store.commits()}
+
+
+def _one_bad_file(store_url: str, root: Path, bad: Path, reason: str) -> None:
+    """The issue's bar: 9 of 10 files stored, the bad one reported as "FILE: reason", nothing of it kept."""
+    report, shas = _ingest(store_url, root)
+    assert report.count("inserted") == 9, report.summary()
+    (error,) = report.errors
+    assert error.path == str(bad)
+    assert error.message.startswith(f"{bad}: "), error.message
+    assert reason in error.message, error.message
+    assert bad.name[:8] not in {s[:8] for s in shas}
+
+
+def _text(path: Path, change) -> None:
+    path.write_text(change(path.read_text()))
+
+
+# Each case is one class of input the issue found stopping the whole ingest (exit 2, 0 of 10 stored,
+# the file unnamed) or storing a wrong number, in the form it was found; the boundary is general.
+CASES = {
+    "date-1e300-overflow": (lambda p: _edit(p, lambda d: d.__setitem__("date", 1e300)),
+                            "date is 1e+300, not a millisecond timestamp between 1970 and 2100"),
+    "date-minus-1e18": (lambda p: _edit(p, lambda d: d.__setitem__("date", -1e18)), "date is -1e+18"),
+    "started_at-1e20": (lambda p: _edit(p, _set("started_at", 1e20)), "started_at is 1e+20"),
+    "started_at-string": (lambda p: _edit(p, _set("started_at", "yesterday")), "must be a JavaScript millisecond"),
+    "5000-digit-integer": (lambda p: _text(p, lambda t: t.replace('"date": ', '"date": ' + "9" * 5000 + ', "x": ', 1)),
+                           "not valid JSON (Exceeds the limit (4300 digits)"),
+    "100k-nested-brackets": (lambda p: p.write_text("[" * 100_000), "not valid JSON: nested too deeply"),
+    "nested-object-in-results": (lambda p: _text(p, lambda t: t.replace('"results": {', '"results": {"deep": '
+                                                                      + "[" * 50_000 + "]" * 50_000 + ", ", 1)),
+                                 "not valid JSON: nested too deeply"),
+    "invalid-utf8": (lambda p: p.write_bytes(p.read_bytes().replace(b'"h200"', b'"h\xff200"', 1)),
+                     "not valid JSON, truncated or corrupt"),
+    "billion-point-grid": (lambda p: _edit(p, _set("params", [[f"'{i}'" for i in range(1000)]] * 3)),
+                           "a parameter grid of 1,000,000,000 points, over the limit of 100,000"),
+    # Non-finite statistics and durations (stored as ok before, later an inf ratio):
+    "inf-stats_q_25": (lambda p: _edit(p, _set("stats_q_25", math.inf)), "stats_q_25 is not a finite number: inf"),
+    "nan-stats_ci_99_a": (lambda p: _edit(p, _set("stats_ci_99_a", math.nan)), "stats_ci_99_a is not a finite"),
+    "wrong-sided-inf-ci": (lambda p: _edit(p, _set("stats_ci_99_b", -math.inf)), "stats_ci_99_b is not a finite"),
+    "zero-stats_number": (lambda p: _edit(p, _set("stats_number", 0)), "stats_number is 0, not a positive count"),
+    "nan-duration": (lambda p: _edit(p, _set("duration", math.nan)), "duration is not a finite number: nan"),
+    "inf-duration": (lambda p: _edit(p, _set("duration", math.inf)), "duration is not a finite number: inf"),
+    "negative-duration": (lambda p: _edit(p, _set("duration", -1.0)), "duration is -1.0 s, not between 0"),
+    # Absurd values: 1e308-second results (an inf ratio later), a result its samples do not contain.
+    "1e308-second-results": (lambda p: _edit(p, lambda d: d["results"][FIRST].__setitem__(
+        COLUMN["samples"], [[1e308] * 10] * 6) or d["results"][FIRST].__setitem__(COLUMN["result"], [1e308] * 6)),
+        "result is 1e+308, beyond any plausible measurement (limit 1e+06 s)"),
+    "result-outside-its-samples": (lambda p: _edit(p, _set("result", 1.0)), "lies outside its samples' range"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_bad_file_is_named_skipped_and_the_others_go_in(store_url, recorded, case):
+    damage, reason = CASES[case]
+    bad = _files(recorded)[3]
+    damage(bad)
+    _one_bad_file(store_url, recorded, bad, reason)
+
+
+def test_the_cli_names_the_file_and_exits_2(tmp_path, recorded, capsys):
+    bad = _files(recorded)[0]
+    CASES["date-1e300-overflow"][0](bad)
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"error: {bad}: date is 1e+300, not a millisecond timestamp between 1970 "
+                                         "and 2100"]
+    assert "9 inserted" in captured.out and "1 errors" in captured.out
+
+
+def test_an_unforeseen_failure_is_still_one_files_error(store_url, recorded, monkeypatch):
+    """The boundary catches what no check foresaw: any exception while reading one file (here a
+    bug planted in the parser) is that file's error, never the whole ingest's."""
+    import ci.ingest.results_dir as results_dir
+
+    real = results_dir.parse_result_file
+    bad = _files(recorded)[5]
+
+    def flaky(path, *args, **kwargs):
+        if Path(path) == bad:
+            raise MemoryError("out of memory while parsing")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(results_dir, "parse_result_file", flaky)
+    _one_bad_file(store_url, recorded, bad, "cannot be ingested (MemoryError: out of memory while parsing)")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-dev-zero", "symlink-to-fifo", "directory", "dangling-symlink"])
+def test_irregular_files_are_refused_unread(store_url, recorded, kind):
+    """A FIFO named *.json hung ingest forever; a symlink to /dev/zero ran it out of memory."""
+    odd = recorded / "h200" / "0badf11e-virtualenv-py3.12.json"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "symlink-to-dev-zero":
+        odd.symlink_to("/dev/zero")
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(recorded / "pipe")
+        odd.symlink_to(recorded / "pipe")
+    elif kind == "directory":
+        odd.mkdir()
+    else:
+        odd.symlink_to(recorded / "nowhere.json")
+    report, _ = _ingest(store_url, recorded)
+    assert report.count("inserted") == 10
+    (error,) = report.errors
+    expected = {"fifo": "not a regular file (a FIFO); refused unread", "symlink-to-fifo": "(a FIFO)",
+                "symlink-to-dev-zero": "not a regular file (a character device); refused unread",
+                "directory": "not a regular file (a directory)", "dangling-symlink": "file not found"}[kind]
+    assert error.message.startswith(f"{odd}: ") and expected in error.message, error.message
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("which", ["machine.json", "sidecar"])
+def test_an_irregular_machine_file_fails_only_its_files(store_url, recorded, which):
+    other = recorded / "h200-b"
+    shutil.copytree(recorded / "h200", other)
+    _edit(other / "machine.json", lambda d: d.__setitem__("machine", "h200-b"))
+    for f in _files(recorded, "h200-b"):
+        _edit(f, lambda d: d["params"].__setitem__("machine", "h200-b"))
+    target = other / ("machine.json" if which == "machine.json" else f"gpu-env-{_files(recorded)[0].name[:8]}.json")
+    target.unlink()
+    os.mkfifo(target)
+    report, _ = _ingest(store_url, recorded)
+    assert report.count("inserted") == (10 if which == "machine.json" else 19)
+    assert len(report.errors) == (10 if which == "machine.json" else 1)
+    assert f"{target}: not a regular file (a FIFO)" in report.errors[0].message
+
+
+@pytest.mark.timeout(60)
+def test_an_irregular_benchmarks_json_is_one_line_naming_it(tmp_path, recorded, capsys):
+    """Every result file needs benchmarks.json: a FIFO in its place is refused unread, named in
+    one "error: FILE: reason" line like any other file, and nothing is stored."""
+    target = recorded / "benchmarks.json"
+    target.unlink()
+    os.mkfifo(target)
+    db = tmp_path / "h.sqlite"
+    assert main(["ingest", "--db", str(db), str(recorded)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"error: {target}: not a regular file (a FIFO); refused unread"]
+    with Store(str(db)) as store:
+        assert store.commits() == []
+
+
+def test_an_oversized_file_is_refused_unread(store_url, recorded):
+    big = _files(recorded)[2]
+    with big.open("r+b") as fh:  # sparse: 65 MiB on paper, nothing on disk
+        fh.truncate(65 * 2**20)
+    _one_bad_file(store_url, recorded, big, "68,157,440 bytes, over the 67,108,864-byte limit for this file")
+
+
+def test_asv_infinite_interval_of_a_single_sample_is_accepted(store_url, asv_dir):
+    """asv writes (-inf, +inf) as the 99% interval of a point measured once: that is its own
+    marker, not a corrupt number, and the file goes in."""
+    from tests.ci.conftest import MACHINE, sha_for
+
+    root = asv_dir([sha_for(0)], samples=lambda n, j, c: [1e-4 * (j + 1)])
+    path = next((root / MACHINE).glob(f"{sha_for(0)[:8]}-*.json"))
+    data = json.loads(path.read_text())
+    cols = data["result_columns"]
+    row = dict(zip(cols, data["results"]["bench_attention.GPUTime.time_gpu"], strict=False))
+    assert row["stats_ci_99_a"][0] == -math.inf and row["stats_ci_99_b"][0] == math.inf  # as asv wrote it
+    report, _ = _ingest(store_url, root)
+    assert report.ok and report.count("inserted") == 1
+
+
+@pytest.mark.parametrize(("value", "ok"), [(1e200, False), (-1e101, False), (1e99, True), (-3.5, True)])
+def test_a_tracked_value_of_absurd_magnitude_is_malformed(store_url, asv_dir, value, ok):
+    """A `track` benchmark may return any finite number of its unit, up to 1e100 either way: beyond
+    it, squares and ratios of the values overflow in the verdicts' statistics."""
+    from tests.ci.conftest import sha_for
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        return [value] * 3 if ("images_per_s" in name and c == 1) else [1.0 + j] * 3
+
+    root = asv_dir([sha_for(0), sha_for(1)], samples=samples)
+    report, _ = _ingest(store_url, root)
+    assert report.count("inserted") == (2 if ok else 1)
+    if not ok:
+        (error,) = report.errors
+        assert "beyond any plausible measurement (limit 1e+100 images/s)" in error.message, error.message
+
+
+# --- two copies of one run (item: a copied machine folder flipped on every ingest) ---
+
+
+def test_two_copies_of_one_run_never_flip(store_url, recorded):
+    """Two machine folders naming the same machine, commit and environment with different contents
+    replaced each other on every ingest. The first in path order is stored; the copy is an error,
+    the same on every ingest, and nothing is rewritten."""
+    shutil.copytree(recorded / "h200", recorded / "h200-copy")
+    original = _files(recorded)[4]
+    copy = recorded / "h200-copy" / original.name
+    _edit(copy, lambda d: d["results"][FIRST][COLUMN["samples"]][0].__setitem__(0, 9.9e-6))
+    reports, stored = [], []
+    with Store(store_url) as store:
+        for _ in range(3):
+            reports.append(ingest_results_dir(store, recorded))
+            stored.append(store.results(benchmark_key=store.benchmarks()[0].key))
+    first, *later = reports
+    assert first.count("inserted") == 10 and first.count("unchanged") == 9 and first.count("replaced") == 0
+    for report in (first, *later):
+        (error,) = report.errors
+        assert error.path == str(copy)
+        assert error.message.startswith(f"{copy}: holds the same run as {original} (machine/commit/environment "
+                                        f"'h200/")
+        assert "only the first in path order is stored" in error.message
+    assert all(r.count("replaced") == 0 and r.count("inserted") == 0 for r in later)
+    assert stored[0] == stored[1] == stored[2]
+
+
+def test_a_copy_that_came_first_later_does_not_flip_either(store_url, recorded):
+    """The stored run came from the later folder (ingested alone first); once both are there the first
+    in path order wins once, and from then on every ingest says the same."""
+    shutil.move(recorded / "h200", recorded / "h200-z")
+    with Store(store_url) as store:
+        assert ingest_results_dir(store, recorded).count("inserted") == 10
+        shutil.copytree(recorded / "h200-z", recorded / "h200-a")
+        _edit(_files(recorded, "h200-a")[0], lambda d: d.__setitem__("python", "3.12 (copy)"))
+        second = ingest_results_dir(store, recorded)
+        third = ingest_results_dir(store, recorded)
+        fourth = ingest_results_dir(store, recorded)
+    assert second.count("replaced") == 1 and [e.path for e in second.errors] == [str(_files(recorded, "h200-z")[0])]
+    for report in (third, fourth):
+        assert report.count("replaced") == 0 and [e.path for e in report.errors] == [str(_files(recorded, "h200-z")[0])]
+
+
+# --- output: a file name or a value can never forge a line ---
+
+
+@pytest.mark.parametrize("name", ["x\nerror: forged line.json", "x\rerror: forged.json", "\x1b[2K\x1b[1Gok.json",
+                                  "a\u2028b.json", 'q"uote.json'], ids=["lf", "cr", "ansi", "line-sep", "quote"])
+def test_file_names_cannot_forge_output_lines(tmp_path, recorded, capsys, name):
+    (recorded / "h200" / name).write_text("{")
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith('error: "') and line.endswith("not valid JSON, truncated or corrupt (Expecting property "
+                                                          "name enclosed in double quotes: line 1 column 2 (char 1))")
+    assert all(ch.isprintable() for ch in line)
+
+
+def test_benchmark_names_in_warnings_cannot_forge_lines(tmp_path, recorded, capsys):
+    _edit(_files(recorded)[0], lambda d: d["results"].__setitem__("evil\nerror: forged", d["results"][FIRST]))
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 0
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warning: ") and "'evil\\nerror: forged'" in line
+
+
+# --- what the store can hold: one rule, the same outcome on SQLite and PostgreSQL ---
+
+LONG = "x" * 1100
+
+
+def _rename_first(data: dict, new: str) -> None:
+    data["results"][new] = data["results"].pop(FIRST)
+
+
+def _bench_json_rename(root: Path, new: str, **fields) -> None:
+    def change(d: dict) -> None:
+        d[new] = {**d.pop(FIRST), "name": new, **fields}
+    _edit(root / "benchmarks.json", change)
+
+
+@pytest.mark.parametrize(("case", "reason"), [pytest.param(*p, id=p[0]) for p in [
+    ("name-over-512", "benchmark name 'bench." + "n" * 74 + "…' is 600 characters long; the store holds at most 512"),
+    ("key-over-1024", "series key is 1,"),
+    ("nul-in-name", "benchmark name 'bench\\x00evil' holds a NUL character, which the store does not accept"),
+    ("nul-in-param", "series key holds a NUL character"),
+    ("lone-surrogate-in-name", "is not valid Unicode"),
+    ("unit-over-64", "unit is 65 characters long; the store holds at most 64"),
+    ("nul-in-env-name", "environment name holds a NUL character"),
+    ("nul-in-machine-cpu", "machine cpu holds a NUL character"),
+]])
+def test_what_the_store_cannot_hold_is_refused_alike_on_both_engines(store_url, recorded, case, reason):
+    """A series key over 1,024 characters, a name over 512 or a NUL lost the commit's whole run on
+    PostgreSQL while SQLite stored it. Now one rule (ci.store.limits) refuses the file on both,
+    by name and why, and every other file goes in."""
+    files = _files(recorded)
+    bad = files[6]
+    if case in ("name-over-512", "nul-in-name", "lone-surrogate-in-name", "unit-over-64"):
+        new = {"name-over-512": "bench." + "n" * 594, "nul-in-name": "bench\x00evil",
+               "lone-surrogate-in-name": "bench\ud800evil", "unit-over-64": FIRST}[case]
+        if case == "unit-over-64":
+            _edit(recorded / "benchmarks.json", lambda d: d[FIRST].__setitem__("unit", "u" * 65))
+            bad = None  # every file holds the benchmark: all ten are refused
+        else:
+            _bench_json_rename(recorded, new)
+            _edit(bad, lambda d: _rename_first(d, new))
+    elif case in ("key-over-1024", "nul-in-param"):
+        value = f"'{LONG}'" if case == "key-over-1024" else "'a\x00b'"
+        _edit(recorded / "benchmarks.json", lambda d: d[FIRST]["params"][1].append(value))
+        _edit(bad, lambda d: (d["results"][FIRST][COLUMN["params"]][1].append(value),
+                              [d["results"][FIRST][COLUMN[c]].extend(d["results"][FIRST][COLUMN[c]][:3])
+                               for c in ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75",
+                                         "stats_number", "stats_repeat", "samples")]))
+    elif case == "nul-in-env-name":
+        _edit(bad, lambda d: d.__setitem__("env_name", "virtualenv\x00py3.12"))
+    else:
+        _edit(recorded / "h200" / "machine.json", lambda d: d.__setitem__("cpu", "Xeon\x00"))
+        bad = None
+    report, shas = _ingest(store_url, recorded)
+    if bad is None:
+        assert report.count("inserted") == 0 and len(report.errors) == 10
+        assert all(reason in e.message for e in report.errors), report.errors[0].message
+        return
+    assert report.count("inserted") == 9, report.summary()
+    (error,) = report.errors
+    assert error.path == str(bad) and error.message.startswith(f"{bad}: ")
+    assert reason in error.message and "database error" not in error.message, error.message
+    assert bad.name[:8] not in {s[:8] for s in shas}
+
+
+def test_an_acknowledgement_the_store_cannot_hold_is_refused_alike(store_url, recorded):
+    from ci.store import StoreLimitError
+
+    with Store(store_url) as store:
+        ingest_results_dir(store, recorded)
+        key, sha = store.benchmarks()[0].key, store.commits()[0].sha
+        with pytest.raises(StoreLimitError, match="who is 300 characters long; the store holds at most 255"):
+            store.acknowledge(key, sha, "w" * 300, "why")
+        with pytest.raises(StoreLimitError, match="why holds a NUL character"):
+            store.acknowledge(key, sha, "me", "because\x00")
+        assert store.acknowledgements() == []
+
+
+# --- error labels ---
+
+
+def test_only_database_errors_are_called_database_errors(store_url, recorded, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    real = Store._insert_results
+    crash = {"n": 0}
+
+    def explode(self, conn, rows):
+        crash["n"] += 1
+        if crash["n"] == 2:
+            raise RuntimeError("a bug in the writer")
+        if crash["n"] == 4:
+            raise OperationalError("INSERT", {}, Exception("disk I/O error"))
+        real(self, conn, rows)
+
+    monkeypatch.setattr(Store, "_insert_results", explode)
+    report, _ = _ingest(store_url, recorded)
+    reasons = sorted(e.message.removeprefix(f"{e.path}: ") for e in report.errors)
+    assert reasons == ["database error: disk I/O error", "not stored (RuntimeError: a bug in the writer)"]
