@@ -1,6 +1,6 @@
 """Change points on the main branch's history: which commit made a series step up or down.
 
-Method (Otava/Hunter-style split then merge, shared/reference/ci-services.md §3.2):
+Method (Otava/Hunter-style split then merge):
 
 1. Per series (one benchmark on one machine, commits oldest first), the per-commit value is the
    median of that commit's samples, on a log scale so a step is a ratio.
