@@ -141,10 +141,16 @@ def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what
     return lo, hi
 
 
-def _check_stat_column(stat: str, column: list[Any], values: list[Any], info: BenchmarkInfo, name: str) -> None:
+def _check_stat_column(
+    stat: str, column: list[Any], values: list[Any], info: BenchmarkInfo, name: str, all_results: bool = False
+) -> None:
     """`_check_stat` for the points of one `stats_*` column that have a result; one pass over the
-    column when it is all finite numbers in range (the common case), the per-value check otherwise."""
-    present = [x for x, v in zip(column, values, strict=True) if x is not None and not _is_na(v)]
+    column when it is all finite numbers in range (the common case), the per-value check otherwise.
+    `all_results`: every point has a result (no value to filter out by its point)."""
+    if all_results and None not in column:
+        present = column
+    else:
+        present = [x for x, v in zip(column, values, strict=True) if x is not None and not _is_na(v)]
     if not present:
         return
     limit, _ = _magnitude_limit(info)
@@ -178,6 +184,66 @@ def _check_stat(stat: str, value: Any, info: BenchmarkInfo, what: str) -> float:
     if abs(number) > limit:
         raise _Bad(f"{what} stats_{stat} is {number!r}, beyond any plausible measurement (limit {limit:g} {unit})")
     return number
+
+
+def _all_finite_floats(values: list[Any]) -> bool:
+    """True when `values` are all finite floats (so none is asv's None or NaN marker): one type set
+    and one sum instead of a test per value (an overflowing sum only answers False)."""
+    return bool(values) and set(map(type, values)) == {float} and math.isfinite(sum(values))
+
+
+def _fast_points(
+    grid_benches: tuple[tuple[Benchmark, str], ...],
+    values: list[Any],
+    samples_col: list[Any],
+    stats_cols: dict[str, list[Any]],
+    info: BenchmarkInfo,
+    version: str | None,
+    started: datetime | None,
+    duration: float | None,
+) -> list[ParsedPoint] | None:
+    """The points of one benchmark's row when it is the common case: every result a finite float,
+    every point's samples a non-empty list of finite floats (or no point's), all within the
+    benchmark's limits and each result within its samples' range. The checks run once per column
+    instead of once per value (2026-12-02: a third of the parse). None when anything is otherwise:
+    the per-point checks then decide, with their messages, so what is accepted and refused is
+    unchanged. The stats columns are checked before (`_check_stat_column`)."""
+    if not _all_finite_floats(values):
+        return None
+    negative_ok = info.type not in _NON_NEGATIVE_TYPES
+    limit, _ = _magnitude_limit(info)
+    lo, hi = min(values), max(values)
+    if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
+        return None
+    if set(map(type, samples_col)) == {list}:
+        if 0 in map(len, samples_col):
+            return None
+        flat = list(itertools.chain.from_iterable(samples_col))
+        if not _all_finite_floats(flat):
+            return None
+        lo, hi = min(flat), max(flat)
+        if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
+            return None
+        for value, lo, hi in zip(values, map(min, samples_col), map(max, samples_col), strict=True):
+            slack = 1e-9 * max(abs(lo), abs(hi))
+            if not lo - slack <= value <= hi + slack:
+                return None
+        samples = list(map(tuple, samples_col))
+        raw = True
+    elif all(x is None for x in samples_col):
+        samples = [(v,) for v in values]
+        raw = False
+    else:
+        return None
+    columns = list(stats_cols.values())
+    if any(None in col for col in columns):
+        stats = [{s: x for s, x in zip(stats_cols, row, strict=True) if x is not None} for row in zip(*columns)]
+    else:
+        stats = [dict(zip(stats_cols, row, strict=True)) for row in zip(*columns)]
+    return [
+        ParsedPoint(bench, "ok", sample, raw, value, stat, version, started, duration, key)
+        for (bench, key), value, sample, stat in zip(grid_benches, values, samples, stats, strict=True)
+    ]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -303,8 +369,9 @@ def _parse(
                 raise _Bad(f"benchmark {name!r}: expected one result, got {len(values)}")
         samples_col = _per_point(cols.get("samples"), n, "samples", name)
         stats_cols = {s: _per_point(cols.get(f"stats_{s}"), n, f"stats_{s}", name) for s in _STAT_COLUMNS}
+        all_results = _all_finite_floats(values)
         for stat, col in stats_cols.items():
-            _check_stat_column(stat, col, values, info, name)
+            _check_stat_column(stat, col, values, info, name, all_results)
         started = _js_time(cols.get("started_at"), f"benchmark {name!r} started_at")
         if started is not None:
             starts.append(started)
@@ -314,6 +381,11 @@ def _parse(
             if not 0 <= duration <= MAX_SECONDS:
                 raise _Bad(f"benchmark {name!r} duration is {duration!r} s, not between 0 and {MAX_SECONDS:g} s")
         grid_benches = _grid_benchmarks(name, info.unit, info.direction, info.kind, names, grid)
+        version_text = None if version is None else str(version)
+        fast = _fast_points(grid_benches, values, samples_col, stats_cols, info, version_text, started, duration)
+        if fast is not None:
+            points.extend(fast)
+            continue
         for j, (bench, key) in enumerate(grid_benches):
             value = values[j]
             what = f"benchmark {name!r} point {j}"
