@@ -235,11 +235,11 @@ def _fast_points(
         raw = False
     else:
         return None
-    columns = list(stats_cols.values())
-    if any(None in col for col in columns):
-        stats = [{s: x for s, x in zip(stats_cols, row, strict=True) if x is not None} for row in zip(*columns)]
+    rows = zip(*stats_cols.values(), strict=True)
+    if any(None in col for col in stats_cols.values()):
+        stats = [{s: x for s, x in zip(stats_cols, row, strict=True) if x is not None} for row in rows]
     else:
-        stats = [dict(zip(stats_cols, row, strict=True)) for row in zip(*columns)]
+        stats = [dict(zip(stats_cols, row, strict=True)) for row in rows]
     return [
         ParsedPoint(bench, "ok", sample, raw, value, stat, version, started, duration, key)
         for (bench, key), value, sample, stat in zip(grid_benches, values, samples, stats, strict=True)

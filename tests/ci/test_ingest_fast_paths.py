@@ -1,0 +1,121 @@
+"""Ingest's fast paths give what the plain paths give: orjson against the standard json (the same
+values, the same errors, for valid and hostile text alike), and a benchmark's points checked column
+by column against the per-point checks (the same points, the same "FILE: reason" messages), on the
+recorded H200 files and on every hostile case of test_ingest_hostile."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ci.ingest import asv_files, parse
+from ci.ingest.asv_files import AsvFormatError, load_benchmarks_json, load_machine_json, parse_json
+from ci.ingest.parse import parse_result_file
+from tests.ci.test_ingest_hostile import CASES, FIRST, RECORDED, _edit, _set
+
+pytest.importorskip("orjson")
+
+TEXTS = {
+    "plain": b'{"a": [1, 2.5, -0.0, 1e-320, 0.00012345678901234567], "b": {"c": null, "d": true}}',
+    "int64-bounds": b"[9223372036854775807, -9223372036854775808, 18446744073709551615]",
+    "int-beyond-64-bits": b'{"version": 18446744073709551616, "n": -9223372036854775809}',
+    "int-beyond-64-bits-top-level": b"123456789012345678901234567890",
+    "long-digits-in-a-string": b'["x 12345678901234567890123", "12345678901234567890"]',
+    "long-fraction": b"[0.1234567890123456789012345, 1234567890123456789012.5]",
+    "5000-digit-integer": b"[" + b"9" * 5000 + b"]",
+    "float-overflow": b"[1e400, -1e400]",
+    "nan-and-infinity": b"[NaN, Infinity, -Infinity]",
+    "byte-order-mark": b"\xef\xbb\xbf[1]",
+    "utf-16": '{"a": 1}'.encode("utf-16"),
+    "lone-surrogate": b'["\\ud800"]',
+    "invalid-utf8": b'["h\xff200"]',
+    "duplicate-keys": b'{"a": 1, "a": 2}',
+    "trailing-data": b"[1] x",
+    "truncated": b'{"a": [1, 2',
+    "empty": b"",
+    "deep-nesting": b"[" * 100_000,
+    "deep-balanced": b"[" * 5000 + b"]" * 5000,
+}
+
+
+def _decode(raw: bytes) -> tuple[str, str]:
+    """What parse_json gives: ("ok", repr of the value with its types) or ("error", the message)."""
+    try:
+        return "ok", repr(parse_json(raw, Path("f.json")))
+    except AsvFormatError as exc:
+        return "error", str(exc)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_orjson_gives_what_json_gives(monkeypatch, name):
+    fast = _decode(TEXTS[name])
+    monkeypatch.setattr(asv_files, "_orjson", None)
+    assert fast == _decode(TEXTS[name])
+
+
+def test_orjson_is_what_decodes_a_plain_file(monkeypatch):
+    """The fast path is taken: with json.loads broken, a plain result file still decodes."""
+    def broken(*_args, **_kwargs):
+        raise AssertionError("json.loads called")
+
+    monkeypatch.setattr(asv_files.json, "loads", broken)
+    raw = next(RECORDED.glob("h200/*-virtualenv-py3.12.json")).read_bytes()
+    assert parse_json(raw, Path("f.json"))["version"] == 2
+
+
+def _parse_both(root: Path, monkeypatch) -> list[tuple[str, object]]:
+    """Every result file of `root` parsed with the fast paths, then without them: (status, run or message) pairs."""
+    benchmarks = load_benchmarks_json(root)
+    out = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(parse, "_fast_points", lambda *_args: None)
+            monkeypatch.setattr(asv_files, "_orjson", None)
+        got = []
+        for path in sorted(root.glob("h200/*-virtualenv-py3.12.json")):
+            try:
+                got.append(("ok", parse_result_file(path, benchmarks, load_machine_json(path.parent))))
+            except AsvFormatError as exc:
+                got.append(("error", str(exc)))
+        out.append(got)
+    return out
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    shutil.copytree(RECORDED, root)
+    return root
+
+
+def test_column_checks_give_the_per_point_records(tmp_path, monkeypatch):
+    fast, slow = _parse_both(_copy(tmp_path), monkeypatch)
+    assert [s for s, _ in fast] == ["ok"] * 10
+    assert fast == slow
+
+
+# Rows the fast path must hand to the per-point checks: an int sample, points without samples next
+# to points with them, a missing statistic, a failed (null) and a skipped (NaN) point.
+ODD_ROWS = {
+    "int-samples": lambda d: _set("samples", [1, 2, 3])(d) or _set("result", 2.0)(d),
+    "some-points-without-samples": lambda d: d["results"][FIRST][11].__setitem__(0, None),
+    "no-samples-at-all": _set("samples", None),
+    "a-missing-statistic": lambda d: d["results"][FIRST][7].__setitem__(2, None),
+    "failed-and-skipped-points": lambda d: d["results"][FIRST][0].__setitem__(slice(0, 2), [None, float("nan")]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES) + list(ODD_ROWS))
+def test_hostile_and_odd_rows_parse_alike_on_both_paths(tmp_path, monkeypatch, case):
+    root = _copy(tmp_path)
+    target = sorted(root.glob("h200/*-virtualenv-py3.12.json"))[3]
+    if case in CASES:
+        CASES[case][0](target)
+    else:
+        _edit(target, ODD_ROWS[case])
+    fast, slow = _parse_both(root, monkeypatch)
+    assert fast == slow
+    if case in CASES:
+        assert fast[3][0] == "error" and CASES[case][1] in fast[3][1]
+
