@@ -33,6 +33,7 @@ from ci.store.reads import StoreReads
 _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
 
 
+_UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
 _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
 
 
@@ -51,6 +52,9 @@ class StoreWrites(StoreReads):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._bench_ids: dict[str, int] = {}  # benchmark key -> id, only for committed rows
+        # The same for series stored with an unknown direction, used only for a series wanted with
+        # none either (a declared one looks its row up, to store the direction): an id never changes.
+        self._undeclared_ids: dict[str, int] = {}
         self._result_insert: ResultInsert | None = None
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -65,6 +69,7 @@ class StoreWrites(StoreReads):
 
         out = retry_write(self.engine, attempt)
         self._bench_ids.update((k, v) for k, v in pending.items() if isinstance(k, str))  # committed rows only
+        self._undeclared_ids.update((k[1], v) for k, v in pending.items() if isinstance(k, tuple))
         return out
 
     def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, int] | None = None) -> int:
@@ -137,6 +142,11 @@ class StoreWrites(StoreReads):
     ) -> dict[str, int]:
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         ids = {k: self._bench_ids[k] for k in wanted if k in self._bench_ids}
+        for k, bench in wanted.items():
+            if k not in ids and bench.direction == Direction.UNKNOWN:
+                known = self._undeclared_ids.get(k, pending.get((_UNDECLARED, k)))
+                if known is not None:
+                    ids[k] = known
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), _CHUNK):
             chunk = missing[i : i + _CHUNK]
@@ -173,7 +183,7 @@ class StoreWrites(StoreReads):
                 )
                 unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
             ids.update(found)
-            pending.update({k: v for k, v in found.items() if k not in unknown})
+            pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
     def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit) -> str:

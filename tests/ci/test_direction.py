@@ -119,6 +119,30 @@ def test_a_later_declaration_reaches_series_stored_without_one(store_url, tmp_pa
         assert again.benchmarks()[0].direction == Direction.HIGHER
 
 
+def test_a_series_of_unknown_direction_is_looked_up_once_not_per_file(store_url, tmp_path):
+    """Ids of series stored of unknown direction were not cached (so that a later declaration is
+    seen): every file of an undeclared benchmark looked its series up again, one query per file.
+    Now an undeclared series' id is kept too, for files that declare nothing either."""
+    from sqlalchemy import event
+
+    root = tmp_path / "res"
+    write_results(root, [sha_for(c) for c in range(6)], benchmarks=[THROUGHPUT])
+    lookups: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM benchmarks" in statement:
+            lookups.append(statement)
+
+    with Store(store_url) as store:
+        event.listen(store.engine, "before_cursor_execute", count)
+        assert ingest_results_dir(store, root).ok
+        first = len(lookups)
+        write_results(root, [sha_for(c) for c in range(6, 12)], benchmarks=[THROUGHPUT])
+        assert ingest_results_dir(store, root).ok
+        assert first <= 2 and len(lookups) == first, lookups  # the first file's: looked up, inserted, read back
+        assert store.benchmarks()[0].direction == Direction.UNKNOWN
+
+
 def test_history_steps_of_unknown_direction_are_reported_not_judged():
     bench = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.UNKNOWN, kind=Kind.OTHER)
     rng = np.random.default_rng(0)
