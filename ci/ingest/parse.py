@@ -154,14 +154,16 @@ def _check_stat_column(
     if not present:
         return
     limit, _ = _magnitude_limit(info)
-    if {type(x) for x in present} <= _NUMBER_TYPES:
+    types = set(map(type, present))
+    if types <= _NUMBER_TYPES:
         try:
             lo, hi, total = min(present), max(present), sum(present)
         except OverflowError:  # an int beyond float range
             lo = hi = total = math.inf
         counts = stat in ("number", "repeat")
         if math.isfinite(total) and (
-            (counts and lo >= 1 and hi <= 1e12 and all(type(x) is int or x == int(x) for x in present))
+            (counts and lo >= 1 and hi <= 1e12 and (types == {int} or all(
+                type(x) is int or x == int(x) for x in present)))
             or (not counts and -limit <= lo and hi <= limit)
         ):
             return
@@ -271,6 +273,7 @@ def parse_result_file(
     sidecar: dict[str, str] | None = None,
     *,
     raw: bytes | None = None,
+    digest: str | None = None,
 ) -> ParsedRun:
     """Parse one asv result file into points.
 
@@ -282,6 +285,8 @@ def parse_result_file(
             into the run's environment.
         raw: the file's bytes when the caller has read them already (`ci.ingest.asv_files.read_file`);
             None reads the file (a regular file of at most `MAX_RESULT_BYTES`).
+        digest: the sha256 hex digest of `raw` when the caller has computed it (ingest does, to
+            skip files stored before); None computes it.
 
     Returns:
         A ParsedRun; raises AsvFormatError ("FILE: reason") on anything malformed.
@@ -292,14 +297,14 @@ def parse_result_file(
     data = parse_json(raw, path)
     check_version(path, data, RESULTS_API_VERSION)
     try:
-        return _parse(path, raw, data, benchmarks, machine_info, sidecar)
+        return _parse(path, digest or hashlib.sha256(raw).hexdigest(), data, benchmarks, machine_info, sidecar)
     except _Bad as exc:
         raise AsvFormatError(f"{quote_path(path)}: {exc}") from None
 
 
 def _parse(
     path: Path,
-    raw: bytes,
+    digest: str,
     data: dict[str, Any],
     benchmarks: dict[str, BenchmarkInfo],
     machine_info: dict[str, str],
@@ -455,7 +460,7 @@ def _parse(
     return ParsedRun(
         path=path,
         run_key=f"{machine}/{commit_hash}/{env_name}",
-        digest=hashlib.sha256(raw).hexdigest(),
+        digest=digest,
         machine=machine,
         commit_hash=commit_hash,
         commit_time=_js_time(data.get("date"), "date"),

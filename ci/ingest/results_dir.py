@@ -232,7 +232,7 @@ def _read_run(
             sha, run_key = known[digest]
             clash = _claim(claims, run_key, path, digest)
             return clash or _Unchanged(sha)
-        run = parse_result_file(path, benchmarks, info, raw=raw)
+        run = parse_result_file(path, benchmarks, info, raw=raw, digest=digest)
         clash = _claim(claims, run.run_key, path, digest)
         if clash is not None:
             return clash
