@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -110,5 +111,68 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
             after = marks(model.load_snapshot(store))
         assert seen == [1]
         assert after == marks(model.load_snapshot(mem))
+    finally:
+        store.close()
+
+
+def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> None:
+    """A `ci.store.Store` is read as columns (no record per result); the snapshot, hence the site,
+    is what the per-result read gives, on a history with a benchmark version change, NaN and
+    missing samples, uneven sample counts, two runs of one commit and another branch's commits."""
+    import dataclasses
+    import hashlib
+    from datetime import timedelta
+
+    import dashboard.model as model
+    from ci.records import ParsedPoint, ParsedRun
+
+    mem = synthetic_store(n_commits=30, n_series=5, machines=2)
+    b0, b1, b2 = mem.benchmark_list[0], mem.benchmark_list[1], mem.benchmark_list[2]
+    side = {c.sha for c in mem.commit_list[20:23]}
+    mem.commit_list = [dataclasses.replace(c, branch="side") if c.sha in side else c for c in mem.commit_list]
+    order = {c.sha: i for i, c in enumerate(mem.commit_list)}
+    for i, r in enumerate(mem.result_list):
+        at = order[r.commit_sha]
+        if r.benchmark == b0:  # a new benchmark version from commit 12 on (and one unknown)
+            version = None if at == 5 else ("v2" if at >= 12 else "v1")
+            mem.result_list[i] = dataclasses.replace(r, benchmark_version=version)
+        elif r.benchmark == b1 and at % 4 == 0:  # fewer samples, one NaN among them
+            mem.result_list[i] = dataclasses.replace(r, samples=(*r.samples[:3], math.nan))
+        elif r.benchmark == b2 and at % 7 == 0:
+            mem.result_list[i] = dataclasses.replace(r, samples=r.samples[:1])
+    db = tmp_path / "history.sqlite"
+    store = to_sqlite(mem, str(db))
+    try:
+        # A second run of commit 9 on runner-0, later the same day, with other samples.
+        c9 = mem.commit_list[9]
+        again = [r for r in mem.result_list if r.commit_sha == c9.sha and r.machine == "runner-0"]
+        points = tuple(ParsedPoint(benchmark=r.benchmark, status="ok", samples=tuple(s * 1.2 for s in r.samples),
+                                   has_raw_samples=True, value=r.value * 1.2, stats={},
+                                   benchmark_version=r.benchmark_version, started_at=None, duration=1.0)
+                       for r in again)
+        when = (c9.time or mem.commit_list[0].time) + timedelta(minutes=30)
+        run = ParsedRun(path=Path("runner-0/again.json"), run_key=f"runner-0/{c9.sha}/env2",
+                        digest=hashlib.sha256(b"again").hexdigest(), machine="runner-0", commit_hash=c9.sha,
+                        commit_time=c9.time, env_name="env2", started_at=when, environment=(("python", "3.12"),),
+                        points=points, skipped_unknown=(), skipped_stale=())
+        machine = next(m for m in mem.machine_list if m.name == "runner-0")
+        store.ingest_run(run, machine, c9)
+
+        class Reader:  # the StoreReader protocol only: the per-result read
+            def __getattr__(self, name: str) -> object:
+                if name in ("series_columns", "change_point_states", "save_change_point_states"):
+                    raise AttributeError(name)
+                return getattr(store, name)
+
+        for branch in (None, "main"):
+            columns = model.load_snapshot(store, branch=branch)
+            results = model.load_snapshot(Reader(), branch=branch)  # type: ignore[arg-type]
+            assert repr(columns) == repr(results), branch
+            by_key = {(s.benchmark.key, s.machine): s for s in columns.series}
+            # v2 from commit 12 and the one of unknown version; three of those are the side branch's
+            assert len(by_key[(b0.key, "runner-0")].points) == (19 if branch is None else 16)
+            assert any(p.n == 1 for p in by_key[(b2.key, "runner-1")].points)
+            assert columns.environments[c9.sha][("runner-0", f"runner-0/{c9.sha}/env2")] == (("python", "3.12"),)
+            assert sum(p.sha == c9.sha for p in by_key[(b1.key, "runner-0")].points) == 2
     finally:
         store.close()
