@@ -275,8 +275,15 @@ def median_iqr_all(samples: Sequence[tuple[float, ...]]) -> list[tuple[float, fl
 
 
 def _median_iqr_rows(data: np.ndarray) -> list[tuple[float, float, float, int, float, float]]:
-    """`median_iqr` of each row of a (results x n samples) matrix, n >= 2: numpy for the rows that
-    are all finite (the same formulas as `median_iqr`, so the same bits), `median_iqr` for the others."""
+    """`median_iqr` of each row of a (results x n samples) matrix, n >= 2, as rows."""
+    return list(zip(*_median_iqr_columns(data), strict=True))
+
+
+def _median_iqr_columns(data: np.ndarray) -> tuple[list[float], list[float], list[float], list[int], list[float],
+                                                    list[float]]:
+    """`median_iqr` of each row of a (results x n samples) matrix, n >= 2, as six columns: numpy
+    for the rows that are all finite (the same formulas as `median_iqr`, so the same bits),
+    `median_iqr` for the others."""
     n = data.shape[1]
     ok = np.isfinite(data).all(axis=1)
     good = np.sort(data[ok], axis=1)
@@ -286,11 +293,12 @@ def _median_iqr_rows(data: np.ndarray) -> list[tuple[float, float, float, int, f
     j3, d3 = divmod(3 * m, 4)
     q1 = good[:, j1] if not d1 else (good[:, j1] * (4 - d1) + good[:, j1 + 1] * d1) / 4
     q3 = good[:, j3] if not d3 else (good[:, j3] * (4 - d3) + good[:, j3 + 1] * d3) / 4
-    rows = iter(zip(med.tolist(), q1.tolist(), q3.tolist(), [n] * len(med), good[:, 0].tolist(), good[:, -1].tolist(),
-                    strict=True))
+    cols = (med.tolist(), q1.tolist(), q3.tolist(), [n] * len(med), good[:, 0].tolist(), good[:, -1].tolist())
     if ok.all():
-        return list(rows)
-    return [next(rows) if keep else median_iqr(tuple(data[i].tolist())) for i, keep in enumerate(ok.tolist())]
+        return cols
+    rows = iter(zip(*cols, strict=True))
+    out = [next(rows) if keep else median_iqr(tuple(data[i].tolist())) for i, keep in enumerate(ok.tolist())]
+    return tuple(map(list, zip(*out, strict=True)))  # type: ignore[return-value]
 
 
 def resolve_sha(commits: list[Commit], sha: str) -> str:
@@ -403,13 +411,12 @@ def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _
                 continue
             shas = [col.commit_shas[i] for i in keep]
             pos = [at[i] for i in keep]
-            stats = _column_stats(col, keep)
+            med, q1, q3, ns, smallest, largest = _column_stats(col, keep)
             gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
             if gate is not None:
-                stats = [(hi if gate[1] else lo, q1, q3, n, lo, hi) for _med, q1, q3, n, lo, hi in stats]
+                med = largest if gate[1] else smallest
             s = by_series[(bench.key, machine)] = Series(bench, machine)
-            s.points = [Point(p, sha, med, q1, q3, n)
-                        for p, sha, (med, q1, q3, n, _lo, _hi) in zip(pos, shas, stats, strict=True)]
+            s.points = list(map(Point, pos, shas, med, q1, q3, ns))
             s.points.sort(key=lambda p: p.index)
             if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
                 raw[(bench.key, machine)] = _column_results(col, keep, position)
@@ -420,16 +427,18 @@ def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _
     return by_series, raw, environments
 
 
-def _column_stats(col: SeriesColumns, keep: list[int]) -> list[tuple[float, float, float, int, float, float]]:
-    """`median_iqr` of the results `keep` of a series read as columns."""
+def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
+                                                                 list[float], list[float]]:
+    """`median_iqr` of the results `keep` of a series read as columns, as six columns."""
     counts = np.asarray(col.counts, dtype=np.int64)
     samples = np.frombuffer(col.samples, dtype=np.float64) if len(col.samples) else np.zeros(0)
     k = int(counts[0]) if counts.size else 0
     if k >= 2 and (counts == k).all():  # every result has k samples: one matrix
-        return _median_iqr_rows(samples.reshape(-1, k)[keep])
+        return _median_iqr_columns(samples.reshape(-1, k)[keep])
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends[:-1]]
-    return median_iqr_all([tuple(samples[starts[i]:ends[i]].tolist()) for i in keep])
+    rows = median_iqr_all([tuple(samples[starts[i]:ends[i]].tolist()) for i in keep])
+    return tuple(map(list, zip(*rows, strict=True)))  # type: ignore[return-value]
 
 
 def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int]) -> list[Result]:

@@ -176,3 +176,29 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
             assert sum(p.sha == c9.sha for p in by_key[(b1.key, "runner-0")].points) == 2
     finally:
         store.close()
+
+
+def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path) -> None:
+    """A re-render after new commits, from the previous render's manifest and the store's kept
+    change-point states, writes the site a render into an empty folder writes, byte for byte."""
+    mem = synthetic_store(n_commits=20, n_series=5, machines=2)
+    store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    try:
+        render_site(store, tmp_path / "kept")
+        for slower in (1.0, 1.6):  # an ordinary commit, then a step
+            new = next_commit(mem, slower=slower)
+            ingest_commits(store, mem, [new.sha])
+            render_site(store, tmp_path / "kept")
+        with to_sqlite(mem, str(tmp_path / "fresh.sqlite")) as fresh:  # no kept states, no manifest
+            render_site(fresh, tmp_path / "scratch")
+
+        def files(root: Path) -> dict[str, bytes]:
+            return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+                    if p.is_file() and not p.name.startswith(".")}
+
+        kept, scratch = files(tmp_path / "kept"), files(tmp_path / "scratch")
+        assert sorted(kept) == sorted(scratch)
+        assert [rel for rel in kept if kept[rel] != scratch[rel]] == []
+        assert 'class="worse"' in kept[f"commit/{new.sha}.html"].decode()  # the step is on its commit's page
+    finally:
+        store.close()
