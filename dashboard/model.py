@@ -392,6 +392,7 @@ def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _
     # series' newest result in the history shown, results on other branches' commits count first.
     for hist in store.series_columns():
         machine = hist.machine
+        run_sha: dict[int, str] = {}
         for col in hist.series:
             bench = col.benchmark
             at = [position.get(sha, -1) for sha in col.commit_shas]
@@ -420,10 +421,10 @@ def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _
             s.points.sort(key=lambda p: p.index)
             if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
                 raw[(bench.key, machine)] = _column_results(col, keep, position)
-            runs = [col.runs[i] for i in keep]
-            for run, sha in dict(zip(runs, shas, strict=True)).items():
-                run_key = hist.runs[run][0]
-                environments[sha].setdefault((machine, run_key), envs.get(run_key, ()))
+            run_sha.update(zip(map(col.runs.__getitem__, keep), shas, strict=True))
+        for run, sha in run_sha.items():  # the runs with a result shown, each once
+            run_key = hist.runs[run][0]
+            environments[sha][(machine, run_key)] = envs.get(run_key, ())
     return by_series, raw, environments
 
 

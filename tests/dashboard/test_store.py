@@ -120,11 +120,8 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
     is what the per-result read gives, on a history with a benchmark version change, NaN and
     missing samples, uneven sample counts, two runs of one commit and another branch's commits."""
     import dataclasses
-    import hashlib
-    from datetime import timedelta
 
     import dashboard.model as model
-    from ci.records import ParsedPoint, ParsedRun
 
     mem = synthetic_store(n_commits=30, n_series=5, machines=2)
     b0, b1, b2 = mem.benchmark_list[0], mem.benchmark_list[1], mem.benchmark_list[2]
@@ -143,20 +140,8 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
     db = tmp_path / "history.sqlite"
     store = to_sqlite(mem, str(db))
     try:
-        # A second run of commit 9 on runner-0, later the same day, with other samples.
+        _second_run(store, mem, 9, "runner-0", 1.2)  # a second run of commit 9, later the same day
         c9 = mem.commit_list[9]
-        again = [r for r in mem.result_list if r.commit_sha == c9.sha and r.machine == "runner-0"]
-        points = tuple(ParsedPoint(benchmark=r.benchmark, status="ok", samples=tuple(s * 1.2 for s in r.samples),
-                                   has_raw_samples=True, value=r.value * 1.2, stats={},
-                                   benchmark_version=r.benchmark_version, started_at=None, duration=1.0)
-                       for r in again)
-        when = (c9.time or mem.commit_list[0].time) + timedelta(minutes=30)
-        run = ParsedRun(path=Path("runner-0/again.json"), run_key=f"runner-0/{c9.sha}/env2",
-                        digest=hashlib.sha256(b"again").hexdigest(), machine="runner-0", commit_hash=c9.sha,
-                        commit_time=c9.time, env_name="env2", started_at=when, environment=(("python", "3.12"),),
-                        points=points, skipped_unknown=(), skipped_stale=())
-        machine = next(m for m in mem.machine_list if m.name == "runner-0")
-        store.ingest_run(run, machine, c9)
 
         class Reader:  # the StoreReader protocol only: the per-result read
             def __getattr__(self, name: str) -> object:
@@ -179,17 +164,40 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
 
 
 def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path) -> None:
-    """A re-render after new commits, from the previous render's manifest and the store's kept
-    change-point states, writes the site a render into an empty folder writes, byte for byte."""
+    """A re-render after new commits, from the previous render's manifest and data files and the
+    store's kept change-point states, writes the site a render into an empty folder writes, byte for
+    byte; a data file is extended with the new runs, not formatted again."""
     mem = synthetic_store(n_commits=20, n_series=5, machines=2)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
     try:
+        import dashboard.data as data
+
         render_site(store, tmp_path / "kept")
+        formatted: list[int] = []
+        real = data._numbers
+
+        def counting(values: list[float], div: float) -> str:
+            formatted.append(len(values))
+            return real(values, div)
+
         for slower in (1.0, 1.6):  # an ordinary commit, then a step
             new = next_commit(mem, slower=slower)
             ingest_commits(store, mem, [new.sha])
-            render_site(store, tmp_path / "kept")
+            if slower > 1:  # a data file changed on disk, same size: formatted anew, not extended
+                damaged = next((tmp_path / "kept" / "data" / "series").iterdir())
+                damaged.write_text(damaged.read_text().replace(",", ";", 3))
+            formatted.clear()
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(data, "_numbers", counting)
+                again = render_site(store, tmp_path / "kept")
+            # each series' data file: only the new run's value, low and high are formatted
+            fresh = 0 if slower == 1 else 1
+            assert sorted(formatted) == [1] * 3 * (again.series - fresh) + [len(mem.commit_list)] * 3 * fresh
+        # An older commit measured again: its point changes, so its series' files are formatted anew.
+        _second_run(store, mem, 8, "runner-1", 1.3)
+        render_site(store, tmp_path / "kept")
         with to_sqlite(mem, str(tmp_path / "fresh.sqlite")) as fresh:  # no kept states, no manifest
+            _second_run(fresh, mem, 8, "runner-1", 1.3)
             render_site(fresh, tmp_path / "scratch")
 
         def files(root: Path) -> dict[str, bytes]:
@@ -202,3 +210,24 @@ def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path)
         assert 'class="worse"' in kept[f"commit/{new.sha}.html"].decode()  # the step is on its commit's page
     finally:
         store.close()
+
+
+def _second_run(store: object, mem: object, at: int, machine: str, factor: float) -> None:
+    """Ingest another run of commit `at` on `machine` (30 minutes later, samples times `factor`)."""
+    import hashlib
+    from datetime import timedelta
+
+    from ci.records import ParsedPoint, ParsedRun
+
+    commit = mem.commit_list[at]  # type: ignore[attr-defined]
+    again = [r for r in mem.result_list if r.commit_sha == commit.sha and r.machine == machine]  # type: ignore[attr-defined]
+    points = tuple(ParsedPoint(benchmark=r.benchmark, status="ok", samples=tuple(s * factor for s in r.samples),
+                               has_raw_samples=True, value=r.value * factor, stats={},
+                               benchmark_version=r.benchmark_version, started_at=None, duration=1.0)
+                   for r in again)
+    when = (commit.time or mem.commit_list[0].time) + timedelta(minutes=30)  # type: ignore[attr-defined]
+    run = ParsedRun(path=Path(f"{machine}/again.json"), run_key=f"{machine}/{commit.sha}/env2",
+                    digest=hashlib.sha256(f"again {machine} {at}".encode()).hexdigest(), machine=machine,
+                    commit_hash=commit.sha, commit_time=commit.time, env_name="env2", started_at=when,
+                    environment=(("python", "3.12"),), points=points, skipped_unknown=(), skipped_stale=())
+    store.ingest_run(run, next(m for m in mem.machine_list if m.name == machine), commit)  # type: ignore[attr-defined]
