@@ -11,7 +11,9 @@ the first "(" + key + "," and the final ");".
     data/params/<benchmark slug>.js  the series of one benchmark on one machine (the overlay list)
 
 Numbers are in the series' axis unit (`div`, `label`) with 6 significant digits; user text stays
-text (the script inserts it with `textContent`, never as markup).
+text (the script inserts it with `textContent`, never as markup). After new commits a series' file
+is the previous one's arrays (`arrays_of`) extended by the new runs (`series_arrays`' `kept`), when
+the renderer has checked that its earlier runs are unchanged.
 """
 
 from __future__ import annotations
@@ -110,7 +112,12 @@ def arrays_of(text: str) -> tuple[str, str, str, str] | None:
             return None
         cuts.append(at)
         at += len(marker)
-    return tuple(text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))  # type: ignore[return-value]
+    parts = tuple(text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))
+    # Only numbers, null and commas: the folder (and so the file) may have been written by anyone.
+    return parts if all(_NUMBER_TEXT.issuperset(part) for part in parts) else None  # type: ignore[return-value]
+
+
+_NUMBER_TEXT = frozenset("0123456789.e+-,nul")
 
 
 def series_json(

@@ -1,11 +1,11 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records.
 
-One pass over the store builds every series (a benchmark on one machine: numbers from different
-GPUs are never mixed in one line), the regressions (stored verdicts plus detected change points),
-the suspected regressions of the newest commits (`ci.verdicts.suspects`), each series' noise
-threshold per commit (a change is coloured only past it) and the acknowledgements. Pages are
-rendered from this snapshot only, so the store is queried a fixed number of times however many
-pages there are.
+One pass over the store (its columnar read, `series_columns`, when it has one) builds every series
+(a benchmark on one machine: numbers from different GPUs are never mixed in one line), the
+regressions (stored verdicts plus detected change points), the suspected regressions of the newest
+commits (`ci.verdicts.suspects`), each series' noise threshold per commit (a change is coloured only
+past it) and the acknowledgements. Pages are rendered from this snapshot only, so the store is
+queried a fixed number of times however many pages there are.
 """
 
 from __future__ import annotations
