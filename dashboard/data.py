@@ -11,7 +11,9 @@ the first "(" + key + "," and the final ");".
     data/params/<benchmark slug>.js  the series of one benchmark on one machine (the overlay list)
 
 Numbers are in the series' axis unit (`div`, `label`) with 6 significant digits; user text stays
-text (the script inserts it with `textContent`, never as markup).
+text (the script inserts it with `textContent`, never as markup). After new commits a series' file
+is the previous one's arrays (`arrays_of`) extended by the new runs (`series_arrays`' `kept`), when
+the renderer has checked that its earlier runs are unchanged.
 """
 
 from __future__ import annotations
@@ -74,16 +76,61 @@ def _numbers(values: Iterable[float], div: float) -> str:
     return "[" + ",".join(f"{v / div:.6g}" if math.isfinite(v) else "null" for v in values) + "]"
 
 
+def series_arrays(
+    x: Sequence[int], values: Sequence[float], lows: Sequence[float], highs: Sequence[float], div: float,
+    *, kept: tuple[tuple[str, str, str, str], int] | None = None,
+) -> tuple[str, str, str, str]:
+    """The text inside the brackets of a series' "x", "v", "lo" and "hi" arrays.
+
+    Args:
+        x, values, lows, highs, div: as `series_json` takes them.
+        kept: (the four texts of an earlier file, k): that file's arrays are those of the first k
+            runs of these (the caller checked), so only the runs after them are formatted.
+
+    Returns:
+        The four texts, e.g. ("0,2,3", "1.5,null,2", ...).
+    """
+    start = 0 if kept is None else kept[1]
+    new = (",".join(map(str, x[start:])), _numbers(values[start:], div)[1:-1], _numbers(lows[start:], div)[1:-1],
+           _numbers(highs[start:], div)[1:-1])
+    if kept is None or start == 0:
+        return new
+    return tuple(a + "," + b if a and b else a or b for a, b in zip(kept[0], new, strict=True))  # type: ignore[return-value]
+
+
+_ARRAYS = (',"x":[', '],"v":[', '],"lo":[', '],"hi":[', '],"n":')
+
+
+def arrays_of(text: str) -> tuple[str, str, str, str] | None:
+    """The four array texts (`series_arrays`) of a data file written by `series_json`, None when
+    it is not one. Meta strings are JSON, whose quotes are escaped, so the markers (each with a bare
+    quote) occur only where `series_json` put them."""
+    cuts, at = [], 0
+    for marker in _ARRAYS:
+        at = text.find(marker, at)
+        if at < 0:
+            return None
+        cuts.append(at)
+        at += len(marker)
+    parts = tuple(text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))
+    # Only numbers, null and commas: the folder (and so the file) may have been written by anyone.
+    return parts if all(_NUMBER_TEXT.issuperset(part) for part in parts) else None  # type: ignore[return-value]
+
+
+_NUMBER_TEXT = frozenset("0123456789.e+-,nul")
+
+
 def series_json(
     *,
     meta: dict[str, Any],
     x: Sequence[int],
-    values: Iterable[float],
-    lows: Iterable[float],
-    highs: Iterable[float],
+    values: Sequence[float],
+    lows: Sequence[float],
+    highs: Sequence[float],
     counts: Sequence[int],
     div: float,
     marks: Sequence[tuple[int, str, str]],
+    arrays: tuple[str, str, str, str] | None = None,
 ) -> str:
     """One series' chart data, as JSON text.
 
@@ -94,6 +141,7 @@ def series_json(
         counts: samples per run (one number when all are equal).
         div: the axis divisor (values are written divided by it).
         marks: (commit position, kind, label) to point out.
+        arrays: `series_arrays` of x, values, lows, highs and div, when the caller has them.
 
     Returns:
         A JSON object: meta's fields, then "div", "x", "v", "lo", "hi", "n" and "marks".
@@ -101,8 +149,8 @@ def series_json(
     n = counts[0] if counts and all(c == counts[0] for c in counts) else list(counts)
     head = json.dumps({**meta, "div": div}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     tail = json.dumps({"n": n, "marks": [list(m) for m in marks]}, ensure_ascii=False, separators=(",", ":"))
-    return (f'{head[:-1]},"x":[{",".join(map(str, x))}],"v":{_numbers(values, div)},'
-            f'"lo":{_numbers(lows, div)},"hi":{_numbers(highs, div)},{tail[1:]}')
+    xs, vs, lo, hi = arrays if arrays is not None else series_arrays(x, values, lows, highs, div)
+    return f'{head[:-1]},"x":[{xs}],"v":[{vs}],"lo":[{lo}],"hi":[{hi}],{tail[1:]}'
 
 
 def wrap_json(key: str, body: str) -> str:

@@ -1,11 +1,11 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records.
 
-One pass over the store builds every series (a benchmark on one machine: numbers from different
-GPUs are never mixed in one line), the regressions (stored verdicts plus detected change points),
-the suspected regressions of the newest commits (`ci.verdicts.suspects`), each series' noise
-threshold per commit (a change is coloured only past it) and the acknowledgements. Pages are
-rendered from this snapshot only, so the store is queried a fixed number of times however many
-pages there are.
+One pass over the store (its columnar read, `series_columns`, when it has one) builds every series
+(a benchmark on one machine: numbers from different GPUs are never mixed in one line), the
+regressions (stored verdicts plus detected change points), the suspected regressions of the newest
+commits (`ci.verdicts.suspects`), each series' noise threshold per commit (a change is coloured only
+past it) and the acknowledgements. Pages are rendered from this snapshot only, so the store is
+queried a fixed number of times however many pages there are.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ci.records import (
     Machine,
     Outcome,
     Result,
+    SeriesColumns,
     StoreReader,
     Verdict,
     current_version,
@@ -268,23 +269,36 @@ def median_iqr_all(samples: Sequence[tuple[float, ...]]) -> list[tuple[float, fl
             for i in idx:
                 out[i] = median_iqr(samples[i])
             continue
-        data = np.array([samples[i] for i in idx], dtype=float)
-        ok = np.isfinite(data).all(axis=1)
-        data = np.sort(data[ok], axis=1)
-        mid, m = n // 2, n - 1
-        med = data[:, mid] if n % 2 else (data[:, mid - 1] + data[:, mid]) / 2
-        j1, d1 = divmod(m, 4)
-        j3, d3 = divmod(3 * m, 4)
-        q1 = (data[:, j1] * (4 - d1) + data[:, j1 + 1] * d1) / 4 if d1 else data[:, j1]
-        q3 = (data[:, j3] * (4 - d3) + data[:, j3 + 1] * d3) / 4 if d3 else data[:, j3]
-        rows = zip(med.tolist(), q1.tolist(), q3.tolist(), data[:, 0].tolist(), data[:, -1].tolist(), strict=True)
-        good = [i for i, keep in zip(idx, ok.tolist(), strict=True) if keep]
-        for i, (a, b, c, lo, hi) in zip(good, rows, strict=True):
-            out[i] = (a, b, c, n, lo, hi)
-        for i, keep in zip(idx, ok.tolist(), strict=True):
-            if not keep:
-                out[i] = median_iqr(samples[i])
+        for i, row in zip(idx, _median_iqr_rows(np.array([samples[i] for i in idx], dtype=float)), strict=True):
+            out[i] = row
     return out
+
+
+def _median_iqr_rows(data: np.ndarray) -> list[tuple[float, float, float, int, float, float]]:
+    """`median_iqr` of each row of a (results x n samples) matrix, n >= 2, as rows."""
+    return list(zip(*_median_iqr_columns(data), strict=True))
+
+
+def _median_iqr_columns(data: np.ndarray) -> tuple[list[float], list[float], list[float], list[int], list[float],
+                                                    list[float]]:
+    """`median_iqr` of each row of a (results x n samples) matrix, n >= 2, as six columns: numpy
+    for the rows that are all finite (the same formulas as `median_iqr`, so the same bits),
+    `median_iqr` for the others."""
+    n = data.shape[1]
+    ok = np.isfinite(data).all(axis=1)
+    good = np.sort(data[ok], axis=1)
+    mid, m = n // 2, n - 1
+    med = good[:, mid] if n % 2 else (good[:, mid - 1] + good[:, mid]) / 2
+    j1, d1 = divmod(m, 4)
+    j3, d3 = divmod(3 * m, 4)
+    q1 = good[:, j1] if not d1 else (good[:, j1] * (4 - d1) + good[:, j1 + 1] * d1) / 4
+    q3 = good[:, j3] if not d3 else (good[:, j3] * (4 - d3) + good[:, j3 + 1] * d3) / 4
+    cols = (med.tolist(), q1.tolist(), q3.tolist(), [n] * len(med), good[:, 0].tolist(), good[:, -1].tolist())
+    if ok.all():
+        return cols
+    rows = iter(zip(*cols, strict=True))
+    out = [next(rows) if keep else median_iqr(tuple(data[i].tolist())) for i, keep in enumerate(ok.tolist())]
+    return tuple(map(list, zip(*out, strict=True)))  # type: ignore[return-value]
 
 
 def resolve_sha(commits: list[Commit], sha: str) -> str:
@@ -310,27 +324,13 @@ def resolve_sha(commits: list[Commit], sha: str) -> str:
     return matches[0]
 
 
-def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None) -> Snapshot:
-    """Read the whole history once and arrange it by series and by commit.
+_Built = tuple[dict[tuple[str, str], Series], dict[tuple[str, str], list[Result]],
+               dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]]]
 
-    Args:
-        store: any `StoreReader`.
-        branch: only this branch's commits (and the results on them); None for all.
-        baseline_sha: the commit to compare against on the overview (full sha or unique prefix);
-            None means each series' first run.
 
-    Returns:
-        The snapshot the pages are rendered from.
-
-    Raises:
-        ValueError: a result names a commit the store does not list, or `baseline_sha` is unknown.
-    """
-    commits = store.commits(branch)
-    position = {c.sha: i for i, c in enumerate(commits)}
-    if baseline_sha is not None:
-        baseline_sha = resolve_sha(commits, baseline_sha)
-    machines = sorted(store.machines(), key=lambda m: m.name)
-
+def _from_results(store: StoreReader, position: dict[str, int], branch: str | None) -> _Built:
+    """The series from `store.results()`, one record per result: (series by key, each timing
+    series' current-version results for the change points, environments by commit and run)."""
     by_series: dict[tuple[str, str], Series] = {}
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
     raw: dict[tuple[str, str], list[Result]] = {}
@@ -374,6 +374,111 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         s.points.sort(key=lambda p: p.index)
     for rs in (raw or {}).values():
         rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
+    return by_series, raw, environments
+
+
+def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _Built:
+    """`_from_results` from the store's columnar read (`series_columns`: a series' samples are one
+    float64 array) and its runs' environments, with medians and IQR per series in numpy: the same
+    points, bit for bit, without a `Result` per result (they were ~10 of the 18 s of a render after
+    one new commit at 1,000 commits x 500 series, 2026-12-02). The change points come from the
+    store's kept states, so the raw results are built only for a series with several runs of one
+    commit (its levels pool them, `ci.verdicts.commit_levels`)."""
+    envs = store.run_environments()
+    by_series: dict[tuple[str, str], Series] = {}
+    raw: dict[tuple[str, str], list[Result]] = {}
+    environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
+    # Every branch's results, as `_from_results` reads them: the current version is that of the
+    # series' newest result in the history shown, results on other branches' commits count first.
+    for hist in store.series_columns():
+        machine = hist.machine
+        run_sha: dict[int, str] = {}
+        for col in hist.series:
+            bench = col.benchmark
+            at = [position.get(sha, -1) for sha in col.commit_shas]
+            keep = list(range(len(at)))
+            if branch is not None and min(at, default=0) < 0:
+                keep.sort(key=at.__getitem__)
+            versions = set(col.versions) - {None}
+            if len(versions) > 1:  # as `current_version`: the newest version's results (and unknown ones)
+                latest = next(col.versions[i] for i in reversed(keep) if col.versions[i] is not None)
+                keep = [i for i in keep if col.versions[i] in (latest, None)]
+            missing = next((i for i in keep if at[i] < 0), None)
+            if missing is not None and branch is None:
+                raise ValueError(f"result for {bench.key!r} on {machine!r} names commit {col.commit_shas[missing]!r}, "
+                                 "which the store's commit history does not contain")
+            keep = [i for i in keep if at[i] >= 0]  # a result on another branch's commit
+            if not keep:
+                continue
+            shas = [col.commit_shas[i] for i in keep]
+            pos = [at[i] for i in keep]
+            med, q1, q3, ns, smallest, largest = _column_stats(col, keep)
+            gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
+            if gate is not None:
+                med = largest if gate[1] else smallest
+            s = by_series[(bench.key, machine)] = Series(bench, machine)
+            s.points = list(map(Point, pos, shas, med, q1, q3, ns))
+            s.points.sort(key=lambda p: p.index)
+            if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
+                raw[(bench.key, machine)] = _column_results(col, keep, position)
+            run_sha.update(zip(map(col.runs.__getitem__, keep), shas, strict=True))
+        for run, sha in run_sha.items():  # the runs with a result shown, each once
+            run_key = hist.runs[run][0]
+            environments[sha][(machine, run_key)] = envs.get(run_key, ())
+    return by_series, raw, environments
+
+
+def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
+                                                                 list[float], list[float]]:
+    """`median_iqr` of the results `keep` of a series read as columns, as six columns."""
+    counts = np.asarray(col.counts, dtype=np.int64)
+    samples = np.frombuffer(col.samples, dtype=np.float64) if len(col.samples) else np.zeros(0)
+    k = int(counts[0]) if counts.size else 0
+    if k >= 2 and (counts == k).all():  # every result has k samples: one matrix
+        return _median_iqr_columns(samples.reshape(-1, k)[keep])
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends[:-1]]
+    rows = median_iqr_all([tuple(samples[starts[i]:ends[i]].tolist()) for i in keep])
+    return tuple(map(list, zip(*rows, strict=True)))  # type: ignore[return-value]
+
+
+def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int]) -> list[Result]:
+    """The results `keep` of a series read as columns, as records with their samples (what
+    `commit_levels` reads), oldest commit first."""
+    ends = np.cumsum(np.asarray(col.counts, dtype=np.int64)).tolist()
+    starts = [0, *ends[:-1]]
+    out = [Result(col.benchmark, col.commit_shas[i], col.machine, tuple(col.samples[starts[i]:ends[i]]))
+           for i in keep]
+    out.sort(key=lambda r: position[r.commit_sha])
+    return out
+
+
+def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None) -> Snapshot:
+    """Read the whole history once and arrange it by series and by commit.
+
+    Args:
+        store: any `StoreReader`.
+        branch: only this branch's commits (and the results on them); None for all.
+        baseline_sha: the commit to compare against on the overview (full sha or unique prefix);
+            None means each series' first run.
+
+    Returns:
+        The snapshot the pages are rendered from.
+
+    Raises:
+        ValueError: a result names a commit the store does not list, or `baseline_sha` is unknown.
+    """
+    commits = store.commits(branch)
+    position = {c.sha: i for i, c in enumerate(commits)}
+    if baseline_sha is not None:
+        baseline_sha = resolve_sha(commits, baseline_sha)
+    machines = sorted(store.machines(), key=lambda m: m.name)
+
+    stored = _stored_change_points(store, branch)
+    if stored is not None:  # a ci.store.Store: its results as columns, no record per result
+        by_series, raw, environments = _from_columns(store, position, branch)  # type: ignore[arg-type]
+    else:
+        by_series, raw, environments = _from_results(store, position, branch)
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
 
     acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}
@@ -406,7 +511,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    _add_history_verdicts(series, raw, acks, regressions, _stored_change_points(store, branch))
+    _add_history_verdicts(series, raw, acks, regressions, stored)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -429,21 +534,22 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_FORK_INPUT: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray, list[ChangePoint] | None]] = {}
+_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None]
+_FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 
 
 _Judged = tuple[list[Any], list[Suspect], list[float]]
 
 
-def _judge(results: list[Result], shas: list[str], levels: np.ndarray, cps: list[ChangePoint] | None = None
-           ) -> _Judged:
-    """A series' change points (computed here unless given), suspicions and per-commit noise
-    thresholds (one more at the end: what the next commit will need, from a placeholder level after
-    the newest)."""
+def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
+           cps: list[ChangePoint] | None = None) -> _Judged:
+    """A series' change points (computed from `results` unless given), suspicions and per-commit
+    noise thresholds (one more at the end: what the next commit will need, from a placeholder level
+    after the newest)."""
     if cps is None:
         cps = change_points(results)
     thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
-    return cps, suspects_from_levels(results[0].benchmark, results[0].machine, shas, levels, cps), thresholds
+    return cps, suspects_from_levels(bench, machine, shas, levels, cps), thresholds
 
 
 def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
@@ -451,7 +557,7 @@ def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Ju
 
 
 def _judge_all(
-    inputs: dict[tuple[str, str], tuple[list[Result], list[str], np.ndarray, list[ChangePoint] | None]],
+    inputs: dict[tuple[str, str], _Inputs],
 ) -> dict[tuple[str, str], _Judged]:
     """Change points (`ci.verdicts.change_points`, where not already known), suspicions and noise
     thresholds of every series, over all CPUs this process may use.
@@ -475,11 +581,11 @@ def _judge_all(
     return {k: out for part in parts for k, out in part}
 
 
-def _levels(s: Series, raw: list[Result]) -> tuple[list[str], np.ndarray]:
+def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray]:
     """The series' per-commit levels as `ci.verdicts` reads them: from the points' medians when
     every commit has one result (no second median per result), else pooled from the raw samples."""
     shas = [p.sha for p in s.points]
-    if len(set(shas)) == len(shas):
+    if raw is None or len(set(shas)) == len(shas):
         kept = [(p.sha, p.value) for p in s.points if p.value > 0]  # NaN compares False: dropped too
         return [k for k, _ in kept], np.array([v for _, v in kept], dtype=float)
     return commit_levels(raw)
@@ -510,18 +616,19 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
     inputs = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
-        if key not in raw:
-            continue
-        shas, levels = _levels(s, raw[key])
+        if s.benchmark.kind == Kind.CORRECTNESS:
+            continue  # the gates judge those, not steps
+        shas, levels = _levels(s, raw.get(key))
         if levels.size:
-            inputs[key] = (raw[key], shas, levels, None if stored is None else stored.get(key, []))
+            inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
+                           None if stored is None else stored.get(key, []))
     found = _judge_all(inputs)
     for s in series:
         key = (s.benchmark.key, s.machine)
         if key not in found:
             continue
         cps, s.suspects, thr = found[key]
-        s.thresholds = dict(zip(inputs[key][1], thr[:-1], strict=True))
+        s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
         s.threshold = thr[-1]
         for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))

@@ -344,11 +344,35 @@ class _Site:
                 "direction": b.direction.value, "value": "worst sample" if s.gate else "median",
                 "gate": [s.gate[0] / div, s.gate[1]] if s.gate else None,
                 "threshold": s.threshold if math.isfinite(s.threshold) else None}
-        body = data.series_json(
-            meta=meta, x=[p.index for p in pts], values=[p.value for p in pts], lows=[p.low for p in pts],
-            highs=[p.high for p in pts], counts=[p.n for p in pts], div=div, marks=marks)
+        rel = f"data/series/{s.slug}.js"
+        x, values, lows, highs = ([p.index for p in pts], [p.value for p in pts], [p.low for p in pts],
+                                  [p.high for p in pts])
+        arrays, note = self._series_arrays(rel, x, values, lows, highs, div)
+        body = data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs, counts=[p.n for p in pts],
+                                div=div, marks=marks, arrays=arrays)
         text = data.wrap_json(s.slug, body)
-        self.writer.page(f"data/series/{s.slug}.js", text, lambda: text)
+        self.writer.page(rel, text, lambda: text, note=note)
+
+    def _series_arrays(self, rel: str, x: list[int], values: list[float], lows: list[float], highs: list[float],
+                       div: float) -> tuple[tuple[str, str, str, str], dict[str, Any]]:
+        """A data file's arrays, and the note that lets the next render reuse them: the file the
+        previous render wrote is extended when its runs are the first of these (a digest of their
+        numbers and the divisor says so), instead of formatting 4,000 numbers of a 1,000-commit series
+        again (a quarter of a render after one new commit at 500 series, 2026-12-02)."""
+        cols = np.array([x, values, lows, highs], dtype=float)
+
+        def digest(k: int) -> str:
+            return hashlib.blake2b(repr(div).encode() + cols[:, :k].tobytes(), digest_size=16).hexdigest()
+
+        kept = None
+        got = self.writer.previous(rel)
+        if got is not None:
+            note, text = got
+            k = note.get("runs") if isinstance(note, dict) else None
+            if isinstance(k, int) and 0 < k <= len(x) and note.get("digest") == digest(k):
+                old = data.arrays_of(text)
+                kept = (old, k) if old is not None else None
+        return data.series_arrays(x, values, lows, highs, div, kept=kept), {"runs": len(x), "digest": digest(len(x))}
 
     def data_files(self) -> None:
         snap = self.snap

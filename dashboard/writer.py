@@ -55,13 +55,32 @@ class PageWriter:
                 state = data.get("state")
                 self.previous_state = state if isinstance(state, str) else ""
 
-    def page(self, rel: str, inputs: object, produce: Callable[[], str]) -> None:
+    def previous(self, rel: str) -> tuple[object, str] | None:
+        """The note (`page`'s `note`) and text of page `rel` as the previous render of this code
+        and these options wrote it, when the file on disk still holds exactly those bytes; else None.
+
+        Args:
+            rel: path under the output folder, with "/" separators.
+        """
+        old = self._old.get(rel)
+        if old is None or "note" not in old or old.get("salt") != fingerprint(self.salt):
+            return None
+        try:
+            data = (self.out_dir / rel).read_bytes()
+        except OSError:
+            return None
+        if len(data) != old.get("size") or hashlib.blake2b(data, digest_size=16).hexdigest() != old.get("output"):
+            return None
+        return old["note"], data.decode("utf-8")
+
+    def page(self, rel: str, inputs: object, produce: Callable[[], str], note: object = None) -> None:
         """Emit page `rel` (a relative path): `produce()` is called only when `inputs` changed.
 
         Args:
             rel: path under the output folder, with "/" separators.
             inputs: everything the page depends on besides the code and templates (repr-able).
             produce: renders the page's text.
+            note: JSON-able facts about the text that the next render may read back (`previous`).
         """
         if rel in self._new:
             raise ValueError(f"page {rel!r} emitted twice in one render")
@@ -75,6 +94,8 @@ class PageWriter:
         data = produce().encode("utf-8")
         digest = hashlib.blake2b(data, digest_size=16).hexdigest()
         self._new[rel] = {"input": fp, "output": digest, "size": len(data)}
+        if note is not None:
+            self._new[rel].update(note=note, salt=fingerprint(self.salt))
         if old is not None and old.get("output") == digest and _size(target) == len(data):
             self.unchanged += 1
             return

@@ -575,6 +575,22 @@ class StoreReads:
         with self.engine.connect() as conn, conn.begin():
             return {(key, m): (runs, digest, bytes(state)) for key, m, runs, digest, state in conn.execute(stmt)}
 
+    def run_environments(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Every run's environment, by run key, as `results` gives it (`Result.environment`): the
+        dashboard reads results as columns (`series_columns`), which leave the environment out."""
+        with self.engine.connect() as conn, conn.begin():
+            rows = conn.execute(select(RunRow.run_key, RunRow.environment)).all()
+        envs = self._envs
+        if len(envs) > _MEMO_MAX:
+            envs.clear()
+        out = {}
+        for run_key, env_json in rows:
+            env = envs.get(env_json)
+            if env is None:
+                env = envs[env_json] = tuple(sorted(json.loads(env_json).items()))
+            out[run_key] = env
+        return out
+
     def run_index(self) -> dict[str, tuple[str, str]]:
         """sha256 of every ingested result file -> (its commit sha, its run key "machine/commit/env"):
         ingest tells, without parsing a known file, which commit and run it holds."""

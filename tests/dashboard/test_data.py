@@ -28,3 +28,16 @@ def test_series_json_round_trips() -> None:
 def test_unwrap_rejects_other_text(text: str) -> None:
     with pytest.raises(ValueError):
         unwrap(text)
+
+
+def test_arrays_of_reads_back_series_arrays_and_refuses_anything_else() -> None:
+    from dashboard.data import arrays_of, series_arrays
+
+    arrays = series_arrays([0, 2, 3], [1.5, float("nan"), 2e-7], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], 1.0)
+    body = series_json(meta={"name": '"x":[ ],"v":[', "gate": None}, x=[0, 2, 3], values=[1.5, float("nan"), 2e-7],
+                       lows=[1.0] * 3, highs=[2.0] * 3, counts=[5, 5, 5], div=1.0, marks=[(2, "cp", ']"n":')])
+    assert arrays_of(wrap_json("k", body)) == arrays == ("0,2,3", "1.5,null,2e-07", "1,1,1", "2,2,2")
+    extended = series_arrays([0, 2, 3, 4], [1.5, float("nan"), 2e-7, 3.0], [1.0] * 4, [2.0] * 4, 1.0, kept=(arrays, 3))
+    assert extended == series_arrays([0, 2, 3, 4], [1.5, float("nan"), 2e-7, 3.0], [1.0] * 4, [2.0] * 4, 1.0)
+    assert arrays_of(wrap_json("k", body.replace('"x":[0,', '"x":[alert(1),'))) is None
+    assert arrays_of("not a data file") is None
