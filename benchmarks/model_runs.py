@@ -152,12 +152,7 @@ def images_per_s_and_peak(
     run()
     torch.cuda.synchronize()
     peak = float(torch.cuda.max_memory_allocated())
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        run()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
+    times = timing.synced_calls(torch, run, reps)
     return batch / statistics.median(times), peak, times
 
 

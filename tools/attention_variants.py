@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.fwd import LOG2E, AttnConfig, attn_tile, ragged_attn_fwd, segment_bounds
+from ragged_kernels.runtime import INTERPRET
 
 # ---------------------------------------------------------------------------------------------------
 # Persistent programs over a device-side work list
@@ -81,7 +82,7 @@ def persistent(q, k, v, cu_seqlens, max_seqlen, scale, out, cfg: AttnConfig, pro
         STRIDE_QT=sq[0], STRIDE_QH=sq[1], STRIDE_KT=sk[0], STRIDE_KH=sk[1], STRIDE_VT=sv[0], STRIDE_VH=sv[1],
         STRIDE_OT=so[0], STRIDE_OH=so[1], HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M,
         BLOCK_N=cfg.BLOCK_N, TAIL_N=cfg.tail_n, BLOCK_B=max(16, triton.next_power_of_2(batch)),
-        UPCAST=q.dtype == torch.float32 or _interpreting(), **cfg.compile_options,
+        UPCAST=q.dtype == torch.float32 or INTERPRET, **cfg.compile_options,
     )
     return out
 
@@ -190,12 +191,6 @@ def tma(q, k, v, cu_seqlens, max_seqlen, scale, out, block_m: int = 64, block_n:
         BLOCK_N=block_n, WARP_SPECIALIZE=warp_specialize, num_warps=num_warps, num_stages=num_stages,
     )
     return out
-
-
-def _interpreting() -> bool:
-    from ragged_kernels.runtime import INTERPRET
-
-    return INTERPRET
 
 
 def variants(max_seqlen: int, sm_count: int) -> dict[str, object]:

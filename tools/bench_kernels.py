@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.timing import synced_calls
 from ragged_kernels import (
     fa2_varlen_attention,
     flex_attention_varlen,
@@ -81,14 +82,7 @@ def host_cost(fn, n: int = 200, reps: int = 5) -> float:
 
 def latency(fn, n: int = 200) -> float:
     fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return statistics.median(synced_calls(torch, fn, n))
 
 
 def gpu_time(fns: list, calls: int = 20, reps: int = 20) -> float:
