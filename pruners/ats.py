@@ -196,9 +196,10 @@ class ATSPruner(Pruner):
         return with_cls(keep, rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
 
     def decide_packed(self, stage, x, cu_seqlens, max_seqlen, qkv=None, scale=None):
-        """The whole decision from the block's q, k, v in three kernels (CLS scores, value norms, then
-        `pruners.kernels.ats_sampling.ats_stage_fused`: softmax, head sum, significance and sampling): where the fused
-        sampler applies (CUDA, at most FUSED_MAX_TOKENS tokens) and without `max_keep`."""
+        """The whole decision from the block's q, k, v in two kernels (CLS scores with the value rows' squared
+        norms per head, then `pruners.kernels.ats_sampling.ats_stage_fused`: softmax, head sum, value norms,
+        significance and sampling): where the fused sampler applies (CUDA, at most FUSED_MAX_TOKENS tokens) and
+        without `max_keep`."""
         if qkv is None or self.max_keep is not None or not self._fused_for(x.device, max_seqlen):
             return None
         q, k, v = qkv
@@ -209,11 +210,10 @@ class ATSPruner(Pruner):
             b, n = q.shape[:2]
             cu_seqlens = uniform_cu_seqlens(b, n, q.device)
             q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)
-        if not cls_scores.supported(q, k):
+        if not (cls_scores.supported(q, k) and cls_scores.supported(q, v)):
             return None
-        scores = cls_scores.cls_scores_packed(q, k, cu_seqlens, max_seqlen, scale)
-        norms = torch.linalg.vector_norm(v.flatten(-2), dim=-1, dtype=torch.float32)
-        return ats_stage_fused(scores, norms, cu_seqlens, self.num_samples[stage])
+        scores, value_sq = cls_scores.cls_scores_and_value_squares(q, k, v, cu_seqlens, max_seqlen, scale)
+        return ats_stage_fused(scores, value_sq, cu_seqlens, q.shape[0], self.num_samples[stage])
 
     def _fused_for(self, device: torch.device, n_tokens: int) -> bool:
         if self.sampler == "auto":

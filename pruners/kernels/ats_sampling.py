@@ -133,19 +133,21 @@ def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
 
 @triton.jit
 def _ats_stage_fwd_kernel(
-    SCORES, VNORM, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
+    SCORES, VSQ, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
     H_PAD: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
 ):
     """One image's whole ATS decision from its CLS scores: softmax per head, sum over heads, times the
-    value norms of its packed rows, then `_sample`; writes the [N] keep row (CLS True, past the
-    image's length False)."""
+    value norms of its tokens (the square root of the head sum of `VSQ`, laid out as the scores), then
+    `_sample`; writes the [N] keep row (CLS True, past the image's length False)."""
     b = tl.program_id(0)
     start, length, o, inb, valid = _image_tokens(CU, b, n_rows, N, BLOCK)
     M = N - 1
     h = tl.arange(0, H_PAD)
     hm = h < H
-    sb = SCORES + b.to(tl.int64) * stride_sb + h.to(tl.int64)[:, None] * stride_sh
-    t = tl.load(sb + 1 + o[None, :], mask=hm[:, None] & valid[None, :], other=float("-inf"))
+    row = b.to(tl.int64) * stride_sb + h.to(tl.int64)[:, None] * stride_sh + 1 + o[None, :]
+    # the value norms first: their [H_PAD, BLOCK] tile is dead before the scores' (no spill at H_PAD 16)
+    vn = tl.sqrt(tl.sum(tl.load(VSQ + row, mask=hm[:, None] & valid[None, :], other=0.0), 0))
+    t = tl.load(SCORES + row, mask=hm[:, None] & valid[None, :], other=float("-inf"))
     s0 = tl.load(SCORES + b.to(tl.int64) * stride_sb + h.to(tl.int64) * stride_sh, mask=hm & (length > 0),
                  other=float("-inf"))
     mx = tl.maximum(tl.max(t, 1), s0)
@@ -154,7 +156,6 @@ def _ats_stage_fwd_kernel(
     den = tl.sum(e, 1) + tl.exp(s0 - mx)
     den = tl.where(den > 0, den, 1.0)
     probs = tl.sum(tl.math.div_rn(e, den[:, None]), 0)  # [BLOCK]: CLS attention summed over heads
-    vn = tl.load(VNORM + start.to(tl.int64) + 1 + o, mask=valid, other=0.0)
     keep_sorted, order, degenerate, whole = _sample(probs * vn, valid, o, inb, M, R, tiny, BLOCK, CHUNK)
     base = KEEP + b.to(tl.int64) * stride_k
     tl.store(base, 1)
@@ -214,19 +215,22 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
     return keep
 
 
-def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+def ats_stage_fused(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
                     n_samples: int) -> torch.Tensor:
     """One ATS stage's keep mask from packed-row facts, in one kernel launch (after the CLS scores).
 
     Equals `ATSPruner.decide` on the same block: significance = (CLS softmax attention summed over heads) x
-    value norm, then `ats_keep`'s sampling (the softmax and the head sum associate differently from
-    PyTorch's, so the significance may differ in the last bits; see the module notes).
+    value norm, then `ats_keep`'s sampling (the softmax, the head sums and the norms associate differently
+    from PyTorch's, so the significance may differ in the last bits; see the module notes).
 
     Args:
-        scores: fp32 [B, H, N] scaled CLS scores (`pruners.kernels.cls_scores.cls_scores_packed`: -inf past each
-            image's length).
-        value_norms: fp32 [R] L2 norms of the packed rows' value vectors (heads concatenated).
-        cu_seqlens: int32 [B+1] segments of the R rows (clamped into [0, R]; lengths past N are cut to N).
+        scores: fp32 [B, H, N] scaled CLS scores (`pruners.kernels.cls_scores.cls_scores_and_value_squares`: -inf
+            past each image's length).
+        value_sq: fp32 [B, H, N], each head's share of every token's squared value norm (the same call's second
+            output): a token's value norm is sqrt(value_sq[b, :, j].sum()).
+        cu_seqlens: int32 [B+1] segments of the packed rows (clamped into [0, n_rows], as the scores' kernel
+            clamps them; lengths past N are cut to N).
+        n_rows: the number of packed rows the scores were read from (q.shape[0]).
         n_samples: R (>= 2).
 
     Returns:
@@ -234,36 +238,37 @@ def ats_stage_fused(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens:
         length False.
     """
     if torch.compiler.is_compiling():  # one node of the traced graph (`ats_stage_op`)
-        return ats_stage_op(scores, value_norms, cu_seqlens, n_samples)
+        return ats_stage_op(scores, value_sq, cu_seqlens, n_rows, n_samples)
     if scores.dim() != 3 or scores.dtype != torch.float32:
         raise ValueError(f"scores must be fp32 [B, H, N], got {scores.dtype} {tuple(scores.shape)}")
-    if value_norms.dim() != 1 or value_norms.dtype != torch.float32 or not value_norms.is_contiguous():
-        raise ValueError(f"value_norms must be a contiguous fp32 [R], got {value_norms.dtype} "
-                         f"{tuple(value_norms.shape)}")
+    if value_sq.shape != scores.shape or value_sq.dtype != torch.float32:
+        raise ValueError(f"value_sq must be fp32 {tuple(scores.shape)} like the scores, got {value_sq.dtype} "
+                         f"{tuple(value_sq.shape)}")
     b, h, n = scores.shape
     if cu_seqlens.dtype != torch.int32 or cu_seqlens.shape != (b + 1,) or not cu_seqlens.is_contiguous():
         raise ValueError(f"cu_seqlens must be a contiguous int32 [B+1] = [{b + 1}], got {cu_seqlens.dtype} "
                          f"{tuple(cu_seqlens.shape)}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
-    if len({scores.device, value_norms.device, cu_seqlens.device}) != 1:
-        raise ValueError("scores, value_norms and cu_seqlens must be on one device")
+    if isinstance(n_rows, bool) or not isinstance(n_rows, int) or not 0 <= n_rows < 2**31:
+        raise ValueError(f"n_rows must be an int in [0, 2**31), got {n_rows!r}")
+    if len({scores.device, value_sq.device, cu_seqlens.device}) != 1:
+        raise ValueError("scores, value_sq and cu_seqlens must be on one device")
     if not scores.is_cuda and not INTERPRET:
         raise ValueError(f"the fused ATS stage needs CUDA tensors (got {scores.device}); on the CPU it runs only "
                          "in Triton's interpreter (TRITON_INTERPRET=1)")
     keep = torch.empty((b, n), dtype=torch.bool, device=scores.device)
     if b == 0 or n == 0:
         return keep
-    if n == 1 or h == 0 or value_norms.shape[0] == 0:
+    if n == 1 or h == 0 or n_rows == 0:
         keep[:, 0] = True
         keep[:, 1:] = False
         return keep
-    if scores.stride(-1) != 1:
-        scores = scores.contiguous()
+    scores, value_sq = scores.contiguous(), value_sq.contiguous()  # one layout for both (no copy when already)
     keep8 = keep.view(torch.int8)
     block = max(16, triton.next_power_of_2(n - 1))
     _ats_stage_fwd_kernel[(b,)](
-        scores, value_norms, cu_seqlens, keep8, n, h, n_samples, value_norms.shape[0],
+        scores, value_sq, cu_seqlens, keep8, n, h, n_samples, n_rows,
         scores.stride(0), scores.stride(1), keep8.stride(0), _TINY,
         H_PAD=triton.next_power_of_2(h), BLOCK=block, CHUNK=chunk_for(device_arch(scores.device)),
         num_warps=4 if block <= 256 else 8,
@@ -281,16 +286,16 @@ def ats_keep_op(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> to
     return ats_keep_fused(scores, valid, n_samples)
 
 
-def _ats_stage_fake(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+def _ats_stage_fake(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
                     n_samples: int) -> torch.Tensor:
     return torch.empty((scores.shape[0], scores.shape[2]), dtype=torch.bool, device=scores.device)
 
 
 @traceable_op("pruners::ats_stage_fused", _ats_stage_fake)
-def ats_stage_op(scores: torch.Tensor, value_norms: torch.Tensor, cu_seqlens: torch.Tensor,
+def ats_stage_op(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
                  n_samples: int) -> torch.Tensor:
     """`ats_stage_fused` as a custom op: what a compiled graph calls."""
-    return ats_stage_fused(scores, value_norms, cu_seqlens, n_samples)
+    return ats_stage_fused(scores, value_sq, cu_seqlens, n_rows, n_samples)
 
 
 def compile_specs(capability: int = 90) -> list:
@@ -301,7 +306,7 @@ def compile_specs(capability: int = 90) -> list:
     chunk = chunk_for(capability)
     specs = [KernelSpec(f"ats sampler BLOCK={b}", _ats_sample_fwd_kernel, args, dict(BLOCK=b, CHUNK=chunk),
                         dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]
-    stage = dict(SCORES="*fp32", VNORM="*fp32", CU="*i32", KEEP="*i8", N="i32", H="i32", R="i32", n_rows="i32",
+    stage = dict(SCORES="*fp32", VSQ="*fp32", CU="*i32", KEEP="*i8", N="i32", H="i32", R="i32", n_rows="i32",
                  stride_sb="i32", stride_sh="i32", stride_k="i32", tiny="fp32")
     specs += [KernelSpec(f"ats stage H_PAD={h} BLOCK={b}", _ats_stage_fwd_kernel, stage,
                          dict(H_PAD=h, BLOCK=b, CHUNK=chunk), dict(num_warps=4 if b <= 256 else 8))

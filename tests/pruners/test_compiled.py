@@ -34,7 +34,7 @@ def _cu(lengths: list[int]) -> torch.Tensor:
 def test_every_kernel_op_passes_opcheck():
     """Fake (meta) implementations give the real outputs' shapes, dtypes and strides; schemas match."""
     from pruners.kernels.ats_sampling import ats_keep_op, ats_stage_op
-    from pruners.kernels.cls_scores import cls_scores_op
+    from pruners.kernels.cls_scores import cls_scores_op, cls_scores_values_op
     from pruners.kernels.threshold import threshold_keep_op
     from ragged_kernels.attention.interface import attention_op
     from ragged_kernels.pack import pack_op, unpack_op
@@ -51,8 +51,10 @@ def test_every_kernel_op_passes_opcheck():
     torch.library.opcheck(pack_op, (rows, row_keep, 8, cu, 6, 0.0, True))
     scores = cls_scores_op(q, k, cu, 6, 0.125)
     torch.library.opcheck(cls_scores_op, (q, k, cu, 6, 0.125))
+    torch.library.opcheck(cls_scores_values_op, (q, k, v, cu, 6, 0.125))
+    scores, vsq = cls_scores_values_op(q, k, v, cu, 6, 0.125)
+    torch.library.opcheck(ats_stage_op, (scores, vsq, cu, 10, 4))
     norms = torch.rand(10)
-    torch.library.opcheck(ats_stage_op, (scores, norms, cu, 4))
     torch.library.opcheck(ats_keep_op, (torch.rand(2, 5), torch.rand(2, 5) < 0.8, 3))
     torch.library.opcheck(threshold_keep_op, (norms, cu, 6, torch.tensor([0.5]), 1, 3, None))
 

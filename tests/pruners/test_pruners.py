@@ -703,21 +703,25 @@ def test_ats_stage_fused_bad_inputs(device):
     from pruners.kernels.ats_sampling import ats_stage_fused
 
     scores = torch.randn(2, 3, 8, device=device)
-    norms = torch.rand(20, device=device)
+    vsq = torch.rand(2, 3, 8, device=device)
     cu = torch.tensor([0, 8, 15], dtype=torch.int32, device=device)
     with pytest.raises(ValueError, match="fp32"):
-        ats_stage_fused(scores.half(), norms, cu, 4)
-    with pytest.raises(ValueError, match="value_norms"):
-        ats_stage_fused(scores, norms[::2], cu, 4)
+        ats_stage_fused(scores.half(), vsq, cu, 20, 4)
+    with pytest.raises(ValueError, match="value_sq"):
+        ats_stage_fused(scores, vsq[:, :2], cu, 20, 4)
+    with pytest.raises(ValueError, match="value_sq"):
+        ats_stage_fused(scores, vsq.double(), cu, 20, 4)
     with pytest.raises(ValueError, match="cu_seqlens"):
-        ats_stage_fused(scores, norms, cu[:2], 4)
+        ats_stage_fused(scores, vsq, cu[:2], 20, 4)
     with pytest.raises(ValueError, match="n_samples"):
-        ats_stage_fused(scores, norms, cu, 1)
+        ats_stage_fused(scores, vsq, cu, 20, 1)
+    with pytest.raises(ValueError, match="n_rows"):
+        ats_stage_fused(scores, vsq, cu, -1, 4)
     # Offsets past the rows, or decreasing: clamped; every row still keeps CLS and only in-length tokens.
     bad = torch.tensor([5, 1000, 3], dtype=torch.int32, device=device)
-    keep = ats_stage_fused(scores, norms, bad, 4)
+    keep = ats_stage_fused(scores, vsq, bad, 20, 4)
     assert keep[:, 0].all() and not keep[1, 1:].any()
-    one = ats_stage_fused(scores[:, :, :1], norms, cu, 4)
+    one = ats_stage_fused(scores[:, :, :1], vsq[:, :, :1], cu, 20, 4)
     assert one.shape == (2, 1) and one.all()
 
 
@@ -742,7 +746,7 @@ def test_cls_scores_packed_give_the_dense_cls_attention(lens, device):
     """softmax(cls_scores_packed) equals `cls_attention` on the gathered dense view, for strided q/k,
     ragged lengths, a max_seqlen above the longest image, and NaN padding rows that must stay unread."""
     from pruners._ops import cls_attention_packed, dense_index, gather_dense, value_norms
-    from pruners.kernels.cls_scores import cls_scores_packed
+    from pruners.kernels.cls_scores import cls_scores_and_value_squares, cls_scores_packed
 
     q, k, v, cu = _packed_qkv(lens, 3, 16, device)
     n, scale = max(lens) + 4, 0.25
@@ -755,12 +759,18 @@ def test_cls_scores_packed_give_the_dense_cls_attention(lens, device):
     torch.testing.assert_close(cls_attention_packed(q, k, cu, n, scale, index), expect, rtol=1e-5, atol=1e-6)
     norms = value_norms(v, index)
     torch.testing.assert_close(norms, gather_dense(v, index).flatten(-2).norm(dim=-1), rtol=1e-6, atol=0)
+    # The same launch with the values: identical scores, and each head's squared norms, 0 past each length.
+    s2, vsq = cls_scores_and_value_squares(q, k, v, cu, n, scale)
+    assert torch.equal(s2, s) and vsq.shape == s.shape and vsq.dtype == torch.float32
+    assert not vsq[~index[1][:, None, :].expand_as(vsq)].any()
+    torch.testing.assert_close(vsq, gather_dense(v, index).square().sum(-1).transpose(1, 2), rtol=1e-6, atol=0)
+    torch.testing.assert_close(vsq.sum(1).sqrt(), norms, rtol=1e-6, atol=0)
 
 
 def test_cls_scores_packed_bad_inputs_and_bad_offsets(device):
-    from pruners.kernels.cls_scores import cls_scores_packed
+    from pruners.kernels.cls_scores import cls_scores_and_value_squares, cls_scores_packed
 
-    q, k, _, cu = _packed_qkv([4, 6], 2, 16, device)
+    q, k, v, cu = _packed_qkv([4, 6], 2, 16, device)
     with pytest.raises(ValueError, match="int32"):
         cls_scores_packed(q, k, cu.long(), 8, 1.0)
     with pytest.raises(ValueError, match="power of two"):
@@ -774,6 +784,11 @@ def test_cls_scores_packed_bad_inputs_and_bad_offsets(device):
     s = cls_scores_packed(q, k, bad, 8, 1.0)
     assert s.shape == (3, 2, 8)
     assert torch.isinf(s[1]).all() and torch.isinf(s[2]).all()
+    with pytest.raises(ValueError, match="power of two"):
+        cls_scores_and_value_squares(q, k, v[:5], cu, 8, 1.0)
+    s2, vsq = cls_scores_and_value_squares(q, k, v, bad, 8, 1.0)
+    torch.testing.assert_close(s2, s, rtol=0, atol=0, equal_nan=True)  # image 0 reaches the NaN padding rows
+    assert not vsq[1].any() and not vsq[2].any()  # empty segments: no value read
 
 
 @pytest.mark.gpu
