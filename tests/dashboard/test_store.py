@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,8 +181,8 @@ def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path)
         render_site(store, site)
         formatted: list[int] = []
         ranges: list[str] = []
-        reads: list[object] = []
-        real_numbers, real_range, real_columns = data._numbers, dfmt.fmt_range, store.series_columns
+        reads = _column_reads(store)
+        real_numbers, real_range = data._numbers, dfmt.fmt_range
 
         def counting(values: list[float], div: float) -> str:
             formatted.append(len(values))
@@ -190,11 +191,6 @@ def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path)
         def ranging(low: float, high: float, unit: str) -> str:
             ranges.append(unit)
             return real_range(low, high, unit)
-
-        def reading(**kw: object) -> object:
-            if set(kw) == {"runs_after"}:  # the dashboard's own read (detect_all passes machine and branch)
-                reads.append(kw["runs_after"])
-            return real_columns(**kw)
 
         for step, slower in enumerate((1.0, 1.6, 1.0)):  # an ordinary commit, a step, then an ordinary one
             new = next_commit(mem, slower=slower)
@@ -216,7 +212,6 @@ def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path)
             with pytest.MonkeyPatch.context() as m:
                 m.setattr(data, "_numbers", counting)
                 m.setattr(dfmt, "fmt_range", ranging)
-                m.setattr(store, "series_columns", reading)
                 again = render_site(store, site)
             # each series' data file: only the new run's value, low and high are formatted
             fresh = 1 if damaged_data else 0
@@ -269,14 +264,6 @@ def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
             mem.result_list[i] = dataclasses.replace(r, samples=(*r.samples[:3], math.nan))
     mem.result_list = [r for r in mem.result_list if r.benchmark != late or order[r.commit_sha] >= 25]
     store = Store(str(tmp_path / "history.sqlite"))
-    reads: list[object] = []
-    real = store.series_columns
-
-    def reading(**kw: object) -> object:
-        if set(kw) == {"runs_after"}:
-            reads.append(kw["runs_after"])
-        return real(**kw)
-
     try:
         store.upsert_commits(mem.commit_list[:24])
         ingest_commits(store, mem, [c.sha for c in mem.commit_list[:24]])
@@ -284,7 +271,7 @@ def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
         assert before.columns is not None
         store.upsert_commits(mem.commit_list)
         ingest_commits(store, mem, [c.sha for c in mem.commit_list[24:]])
-        store.series_columns = reading  # type: ignore[method-assign]
+        reads = _column_reads(store)
         kept = model.ColumnsCache.from_bytes(before.columns.to_bytes())
         got = model.load_snapshot(store, columns=kept)
         assert reads == [{"runner-0": 24, "runner-1": 24}]  # only the later runs
@@ -331,6 +318,21 @@ def test_damaged_kept_columns_are_not_read() -> None:
     assert model.ColumnsCache.from_bytes(bad.to_bytes()) is None  # a result names a run it does not list
 
 
+def _column_reads(store: Any) -> list[object]:
+    """Record the `runs_after` of each of the dashboard's own `series_columns` reads of `store` from
+    now on (`ci.verdicts.detect_all` passes machine and branch as well, and is not recorded)."""
+    reads: list[object] = []
+    real = store.series_columns
+
+    def reading(**kw: object) -> object:
+        if set(kw) == {"runs_after"}:
+            reads.append(kw["runs_after"])
+        return real(**kw)
+
+    store.series_columns = reading
+    return reads
+
+
 def _second_run(store: object, mem: object, at: int, machine: str, factor: float) -> None:
     """Ingest another run of commit `at` on `machine` (30 minutes later, samples times `factor`)."""
     import hashlib
@@ -363,18 +365,10 @@ def test_kept_columns_of_another_code_version_or_branch_are_not_used(tmp_path: P
 
     mem = synthetic_store(n_commits=12, n_series=3)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
-    reads: list[object] = []
-    real = store.series_columns
-
-    def reading(**kw: object) -> object:
-        if set(kw) == {"runs_after"}:
-            reads.append(kw["runs_after"])
-        return real(**kw)
-
     try:
         site = tmp_path / "site"
         render_site(store, site)
-        monkeypatch.setattr(store, "series_columns", reading)
+        reads = _column_reads(store)
         for change in ("branch", "manifest", "code"):
             ingest_commits(store, mem, [next_commit(mem).sha])
             reads.clear()
