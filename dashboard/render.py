@@ -16,7 +16,10 @@ that commit passed their noise, not every series, so that a page stays a few kil
 series (the site was 375 MB at 1,000 commits x 500 series when each page listed everything).
 
 A render whose inputs (the store's commits, runs, verdicts and acknowledgements, the options and
-this code) are those of the previous one rewrites nothing and reads no results.
+this code) are those of the previous one rewrites nothing and reads no results. After new runs, a
+render reads only those from the store (the columns the last render read are kept in the folder's
+bookkeeping, `.dashboard-cache/`, checked by a digest in the manifest; `dashboard.model.ColumnsCache`)
+and takes the unchanged rows of a series page's table from the page it wrote before.
 """
 
 from __future__ import annotations
@@ -559,6 +562,7 @@ class _Site:
 
 
 _FLAG = ' class="flagged"'
+_FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
 _RUNS_TABLE = '<table class="runs series-runs">'
 
 
@@ -579,7 +583,6 @@ def _previous_rows(previous: tuple[object, str] | None) -> dict[str, str]:
     if parts[-1] or len(rows) != len(digests) or not all(r.startswith("<tr") for r in rows):
         return {}
     return {d: r for d, r in zip(digests, rows, strict=True) if isinstance(d, str)}
-_FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
 
 
 def _esc(text: str) -> str:
@@ -699,8 +702,9 @@ def render_site(
                            seconds=time.perf_counter() - t0, series=sum(r.startswith("series/") for r in kept),
                            commits=sum(r.startswith("commit/") for r in kept))
     # Cyclic garbage collection off while the snapshot's 500,000 points and the pages are built: they hold no
-    # cycles, and its passes over every live object as they accumulate cost ~1 s of a render after one
-    # new commit (2026-12-02); refcounting still frees them, and a collection runs when it is back on.
+    # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
+    # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
+    # runs when it is back on.
     with paused_gc():
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
