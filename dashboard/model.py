@@ -11,9 +11,12 @@ queried a fixed number of times however many pages there are.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import math
 import multiprocessing
 import os
+import zipfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -154,6 +157,9 @@ class Snapshot:
     # sha -> points asv recorded as failed or skipped: (benchmark, machine, status). Read from
     # `store.failures()` when the store has it (ci.store.Store does; it is not in StoreReader).
     failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = field(default_factory=dict)
+    # The store's columns as this snapshot read them, for the next render (`ColumnsCache`); None for
+    # a store without columns.
+    columns: ColumnsCache | None = field(default=None, repr=False, compare=False)
 
     def recent(self, sha: str) -> bool:
         """Whether `sha` is among the RECENT_COMMITS newest commits."""
@@ -377,55 +383,223 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
     return by_series, raw, environments
 
 
-def _from_columns(store: Any, position: dict[str, int], branch: str | None) -> _Built:
+class _Stale(Exception):
+    """The kept columns (`ColumnsCache`) cannot give this snapshot: read the store in full."""
+
+
+@dataclass
+class _Stats:
+    """One series' every result (before the version and branch filters) as columns: its run (index
+    into the machine's runs), version, value (the median, or the worst sample for a gated series),
+    quartiles and sample count; `col` holds the samples when they were read now in full (a series
+    with several runs of one commit pools them, `commit_levels`)."""
+
+    benchmark: Benchmark
+    runs: list[int]
+    versions: list[str | None]
+    values: list[float]
+    q1: list[float]
+    q3: list[float]
+    ns: list[int]
+    col: SeriesColumns | None
+
+
+@dataclass
+class ColumnsCache:
+    """What a render keeps of the store's columns for the next one: per machine its runs in history
+    order as (run key, result file digest) and each run's commit, per series `_Stats` without the
+    samples. The next render reads only the runs after these (`series_columns(runs_after=...)`) when
+    the store's runs still begin with exactly these; else it reads everything (`_from_columns`).
+
+    Kept as one file in the output folder's bookkeeping (`to_bytes`/`from_bytes`, numpy's npz with
+    no pickles), checked there by a digest in the manifest (`dashboard.writer.PageWriter.blob`).
+    32 bytes per result (16 MB at 1,000 commits x 500 series, 2026-12-02); the samples stay in the store.
+    """
+
+    runs: dict[str, list[tuple[str, str]]]
+    run_shas: dict[str, list[str]]
+    series: dict[tuple[str, str], _Stats]
+
+    def to_bytes(self) -> bytes:
+        keys = sorted(self.series)
+        stats = [self.series[k] for k in keys]
+        meta = {
+            "runs": self.runs, "run_shas": self.run_shas,
+            "series": [[m, _bench_json(st.benchmark), len(st.runs), _run_lengths(st.versions)]
+                       for (_, m), st in zip(keys, stats, strict=True)],
+        }
+
+        def cat(name: str, dtype: str) -> np.ndarray:
+            return np.concatenate([np.asarray(getattr(st, name), dtype=dtype) for st in stats]) if stats else \
+                np.zeros(0, dtype=dtype)
+
+        buf = io.BytesIO()
+        np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), runs=cat("runs", "<i4"),
+                 ns=cat("ns", "<i4"), values=cat("values", "<f8"), q1=cat("q1", "<f8"), q3=cat("q3", "<f8"))
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ColumnsCache | None:
+        """The cache `to_bytes` wrote, None when `data` is not one (a damaged file costs a full read)."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                meta = json.loads(z["meta"].tobytes())
+                arrays = {k: z[k].tolist() for k in ("runs", "ns", "values", "q1", "q3")}
+            runs = {m: [(str(k), str(d)) for k, d in rs] for m, rs in meta["runs"].items()}
+            run_shas = {m: [str(s) for s in ss] for m, ss in meta["run_shas"].items()}
+            series: dict[tuple[str, str], _Stats] = {}
+            at = 0
+            for machine, bench, n, versions in meta["series"]:
+                b, end = _bench_of(bench), at + int(n)
+                st = _Stats(b, arrays["runs"][at:end], _versions_of(versions), arrays["values"][at:end],
+                            arrays["q1"][at:end], arrays["q3"][at:end], arrays["ns"][at:end], None)
+                if end > len(arrays["runs"]) or len(st.versions) != len(st.runs):
+                    return None
+                if any(not 0 <= r < len(run_shas[machine]) for r in st.runs):
+                    return None
+                series[(b.key, str(machine))] = st
+                at = end
+            if at != len(arrays["runs"]) or set(run_shas) != set(runs):
+                return None
+            return cls(runs, run_shas, series)
+        except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile):
+            return None
+
+
+def _bench_json(b: Benchmark) -> list[Any]:
+    return [b.name, [list(p) for p in b.params], b.unit, b.direction.value, b.kind.value]
+
+
+def _bench_of(row: list[Any]) -> Benchmark:
+    name, params, unit, direction, kind = row
+    return Benchmark(str(name), tuple((str(k), str(v)) for k, v in params), str(unit), Direction(direction),
+                     Kind(kind))
+
+
+def _run_lengths(versions: list[str | None]) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for v in versions:
+        if out and out[-1][0] == v:
+            out[-1][1] += 1
+        else:
+            out.append([v, 1])
+    return out
+
+
+def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
+    return [None if v is None else str(v) for v, n in lengths for _ in range(int(n))]
+
+
+_Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
+
+
+def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
+    """Every series' `_Stats`, the machines' runs and each run's commit: the runs after `cache`'s
+    read from the store and appended to it when the store's runs begin with the cached ones, else
+    all read from the store (`_Stale` when what was read contradicts the cache)."""
+    hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
+    if cache is not None:
+        names = {h.machine for h in hists}
+        if not names >= set(cache.runs) or any(list(h.runs[:len(cache.runs.get(h.machine, []))])
+                                               != cache.runs.get(h.machine, []) for h in hists):
+            raise _Stale
+    series = dict(cache.series) if cache else {}
+    runs = {h.machine: list(h.runs) for h in hists}
+    run_shas = {h.machine: (list(cache.run_shas.get(h.machine, [])) if cache else []) for h in hists}
+    for hist in hists:
+        shas = run_shas[hist.machine]
+        shas.extend([""] * (len(hist.runs) - len(shas)))
+        for col in hist.series:
+            for run, sha in zip(col.runs, col.commit_shas, strict=True):
+                shas[run] = sha
+            med, q1, q3, ns, smallest, largest = _column_stats(col, list(range(len(col.counts))))
+            bench = col.benchmark
+            gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
+            if gate is not None:
+                med = largest if gate[1] else smallest
+            key = (bench.key, hist.machine)
+            new = _Stats(bench, list(col.runs), list(col.versions), med, q1, q3, ns, col)
+            old = series.get(key)
+            if old is not None and cache is not None:
+                if old.benchmark != bench:
+                    raise _Stale
+                new = _Stats(bench, old.runs + new.runs, old.versions + new.versions, old.values + new.values,
+                             old.q1 + new.q1, old.q3 + new.q3, old.ns + new.ns, None)
+            series[key] = new
+    return series, runs, run_shas
+
+
+def _from_columns(store: Any, position: dict[str, int], branch: str | None,
+                  cache: ColumnsCache | None = None) -> tuple[_Built, ColumnsCache]:
     """`_from_results` from the store's columnar read (`series_columns`: a series' samples are one
     float64 array) and its runs' environments, with medians and IQR per series in numpy: the same
     points, bit for bit, without a `Result` per result (they were ~10 of the 18 s of a render after
     one new commit at 1,000 commits x 500 series, 2026-12-02). The change points come from the
     store's kept states, so the raw results are built only for a series with several runs of one
-    commit (its levels pool them, `ci.verdicts.commit_levels`)."""
+    commit (its levels pool them, `ci.verdicts.commit_levels`).
+
+    With `cache` (the previous render's `ColumnsCache`), only the runs after it are read from the
+    store; the snapshot is the same as from a full read (`tests/dashboard/test_store.py`), and any
+    doubt (the store's earlier runs differ, a series needs its samples) falls back to the full read.
+    Also returns the cache for the next render."""
+    if cache is not None:
+        try:
+            return _columns_built(store, position, branch, cache)
+        except _Stale:
+            pass
+    return _columns_built(store, position, branch, None)
+
+
+def _columns_built(store: Any, position: dict[str, int], branch: str | None,
+                   cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
+    stats, runs, run_shas = _read_columns(store, cache)
     envs = store.run_environments()
     by_series: dict[tuple[str, str], Series] = {}
     raw: dict[tuple[str, str], list[Result]] = {}
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
+    by_machine: dict[str, list[tuple[str, _Stats]]] = defaultdict(list)
+    for (key, machine), st in stats.items():
+        by_machine[machine].append((key, st))
     # Every branch's results, as `_from_results` reads them: the current version is that of the
     # series' newest result in the history shown, results on other branches' commits count first.
-    for hist in store.series_columns():
-        machine = hist.machine
+    for machine in sorted(by_machine):
         run_sha: dict[int, str] = {}
-        for col in hist.series:
-            bench = col.benchmark
-            at = [position.get(sha, -1) for sha in col.commit_shas]
+        shas_of = run_shas[machine]
+        for _, st in sorted(by_machine[machine], key=lambda t: t[0]):
+            bench = st.benchmark
+            all_shas = [shas_of[r] for r in st.runs]
+            at = [position.get(sha, -1) for sha in all_shas]
             keep = list(range(len(at)))
             if branch is not None and min(at, default=0) < 0:
                 keep.sort(key=at.__getitem__)
-            versions = set(col.versions) - {None}
+            versions = set(st.versions) - {None}
             if len(versions) > 1:  # as `current_version`: the newest version's results (and unknown ones)
-                latest = next(col.versions[i] for i in reversed(keep) if col.versions[i] is not None)
-                keep = [i for i in keep if col.versions[i] in (latest, None)]
+                latest = next(st.versions[i] for i in reversed(keep) if st.versions[i] is not None)
+                keep = [i for i in keep if st.versions[i] in (latest, None)]
             missing = next((i for i in keep if at[i] < 0), None)
             if missing is not None and branch is None:
-                raise ValueError(f"result for {bench.key!r} on {machine!r} names commit {col.commit_shas[missing]!r}, "
+                raise ValueError(f"result for {bench.key!r} on {machine!r} names commit {all_shas[missing]!r}, "
                                  "which the store's commit history does not contain")
             keep = [i for i in keep if at[i] >= 0]  # a result on another branch's commit
             if not keep:
                 continue
-            shas = [col.commit_shas[i] for i in keep]
-            pos = [at[i] for i in keep]
-            med, q1, q3, ns, smallest, largest = _column_stats(col, keep)
-            gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
-            if gate is not None:
-                med = largest if gate[1] else smallest
+            shas = [all_shas[i] for i in keep]
             s = by_series[(bench.key, machine)] = Series(bench, machine)
-            s.points = list(map(Point, pos, shas, med, q1, q3, ns))
+            s.points = list(map(Point, map(at.__getitem__, keep), shas, map(st.values.__getitem__, keep),
+                                map(st.q1.__getitem__, keep), map(st.q3.__getitem__, keep),
+                                map(st.ns.__getitem__, keep)))
             s.points.sort(key=lambda p: p.index)
             if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
-                raw[(bench.key, machine)] = _column_results(col, keep, position)
-            run_sha.update(zip(map(col.runs.__getitem__, keep), shas, strict=True))
+                if st.col is None:
+                    raise _Stale  # its levels pool the samples, which the cache does not hold
+                raw[(bench.key, machine)] = _column_results(st.col, keep, position)
+            run_sha.update(zip(map(st.runs.__getitem__, keep), shas, strict=True))
         for run, sha in run_sha.items():  # the runs with a result shown, each once
-            run_key = hist.runs[run][0]
+            run_key = runs[machine][run][0]
             environments[sha][(machine, run_key)] = envs.get(run_key, ())
-    return by_series, raw, environments
+    kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
+                                                   None) for k, st in stats.items()})
+    return (by_series, raw, environments), kept
 
 
 def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
@@ -453,7 +627,8 @@ def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int
     return out
 
 
-def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None) -> Snapshot:
+def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None,
+                  columns: ColumnsCache | None = None) -> Snapshot:
     """Read the whole history once and arrange it by series and by commit.
 
     Args:
@@ -461,6 +636,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         branch: only this branch's commits (and the results on them); None for all.
         baseline_sha: the commit to compare against on the overview (full sha or unique prefix);
             None means each series' first run.
+        columns: the previous snapshot's `Snapshot.columns` (of the same `branch`), so that only the
+            store's runs after it are read; the snapshot is the same without it.
 
     Returns:
         The snapshot the pages are rendered from.
@@ -475,8 +652,9 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     machines = sorted(store.machines(), key=lambda m: m.name)
 
     stored = _stored_change_points(store, branch)
+    kept = None
     if stored is not None:  # a ci.store.Store: its results as columns, no record per result
-        by_series, raw, environments = _from_columns(store, position, branch)  # type: ignore[arg-type]
+        (by_series, raw, environments), kept = _from_columns(store, position, branch, columns)
     else:
         by_series, raw, environments = _from_results(store, position, branch)
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
@@ -528,7 +706,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
-                    environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha))
+                    environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
+                    columns=kept)
 
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).

@@ -16,7 +16,10 @@ that commit passed their noise, not every series, so that a page stays a few kil
 series (the site was 375 MB at 1,000 commits x 500 series when each page listed everything).
 
 A render whose inputs (the store's commits, runs, verdicts and acknowledgements, the options and
-this code) are those of the previous one rewrites nothing and reads no results.
+this code) are those of the previous one rewrites nothing and reads no results. After new runs, a
+render reads only those from the store (the columns the last render read are kept in the folder's
+bookkeeping, `.dashboard-cache/`, checked by a digest in the manifest; `dashboard.model.ColumnsCache`)
+and takes the unchanged rows of a series page's table from the page it wrote before.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from markupsafe import Markup
 
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, StoreReader
+from ci.store.reads import paused_gc
 from ci.verdicts import Suspect, SuspectState
 from dashboard import data, fmt
 from dashboard.model import (
+    ColumnsCache,
     Point,
     Regression,
     Series,
@@ -59,6 +64,8 @@ BANNER_LIMIT = 20
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
 # made a page ~470 KB and the site 375 MB at 1,000 commits x 500 series (2026-11-29).
 RUNS_SHOWN = 100
+# The bookkeeping file (dashboard.writer.CACHE_DIR) with the store's columns as the last render read them.
+COLUMNS_CACHE = "columns.npz"
 # The regressions page lists at most this many resolved suspicions (newest first).
 RESOLVED_SHOWN = 200
 _PKG_DIR = Path(__file__).resolve().parent
@@ -170,8 +177,10 @@ class _Site:
     def series_href(self, key: str, machine: str, depth: int) -> str:
         return f"{self.root(depth)}series/{series_slug(key, machine)}.html"
 
-    def emit(self, rel: str, template: str, ctx: dict[str, Any], inputs: object = None, late: Any = None) -> None:
-        """Write page `rel`; `late()` adds expensive context (charts) only when it is rendered."""
+    def emit(self, rel: str, template: str, ctx: dict[str, Any], inputs: object = None, late: Any = None,
+             note: object = None) -> None:
+        """Write page `rel`; `late()` adds expensive context (charts) only when it is rendered; `note`
+        is kept for the next render (`PageWriter.previous`)."""
         depth = rel.count("/")
         ctx = {"title": self.title, "root": self.root(depth), "filters": self.filters, **ctx}
 
@@ -179,7 +188,7 @@ class _Site:
             full = {**ctx, **late()} if late is not None else ctx
             return self.env.get_template(template).render(full)
 
-        self.writer.page(rel, (ctx, inputs), produce)
+        self.writer.page(rel, (ctx, inputs), produce, note=note)
 
     def reg_row(self, reg: Regression, depth: int) -> dict[str, Any]:
         c = self.commit_by_sha.get(reg.sha)
@@ -295,19 +304,37 @@ class _Site:
     def series_page(self, s: Series) -> None:
         b = s.benchmark
         unit = b.unit
-        rows = []
         cinfo = self.cinfo
         steps = self.steps[id(s)]
         first = max(len(s.points) - RUNS_SHOWN, 0)
         shown = s.points[first:]
-        for i in range(len(s.points) - 1, first - 1, -1):
+        rel = f"series/{s.slug}.html"
+        order = range(len(s.points) - 1, first - 1, -1)
+        # A row's text is a function of these numbers and strings: its digest names the row, so that a
+        # row the previous render wrote is taken from its page instead of formatted again (a re-render
+        # after one new commit formats one row per series, not 100: 150,000 values, 2026-12-02).
+        nums = np.column_stack([
+            [p.value for p in shown], [p.low for p in shown], [p.high for p in shown], [p.n for p in shown],
+            steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:]]).astype(float)
+        digests, texts = [], []
+        for i in order:
             p = s.points[i]
-            slug, short, when, subject = cinfo[p.sha]
-            fail = bool(steps.failed[i])
-            change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
             outcomes = self.verdict_outcomes.get((b.key, p.sha, ""), []) + self.verdict_outcomes.get(
                 (b.key, p.sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
+            texts.append((cinfo[p.sha], verdict))
+            digests.append(hashlib.blake2b(nums[i - first].tobytes() + "\0".join(
+                (*cinfo[p.sha], verdict, unit)).encode(), digest_size=8).hexdigest())
+        old = _previous_rows(self.writer.previous(rel))
+        rows = []
+        for i, digest, ((slug, short, when, subject), verdict) in zip(order, digests, texts, strict=True):
+            kept = old.get(digest)
+            if kept is not None:
+                rows.append(kept)
+                continue
+            p = s.points[i]
+            fail = bool(steps.failed[i])
+            change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
             iqr = _esc(fmt.fmt_range(p.low, p.high, unit)) if p.n > 1 else ""
             title = f' title="noise threshold {_pct(thr)}"' if cls else ""
             # Built here, not in a jinja loop: a table row costs ~25 template fragments in jinja,
@@ -332,7 +359,7 @@ class _Site:
             "threshold": _pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
             "n_runs": len(s.points), "n_shown": len(shown),
         }
-        self.emit(f"series/{s.slug}.html", "series.html", ctx)
+        self.emit(rel, "series.html", ctx, note={"rows": digests})
         # The chart's data.
         by_x: dict[int, Point] = {}
         for p in s.points:
@@ -536,6 +563,26 @@ class _Site:
 
 _FLAG = ' class="flagged"'
 _FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
+_RUNS_TABLE = '<table class="runs series-runs">'
+
+
+def _previous_rows(previous: tuple[object, str] | None) -> dict[str, str]:
+    """The rows of a series page's runs table as the previous render wrote them, by the digest its
+    note gives each (`_Site.series_page`); empty when the page or its note is not one of ours."""
+    if previous is None:
+        return {}
+    note, text = previous
+    digests = note.get("rows") if isinstance(note, dict) else None
+    at = text.find(_RUNS_TABLE)
+    start = text.find("<tbody>", at) if at >= 0 else -1
+    end = text.find("</tbody>", start) if start >= 0 else -1
+    if not isinstance(digests, list) or end < 0:
+        return {}
+    parts = text[start + len("<tbody>"):end].split("</tr>")
+    rows = [part + "</tr>" for part in parts[:-1]]
+    if parts[-1] or len(rows) != len(digests) or not all(r.startswith("<tr") for r in rows):
+        return {}
+    return {d: r for d, r in zip(digests, rows, strict=True) if isinstance(d, str)}
 
 
 def _esc(text: str) -> str:
@@ -654,20 +701,31 @@ def render_site(
         return RenderStats(pages_written=0, pages_unchanged=writer.unchanged, pages_removed=0, bytes_written=0,
                            seconds=time.perf_counter() - t0, series=sum(r.startswith("series/") for r in kept),
                            commits=sum(r.startswith("commit/") for r in kept))
-    snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha)
-    writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
-    writer.state = state
-    site = _Site(snap, writer, _environment(), title, base_url)
-    site.assets()
-    site.data_files()
-    site.overview()
-    site.regressions_page()
-    site.correctness_page()
-    site.commit_index()
-    for s in snap.series:
-        site.series_page(s)
-    site.commit_pages()
-    writer.finish()
+    # Cyclic garbage collection off while the snapshot's 500,000 points and the pages are built: they hold no
+    # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
+    # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
+    # runs when it is back on.
+    with paused_gc():
+        # The store's columns as the previous render read them (same code, same branch): only later runs are read.
+        columns_key = fingerprint(salt, branch)
+        kept = writer.previous_blob(COLUMNS_CACHE, columns_key)
+        snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha,
+                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None)
+        if snap.columns is not None:
+            writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
+        writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
+        writer.state = state
+        site = _Site(snap, writer, _environment(), title, base_url)
+        site.assets()
+        site.data_files()
+        site.overview()
+        site.regressions_page()
+        site.correctness_page()
+        site.commit_index()
+        for s in snap.series:
+            site.series_page(s)
+        site.commit_pages()
+        writer.finish()
     return RenderStats(pages_written=writer.written, pages_unchanged=writer.unchanged, pages_removed=writer.removed,
                        bytes_written=writer.bytes_written, seconds=time.perf_counter() - t0,
                        series=len(snap.series), commits=len(snap.commits))

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 MANIFEST = ".dashboard-manifest.json"
+# State kept for the next render (`PageWriter.blob`), beside the manifest that holds its digests.
+CACHE_DIR = ".dashboard-cache"
 _MANIFEST_VERSION = 1
 
 
@@ -38,6 +40,9 @@ class PageWriter:
         self.bytes_written = 0
         self._old: dict[str, dict[str, object]] = {}
         self._new: dict[str, dict[str, object]] = {}
+        self._old_blobs: dict[str, dict[str, object]] = {}
+        self._blobs: dict[str, tuple[dict[str, object], bytes]] = {}
+        self._read_blobs: set[str] = set()
         # A fingerprint of everything the site was rendered from, saved with the manifest: when the
         # next render's is the same, nothing needs rendering at all (`keep_all`).
         self.state = ""
@@ -54,6 +59,42 @@ class PageWriter:
                     self._old = {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, dict)}
                 state = data.get("state")
                 self.previous_state = state if isinstance(state, str) else ""
+                blobs = data.get("blobs")
+                if isinstance(blobs, dict):
+                    self._old_blobs = {k: v for k, v in blobs.items() if isinstance(k, str) and isinstance(v, dict)}
+
+    def previous_blob(self, name: str, key: str) -> bytes | None:
+        """The bytes the previous render kept as `blob(name, key, ...)`, when it was kept with this
+        `key` and the file still holds exactly those bytes (a digest in the manifest); else None.
+
+        Args:
+            name: a plain file name (no folders) under the cache folder.
+            key: what the kept state must have been computed with (code version, options).
+        """
+        old = self._old_blobs.get(name)
+        if old is None or old.get("key") != key or not _plain(name):
+            return None
+        try:
+            data = (self.out_dir / CACHE_DIR / name).read_bytes()
+        except OSError:
+            return None
+        if len(data) != old.get("size") or hashlib.blake2b(data, digest_size=16).hexdigest() != old.get("digest"):
+            return None
+        self._read_blobs.add(name)
+        return data
+
+    def blob(self, name: str, key: str, data: bytes) -> None:
+        """Keep `data` for the next render (`previous_blob`), written by `finish` with its digest.
+
+        Args:
+            name: a plain file name (no folders) under the cache folder.
+            key: what it was computed with.
+            data: the bytes.
+        """
+        if not _plain(name):
+            raise ValueError(f"cache name must be a plain file name, got {name!r}")
+        entry = {"key": key, "digest": hashlib.blake2b(data, digest_size=16).hexdigest(), "size": len(data)}
+        self._blobs[name] = (entry, data)
 
     def previous(self, rel: str) -> tuple[object, str] | None:
         """The note (`page`'s `note`) and text of page `rel` as the previous render of this code
@@ -138,8 +179,21 @@ class PageWriter:
             if target is not None:
                 target.unlink()
                 self.removed += 1
+        cache = self.out_dir / CACHE_DIR
+        for name, (entry, data) in sorted(self._blobs.items()):
+            if name in self._read_blobs and self._old_blobs.get(name) == entry:
+                continue  # read back this render, digest checked: the same bytes are there
+            cache.mkdir(exist_ok=True)
+            tmp = cache / f".{name}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, cache / name)
+        for name in sorted(self._old_blobs.keys() - self._blobs.keys()):
+            target = _inside(root, f"{CACHE_DIR}/{name}") if _plain(name) else None
+            if target is not None:
+                target.unlink()
         tmp = self.out_dir / f".{MANIFEST}.tmp"
-        manifest = {"version": _MANIFEST_VERSION, "pages": self._new, "state": self.state}
+        manifest = {"version": _MANIFEST_VERSION, "pages": self._new, "state": self.state,
+                    "blobs": {name: entry for name, (entry, _) in self._blobs.items()}}
         tmp.write_text(json.dumps(manifest, sort_keys=True), "utf-8")
         os.replace(tmp, self.out_dir / MANIFEST)
 
@@ -160,6 +214,12 @@ def _inside(root: Path, rel: object) -> Path | None:
     except (OSError, RuntimeError):  # missing, unreadable, or a symlink loop
         return None
     return target
+
+
+def _plain(name: str) -> bool:
+    """Whether `name` is a plain file name: no folder, not hidden, nothing odd."""
+    return bool(name) and name == Path(name).name and not name.startswith(".") and "\\" not in name \
+        and "\x00" not in name
 
 
 def _size(path: Path) -> int | None:

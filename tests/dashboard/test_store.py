@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,52 +165,172 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
 
 
 def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path) -> None:
-    """A re-render after new commits, from the previous render's manifest and data files and the
-    store's kept change-point states, writes the site a render into an empty folder writes, byte for
-    byte; a data file is extended with the new runs, not formatted again."""
+    """A re-render after new commits, from the previous render's manifest, data files, pages and kept
+    columns and the store's kept change-point states, writes the site a render into an empty folder
+    writes, byte for byte; a data file is extended with the new runs, a series page's table formats
+    only the new row, and only the new runs are read from the store. A page, a data file or the kept
+    columns changed on disk cost a full computation of what they held, never a stale page."""
+    import dashboard.data as data
+    import dashboard.fmt as dfmt
+    from dashboard.writer import CACHE_DIR
+
     mem = synthetic_store(n_commits=20, n_series=5, machines=2)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    site = tmp_path / "kept"
     try:
-        import dashboard.data as data
-
-        render_site(store, tmp_path / "kept")
+        render_site(store, site)
         formatted: list[int] = []
-        real = data._numbers
+        ranges: list[str] = []
+        reads = _column_reads(store)
+        real_numbers, real_range = data._numbers, dfmt.fmt_range
 
         def counting(values: list[float], div: float) -> str:
             formatted.append(len(values))
-            return real(values, div)
+            return real_numbers(values, div)
 
-        for slower in (1.0, 1.6):  # an ordinary commit, then a step
+        def ranging(low: float, high: float, unit: str) -> str:
+            ranges.append(unit)
+            return real_range(low, high, unit)
+
+        for step, slower in enumerate((1.0, 1.6, 1.0)):  # an ordinary commit, a step, then an ordinary one
             new = next_commit(mem, slower=slower)
             ingest_commits(store, mem, [new.sha])
-            if slower > 1:  # a data file changed on disk, same size: formatted anew, not extended
-                damaged = next((tmp_path / "kept" / "data" / "series").iterdir())
-                damaged.write_text(damaged.read_text().replace(",", ";", 3))
+            damaged_data = damaged_page = None
+            if step == 1:  # a data file and a series page changed on disk, same size: formatted anew
+                damaged_data = next((site / "data" / "series").iterdir())
+                damaged_data.write_text(damaged_data.read_text().replace(",", ";", 3))
+                damaged_page = next((site / "series").iterdir())
+                damaged_page.write_text(damaged_page.read_text().replace("<td>", "<th>", 3))
+            if step == 2:  # the kept columns changed on disk, same size: the store is read in full
+                kept = site / CACHE_DIR / "columns.npz"
+                raw = bytearray(kept.read_bytes())
+                raw[len(raw) // 2] ^= 0xFF
+                kept.write_bytes(bytes(raw))
             formatted.clear()
+            ranges.clear()
+            reads.clear()
             with pytest.MonkeyPatch.context() as m:
                 m.setattr(data, "_numbers", counting)
-                again = render_site(store, tmp_path / "kept")
+                m.setattr(dfmt, "fmt_range", ranging)
+                again = render_site(store, site)
             # each series' data file: only the new run's value, low and high are formatted
-            fresh = 0 if slower == 1 else 1
+            fresh = 1 if damaged_data else 0
             assert sorted(formatted) == [1] * 3 * (again.series - fresh) + [len(mem.commit_list)] * 3 * fresh
+            # each series page's table: only the new row (the damaged page: all its rows)
+            assert len(ranges) == again.series + (len(mem.commit_list) - 1 if damaged_page else 0)
+            # only the new runs were read, except when the kept columns were damaged
+            assert reads == ([None] if step == 2 else [{"runner-0": len(mem.commit_list) - 1,
+                                                        "runner-1": len(mem.commit_list) - 1}])
         # An older commit measured again: its point changes, so its series' files are formatted anew.
         _second_run(store, mem, 8, "runner-1", 1.3)
-        render_site(store, tmp_path / "kept")
-        with to_sqlite(mem, str(tmp_path / "fresh.sqlite")) as fresh:  # no kept states, no manifest
-            _second_run(fresh, mem, 8, "runner-1", 1.3)
-            render_site(fresh, tmp_path / "scratch")
+        render_site(store, site)
+        with to_sqlite(mem, str(tmp_path / "fresh.sqlite")) as fresh_store:  # no kept states, no manifest
+            _second_run(fresh_store, mem, 8, "runner-1", 1.3)
+            render_site(fresh_store, tmp_path / "scratch")
 
         def files(root: Path) -> dict[str, bytes]:
             return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
-                    if p.is_file() and not p.name.startswith(".")}
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)}
 
-        kept, scratch = files(tmp_path / "kept"), files(tmp_path / "scratch")
-        assert sorted(kept) == sorted(scratch)
-        assert [rel for rel in kept if kept[rel] != scratch[rel]] == []
-        assert 'class="worse"' in kept[f"commit/{new.sha}.html"].decode()  # the step is on its commit's page
+        kept_files, scratch = files(site), files(tmp_path / "scratch")
+        assert sorted(kept_files) == sorted(scratch)
+        assert [rel for rel in kept_files if kept_files[rel] != scratch[rel]] == []
+        step_sha = mem.commit_list[-2].sha
+        assert 'class="worse"' in kept_files[f"commit/{step_sha}.html"].decode()  # the step is on its commit's page
+        assert (site / CACHE_DIR / "columns.npz").is_file()
     finally:
         store.close()
+
+
+def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
+    """`load_snapshot` with the previous snapshot's columns reads only the later runs and gives the
+    snapshot of a full read (a benchmark version change among the new runs, NaN and fewer samples, a
+    new series); with columns that no longer match the store (an older commit measured again, a
+    series whose levels pool two runs' samples) it reads everything and gives the same."""
+    import dataclasses
+
+    import dashboard.model as model
+    from ci.store import Store
+
+    mem = synthetic_store(n_commits=30, n_series=5, machines=2)
+    b0, b1 = mem.benchmark_list[0], mem.benchmark_list[1]
+    order = {c.sha: i for i, c in enumerate(mem.commit_list)}
+    late = mem.benchmark_list[4]
+    for i, r in enumerate(mem.result_list):
+        at = order[r.commit_sha]
+        if r.benchmark == b0:  # a new benchmark version from commit 26 on: the older results drop out
+            mem.result_list[i] = dataclasses.replace(r, benchmark_version="v2" if at >= 26 else "v1")
+        elif r.benchmark == b1 and at % 4 == 0:
+            mem.result_list[i] = dataclasses.replace(r, samples=(*r.samples[:3], math.nan))
+    mem.result_list = [r for r in mem.result_list if r.benchmark != late or order[r.commit_sha] >= 25]
+    store = Store(str(tmp_path / "history.sqlite"))
+    try:
+        store.upsert_commits(mem.commit_list[:24])
+        ingest_commits(store, mem, [c.sha for c in mem.commit_list[:24]])
+        before = model.load_snapshot(store)
+        assert before.columns is not None
+        store.upsert_commits(mem.commit_list)
+        ingest_commits(store, mem, [c.sha for c in mem.commit_list[24:]])
+        reads = _column_reads(store)
+        kept = model.ColumnsCache.from_bytes(before.columns.to_bytes())
+        got = model.load_snapshot(store, columns=kept)
+        assert reads == [{"runner-0": 24, "runner-1": 24}]  # only the later runs
+        reads.clear()
+        want = model.load_snapshot(store)
+        assert repr(got) == repr(want)
+        assert got.columns is not None and want.columns is not None
+        assert got.columns.to_bytes() == want.columns.to_bytes()
+        by_key = {(s.benchmark.key, s.machine): s for s in got.series}
+        assert len(by_key[(b0.key, "runner-0")].points) == 4 and len(by_key[(late.key, "runner-1")].points) == 5
+
+        _second_run(store, mem, 9, "runner-0", 1.2)  # an older commit measured again
+        reads.clear()
+        again = model.load_snapshot(store, columns=model.ColumnsCache.from_bytes(got.columns.to_bytes()))
+        assert reads == [{"runner-0": 24 + 6, "runner-1": 24 + 6}, None]  # the runs differ: read in full
+        assert repr(again) == repr(model.load_snapshot(store))
+
+        # Two runs of the newest commit: its levels pool both runs' samples, which the cache does not hold.
+        assert again.columns is not None
+        kept = model.ColumnsCache.from_bytes(again.columns.to_bytes())
+        _second_run(store, mem, 29, "runner-1", 1.1)
+        reads.clear()
+        pooled = model.load_snapshot(store, columns=kept)
+        assert reads[0] == {"runner-0": 31, "runner-1": 30} and reads[-1] is None
+        assert repr(pooled) == repr(model.load_snapshot(store))
+    finally:
+        store.close()
+
+
+def test_damaged_kept_columns_are_not_read() -> None:
+    """Bytes that are not a `ColumnsCache` (truncated, foreign, inconsistent) give None: a full read."""
+    import dashboard.model as model
+
+    mem = synthetic_store(n_commits=8, n_series=2)
+    st = model._Stats(mem.benchmark_list[0], [0, 1], ["v1", None], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3, 3], None)
+    good = model.ColumnsCache({"m": [("k0", "d0"), ("k1", "d1")]}, {"m": ["a" * 40, "b" * 40]},
+                              {(st.benchmark.key, "m"): st}).to_bytes()
+    back = model.ColumnsCache.from_bytes(good)
+    assert back is not None and back.to_bytes() == good
+    assert back.series[(st.benchmark.key, "m")].versions == ["v1", None]
+    assert model.ColumnsCache.from_bytes(good[:len(good) // 2]) is None
+    assert model.ColumnsCache.from_bytes(b"not a cache") is None
+    bad = model.ColumnsCache({"m": [("k0", "d0")]}, {"m": ["a" * 40]}, {(st.benchmark.key, "m"): st})
+    assert model.ColumnsCache.from_bytes(bad.to_bytes()) is None  # a result names a run it does not list
+
+
+def _column_reads(store: Any) -> list[object]:
+    """Record the `runs_after` of each of the dashboard's own `series_columns` reads of `store` from
+    now on (`ci.verdicts.detect_all` passes machine and branch as well, and is not recorded)."""
+    reads: list[object] = []
+    real = store.series_columns
+
+    def reading(**kw: object) -> object:
+        if set(kw) == {"runs_after"}:
+            reads.append(kw["runs_after"])
+        return real(**kw)
+
+    store.series_columns = reading
+    return reads
 
 
 def _second_run(store: object, mem: object, at: int, machine: str, factor: float) -> None:
@@ -231,3 +352,39 @@ def _second_run(store: object, mem: object, at: int, machine: str, factor: float
                     commit_hash=commit.sha, commit_time=commit.time, env_name="env2", started_at=when,
                     environment=(("python", "3.12"),), points=points, skipped_unknown=(), skipped_stale=())
     store.ingest_run(run, next(m for m in mem.machine_list if m.name == machine), commit)  # type: ignore[attr-defined]
+
+
+def test_kept_columns_of_another_code_version_or_branch_are_not_used(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept columns are keyed by the code version and the branch: after either changes, or with a
+    hand-edited manifest, the render reads the store in full."""
+    import json
+
+    import dashboard.render as render
+    from dashboard.writer import MANIFEST
+
+    mem = synthetic_store(n_commits=12, n_series=3)
+    store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    try:
+        site = tmp_path / "site"
+        render_site(store, site)
+        reads = _column_reads(store)
+        for change in ("branch", "manifest", "code"):
+            ingest_commits(store, mem, [next_commit(mem).sha])
+            reads.clear()
+            if change == "branch":
+                render_site(store, site, branch="main")
+            elif change == "manifest":
+                manifest = json.loads((site / MANIFEST).read_text())
+                manifest["blobs"]["columns.npz"]["digest"] = "0" * 32
+                (site / MANIFEST).write_text(json.dumps(manifest))
+                render_site(store, site, branch="main")
+            else:
+                monkeypatch.setattr(render, "_code_salt", lambda: "another version")
+                render_site(store, site, branch="main")
+            assert reads == [None], change
+        ingest_commits(store, mem, [next_commit(mem).sha])
+        render_site(store, site, branch="main")  # same code, same branch again: only the new runs
+        assert reads[-1] == {"runner-0": len(mem.commit_list) - 1}
+    finally:
+        store.close()
