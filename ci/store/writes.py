@@ -141,7 +141,10 @@ class StoreWrites(StoreReads):
         self, conn: Connection, pending: dict[str, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
     ) -> dict[str, int]:
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
-        ids = {k: self._bench_ids[k] for k in wanted if k in self._bench_ids}
+        # Ids committed before, then those this transaction created or found (`pending`): without the
+        # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
+        committed = self._bench_ids
+        ids = {k: v for k in wanted if (v := committed.get(k, pending.get(k))) is not None}
         for k, bench in wanted.items():
             if k not in ids and bench.direction == Direction.UNKNOWN:
                 known = self._undeclared_ids.get(k, pending.get((_UNDECLARED, k)))

@@ -119,3 +119,31 @@ def test_hostile_and_odd_rows_parse_alike_on_both_paths(tmp_path, monkeypatch, c
     if case in CASES:
         assert fast[3][0] == "error" and CASES[case][1] in fast[3][1]
 
+
+
+def test_a_batch_looks_its_series_up_once_not_per_file(tmp_path, store_url):
+    """The ids a batch's transaction found or created serve its later files: the 10 recorded files in
+    one batch look the series up once (before 2026-12-02: once per file, 10), and store the same."""
+    from sqlalchemy import event
+
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store
+
+    root = _copy(tmp_path)
+    lookups: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM benchmarks" in statement:
+            lookups.append(statement)
+
+    stored = []
+    for batch_size in (50, 1):
+        url = store_url if batch_size == 50 else str(tmp_path / f"plain-{batch_size}.sqlite")
+        with Store(url) as store:
+            event.listen(store.engine, "before_cursor_execute", count)
+            lookups.clear()
+            assert ingest_results_dir(store, root, batch_size=batch_size).count("inserted") == 10
+            if batch_size == 50:
+                assert len(lookups) <= 2, lookups  # looked up, then read back after the insert
+            stored.append(sorted((r.benchmark.key, r.commit_sha, r.run_id, r.samples) for r in store.results()))
+    assert stored[0] == stored[1]
