@@ -5,7 +5,8 @@ with the kernel Triton compiled for the same key (registered here after the Pyth
 it). Anything it does not handle returns None and the Python path runs, so errors, the debug mode,
 `out=`, `scale=` and multi-GPU callers behave exactly as without it. Built on first import with
 `torch.utils.cpp_extension.load` (needs a C++ compiler and the CUDA headers; ~25 s once, then cached
-in torch's extension directory); if the build fails, a warning says so and the Python path stays.
+in torch's extension directory, one build per content of `native.cpp` whatever checkout it comes from:
+`_stable_source`); if the build fails, a warning says so and the Python path stays.
 
 `RAGGED_KERNELS_LAUNCH` selects the path: unset (default) = native where CUDA is available,
 `native` = native (built even without a GPU, e.g. to test the build), `python` = the Python path.
@@ -16,6 +17,7 @@ for bit; host cost per call
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -66,9 +68,10 @@ def module():
         torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
         _clear_stale_build_lock()
         _say_if_building()
+        name, source = _stable_source()
         _module = load(
-            name=_EXT_NAME,
-            sources=[str(Path(__file__).with_name("native.cpp"))],
+            name=name,
+            sources=[source],
             extra_cflags=["-O3"],
             extra_include_paths=_cuda_include_dirs(),
             # No CUDA toolkit libraries: libcuda is opened at run time, the stream comes from c10_cuda.
@@ -85,6 +88,33 @@ def module():
     return _module
 
 
+def _stable_source() -> tuple[str, str]:
+    """(extension name, source path) that depend only on `native.cpp`'s content, not on where this
+    checkout lies.
+
+    Why: torch's loader writes the absolute source path into its ninja file, and ninja rebuilds when a
+    command changes. Two checkouts of the same code (the runner's checkout and asv's copy of the commit
+    under test, or two worktrees) then rebuilt the extension (~25 s) each time the other one had loaded
+    it: twice per commit in a history run. The source is copied, once, to a file named by its digest
+    beside the build directories, and each content gets its own extension name (so its own build
+    directory): alternating between commits whose `native.cpp` differs rebuilds nothing either."""
+    text = Path(__file__).with_name("native.cpp").read_bytes()
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    name = f"{_EXT_NAME}_{digest}"
+    root = Path(_build_dir(name)).parent / f"{_EXT_NAME}_sources"
+    path = root / f"native_{digest}.cpp"
+    try:
+        same = path.read_bytes() == text
+    except OSError:
+        same = False
+    if not same:  # written whole or not at all: a concurrent loader never compiles half a file
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(text)
+        os.replace(tmp, path)
+    return name, str(path)
+
+
 STALE_LOCK_S = 600.0  # a build takes ~25-60 s; a lock file this old was left by a killed build
 
 
@@ -99,7 +129,7 @@ def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
 
     if getattr(cpp_extension, "FileBaton", None) is None:
         return False
-    lock = os.path.join(_build_dir(), "lock")
+    lock = os.path.join(_build_dir(_stable_source()[0]), "lock")
     try:
         age = time.time() - os.path.getmtime(lock)
     except OSError:
@@ -114,18 +144,18 @@ def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
     return True
 
 
-def _build_dir() -> str:
-    """Where torch's extension loader builds and caches the extension."""
+def _build_dir(name: str) -> str:
+    """Where torch's extension loader builds and caches the extension `name`."""
     from torch.utils import cpp_extension
 
-    return cpp_extension._get_build_directory(_EXT_NAME, verbose=False)
+    return cpp_extension._get_build_directory(name, verbose=False)
 
 
 def _say_if_building() -> None:
     """One line on stderr before the first build (~25 s), so a first import does not look hung."""
     import glob
 
-    build = _build_dir()
+    build = _build_dir(_stable_source()[0])
     if not glob.glob(os.path.join(build, "*.so")):
         print("ragged_kernels: building the native launch path once (~25 s; cached in "
               f"{os.path.dirname(build)}; RAGGED_KERNELS_LAUNCH=python skips it)", file=sys.stderr, flush=True)
