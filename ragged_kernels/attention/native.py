@@ -66,9 +66,9 @@ def module():
         if shutil.which("ninja") is None:  # the pip `ninja` of this interpreter's environment, not on PATH
             os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
         torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
-        _clear_stale_build_lock()
-        _say_if_building()
         name, source = _stable_source()
+        _clear_stale_build_lock(name=name)
+        _say_if_building(name)
         _module = load(
             name=name,
             sources=[source],
@@ -118,18 +118,19 @@ def _stable_source() -> tuple[str, str]:
 STALE_LOCK_S = 600.0  # a build takes ~25-60 s; a lock file this old was left by a killed build
 
 
-def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S) -> bool:
+def _clear_stale_build_lock(max_age_s: float = STALE_LOCK_S, name: str | None = None) -> bool:
     """Remove the build lock a killed build left behind, where torch's extension loader waits on a
     lock *file* (torch.utils.file_baton.FileBaton, older torch): its existence alone blocks, so after
     a SIGKILL during the first build every later import would wait forever. Newer torch holds an OS
-    lock that dies with its process; nothing to do there. Returns whether a lock was removed."""
+    lock that dies with its process; nothing to do there. Returns whether a lock was removed.
+    `name`: the extension (default: this checkout's, `_stable_source`)."""
     import time
 
     from torch.utils import cpp_extension
 
     if getattr(cpp_extension, "FileBaton", None) is None:
         return False
-    lock = os.path.join(_build_dir(_stable_source()[0]), "lock")
+    lock = os.path.join(_build_dir(name or _stable_source()[0]), "lock")
     try:
         age = time.time() - os.path.getmtime(lock)
     except OSError:
@@ -151,11 +152,12 @@ def _build_dir(name: str) -> str:
     return cpp_extension._get_build_directory(name, verbose=False)
 
 
-def _say_if_building() -> None:
-    """One line on stderr before the first build (~25 s), so a first import does not look hung."""
+def _say_if_building(name: str | None = None) -> None:
+    """One line on stderr before the first build (~25 s) of the extension `name` (default: this
+    checkout's, `_stable_source`), so a first import does not look hung."""
     import glob
 
-    build = _build_dir(_stable_source()[0])
+    build = _build_dir(name or _stable_source()[0])
     if not glob.glob(os.path.join(build, "*.so")):
         print("ragged_kernels: building the native launch path once (~25 s; cached in "
               f"{os.path.dirname(build)}; RAGGED_KERNELS_LAUNCH=python skips it)", file=sys.stderr, flush=True)
