@@ -45,11 +45,11 @@ from ci.verdicts import (
     ChangePoint,
     Suspect,
     SuspectState,
+    SuspectTrack,
     change_points,
     commit_levels,
     detect_all,
-    noise_thresholds,
-    suspects_from_levels,
+    judge_levels,
 )
 
 # Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
@@ -160,6 +160,9 @@ class Snapshot:
     # The store's columns as this snapshot read them, for the next render (`ColumnsCache`); None for
     # a store without columns.
     columns: ColumnsCache | None = field(default=None, repr=False, compare=False)
+    # Each series' suspicion test as this snapshot left it (`ci.verdicts.SuspectTrack`, by
+    # `track_name`), for the next render.
+    tracks: dict[str, SuspectTrack] = field(default_factory=dict, repr=False, compare=False)
 
     def recent(self, sha: str) -> bool:
         """Whether `sha` is among the RECENT_COMMITS newest commits."""
@@ -628,7 +631,7 @@ def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int
 
 
 def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None,
-                  columns: ColumnsCache | None = None) -> Snapshot:
+                  columns: ColumnsCache | None = None, tracks: dict[str, SuspectTrack] | None = None) -> Snapshot:
     """Read the whole history once and arrange it by series and by commit.
 
     Args:
@@ -638,6 +641,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             None means each series' first run.
         columns: the previous snapshot's `Snapshot.columns` (of the same `branch`), so that only the
             store's runs after it are read; the snapshot is the same without it.
+        tracks: the previous snapshot's `Snapshot.tracks`, so that each series' suspicions and
+            thresholds are judged for its new commits only; the snapshot is the same without them.
 
     Returns:
         The snapshot the pages are rendered from.
@@ -689,7 +694,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    _add_history_verdicts(series, raw, acks, regressions, stored)
+    kept_tracks = _add_history_verdicts(series, raw, acks, regressions, stored, tracks)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -707,28 +712,29 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
                     environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
-                    columns=kept)
+                    columns=kept, tracks=kept_tracks)
 
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None]
+_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None,
+                SuspectTrack | None]
 _FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 
 
-_Judged = tuple[list[Any], list[Suspect], list[float]]
+_Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
-           cps: list[ChangePoint] | None = None) -> _Judged:
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None) -> _Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
-    noise thresholds (one more at the end: what the next commit will need, from a placeholder level
-    after the newest)."""
+    noise thresholds (one more at the end: what the next commit will need), the last two only for
+    the commits after `track` when it still matches (`ci.verdicts.judge_levels`)."""
     if cps is None:
         cps = change_points(results)
-    thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
-    return cps, suspects_from_levels(bench, machine, shas, levels, cps), thresholds
+    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track)
+    return cps, found, thresholds.tolist(), track
 
 
 def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
@@ -744,12 +750,14 @@ def _judge_all(
     Computed here, change points were most of a full render's CPU (5.4 ms per 1,000-commit series
     on an idle box, 2026-11-29; a store that keeps states now gives them, docs/performance.md
     "Dashboard render"); the work is independent per series, so it is split across forked workers;
-    without fork (macOS/Windows) or for few series it runs here.
+    without fork (macOS/Windows), for few series, or when the previous render's tracks leave only
+    the new commits to judge (0.1 s for 500 series after one commit, 2026-12-02) it runs here.
     """
     global _FORK_INPUT
     keys = sorted(inputs)
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-    if workers < 2 or len(keys) < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
+    fresh = sum(inputs[k][6] is None for k in keys)
+    if workers < 2 or fresh < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
         return {k: _judge(*inputs[k]) for k in keys}
     _FORK_INPUT = inputs
     try:
@@ -789,9 +797,18 @@ def _stored_change_points(store: StoreReader, branch: str | None) -> dict[tuple[
     return out
 
 
+def track_name(benchmark_key: str, machine: str) -> str:
+    """The name a series' `SuspectTrack` is kept under (`Snapshot.tracks`)."""
+    return f"{benchmark_key}\0{machine}"
+
+
 def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
                           acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression],
-                          stored: dict[tuple[str, str], list[ChangePoint]] | None = None) -> None:
+                          stored: dict[tuple[str, str], list[ChangePoint]] | None = None,
+                          tracks: dict[str, SuspectTrack] | None = None) -> dict[str, SuspectTrack]:
+    """Each series' change marks, suspicions and thresholds, and the change-point regressions;
+    returns the series' suspicion tracks for the next snapshot."""
+    tracks = tracks or {}
     inputs = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
@@ -800,13 +817,14 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
         shas, levels = _levels(s, raw.get(key))
         if levels.size:
             inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
-                           None if stored is None else stored.get(key, []))
+                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)))
     found = _judge_all(inputs)
+    kept: dict[str, SuspectTrack] = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
         if key not in found:
             continue
-        cps, s.suspects, thr = found[key]
+        cps, s.suspects, thr, kept[track_name(*key)] = found[key]
         s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
         s.threshold = thr[-1]
         for i, cp in enumerate(cps):
@@ -817,6 +835,7 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
                     fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction, s.threshold)))
+    return kept
 
 
 def _recovery(before: float, later: Sequence[Any], direction: Direction, threshold: float) -> str:

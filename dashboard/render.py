@@ -40,7 +40,7 @@ from markupsafe import Markup
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, StoreReader
 from ci.store.reads import paused_gc
-from ci.verdicts import Suspect, SuspectState
+from ci.verdicts import Suspect, SuspectState, SuspectTrack
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
@@ -66,6 +66,8 @@ BANNER_LIMIT = 20
 RUNS_SHOWN = 100
 # The bookkeeping file (dashboard.writer.CACHE_DIR) with the store's columns as the last render read them.
 COLUMNS_CACHE = "columns.npz"
+# The bookkeeping file with each series' suspicion test as the last render left it (`ci.verdicts.SuspectTrack`).
+TRACKS_CACHE = "suspects.bin"
 # The regressions page lists at most this many resolved suspicions (newest first).
 RESOLVED_SHOWN = 200
 _PKG_DIR = Path(__file__).resolve().parent
@@ -709,10 +711,13 @@ def render_site(
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
         kept = writer.previous_blob(COLUMNS_CACHE, columns_key)
+        tracks = writer.previous_blob(TRACKS_CACHE, columns_key)
         snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha,
-                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None)
+                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None,
+                             tracks=SuspectTrack.unpack(tracks) if tracks is not None else None)
         if snap.columns is not None:
             writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
+        writer.blob(TRACKS_CACHE, columns_key, SuspectTrack.pack(snap.tracks))
         writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
         writer.state = state
         site = _Site(snap, writer, _environment(), title, base_url)
