@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import html
+import itertools
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ class _Site:
                 self.regs_by_series[(reg.benchmark.key, m)].append(reg)
         self.open_suspects = snap.open_suspects
         self.suspected_series = {(x.benchmark.key, x.machine) for x in self.open_suspects}
-        self.axis = {id(s): display_scale(s.benchmark.unit, _typical(s.points)) for s in snap.series}
+        self.axis = {id(s): display_scale(s.benchmark.unit, _typical(s.values)) for s in snap.series}
         self.series_keys = {(s.benchmark.key, s.machine) for s in snap.series}
         self.series_by_key: dict[str, list[Series]] = defaultdict(list)
         for s in snap.series:
@@ -163,10 +164,9 @@ class _Site:
         self.cinfo = {c.sha: (commit_slug(c.sha), _esc(c.sha[:10]), fmt.fmt_time(c.time), _esc(c.subject))
                       for c in snap.commits}
         self.steps = {id(s): _steps(s) for s in snap.series}
-        self.counts: dict[str, int] = defaultdict(int)  # results per commit
+        self.counts: Counter[str] = Counter()  # results per commit
         for s in snap.series:
-            for p in s.points:
-                self.counts[p.sha] += 1
+            self.counts.update(s.shas)
 
     # -- helpers ------------------------------------------------------------------------------
     def root(self, depth: int) -> str:
@@ -260,10 +260,10 @@ class _Site:
         open_regs = [r for r in snap.regressions if r.is_open]
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in snap.series:
-            pts = [p for p in s.points if math.isfinite(p.value)]
-            latest = pts[-1] if pts else None
-            prev = pts[-2] if len(pts) > 1 else None
-            base = self._baseline_point(s, pts)
+            fin = np.flatnonzero(np.isfinite(s.values)).tolist()  # the runs with a value
+            latest = s.point(fin[-1]) if fin else None
+            prev = s.point(fin[-2]) if len(fin) > 1 else None
+            base = self._baseline_point(s, fin)
             r_prev = fmt.ratio(latest.value, prev.value) if latest and prev else math.nan
             r_base = fmt.ratio(latest.value, base.value) if latest and base else math.nan
             thr_latest = s.thresholds.get(latest.sha, math.nan) if latest else math.nan
@@ -281,8 +281,8 @@ class _Site:
                 "prev_thr": _pct(thr_latest),
                 "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(r_base, s.benchmark.direction, s.threshold)),
                 "base_thr": _pct(s.threshold),
-                "spark": sparkline([p.value for p in pts], bad=bool(flagged) or latest_gate is False),
-                "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s.points),
+                "spark": sparkline(s.values[fin].tolist(), bad=bool(flagged) or latest_gate is False),
+                "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s),
             })
         head = snap.commits[-1] if snap.commits else None
         ctx = {
@@ -298,35 +298,35 @@ class _Site:
         }
         self.emit("index.html", "overview.html", ctx)
 
-    def _baseline_point(self, s: Series, pts: list[Point]) -> Point | None:
+    def _baseline_point(self, s: Series, fin: list[int]) -> Point | None:
         if self.snap.baseline_sha is None:
-            return pts[0] if pts else None
-        return next((p for p in pts if p.sha == self.snap.baseline_sha), None)
+            return s.point(fin[0]) if fin else None
+        return next((s.point(i) for i in fin if s.shas[i] == self.snap.baseline_sha), None)
 
     def series_page(self, s: Series) -> None:
         b = s.benchmark
         unit = b.unit
         cinfo = self.cinfo
         steps = self.steps[id(s)]
-        first = max(len(s.points) - RUNS_SHOWN, 0)
-        shown = s.points[first:]
+        n = len(s)
+        first = max(n - RUNS_SHOWN, 0)
         rel = f"series/{s.slug}.html"
-        order = range(len(s.points) - 1, first - 1, -1)
+        order = range(n - 1, first - 1, -1)
         # A row's text is a function of these numbers and strings: its digest names the row, so that a
         # row the previous render wrote is taken from its page instead of formatted again (a re-render
         # after one new commit formats one row per series, not 100: 150,000 values, 2026-12-02).
         nums = np.column_stack([
-            [p.value for p in shown], [p.low for p in shown], [p.high for p in shown], [p.n for p in shown],
+            s.values[first:], s.lows[first:], s.highs[first:], s.ns[first:],
             steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:]]).astype(float)
         digests, texts = [], []
         for i in order:
-            p = s.points[i]
-            outcomes = self.verdict_outcomes.get((b.key, p.sha, ""), []) + self.verdict_outcomes.get(
-                (b.key, p.sha, s.machine), [])
+            sha = s.shas[i]
+            outcomes = self.verdict_outcomes.get((b.key, sha, ""), []) + self.verdict_outcomes.get(
+                (b.key, sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
-            texts.append((cinfo[p.sha], verdict))
+            texts.append((cinfo[sha], verdict))
             digests.append(hashlib.blake2b(nums[i - first].tobytes() + "\0".join(
-                (*cinfo[p.sha], verdict, unit)).encode(), digest_size=8).hexdigest())
+                (*cinfo[sha], verdict, unit)).encode(), digest_size=8).hexdigest())
         old = _previous_rows(self.writer.previous(rel))
         rows = []
         for i, digest, ((slug, short, when, subject), verdict) in zip(order, digests, texts, strict=True):
@@ -334,7 +334,7 @@ class _Site:
             if kept is not None:
                 rows.append(kept)
                 continue
-            p = s.points[i]
+            p = s.point(i)
             fail = bool(steps.failed[i])
             change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
             iqr = _esc(fmt.fmt_range(p.low, p.high, unit)) if p.n > 1 else ""
@@ -353,20 +353,20 @@ class _Site:
         ctx = {
             "page": "series", "name": b.name, "params": b.params_label, "machine": s.machine,
             "gpu": self.gpu_of.get(s.machine, ""), "unit": unit, "direction": b.direction.value,
-            "kind": b.kind.value, "axis_label": label, "rows": Markup("".join(rows)), "regs": regs,
+            "kind": b.kind.value, "axis_label": label, "regs": regs,
             "suspects": [self.suspect_row(x, 1) for x in reversed(s.suspects)],
             "siblings": siblings, "slug": s.slug, "params_slug": data.params_slug(b.name, s.machine),
             "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "",
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
             "threshold": _pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
-            "n_runs": len(s.points), "n_shown": len(shown),
+            "n_runs": n, "n_shown": n - first,
         }
-        self.emit(rel, "series.html", ctx, note={"rows": digests})
+        # The rows' digests name their text: the page's inputs without hashing 100 rows of markup.
+        self.emit(rel, "series.html", ctx, inputs=digests, late=lambda: {"rows": Markup("".join(rows))},
+                  note={"rows": digests})
         # The chart's data.
-        by_x: dict[int, Point] = {}
-        for p in s.points:
-            by_x[p.index] = p  # several runs of one commit: the chart draws the last
-        pts = list(by_x.values())
+        # Several runs of one commit (adjacent, the runs are in history order): the chart draws the last.
+        last = np.flatnonzero(np.append(s.at[1:] != s.at[:-1], True)) if n else s.at
         position = self.snap.position
         marks = [(position[m.sha], m.kind, m.label) for m in self.marks(s) if m.sha in position]
         meta = {"name": b.name, "params": b.params_label, "machine": s.machine, "unit": unit, "label": label,
@@ -374,15 +374,14 @@ class _Site:
                 "gate": [s.gate[0] / div, s.gate[1]] if s.gate else None,
                 "threshold": s.threshold if math.isfinite(s.threshold) else None}
         rel = f"data/series/{s.slug}.js"
-        x, values, lows, highs = ([p.index for p in pts], [p.value for p in pts], [p.low for p in pts],
-                                  [p.high for p in pts])
+        x, values, lows, highs = s.at[last], s.values[last], s.lows[last], s.highs[last]
         arrays, note = self._series_arrays(rel, x, values, lows, highs, div)
-        body = data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs, counts=[p.n for p in pts],
+        body = data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs, counts=s.ns[last].tolist(),
                                 div=div, marks=marks, arrays=arrays)
         text = data.wrap_json(s.slug, body)
         self.writer.page(rel, text, lambda: text, note=note)
 
-    def _series_arrays(self, rel: str, x: list[int], values: list[float], lows: list[float], highs: list[float],
+    def _series_arrays(self, rel: str, x: np.ndarray, values: np.ndarray, lows: np.ndarray, highs: np.ndarray,
                        div: float) -> tuple[tuple[str, str, str, str], dict[str, Any]]:
         """A data file's arrays, and the note that lets the next render reuse them: the file the
         previous render wrote is extended when its runs are the first of these (a digest of their
@@ -432,7 +431,7 @@ class _Site:
             machine = f"<td>{_esc(s.machine)}</td>"
             attr = f' data-machine="{_esc(s.machine)}"'
             for i in rows.tolist():
-                p = s.points[i]
+                p = s.point(i)
                 fail, cls, r = bool(steps.failed[i]), steps.cls(i), float(steps.ratio[i])
                 prev = float(steps.prev[i])
                 size = abs(math.log(r)) if math.isfinite(r) and r > 0 else 0.0
@@ -615,9 +614,9 @@ _CLASS = {0: "", 1: "worse", -1: "better", 2: "moved"}
 
 def _steps(s: Series) -> _Steps:
     """The changes of every run of `s` at once (numpy: 500,000 runs in a full render)."""
-    n = len(s.points)
-    values = np.fromiter((p.value for p in s.points), dtype=float, count=n)
-    thr = np.fromiter((s.thresholds.get(p.sha, math.nan) for p in s.points), dtype=float, count=n)
+    n = len(s)
+    values = s.values
+    thr = np.fromiter(map(s.thresholds.get, s.shas, itertools.repeat(math.nan, n)), dtype=float, count=n)
     finite = np.isfinite(values)
     last = np.maximum.accumulate(np.where(finite, np.arange(n), -1))  # last run with a value, up to i
     before = np.concatenate(([-1], last[:-1])) if n else last
@@ -632,13 +631,14 @@ def _steps(s: Series) -> _Steps:
     code = np.where(beyond, judged, 0)
     failed = np.zeros(n, dtype=bool)
     if s.gate is not None:
-        failed = np.fromiter((gate_ok(p.value, s.gate) is False for p in s.points), dtype=bool, count=n)
+        limit, below = s.gate  # as `gate_ok`: a value that is not finite neither passes nor fails
+        failed = finite & ~((values < limit) if below else (values >= limit))
     return _Steps(ratio, prev, code, thr, failed)
 
 
-def _typical(points: list[Point]) -> float:
-    vals = sorted(p.value for p in points if math.isfinite(p.value))
-    return vals[len(vals) // 2] if vals else math.nan
+def _typical(values: np.ndarray) -> float:
+    vals = np.sort(values[np.isfinite(values)], kind="stable")
+    return float(vals[len(vals) // 2]) if vals.size else math.nan
 
 
 def _store_state(store: StoreReader, branch: str | None, options: object) -> str:
