@@ -419,27 +419,35 @@ class _Site:
 
     def commit_pages(self) -> None:
         snap = self.snap
-        moved: dict[str, list[tuple[float, str, str]]] = defaultdict(list)  # sha -> (sort key, suite, row)
+        # sha -> (sort key, suite, the row's facts): the rows that moved past their series' noise at
+        # that commit, formatted only for the pages rendered (after one new commit: two of 1,001).
+        moved: dict[str, list[tuple[float, str, _Moved]]] = defaultdict(list)
+        heads: dict[str, tuple[str, str, str, str]] = {}  # series slug -> its cells and unit
         for s in snap.series:
             b = s.benchmark
             steps = self.steps[id(s)]
             rows = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
             if not rows.size:
                 continue
-            head = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
-                    f'</a> <span class="params">{_esc(b.params_label)}</span>')
-            machine = f"<td>{_esc(s.machine)}</td>"
-            attr = f' data-machine="{_esc(s.machine)}"'
-            for i in rows.tolist():
-                p = s.point(i)
-                fail, cls, r = bool(steps.failed[i]), steps.cls(i), float(steps.ratio[i])
-                prev = float(steps.prev[i])
+            heads[s.slug] = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
+                             f'</a> <span class="params">{_esc(b.params_label)}</span>', f"<td>{_esc(s.machine)}</td>",
+                             f' data-machine="{_esc(s.machine)}"', b.unit)
+            for i, fail, code, r, prev, value, thr in zip(
+                    rows.tolist(), steps.failed[rows].tolist(), steps.code[rows].tolist(), steps.ratio[rows].tolist(),
+                    steps.prev[rows].tolist(), s.values[rows].tolist(), steps.threshold[rows].tolist(), strict=True):
+                cls = _CLASS[code]
                 size = abs(math.log(r)) if math.isfinite(r) and r > 0 else 0.0
-                moved[p.sha].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite, (
-                    f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
-                    f'<td>{_esc(fmt.fmt_value(prev, b.unit))}</td><td>{_esc(fmt.fmt_value(p.value, b.unit))}</td>'
-                    f'<td class="{cls}">{fmt.fmt_change(r)}</td>'
-                    f'<td>{_pct(float(steps.threshold[i])) if cls else ""}</td></tr>')))
+                moved[s.shas[i]].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite,
+                                         (s.slug, fail, cls, r, prev, value, thr if cls else math.nan)))
+
+        def moved_rows(rows: list[tuple[float, str, _Moved]]) -> str:
+            out = []
+            for _, _, (slug, fail, cls, r, prev, value, thr) in rows:
+                head, machine, attr, unit = heads[slug]
+                out.append(f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
+                           f'<td>{_esc(fmt.fmt_value(prev, unit))}</td><td>{_esc(fmt.fmt_value(value, unit))}</td>'
+                           f'<td class="{cls}">{fmt.fmt_change(r)}</td><td>{_pct(thr) if cls else ""}</td></tr>')
+            return "".join(out)
         measured = self.counts
         regs_at: dict[str, list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
@@ -470,7 +478,7 @@ class _Site:
                 "prev": commit_slug(snap.commits[i - 1].sha) if i > 0 else "",
                 "next": commit_slug(snap.commits[i + 1].sha) if i + 1 < len(snap.commits) else "",
                 "verdicts": verdicts, "envs": envs,
-                "moved": Markup("".join(r for _, _, r in rows)), "n_moved": len(rows),
+                "n_moved": len(rows),
                 "n_measured": measured.get(c.sha, 0),
                 "regs": [self.reg_row(r, 1) for r in regs_at.get(c.sha, [])],
                 "suspects": [self.suspect_row(x, 1) for x in suspects_at.get(c.sha, [])],
@@ -478,7 +486,10 @@ class _Site:
                               self.series_href(b.key, m, 1) if (b.key, m) in self.series_keys else "")
                              for b, m, status in snap.failures_by_sha.get(c.sha, [])],
             }
-            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx)
+            # The moved rows' facts (and their series' cells, `heads`) name their text.
+            facts = [(f, heads[f[0]]) for _, _, f in rows]
+            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx, inputs=facts,
+                      late=lambda rows=rows: {"moved": Markup(moved_rows(rows))})
 
     def commit_index(self) -> None:
         counts = self.counts
@@ -610,6 +621,9 @@ class _Steps:
 
 
 _CLASS = {0: "", 1: "worse", -1: "better", 2: "moved"}
+# A run that moved past its series' noise, as a commit page lists it: series slug, failed its gate,
+# colour class, ratio to the run before, that run's value, its value, the noise threshold (NaN when not coloured).
+_Moved = tuple[str, bool, str, float, float, float, float]
 
 
 def _steps(s: Series) -> _Steps:

@@ -211,6 +211,14 @@ def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None
     return out
 
 
+def _median(a: np.ndarray) -> float:
+    """`np.median` of a non-empty array without NaN, the same bits (the middle value, or the mean of the
+    middle two as np.median computes it: their sum halved), at a tenth of its cost per call."""
+    s = np.sort(a)
+    m = s.size // 2
+    return float(s[m]) if s.size % 2 else float((s[m - 1] + s[m]) / 2)
+
+
 def _median_var(k: int) -> float:
     return 1.0 / k if k <= 2 else math.pi / (2 * k)
 
@@ -340,12 +348,24 @@ class SuspectTrack:
             return None
 
 
-def _track_digest(benchmark: Benchmark, shas: Sequence[str], levels: np.ndarray, settings: SuspectSettings) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{settings!r}\0{benchmark.direction.value}\0{benchmark.kind.value}\0".encode())
-    h.update("\0".join(shas).encode())
-    h.update(np.ascontiguousarray(levels, dtype="<f8").tobytes())
-    return h.hexdigest()
+class _TrackDigest:
+    """The digest a `SuspectTrack` is checked by, over the first commits and then over all of them in
+    one pass (the shas and the levels each hashed as one stream)."""
+
+    def __init__(self, benchmark: Benchmark, settings: SuspectSettings) -> None:
+        self._head = f"{settings!r}\0{benchmark.direction.value}\0{benchmark.kind.value}".encode()
+        self._shas = hashlib.blake2b(digest_size=16)
+        self._levels = hashlib.blake2b(digest_size=16)
+        self._count = 0
+
+    def add(self, shas: Sequence[str], levels: np.ndarray) -> str:
+        """Add the next commits; returns the digest of all commits added so far."""
+        if len(shas):
+            self._shas.update(("\0" if self._count else "").encode() + "\0".join(shas).encode())
+            self._levels.update(np.ascontiguousarray(levels, dtype="<f8").tobytes())
+            self._count += len(shas)
+        return hashlib.blake2b(self._head + self._shas.digest() + self._levels.digest() + str(self._count).encode(),
+                               digest_size=16).hexdigest()
 
 
 def judge_levels(
@@ -382,8 +402,9 @@ def judge_levels(
         raise ValueError(f"{len(shas)} shas for {n} levels")
     y = np.log(levels)
     start, kept, flags = 0, np.zeros(0), []
+    digest = _TrackDigest(benchmark, settings)
     if track is not None and 0 < track.count <= n and track.thresholds.size == track.count + 1 \
-            and track.digest == _track_digest(benchmark, shas[:track.count], levels[:track.count], settings):
+            and track.digest == digest.add(shas[:track.count], levels[:track.count]):
         # Copies: judging a flag records how far its "came back" search went in this series' commits.
         start, kept, flags = track.count, track.thresholds[:track.count], [replace(f) for f in track.flags]
     # Windows of the commits from start - 1 on (whether that one was worse) and of the next commit.
@@ -410,7 +431,9 @@ def judge_levels(
                                            min(j, settings.window), int(ndiff[i]))))
     else:
         flags = []
-    new_track = SuspectTrack(n, _track_digest(benchmark, shas, levels, settings), thresholds, flags)
+    if not start:  # nothing kept (or a track that does not match): hash from the first commit
+        digest = _TrackDigest(benchmark, settings)
+    new_track = SuspectTrack(n, digest.add(shas[start:], levels[start:]), thresholds, flags)
     if not judged or n <= settings.min_history:
         return [], thresholds, new_track
     confirmed_at = {cp.commit_sha for cp in found if cp.outcome == Outcome.REGRESSED}
@@ -431,12 +454,12 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
         state = SuspectState.CONFIRMED
         reason = f"confirmed: a change point at {confirmer[:10]}"
         resolved = confirmer
-    elif later.size and sign * (float(np.median(later)) - f.level) <= f.thr:
+    elif later.size and sign * (_median(later) - f.level) <= f.thr:
         # The commits after it are back at the old level: a one-commit excursion. The first count of
         # them whose median is back never changes once found (later commits do not move it).
         while not f.back and f.searched < later.size:
             f.searched += 1
-            if sign * (float(np.median(later[:f.searched])) - f.level) <= f.thr:
+            if sign * (_median(later[:f.searched]) - f.level) <= f.thr:
                 f.back = f.searched
         state = SuspectState.WITHDRAWN
         resolved = shas[j + f.back]
@@ -457,7 +480,7 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
         # withdrawn one are back at the old level and would hide why it was raised).
         after_log, confidence = float(y[j]), f.confidence
     else:
-        after_log = float(np.median(y[j:]))
+        after_log = _median(y[j:])
         confidence = _confidence(sign * (after_log - f.level), f.sigma, k, min(j, settings.window), f.ndiff)
     return Suspect(
         benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
