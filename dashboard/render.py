@@ -28,6 +28,8 @@ import hashlib
 import html
 import itertools
 import math
+import multiprocessing
+import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -57,7 +59,7 @@ from dashboard.model import (
     verdict_machines,
 )
 from dashboard.svg import Mark, history_chart, sparkline
-from dashboard.writer import PageWriter, fingerprint
+from dashboard.writer import PagePart, PageWriter, fingerprint
 
 DEFAULT_TITLE = "ragged-vit performance"
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
@@ -163,6 +165,7 @@ class _Site:
         # Per commit, computed once: slug, short sha, time, escaped subject.
         self.cinfo = {c.sha: (commit_slug(c.sha), _esc(c.sha[:10]), fmt.fmt_time(c.time), _esc(c.subject))
                       for c in snap.commits}
+        self.cbytes = {sha: ("\0".join(info) + "\0").encode() for sha, info in self.cinfo.items()}
         self.steps = {id(s): _steps(s) for s in snap.series}
         self.counts: Counter[str] = Counter()  # results per commit
         for s in snap.series:
@@ -303,6 +306,27 @@ class _Site:
             return s.point(fin[0]) if fin else None
         return next((s.point(i) for i in fin if s.shas[i] == self.snap.baseline_sha), None)
 
+    def series_pages(self) -> None:
+        """Every series' page and data file, split across forked workers when there are many (each
+        writes its files and hands back their manifest entries; `PageWriter.part`): after one new
+        commit every one of 500 pages and data files is rewritten, half of such a render, and each
+        page is independent of the others. Without fork, or for few series, here."""
+        series = self.snap.series
+        workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+        if workers < 2 or len(series) < PARALLEL_MIN_PAGES or "fork" not in multiprocessing.get_all_start_methods():
+            for s in series:
+                self.series_page(s)
+            return
+        global _FORK_SITE
+        _FORK_SITE = self
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                parts = pool.map(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
+        finally:
+            _FORK_SITE = None
+        for part in parts:
+            self.writer.merge(part)
+
     def series_page(self, s: Series) -> None:
         b = s.benchmark
         unit = b.unit
@@ -319,14 +343,17 @@ class _Site:
             s.values[first:], s.lows[first:], s.highs[first:], s.ns[first:],
             steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:]]).astype(float)
         digests, texts = [], []
+        tail = f"\0{unit}".encode()
+        cbytes = self.cbytes
         for i in order:
             sha = s.shas[i]
             outcomes = self.verdict_outcomes.get((b.key, sha, ""), []) + self.verdict_outcomes.get(
                 (b.key, sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
             texts.append((cinfo[sha], verdict))
-            digests.append(hashlib.blake2b(nums[i - first].tobytes() + "\0".join(
-                (*cinfo[sha], verdict, unit)).encode(), digest_size=8).hexdigest())
+            # The digest of the row's numbers and "\0".join((*cinfo[sha], verdict, unit)).
+            digests.append(hashlib.blake2b(nums[i - first].tobytes() + cbytes[sha] + verdict.encode() + tail,
+                                           digest_size=8).hexdigest())
         old = _previous_rows(self.writer.previous(rel))
         rows = []
         for i, digest, ((slug, short, when, subject), verdict) in zip(order, digests, texts, strict=True):
@@ -376,10 +403,14 @@ class _Site:
         rel = f"data/series/{s.slug}.js"
         x, values, lows, highs = s.at[last], s.values[last], s.lows[last], s.highs[last]
         arrays, note = self._series_arrays(rel, x, values, lows, highs, div)
-        body = data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs, counts=s.ns[last].tolist(),
-                                div=div, marks=marks, arrays=arrays)
-        text = data.wrap_json(s.slug, body)
-        self.writer.page(rel, text, lambda: text, note=note)
+        counts = s.ns[last].tolist()
+
+        def body() -> str:
+            return data.wrap_json(s.slug, data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs,
+                                                           counts=counts, div=div, marks=marks, arrays=arrays))
+
+        # The arrays' digest (the note) stands for their 4,000 numbers among the file's inputs.
+        self.writer.page(rel, (s.slug, meta, div, counts, marks, note), body, note=note)
 
     def _series_arrays(self, rel: str, x: np.ndarray, values: np.ndarray, lows: np.ndarray, highs: np.ndarray,
                        div: float) -> tuple[tuple[str, str, str, str], dict[str, Any]]:
@@ -573,6 +604,20 @@ class _Site:
             self.writer.page(rel, text, lambda t=text: t)
 
 
+# From this many series on, `_Site.series_pages` forks workers (starting them costs ~0.1 s).
+PARALLEL_MIN_PAGES = 64
+_FORK_SITE: _Site | None = None  # what the forked workers render from (inherited, nothing pickled on the way in)
+
+
+def _series_chunk(indices: range) -> PagePart:
+    site = _FORK_SITE
+    assert site is not None
+    with site.writer.part() as part:
+        for i in indices:
+            site.series_page(site.snap.series[i])
+    return part
+
+
 _FLAG = ' class="flagged"'
 _FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
 _RUNS_TABLE = '<table class="runs series-runs">'
@@ -741,8 +786,7 @@ def render_site(
         site.regressions_page()
         site.correctness_page()
         site.commit_index()
-        for s in snap.series:
-            site.series_page(s)
+        site.series_pages()
         site.commit_pages()
         writer.finish()
     return RenderStats(pages_written=writer.written, pages_unchanged=writer.unchanged, pages_removed=writer.removed,

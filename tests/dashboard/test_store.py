@@ -442,3 +442,47 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
         assert (3, "suspected") in states[3] and (3, "confirmed") in states[5]  # a step, confirmed two commits on
     finally:
         store.close()
+
+
+def test_series_pages_from_forked_workers_equal_those_rendered_in_process(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many series: their pages and data files are rendered by forked workers, which hand back their
+    manifest entries. The site, the manifest's pages and the counts are those of a render in one
+    process, in a full render and in a re-render after one new commit (the rows and arrays kept)."""
+    import json
+    import multiprocessing
+    import os
+
+    import dashboard.render as render
+    from dashboard.writer import MANIFEST, PageWriter
+
+    if "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("no fork or one CPU: the pages are always rendered in one process")
+    merged: list[int] = []
+    real_merge = PageWriter.merge
+
+    def merge(self: PageWriter, part: Any) -> None:
+        merged.append(len(part.entries))
+        real_merge(self, part)
+
+    monkeypatch.setattr(PageWriter, "merge", merge)
+    mem = synthetic_store(n_commits=14, n_series=6, machines=2)
+    sites = {}
+    for name, least in (("forked", 1), ("one process", 10**9)):
+        monkeypatch.setattr(render, "PARALLEL_MIN_PAGES", least)
+        with to_sqlite(mem, str(tmp_path / f"{name}.sqlite")) as store:
+            full = render_site(store, tmp_path / name)
+            ingest_commits(store, mem, [next_commit(mem).sha])
+            again = render_site(store, tmp_path / name)
+        mem.commit_list.pop()  # the next store gets the same history
+        mem.result_list = [r for r in mem.result_list if r.commit_sha in {c.sha for c in mem.commit_list}]
+        root = tmp_path / name
+        sites[name] = ({str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()
+                        and not any(part.startswith(".") for part in p.relative_to(root).parts)},
+                       json.loads((root / MANIFEST).read_text())["pages"],
+                       [(st.pages_written, st.pages_unchanged, st.bytes_written) for st in (full, again)])
+    forked, alone = sites["forked"], sites["one process"]
+    assert len(forked[0]) > 2 * 12 and forked[0] == alone[0]
+    assert forked[1] == alone[1] and forked[2] == alone[2]
+    assert forked[2][1][0] > 2 * 12  # the re-render rewrote each series' page and data file
+    assert len(merged) >= 4 and sum(merged) == 2 * 2 * 12  # two renders, each from two or more workers
