@@ -70,8 +70,8 @@ class Point(NamedTuple):
 
     `value` is the median of the samples, except for correctness series, where it is the worst
     sample: ci.verdicts.gates judges the worst repeat, and the dashboard must show what was judged.
-    A NamedTuple rather than a frozen dataclass: a full history holds 500,000 of them and a
-    tuple is built about 3x faster.
+    A series keeps its runs as columns (`Series`); these records are built on demand (`Series.points`,
+    `Series.point`) for the few readers that want one run at a time.
     """
 
     index: int  # position of the commit in history (0 = oldest)
@@ -720,7 +720,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     for s in series:
         key = s.benchmark.key
         if key not in judged:
-            continue  # only the series a verdict is about (500,000 points otherwise)
+            continue  # only the series a verdict is about (500,000 runs otherwise)
         for sha in s.shas:
             ms = machines_at[(key, sha)]
             if not ms or ms[-1] != s.machine:

@@ -518,8 +518,9 @@ class _Site:
                              for b, m, status in snap.failures_by_sha.get(c.sha, [])],
             }
             # The moved rows' facts (and their series' cells, `heads`) name their text.
-            facts = [(f, heads[f[0]]) for _, _, f in rows]
-            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx, inputs=facts,
+            facts = [f for _, _, f in rows]
+            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx,
+                      inputs=(facts, sorted({heads[f[0]] for f in facts})),
                       late=lambda rows=rows: {"moved": Markup(moved_rows(rows))})
 
     def commit_index(self) -> None:
@@ -762,7 +763,7 @@ def render_site(
         return RenderStats(pages_written=0, pages_unchanged=writer.unchanged, pages_removed=0, bytes_written=0,
                            seconds=time.perf_counter() - t0, series=sum(r.startswith("series/") for r in kept),
                            commits=sum(r.startswith("commit/") for r in kept))
-    # Cyclic garbage collection off while the snapshot's 500,000 points and the pages are built: they hold no
+    # Cyclic garbage collection off while the snapshot's 500,000 runs and the pages are built: they hold no
     # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
     # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
     # runs when it is back on.
