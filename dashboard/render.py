@@ -32,6 +32,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -306,22 +307,26 @@ class _Site:
             return s.point(fin[0]) if fin else None
         return next((s.point(i) for i in fin if s.shas[i] == self.snap.baseline_sha), None)
 
-    def series_pages(self) -> None:
+    def series_pages(self, meanwhile: Callable[[], None] = lambda: None) -> None:
         """Every series' page and data file, split across forked workers when there are many (each
-        writes its files and hands back their manifest entries; `PageWriter.part`): after one new
-        commit every one of 500 pages and data files is rewritten, half of such a render, and each
-        page is independent of the others. Without fork, or for few series, here."""
+        writes its files and hands back their manifest entries; `PageWriter.part`), while this
+        process renders the pages `meanwhile` emits: after one new commit every one of 500 pages and
+        data files is rewritten, half of such a render, and each page is independent of the others.
+        Without fork, or for few series, all here, then `meanwhile`."""
         series = self.snap.series
         workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
         if workers < 2 or len(series) < PARALLEL_MIN_PAGES or "fork" not in multiprocessing.get_all_start_methods():
             for s in series:
                 self.series_page(s)
+            meanwhile()
             return
         global _FORK_SITE
         _FORK_SITE = self
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                parts = pool.map(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
+            with multiprocessing.get_context("fork").Pool(workers) as pool:  # forked here: the site as it is now
+                pending = pool.map_async(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
+                meanwhile()
+                parts = pending.get()
         finally:
             _FORK_SITE = None
         for part in parts:
@@ -783,12 +788,15 @@ def render_site(
         site = _Site(snap, writer, _environment(), title, base_url)
         site.assets()
         site.data_files()
-        site.overview()
-        site.regressions_page()
-        site.correctness_page()
-        site.commit_index()
-        site.series_pages()
-        site.commit_pages()
+
+        def the_other_pages() -> None:
+            site.overview()
+            site.regressions_page()
+            site.correctness_page()
+            site.commit_index()
+            site.commit_pages()
+
+        site.series_pages(meanwhile=the_other_pages)
         writer.finish()
     return RenderStats(pages_written=writer.written, pages_unchanged=writer.unchanged, pages_removed=writer.removed,
                        bytes_written=writer.bytes_written, seconds=time.perf_counter() - t0,
