@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -91,8 +92,13 @@ def series_arrays(
         The four texts, e.g. ("0,2,3", "1.5,null,2", ...).
     """
     start = 0 if kept is None else kept[1]
-    new = (",".join(map(str, x[start:])), _numbers(values[start:], div)[1:-1], _numbers(lows[start:], div)[1:-1],
-           _numbers(highs[start:], div)[1:-1])
+
+    def tail(a: Sequence[Any]) -> Sequence[Any]:  # numpy columns as Python numbers (faster to format)
+        part = a[start:]
+        return part.tolist() if hasattr(part, "tolist") else part
+
+    new = (",".join(map(str, tail(x))), _numbers(tail(values), div)[1:-1], _numbers(tail(lows), div)[1:-1],
+           _numbers(tail(highs), div)[1:-1])
     if kept is None or start == 0:
         return new
     return tuple(a + "," + b if a and b else a or b for a, b in zip(kept[0], new, strict=True))  # type: ignore[return-value]
@@ -114,10 +120,10 @@ def arrays_of(text: str) -> tuple[str, str, str, str] | None:
         at += len(marker)
     parts = tuple(text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))
     # Only numbers, null and commas: the folder (and so the file) may have been written by anyone.
-    return parts if all(_NUMBER_TEXT.issuperset(part) for part in parts) else None  # type: ignore[return-value]
+    return parts if all(_NUMBER_TEXT.fullmatch(part) for part in parts) else None  # type: ignore[return-value]
 
 
-_NUMBER_TEXT = frozenset("0123456789.e+-,nul")
+_NUMBER_TEXT = re.compile(r"[0-9.e+\-,nul]*")
 
 
 def series_json(

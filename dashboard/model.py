@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import math
 import multiprocessing
@@ -45,11 +46,11 @@ from ci.verdicts import (
     ChangePoint,
     Suspect,
     SuspectState,
+    SuspectTrack,
     change_points,
     commit_levels,
     detect_all,
-    noise_thresholds,
-    suspects_from_levels,
+    judge_levels,
 )
 
 # Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
@@ -69,8 +70,8 @@ class Point(NamedTuple):
 
     `value` is the median of the samples, except for correctness series, where it is the worst
     sample: ci.verdicts.gates judges the worst repeat, and the dashboard must show what was judged.
-    A NamedTuple rather than a frozen dataclass: a full history holds 500,000 of them and a
-    tuple is built about 3x faster.
+    A series keeps its runs as columns (`Series`); these records are built on demand (`Series.points`,
+    `Series.point`) for the few readers that want one run at a time.
     """
 
     index: int  # position of the commit in history (0 = oldest)
@@ -115,9 +116,15 @@ class ChangeMark:
     outcome: Outcome
 
 
-@dataclass
+_NO_INTS = np.zeros(0, dtype=np.int64)
+_NO_FLOATS = np.zeros(0)
+
+
+@dataclass(eq=False)
 class Series:
-    """A benchmark on one machine, its points in history order.
+    """A benchmark on one machine, its runs in history order as columns: `at` (the commit's position
+    in history), `shas`, `values`, `lows`, `highs` and `ns` (see `Point`; `points` gives them as
+    records). Columns, not 500,000 `Point` records: the pages read them whole (numpy) or a few rows.
 
     `thresholds` maps a commit sha to the relative change its series' recent noise allowed there
     (`ci.verdicts.noise_thresholds`: the change-point detector's size guard on the window before
@@ -126,11 +133,48 @@ class Series:
 
     benchmark: Benchmark
     machine: str
-    points: list[Point] = field(default_factory=list)
+    at: np.ndarray = field(default_factory=lambda: _NO_INTS)
+    shas: list[str] = field(default_factory=list)
+    values: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    lows: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    highs: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    ns: np.ndarray = field(default_factory=lambda: _NO_INTS)
     changes: list[ChangeMark] = field(default_factory=list)
     suspects: list[Suspect] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
     threshold: float = math.nan
+
+    @property
+    def points(self) -> list[Point]:
+        """The runs as records, oldest first."""
+        return list(map(Point, self.at.tolist(), self.shas, self.values.tolist(), self.lows.tolist(),
+                        self.highs.tolist(), self.ns.tolist()))
+
+    def point(self, i: int) -> Point:
+        """Run `i` as a record."""
+        return Point(int(self.at[i]), self.shas[i], float(self.values[i]), float(self.lows[i]), float(self.highs[i]),
+                     int(self.ns[i]))
+
+    def __len__(self) -> int:
+        return len(self.shas)
+
+    def __repr__(self) -> str:  # the runs as records: a snapshot's repr compares what a page shows
+        return (f"Series(benchmark={self.benchmark!r}, machine={self.machine!r}, points={self.points!r}, "
+                f"changes={self.changes!r}, suspects={self.suspects!r}, thresholds={self.thresholds!r}, "
+                f"threshold={self.threshold!r})")
+
+    def set_runs(self, at: np.ndarray, shas: list[str], values: np.ndarray, lows: np.ndarray, highs: np.ndarray,
+                 ns: np.ndarray) -> None:
+        """Set the runs, sorted by position in history (a stable sort: runs of one commit keep their order)."""
+        at = np.asarray(at, dtype=np.int64)
+        cols = [np.asarray(values, dtype=float), np.asarray(lows, dtype=float), np.asarray(highs, dtype=float),
+                np.asarray(ns, dtype=np.int64)]
+        if at.size > 1 and (np.diff(at) < 0).any():
+            order = np.argsort(at, kind="stable")
+            at, cols = at[order], [c[order] for c in cols]
+            shas = [shas[i] for i in order.tolist()]
+        self.at, self.shas = at, list(shas)
+        self.values, self.lows, self.highs, self.ns = cols
 
     @property
     def slug(self) -> str:
@@ -160,6 +204,9 @@ class Snapshot:
     # The store's columns as this snapshot read them, for the next render (`ColumnsCache`); None for
     # a store without columns.
     columns: ColumnsCache | None = field(default=None, repr=False, compare=False)
+    # Each series' suspicion test as this snapshot left it (`ci.verdicts.SuspectTrack`, by
+    # `track_name`), for the next render.
+    tracks: dict[str, SuspectTrack] = field(default_factory=dict, repr=False, compare=False)
 
     def recent(self, sha: str) -> bool:
         """Whether `sha` is among the RECENT_COMMITS newest commits."""
@@ -340,6 +387,7 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
     by_series: dict[tuple[str, str], Series] = {}
     environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
     raw: dict[tuple[str, str], list[Result]] = {}
+    collected: dict[tuple[str, str], list[tuple[int, str, float, float, float, int]]] = defaultdict(list)
     key_of: dict[int, str] = {}  # Benchmark.key rebuilds its text on every call; results share Benchmark objects
     # As asv does, a series shows only its current benchmark version (that of its newest result):
     # older results were measured by other benchmark code.
@@ -369,15 +417,16 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
         gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
         if gate is not None:
             med = largest if gate[1] else smallest
-        s.points.append(Point(pos, r.commit_sha, med, lo, hi, n))
+        collected[key].append((pos, r.commit_sha, med, lo, hi, n))
         if r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
             raw.setdefault(key, []).append(r)
         env_key = (r.machine, r.run_id)
         if env_key not in environments[r.commit_sha]:
             environments[r.commit_sha][env_key] = r.environment
-    for s in by_series.values():
+    for key, s in by_series.items():
         # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
-        s.points.sort(key=lambda p: p.index)
+        at, shas, med, lo, hi, n = zip(*collected[key], strict=True)
+        s.set_runs(np.array(at), list(shas), np.array(med), np.array(lo), np.array(hi), np.array(n))
     for rs in (raw or {}).values():
         rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
     return by_series, raw, environments
@@ -395,13 +444,17 @@ class _Stats:
     with several runs of one commit pools them, `commit_levels`)."""
 
     benchmark: Benchmark
-    runs: list[int]
+    runs: np.ndarray  # int64
     versions: list[str | None]
-    values: list[float]
-    q1: list[float]
-    q3: list[float]
-    ns: list[int]
+    values: np.ndarray
+    q1: np.ndarray
+    q3: np.ndarray
+    ns: np.ndarray  # int64
     col: SeriesColumns | None
+
+    def __post_init__(self) -> None:
+        self.runs, self.ns = np.asarray(self.runs, dtype=np.int64), np.asarray(self.ns, dtype=np.int64)
+        self.values, self.q1, self.q3 = (np.asarray(a, dtype=float) for a in (self.values, self.q1, self.q3))
 
 
 @dataclass
@@ -444,7 +497,7 @@ class ColumnsCache:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 meta = json.loads(z["meta"].tobytes())
-                arrays = {k: z[k].tolist() for k in ("runs", "ns", "values", "q1", "q3")}
+                arrays = {k: z[k] for k in ("runs", "ns", "values", "q1", "q3")}
             runs = {m: [(str(k), str(d)) for k, d in rs] for m, rs in meta["runs"].items()}
             run_shas = {m: [str(s) for s in ss] for m, ss in meta["run_shas"].items()}
             series: dict[tuple[str, str], _Stats] = {}
@@ -455,7 +508,7 @@ class ColumnsCache:
                             arrays["q1"][at:end], arrays["q3"][at:end], arrays["ns"][at:end], None)
                 if end > len(arrays["runs"]) or len(st.versions) != len(st.runs):
                     return None
-                if any(not 0 <= r < len(run_shas[machine]) for r in st.runs):
+                if st.runs.size and not 0 <= int(st.runs.min()) <= int(st.runs.max()) < len(run_shas[machine]):
                     return None
                 series[(b.key, str(machine))] = st
                 at = end
@@ -477,19 +530,17 @@ def _bench_of(row: list[Any]) -> Benchmark:
 
 
 def _run_lengths(versions: list[str | None]) -> list[list[Any]]:
-    out: list[list[Any]] = []
-    for v in versions:
-        if out and out[-1][0] == v:
-            out[-1][1] += 1
-        else:
-            out.append([v, 1])
-    return out
+    return [[v, sum(1 for _ in group)] for v, group in itertools.groupby(versions)]
 
 
 def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
-    return [None if v is None else str(v) for v, n in lengths for _ in range(int(n))]
+    out: list[str | None] = []
+    for v, n in lengths:  # list repetition: one version per result, 500,000 of them at 500 series
+        out += [None if v is None else str(v)] * int(n)
+    return out
 
 
+_STATS_COLUMNS = ("values", "q1", "q3", "ns")
 _Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
 
 
@@ -518,13 +569,13 @@ def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
             if gate is not None:
                 med = largest if gate[1] else smallest
             key = (bench.key, hist.machine)
-            new = _Stats(bench, list(col.runs), list(col.versions), med, q1, q3, ns, col)
+            new = _Stats(bench, col.runs, list(col.versions), med, q1, q3, ns, col)
             old = series.get(key)
             if old is not None and cache is not None:
                 if old.benchmark != bench:
                     raise _Stale
-                new = _Stats(bench, old.runs + new.runs, old.versions + new.versions, old.values + new.values,
-                             old.q1 + new.q1, old.q3 + new.q3, old.ns + new.ns, None)
+                new = _Stats(bench, np.concatenate([old.runs, new.runs]), old.versions + new.versions,
+                             *(np.concatenate([getattr(old, a), getattr(new, a)]) for a in _STATS_COLUMNS), None)
             series[key] = new
     return series, runs, run_shas
 
@@ -563,40 +614,41 @@ def _columns_built(store: Any, position: dict[str, int], branch: str | None,
     # Every branch's results, as `_from_results` reads them: the current version is that of the
     # series' newest result in the history shown, results on other branches' commits count first.
     for machine in sorted(by_machine):
-        run_sha: dict[int, str] = {}
         shas_of = run_shas[machine]
+        pos_of = np.array([position.get(sha, -1) for sha in shas_of], dtype=np.int64)  # per run
+        used: list[np.ndarray] = []  # each series' runs shown, for the environments
         for _, st in sorted(by_machine[machine], key=lambda t: t[0]):
             bench = st.benchmark
-            all_shas = [shas_of[r] for r in st.runs]
-            at = [position.get(sha, -1) for sha in all_shas]
-            keep = list(range(len(at)))
-            if branch is not None and min(at, default=0) < 0:
-                keep.sort(key=at.__getitem__)
+            at = pos_of[st.runs]
+            keep = np.arange(at.size)
+            if branch is not None and at.size and at.min() < 0:
+                keep = np.argsort(at, kind="stable")
             versions = set(st.versions) - {None}
             if len(versions) > 1:  # as `current_version`: the newest version's results (and unknown ones)
-                latest = next(st.versions[i] for i in reversed(keep) if st.versions[i] is not None)
-                keep = [i for i in keep if st.versions[i] in (latest, None)]
-            missing = next((i for i in keep if at[i] < 0), None)
-            if missing is not None and branch is None:
-                raise ValueError(f"result for {bench.key!r} on {machine!r} names commit {all_shas[missing]!r}, "
+                latest = next(st.versions[i] for i in reversed(keep.tolist()) if st.versions[i] is not None)
+                keep = np.array([i for i in keep.tolist() if st.versions[i] in (latest, None)], dtype=np.int64)
+            missing = np.flatnonzero(at[keep] < 0)
+            if missing.size and branch is None:
+                sha = shas_of[int(st.runs[keep[missing[0]]])]
+                raise ValueError(f"result for {bench.key!r} on {machine!r} names commit {sha!r}, "
                                  "which the store's commit history does not contain")
-            keep = [i for i in keep if at[i] >= 0]  # a result on another branch's commit
-            if not keep:
+            if missing.size:
+                keep = keep[at[keep] >= 0]  # a result on another branch's commit
+            if not keep.size:
                 continue
-            shas = [all_shas[i] for i in keep]
+            runs_kept = st.runs[keep]
+            shas = [shas_of[r] for r in runs_kept.tolist()]
             s = by_series[(bench.key, machine)] = Series(bench, machine)
-            s.points = list(map(Point, map(at.__getitem__, keep), shas, map(st.values.__getitem__, keep),
-                                map(st.q1.__getitem__, keep), map(st.q3.__getitem__, keep),
-                                map(st.ns.__getitem__, keep)))
-            s.points.sort(key=lambda p: p.index)
+            s.set_runs(at[keep], shas, st.values[keep], st.q1[keep], st.q3[keep], st.ns[keep])
             if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
                 if st.col is None:
                     raise _Stale  # its levels pool the samples, which the cache does not hold
-                raw[(bench.key, machine)] = _column_results(st.col, keep, position)
-            run_sha.update(zip(map(st.runs.__getitem__, keep), shas, strict=True))
-        for run, sha in run_sha.items():  # the runs with a result shown, each once
+                raw[(bench.key, machine)] = _column_results(st.col, keep.tolist(), position)
+            used.append(runs_kept)
+        # The runs with a result shown, each once, in the order the series first show them.
+        for run in dict.fromkeys(np.concatenate(used).tolist() if used else []):
             run_key = runs[machine][run][0]
-            environments[sha][(machine, run_key)] = envs.get(run_key, ())
+            environments[shas_of[run]][(machine, run_key)] = envs.get(run_key, ())
     kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
                                                    None) for k, st in stats.items()})
     return (by_series, raw, environments), kept
@@ -628,7 +680,7 @@ def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int
 
 
 def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None,
-                  columns: ColumnsCache | None = None) -> Snapshot:
+                  columns: ColumnsCache | None = None, tracks: dict[str, SuspectTrack] | None = None) -> Snapshot:
     """Read the whole history once and arrange it by series and by commit.
 
     Args:
@@ -638,6 +690,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             None means each series' first run.
         columns: the previous snapshot's `Snapshot.columns` (of the same `branch`), so that only the
             store's runs after it are read; the snapshot is the same without it.
+        tracks: the previous snapshot's `Snapshot.tracks`, so that each series' suspicions and
+            thresholds are judged for its new commits only; the snapshot is the same without them.
 
     Returns:
         The snapshot the pages are rendered from.
@@ -666,9 +720,9 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     for s in series:
         key = s.benchmark.key
         if key not in judged:
-            continue  # only the series a verdict is about (500,000 points otherwise)
-        for p in s.points:
-            ms = machines_at[(key, p.sha)]
+            continue  # only the series a verdict is about (500,000 runs otherwise)
+        for sha in s.shas:
+            ms = machines_at[(key, sha)]
             if not ms or ms[-1] != s.machine:
                 ms.append(s.machine)
 
@@ -689,7 +743,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    _add_history_verdicts(series, raw, acks, regressions, stored)
+    kept_tracks = _add_history_verdicts(series, raw, acks, regressions, stored, tracks)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -707,28 +761,29 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
                     environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
-                    columns=kept)
+                    columns=kept, tracks=kept_tracks)
 
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None]
+_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None,
+                SuspectTrack | None]
 _FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 
 
-_Judged = tuple[list[Any], list[Suspect], list[float]]
+_Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
-           cps: list[ChangePoint] | None = None) -> _Judged:
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None) -> _Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
-    noise thresholds (one more at the end: what the next commit will need, from a placeholder level
-    after the newest)."""
+    noise thresholds (one more at the end: what the next commit will need), the last two only for
+    the commits after `track` when it still matches (`ci.verdicts.judge_levels`)."""
     if cps is None:
         cps = change_points(results)
-    thresholds = noise_thresholds(np.append(levels, levels[-1])).tolist()
-    return cps, suspects_from_levels(bench, machine, shas, levels, cps), thresholds
+    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track)
+    return cps, found, thresholds.tolist(), track
 
 
 def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
@@ -744,12 +799,14 @@ def _judge_all(
     Computed here, change points were most of a full render's CPU (5.4 ms per 1,000-commit series
     on an idle box, 2026-11-29; a store that keeps states now gives them, docs/performance.md
     "Dashboard render"); the work is independent per series, so it is split across forked workers;
-    without fork (macOS/Windows) or for few series it runs here.
+    without fork (macOS/Windows), for few series, or when the previous render's tracks leave only
+    the new commits to judge (0.1 s for 500 series after one commit, 2026-12-02) it runs here.
     """
     global _FORK_INPUT
     keys = sorted(inputs)
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-    if workers < 2 or len(keys) < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
+    fresh = sum(inputs[k][6] is None for k in keys)
+    if workers < 2 or fresh < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
         return {k: _judge(*inputs[k]) for k in keys}
     _FORK_INPUT = inputs
     try:
@@ -761,12 +818,11 @@ def _judge_all(
 
 
 def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray]:
-    """The series' per-commit levels as `ci.verdicts` reads them: from the points' medians when
+    """The series' per-commit levels as `ci.verdicts` reads them: from the runs' medians when
     every commit has one result (no second median per result), else pooled from the raw samples."""
-    shas = [p.sha for p in s.points]
-    if raw is None or len(set(shas)) == len(shas):
-        kept = [(p.sha, p.value) for p in s.points if p.value > 0]  # NaN compares False: dropped too
-        return [k for k, _ in kept], np.array([v for _, v in kept], dtype=float)
+    if raw is None or len(set(s.shas)) == len(s.shas):
+        kept = np.flatnonzero(s.values > 0)  # NaN compares False: dropped too
+        return [s.shas[i] for i in kept.tolist()], s.values[kept]
     return commit_levels(raw)
 
 
@@ -789,9 +845,18 @@ def _stored_change_points(store: StoreReader, branch: str | None) -> dict[tuple[
     return out
 
 
+def track_name(benchmark_key: str, machine: str) -> str:
+    """The name a series' `SuspectTrack` is kept under (`Snapshot.tracks`)."""
+    return f"{benchmark_key}\0{machine}"
+
+
 def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
                           acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression],
-                          stored: dict[tuple[str, str], list[ChangePoint]] | None = None) -> None:
+                          stored: dict[tuple[str, str], list[ChangePoint]] | None = None,
+                          tracks: dict[str, SuspectTrack] | None = None) -> dict[str, SuspectTrack]:
+    """Each series' change marks, suspicions and thresholds, and the change-point regressions;
+    returns the series' suspicion tracks for the next snapshot."""
+    tracks = tracks or {}
     inputs = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
@@ -800,13 +865,14 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
         shas, levels = _levels(s, raw.get(key))
         if levels.size:
             inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
-                           None if stored is None else stored.get(key, []))
+                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)))
     found = _judge_all(inputs)
+    kept: dict[str, SuspectTrack] = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
         if key not in found:
             continue
-        cps, s.suspects, thr = found[key]
+        cps, s.suspects, thr, kept[track_name(*key)] = found[key]
         s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
         s.threshold = thr[-1]
         for i, cp in enumerate(cps):
@@ -817,6 +883,7 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
                     fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction, s.threshold)))
+    return kept
 
 
 def _recovery(before: float, later: Sequence[Any], direction: Direction, threshold: float) -> str:

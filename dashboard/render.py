@@ -26,9 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import html
+import itertools
 import math
+import multiprocessing
+import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +44,7 @@ from markupsafe import Markup
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, StoreReader
 from ci.store.reads import paused_gc
-from ci.verdicts import Suspect, SuspectState
+from ci.verdicts import Suspect, SuspectState, SuspectTrack
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
@@ -56,7 +60,7 @@ from dashboard.model import (
     verdict_machines,
 )
 from dashboard.svg import Mark, history_chart, sparkline
-from dashboard.writer import PageWriter, fingerprint
+from dashboard.writer import PagePart, PageWriter, fingerprint
 
 DEFAULT_TITLE = "ragged-vit performance"
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
@@ -66,6 +70,8 @@ BANNER_LIMIT = 20
 RUNS_SHOWN = 100
 # The bookkeeping file (dashboard.writer.CACHE_DIR) with the store's columns as the last render read them.
 COLUMNS_CACHE = "columns.npz"
+# The bookkeeping file with each series' suspicion test as the last render left it (`ci.verdicts.SuspectTrack`).
+TRACKS_CACHE = "suspects.bin"
 # The regressions page lists at most this many resolved suspicions (newest first).
 RESOLVED_SHOWN = 200
 _PKG_DIR = Path(__file__).resolve().parent
@@ -152,7 +158,7 @@ class _Site:
                 self.regs_by_series[(reg.benchmark.key, m)].append(reg)
         self.open_suspects = snap.open_suspects
         self.suspected_series = {(x.benchmark.key, x.machine) for x in self.open_suspects}
-        self.axis = {id(s): display_scale(s.benchmark.unit, _typical(s.points)) for s in snap.series}
+        self.axis = {id(s): display_scale(s.benchmark.unit, _typical(s.values)) for s in snap.series}
         self.series_keys = {(s.benchmark.key, s.machine) for s in snap.series}
         self.series_by_key: dict[str, list[Series]] = defaultdict(list)
         for s in snap.series:
@@ -160,11 +166,11 @@ class _Site:
         # Per commit, computed once: slug, short sha, time, escaped subject.
         self.cinfo = {c.sha: (commit_slug(c.sha), _esc(c.sha[:10]), fmt.fmt_time(c.time), _esc(c.subject))
                       for c in snap.commits}
+        self.cbytes = {sha: ("\0".join(info) + "\0").encode() for sha, info in self.cinfo.items()}
         self.steps = {id(s): _steps(s) for s in snap.series}
-        self.counts: dict[str, int] = defaultdict(int)  # results per commit
+        self.counts: Counter[str] = Counter()  # results per commit
         for s in snap.series:
-            for p in s.points:
-                self.counts[p.sha] += 1
+            self.counts.update(s.shas)
 
     # -- helpers ------------------------------------------------------------------------------
     def root(self, depth: int) -> str:
@@ -258,10 +264,10 @@ class _Site:
         open_regs = [r for r in snap.regressions if r.is_open]
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in snap.series:
-            pts = [p for p in s.points if math.isfinite(p.value)]
-            latest = pts[-1] if pts else None
-            prev = pts[-2] if len(pts) > 1 else None
-            base = self._baseline_point(s, pts)
+            fin = np.flatnonzero(np.isfinite(s.values)).tolist()  # the runs with a value
+            latest = s.point(fin[-1]) if fin else None
+            prev = s.point(fin[-2]) if len(fin) > 1 else None
+            base = self._baseline_point(s, fin)
             r_prev = fmt.ratio(latest.value, prev.value) if latest and prev else math.nan
             r_base = fmt.ratio(latest.value, base.value) if latest and base else math.nan
             thr_latest = s.thresholds.get(latest.sha, math.nan) if latest else math.nan
@@ -279,8 +285,8 @@ class _Site:
                 "prev_thr": _pct(thr_latest),
                 "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(r_base, s.benchmark.direction, s.threshold)),
                 "base_thr": _pct(s.threshold),
-                "spark": sparkline([p.value for p in pts], bad=bool(flagged) or latest_gate is False),
-                "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s.points),
+                "spark": sparkline(s.values[fin].tolist(), bad=bool(flagged) or latest_gate is False),
+                "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s),
             })
         head = snap.commits[-1] if snap.commits else None
         ctx = {
@@ -296,35 +302,63 @@ class _Site:
         }
         self.emit("index.html", "overview.html", ctx)
 
-    def _baseline_point(self, s: Series, pts: list[Point]) -> Point | None:
+    def _baseline_point(self, s: Series, fin: list[int]) -> Point | None:
         if self.snap.baseline_sha is None:
-            return pts[0] if pts else None
-        return next((p for p in pts if p.sha == self.snap.baseline_sha), None)
+            return s.point(fin[0]) if fin else None
+        return next((s.point(i) for i in fin if s.shas[i] == self.snap.baseline_sha), None)
+
+    def series_pages(self, meanwhile: Callable[[], None] = lambda: None) -> None:
+        """Every series' page and data file, split across forked workers when there are many (each
+        writes its files and hands back their manifest entries; `PageWriter.part`), while this
+        process renders the pages `meanwhile` emits: after one new commit every one of 500 pages and
+        data files is rewritten, half of such a render, and each page is independent of the others.
+        Without fork, or for few series, all here, then `meanwhile`."""
+        series = self.snap.series
+        workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+        if workers < 2 or len(series) < PARALLEL_MIN_PAGES or "fork" not in multiprocessing.get_all_start_methods():
+            for s in series:
+                self.series_page(s)
+            meanwhile()
+            return
+        global _FORK_SITE
+        _FORK_SITE = self
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:  # forked here: the site as it is now
+                pending = pool.map_async(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
+                meanwhile()
+                parts = pending.get()
+        finally:
+            _FORK_SITE = None
+        for part in parts:
+            self.writer.merge(part)
 
     def series_page(self, s: Series) -> None:
         b = s.benchmark
         unit = b.unit
         cinfo = self.cinfo
         steps = self.steps[id(s)]
-        first = max(len(s.points) - RUNS_SHOWN, 0)
-        shown = s.points[first:]
+        n = len(s)
+        first = max(n - RUNS_SHOWN, 0)
         rel = f"series/{s.slug}.html"
-        order = range(len(s.points) - 1, first - 1, -1)
+        order = range(n - 1, first - 1, -1)
         # A row's text is a function of these numbers and strings: its digest names the row, so that a
         # row the previous render wrote is taken from its page instead of formatted again (a re-render
         # after one new commit formats one row per series, not 100: 150,000 values, 2026-12-02).
         nums = np.column_stack([
-            [p.value for p in shown], [p.low for p in shown], [p.high for p in shown], [p.n for p in shown],
+            s.values[first:], s.lows[first:], s.highs[first:], s.ns[first:],
             steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:]]).astype(float)
         digests, texts = [], []
+        tail = f"\0{unit}".encode()
+        cbytes = self.cbytes
         for i in order:
-            p = s.points[i]
-            outcomes = self.verdict_outcomes.get((b.key, p.sha, ""), []) + self.verdict_outcomes.get(
-                (b.key, p.sha, s.machine), [])
+            sha = s.shas[i]
+            outcomes = self.verdict_outcomes.get((b.key, sha, ""), []) + self.verdict_outcomes.get(
+                (b.key, sha, s.machine), [])
             verdict = _esc(", ".join(o.value for o in outcomes)) if outcomes else ""
-            texts.append((cinfo[p.sha], verdict))
-            digests.append(hashlib.blake2b(nums[i - first].tobytes() + "\0".join(
-                (*cinfo[p.sha], verdict, unit)).encode(), digest_size=8).hexdigest())
+            texts.append((cinfo[sha], verdict))
+            # The digest of the row's numbers and "\0".join((*cinfo[sha], verdict, unit)).
+            digests.append(hashlib.blake2b(nums[i - first].tobytes() + cbytes[sha] + verdict.encode() + tail,
+                                           digest_size=8).hexdigest())
         old = _previous_rows(self.writer.previous(rel))
         rows = []
         for i, digest, ((slug, short, when, subject), verdict) in zip(order, digests, texts, strict=True):
@@ -332,7 +366,7 @@ class _Site:
             if kept is not None:
                 rows.append(kept)
                 continue
-            p = s.points[i]
+            p = s.point(i)
             fail = bool(steps.failed[i])
             change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
             iqr = _esc(fmt.fmt_range(p.low, p.high, unit)) if p.n > 1 else ""
@@ -351,20 +385,20 @@ class _Site:
         ctx = {
             "page": "series", "name": b.name, "params": b.params_label, "machine": s.machine,
             "gpu": self.gpu_of.get(s.machine, ""), "unit": unit, "direction": b.direction.value,
-            "kind": b.kind.value, "axis_label": label, "rows": Markup("".join(rows)), "regs": regs,
+            "kind": b.kind.value, "axis_label": label, "regs": regs,
             "suspects": [self.suspect_row(x, 1) for x in reversed(s.suspects)],
             "siblings": siblings, "slug": s.slug, "params_slug": data.params_slug(b.name, s.machine),
             "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "",
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
             "threshold": _pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
-            "n_runs": len(s.points), "n_shown": len(shown),
+            "n_runs": n, "n_shown": n - first,
         }
-        self.emit(rel, "series.html", ctx, note={"rows": digests})
+        # The rows' digests name their text: the page's inputs without hashing 100 rows of markup.
+        self.emit(rel, "series.html", ctx, inputs=digests, late=lambda: {"rows": Markup("".join(rows))},
+                  note={"rows": digests})
         # The chart's data.
-        by_x: dict[int, Point] = {}
-        for p in s.points:
-            by_x[p.index] = p  # several runs of one commit: the chart draws the last
-        pts = list(by_x.values())
+        # Several runs of one commit (adjacent, the runs are in history order): the chart draws the last.
+        last = np.flatnonzero(np.append(s.at[1:] != s.at[:-1], True)) if n else s.at
         position = self.snap.position
         marks = [(position[m.sha], m.kind, m.label) for m in self.marks(s) if m.sha in position]
         meta = {"name": b.name, "params": b.params_label, "machine": s.machine, "unit": unit, "label": label,
@@ -372,15 +406,18 @@ class _Site:
                 "gate": [s.gate[0] / div, s.gate[1]] if s.gate else None,
                 "threshold": s.threshold if math.isfinite(s.threshold) else None}
         rel = f"data/series/{s.slug}.js"
-        x, values, lows, highs = ([p.index for p in pts], [p.value for p in pts], [p.low for p in pts],
-                                  [p.high for p in pts])
+        x, values, lows, highs = s.at[last], s.values[last], s.lows[last], s.highs[last]
         arrays, note = self._series_arrays(rel, x, values, lows, highs, div)
-        body = data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs, counts=[p.n for p in pts],
-                                div=div, marks=marks, arrays=arrays)
-        text = data.wrap_json(s.slug, body)
-        self.writer.page(rel, text, lambda: text, note=note)
+        counts = s.ns[last].tolist()
 
-    def _series_arrays(self, rel: str, x: list[int], values: list[float], lows: list[float], highs: list[float],
+        def body() -> str:
+            return data.wrap_json(s.slug, data.series_json(meta=meta, x=x, values=values, lows=lows, highs=highs,
+                                                           counts=counts, div=div, marks=marks, arrays=arrays))
+
+        # The arrays' digest (the note) stands for their 4,000 numbers among the file's inputs.
+        self.writer.page(rel, (s.slug, meta, div, counts, marks, note), body, note=note)
+
+    def _series_arrays(self, rel: str, x: np.ndarray, values: np.ndarray, lows: np.ndarray, highs: np.ndarray,
                        div: float) -> tuple[tuple[str, str, str, str], dict[str, Any]]:
         """A data file's arrays, and the note that lets the next render reuse them: the file the
         previous render wrote is extended when its runs are the first of these (a digest of their
@@ -418,27 +455,35 @@ class _Site:
 
     def commit_pages(self) -> None:
         snap = self.snap
-        moved: dict[str, list[tuple[float, str, str]]] = defaultdict(list)  # sha -> (sort key, suite, row)
+        # sha -> (sort key, suite, the row's facts): the rows that moved past their series' noise at
+        # that commit, formatted only for the pages rendered (after one new commit: two of 1,001).
+        moved: dict[str, list[tuple[float, str, _Moved]]] = defaultdict(list)
+        heads: dict[str, tuple[str, str, str, str]] = {}  # series slug -> its cells and unit
         for s in snap.series:
             b = s.benchmark
             steps = self.steps[id(s)]
             rows = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
             if not rows.size:
                 continue
-            head = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
-                    f'</a> <span class="params">{_esc(b.params_label)}</span>')
-            machine = f"<td>{_esc(s.machine)}</td>"
-            attr = f' data-machine="{_esc(s.machine)}"'
-            for i in rows.tolist():
-                p = s.points[i]
-                fail, cls, r = bool(steps.failed[i]), steps.cls(i), float(steps.ratio[i])
-                prev = float(steps.prev[i])
+            heads[s.slug] = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
+                             f'</a> <span class="params">{_esc(b.params_label)}</span>', f"<td>{_esc(s.machine)}</td>",
+                             f' data-machine="{_esc(s.machine)}"', b.unit)
+            for i, fail, code, r, prev, value, thr in zip(
+                    rows.tolist(), steps.failed[rows].tolist(), steps.code[rows].tolist(), steps.ratio[rows].tolist(),
+                    steps.prev[rows].tolist(), s.values[rows].tolist(), steps.threshold[rows].tolist(), strict=True):
+                cls = _CLASS[code]
                 size = abs(math.log(r)) if math.isfinite(r) and r > 0 else 0.0
-                moved[p.sha].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite, (
-                    f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
-                    f'<td>{_esc(fmt.fmt_value(prev, b.unit))}</td><td>{_esc(fmt.fmt_value(p.value, b.unit))}</td>'
-                    f'<td class="{cls}">{fmt.fmt_change(r)}</td>'
-                    f'<td>{_pct(float(steps.threshold[i])) if cls else ""}</td></tr>')))
+                moved[s.shas[i]].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite,
+                                         (s.slug, fail, cls, r, prev, value, thr if cls else math.nan)))
+
+        def moved_rows(rows: list[tuple[float, str, _Moved]]) -> str:
+            out = []
+            for _, _, (slug, fail, cls, r, prev, value, thr) in rows:
+                head, machine, attr, unit = heads[slug]
+                out.append(f'<tr{attr}{_FLAG if fail else ""}>{head}{_FAIL_BADGE if fail else ""}</td>{machine}'
+                           f'<td>{_esc(fmt.fmt_value(prev, unit))}</td><td>{_esc(fmt.fmt_value(value, unit))}</td>'
+                           f'<td class="{cls}">{fmt.fmt_change(r)}</td><td>{_pct(thr) if cls else ""}</td></tr>')
+            return "".join(out)
         measured = self.counts
         regs_at: dict[str, list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
@@ -469,7 +514,7 @@ class _Site:
                 "prev": commit_slug(snap.commits[i - 1].sha) if i > 0 else "",
                 "next": commit_slug(snap.commits[i + 1].sha) if i + 1 < len(snap.commits) else "",
                 "verdicts": verdicts, "envs": envs,
-                "moved": Markup("".join(r for _, _, r in rows)), "n_moved": len(rows),
+                "n_moved": len(rows),
                 "n_measured": measured.get(c.sha, 0),
                 "regs": [self.reg_row(r, 1) for r in regs_at.get(c.sha, [])],
                 "suspects": [self.suspect_row(x, 1) for x in suspects_at.get(c.sha, [])],
@@ -477,7 +522,11 @@ class _Site:
                               self.series_href(b.key, m, 1) if (b.key, m) in self.series_keys else "")
                              for b, m, status in snap.failures_by_sha.get(c.sha, [])],
             }
-            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx)
+            # The moved rows' facts (and their series' cells, `heads`) name their text.
+            facts = [f for _, _, f in rows]
+            self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx,
+                      inputs=(facts, sorted({heads[f[0]] for f in facts})),
+                      late=lambda rows=rows: {"moved": Markup(moved_rows(rows))})
 
     def commit_index(self) -> None:
         counts = self.counts
@@ -561,6 +610,20 @@ class _Site:
             self.writer.page(rel, text, lambda t=text: t)
 
 
+# From this many series on, `_Site.series_pages` forks workers (starting them costs ~0.1 s).
+PARALLEL_MIN_PAGES = 64
+_FORK_SITE: _Site | None = None  # what the forked workers render from (inherited, nothing pickled on the way in)
+
+
+def _series_chunk(indices: range) -> PagePart:
+    site = _FORK_SITE
+    assert site is not None
+    with site.writer.part() as part:
+        for i in indices:
+            site.series_page(site.snap.series[i])
+    return part
+
+
 _FLAG = ' class="flagged"'
 _FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
 _RUNS_TABLE = '<table class="runs series-runs">'
@@ -609,13 +672,16 @@ class _Steps:
 
 
 _CLASS = {0: "", 1: "worse", -1: "better", 2: "moved"}
+# A run that moved past its series' noise, as a commit page lists it: series slug, failed its gate,
+# colour class, ratio to the run before, that run's value, its value, the noise threshold (NaN when not coloured).
+_Moved = tuple[str, bool, str, float, float, float, float]
 
 
 def _steps(s: Series) -> _Steps:
     """The changes of every run of `s` at once (numpy: 500,000 runs in a full render)."""
-    n = len(s.points)
-    values = np.fromiter((p.value for p in s.points), dtype=float, count=n)
-    thr = np.fromiter((s.thresholds.get(p.sha, math.nan) for p in s.points), dtype=float, count=n)
+    n = len(s)
+    values = s.values
+    thr = np.fromiter(map(s.thresholds.get, s.shas, itertools.repeat(math.nan, n)), dtype=float, count=n)
     finite = np.isfinite(values)
     last = np.maximum.accumulate(np.where(finite, np.arange(n), -1))  # last run with a value, up to i
     before = np.concatenate(([-1], last[:-1])) if n else last
@@ -630,13 +696,14 @@ def _steps(s: Series) -> _Steps:
     code = np.where(beyond, judged, 0)
     failed = np.zeros(n, dtype=bool)
     if s.gate is not None:
-        failed = np.fromiter((gate_ok(p.value, s.gate) is False for p in s.points), dtype=bool, count=n)
+        limit, below = s.gate  # as `gate_ok`: a value that is not finite neither passes nor fails
+        failed = finite & ~((values < limit) if below else (values >= limit))
     return _Steps(ratio, prev, code, thr, failed)
 
 
-def _typical(points: list[Point]) -> float:
-    vals = sorted(p.value for p in points if math.isfinite(p.value))
-    return vals[len(vals) // 2] if vals else math.nan
+def _typical(values: np.ndarray) -> float:
+    vals = np.sort(values[np.isfinite(values)], kind="stable")
+    return float(vals[len(vals) // 2]) if vals.size else math.nan
 
 
 def _store_state(store: StoreReader, branch: str | None, options: object) -> str:
@@ -701,7 +768,7 @@ def render_site(
         return RenderStats(pages_written=0, pages_unchanged=writer.unchanged, pages_removed=0, bytes_written=0,
                            seconds=time.perf_counter() - t0, series=sum(r.startswith("series/") for r in kept),
                            commits=sum(r.startswith("commit/") for r in kept))
-    # Cyclic garbage collection off while the snapshot's 500,000 points and the pages are built: they hold no
+    # Cyclic garbage collection off while the snapshot's 500,000 runs and the pages are built: they hold no
     # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
     # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
     # runs when it is back on.
@@ -709,22 +776,27 @@ def render_site(
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
         kept = writer.previous_blob(COLUMNS_CACHE, columns_key)
+        tracks = writer.previous_blob(TRACKS_CACHE, columns_key)
         snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha,
-                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None)
+                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None,
+                             tracks=SuspectTrack.unpack(tracks) if tracks is not None else None)
         if snap.columns is not None:
             writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
+        writer.blob(TRACKS_CACHE, columns_key, SuspectTrack.pack(snap.tracks))
         writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
         writer.state = state
         site = _Site(snap, writer, _environment(), title, base_url)
         site.assets()
         site.data_files()
-        site.overview()
-        site.regressions_page()
-        site.correctness_page()
-        site.commit_index()
-        for s in snap.series:
-            site.series_page(s)
-        site.commit_pages()
+
+        def the_other_pages() -> None:
+            site.overview()
+            site.regressions_page()
+            site.correctness_page()
+            site.commit_index()
+            site.commit_pages()
+
+        site.series_pages(meanwhile=the_other_pages)
         writer.finish()
     return RenderStats(pages_written=writer.written, pages_unchanged=writer.unchanged, pages_removed=writer.removed,
                        bytes_written=writer.bytes_written, seconds=time.perf_counter() - t0,

@@ -8,11 +8,13 @@ a new dashboard version re-renders everything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = ".dashboard-manifest.json"
@@ -25,6 +27,16 @@ def fingerprint(*parts: object) -> str:
     """A stable hash of `repr(parts)`: records are frozen dataclasses, tuples, str and floats,
     whose reprs are deterministic across processes (unlike `hash()` of a str)."""
     return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
+@dataclass
+class PagePart:
+    """Pages emitted apart (`PageWriter.part`): manifest entries by path, and the counts."""
+
+    entries: dict[str, dict[str, object]]
+    written: int
+    unchanged: int
+    bytes_written: int
 
 
 class PageWriter:
@@ -146,6 +158,30 @@ class PageWriter:
         os.replace(tmp, target)  # readers of a served site never see half a page
         self.written += 1
         self.bytes_written += len(data)
+
+    @contextlib.contextmanager
+    def part(self) -> Iterator[PagePart]:
+        """Collect the pages emitted inside the block apart (a forked worker's share of a render), for
+        `merge` in the writer it was forked from: their manifest entries and counts."""
+        before = (self._new, self.written, self.unchanged, self.bytes_written)
+        self._new, self.written, self.unchanged, self.bytes_written = {}, 0, 0, 0
+        got = PagePart({}, 0, 0, 0)
+        try:
+            yield got
+        finally:
+            got.entries.update(self._new)
+            got.written, got.unchanged, got.bytes_written = self.written, self.unchanged, self.bytes_written
+            self._new, self.written, self.unchanged, self.bytes_written = before
+
+    def merge(self, part: PagePart) -> None:
+        """Take in the pages a worker emitted (`part`), as if emitted here."""
+        twice = part.entries.keys() & self._new.keys()
+        if twice:
+            raise ValueError(f"page {sorted(twice)[0]!r} emitted twice in one render")
+        self._new.update(part.entries)
+        self.written += part.written
+        self.unchanged += part.unchanged
+        self.bytes_written += part.bytes_written
 
     def keep_all(self) -> bool:
         """Keep every page of the previous render as it is, when each is still on disk with the

@@ -33,11 +33,15 @@ median of its pooled samples, commits without a positive finite sample skipped, 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
+import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -207,6 +211,14 @@ def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None
     return out
 
 
+def _median(a: np.ndarray) -> float:
+    """`np.median` of a non-empty array without NaN, the same bits (the middle value, or the mean of the
+    middle two as np.median computes it: their sum halved), at a tenth of its cost per call."""
+    s = np.sort(a)
+    m = s.size // 2
+    return float(s[m]) if s.size % 2 else float((s[m - 1] + s[m]) / 2)
+
+
 def _median_var(k: int) -> float:
     return 1.0 / k if k <= 2 else math.pi / (2 * k)
 
@@ -242,69 +254,240 @@ def suspects_from_levels(
     Returns:
         Suspects oldest first.
     """
+    return judge_levels(benchmark, machine, shas, levels, found, settings=settings)[0]
+
+
+@dataclass
+class _Flag:
+    """A flagged commit's facts that later commits cannot change: where it is, its window's median
+    log level, sigma, log threshold and differences, its confidence as flagged (what a resolved
+    suspicion reports), and the first count of commits after it whose median came back within the
+    threshold (`back`, 0 while none of the first `searched` did)."""
+
+    index: int
+    level: float
+    sigma: float
+    thr: float
+    ndiff: int
+    confidence: float
+    back: int = 0
+    searched: int = 0
+
+
+@dataclass
+class SuspectTrack:
+    """One series' suspicion test so far (`judge_levels`), for judging it again after later commits.
+
+    Everything a commit's window gives (its threshold, whether it is flagged, the flag's level and
+    noise) reads only the commits before it, so it is kept; what reads the later commits (a flag's
+    state, its `after` value and, while open, its confidence) is judged again from the kept facts,
+    a median per flag instead of a sorted window per commit. Valid for the series whose first
+    `count` commits and levels hash to `digest` under the same settings and direction.
+
+    Attributes:
+        count: commits covered.
+        digest: of their shas, their levels, the benchmark's direction and kind, and the settings.
+        thresholds: `noise_thresholds` of the commits covered, and one more: the next commit's.
+        flags: the flagged commits, oldest first.
+    """
+
+    count: int
+    digest: str
+    thresholds: np.ndarray
+    flags: list[_Flag]
+
+    _INTS = ("index", "ndiff", "back", "searched")
+    _FLOATS = ("level", "sigma", "thr", "confidence")
+
+    @staticmethod
+    def pack(tracks: dict[str, SuspectTrack]) -> bytes:
+        """Tracks by name as bytes (`unpack` reads them back): a JSON head and packed arrays, no pickles."""
+        names = sorted(tracks)
+        got = [tracks[k] for k in names]
+        flags = [f for t in got for f in t.flags]
+        head = json.dumps({"names": names, "counts": [t.count for t in got], "digests": [t.digest for t in got],
+                           "flags": [len(t.flags) for t in got]}, separators=(",", ":")).encode()
+        parts = [struct.pack("<I", len(head)), head,
+                 np.concatenate([t.thresholds for t in got]).astype("<f8").tobytes() if got else b""]
+        parts += [np.asarray([getattr(f, a) for f in flags], dtype="<i8").tobytes() for a in SuspectTrack._INTS]
+        parts += [np.asarray([getattr(f, a) for f in flags], dtype="<f8").tobytes() for a in SuspectTrack._FLOATS]
+        return b"".join(parts)
+
+    @staticmethod
+    def unpack(data: bytes) -> dict[str, SuspectTrack] | None:
+        """The tracks `pack` wrote; None when `data` is not that (a damaged file costs a full computation)."""
+        try:
+            (size,) = struct.unpack_from("<I", data)
+            head = json.loads(data[4:4 + size])
+            names, counts, digests, nflags = head["names"], head["counts"], head["digests"], head["flags"]
+            at, total = 4 + size, sum(int(c) + 1 for c in counts)
+            thresholds = np.frombuffer(data, dtype="<f8", count=total, offset=at).astype(float)
+            at += 8 * total
+            m = sum(int(k) for k in nflags)
+            if min((*counts, *nflags), default=0) < 0:
+                return None
+            cols: dict[str, list[Any]] = {}
+            for names_of, dtype in ((SuspectTrack._INTS, "<i8"), (SuspectTrack._FLOATS, "<f8")):
+                for a in names_of:
+                    cols[a] = np.frombuffer(data, dtype=dtype, count=m, offset=at).tolist()
+                    at += 8 * m
+            if at != len(data) or not len(names) == len(counts) == len(digests) == len(nflags):
+                return None
+            out: dict[str, SuspectTrack] = {}
+            t_at = f_at = 0
+            for name, count, digest, k in zip(names, counts, digests, nflags, strict=True):
+                flags = [_Flag(*(cols[a][i] for a in ("index", "level", "sigma", "thr", "ndiff", "confidence",
+                                                      "back", "searched")))
+                         for i in range(f_at, f_at + int(k))]
+                if not all(0 < f.index < int(count) and 0 <= f.back <= f.searched < int(count) for f in flags):
+                    return None
+                out[str(name)] = SuspectTrack(int(count), str(digest), thresholds[t_at:t_at + int(count) + 1], flags)
+                t_at, f_at = t_at + int(count) + 1, f_at + int(k)
+            return out
+        except (ValueError, KeyError, TypeError, struct.error):
+            return None
+
+
+class _TrackDigest:
+    """The digest a `SuspectTrack` is checked by, over the first commits and then over all of them in
+    one pass (the shas and the levels each hashed as one stream)."""
+
+    def __init__(self, benchmark: Benchmark, settings: SuspectSettings) -> None:
+        self._head = f"{settings!r}\0{benchmark.direction.value}\0{benchmark.kind.value}".encode()
+        self._shas = hashlib.blake2b(digest_size=16)
+        self._levels = hashlib.blake2b(digest_size=16)
+        self._count = 0
+
+    def add(self, shas: Sequence[str], levels: np.ndarray) -> str:
+        """Add the next commits; returns the digest of all commits added so far."""
+        if len(shas):
+            self._shas.update(("\0" if self._count else "").encode() + "\0".join(shas).encode())
+            self._levels.update(np.ascontiguousarray(levels, dtype="<f8").tobytes())
+            self._count += len(shas)
+        return hashlib.blake2b(self._head + self._shas.digest() + self._levels.digest() + str(self._count).encode(),
+                               digest_size=16).hexdigest()
+
+
+def judge_levels(
+    benchmark: Benchmark,
+    machine: str,
+    shas: Sequence[str],
+    levels: np.ndarray,
+    found: Sequence[ChangePoint],
+    *,
+    track: SuspectTrack | None = None,
+    settings: SuspectSettings | None = None,
+) -> tuple[list[Suspect], np.ndarray, SuspectTrack]:
+    """A series' suspicions (`suspects_from_levels`) and noise thresholds (`noise_thresholds`, one
+    more for the next commit), computed only for the commits after `track` when the series still
+    begins with the commits it covers; exactly the answer of a computation from scratch.
+
+    Args:
+        benchmark: the series.
+        machine: its machine.
+        shas: its commits, oldest first (those with a level).
+        levels: their levels (positive).
+        found: `change_points` of the same series now (it confirms a suspicion).
+        track: the track a previous call returned for this series; None (or one that no longer
+            matches the series' first commits) computes everything.
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        (suspects oldest first, thresholds: one per commit and one for the next, the track to pass next time).
+    """
     settings = settings or SuspectSettings()
-    if benchmark.kind == Kind.CORRECTNESS:
-        return []  # the correctness gates judge those
-    if benchmark.direction == Direction.UNKNOWN:
-        return []  # no way is worse: its steps are reported by the change points, never suspected
-    y = np.log(np.asarray(levels, dtype=float))
-    n = y.size
+    levels = np.asarray(levels, dtype=float)
+    n = levels.size
     if len(shas) != n:
         raise ValueError(f"{len(shas)} shas for {n} levels")
-    if n <= settings.min_history:
-        return []
-    level, sigma, ndiff = _windows(y, settings)
-    thr = np.log1p(_threshold(sigma, settings))
+    y = np.log(levels)
+    start, kept, flags = 0, np.zeros(0), []
+    digest = _TrackDigest(benchmark, settings)
+    if track is not None and 0 < track.count <= n and track.thresholds.size == track.count + 1 \
+            and track.digest == digest.add(shas[:track.count], levels[:track.count]):
+        # Copies: judging a flag records how far its "came back" search went in this series' commits.
+        start, kept, flags = track.count, track.thresholds[:track.count], [replace(f) for f in track.flags]
+    # Windows of the commits from start - 1 on (whether that one was worse) and of the next commit.
+    first = max(start - 1, 0)
+    w = settings.window
+    lo = max(first - w, 0)
+    ext = np.append(y, y[-1] if n else 0.0)[lo:]  # the next commit's window ignores its (placeholder) level
+    level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
+    thresholds = _threshold(sigma, settings)
+    thresholds[np.isnan(sigma)] = np.nan
+    thresholds = np.concatenate([kept, thresholds[start - first:]])
+    judged = benchmark.kind != Kind.CORRECTNESS and benchmark.direction != Direction.UNKNOWN
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
-    worse = sign * (y - level) > thr  # NaN windows compare False
-    # A step starts at j: j is worse than its recent history and j - 1 was not (the commits after a
-    # step are worse than their windows too, but they are the same step, not new suspects).
-    flagged = np.flatnonzero(worse & ~np.concatenate(([False], worse[:-1])))
+    if judged and n > settings.min_history:
+        thr = np.log1p(_threshold(sigma[:-1], settings))
+        worse = sign * (y[first:] - level[:-1]) > thr  # NaN windows compare False
+        prior = np.concatenate(([False], worse[:-1]))
+        for i in np.flatnonzero(worse & ~prior).tolist():
+            j = first + i
+            if j < start:
+                continue  # judged by the call that made `track`
+            flags.append(_Flag(j, float(level[i]), float(sigma[i]), float(thr[i]), int(ndiff[i]),
+                               _confidence(sign * float(y[j] - level[i]), float(sigma[i]), 1,
+                                           min(j, settings.window), int(ndiff[i]))))
+    else:
+        flags = []
+    if not start:  # nothing kept (or a track that does not match): hash from the first commit
+        digest = _TrackDigest(benchmark, settings)
+    new_track = SuspectTrack(n, digest.add(shas[start:], levels[start:]), thresholds, flags)
+    if not judged or n <= settings.min_history:
+        return [], thresholds, new_track
     confirmed_at = {cp.commit_sha for cp in found if cp.outcome == Outcome.REGRESSED}
-    out = []
-    for j in (int(i) for i in flagged):
-        k = n - j
-        after_log = float(np.median(y[j:]))
-        step = sign * (after_log - level[j])
-        state, reason, resolved = SuspectState.SUSPECTED, "", ""
-        confirmer = next((s for s in shas[j:j + 2] if s in confirmed_at), None)
-        later = y[j + 1:]
-        if confirmer is not None:
-            state = SuspectState.CONFIRMED
-            reason = f"confirmed: a change point at {confirmer[:10]}"
-            resolved = confirmer
-        elif later.size and sign * (float(np.median(later)) - level[j]) <= thr[j]:
-            # The commits after it are back at the old level: a one-commit excursion.
-            back = next(i for i in range(1, later.size + 1) if sign * (float(np.median(y[j + 1:j + 1 + i]))
-                                                                      - level[j]) <= thr[j])
-            state = SuspectState.WITHDRAWN
-            resolved = shas[j + back]
-            reason = f"withdrawn: the level came back at {resolved[:10]}"
-        elif k >= settings.confirm_within:
-            state = SuspectState.WITHDRAWN
-            resolved = shas[j + settings.confirm_within - 1]
-            reason = (f"withdrawn: no change point after {settings.confirm_within} commits "
-                      f"(the detector did not confirm the step)")
-        else:
-            waiting = max(settings.history.min_size - k, 0)
-            reason = (f"past the {math.expm1(thr[j]) * 100:.1f}% that the noise of the {min(j, settings.window)} "
-                      "commits before allows; " + (
-                          f"the change-point detector can judge it after {waiting} more commit"
-                          + ("s" if waiting != 1 else "") if waiting else "awaiting the change-point detector"))
-        if state != SuspectState.SUSPECTED:
-            # A resolved suspicion reports what was seen when it was flagged (the commits after a
-            # withdrawn one are back at the old level and would hide why it was raised).
-            after_log, step, k_seen = float(y[j]), sign * float(y[j] - level[j]), 1
-        else:
-            k_seen = k
-        out.append(Suspect(
-            benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
-            before=math.exp(level[j]), after=math.exp(after_log), ratio=math.exp(after_log - level[j]),
-            threshold=math.expm1(thr[j]),
-            confidence=_confidence(step, float(sigma[j]), k_seen, min(j, settings.window), int(ndiff[j])),
-            commits_since=k, reason=reason, resolved_sha=resolved, index=j,
-        ))
-    return out
+    return [_judge_flag(f, benchmark, machine, shas, y, confirmed_at, sign, settings) for f in flags], thresholds, \
+        new_track
+
+
+def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str], y: np.ndarray,
+                confirmed_at: set[str], sign: float, settings: SuspectSettings) -> Suspect:
+    """A flagged commit's suspicion as the history stands now (steps 4 and 5 of the module docstring);
+    updates `f.back` and `f.searched`."""
+    j, n = f.index, y.size
+    k = n - j
+    state, reason, resolved = SuspectState.SUSPECTED, "", ""
+    confirmer = next((s for s in shas[j:j + 2] if s in confirmed_at), None)
+    later = y[j + 1:]
+    if confirmer is not None:
+        state = SuspectState.CONFIRMED
+        reason = f"confirmed: a change point at {confirmer[:10]}"
+        resolved = confirmer
+    elif later.size and sign * (_median(later) - f.level) <= f.thr:
+        # The commits after it are back at the old level: a one-commit excursion. The first count of
+        # them whose median is back never changes once found (later commits do not move it).
+        while not f.back and f.searched < later.size:
+            f.searched += 1
+            if sign * (_median(later[:f.searched]) - f.level) <= f.thr:
+                f.back = f.searched
+        state = SuspectState.WITHDRAWN
+        resolved = shas[j + f.back]
+        reason = f"withdrawn: the level came back at {resolved[:10]}"
+    elif k >= settings.confirm_within:
+        state = SuspectState.WITHDRAWN
+        resolved = shas[j + settings.confirm_within - 1]
+        reason = (f"withdrawn: no change point after {settings.confirm_within} commits "
+                  f"(the detector did not confirm the step)")
+    else:
+        waiting = max(settings.history.min_size - k, 0)
+        reason = (f"past the {math.expm1(f.thr) * 100:.1f}% that the noise of the {min(j, settings.window)} "
+                  "commits before allows; " + (
+                      f"the change-point detector can judge it after {waiting} more commit"
+                      + ("s" if waiting != 1 else "") if waiting else "awaiting the change-point detector"))
+    if state != SuspectState.SUSPECTED:
+        # A resolved suspicion reports what was seen when it was flagged (the commits after a
+        # withdrawn one are back at the old level and would hide why it was raised).
+        after_log, confidence = float(y[j]), f.confidence
+    else:
+        after_log = _median(y[j:])
+        confidence = _confidence(sign * (after_log - f.level), f.sigma, k, min(j, settings.window), f.ndiff)
+    return Suspect(
+        benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
+        before=math.exp(f.level), after=math.exp(after_log), ratio=math.exp(after_log - f.level),
+        threshold=math.expm1(f.thr), confidence=confidence, commits_since=k, reason=reason, resolved_sha=resolved,
+        index=j,
+    )
 
 
 def find_suspects(

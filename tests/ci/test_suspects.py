@@ -147,3 +147,85 @@ def test_a_series_of_unknown_direction_is_never_suspected() -> None:
         assert find_suspects(_series([100.0] * 20 + [100.0 * step], bench=bench)) == []
     known = Benchmark("bench_io.Copy.track_bandwidth", unit="GB/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
     assert len(find_suspects(_series([100.0] * 20 + [70.0], bench=known))) == 1  # the same step, declared: suspected
+
+
+@pytest.mark.parametrize("bench", [LAT, TPUT], ids=["lower-is-better", "higher-is-better"])
+def test_a_track_extended_commit_by_commit_gives_the_answer_from_scratch(bench: Benchmark) -> None:
+    """`judge_levels` with the track of the history one (or a few) commits shorter gives exactly the
+    suspicions and thresholds of a computation from scratch (and `noise_thresholds`' thresholds),
+    packed and unpacked between calls as the dashboard keeps them, while new commits confirm,
+    withdraw (the level came back; the detector did not confirm) and open suspicions."""
+    import ci.verdicts.suspects as suspects
+    from ci.verdicts.suspects import SuspectTrack, judge_levels
+
+    windowed: list[int] = []
+    real_windows = suspects._windows
+
+    def windows(y: np.ndarray, settings: SuspectSettings) -> object:
+        windowed.append(y.size)
+        return real_windows(y, settings)
+
+    worse = 1.3 if bench.direction == Direction.LOWER else 0.7
+    plan = ([1.0] * 24 + [worse] * 8 + [1.0] * 16 + [worse] + [1.0] * 12 + [worse] * 4 + [1.0] * 10
+            + [worse] * 7 + [1.0] * 30)  # confirmed; an excursion; a short step; a step the detector is told to miss
+    rs = _series([1e-5 * f for f in plan], bench=bench, noise=0.01, seed=3)
+    missed = _sha(24 + 8 + 16 + 1 + 12 + 4 + 10)  # the detector is told it found nothing there
+    seen: dict[str, set[SuspectState]] = {}
+    track = None
+    n = 1
+    rng = random.Random(5)
+    while n <= len(rs):
+        shas, levels = commit_levels(rs[:n])
+        found = [cp for cp in change_points(rs[:n]) if cp.commit_sha != missed]
+        step = n - (track.count if track else 0)
+        windowed.clear()
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(suspects, "_windows", windows)
+            got, thresholds, track = judge_levels(bench, "h200", shas, levels, found, track=track)
+        assert windowed == [min(n + 1, SuspectSettings().window + step + 2)], n  # the new commits and the one before
+        want, want_thresholds, _ = judge_levels(bench, "h200", shas, levels, found)
+        assert repr(got) == repr(want), n
+        assert np.array_equal(thresholds, want_thresholds, equal_nan=True), n
+        assert np.array_equal(thresholds, noise_thresholds(np.append(levels, levels[-1])), equal_nan=True), n
+        assert thresholds.size == n + 1
+        for x in got:
+            seen.setdefault(x.commit_sha, set()).add(x.state)
+        track = SuspectTrack.unpack(SuspectTrack.pack({"s": track}))["s"]  # type: ignore[index]
+        n += 1 if n < 70 else rng.choice([1, 2, 5])
+    states = sorted(tuple(sorted(v)) for v in seen.values())
+    assert (SuspectState.CONFIRMED, SuspectState.SUSPECTED) in states  # a new commit confirmed it
+    assert (SuspectState.SUSPECTED, SuspectState.WITHDRAWN) in states  # a new commit withdrew it
+    assert seen[missed] == {SuspectState.SUSPECTED, SuspectState.WITHDRAWN}
+
+
+def test_a_track_of_another_history_is_not_extended() -> None:
+    """A track whose commits or levels are not the first of the series (an older commit measured
+    again, another direction) is recomputed: the answer from scratch, never a stale flag."""
+    from ci.verdicts.suspects import SuspectTrack, judge_levels
+
+    shas, levels = commit_levels(_series([1e-5] * 20 + [1.3e-5] + [1e-5] * 5))
+    _, _, track = judge_levels(LAT, "h200", shas[:21], levels[:21], [])
+    assert [f.index for f in track.flags] == [20]
+    changed = levels.copy()
+    changed[20] = 1e-5  # the suspect commit measured again, back at the old level
+    got, thr, _ = judge_levels(LAT, "h200", shas, changed, [], track=track)
+    want, want_thr, _ = judge_levels(LAT, "h200", shas, changed, [])
+    assert got == want == [] and thr.tobytes() == want_thr.tobytes()
+    flipped = Benchmark(LAT.name, LAT.params, unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
+    assert judge_levels(flipped, "h200", shas, levels, [], track=track)[0] == []  # a rise is no regression
+    assert SuspectTrack.unpack(b"not a track") is None
+    packed = SuspectTrack.pack({"s": track})
+    assert SuspectTrack.unpack(packed[:-8]) is None
+
+
+def test_the_median_of_the_later_commits_is_numpys() -> None:
+    """`_median` (a sort and the middle, or the middle two halved) gives np.median's bits: the old
+    implementation's states and values, judged from its median."""
+    from ci.verdicts.suspects import _median
+
+    rng = np.random.default_rng(11)
+    for size in (1, 2, 3, 4, 19, 20, 999, 1000):
+        for _ in range(50):
+            a = np.log(np.exp(rng.normal(-11.0, 0.05, size)))
+            assert _median(a) == float(np.median(a)), size
+    assert _median(np.array([1.0, 1.0 + 2**-52])) == float(np.median([1.0, 1.0 + 2**-52]))

@@ -211,14 +211,16 @@ def test_rerender_is_incremental(tmp_path: Path) -> None:
     assert (second.pages_written, second.pages_unchanged) == (0, first.pages_written)
     assert (tmp_path / "index.html").stat().st_mtime_ns == 1
 
-    files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    def site(p: Path) -> bool:  # a served file, not the bookkeeping (dot-named files and folders)
+        return p.is_file() and not any(part.startswith(".") for part in p.relative_to(tmp_path).parts)
+
+    files = [p for p in tmp_path.rglob("*") if site(p)]
     for p in files:
         os.utime(p, ns=(1, 1))
     old_head = store.commit_list[-1].sha
     new = next_commit(store)
     third = render_site(store, tmp_path)
-    changed = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
-               if p.is_file() and not p.name.startswith(".") and p.stat().st_mtime_ns != 1}
+    changed = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if site(p) and p.stat().st_mtime_ns != 1}
     # A change point's "after" median moves with every new run, so pages showing one change too.
     steps = {r.sha for r in load_snapshot(store).regressions if r.source == "change point"}
     expected = {"index.html", "commits.html", "correctness.html", f"commit/{new.sha}.html",
@@ -279,7 +281,7 @@ def test_only_files_inside_the_output_folder_are_ever_removed(tmp_path: Path) ->
     assert not (out / "stale.html").exists() and stats.pages_removed == 1
     assert set(json.loads((out / MANIFEST).read_text())["pages"]) == {
         str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and not p.is_symlink()
-        and p.name != MANIFEST and not p.name.startswith(".")}
+        and not any(part.startswith(".") for part in p.relative_to(out).parts)}  # the pages, not the bookkeeping
 
 
 def test_damaged_page_is_rewritten(tmp_path: Path) -> None:

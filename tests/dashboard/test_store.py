@@ -388,3 +388,101 @@ def test_kept_columns_of_another_code_version_or_branch_are_not_used(tmp_path: P
         assert reads[-1] == {"runner-0": len(mem.commit_list) - 1}
     finally:
         store.close()
+
+
+def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render_from_scratch(
+        tmp_path: Path) -> None:
+    """The suspicions and thresholds a re-render judges from the previous render's tracks (only the
+    new commits' windows) give the site of a render from scratch, byte for byte, after each commit:
+    a one-commit excursion suspected, then withdrawn when the level comes back (and, as the later
+    commits move its median, open again and withdrawn again); a step suspected, then confirmed by
+    the change point two commits later."""
+    import ci.verdicts.suspects as suspects
+    from ci.verdicts import SuspectSettings
+    from dashboard.model import load_snapshot
+
+    mem = synthetic_store(n_commits=24, n_series=4)
+    store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    site = tmp_path / "kept"
+    windowed: list[int] = []
+    real_windows = suspects._windows
+
+    def windows(y: Any, settings: Any) -> Any:
+        windowed.append(y.size)
+        return real_windows(y, settings)
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)}
+
+    try:
+        render_site(store, site)
+        steps = (1.5, 1 / 1.5, 1.0, 1.6, 1.0, 1.0)
+        shas: list[str] = []
+        states: list[set[tuple[int, str]]] = []
+        for step, slower in enumerate(steps):
+            new = next_commit(mem, slower=slower)
+            shas.append(new.sha)
+            ingest_commits(store, mem, [new.sha])
+            windowed.clear()
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(suspects, "_windows", windows)
+                render_site(store, site)
+            assert windowed and max(windowed) <= SuspectSettings().window + 3, step  # the new commit's windows only
+            with to_sqlite(mem, str(tmp_path / f"fresh-{step}.sqlite")) as fresh:
+                render_site(fresh, tmp_path / f"scratch-{step}")
+            kept, scratch = files(site), files(tmp_path / f"scratch-{step}")
+            assert sorted(kept) == sorted(scratch)
+            assert [rel for rel in kept if kept[rel] != scratch[rel]] == [], step
+            snap = load_snapshot(store)
+            states.append({(shas.index(x.commit_sha), x.state.value) for s in snap.series for x in s.suspects
+                           if x.commit_sha in shas})
+        assert (0, "suspected") in states[0] and (0, "withdrawn") in states[1]  # withdrawn: the level came back
+        assert (0, "suspected") in states[4] and (0, "withdrawn") in states[5]  # open again, withdrawn again
+        assert (3, "suspected") in states[3] and (3, "confirmed") in states[5]  # a step, confirmed two commits on
+    finally:
+        store.close()
+
+
+def test_series_pages_from_forked_workers_equal_those_rendered_in_process(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many series: their pages and data files are rendered by forked workers, which hand back their
+    manifest entries. The site, the manifest's pages and the counts are those of a render in one
+    process, in a full render and in a re-render after one new commit (the rows and arrays kept)."""
+    import json
+    import multiprocessing
+    import os
+
+    import dashboard.render as render
+    from dashboard.writer import MANIFEST, PageWriter
+
+    if "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("no fork or one CPU: the pages are always rendered in one process")
+    merged: list[int] = []
+    real_merge = PageWriter.merge
+
+    def merge(self: PageWriter, part: Any) -> None:
+        merged.append(len(part.entries))
+        real_merge(self, part)
+
+    monkeypatch.setattr(PageWriter, "merge", merge)
+    mem = synthetic_store(n_commits=14, n_series=6, machines=2)
+    sites = {}
+    for name, least in (("forked", 1), ("one process", 10**9)):
+        monkeypatch.setattr(render, "PARALLEL_MIN_PAGES", least)
+        with to_sqlite(mem, str(tmp_path / f"{name}.sqlite")) as store:
+            full = render_site(store, tmp_path / name)
+            ingest_commits(store, mem, [next_commit(mem).sha])
+            again = render_site(store, tmp_path / name)
+        mem.commit_list.pop()  # the next store gets the same history
+        mem.result_list = [r for r in mem.result_list if r.commit_sha in {c.sha for c in mem.commit_list}]
+        root = tmp_path / name
+        sites[name] = ({str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()
+                        and not any(part.startswith(".") for part in p.relative_to(root).parts)},
+                       json.loads((root / MANIFEST).read_text())["pages"],
+                       [(st.pages_written, st.pages_unchanged, st.bytes_written) for st in (full, again)])
+    forked, alone = sites["forked"], sites["one process"]
+    assert len(forked[0]) > 2 * 12 and forked[0] == alone[0]
+    assert forked[1] == alone[1] and forked[2] == alone[2]
+    assert forked[2][1][0] > 2 * 12  # the re-render rewrote each series' page and data file
+    assert len(merged) >= 4 and sum(merged) == 2 * 2 * 12  # two renders, each from two or more workers
