@@ -9,8 +9,9 @@ import math
 import struct
 import sys
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from itertools import starmap
 
 # One compiled Struct per sample count (a history has a handful): pack and unpack are one C call,
 # ~0.5 us for 10 samples against ~3 us to write or parse their JSON text (2026-12-01, 2-core box).
@@ -35,6 +36,17 @@ def pack_samples(samples: tuple[float, ...] | list[float]) -> bytes:
     """A sample list as its column value: 8 bytes per sample, IEEE 754 float64, little-endian
     (NaN and infinities kept bit for bit; an int sample is stored as its float, as JSON read it)."""
     return _struct(len(samples)).pack(*samples)
+
+
+def pack_sample_lists(lists: Sequence[Sequence[float]]) -> list[bytes]:
+    """`pack_samples` of each sample list, the same bytes: a benchmark's points in one C loop when
+    they have as many samples each (the common case; 2026-12-02: 50,000 Python calls per 100 files)."""
+    if not lists:
+        return []
+    n = len(lists[0])
+    if len(set(map(len, lists))) == 1:
+        return list(starmap(_struct(n).pack, lists))
+    return list(map(pack_samples, lists))
 
 
 _UNPACKERS: dict[int, Callable[[bytes], tuple[float, ...]]] = {}

@@ -90,6 +90,10 @@ def check_run(run: ParsedRun, machine: Machine, commit: Commit) -> None:
         check_text(value, column, what)
     for point in run.points:
         _check_series(point.benchmark.name, point.key, point.benchmark.unit, point.benchmark_version)
+    for block in run.blocks:
+        version = block.benchmark_version
+        for bench, key in block.benches:
+            _check_series(bench.name, key, bench.unit, version)
 
 
 def check_acknowledgement(benchmark_key: str, commit_sha: str, who: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
@@ -15,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
 from ci.store.bulk import ResultInsert
-from ci.store.codec import nan_to_none, pack_samples, utc
+from ci.store.codec import nan_to_none, pack_sample_lists, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
 from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text
 from ci.store.models import (
@@ -35,6 +37,9 @@ _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter lim
 
 _UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
 _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
+
+
+_second = itemgetter(1)
 
 
 def _by_benchmark_id(row: tuple[Any, ...]) -> int:
@@ -312,7 +317,9 @@ class StoreWrites(StoreReads):
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
             ).scalar_one()
             status = "inserted"
-        bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
+        wanted = {key: bench for block in run.blocks for bench, key in block.benches}
+        wanted.update((p.key, p.benchmark) for p in run.points)
+        bench_ids = self._benchmark_ids(conn, pending, wanted)
         if self._result_insert is None:
             self._result_insert = ResultInsert(conn.dialect)
         times: dict[Any, Any] = {}  # the points of one benchmark share its start time: convert it once
@@ -326,6 +333,13 @@ class StoreWrites(StoreReads):
                 run_id, bench_ids[p.key], p.status, p.value, pack_samples(p.samples), p.has_raw_samples,
                 st.get("ci_99_a"), st.get("ci_99_b"), st.get("q_25"), st.get("q_75"), st.get("number"),
                 st.get("repeat"), p.benchmark_version, at, p.duration,
+            ))  # fmt: skip
+        for block in run.blocks:  # a benchmark's grid as columns: its rows are zipped in C, not built per point
+            at = None if block.started_at is None else self._result_insert.time(utc(block.started_at))
+            rows.extend(zip(
+                repeat(run_id), map(bench_ids.__getitem__, map(_second, block.benches)), repeat("ok"), block.values,
+                pack_sample_lists(block.samples), repeat(block.has_raw_samples), *block.stats,
+                repeat(block.benchmark_version), repeat(at), repeat(block.duration),
             ))  # fmt: skip
         if rows:
             rows.sort(key=_by_benchmark_id)  # the order reads want a run's rows in: they find them sorted

@@ -52,7 +52,7 @@ def test_values_match_what_asv_loads(asv_dir, store_url):
         for name in asv.get_all_result_keys():
             asv_samples = asv.get_result_samples(name, benches[name]["params"])
             asv_values = asv.get_result_value(name, benches[name]["params"])
-            points = [p for p in ours.points if p.benchmark.name == name]
+            points = [p for p in ours.all_points() if p.benchmark.name == name]
             assert len(points) == len(asv_samples)
             for point, samples, value in zip(points, asv_samples, asv_values, strict=True):
                 assert point.value == value
