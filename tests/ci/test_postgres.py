@@ -130,3 +130,39 @@ def test_history_written_by_older_code_migrates_on_postgres(pg_url, revision):
             assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
         with store.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def _state_storage(engine) -> str:
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'change_point_states'::regclass "
+                                 "AND attname = 'state'")).scalar_one()  # fmt: skip
+
+
+def test_detector_states_are_stored_uncompressed_and_a_history_upgrades_to_that(pg_url, asv_dir):
+    """Revision 0005: the detector's states (rewritten after every commit, incompressible) are
+    stored EXTERNAL, not EXTENDED (pglz tried on every write); a history at 0004, written by this
+    code, upgrades to it and reads back identical, its states included."""
+    from sqlalchemy import create_engine
+
+    from ci.store import migrate_schema
+    from ci.verdicts import HistorySettings, detect_all
+
+    engine = create_engine(pg_url)
+    migrate_schema(engine, "0004")
+    assert _state_storage(engine) == "x"  # EXTENDED, PostgreSQL's default for bytea
+    fingerprint = HistorySettings().fingerprint
+    with Store(pg_url, migrate=False) as store:
+        ingest_results_dir(store, asv_dir([sha_for(i) for i in range(6)]))
+        cps = detect_all(store)
+        before, states = reads(store), store.change_point_states("", fingerprint)
+    assert states
+    with Store(pg_url) as store:  # opening migrates to head
+        assert _state_storage(store.engine) == "e"  # EXTERNAL: out of line, never compressed
+        assert reads(store) == before and store.change_point_states("", fingerprint) == states
+        assert detect_all(store) == cps
+        store.save_change_point_states("", fingerprint, {k: (n, d, s + b"x") for k, (n, d, s) in states.items()})
+        assert {k: s for k, (_, _, s) in store.change_point_states("", fingerprint).items()} == {
+            k: s + b"x" for k, (_, _, s) in states.items()}
+    engine.dispose()
