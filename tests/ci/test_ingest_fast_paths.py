@@ -174,7 +174,11 @@ def test_plain_rows_parse_into_column_blocks_not_points(tmp_path):
     [[-0.0, 5e-324], [1.0], []],
     [],
 ], ids=["ints", "nan-inf", "ragged", "none"])  # fmt: skip
-def test_a_benchmarks_samples_pack_to_the_bytes_of_each_points(lists):
-    from ci.store.codec import pack_sample_lists, pack_samples
+def test_a_blocks_samples_cut_back_into_the_bytes_of_each_point(lists):
+    """A block's samples column, cut by its lengths, gives each point's `pack_samples` bytes."""
+    from ci.store.codec import int64s, pack_block, pack_samples, split_samples
 
-    assert pack_sample_lists(lists) == [pack_samples(x) for x in lists]
+    values = [1.0] * len(lists)
+    stats = [[None] * len(lists)] * 6
+    _value, samples, lengths, _stats = pack_block(values, lists, stats)
+    assert split_samples(samples, int64s(lengths)) == [pack_samples(x) for x in lists]
