@@ -101,6 +101,19 @@ def _block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple
     return out
 
 
+def _block_point(block: tuple[Any, ...], bid: int, columns: str) -> tuple[Any, ...] | None:
+    """The `_block_points` row of series `bid` in `block`, None when the block has no point of it."""
+    run_id, ids_blob, samples, lengths, started, version = block
+    try:
+        j = int64s(bytes(ids_blob)).index(bid)
+    except ValueError:
+        return None
+    counts = int64s(bytes(lengths))
+    at = 8 * sum(counts[:j])
+    per = {"samples": bytes(samples)[at : at + 8 * counts[j]], "started_at": started, "benchmark_version": version}
+    return (run_id, bid, *(per[c.strip()] for c in columns.split(",")))
+
+
 def _by_benchmark(row: tuple[Any, ...]) -> Any:
     return row[1]
 
@@ -385,7 +398,7 @@ class StoreReads:
                    f"WHERE {' AND '.join(block_where)} {order}")  # fmt: skip
             blocks = _fetch(conn, sql, [bid, *params[2:]])
             in_blocks = [(row[:7], point, row[-2:]) for row in blocks
-                         for point in _block_points([row[7:-2]], columns) if point[1] == bid]  # fmt: skip
+                         if (point := _block_point(row[7:-2], bid, columns)) is not None]  # fmt: skip
             if in_blocks and found:
                 # Both tables hold points of this series: merge the two in the SQL order above
                 # (PostgreSQL sorts a NULL start last, SQLite first).

@@ -351,7 +351,9 @@ class StoreWrites(StoreReads):
         blocks = []  # a benchmark's grid in one row of packed columns (`ResultBlockRow`)
         for block in run.blocks:
             ids = list(map(bench_ids.__getitem__, map(_second, block.benches)))
-            at = None if block.started_at is None else to_time(utc(block.started_at))
+            at = times.get(block.started_at)  # one conversion per distinct start (all alike in a file)
+            if at is None and block.started_at is not None:
+                at = times[block.started_at] = to_time(utc(block.started_at))
             blocks.append((run_id, block.benches[0][0].name, len(ids), pack_int64s(ids),
                            *_pack_block_columns(block), block.benchmark_version, at, block.duration))  # fmt: skip
         self._insert_results(conn, rows, blocks)
