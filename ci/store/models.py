@@ -134,10 +134,6 @@ class ResultBlockRow(Base):
     skipped points, and the points of a grid checked one by one, stay rows of `results`."""
 
     __tablename__ = "result_blocks"
-    __table_args__ = (
-        UniqueConstraint("run_id", "name"),
-        Index("ix_result_blocks_name_run_id", "name", "run_id"),
-    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
@@ -154,6 +150,9 @@ class ResultBlockRow(Base):
     benchmark_version: Mapped[str | None] = mapped_column(String(128), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     duration: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    # A run's blocks by benchmark (one each; a replaced file deletes them), and a series' by its name.
+    __table_args__ = (UniqueConstraint("run_id", "name"), Index("ix_result_blocks_name_run_id", "name", "run_id"))
 
 
 class VerdictRow(Base):
