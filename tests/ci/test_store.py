@@ -351,7 +351,7 @@ def test_a_rewritten_file_keeps_the_results_it_can_no_longer_be_read_for(db_path
 
 def test_the_reads_walk_the_indexes_they_need(db_path, asv_dir):
     """SQLite's plan for each query a series, a commit, or the detector's states make: an index, never
-    a scan of the results table (a whole-history read scans it once, on purpose)."""
+    a scan of the results or result_blocks table (a whole-history read scans them once, on purpose)."""
     import sqlite3
 
     from sqlalchemy import event
@@ -379,6 +379,10 @@ def test_the_reads_walk_the_indexes_they_need(db_path, asv_dir):
     assert len(on_results) >= 4, plans
     for q, plan in on_results.items():
         assert "SCAN results" not in plan, (q, plan)
+    on_blocks = {q: p for q, p in plans.items() if " FROM result_blocks" in q}
+    assert len(on_blocks) >= 3, plans  # a series, a commit, a machine (failures are never blocks)
+    for q, plan in on_blocks.items():
+        assert "SCAN result_blocks" not in plan, (q, plan)
     (states,) = [p for q, p in plans.items() if "change_point_states" in q]
     assert "SEARCH change_point_states USING INDEX" in states and "(branch=? AND settings=?)" in states, states
 
