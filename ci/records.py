@@ -216,6 +216,40 @@ class ParsedPoint:
             object.__setattr__(self, "key", self.benchmark.key)
 
 
+# The order of `PointBlock.stats` columns (asv's stats_* columns, and the store's result columns).
+STAT_NAMES = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
+
+
+@dataclass(frozen=True)
+class PointBlock:
+    """The points of one benchmark's parameter grid in one run, kept as columns: what the parse
+    gives for the common case (every point "ok" and checked column by column), instead of one
+    `ParsedPoint` each (2026-12-02: the per-point records and stats dicts were a third of the parse).
+    `ParsedRun.all_points()` turns a block into the `ParsedPoint`s it stands for."""
+
+    benches: tuple[tuple[Benchmark, str], ...]  # per point: its series and the series' key
+    values: Sequence[float]  # asv's reported value (the median) per point
+    samples: Sequence[Sequence[float]]  # per point its raw samples; (value,) when asv recorded none
+    has_raw_samples: bool
+    stats: tuple[Sequence[float | None], ...]  # per `STAT_NAMES` column, a value (None: not recorded) per point
+    benchmark_version: str | None
+    started_at: datetime | None
+    duration: float | None
+
+    def __len__(self) -> int:
+        return len(self.benches)
+
+    def points(self) -> list[ParsedPoint]:
+        """The block as `ParsedPoint`s, in grid order."""
+        rows = zip(*self.stats, strict=True)
+        return [
+            ParsedPoint(bench, "ok", tuple(samples), self.has_raw_samples, value,
+                        {s: x for s, x in zip(STAT_NAMES, row, strict=True) if x is not None},
+                        self.benchmark_version, self.started_at, self.duration, key)
+            for (bench, key), value, samples, row in zip(self.benches, self.values, self.samples, rows, strict=True)
+        ]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ParsedRun:
     """One asv result file: a run of the suite on one commit, machine and environment."""
@@ -232,6 +266,20 @@ class ParsedRun:
     points: tuple[ParsedPoint, ...]
     skipped_unknown: tuple[str, ...]  # benchmark names absent from benchmarks.json (asv ignores them too)
     skipped_stale: tuple[str, ...]  # results whose benchmark version differs from benchmarks.json
+    # The run's other points, a benchmark's grid per block (`PointBlock`): `points` holds only those
+    # the parse checked one by one (failed or skipped points, ints, a missing statistic, ...).
+    blocks: tuple[PointBlock, ...] = ()
+
+    @property
+    def n_points(self) -> int:
+        """How many points the run holds, in `points` and `blocks` together."""
+        return len(self.points) + sum(map(len, self.blocks))
+
+    def all_points(self) -> list[ParsedPoint]:
+        """Every point of the run as a `ParsedPoint`: the blocks' (in file order), then `points`."""
+        out = [p for block in self.blocks for p in block.points()]
+        out.extend(self.points)
+        return out
 
 
 # The units the asv suite uses for `track_*` benchmarks, which way is better for each and what

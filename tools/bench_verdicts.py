@@ -69,7 +69,7 @@ def load_asv_results(results_dir: str | Path) -> list[SampleSet]:
     sets: list[SampleSet] = []
     for path in iter_result_files(results_dir):
         run = parse_result_file(path, benchmarks, load_machine_json(Path(path).parent))
-        for pt in run.points:
+        for pt in run.all_points():
             if pt.status == "ok" and pt.has_raw_samples and pt.benchmark.kind != Kind.CORRECTNESS:
                 s = np.array([x for x in pt.samples if math.isfinite(x)], dtype=float)
                 if s.size >= 4 and s.min() > 0:

@@ -24,6 +24,7 @@ import functools
 import hashlib
 import itertools
 import math
+import operator
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,10 +40,10 @@ from ci.ingest.asv_files import (
     parse_json,
     read_file,
 )
-from ci.records import Benchmark, Direction, Kind, ParsedPoint, ParsedRun
+from ci.records import STAT_NAMES, Benchmark, Direction, Kind, ParsedPoint, ParsedRun, PointBlock
 from ci.text import quote_path
 
-_STAT_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
+_STAT_COLUMNS = STAT_NAMES
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
 # asv benchmark types that measure a duration or a size: a negative value is corrupt, not a measurement
 # (asv_runner 0.3 writes time, memory, peakmemory; older asv mem, peakmem).
@@ -188,6 +189,20 @@ def _check_stat(stat: str, value: Any, info: BenchmarkInfo, what: str) -> float:
     return number
 
 
+def _plain_stats(stats_cols: dict[str, list[Any]], info: BenchmarkInfo) -> bool:
+    """True when every point has every statistic, the counts (number, repeat) as ints in [1, 1e12]
+    and the others as finite floats within the benchmark's magnitude limit: what `_check_stat_column`
+    accepts, decided in two passes instead of six (each point must have a result: the caller says)."""
+    counts = stats_cols["number"] + stats_cols["repeat"]
+    if set(map(type, counts)) != {int} or min(counts) < 1 or max(counts) > 1e12:
+        return False
+    floats = stats_cols["ci_99_a"] + stats_cols["ci_99_b"] + stats_cols["q_25"] + stats_cols["q_75"]
+    if set(map(type, floats)) != {float} or not math.isfinite(sum(floats)):
+        return False
+    limit, _ = _magnitude_limit(info)
+    return -limit <= min(floats) and max(floats) <= limit
+
+
 def _all_finite_floats(values: list[Any]) -> bool:
     """True when `values` are all finite floats (so none is asv's None or NaN marker): one type set
     and one sum instead of a test per value (an overflowing sum only answers False)."""
@@ -203,9 +218,9 @@ def _fast_points(
     version: str | None,
     started: datetime | None,
     duration: float | None,
-) -> list[ParsedPoint] | None:
-    """The points of one benchmark's row when it is the common case: every result a finite float,
-    every point's samples a non-empty list of finite floats (or no point's), all within the
+) -> PointBlock | None:
+    """The points of one benchmark's row, as one block of columns, when it is the common case:
+    every result a finite float, every point's samples a non-empty list of finite floats (or no point's), all within the
     benchmark's limits and each result within its samples' range. The checks run once per column
     instead of once per value (2026-12-02: a third of the parse). None when anything is otherwise:
     the per-point checks then decide, with their messages, so what is accepted and refused is
@@ -226,26 +241,22 @@ def _fast_points(
         lo, hi = min(flat), max(flat)
         if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
             return None
-        for value, lo, hi in zip(values, map(min, samples_col), map(max, samples_col), strict=True):
-            slack = 1e-9 * max(abs(lo), abs(hi))
-            if not lo - slack <= value <= hi + slack:
-                return None
-        samples = list(map(tuple, samples_col))
+        # Each result within its samples' range: exactly (all in C) first; only when that fails, with
+        # the per-point slack the per-point check allows.
+        if not (all(map(operator.le, map(min, samples_col), values))
+                and all(map(operator.ge, map(max, samples_col), values))):  # fmt: skip
+            for value, lo, hi in zip(values, map(min, samples_col), map(max, samples_col), strict=True):
+                slack = 1e-9 * max(abs(lo), abs(hi))
+                if not lo - slack <= value <= hi + slack:
+                    return None
+        samples: list[Any] = samples_col
         raw = True
     elif all(x is None for x in samples_col):
         samples = [(v,) for v in values]
         raw = False
     else:
         return None
-    rows = zip(*stats_cols.values(), strict=True)
-    if any(None in col for col in stats_cols.values()):
-        stats = [{s: x for s, x in zip(stats_cols, row, strict=True) if x is not None} for row in rows]
-    else:
-        stats = [dict(zip(stats_cols, row, strict=True)) for row in rows]
-    return [
-        ParsedPoint(bench, "ok", sample, raw, value, stat, version, started, duration, key)
-        for (bench, key), value, sample, stat in zip(grid_benches, values, samples, stats, strict=True)
-    ]
+    return PointBlock(grid_benches, values, samples, raw, tuple(stats_cols.values()), version, started, duration)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -333,6 +344,7 @@ def _parse(
         raise _Bad("results is not an object")
 
     points: list[ParsedPoint] = []
+    blocks: list[PointBlock] = []
     unknown: list[str] = []
     stale: list[str] = []
     starts: list[datetime] = []
@@ -375,8 +387,9 @@ def _parse(
         samples_col = _per_point(cols.get("samples"), n, "samples", name)
         stats_cols = {s: _per_point(cols.get(f"stats_{s}"), n, f"stats_{s}", name) for s in _STAT_COLUMNS}
         all_results = _all_finite_floats(values)
-        for stat, col in stats_cols.items():
-            _check_stat_column(stat, col, values, info, name, all_results)
+        if not (all_results and _plain_stats(stats_cols, info)):
+            for stat, col in stats_cols.items():
+                _check_stat_column(stat, col, values, info, name, all_results)
         started = _js_time(cols.get("started_at"), f"benchmark {name!r} started_at")
         if started is not None:
             starts.append(started)
@@ -389,7 +402,7 @@ def _parse(
         version_text = None if version is None else str(version)
         fast = _fast_points(grid_benches, values, samples_col, stats_cols, info, version_text, started, duration)
         if fast is not None:
-            points.extend(fast)
+            blocks.append(fast)
             continue
         for j, (bench, key) in enumerate(grid_benches):
             value = values[j]
@@ -470,4 +483,5 @@ def _parse(
         points=tuple(points),
         skipped_unknown=tuple(unknown),
         skipped_stale=tuple(stale),
+        blocks=tuple(blocks),
     )

@@ -364,9 +364,9 @@ def ingest_results_dir(
                         f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
                         + ", ".join(repr(name) for name in skipped[:5])
                     )
-                outcomes.append(_outcome(run.path, status, len(run.points), note, len(skipped)))
+                outcomes.append(_outcome(run.path, status, run.n_points, note, len(skipped)))
                 if status != "unchanged":
-                    written += len(run.points)
+                    written += run.n_points
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.

@@ -10,8 +10,8 @@
 - Any other DBAPI with positional parameters: the same INSERT with every column's processor.
 - A DBAPI with named parameters: Core's executemany.
 
-Rows are tuples in `RESULT_COLUMNS` order, their start time from `time`; see docs/performance.md
-"Ingest and store".
+Rows are tuples in `RESULT_COLUMNS` order (`BLOCK_COLUMNS` for `result_blocks`), their start time
+from `time`; see docs/performance.md "Ingest and store".
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, DateTime, Dialect, insert
 
-from ci.store.models import ResultRow
+from ci.store.models import ResultBlockRow, ResultRow
 
 RESULT_COLUMNS = (
     "run_id", "benchmark_id", "status", "value", "samples", "has_raw_samples", "ci_99_a", "ci_99_b", "q_25", "q_75",
@@ -30,6 +30,13 @@ RESULT_COLUMNS = (
 _PG_TYPES = (
     "int4", "int4", "text", "float8", "bytea", "bool", "float8", "float8", "float8", "float8", "float8", "float8",
     "text", "timestamptz", "float8",
+)  # fmt: skip
+BLOCK_COLUMNS = (
+    "run_id", "name", "points", "benchmark_ids", "value", "samples", "lengths", "has_raw_samples", "stats",
+    "benchmark_version", "started_at", "duration",
+)  # fmt: skip
+_PG_BLOCK_TYPES = (
+    "int4", "text", "int4", "bytea", "bytea", "bytea", "bytea", "bool", "bytea", "text", "timestamptz", "float8",
 )  # fmt: skip
 
 
@@ -42,16 +49,20 @@ def _is_psycopg(dialect: Dialect) -> bool:
 
 
 class ResultInsert:
-    """The `results` bulk write for one dialect, prepared once.
+    """The `results` bulk write (or, with `blocks`, the `result_blocks` one) for one dialect, prepared once.
 
     Args:
         dialect: the connection's dialect (its driver, paramstyle and bind processors).
+        blocks: write `result_blocks` rows (`BLOCK_COLUMNS`) instead of `results` rows.
     """
 
-    def __init__(self, dialect: Dialect) -> None:
-        table = ResultRow.__table__
+    def __init__(self, dialect: Dialect, blocks: bool = False) -> None:
+        table = (ResultBlockRow if blocks else ResultRow).__table__
+        self.table = table
+        self.columns = BLOCK_COLUMNS if blocks else RESULT_COLUMNS
+        self.pg_types = _PG_BLOCK_TYPES if blocks else _PG_TYPES
         cols = [c for c in table.c if c.name != "id"]
-        assert [c.name for c in cols] == list(RESULT_COLUMNS)
+        assert [c.name for c in cols] == list(self.columns)
         quote = dialect.identifier_preparer.quote
         names = ", ".join(quote(c.name) for c in cols)
         self.copy_sql = ""
@@ -76,12 +87,12 @@ class ResultInsert:
         """Write `rows` on `conn`, inside the caller's transaction."""
         if self.copy_sql:
             with conn.connection.driver_connection.cursor() as cur, cur.copy(self.copy_sql) as copy:
-                copy.set_types(_PG_TYPES)
+                copy.set_types(self.pg_types)
                 for r in rows:
                     copy.write_row(r)
             return
         if not self.sql:  # a DBAPI with named parameters: let Core do it
-            conn.execute(insert(ResultRow.__table__), [dict(zip(RESULT_COLUMNS, r, strict=True)) for r in rows])
+            conn.execute(insert(self.table), [dict(zip(self.columns, r, strict=True)) for r in rows])
             return
         if self.procs:
             fixed = []

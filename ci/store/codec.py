@@ -9,8 +9,9 @@ import math
 import struct
 import sys
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 
 # One compiled Struct per sample count (a history has a handful): pack and unpack are one C call,
 # ~0.5 us for 10 samples against ~3 us to write or parse their JSON text (2026-12-01, 2-core box).
@@ -35,6 +36,53 @@ def pack_samples(samples: tuple[float, ...] | list[float]) -> bytes:
     """A sample list as its column value: 8 bytes per sample, IEEE 754 float64, little-endian
     (NaN and infinities kept bit for bit; an int sample is stored as its float, as JSON read it)."""
     return _struct(len(samples)).pack(*samples)
+
+
+def pack_int64s(values: Sequence[int]) -> bytes:
+    """Ints as their column value: 8 bytes each, little-endian signed (a block's series ids and sample counts)."""
+    return struct.pack(f"<{len(values)}q", *values)
+
+
+def int64s(blob: bytes) -> tuple[int, ...]:
+    """Ints from their column value (`pack_int64s`)."""
+    n, rest = divmod(len(blob), 8)
+    if rest:
+        raise ValueError(f"a packed int list is a multiple of 8 bytes, got {len(blob)}")
+    return struct.unpack(f"<{n}q", blob)
+
+
+def pack_block(values: Sequence[float], samples: Sequence[Sequence[float]], stats: Sequence[Sequence[float | None]],
+               ) -> tuple[bytes, bytes, bytes, bytes]:
+    """A benchmark's grid as `result_blocks` column values: (value, samples, lengths, stats).
+    Samples are every point's `pack_samples` bytes one after the other; a statistic asv did not
+    record is NaN (a recorded one never is)."""
+    flat = array("d", chain.from_iterable(samples))  # in C, not a Python loop over ~100 samples
+    if any(None in column for column in stats):
+        stat_values = array("d", [math.nan if x is None else x for column in stats for x in column])
+    else:
+        stat_values = array("d", chain.from_iterable(stats))
+    if sys.byteorder == "big":
+        flat.byteswap()
+        stat_values.byteswap()
+    return (_struct(len(values)).pack(*values), flat.tobytes(), pack_int64s(list(map(len, samples))),
+            stat_values.tobytes())  # fmt: skip
+
+
+def split_samples(blob: bytes, lengths: Sequence[int]) -> list[bytes]:
+    """A block's samples column cut into each point's `pack_samples` bytes."""
+    if not lengths:
+        return []
+    n = lengths[0]
+    if len(blob) == 8 * n * len(lengths) and len(set(lengths)) == 1:
+        step = 8 * n
+        return [blob[i : i + step] for i in range(0, len(blob), step)]
+    out, at = [], 0
+    for k in lengths:
+        out.append(blob[at : at + 8 * k])
+        at += 8 * k
+    if at != len(blob):
+        raise ValueError(f"a block's samples are {len(blob)} bytes, its lengths say {at}")
+    return out
 
 
 _UNPACKERS: dict[int, Callable[[bytes], tuple[float, ...]]] = {}

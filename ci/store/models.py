@@ -125,6 +125,36 @@ class ResultRow(Base):
     duration: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
+class ResultBlockRow(Base):
+    """The points of one benchmark's parameter grid in one run, as packed columns: one row where
+    `results` takes one per point (the grid of the tool's history is 10 points), written when every
+    point is "ok" and read back as the same points (`ci.store.reads`). A 500-point file is 50 rows
+    instead of 500 index entries scattered over the (benchmark, run) index: the write of a file's
+    rows 4.8 -> 1.1 ms on SQLite (2026-12-02, docs/performance.md "Ingest and store"). Failed and
+    skipped points, and the points of a grid checked one by one, stay rows of `results`."""
+
+    __tablename__ = "result_blocks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(512))  # the benchmark's name: every point's series has it
+    points: Mapped[int] = mapped_column(Integer)
+    benchmark_ids: Mapped[bytes] = mapped_column(LargeBinary)  # per point its series id, int64 little-endian
+    value: Mapped[bytes] = mapped_column(LargeBinary)  # per point asv's reported median, packed float64
+    samples: Mapped[bytes] = mapped_column(LargeBinary)  # every point's samples one after the other, packed float64
+    lengths: Mapped[bytes] = mapped_column(LargeBinary)  # per point its number of samples, int64 little-endian
+    has_raw_samples: Mapped[bool] = mapped_column(Boolean)
+    # ci_99_a, ci_99_b, q_25, q_75, number, repeat: a column of `points` float64s each, NaN where
+    # asv recorded none (a statistic is never NaN: the parse refuses one).
+    stats: Mapped[bytes] = mapped_column(LargeBinary)
+    benchmark_version: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    duration: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    # A run's blocks by benchmark (one each; a replaced file deletes them), and a series' by its name.
+    __table_args__ = (UniqueConstraint("run_id", "name"), Index("ix_result_blocks_name_run_id", "name", "run_id"))
+
+
 class VerdictRow(Base):
     __tablename__ = "verdicts"
     # One verdict per machine: runners sharing a history judge the same (series, base, head).

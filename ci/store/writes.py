@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
+from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, PointBlock, Verdict
 from ci.store.bulk import ResultInsert
-from ci.store.codec import nan_to_none, pack_samples, utc
+from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
 from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text
 from ci.store.models import (
@@ -24,6 +25,7 @@ from ci.store.models import (
     ChangePointStateRow,
     CommitRow,
     MachineRow,
+    ResultBlockRow,
     ResultRow,
     RunRow,
     VerdictRow,
@@ -35,6 +37,15 @@ _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter lim
 
 _UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
 _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
+
+
+_second = itemgetter(1)
+
+
+def _pack_block_columns(block: PointBlock) -> tuple[Any, ...]:
+    """(value, samples, lengths, has_raw_samples, stats) of a block's `result_blocks` row."""
+    value, samples, lengths, stats = pack_block(block.values, block.samples, block.stats)
+    return value, samples, lengths, block.has_raw_samples, stats
 
 
 def _by_benchmark_id(row: tuple[Any, ...]) -> int:
@@ -56,6 +67,7 @@ class StoreWrites(StoreReads):
         # none either (a declared one looks its row up, to store the direction): an id never changes.
         self._undeclared_ids: dict[str, int] = {}
         self._result_insert: ResultInsert | None = None
+        self._block_insert: ResultInsert | None = None
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
@@ -299,11 +311,14 @@ class StoreWrites(StoreReads):
             # file could not be read for them, which is no reason to lose what was stored.
             unreadable = sorted(set(run.skipped_unknown) | set(run.skipped_stale))
             gone = delete(ResultRow).where(ResultRow.run_id == existing.id)
+            gone_blocks = delete(ResultBlockRow).where(ResultBlockRow.run_id == existing.id)
             if unreadable:
                 gone = gone.where(
                     ResultRow.benchmark_id.not_in(select(BenchmarkRow.id).where(BenchmarkRow.name.in_(unreadable)))
                 )
+                gone_blocks = gone_blocks.where(ResultBlockRow.name.not_in(unreadable))
             conn.execute(gone)
+            conn.execute(gone_blocks)
             conn.execute(update(RunRow).where(RunRow.id == existing.id).values(**values))
             run_id = existing.id
             status = "replaced"
@@ -312,7 +327,9 @@ class StoreWrites(StoreReads):
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
             ).scalar_one()
             status = "inserted"
-        bench_ids = self._benchmark_ids(conn, pending, {p.key: p.benchmark for p in run.points})
+        wanted = {key: bench for block in run.blocks for bench, key in block.benches}
+        wanted.update((p.key, p.benchmark) for p in run.points)
+        bench_ids = self._benchmark_ids(conn, pending, wanted)
         if self._result_insert is None:
             self._result_insert = ResultInsert(conn.dialect)
         times: dict[Any, Any] = {}  # the points of one benchmark share its start time: convert it once
@@ -327,16 +344,32 @@ class StoreWrites(StoreReads):
                 st.get("ci_99_a"), st.get("ci_99_b"), st.get("q_25"), st.get("q_75"), st.get("number"),
                 st.get("repeat"), p.benchmark_version, at, p.duration,
             ))  # fmt: skip
-        if rows:
-            rows.sort(key=_by_benchmark_id)  # the order reads want a run's rows in: they find them sorted
-            self._insert_results(conn, rows)
+        rows.sort(key=_by_benchmark_id)  # the order reads want a run's rows in: they find them sorted
+        if self._block_insert is None:
+            self._block_insert = ResultInsert(conn.dialect, blocks=True)
+        to_time = self._block_insert.time
+        blocks = []  # a benchmark's grid in one row of packed columns (`ResultBlockRow`)
+        for block in run.blocks:
+            ids = list(map(bench_ids.__getitem__, map(_second, block.benches)))
+            at = times.get(block.started_at)  # one conversion per distinct start (all alike in a file)
+            if at is None and block.started_at is not None:
+                at = times[block.started_at] = to_time(utc(block.started_at))
+            blocks.append((run_id, block.benches[0][0].name, len(ids), pack_int64s(ids),
+                           *_pack_block_columns(block), block.benchmark_version, at, block.duration))  # fmt: skip
+        self._insert_results(conn, rows, blocks)
         return status
 
-    def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        """One bulk write of a file's results (`ci.store.bulk`), prepared on first use."""
-        if self._result_insert is None:
-            self._result_insert = ResultInsert(conn.dialect)
-        self._result_insert.execute(conn, rows)
+    def _insert_results(self, conn: Connection, rows: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]]) -> None:
+        """The bulk writes of a file's results (`ci.store.bulk`): its `results` rows (points one by
+        one) and its `result_blocks` rows (a benchmark's grid each), prepared on first use."""
+        if rows:
+            if self._result_insert is None:
+                self._result_insert = ResultInsert(conn.dialect)
+            self._result_insert.execute(conn, rows)
+        if blocks:
+            if self._block_insert is None:
+                self._block_insert = ResultInsert(conn.dialect, blocks=True)
+            self._block_insert.execute(conn, blocks)
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:
         """Create commits or enrich them with parents/branch/time/subject, in one transaction.

@@ -52,7 +52,7 @@ def test_values_match_what_asv_loads(asv_dir, store_url):
         for name in asv.get_all_result_keys():
             asv_samples = asv.get_result_samples(name, benches[name]["params"])
             asv_values = asv.get_result_value(name, benches[name]["params"])
-            points = [p for p in ours.points if p.benchmark.name == name]
+            points = [p for p in ours.all_points() if p.benchmark.name == name]
             assert len(points) == len(asv_samples)
             for point, samples, value in zip(points, asv_samples, asv_values, strict=True):
                 assert point.value == value
@@ -175,12 +175,12 @@ def test_crash_mid_file_leaves_no_partial_run(asv_dir, store_url, monkeypatch):
     real = Store._insert_results
     calls = {"n": 0}
 
-    def explode(self, conn, rows):
+    def explode(self, conn, rows, blocks):
         calls["n"] += 1
         if calls["n"] == 2:
-            real(self, conn, rows[:3])  # half the rows are in when the crash comes
+            real(self, conn, rows[:3], blocks[:1])  # half the rows are in when the crash comes
             raise RuntimeError("power cut")
-        real(self, conn, rows)
+        real(self, conn, rows, blocks)
 
     monkeypatch.setattr(Store, "_insert_results", explode)
     report = ingest_results_dir(store, root)
@@ -201,8 +201,8 @@ from ci.store import Store
 from ci.ingest import ingest_results_dir
 real = Store._insert_results
 calls = [0]
-def die(self, conn, rows):
-    real(self, conn, rows)
+def die(self, conn, rows, blocks):
+    real(self, conn, rows, blocks)
     calls[0] += 1
     if calls[0] == {die_at}:
         os._exit(9)  # the process dies inside the transaction, after every row was written

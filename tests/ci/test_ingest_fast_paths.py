@@ -5,6 +5,7 @@ recorded H200 files and on every hostile case of test_ingest_hostile."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from ci.ingest import asv_files, parse
 from ci.ingest.asv_files import AsvFormatError, load_benchmarks_json, load_machine_json, parse_json
 from ci.ingest.parse import parse_result_file
+from ci.records import ParsedRun
 from tests.ci.test_ingest_hostile import CASES, FIRST, RECORDED, _edit, _set
 
 pytest.importorskip("orjson")
@@ -65,6 +67,11 @@ def test_orjson_is_what_decodes_a_plain_file(monkeypatch):
     assert parse_json(raw, Path("f.json"))["version"] == 2
 
 
+def _canonical(run: ParsedRun) -> ParsedRun:
+    """`run` with its points all as `ParsedPoint`s, in grid order (the fast path gives blocks)."""
+    return dataclasses.replace(run, points=tuple(sorted(run.all_points(), key=lambda p: p.key)), blocks=())
+
+
 def _parse_both(root: Path, monkeypatch) -> list[tuple[str, object]]:
     """Every result file of `root` parsed with the fast paths, then without them: (status, run or message) pairs."""
     benchmarks = load_benchmarks_json(root)
@@ -72,11 +79,12 @@ def _parse_both(root: Path, monkeypatch) -> list[tuple[str, object]]:
     for fast in (True, False):
         if not fast:
             monkeypatch.setattr(parse, "_fast_points", lambda *_args: None)
+            monkeypatch.setattr(parse, "_plain_stats", lambda *_args: False)
             monkeypatch.setattr(asv_files, "_orjson", None)
         got = []
         for path in sorted(root.glob("h200/*-virtualenv-py3.12.json")):
             try:
-                got.append(("ok", parse_result_file(path, benchmarks, load_machine_json(path.parent))))
+                got.append(("ok", _canonical(parse_result_file(path, benchmarks, load_machine_json(path.parent)))))
             except AsvFormatError as exc:
                 got.append(("error", str(exc)))
         out.append(got)
@@ -147,3 +155,30 @@ def test_a_batch_looks_its_series_up_once_not_per_file(tmp_path, store_url):
                 assert len(lookups) <= 2, lookups  # looked up, then read back after the insert
             stored.append(sorted((r.benchmark.key, r.commit_sha, r.run_id, r.samples) for r in store.results()))
     assert stored[0] == stored[1]
+
+
+def test_plain_rows_parse_into_column_blocks_not_points(tmp_path):
+    """The recorded files' benchmarks are all the common case: each becomes one `PointBlock` of
+    columns (no per-point records), standing for as many points as the plain path gives."""
+    root = _copy(tmp_path)
+    benchmarks = load_benchmarks_json(root)
+    for path in sorted(root.glob("h200/*-virtualenv-py3.12.json")):
+        run = parse_result_file(path, benchmarks, load_machine_json(path.parent))
+        assert run.points == () and run.blocks
+        assert run.n_points == len(run.all_points()) == sum(len(b.benches) for b in run.blocks)
+
+
+@pytest.mark.parametrize("lists", [
+    [[1.0, 2.5e-05, 3], [0.1, 0.2, 0.3]],
+    [[float("nan"), 1.0], [float("inf"), -float("inf")]],
+    [[-0.0, 5e-324], [1.0], []],
+    [],
+], ids=["ints", "nan-inf", "ragged", "none"])  # fmt: skip
+def test_a_blocks_samples_cut_back_into_the_bytes_of_each_point(lists):
+    """A block's samples column, cut by its lengths, gives each point's `pack_samples` bytes."""
+    from ci.store.codec import int64s, pack_block, pack_samples, split_samples
+
+    values = [1.0] * len(lists)
+    stats = [[None] * len(lists)] * 6
+    _value, samples, lengths, _stats = pack_block(values, lists, stats)
+    assert split_samples(samples, int64s(lengths)) == [pack_samples(x) for x in lists]

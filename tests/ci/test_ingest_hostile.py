@@ -389,13 +389,13 @@ def test_only_database_errors_are_called_database_errors(store_url, recorded, mo
     real = Store._insert_results
     crash = {"n": 0}
 
-    def explode(self, conn, rows):
+    def explode(self, conn, rows, blocks):
         crash["n"] += 1
         if crash["n"] == 2:
             raise RuntimeError("a bug in the writer")
         if crash["n"] == 4:
             raise OperationalError("INSERT", {}, Exception("disk I/O error"))
-        real(self, conn, rows)
+        real(self, conn, rows, blocks)
 
     monkeypatch.setattr(Store, "_insert_results", explode)
     report, _ = _ingest(store_url, recorded)

@@ -49,8 +49,8 @@ def test_crash_mid_file_rolls_back(pg_url, asv_dir, monkeypatch):
     store = Store(pg_url)
     real = Store._insert_results
 
-    def explode(self, conn, rows):
-        real(self, conn, rows[:2])
+    def explode(self, conn, rows, blocks):
+        real(self, conn, rows[:2], blocks[:1])
         raise RuntimeError("runner killed")
 
     monkeypatch.setattr(Store, "_insert_results", explode)
@@ -130,3 +130,43 @@ def test_history_written_by_older_code_migrates_on_postgres(pg_url, revision):
             assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
         with store.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def _state_storage(engine) -> str:
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'change_point_states'::regclass "
+                                 "AND attname = 'state'")).scalar_one()  # fmt: skip
+
+
+def test_detector_states_are_stored_uncompressed_after_the_upgrade(pg_url, asv_dir):
+    """Revision 0005: the detector's states (rewritten after every commit, incompressible) are
+    stored EXTERNAL, not EXTENDED (pglz tried on every write); a history at 0004 upgrades to it
+    and keeps what it held, and the states written then read back as written."""
+    from sqlalchemy import create_engine
+
+    from ci.store import migrate_schema
+    from ci.verdicts import HistorySettings, detect_all
+
+    expected = load_history(pg_url, "0003")
+    engine = create_engine(pg_url)
+    migrate_schema(engine, "0004")
+    assert _state_storage(engine) == "x"  # EXTENDED, PostgreSQL's default for bytea
+    fingerprint = HistorySettings().fingerprint
+    with Store(pg_url) as store:  # opening migrates to head
+        assert _state_storage(store.engine) == "e"  # EXTERNAL: out of line, never compressed
+        assert reads(store) == expected
+        cps = detect_all(store)
+        states = store.change_point_states("", fingerprint)
+        assert states and detect_all(store) == cps
+        store.save_change_point_states("", fingerprint, {k: (n, d, s + b"x") for k, (n, d, s) in states.items()})
+        assert {k: s for k, (_, _, s) in store.change_point_states("", fingerprint).items()} == {
+            k: s + b"x" for k, (_, _, s) in states.items()}
+    engine.dispose()
+
+
+def test_blocks_read_with_the_rows_of_an_older_history_on_postgres(pg_url, tmp_path):
+    from tests.ci.test_store import check_blocks_next_to_older_rows
+
+    check_blocks_next_to_older_rows(pg_url, tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, func, select
 from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
@@ -291,13 +291,17 @@ def test_bulk_written_times_read_back_through_sqlalchemy(db_path, asv_dir):
     """The raw executemany path stores datetimes in the column type's own format."""
     from sqlalchemy import select
 
-    from ci.store.models import ResultRow
+    from ci.store.models import ResultBlockRow, ResultRow
 
     with _filled(db_path, asv_dir, 1) as store, store.engine.connect() as conn:
-        typed = sorted(conn.execute(select(ResultRow.started_at)).scalars().all())
+        typed = list(conn.execute(select(ResultRow.started_at)).scalars().all())
+        blocks = conn.execute(select(ResultBlockRow.started_at, ResultBlockRow.points)).all()
+        assert blocks  # the fixture's benchmarks are written as blocks, the point-by-point rows are the others
+        typed = sorted(typed + [t for t, n in blocks for _ in range(n)])
         ours = sorted(r.started_at for r in store.results())
         assert [t.replace(tzinfo=UTC) if t.tzinfo is None else t for t in typed] == ours
-        assert all(isinstance(flag, bool) for flag in conn.execute(select(ResultRow.has_raw_samples)).scalars())
+        for table in (ResultRow, ResultBlockRow):
+            assert all(isinstance(flag, bool) for flag in conn.execute(select(table.has_raw_samples)).scalars())
 
 
 @pytest.mark.parametrize(
@@ -347,7 +351,7 @@ def test_a_rewritten_file_keeps_the_results_it_can_no_longer_be_read_for(db_path
 
 def test_the_reads_walk_the_indexes_they_need(db_path, asv_dir):
     """SQLite's plan for each query a series, a commit, or the detector's states make: an index, never
-    a scan of the results table (a whole-history read scans it once, on purpose)."""
+    a scan of the results or result_blocks table (a whole-history read scans them once, on purpose)."""
     import sqlite3
 
     from sqlalchemy import event
@@ -375,5 +379,63 @@ def test_the_reads_walk_the_indexes_they_need(db_path, asv_dir):
     assert len(on_results) >= 4, plans
     for q, plan in on_results.items():
         assert "SCAN results" not in plan, (q, plan)
+    on_blocks = {q: p for q, p in plans.items() if " FROM result_blocks" in q}
+    assert len(on_blocks) >= 3, plans  # a series, a commit, a machine (failures are never blocks)
+    for q, plan in on_blocks.items():
+        assert "SCAN result_blocks" not in plan, (q, plan)
     (states,) = [p for q, p in plans.items() if "change_point_states" in q]
     assert "SEARCH change_point_states USING INDEX" in states and "(branch=? AND settings=?)" in states, states
+
+
+def check_blocks_next_to_older_rows(url: str, tmp_path: Path) -> None:
+    """A history of revision 0003 (every point a `results` row) upgraded, then given runs written as
+    blocks between its runs (machine a100-runner had commits 1 and 3; now 0 and 2 too, and a new
+    commit 7 on both machines): every read gives the same points in the same history order as a
+    read of the whole history does, the older rows exactly as that older code read them; and a
+    downgrade to 0004 writes the blocks back as `results` rows that read back identical."""
+    from alembic import command
+    from alembic.config import Config
+
+    from ci.store.models import ResultBlockRow
+    from ci.store.schema import MIGRATIONS_DIR
+
+    expected = load_history(url, "0003")
+    with Store(url) as store:
+        before = reads(store)
+        assert before == expected
+        a100 = tmp_path / "a100"
+        write_results(a100, [sha_for(0), sha_for(2), sha_for(7)], machine="a100-runner", record_samples=False)
+        write_results(tmp_path / "h200", [sha_for(7)])
+        assert ingest_results_dir(store, a100).count("inserted") == 3
+        assert ingest_results_dir(store, tmp_path / "h200").count("inserted") == 1
+        with store.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(ResultBlockRow)).scalar_one() > 0
+        everything = store.results()
+        old = {(r.run_id, r.benchmark.key) for r in everything}
+        assert {(r["run_id"], r["benchmark"]) for r in expected["results"]} < old  # nothing of the old lost
+        for bench in store.benchmarks():
+            for machine in (None, "a100-runner"):
+                want = [r for r in everything if r.benchmark.key == bench.key and machine in (None, r.machine)]
+                assert store.results(benchmark_key=bench.key, machine=machine) == want
+        for machine in ("a100-runner", MACHINE):
+            assert store.results(machine=machine) == [r for r in everything if r.machine == machine]
+        columns = {(s.benchmark.key, h.machine): s.commit_shas for h in store.series_columns() for s in h.series}
+        for (key, machine), shas in columns.items():
+            assert list(shas) == [r.commit_sha for r in everything if r.benchmark.key == key and r.machine == machine]
+        assert store.counts()["results"] == len(everything) + len(store.failures())
+        after = reads(store)
+    engine = create_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0004")
+    engine.dispose()
+    with Store(url) as store:  # up again: the blocks are `results` rows now
+        with store.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(ResultBlockRow)).scalar_one() == 0
+        assert reads(store) == after
+
+
+def test_blocks_read_with_the_rows_of_an_older_history_in_history_order(tmp_path):
+    check_blocks_next_to_older_rows(f"sqlite:///{tmp_path / 'old.sqlite'}", tmp_path)
