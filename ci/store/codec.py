@@ -64,8 +64,7 @@ def pack_block(values: Sequence[float], samples: Sequence[Sequence[float]], stat
     if sys.byteorder == "big":
         flat.byteswap()
         stat_values.byteswap()
-    return (_struct(len(values)).pack(*values), flat.tobytes(), pack_int64s(list(map(len, samples))),
-            stat_values.tobytes())  # fmt: skip
+    return pack_samples(values), flat.tobytes(), pack_int64s(list(map(len, samples))), stat_values.tobytes()
 
 
 def split_samples(blob: bytes, lengths: Sequence[int]) -> list[bytes]:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, PointBlock, Verdict
+from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
@@ -40,12 +40,6 @@ _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it u
 
 
 _second = itemgetter(1)
-
-
-def _pack_block_columns(block: PointBlock) -> tuple[Any, ...]:
-    """(value, samples, lengths, has_raw_samples, stats) of a block's `result_blocks` row."""
-    value, samples, lengths, stats = pack_block(block.values, block.samples, block.stats)
-    return value, samples, lengths, block.has_raw_samples, stats
 
 
 def _by_benchmark_id(row: tuple[Any, ...]) -> int:
@@ -354,8 +348,9 @@ class StoreWrites(StoreReads):
             at = times.get(block.started_at)  # one conversion per distinct start (all alike in a file)
             if at is None and block.started_at is not None:
                 at = times[block.started_at] = to_time(utc(block.started_at))
-            blocks.append((run_id, block.benches[0][0].name, len(ids), pack_int64s(ids),
-                           *_pack_block_columns(block), block.benchmark_version, at, block.duration))  # fmt: skip
+            value, samples, lengths, stats = pack_block(block.values, block.samples, block.stats)
+            blocks.append((run_id, block.benches[0][0].name, len(ids), pack_int64s(ids), value, samples, lengths,
+                           block.has_raw_samples, stats, block.benchmark_version, at, block.duration))  # fmt: skip
         self._insert_results(conn, rows, blocks)
         return status
 

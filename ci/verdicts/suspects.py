@@ -413,13 +413,12 @@ def judge_levels(
     lo = max(first - w, 0)
     ext = np.append(y, y[-1] if n else 0.0)[lo:]  # the next commit's window ignores its (placeholder) level
     level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
-    thresholds = _threshold(sigma, settings)
-    thresholds[np.isnan(sigma)] = np.nan
-    thresholds = np.concatenate([kept, thresholds[start - first:]])
+    window_thresholds = _threshold(sigma, settings)  # NaN where the window's sigma is (np.maximum keeps NaN)
+    thresholds = np.concatenate([kept, window_thresholds[start - first:]])
     judged = benchmark.kind != Kind.CORRECTNESS and benchmark.direction != Direction.UNKNOWN
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
     if judged and n > settings.min_history:
-        thr = np.log1p(_threshold(sigma[:-1], settings))
+        thr = np.log1p(window_thresholds[:-1])
         worse = sign * (y[first:] - level[:-1]) > thr  # NaN windows compare False
         prior = np.concatenate(([False], worse[:-1]))
         for i in np.flatnonzero(worse & ~prior).tolist():
