@@ -775,6 +775,16 @@ _FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 _Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
 
 
+def fork_workers(items: int, least: int) -> int:
+    """How many forked workers to split `items` independent pieces of work over: every CPU this
+    process may use (at most 8), or 1 (do it here) on one CPU, for fewer than `least` items, or
+    where there is no fork (macOS, Windows)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cpus < 2 or items < least or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return min(cpus, 8)
+
+
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
            cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None) -> _Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
@@ -804,9 +814,8 @@ def _judge_all(
     """
     global _FORK_INPUT
     keys = sorted(inputs)
-    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-    fresh = sum(inputs[k][6] is None for k in keys)
-    if workers < 2 or fresh < _PARALLEL_MIN_SERIES or "fork" not in multiprocessing.get_all_start_methods():
+    workers = fork_workers(sum(inputs[k][6] is None for k in keys), _PARALLEL_MIN_SERIES)
+    if workers == 1:
         return {k: _judge(*inputs[k]) for k in keys}
     _FORK_INPUT = inputs
     try:

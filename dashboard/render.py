@@ -29,7 +29,6 @@ import html
 import itertools
 import math
 import multiprocessing
-import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -53,6 +52,7 @@ from dashboard.model import (
     Series,
     Snapshot,
     commit_slug,
+    fork_workers,
     gate_ok,
     is_worse,
     load_snapshot,
@@ -314,8 +314,8 @@ class _Site:
         data files is rewritten, half of such a render, and each page is independent of the others.
         Without fork, or for few series, all here, then `meanwhile`."""
         series = self.snap.series
-        workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-        if workers < 2 or len(series) < PARALLEL_MIN_PAGES or "fork" not in multiprocessing.get_all_start_methods():
+        workers = fork_workers(len(series), PARALLEL_MIN_PAGES)
+        if workers == 1:
             for s in series:
                 self.series_page(s)
             meanwhile()
