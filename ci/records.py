@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -113,6 +113,18 @@ class Benchmark:
     def key(self) -> str:
         """Stable text identity of the series (name plus params)."""
         return f"{self.name}({self.params_label})" if self.params else self.name
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Pickled as its fields' texts, unpickled through a cache of instances: a parsed result
+        # file names ~500 series, and the default pickle (a dict per instance, each enum member
+        # looked up by value) made unpickling a parsed run cost ~9 ms (2026-12-02, 2-core box).
+        return _benchmark, (self.name, self.params, self.unit, str(self.direction), str(self.kind))
+
+
+@lru_cache(maxsize=65536)
+def _benchmark(name: str, params: tuple[tuple[str, str], ...], unit: str, direction: str, kind: str) -> Benchmark:
+    """A Benchmark from its pickled fields; the same instance for the same fields (it is frozen)."""
+    return Benchmark(name, params, unit, Direction(direction), Kind(kind))
 
 
 @dataclass(frozen=True)
@@ -235,6 +247,9 @@ class PointBlock:
     benchmark_version: str | None
     started_at: datetime | None
     duration: float | None
+    # The store's column values of this block (`ci.store.codec.pack_block`) when they were made
+    # already (by ingest's forked parser, `ci.ingest.results_dir`): the same as packing the fields.
+    packed: tuple[bytes, bytes, bytes, bytes] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.benches)

@@ -16,7 +16,6 @@ import itertools
 import json
 import math
 import multiprocessing
-import os
 import zipfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ci.forking import fork_workers
 from ci.records import (
     Acknowledgement,
     Benchmark,
@@ -773,16 +773,6 @@ _FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 
 
 _Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
-
-
-def fork_workers(items: int, least: int) -> int:
-    """How many forked workers to split `items` independent pieces of work over: every CPU this
-    process may use (at most 8), or 1 (do it here) on one CPU, for fewer than `least` items, or
-    where there is no fork (macOS, Windows)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if cpus < 2 or items < least or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    return min(cpus, 8)
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,

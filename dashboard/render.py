@@ -40,6 +40,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ci.forking import fork_workers
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, StoreReader
 from ci.store.reads import paused_gc
@@ -52,7 +53,6 @@ from dashboard.model import (
     Series,
     Snapshot,
     commit_slug,
-    fork_workers,
     gate_ok,
     is_worse,
     load_snapshot,

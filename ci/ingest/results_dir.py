@@ -1,8 +1,11 @@
 """Ingest an asv results directory into the store.
 
-Per file: read and parse inside one boundary (`_read_run`): whatever goes wrong with a file (a
+Per file: read and parse inside one boundary (`_read_one`): whatever goes wrong with a file (a
 malformed or truncated one, an irregular file, a value out of range, an error nobody foresaw)
-becomes that file's one-line "FILE: reason" outcome, and every other file still goes in. Parsed
+becomes that file's one-line "FILE: reason" outcome, and every other file still goes in. A long
+history is read and parsed by forked parsers while this process writes (`_read_all`); what is
+decided across files (a second copy of a run, bytes stored before) is decided here, in path
+order, so the outcome and the store are those of one process (tests/ci/test_ingest_forked.py). Parsed
 files are written in batches (`BATCH_FILES`), one transaction per batch and one savepoint per file
 (`Store.ingest_runs`): a file is stored whole or not at all, a crash, an interrupt or a kill loses
 at most the uncommitted batch (the batches committed before it stay, the next ingest writes the
@@ -15,17 +18,26 @@ the commit is known by its sha and asv's date only.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import itertools
+import multiprocessing
 import os
+import struct
 import subprocess
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from ci.forking import fork_workers
 from ci.ingest.asv_files import (
     MAX_RESULT_BYTES,
     SIDECAR_MACHINE_KEYS,
@@ -39,11 +51,19 @@ from ci.ingest.asv_files import (
     with_sidecar,
 )
 from ci.ingest.parse import parse_result_file
-from ci.records import Commit, Machine, ParsedRun
+from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
 from ci.store import Store, StoreLimitError, error_line
+from ci.store.codec import pack_block
+from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
+# From this many files to parse, a forked process reads and parses them while this one writes the
+# parsed ones (`_read_all`): 1,000 files 9.3 -> s on 2 cores (2026-12-02, docs/performance.md
+# "Ingest and store"). A commit's ingest (1-20 files) stays in one process: a fork costs ~20 ms.
+PARALLEL_MIN_FILES = 100
+_TASK_FILES = 10  # files per task of a forked parser
+_TASKS_AHEAD = 3  # tasks in flight per parser: what bounds the parsed files held in memory
 
 
 @dataclass(frozen=True)
@@ -110,7 +130,6 @@ class IngestProgress:
 
 
 _GIT_FORMAT = "%H%x1f%P%x1f%cI%x1f%s%x1e"
-BATCH_FILES = 50  # result files per transaction (docs/performance.md "Ingest and store")
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
@@ -215,34 +234,202 @@ class _Unchanged:
     commit_sha: str
 
 
-def _read_run(
-    path: Path,
-    benchmarks: dict[str, BenchmarkInfo],
-    info: dict[str, str],
-    known: dict[str, tuple[str, str]],
-    claims: dict[str, tuple[Path, str]],
-) -> FileOutcome | _Unchanged | tuple[ParsedRun, dict[str, str], dict[str, str]]:
-    """One result file read, parsed and checked inside one boundary: (run, machine info, sidecar)
-    to write, `_Unchanged`, or the file's error outcome: any exception but an interrupt becomes
-    one, naming the file."""
+@dataclass(frozen=True)
+class _Known:
+    """A result file whose digest the store holds: what `_claim` needs to place it."""
+
+    commit_sha: str
+    run_key: str
+    digest: str
+
+
+def _read_one(
+    path: Path, benchmarks: dict[str, BenchmarkInfo], info: dict[str, str], known: dict[str, tuple[str, str]]
+) -> FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome]:
+    """One result file read and parsed inside one boundary: the parsed run with its GPU sidecar
+    (or the sidecar's error outcome), `_Known`, or the file's error outcome: any exception but an
+    interrupt becomes one, naming the file. Needs nothing of this ingest's other files, so it runs
+    in a forked parser as well as here (`_read_all`)."""
     try:
         raw = read_file(path, MAX_RESULT_BYTES)
         digest = hashlib.sha256(raw).hexdigest()
         if digest in known:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
             sha, run_key = known[digest]
-            clash = _claim(claims, run_key, path, digest)
-            return clash or _Unchanged(sha)
+            return _Known(sha, run_key, digest)
         run = parse_result_file(path, benchmarks, info, raw=raw, digest=digest)
-        clash = _claim(claims, run.run_key, path, digest)
-        if clash is not None:
-            return clash
-        # The sidecar is keyed by the commit, so it is read once the file has parsed.
-        sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
-        return with_sidecar(run, sidecar), info, sidecar
     except AsvFormatError as exc:
         return _outcome(path, "error", message=str(exc))
     except Exception as exc:  # noqa: BLE001 - the boundary: one bad file never stops the others
-        return _outcome(path, "error", message=f"{quote_path(path)}: cannot be ingested ({error_line(exc)})")
+        return _outcome(path, "error", message=_cannot(path, exc))
+    try:
+        # The sidecar is keyed by the commit, so it is read once the file has parsed.
+        sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
+        return with_sidecar(run, sidecar), sidecar
+    except AsvFormatError as exc:
+        return run, _outcome(path, "error", message=str(exc))
+    except Exception as exc:  # noqa: BLE001 - as above
+        return run, _outcome(path, "error", message=_cannot(path, exc))
+
+
+def _cannot(path: Path, exc: Exception) -> str:
+    return f"{quote_path(path)}: cannot be ingested ({error_line(exc)})"
+
+
+def _placed(
+    path: Path,
+    item: FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome],
+    info: dict[str, str],
+    claims: dict[str, tuple[Path, str]],
+) -> FileOutcome | _Unchanged | tuple[ParsedRun, dict[str, str], dict[str, str]]:
+    """A read file (`_read_one`) placed among this ingest's files in path order: (run, machine info,
+    sidecar) to write, `_Unchanged`, or its outcome (a run another file already holds with other
+    contents is an error, before anything about its sidecar)."""
+    if isinstance(item, FileOutcome):
+        return item
+    if isinstance(item, _Known):
+        return _claim(claims, item.run_key, path, item.digest) or _Unchanged(item.commit_sha)
+    run, sidecar = item
+    clash = _claim(claims, run.run_key, path, run.digest)
+    if clash is not None:
+        return clash
+    if isinstance(sidecar, FileOutcome):
+        return sidecar
+    return run, info, sidecar
+
+
+# What a forked parser reads (inherited memory, nothing pickled on the way in): the benchmarks,
+# each machine folder's info and the stored digests.
+_FORK_INPUT: tuple[dict[str, BenchmarkInfo], dict[Path, dict[str, str]], dict[str, tuple[str, str]]] | None = None
+
+
+_Read = FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome]
+# A block's series as texts: (name, unit, direction, kind, each point's params).
+_GridKey = tuple[str, str, str, str, tuple[tuple[tuple[str, str], ...], ...]]
+
+
+def _read_task(paths: list[Path]) -> tuple[list[_GridKey], list[Any]]:
+    """A forked parser's task: `_read_one` of each path, in the compact form `_unwire` reads."""
+    assert _FORK_INPUT is not None
+    benchmarks, infos, known = _FORK_INPUT
+    with paused_gc():
+        return _wire([_read_one(p, benchmarks, infos[p.parent], known) for p in paths])
+
+
+def _wire(items: list[_Read]) -> tuple[list[_GridKey], list[Any]]:
+    """Read files as they cross back from a forked parser: each block's series as an index into a
+    table of the task's grids (sent once, not once a file) and its values packed as the store
+    writes them (`pack_block`, done here instead of in the writer). Pickled as Benchmarks and
+    float objects, a parsed run took ~4.6 ms to unpickle; in this form ~0.3 ms, and ~0.5 ms more
+    to rebuild its blocks (`_unwire`; 2026-12-02, 2-core box)."""
+    grids: dict[int, int] = {}  # id of a block's `benches` (one tuple per grid, `_grid_benchmarks`) -> index
+    table: list[_GridKey] = []
+    out: list[Any] = []
+    keep = []  # the benches tuples indexed by id stay alive while `grids` holds their ids
+    for item in items:
+        if not isinstance(item, tuple) or not item[0].blocks:
+            out.append(item)
+            continue
+        run, sidecar = item
+        blocks = []
+        for block in run.blocks:
+            at = grids.get(id(block.benches))
+            if at is None:
+                b0 = block.benches[0][0] if block.benches else None
+                if b0 is None or any((b.name, b.unit, b.direction, b.kind) != (b0.name, b0.unit, b0.direction, b0.kind)
+                                     for b, _ in block.benches):  # fmt: skip
+                    blocks.append(block)  # not one benchmark's grid: as it is
+                    continue
+                at = grids[id(block.benches)] = len(table)
+                keep.append(block.benches)
+                params = tuple(b.params for b, _ in block.benches)
+                table.append((b0.name, b0.unit, str(b0.direction), str(b0.kind), params))
+            packed = block.packed or pack_block(block.values, block.samples, block.stats)
+            blocks.append((at, packed, block.has_raw_samples, block.stats, block.benchmark_version, block.started_at,
+                           block.duration))  # fmt: skip
+        out.append(_Wired(replace(run, blocks=()), tuple(blocks), sidecar))
+    return table, out
+
+
+class _Wired(NamedTuple):
+    """A parsed run as `_wire` sends it: the run without its blocks, the blocks, the sidecar."""
+
+    run: ParsedRun
+    blocks: tuple[Any, ...]
+    sidecar: dict[str, str] | FileOutcome
+
+
+@functools.lru_cache(maxsize=4096)
+def _grid(key: _GridKey) -> tuple[tuple[Benchmark, str], ...]:
+    """A block's series from their texts; the same tuple for the same texts (a history repeats its grids)."""
+    name, unit, direction, kind, params = key
+    benches = (Benchmark(name, p, unit, Direction(direction), Kind(kind)) for p in params)
+    return tuple((b, b.key) for b in benches)
+
+
+def _unwire(task: tuple[list[_GridKey], list[Any]]) -> list[_Read]:
+    """`_wire`'s form read back: the same runs, their blocks' values unpacked and their packed
+    columns kept for the store."""
+    table, items = task
+    grids = [_grid(key) for key in table]
+    out: list[_Read] = []
+    for item in items:
+        if not isinstance(item, _Wired):
+            out.append(item)
+            continue
+        blocks = []
+        for w in item.blocks:
+            if isinstance(w, PointBlock):
+                blocks.append(w)
+                continue
+            at, packed, raw, stats, version, started, duration = w
+            benches = grids[at]
+            values = array("d", packed[0]).tolist()
+            if raw:
+                numbers = array("d", packed[1]).tolist()
+                samples: list[Any] = []
+                i = 0
+                for n in struct.unpack(f"<{len(benches)}q", packed[2]):
+                    samples.append(numbers[i : i + n])
+                    i += n
+            else:
+                samples = [(v,) for v in values]
+            blocks.append(PointBlock(benches, values, samples, raw, stats, version, started, duration, packed))
+        out.append((replace(item.run, blocks=tuple(blocks)), item.sidecar))
+    return out
+
+
+def _read_all(
+    paths: list[Path],
+    benchmarks: dict[str, BenchmarkInfo],
+    infos: dict[Path, dict[str, str]],
+    known: dict[str, tuple[str, str]],
+) -> Iterator[_Read]:
+    """`_read_one` of each path, in order: here for a few files, else in forked parsers (one per CPU,
+    at most 8) while this process writes what they parsed, a few tasks ahead of the writer, so that
+    memory holds a few dozen parsed files however long the history is. Parsing is about half of a
+    file's ingest and writing the other half; a parsed run comes back compact (`_wire`), and with
+    one parser on 2 cores the parser, which also packs and pickles, was the slower side (8.3 s for
+    1,000 files against 7.5 s with two, 2026-12-02)."""
+    parsers = fork_workers(len(paths), PARALLEL_MIN_FILES)
+    if parsers < 2:
+        for path in paths:
+            yield _read_one(path, benchmarks, infos[path.parent], known)
+        return
+    global _FORK_INPUT
+    _FORK_INPUT = (benchmarks, infos, known)
+    tasks = iter([paths[i : i + _TASK_FILES] for i in range(0, len(paths), _TASK_FILES)])
+    try:
+        with multiprocessing.get_context("fork").Pool(parsers) as pool:
+            _FORK_INPUT = None  # the parsers have their copy
+            pending = deque(pool.apply_async(_read_task, (t,)) for t in itertools.islice(tasks, parsers * _TASKS_AHEAD))
+            while pending:
+                done = _unwire(pending.popleft().get())
+                task = next(tasks, None)
+                if task is not None:
+                    pending.append(pool.apply_async(_read_task, (task,)))
+                yield from done
+    finally:
+        _FORK_INPUT = None
 
 
 def _claim(claims: dict[str, tuple[Path, str]], run_key: str, path: Path, digest: str) -> FileOutcome | None:
@@ -251,10 +438,54 @@ def _claim(claims: dict[str, tuple[Path, str]], run_key: str, path: Path, digest
     first = claims.setdefault(run_key, (path, digest))
     if first[1] == digest:
         return None
-    return _outcome(path, "error", message=(
-        f"{quote_path(path)}: holds the same run as {quote_path(first[0])} (machine/commit/environment "
-        f"{run_key!r}) with other contents; only the first in path order is stored: asv keeps one file "
-        "per run, so remove the stale copy (a copied machine folder?)"))
+    return _outcome(
+        path,
+        "error",
+        message=(
+            f"{quote_path(path)}: holds the same run as {quote_path(first[0])} (machine/commit/environment "
+            f"{run_key!r}) with other contents; only the first in path order is stored: asv keeps one file "
+            "per run, so remove the stale copy (a copied machine folder?)"
+        ),
+    )
+
+
+def _write_batch(
+    store: Store,
+    parsed: list[tuple[ParsedRun, dict[str, str], dict[str, str]]],
+    outcomes: list[FileOutcome],
+    repo: str | os.PathLike[str] | None,
+    branch: str | None,
+    branch_log: dict[str, Commit],
+) -> int:
+    """One transaction of parsed files (`Store.ingest_runs`), each file's outcome appended to
+    `outcomes`; returns the points written."""
+    git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
+    items = [
+        (run, _machine(run.machine, info, sidecar), git_info.get(run.commit_hash)
+         or Commit(sha=run.commit_hash, time=run.commit_time))
+        for run, info, sidecar in parsed
+    ]  # fmt: skip
+    try:
+        statuses: list[str | Exception] = store.ingest_runs(items)
+    except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
+        statuses = [exc] * len(items)
+    written = 0
+    for (run, _, _), status in zip(items, statuses, strict=True):
+        if isinstance(status, Exception):
+            outcomes.append(_outcome(run.path, "error", message=_store_failure(run.path, status)))
+            continue
+        skipped = run.skipped_unknown + run.skipped_stale
+        note = ""
+        if skipped:
+            note = (
+                f"{quote_path(run.path)}: skipped {len(run.skipped_unknown)} benchmarks missing from "
+                f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
+                + ", ".join(repr(name) for name in skipped[:5])
+            )
+        outcomes.append(_outcome(run.path, status, run.n_points, note, len(skipped)))
+        if status != "unchanged":
+            written += run.n_points
+    return written
 
 
 def ingest_results_dir(
@@ -319,54 +550,34 @@ def ingest_results_dir(
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
     # one savepoint per file), so memory stays flat however long the history is.
     written = 0
-    for first in range(0, len(paths), batch_size):
-        if progress is not None and first:
-            progress(IngestProgress(first, len(paths), written, time.perf_counter() - t0))
-        parsed = []
-        for path in paths[first : first + batch_size]:
-            info = machine_infos[path.parent]
-            if isinstance(info, AsvFormatError):
-                carrier = first_failed.setdefault(path.parent, path)
-                message = str(info)
-                if carrier != path:
-                    message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
-                outcomes.append(_outcome(path, "error", message=message))
+    readable = [p for p in paths if not isinstance(machine_infos[p.parent], AsvFormatError)]
+    # Parsing allocates millions of short-lived objects and none in cycles: the collector's passes
+    # over them were ~1 s of 1,000 files' ingest, and more in a forked parser's returns (2026-12-02).
+    with contextlib.closing(_read_all(readable, benchmarks, machine_infos, known)) as reads, paused_gc():  # type: ignore[arg-type]
+        for first in range(0, len(paths), batch_size):
+            if progress is not None and first:
+                progress(IngestProgress(first, len(paths), written, time.perf_counter() - t0))
+            parsed = []
+            for path in paths[first : first + batch_size]:
+                info = machine_infos[path.parent]
+                if isinstance(info, AsvFormatError):
+                    carrier = first_failed.setdefault(path.parent, path)
+                    message = str(info)
+                    if carrier != path:
+                        message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
+                    outcomes.append(_outcome(path, "error", message=message))
+                    continue
+                item = _placed(path, next(reads), info, claims)
+                if isinstance(item, _Unchanged):
+                    known_shas.append(item.commit_sha)
+                    outcomes.append(_outcome(path, "unchanged"))
+                elif isinstance(item, FileOutcome):
+                    outcomes.append(item)
+                else:
+                    parsed.append(item)
+            if not parsed:
                 continue
-            item = _read_run(path, benchmarks, info, known, claims)
-            if isinstance(item, _Unchanged):
-                known_shas.append(item.commit_sha)
-                outcomes.append(_outcome(path, "unchanged"))
-            elif isinstance(item, FileOutcome):
-                outcomes.append(item)
-            else:
-                parsed.append(item)
-        if not parsed:
-            continue
-        git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
-        items = [
-            (run, _machine(run.machine, info, sidecar), git_info.get(run.commit_hash)
-             or Commit(sha=run.commit_hash, time=run.commit_time))
-            for run, info, sidecar in parsed
-        ]  # fmt: skip
-        try:
-            statuses: list[str | Exception] = store.ingest_runs(items)
-        except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
-            statuses = [exc] * len(items)
-        for (run, _, _), status in zip(items, statuses, strict=True):
-            if isinstance(status, Exception):
-                outcomes.append(_outcome(run.path, "error", message=_store_failure(run.path, status)))
-            else:
-                skipped = run.skipped_unknown + run.skipped_stale
-                note = ""
-                if skipped:
-                    note = (
-                        f"{quote_path(run.path)}: skipped {len(run.skipped_unknown)} benchmarks missing from "
-                        f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
-                        + ", ".join(repr(name) for name in skipped[:5])
-                    )
-                outcomes.append(_outcome(run.path, status, run.n_points, note, len(skipped)))
-                if status != "unchanged":
-                    written += run.n_points
+            written += _write_batch(store, parsed, outcomes, repo, branch, branch_log)
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.

@@ -182,3 +182,39 @@ def test_a_blocks_samples_cut_back_into_the_bytes_of_each_point(lists):
     stats = [[None] * len(lists)] * 6
     _value, samples, lengths, _stats = pack_block(values, lists, stats)
     assert split_samples(samples, int64s(lengths)) == [pack_samples(x) for x in lists]
+
+
+def test_a_grid_of_committed_series_is_not_looked_up_again(tmp_path, store_url):
+    """Once a grid's series are committed rows, a later file's block of that grid takes their ids
+    packed as they were (`Store._grid_ids`): with one file a transaction, the files after the second
+    ask for no series of their blocks, and the store holds what one transaction of all six holds.
+    (Series of undeclared direction are looked up each time, so that a declaration is seen.)"""
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store
+    from tools.bench_ingest import MACHINE, write_results
+
+    root = tmp_path / "generated"
+    write_results(root, n_commits=6, n_series=50, n_samples=3)  # series of declared direction
+    asked: list[set[str]] = []
+    stored = []
+    for batch_size in (1, 50):
+        url = store_url if batch_size == 1 else str(tmp_path / "one-batch.sqlite")
+        with Store(url) as store:
+            real = store._benchmark_ids
+
+            def spy(conn, pending, wanted, real=real):
+                asked.append(set(wanted))
+                return real(conn, pending, wanted)
+
+            store._benchmark_ids = spy
+            asked.clear()
+            assert ingest_results_dir(store, root, batch_size=batch_size).count("inserted") == 6
+            if batch_size == 1:
+                point_keys = set()
+                for path in sorted((root / MACHINE).glob("*-existing*.json")):
+                    run = parse_result_file(path, load_benchmarks_json(root), load_machine_json(path.parent))
+                    point_keys |= {p.key for p in run.points}
+                # the first file creates the series; the second finds them committed and keeps their ids
+                assert len(asked[0]) == len(asked[1]) == 50 and all(keys <= point_keys for keys in asked[2:]), asked
+            stored.append(sorted((r.benchmark.key, r.commit_sha, r.run_id, r.samples) for r in store.results()))
+    assert stored[0] == stored[1]
