@@ -6,6 +6,7 @@ batch. The forked path is forced here whatever the machine's CPUs (`PARALLEL_MIN
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import pickle
 import shutil
@@ -148,7 +149,8 @@ def test_an_interrupted_forked_ingest_leaves_no_parser_and_keeps_its_batches(tmp
 
 
 def test_a_few_files_are_parsed_here_and_many_by_forked_parsers(monkeypatch, twenty):
-    """A commit's ingest forks nothing; a history's does, where there is more than one CPU."""
+    """A commit's ingest forks nothing; a history's does, where there is more than one CPU; a
+    history's folder with one new file parses that one here."""
     started = []
     real = results_dir.multiprocessing.get_context
 
@@ -166,3 +168,9 @@ def test_a_few_files_are_parsed_here_and_many_by_forked_parsers(monkeypatch, twe
     monkeypatch.setattr(results_dir, "PARALLEL_MIN_FILES", 20)
     assert len(list(results_dir._read_all(few, benchmarks, infos, {}))) == 20
     assert started == ["fork"]
+    # Files stored before are known from their hash and are not parsed: they do not count.
+    known = {hashlib.sha256(p.read_bytes()).hexdigest(): ("sha", f"run-{i}") for i, p in enumerate(few[1:])}
+    monkeypatch.setattr(results_dir, "PARALLEL_MIN_FILES", 2)
+    got = list(results_dir._read_all(few, benchmarks, infos, known))
+    assert started == ["fork"]  # no second fork
+    assert [type(g).__name__ for g in got] == ["tuple"] + ["_Known"] * 19
