@@ -59,9 +59,9 @@ from ci.text import printable, quote_path
 
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
 # From this many files to parse, forked parsers read and parse them while this process writes the
-# parsed ones (`_read_all`): 1,000 files 9.3 -> 6.3-6.5 s on 2 cores (2026-12-02, docs/performance.md
-# "Ingest and store"). A commit's ingest (1-20 files) stays in one process: a pool of two forked
-# parsers takes ~35 ms to start and stop, ~8 files' parse.
+# parsed ones (`_read_all`): 1,000 files 9.3 s in one process, 6.3-6.5 s so on 2 cores (2026-12-02,
+# docs/performance.md "Ingest and store"). A commit's ingest (1-20 files) stays in one process: a
+# pool of two forked parsers takes ~35 ms to start and stop, ~8 files' parse.
 PARALLEL_MIN_FILES = 100
 _TASK_FILES = 10  # files per task of a forked parser
 _TASKS_AHEAD = 3  # tasks in flight per parser: what bounds the parsed files held in memory
