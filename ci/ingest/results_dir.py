@@ -30,6 +30,8 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -309,9 +311,16 @@ def _placed(
     return run, info, sidecar
 
 
-# What a forked parser reads (inherited memory, nothing pickled on the way in): the benchmarks,
-# each machine folder's info and the stored digests.
+# What a forked parser reads, set in it by `_fork_input` (inherited memory: a fork pickles nothing
+# on the way in): the benchmarks, each machine folder's info and the stored digests.
 _FORK_INPUT: tuple[dict[str, BenchmarkInfo], dict[Path, dict[str, str]], dict[str, tuple[str, str]]] | None = None
+
+
+def _fork_input(
+    benchmarks: dict[str, BenchmarkInfo], infos: dict[Path, dict[str, str]], known: dict[str, tuple[str, str]]
+) -> None:
+    global _FORK_INPUT
+    _FORK_INPUT = (benchmarks, infos, known)
 
 
 _Read = FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome]
@@ -432,26 +441,34 @@ def _read_all(
         for path, k in zip(paths, seen, strict=True):
             yield k or _read_one(path, benchmarks, infos[path.parent], known)
         return
-    global _FORK_INPUT
-    _FORK_INPUT = (benchmarks, infos, known)
     tasks = iter([fresh[i : i + _TASK_FILES] for i in range(0, len(fresh), _TASK_FILES)])
     parsed: deque[_Read] = deque()
+    # Not multiprocessing.Pool: a pool worker killed (out of memory, say) leaves its task's result
+    # waited for forever; here the future fails and says so.
+    pool = ProcessPoolExecutor(parsers, mp_context=multiprocessing.get_context("fork"), initializer=_fork_input,
+                               initargs=(benchmarks, infos, known))  # fmt: skip
     try:
-        with multiprocessing.get_context("fork").Pool(parsers) as pool:
-            _FORK_INPUT = None  # the parsers have their copy
-            pending = deque(pool.apply_async(_read_task, (t,)) for t in itertools.islice(tasks, parsers * _TASKS_AHEAD))
-            for k in seen:
-                if k is not None:
-                    yield k
-                    continue
-                if not parsed:
-                    parsed.extend(_unwire(pending.popleft().get()))
-                    task = next(tasks, None)
-                    if task is not None:
-                        pending.append(pool.apply_async(_read_task, (task,)))
-                yield parsed.popleft()
+        pending = deque((t, pool.submit(_read_task, t)) for t in itertools.islice(tasks, parsers * _TASKS_AHEAD))
+        for k in seen:
+            if k is not None:
+                yield k
+                continue
+            if not parsed:
+                task_paths, future = pending.popleft()
+                try:
+                    parsed.extend(_unwire(future.result()))
+                except BrokenProcessPool:
+                    raise RuntimeError(
+                        f"a forked parser stopped (killed? out of memory?) before {quote_path(task_paths[0])} and "
+                        f"the {len(task_paths) - 1} files after it were parsed; the batches stored before are kept, "
+                        "and the same command again goes on from there"
+                    ) from None
+                task = next(tasks, None)
+                if task is not None:
+                    pending.append((task, pool.submit(_read_task, task)))
+            yield parsed.popleft()
     finally:
-        _FORK_INPUT = None
+        pool.shutdown(wait=True, cancel_futures=True)  # at most a task per parser still runs
 
 
 def _claim(claims: dict[str, tuple[Path, str]], run_key: str, path: Path, digest: str) -> FileOutcome | None:

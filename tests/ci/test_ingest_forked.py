@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
 import pickle
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,30 @@ def test_a_few_files_are_parsed_here_and_many_by_forked_parsers(monkeypatch, twe
     got = list(results_dir._read_all(few, benchmarks, infos, known))
     assert started == ["fork"]  # no second fork
     assert [type(g).__name__ for g in got] == ["tuple"] + ["_Known"] * 19
+
+
+def test_a_parser_killed_mid_ingest_is_an_error_not_a_hang(tmp_path, monkeypatch, twenty):
+    """A parser that dies (the kernel's OOM killer, say) fails the ingest with a message instead of
+    leaving it waiting for that task forever; the batches stored before stay, and ingest again
+    completes the store."""
+    _forked(monkeypatch, True)
+    parent = os.getpid()
+    victim = _files(twenty)[12]
+    real = results_dir._read_one
+
+    def dies(path, *args):
+        if path == victim and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, *args)
+
+    monkeypatch.setattr(results_dir, "_read_one", dies)
+    url = str(tmp_path / "killed.sqlite")
+    with Store(url) as store, pytest.raises(RuntimeError, match="a forked parser stopped .* were parsed; the batches"):
+        ingest_results_dir(store, twenty, batch_size=5)
+    assert multiprocessing.active_children() == []
+    monkeypatch.setattr(results_dir, "_read_one", real)
+    with Store(url) as store:
+        kept = store.counts()["runs"]
+        assert kept >= 5 and kept % 5 == 0 and kept <= 10  # whole batches, none after the dead task
+        report = ingest_results_dir(store, twenty)
+    assert report.ok and report.count("unchanged") == kept and report.count("inserted") == 20 - kept
