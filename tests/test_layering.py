@@ -23,7 +23,7 @@ PRODUCT = ("ragged_kernels", "pruners", "benchmarks", "ci", "dashboard")
 # Layer -> the first-party module prefixes it may import besides itself. A module's layer is the
 # longest key that is its name or a dotted prefix of it; an import is allowed when its target is
 # inside the importer's own layer or equals / lies under one of the listed prefixes.
-CORE = ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.store", "ci.ingest", "ci.verdicts")
+CORE = ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.forking", "ci.store", "ci.ingest", "ci.verdicts")
 ALLOWED: dict[str, tuple[str, ...]] = {
     "ragged_kernels": (),
     "pruners": ("ragged_kernels",),
@@ -33,11 +33,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ci.exit_codes": (),
     "ci.text": (),  # text fit for a terminal: used by every layer that prints what files and stores hold
     "ci.format": (),  # how a value is written: the PR comment and the dashboard share it
+    "ci.forking": (),  # how many forked workers: ingest's parsers and the dashboard's pools share it
     "ci.store": ("ci.records",),
-    "ci.ingest": ("ci.records", "ci.text", "ci.store"),
+    "ci.ingest": ("ci.records", "ci.text", "ci.forking", "ci.store"),
     "ci.verdicts": ("ci.records", "ci.exit_codes"),
     # the site reads the store's read side, the records and the verdict functions
-    "dashboard": ("ci.records", "ci.format", "ci.store.reads", "ci.verdicts"),
+    "dashboard": ("ci.records", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
     # service edges
     "ci.outputs": ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.verdicts"),
     "ci.runner": (*CORE, "ci.outputs"),
