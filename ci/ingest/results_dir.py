@@ -24,10 +24,8 @@ import hashlib
 import itertools
 import multiprocessing
 import os
-import struct
 import subprocess
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -55,7 +53,7 @@ from ci.ingest.asv_files import (
 from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
 from ci.store import Store, StoreLimitError, error_line
-from ci.store.codec import pack_block
+from ci.store.codec import float64s, int64s, pack_block
 from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
@@ -256,9 +254,9 @@ def _read_one(
     try:
         raw = read_file(path, MAX_RESULT_BYTES)
         digest = hashlib.sha256(raw).hexdigest()
-        if digest in known:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
-            sha, run_key = known[digest]
-            return _Known(sha, run_key, digest)
+        stored = _stored(digest, known)
+        if stored is not None:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
+            return stored
         run = parse_result_file(path, benchmarks, info, raw=raw, digest=digest)
     except AsvFormatError as exc:
         return _outcome(path, "error", message=str(exc))
@@ -281,6 +279,10 @@ def _known(path: Path, known: dict[str, tuple[str, str]]) -> _Known | None:
         digest = hashlib.sha256(read_file(path, MAX_RESULT_BYTES)).hexdigest()
     except Exception:  # noqa: BLE001 - reported by `_read_one`
         return None
+    return _stored(digest, known)
+
+
+def _stored(digest: str, known: dict[str, tuple[str, str]]) -> _Known | None:
     entry = known.get(digest)
     return None if entry is None else _Known(entry[0], entry[1], digest)
 
@@ -342,10 +344,10 @@ def _wire(items: list[_Read]) -> tuple[list[_GridKey], list[Any]]:
     writes them (`pack_block`, done here instead of in the writer). Pickled as Benchmarks and
     float objects, a parsed run took ~4.6 ms to unpickle; in this form ~0.3 ms, and ~0.5 ms more
     to rebuild its blocks (`_unwire`; 2026-12-02, 2-core box)."""
-    grids: dict[int, int] = {}  # id of a block's `benches` (one tuple per grid, `_grid_benchmarks`) -> index
+    # id of a block's `benches` (one tuple per grid, `_grid_benchmarks`; `items` keeps each alive) -> index
+    grids: dict[int, int] = {}
     table: list[_GridKey] = []
     out: list[Any] = []
-    keep = []  # the benches tuples indexed by id stay alive while `grids` holds their ids
     for item in items:
         if not isinstance(item, tuple) or not item[0].blocks:
             out.append(item)
@@ -361,7 +363,6 @@ def _wire(items: list[_Read]) -> tuple[list[_GridKey], list[Any]]:
                     blocks.append(block)  # not one benchmark's grid: as it is
                     continue
                 at = grids[id(block.benches)] = len(table)
-                keep.append(block.benches)
                 params = tuple(b.params for b, _ in block.benches)
                 table.append((b0.name, b0.unit, str(b0.direction), str(b0.kind), params))
             packed = block.packed or pack_block(block.values, block.samples, block.stats)
@@ -404,12 +405,12 @@ def _unwire(task: tuple[list[_GridKey], list[Any]]) -> list[_Read]:
                 continue
             at, packed, raw, stats, version, started, duration = w
             benches = grids[at]
-            values = array("d", packed[0]).tolist()
+            values = float64s(packed[0]).tolist()
             if raw:
-                numbers = array("d", packed[1]).tolist()
+                numbers = float64s(packed[1]).tolist()
                 samples: list[Any] = []
                 i = 0
-                for n in struct.unpack(f"<{len(benches)}q", packed[2]):
+                for n in int64s(packed[2]):
                     samples.append(numbers[i : i + n])
                     i += n
             else:
