@@ -156,6 +156,14 @@ class Pruner(nn.Module):
         positions off: `pruners.model.applied_mask`)."""
         return None
 
+    def fusion_weights(self, stage: int, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor | None:
+        """Optional fast path of `extra_token` for a token of the form sum(w * x) over an image's dropped
+        tokens: the weights w [B, N] (float, any value at kept or invalid positions). Where given, the
+        packer writes that token straight from the tokens as it packs them (`pack_tokens(fuse_weights=)`),
+        with no dense view and no concatenation; it must then equal `extra_token`'s up to floating-point
+        association. None (the default): the model calls `extra_token` on the dense view."""
+        return None
+
     def tokens_bound(self, stage: int, n_in: int) -> int:
         """Host upper bound on tokens per image (CLS and any extra token included) after `stage`.
 

@@ -31,7 +31,9 @@ class EViTPruner(Pruner):
     name = "evit"
     placement = "after_attention"
     needs_attention = True
-    needs_tokens = False  # decide() reads the CLS attention only; the fusion gets its own dense view
+    # decide() reads the CLS attention only. The fused token: with the library's packer, summed by the pack
+    # kernel from the rows it packs (`fusion_weights`); with the torch packer, on a dense view (`extra_token`).
+    needs_tokens = False
 
     def __init__(
         self, *, keep_rate: float | Sequence[float] = 0.7, stages: Sequence[int] = (3, 6, 9), fuse_token: bool = True
@@ -64,6 +66,14 @@ class EViTPruner(Pruner):
         w = torch.where(dropped, attn.cls_probs.mean(1), 0.0)
         fused = torch.einsum("bn,bnc->bc", w, x.float()).to(x.dtype)[:, None, :]
         return fused, dropped.any(1, keepdim=True)
+
+    def fusion_weights(self, stage: int, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor | None:
+        # extra_token's weights, for the packer to sum over the dropped rows as it packs (no dense view)
+        if not self.fuse_token:
+            return None
+        if attn is None:
+            raise ValueError("evit: needs the block's CLS attention")
+        return attn.cls_probs.mean(1)
 
     def tokens_bound(self, stage: int, n_in: int) -> int:
         if self.is_noop(stage, n_in):

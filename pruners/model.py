@@ -113,12 +113,14 @@ class _Packer:
             self._pack_tokens = ragged_kernels.pack_tokens
             self._unpack_tokens = ragged_kernels.unpack_tokens
 
-    def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int):
+    def dense(self, x: torch.Tensor, keep: torch.Tensor, capacity: int, fuse: torch.Tensor | None = None):
+        """`fuse`: fusion weights [B, N] (`Pruner.fusion_weights`), ragged_kernels only: each image's
+        dropped tokens summed into one more row after its kept ones."""
         if self.name == "torch":
             return pack_dense_torch(x, applied_mask(keep), capacity)
         # fill=None: the rows past the kept total stay unwritten (every consumer of the packed blocks
         # stops at cu_seqlens), which saves writing (capacity - kept) rows per stage.
-        return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=True)
+        return self._pack_tokens(x, keep, capacity=capacity, fill=PADDING_FILL, keep_first=True, fuse_weights=fuse)
 
     def to_dense(self, x: torch.Tensor, cu: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """Packed rows [R, C] as the dense view [B, n, C] of `index` (`dense_index(cu, n, R)`), zeros at
@@ -128,14 +130,15 @@ class _Packer:
             return gather_dense(x, index)
         return self._unpack_tokens(x, index[1], cu)
 
-    def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int):
+    def rows(self, x: torch.Tensor, cu: torch.Tensor, n: int, keep: torch.Tensor, capacity: int,
+             fuse: torch.Tensor | None = None):
         if self.name == "torch":
             xd, valid = to_dense(x, cu, n)
             return pack_dense_torch(xd, applied_mask(keep, valid), capacity)
         # Straight from the packed rows: no dense view of the tokens, no `keep & valid` (the kernel reads
         # keep only inside each image's length).
         return self._pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=cu, max_seqlen=n,
-                                 fill=PADDING_FILL, keep_first=True)
+                                 fill=PADDING_FILL, keep_first=True, fuse_weights=fuse)
 
 
 class PackingLog:
@@ -161,11 +164,11 @@ class _LoggingPacker:
         self.log.entries.append((packed_cu[1].detach().clone(), int(capacity)))
         return packed_cu
 
-    def dense(self, x, keep, capacity):
-        return self._logged(self.inner.dense(x, keep, capacity), capacity)
+    def dense(self, x, keep, capacity, fuse=None):
+        return self._logged(self.inner.dense(x, keep, capacity, fuse), capacity)
 
-    def rows(self, x, cu, n, keep, capacity):
-        return self._logged(self.inner.rows(x, cu, n, keep, capacity), capacity)
+    def rows(self, x, cu, n, keep, capacity, fuse=None):
+        return self._logged(self.inner.rows(x, cu, n, keep, capacity, fuse), capacity)
 
     def to_dense(self, x, cu, index):
         return self.inner.to_dense(x, cu, index)
@@ -437,7 +440,8 @@ class PrunedDeiT(nn.Module):
         `after_attention` pruners.
 
         The packers apply the decision as `applied_mask` does on their own, so the applied mask is built
-        only where something reads it: a recorded mask, a fused token, exact capacity."""
+        only where something reads it: a recorded mask, a fused token on the dense view, exact capacity.
+        A fused token with `fusion_weights` (EViT) is written by the packer from the rows it packs."""
         pr = self.pruner
         B = x.shape[0] if cu is None else cu.shape[0] - 1
         inputs = _StageInputs(self, x, cu, n, qkv, scale)
@@ -446,18 +450,28 @@ class PrunedDeiT(nn.Module):
         if self._keep_override is not None:
             keep = self._replayed(stage, inputs, B, n_out, cap)
         self._applied += 1
-        if not (self.record or self.exact_capacity or pr.fuses_tokens):
-            return *self._pack_stage(x, cu, n, keep, cap), n_out
+        fuse = self._fusion_weights(stage, inputs)
+        on_dense_view = pr.fuses_tokens and fuse is None
+        if not (self.record or self.exact_capacity or on_dense_view):
+            return *self._pack_stage(x, cu, n, keep, cap, fuse), n_out
         keep = applied_mask(keep, inputs.valid)
         if self.record:
             self.recorded_keeps.append(keep)
-        if pr.fuses_tokens:  # what is packed is then the dense view with the fused token appended
+        if on_dense_view:  # what is packed is then the dense view with the fused token appended
             x, keep = self._with_extra_token(stage, inputs, keep)
             cu = None
         if self.exact_capacity:
             counts = keep.sum(1)
+            if fuse is not None:  # the packer's fused row, where an image drops a token
+                counts = counts + (inputs.valid & ~keep).any(1)
             cap, n_out = (int(t) for t in torch.stack([counts.sum(), counts.max()]).tolist())
-        return *self._pack_stage(x, cu, n, keep, cap), n_out
+        return *self._pack_stage(x, cu, n, keep, cap, fuse), n_out
+
+    def _fusion_weights(self, stage: int, inputs: _StageInputs) -> torch.Tensor | None:
+        """The pruner's `fusion_weights` where the packer can use them (ragged_kernels), else None."""
+        if not self.pruner.fuses_tokens or self._pack.name != "ragged_kernels":
+            return None
+        return self.pruner.fusion_weights(stage, inputs.valid, inputs.attn())
 
     def _decide(self, stage: int, inputs: _StageInputs) -> torch.Tensor:
         """The pruner's keep mask: its `decide_packed` fast path where it has one, else `decide` on the dense
@@ -495,12 +509,13 @@ class PrunedDeiT(nn.Module):
             return xd, keep
         return torch.cat([xd, extra[0]], dim=1), torch.cat([keep, extra[1]], dim=1)
 
-    def _pack_stage(self, x: torch.Tensor, cu: torch.Tensor | None, n: int, keep: torch.Tensor, cap: int):
+    def _pack_stage(self, x: torch.Tensor, cu: torch.Tensor | None, n: int, keep: torch.Tensor, cap: int,
+                    fuse: torch.Tensor | None = None):
         """(packed rows [cap, C], cu_seqlens) of the tokens `keep` selects from x (dense [B, N, C] when cu is
-        None, packed rows otherwise)."""
+        None, packed rows otherwise), with `fuse`'s fused row per image where given."""
         if cu is None:
-            return self._pack.dense(x, keep, cap)
-        return self._pack.rows(x, cu, n, keep, cap)
+            return self._pack.dense(x, keep, cap, fuse)
+        return self._pack.rows(x, cu, n, keep, cap, fuse)
 
     def _check_override_fits(self, keep: torch.Tensor, inputs: _StageInputs, n_out: int, cap: int) -> None:
         """A replayed mask must fit the packed buffers this pruner sizes (`tokens_bound` per image,

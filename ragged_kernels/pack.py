@@ -28,6 +28,8 @@ _BLOCK_C = 128
 # per step and pack/unpack took 119/267 us at B=32 against 7.5/4.4 us at 197 tokens (H200, 2026-11-29,
 # asv PackTokens deitb384-b32-keep0.5): the tile no longer fits the registers. Longer segments loop.
 _MAX_BLOCK_L = 256
+# Rows per loop step when the pack also sums the dropped rows (`fuse_weights`): the product tile is fp32.
+_FUSE_BLOCK_L = 64
 
 
 def _num_warps(block_l: int, device: torch.device) -> int:
@@ -59,15 +61,21 @@ def _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constex
 
 
 @triton.jit
-def _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr):
-    """int32 keep flags of rows o_l (masked by m_l) of the segment starting at row bos.
-    KEEP_SEG: KEEP is [B, keep_len], indexed by (segment, position in the segment); positions past
-    keep_len are dropped. Otherwise KEEP is indexed by row. KEEP_FIRST: each segment's first row is kept."""
+def _per_row(PTR, o_l, m_l, bos, i_b, keep_len, KEEP_SEG: tl.constexpr):
+    """Values of a per-row array (the keep mask, the fusion weights) at rows o_l (masked by m_l, 0 there) of
+    the segment starting at row bos. KEEP_SEG: PTR is [B, keep_len], indexed by (segment, position in the
+    segment), 0 at positions past keep_len; otherwise PTR is indexed by row."""
     if KEEP_SEG:
         pos = o_l - bos
-        b_keep = tl.load(KEEP + i_b.to(tl.int64) * keep_len + pos, mask=m_l & (pos < keep_len), other=0).to(tl.int32)
-    else:
-        b_keep = tl.load(KEEP + o_l, mask=m_l, other=0).to(tl.int32)
+        return tl.load(PTR + i_b.to(tl.int64) * keep_len + pos, mask=m_l & (pos < keep_len), other=0)
+    return tl.load(PTR + o_l, mask=m_l, other=0)
+
+
+@triton.jit
+def _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr):
+    """int32 keep flags of rows o_l (masked by m_l) of the segment starting at row bos (`_per_row`:
+    with KEEP_SEG, positions past keep_len are dropped). KEEP_FIRST: each segment's first row is kept."""
+    b_keep = _per_row(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG).to(tl.int32)
     if KEEP_FIRST:
         b_keep = tl.where(m_l & (o_l == bos), 1, b_keep)
     return b_keep
@@ -75,26 +83,38 @@ def _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG: tl.constexpr, KEEP_
 
 @triton.jit
 def _segment_count_kernel(KEEP, CU_IN, COUNTS, n_rows, keep_len, SEG_LEN: tl.constexpr, DENSE: tl.constexpr,
-                          KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr, BLOCK_L: tl.constexpr):
+                          KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr, FUSE: tl.constexpr,
+                          BLOCK_L: tl.constexpr):
+    """COUNTS[b]: the rows segment b packs to: its kept rows, plus (FUSE) one fused row if it drops any."""
     i_b = tl.program_id(0)
     bos, eos = _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN, DENSE)
     b_n = tl.zeros([BLOCK_L], dtype=tl.int32)
+    b_d = tl.zeros([BLOCK_L], dtype=tl.int32)
     for start in range(bos, eos, BLOCK_L):
         o_l = start + tl.arange(0, BLOCK_L)
-        b_n += _load_keep(KEEP, o_l, o_l < eos, bos, i_b, keep_len, KEEP_SEG, KEEP_FIRST)
-    tl.store(COUNTS + i_b, tl.sum(b_n, 0))
+        m_l = o_l < eos
+        b_keep = _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG, KEEP_FIRST)
+        b_n += b_keep
+        if FUSE:
+            b_d += (m_l & (b_keep == 0)).to(tl.int32)
+    count = tl.sum(b_n, 0)
+    if FUSE:
+        count += (tl.sum(b_d, 0) > 0).to(tl.int32)
+    tl.store(COUNTS + i_b, count)
 
 
 @triton.jit
 def _pack_unpack_kernel(
-    X, Y, KEEP, CU_IN, CU_OUT, COUNTS,
+    X, Y, KEEP, CU_IN, CU_OUT, COUNTS, W,
     n_rows, capacity, n_channels, n_segments, fill_value, keep_len,
     STRIDE_X: tl.constexpr, STRIDE_Y: tl.constexpr,
     SEG_LEN: tl.constexpr, DENSE: tl.constexpr, PACK: tl.constexpr, FILL: tl.constexpr,
-    KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr,
+    KEEP_SEG: tl.constexpr, KEEP_FIRST: tl.constexpr, FUSE: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
-    """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and (FILL) fills unused capacity.
+    """PACK: Y[capacity] <- kept rows of X[n_rows], writes CU_OUT and (FILL) fills unused capacity;
+    FUSE (PACK only): after a segment's kept rows, one row sum(W[r] * X[r]) over the rows it drops (fp32
+    accumulation), where it drops any (COUNTS then include that row).
     not PACK: Y[n_rows] <- X[capacity] rows at CU_OUT[b] + rank for kept rows, zero elsewhere."""
     i_b = tl.program_id(0)
     i_c = tl.program_id(1)
@@ -119,13 +139,22 @@ def _pack_unpack_kernel(
         offset = tl.minimum(tl.maximum(offset, 0), capacity)
 
     running = offset
+    b_fused = tl.zeros([BLOCK_C], dtype=tl.float32)  # FUSE: the dropped rows' weighted sum
+    n_dropped = tl.full([], 0, tl.int32)
     for start in range(bos, eos, BLOCK_L):
         o_l = start + tl.arange(0, BLOCK_L)
         m_l = o_l < eos
         b_keep = _load_keep(KEEP, o_l, m_l, bos, i_b, keep_len, KEEP_SEG, KEEP_FIRST)
         o_dst = running + tl.cumsum(b_keep, 0) - 1  # packed row of each kept row
         m_kept = (b_keep != 0) & (o_dst < capacity)
-        if PACK:
+        if PACK and FUSE:  # every row is read: the kept ones are copied, the dropped ones summed
+            m_drop = m_l & (b_keep == 0)
+            b_x = tl.load(X + o_l[:, None] * STRIDE_X + o_c[None, :], mask=m_l[:, None] & m_c[None, :], other=0.0)
+            b_w = tl.where(m_drop, _per_row(W, o_l, m_drop, bos, i_b, keep_len, KEEP_SEG).to(tl.float32), 0.0)
+            b_fused += tl.sum(b_x.to(tl.float32) * b_w[:, None], 0)
+            n_dropped += tl.sum(m_drop.to(tl.int32), 0)
+            tl.store(Y + o_dst[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_kept[:, None] & m_c[None, :])
+        elif PACK:
             b_x = tl.load(X + o_l[:, None] * STRIDE_X + o_c[None, :], mask=m_kept[:, None] & m_c[None, :])
             tl.store(Y + o_dst[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_kept[:, None] & m_c[None, :])
         else:
@@ -133,6 +162,10 @@ def _pack_unpack_kernel(
                           other=0.0)
             tl.store(Y + o_l[:, None] * STRIDE_Y + o_c[None, :], b_x, mask=m_l[:, None] & m_c[None, :])
         running += tl.sum(b_keep, 0)
+
+    if PACK and FUSE:  # the fused row goes right after the segment's kept rows, inside the capacity
+        m_f = m_c & (n_dropped > 0) & (running < capacity)
+        tl.store(Y + running * STRIDE_Y + o_c, b_fused.to(Y.dtype.element_ty), mask=m_f)
 
     if PACK and FILL:
         # Fill the unused capacity [total, capacity), split evenly over the segments' programs.
@@ -250,6 +283,7 @@ def pack_tokens(
     max_seqlen: int | None = None,
     fill: float | None = 0.0,
     keep_first: bool = False,
+    fuse_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gather the kept tokens of every image into one packed buffer, in order, with no host sync.
 
@@ -269,6 +303,11 @@ def pack_tokens(
             unwritten, which saves writing (capacity - total) rows where nothing reads them (the
             pruned model's packed blocks: every consumer stops at `cu_seqlens`).
         keep_first: keep every segment's first row whatever `keep` says (a ViT's class token).
+        fuse_weights: optional per-row weights, shaped and indexed as `keep` (float16, bfloat16 or
+            float32; x float16, bfloat16 or float32): every segment that drops a row gets one more row
+            right after its kept ones, `sum(w[r] * x[r])` over its dropped rows, accumulated in fp32
+            and stored in x's dtype (EViT's fused token, straight from the rows: no dense view). Its
+            row counts in `cu_seqlens` and must fit the capacity like the kept ones.
 
     Returns:
         `(packed [capacity, C], cu_seqlens int32 [B+1])` on x's device, dtype of x.
@@ -279,10 +318,11 @@ def pack_tokens(
     """
     if torch.compiler.is_compiling():  # one node of the traced graph (`pack_op`); eager calls skip it
         return pack_op(x, keep, capacity, source_cu_seqlens, max_seqlen, None if fill is None else float(fill),
-                       keep_first)
+                       keep_first, fuse_weights)
     rows, keep_flat, cu_in, batch, seg_len, dense, keep_len = _as_rows(x, keep, source_cu_seqlens, max_seqlen)
     if not isinstance(keep_first, bool):
         raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
+    weights = _check_fuse_weights(fuse_weights, x, keep)
     _check_runnable(rows)
     n_rows, channels = rows.shape
     if capacity is None:
@@ -300,18 +340,41 @@ def pack_tokens(
         return packed, cu_out
     counts = torch.empty((batch,), dtype=torch.int32, device=x.device)
     block_l = _block_l(seg_len)
+    fuse = weights is not None
     _segment_count_kernel[(batch,)](keep_flat, cu_in, counts, n_rows, keep_len, SEG_LEN=seg_len if dense else 0,
-                                    DENSE=dense, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first, BLOCK_L=block_l)
+                                    DENSE=dense, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first, FUSE=fuse,
+                                    BLOCK_L=block_l)
     grid = (batch, triton.cdiv(max(channels, 1), _BLOCK_C))
+    if fuse:  # the fused sum reads every row as fp32: a shorter tile per step keeps it in registers
+        block_l = min(block_l, _FUSE_BLOCK_L)
     _pack_unpack_kernel[grid](
-        rows, packed, keep_flat, cu_in, cu_out, counts, n_rows, capacity, channels, batch,
-        0.0 if fill is None else float(fill), keep_len,
+        rows, packed, keep_flat, cu_in, cu_out, counts, weights if fuse else keep_flat, n_rows, capacity, channels,
+        batch, 0.0 if fill is None else float(fill), keep_len,
         STRIDE_X=rows.stride(0), STRIDE_Y=max(channels, 1), SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=True, FILL=fill is not None, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
+        PACK=True, FILL=fill is not None, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first, FUSE=fuse,
         BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=_num_warps(block_l, x.device),
     )
     return packed, cu_out
+
+
+_FUSE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _check_fuse_weights(weights: torch.Tensor | None, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor | None:
+    """`fuse_weights` flattened as the kernels index it (as `keep`), after its checks; None stays None."""
+    if weights is None:
+        return None
+    if not isinstance(weights, torch.Tensor):
+        raise TypeError(f"fuse_weights must be a float tensor shaped as keep, got {type(weights).__name__}")
+    if weights.dtype not in _FUSE_DTYPES or x.dtype not in _FUSE_DTYPES:
+        raise TypeError(f"fuse_weights and x must be float16, bfloat16 or float32 (the fused row is summed in fp32); "
+                        f"got fuse_weights {weights.dtype} and x {x.dtype}")
+    if weights.shape != keep.shape:
+        raise ValueError(f"fuse_weights must be shaped as keep {tuple(keep.shape)}, got {tuple(weights.shape)}")
+    if weights.device != x.device:
+        raise ValueError(f"fuse_weights must be on {x.device}, got {weights.device}")
+    return weights.reshape(-1).contiguous()
 
 
 def unpack_tokens(
@@ -386,11 +449,12 @@ def unpack_tokens(
     n_rows = rows_out.shape[0]
     block_l = _block_l(seg_len)
     grid = (batch, triton.cdiv(channels, _BLOCK_C))
+    keep_flat = keep.reshape(-1).contiguous()
     _pack_unpack_kernel[grid](
-        packed, rows_out, keep.reshape(-1).contiguous(), cu_in, cu_seqlens, cu_seqlens, n_rows, packed.shape[0],
+        packed, rows_out, keep_flat, cu_in, cu_seqlens, cu_seqlens, keep_flat, n_rows, packed.shape[0],
         channels, batch, 0.0, keep_len,
         STRIDE_X=packed.stride(0), STRIDE_Y=channels, SEG_LEN=seg_len if dense else 0, DENSE=dense,
-        PACK=False, FILL=False, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first,
+        PACK=False, FILL=False, KEEP_SEG=keep_len > 0, KEEP_FIRST=keep_first, FUSE=False,
         BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256,
         num_warps=_num_warps(block_l, packed.device),
     )
@@ -400,45 +464,52 @@ def unpack_tokens(
 def compile_specs(capability: int = 90) -> list:
     """The shipping compilations (`ragged_kernels.aot.KernelSpec`) for an architecture: fp16 rows of DeiT-B's
     width, every form the pruned model and the public API launch (dense / packed source, pack / unpack,
-    fill, per-position keep, keep_first), and the per-segment count."""
+    fill, per-position keep, keep_first, EViT's fused row), and the per-segment count."""
     specs = []
-    args = dict(X="*fp16", Y="*fp16", KEEP="*i1", CU_IN="*i1", CU_OUT="*i32", COUNTS="*i32", n_rows="i32",
+    args = dict(X="*fp16", Y="*fp16", KEEP="*i1", CU_IN="*i1", CU_OUT="*i32", COUNTS="*i32", W="*i1", n_rows="i32",
                 capacity="i32", n_channels="i32", n_segments="i32", fill_value="fp32", keep_len="i32")
-    for dense, pack, fill, block_l, seg, first in (
-        (True, True, True, 256, False, False), (True, True, False, 256, False, False),
-        (True, False, False, 256, False, False), (False, True, False, 128, False, False),
-        (False, False, False, 128, False, False), (True, True, False, 256, False, True),
-        (False, True, False, 256, True, True),
+    for dense, pack, fill, block_l, seg, first, fuse in (
+        (True, True, True, 256, False, False, False), (True, True, False, 256, False, False, False),
+        (True, False, False, 256, False, False, False), (False, True, False, 128, False, False, False),
+        (False, False, False, 128, False, False, False), (True, True, False, 256, False, True, False),
+        (False, True, False, 256, True, True, False),
+        (True, True, False, _FUSE_BLOCK_L, False, True, True), (False, True, False, _FUSE_BLOCK_L, True, True, True),
     ):
         consts = dict(STRIDE_X=768, STRIDE_Y=768, SEG_LEN=197 if dense else 0, DENSE=dense, PACK=pack, FILL=fill,
-                      KEEP_SEG=seg, KEEP_FIRST=first, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256)
+                      KEEP_SEG=seg, KEEP_FIRST=first, FUSE=fuse, BLOCK_L=block_l, BLOCK_C=_BLOCK_C, BLOCK_B=256)
         name = f"pack/unpack dense={dense} pack={pack} fill={fill} per-position={seg} keep_first={first}"
+        name += " fused row" if fuse else ""
         warps = 8 if block_l == 256 and capability != 90 else 4  # as _num_warps
-        specs.append(KernelSpec(name, _pack_unpack_kernel, {**args, "CU_IN": "*i1" if dense else "*i32"}, consts,
-                                dict(num_warps=warps)))
+        types = {**args, "CU_IN": "*i1" if dense else "*i32", "W": "*fp32" if fuse else "*i1"}
+        specs.append(KernelSpec(name, _pack_unpack_kernel, types, consts, dict(num_warps=warps)))
     count_args = dict(KEEP="*i1", CU_IN="*i1", COUNTS="*i32", n_rows="i32", keep_len="i32")
-    for dense, seg, first in ((True, False, False), (True, False, True), (False, True, True)):
-        specs.append(KernelSpec(f"segment count dense={dense} per-position={seg} keep_first={first}",
+    for dense, seg, first, fuse in ((True, False, False, False), (True, False, True, False),
+                                    (False, True, True, False), (True, False, True, True), (False, True, True, True)):
+        specs.append(KernelSpec(f"segment count dense={dense} per-position={seg} keep_first={first}"
+                                + (" fused row" if fuse else ""),
                                 _segment_count_kernel, {**count_args, "CU_IN": "*i1" if dense else "*i32"},
                                 dict(SEG_LEN=197 if dense else 0, DENSE=dense, KEEP_SEG=seg, KEEP_FIRST=first,
-                                     BLOCK_L=256), dict(num_warps=4)))
+                                     FUSE=fuse, BLOCK_L=256), dict(num_warps=4)))
     return specs
 
 
 def _pack_fake(x: torch.Tensor, keep: torch.Tensor, capacity: int | None, source_cu_seqlens: torch.Tensor | None,
-               max_seqlen: int | None, fill: float | None, keep_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+               max_seqlen: int | None, fill: float | None, keep_first: bool,
+               fuse_weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     rows, _, _, batch, _, _, _ = _as_rows(x, keep, source_cu_seqlens, max_seqlen)  # metadata checks only
+    _check_fuse_weights(fuse_weights, x, keep)
     n = rows.shape[0] if capacity is None else _check_capacity(capacity)
     return x.new_empty((n, rows.shape[1])), torch.empty((batch + 1,), dtype=torch.int32, device=x.device)
 
 
 @traceable_op("ragged_kernels::pack_tokens", _pack_fake)
 def pack_op(x: torch.Tensor, keep: torch.Tensor, capacity: int | None, source_cu_seqlens: torch.Tensor | None,
-            max_seqlen: int | None, fill: float | None, keep_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+            max_seqlen: int | None, fill: float | None, keep_first: bool,
+            fuse_weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """`pack_tokens` as a custom op (`torch.ops.ragged_kernels.pack_tokens`, positional arguments): what a
     compiled graph calls."""
     return pack_tokens(x, keep, capacity=capacity, source_cu_seqlens=source_cu_seqlens, max_seqlen=max_seqlen,
-                       fill=fill, keep_first=keep_first)
+                       fill=fill, keep_first=keep_first, fuse_weights=fuse_weights)
 
 
 def _unpack_fake(packed: torch.Tensor, keep: torch.Tensor, cu_seqlens: torch.Tensor,

@@ -49,6 +49,7 @@ def test_every_kernel_op_passes_opcheck():
     torch.library.opcheck(unpack_op, (packed, keep, cu_out, None, None, None, True))
     rows, row_keep = torch.randn(10, 16), torch.rand(3, 6) < 0.5
     torch.library.opcheck(pack_op, (rows, row_keep, 8, cu, 6, 0.0, True))
+    torch.library.opcheck(pack_op, (rows, row_keep, 10, cu, 6, 0.0, True, torch.rand(3, 6)))  # EViT's fused row
     scores = cls_scores_op(q, k, cu, 6, 0.125)
     torch.library.opcheck(cls_scores_op, (q, k, cu, 6, 0.125))
     torch.library.opcheck(cls_scores_values_op, (q, k, v, cu, 6, 0.125))

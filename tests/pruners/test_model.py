@@ -512,3 +512,31 @@ def test_a_decision_that_drops_the_class_token_still_keeps_it(case, packer, monk
     assert torch.equal(fast, expect) and torch.equal(recorded, expect)
     assert all(k[:, 0].all() for k in drops_it.recorded_keeps)
     assert all(torch.equal(a, b) for a, b in zip(drops_it.recorded_keeps, keeps_it.recorded_keeps, strict=True))
+
+
+@pytest.mark.parametrize("exact_capacity", [False, True], ids=["capacity-bound", "exact-capacity"])
+def test_evit_fused_token_written_by_the_packer_matches_the_dense_view(monkeypatch, exact_capacity):
+    """With the library's packer, EViT's fused token is summed by `pack_tokens(fuse_weights=)` from the rows
+    it packs: no dense view, no `extra_token`. Against the dense-view path on the same model: the same
+    packings (lengths and capacities) and the same logits."""
+    if not _has_ragged_kernels():
+        pytest.skip("ragged_kernels not importable")
+    from pruners.evit import EViTPruner
+    from pruners.model import PrunedDeiT
+
+    model = build_pruned_model(TINY, "evit", "triton", exact_capacity=exact_capacity)
+    images = synthetic_images(2, 224, seed=5)
+
+    def no_dense_view(*args, **kwargs):
+        raise AssertionError("the fused token took the dense-view path")
+
+    with torch.no_grad(), monkeypatch.context() as m:
+        m.setattr(PrunedDeiT, "_with_extra_token", no_dense_view)
+        with model.packing_log() as log:
+            fast = model(images)
+    monkeypatch.setattr(EViTPruner, "fusion_weights", lambda self, stage, valid, attn: None)
+    with torch.no_grad(), model.packing_log() as dense_log:
+        slow = model(images)
+    assert log.lengths() == dense_log.lengths()
+    assert [set(n) for n in log.lengths()[0]] == [{c} for c in EXPECTED_COUNTS["evit"]]  # fused token included
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-4)

@@ -262,3 +262,97 @@ def test_gpu_pack_is_graph_capturable():
         total = int(keep.sum())
         assert torch.equal(packed[:total], x[keep])
         assert torch.equal(back, torch.where(keep[..., None], x, torch.zeros_like(x)))
+
+
+def _fused_reference(x: torch.Tensor, keep: torch.Tensor, w: torch.Tensor, lengths: list[int], keep_first: bool):
+    """(rows, cu_seqlens) of `pack_tokens(fuse_weights=w)` from a dense x [B, L, C] of images of `lengths`:
+    per image its kept rows, then sum(w * x) over its dropped rows (fp32) where it drops any."""
+    rows, cu = [], [0]
+    for b, n in enumerate(lengths):
+        k = keep[b, :n].clone()
+        if keep_first and n:
+            k[0] = True
+        parts = [x[b, :n][k]]
+        if (~k).any():
+            parts.append((w[b, :n][~k].float()[:, None] * x[b, :n][~k].float()).sum(0).to(x.dtype)[None])
+        rows.append(torch.cat(parts))
+        cu.append(cu[-1] + rows[-1].shape[0])
+    return torch.cat(rows), cu
+
+
+@pytest.mark.parametrize("keep_first", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
+def test_dense_pack_with_fused_row(device, dtype, keep_first):
+    """Each image's dropped rows summed with their weights into one row after its kept ones; an image that
+    drops nothing gets none; the packed rows, `cu_seqlens` and the fill match the per-image reference."""
+    batch, seq, channels = 4, 70, 130  # 70 rows: two 64-row steps of the fused sum; 130: two channel blocks
+    x = torch.randn(batch, seq, channels, device=device).to(dtype)
+    keep = torch.rand(batch, seq, device=device) < 0.5
+    keep[1] = True  # drops nothing
+    keep[2, 0] = False  # the first row: kept with keep_first, summed without
+    w = torch.rand(batch, seq, device=device)
+    packed, cu = pack_tokens(x, keep, capacity=batch * seq + batch, keep_first=keep_first, fuse_weights=w)
+    ref, ref_cu = _fused_reference(x, keep, w, [seq] * batch, keep_first)
+    assert cu.tolist() == ref_cu and ref_cu[2] - ref_cu[1] == seq
+    torch.testing.assert_close(packed[: ref_cu[-1]], ref, rtol=1e-3 if dtype == torch.float16 else 1e-5, atol=1e-4)
+    for b in range(batch):  # the kept rows are moved, not summed: bit for bit
+        k = keep[b].clone()
+        k[0] |= keep_first
+        assert torch.equal(packed[ref_cu[b]: ref_cu[b] + int(k.sum())], x[b][k])
+    assert not packed[ref_cu[-1]:].any()  # the unused capacity is filled
+
+
+@pytest.mark.parametrize("per_position", [True, False], ids=["per-position", "per-row"])
+def test_packed_rows_with_fused_row(device, per_position):
+    """A second stage on packed rows: the weights indexed as keep ([B, L] by position or [R] by row)."""
+    lengths = [5, 70, 1, 33]
+    cu_in = torch.tensor([0, *np.cumsum(lengths)], dtype=torch.int32, device=device)
+    x = torch.randn(int(cu_in[-1]), 24, device=device)
+    dense = torch.zeros(len(lengths), 70, 24, device=device)
+    keep_d = torch.rand(len(lengths), 70, device=device) < 0.4
+    w_d = torch.rand(len(lengths), 70, device=device)
+    for b, n in enumerate(lengths):
+        dense[b, :n] = x[cu_in[b]: cu_in[b] + n]
+    if per_position:
+        keep, w = keep_d, w_d
+    else:
+        keep = torch.cat([keep_d[b, :n] for b, n in enumerate(lengths)])
+        w = torch.cat([w_d[b, :n] for b, n in enumerate(lengths)])
+    packed, cu = pack_tokens(x, keep, capacity=x.shape[0], source_cu_seqlens=cu_in, max_seqlen=70, fill=None,
+                             keep_first=True, fuse_weights=w)
+    ref, ref_cu = _fused_reference(dense, keep_d, w_d, lengths, keep_first=True)
+    assert cu.tolist() == ref_cu
+    torch.testing.assert_close(packed[: ref_cu[-1]], ref, rtol=1e-5, atol=1e-5)
+    kept = torch.cat([dense[b, :n][torch.cat([torch.ones(1, dtype=torch.bool, device=device), keep_d[b, 1:n]])]
+                      for b, n in enumerate(lengths)])
+    back = unpack_tokens(packed, keep, cu, source_cu_seqlens=cu_in, max_seqlen=70,
+                         rows=x.shape[0] if per_position else None, keep_first=True)
+    assert torch.equal(back[back.any(1)], kept[kept.any(1)])  # the kept rows unpack to their places
+
+
+def test_fused_row_past_the_capacity_is_dropped(device):
+    """The fused row counts like a kept one: past the capacity it is not written and cu_seqlens is clamped."""
+    x = torch.randn(2, 6, 8, device=device)
+    keep = torch.tensor([[1, 1, 0, 1, 0, 0], [1, 0, 1, 1, 1, 1]], dtype=torch.bool, device=device)
+    w = torch.ones(2, 6, device=device)
+    packed, cu = pack_tokens(x, keep, capacity=9, fuse_weights=w)
+    assert cu.tolist() == [0, 4, 9]  # image 1: 5 kept + 1 fused = 6 rows, 5 fit
+    torch.testing.assert_close(packed[3], x[0, [2, 4, 5]].sum(0))
+    assert torch.equal(packed[4:9], x[1, keep[1]])
+
+
+@pytest.mark.parametrize(
+    "weights,x_dtype,exc,match",
+    [
+        (lambda k: k.float().tolist(), torch.float32, TypeError, "fuse_weights must be a float tensor"),
+        (lambda k: k.int(), torch.float32, TypeError, "float16, bfloat16 or float32"),
+        (lambda k: k.float(), torch.float64, TypeError, "float16, bfloat16 or float32"),
+        (lambda k: k.float()[:, :3], torch.float32, ValueError, "shaped as keep"),
+        (lambda k: k.float().to("meta"), torch.float32, ValueError, "must be on"),
+    ],
+    ids=["list", "int-weights", "fp64-x", "shape", "device"],
+)
+def test_bad_fuse_weights(weights, x_dtype, exc, match):
+    x, keep = torch.randn(2, 5, 4, dtype=x_dtype), torch.rand(2, 5) < 0.5
+    with pytest.raises(exc, match=match):
+        pack_tokens(x, keep, fuse_weights=weights(keep))
