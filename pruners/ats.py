@@ -122,6 +122,8 @@ class ATSPruner(Pruner):
             kernel per stage, `pruners.kernels.ats_sampling`; CUDA tensors, or CPU under Triton's interpreter),
             or "auto" (default): fused for CUDA tensors with at most FUSED_MAX_TOKENS tokens, torch
             otherwise. The choice is made from shapes and devices only, so it is graph-safe.
+        search: the fused kernels find each sample's CDF point by binary search instead of comparison
+            tiles (`ats_keep_fused(search=True)`): the same decisions; experimental, not yet timed on a GPU.
     """
 
     name = "ats"
@@ -142,6 +144,7 @@ class ATSPruner(Pruner):
         num_samples: int | Sequence[int] | None = None,
         max_keep: int | None = None,
         sampler: str = "auto",
+        search: bool = False,
     ) -> None:
         self._default_stages = stages is None
         super().__init__(() if stages is None else stages)
@@ -152,6 +155,9 @@ class ATSPruner(Pruner):
         if sampler not in ("auto", "torch", "fused"):
             raise ValueError(f"ats: sampler must be 'auto', 'torch' or 'fused', got {sampler!r}")
         self.sampler = sampler
+        if not isinstance(search, bool):
+            raise TypeError(f"ats: search must be a bool, got {search!r}")
+        self.search = search
         self.num_samples: tuple[int, ...] = ()
         self._validate_samples()
 
@@ -190,7 +196,7 @@ class ATSPruner(Pruner):
         else:
             from pruners.kernels.ats_sampling import ats_keep_fused
 
-            keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage])
+            keep = ats_keep_fused(sig[:, 1:], tok_valid, self.num_samples[stage], search=self.search)
         if self.max_keep is None:
             return with_cls(keep)
         return with_cls(keep, rank_desc(torch.where(keep, sig[:, 1:], float("-inf")), keep) < self.max_keep)
@@ -213,7 +219,7 @@ class ATSPruner(Pruner):
         if not (cls_scores.supported(q, k) and cls_scores.supported(q, v)):
             return None
         scores, value_sq = cls_scores.cls_scores_and_value_squares(q, k, v, cu_seqlens, max_seqlen, scale)
-        return ats_stage_fused(scores, value_sq, cu_seqlens, q.shape[0], self.num_samples[stage])
+        return ats_stage_fused(scores, value_sq, cu_seqlens, q.shape[0], self.num_samples[stage], search=self.search)
 
     def _fused_for(self, device: torch.device, n_tokens: int) -> bool:
         if self.sampler == "auto":
@@ -232,4 +238,4 @@ class ATSPruner(Pruner):
 
     def extra_repr(self) -> str:
         return (f"stages={self.stages}, num_samples={self.num_samples or 'N0'}, max_keep={self.max_keep}, "
-                f"sampler={self.sampler!r}")
+                f"sampler={self.sampler!r}" + (", search=True" if self.search else ""))

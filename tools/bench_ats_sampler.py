@@ -2,7 +2,8 @@
 
 Prints (1) the sampler alone: GPU time per call (CUDA-graph replay of 20 calls, events) and host
 cost (200 back-to-back calls before the sync) of `pruners.ats.ats_keep` and
-`pruners.kernels.ats_sampling.ats_keep_fused` at DeiT geometries, with a check that both keep the same tokens;
+`pruners.kernels.ats_sampling.ats_keep_fused` at DeiT geometries, the fused kernel with either target search
+(comparison tiles, the default, or `search=True`'s binary search), with a check that all keep the same tokens;
 (2) with `--models`, images/s of DeiT-B 224 (and DeiT-B 384 at the smaller batch) in graph mode with
 the ATS pruner on each sampler, next to the dense model (same seeded weights and images; median of
 30 synchronised replays, as the asv EndToEnd class).
@@ -30,19 +31,21 @@ def _row(batch: int, m: int, r: int) -> str:
         valid = torch.rand(batch, m, device="cuda", generator=g) < 0.9
         sets.append((scores, valid))
     same = all(torch.equal(ats_keep(s, v, r), ats_keep_fused(s, v, r)) for s, v in sets)
+    same &= all(torch.equal(ats_keep(s, v, r), ats_keep_fused(s, v, r, search=True)) for s, v in sets)
     t_torch = gpu_time([lambda s=s, v=v: ats_keep(s, v, r) for s, v in sets])
     t_fused = gpu_time([lambda s=s, v=v: ats_keep_fused(s, v, r) for s, v in sets])
+    t_search = gpu_time([lambda s=s, v=v: ats_keep_fused(s, v, r, search=True) for s, v in sets])
     first = sets[0]
     h_torch = host_cost(lambda: ats_keep(*first, r), n=50)
     h_fused = host_cost(lambda: ats_keep_fused(*first, r), n=50)
     return (f"| {batch} | {m} | {r} | {fmt_us(t_torch)} | {fmt_us(t_fused)} | {t_fused / t_torch:.2f} | "
-            f"{fmt_us(h_torch)} | {fmt_us(h_fused)} | {same} |")
+            f"{fmt_us(t_search)} | {t_search / t_fused:.2f} | {fmt_us(h_torch)} | {fmt_us(h_fused)} | {same} |")
 
 
 def sampler_table() -> None:
-    print("| B | tokens M | samples R | torch GPU µs | fused GPU µs | ratio | torch host µs | fused host µs "
-          "| same keep |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| B | tokens M | samples R | torch GPU µs | fused GPU µs | fused / torch | fused, binary search GPU µs "
+          "| search / tiles | torch host µs | fused host µs | same keep (both searches) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for batch, m, r in [(1, 196, 196), (32, 196, 196), (256, 196, 196), (32, 196, 120), (32, 576, 576)]:
         print(_row(batch, m, r), flush=True)
 

@@ -44,10 +44,27 @@ def _ordered_bits(x):
 
 
 @triton.jit
-def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+def _count_below(c, y, BLOCK: tl.constexpr, LOG2_BLOCK: tl.constexpr):
+    """For each y: how many entries of the non-decreasing c [BLOCK] are < y (searchsorted, left), by a
+    binary search of LOG2_BLOCK gathers; equals `sum(c < y)` exactly."""
+    pos = tl.zeros(y.shape, dtype=tl.int32)
+    for i in tl.static_range(0, LOG2_BLOCK):
+        probe = tl.gather(c, pos + ((BLOCK >> (i + 1)) - 1), 0)
+        pos = tl.where(probe < y, pos + (BLOCK >> (i + 1)), pos)
+    last = tl.gather(c, tl.full(y.shape, BLOCK - 1, tl.int32), 0)  # the steps reach BLOCK - 1 at most
+    return tl.where(last < y, BLOCK, pos)
+
+
+@triton.jit
+def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
+            SEARCH: tl.constexpr = False, LOG2_BLOCK: tl.constexpr = 0, TARGETS: tl.constexpr = 0):
     """The sampling of one image's significance `s` [BLOCK] (valid where `valid`): returns
     (keep_sorted, order, degenerate, whole): the sampled flags in sorted order with the permutation that
-    sorts, and the fallback (`whole`, in token order) taken where `degenerate`."""
+    sorts, and the fallback (`whole`, in token order) taken where `degenerate`.
+
+    The targets' picks: CHUNK targets per step against every CDF point ([CHUNK, BLOCK] comparison tiles,
+    O(R x BLOCK)), or with SEARCH, TARGETS per step by binary search over the sorted CDF and a histogram
+    of the picks (O(R log BLOCK)); the same picks either way, since the CDF is non-decreasing."""
     s = tl.where(valid, s, 0.0)
     s = tl.math.div_rn(s, tl.maximum(tl.sum(s, 0), tiny))
 
@@ -76,23 +93,41 @@ def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constex
     picked = tl.zeros([BLOCK], dtype=tl.int32)
     rf = (R - 1).to(tl.float32)
     step = tl.math.div_rn(1.0, rf)
-    for r0 in range(0, R, CHUNK):
-        r = r0 + tl.arange(0, CHUNK)
-        rm = r < R
-        ri = r.to(tl.float32)
-        # linspace(0, 1, R), filled from both ends as PyTorch does, then `create_ys`
-        lin = tl.where(r < R // 2, step * ri, 1.0 - step * (rf - ri))
-        y = c_start + tl.math.div_rn(lin * rf - c_start * ri, rf)
-        hi = tl.sum(((c[None, :] < y[:, None]) & inb[None, :]).to(tl.int32), 1)  # searchsorted, left
-        lo = tl.maximum(hi - 1, 0)
-        hi = tl.minimum(hi, M - 1)
-        c_lo = tl.sum(tl.where(o[None, :] == lo[:, None], c[None, :], 0.0), 1)
-        c_hi = tl.sum(tl.where(o[None, :] == hi[:, None], c[None, :], 0.0), 1)
-        take_lo = tl.abs(y - c_lo) <= tl.abs(y - c_hi)
-        c_pick = tl.where(take_lo, c_lo, c_hi)
-        first = tl.sum(((c[None, :] < c_pick[:, None]) & inb[None, :]).to(tl.int32), 1)  # first equal value
-        hit = (o[None, :] == first[:, None]) & rm[:, None]
-        picked = tl.maximum(picked, tl.max(hit.to(tl.int32), 0))
+    if SEARCH:
+        for r0 in range(0, R, TARGETS):
+            r = r0 + tl.arange(0, TARGETS)
+            rm = r < R
+            ri = r.to(tl.float32)
+            lin = tl.where(r < R // 2, step * ri, 1.0 - step * (rf - ri))
+            y = c_start + tl.math.div_rn(lin * rf - c_start * ri, rf)
+            hi = _count_below(c, y, BLOCK, LOG2_BLOCK)  # c past M is 2.0, above every target: no inb needed
+            lo = tl.maximum(hi - 1, 0)
+            hi = tl.minimum(hi, M - 1)
+            c_lo = tl.gather(c, lo, 0)
+            c_hi = tl.gather(c, hi, 0)
+            take_lo = tl.abs(y - c_lo) <= tl.abs(y - c_hi)
+            first = _count_below(c, tl.where(take_lo, c_lo, c_hi), BLOCK, LOG2_BLOCK)  # first equal value
+            # targets past R count where the step's first target does (r0 < R picks something anyway)
+            first = tl.where(rm, first, tl.sum(tl.where(r == r0, first, 0), 0))
+            picked += tl.histogram(tl.minimum(first, BLOCK - 1), BLOCK)
+    else:
+        for r0 in range(0, R, CHUNK):
+            r = r0 + tl.arange(0, CHUNK)
+            rm = r < R
+            ri = r.to(tl.float32)
+            # linspace(0, 1, R), filled from both ends as PyTorch does, then `create_ys`
+            lin = tl.where(r < R // 2, step * ri, 1.0 - step * (rf - ri))
+            y = c_start + tl.math.div_rn(lin * rf - c_start * ri, rf)
+            hi = tl.sum(((c[None, :] < y[:, None]) & inb[None, :]).to(tl.int32), 1)  # searchsorted, left
+            lo = tl.maximum(hi - 1, 0)
+            hi = tl.minimum(hi, M - 1)
+            c_lo = tl.sum(tl.where(o[None, :] == lo[:, None], c[None, :], 0.0), 1)
+            c_hi = tl.sum(tl.where(o[None, :] == hi[:, None], c[None, :], 0.0), 1)
+            take_lo = tl.abs(y - c_lo) <= tl.abs(y - c_hi)
+            c_pick = tl.where(take_lo, c_lo, c_hi)
+            first = tl.sum(((c[None, :] < c_pick[:, None]) & inb[None, :]).to(tl.int32), 1)  # first equal value
+            hit = (o[None, :] == first[:, None]) & rm[:, None]
+            picked = tl.maximum(picked, tl.max(hit.to(tl.int32), 0))
 
     keep_sorted = (picked != 0) & vs
     whole = valid & (tl.cumsum(valid.to(tl.int32), 0) <= R)
@@ -103,13 +138,15 @@ def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constex
 def _ats_sample_fwd_kernel(
     SCORES, VALID, KEEP, M, R, stride_s, stride_v, stride_k, tiny,
     BLOCK: tl.constexpr, CHUNK: tl.constexpr,
+    SEARCH: tl.constexpr = False, LOG2_BLOCK: tl.constexpr = 0, TARGETS: tl.constexpr = 0,
 ):
     row = tl.program_id(0).to(tl.int64)
     o = tl.arange(0, BLOCK)
     inb = o < M
     valid = (tl.load(VALID + row * stride_v + o, mask=inb, other=0) != 0) & inb
     sc = tl.load(SCORES + row * stride_s + o, mask=inb, other=0.0).to(tl.float32)
-    keep_sorted, order, degenerate, whole = _sample(sc, valid, o, inb, M, R, tiny, BLOCK, CHUNK)
+    keep_sorted, order, degenerate, whole = _sample(sc, valid, o, inb, M, R, tiny, BLOCK, CHUNK, SEARCH, LOG2_BLOCK,
+                                                    TARGETS)
     base = KEEP + row * stride_k
     if degenerate:
         tl.store(base + o, whole.to(tl.int8), mask=inb)
@@ -135,6 +172,7 @@ def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
 def _ats_stage_fwd_kernel(
     SCORES, VSQ, CU, KEEP, N, H, R, n_rows, stride_sb, stride_sh, stride_k, tiny,
     H_PAD: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr,
+    SEARCH: tl.constexpr = False, LOG2_BLOCK: tl.constexpr = 0, TARGETS: tl.constexpr = 0,
 ):
     """One image's whole ATS decision from its CLS scores: softmax per head, sum over heads, times the
     value norms of its tokens (the square root of the head sum of `VSQ`, laid out as the scores), then
@@ -156,7 +194,8 @@ def _ats_stage_fwd_kernel(
     den = tl.sum(e, 1) + tl.exp(s0 - mx)
     den = tl.where(den > 0, den, 1.0)
     probs = tl.sum(tl.math.div_rn(e, den[:, None]), 0)  # [BLOCK]: CLS attention summed over heads
-    keep_sorted, order, degenerate, whole = _sample(probs * vn, valid, o, inb, M, R, tiny, BLOCK, CHUNK)
+    keep_sorted, order, degenerate, whole = _sample(probs * vn, valid, o, inb, M, R, tiny, BLOCK, CHUNK, SEARCH,
+                                                    LOG2_BLOCK, TARGETS)
     base = KEEP + b.to(tl.int64) * stride_k
     tl.store(base, 1)
     if degenerate:
@@ -165,8 +204,19 @@ def _ats_stage_fwd_kernel(
         tl.store(base + 1 + order, keep_sorted.to(tl.int8), mask=inb)
 
 
+def _search_options(search: bool, block: int, n_samples: int) -> dict:
+    """The kernels' constexprs for the targets' search (`_sample`): the comparison tiles, or (search=True)
+    a binary search over the BLOCK CDF points, up to 256 targets per step."""
+    if not isinstance(search, bool):
+        raise TypeError(f"search must be a bool, got {search!r}")
+    if not search:
+        return {}
+    return dict(SEARCH=True, LOG2_BLOCK=block.bit_length() - 1,
+                TARGETS=min(256, max(16, triton.next_power_of_2(n_samples))))
+
+
 def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+                   out: torch.Tensor | None = None, *, search: bool = False) -> torch.Tensor:
     """`pruners.ats.ats_keep` in one kernel launch (CUDA, or CPU under Triton's interpreter).
 
     Args:
@@ -175,12 +225,15 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
         n_samples: R (>= 2).
         out: optional bool [B, M] to write the mask into (e.g. columns 1: of the stage's [B, N] keep
             mask, so no concatenation follows); unit stride along M.
+        search: find each target's CDF point by binary search (O(R log M)) instead of the comparison
+            tiles (O(R x M), the default, measured on the H200); the same mask either way. Experimental:
+            not yet timed on a GPU (`python -m tools.bench_ats_sampler` prints both).
 
     Returns:
         keep [B, M] bool (`out` when given).
     """
     if torch.compiler.is_compiling():  # one node of the traced graph (`ats_keep_op`)
-        keep = ats_keep_op(scores, valid, n_samples)
+        keep = ats_keep_op(scores, valid, n_samples, search)
         return keep if out is None else out.copy_(keep)
     if scores.dim() != 2 or valid.shape != scores.shape or valid.dtype != torch.bool:
         raise ValueError(f"scores [B, M] and a bool valid mask of the same shape expected, got "
@@ -211,12 +264,13 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
     _ats_sample_fwd_kernel[(b,)](
         scores, valid8, keep8, m, n_samples, scores.stride(0), valid8.stride(0), keep8.stride(0), _TINY,
         BLOCK=block, CHUNK=chunk_for(device_arch(scores.device)), num_warps=4 if block <= 256 else 8,
+        **_search_options(search, block, n_samples),
     )
     return keep
 
 
 def ats_stage_fused(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
-                    n_samples: int) -> torch.Tensor:
+                    n_samples: int, *, search: bool = False) -> torch.Tensor:
     """One ATS stage's keep mask from packed-row facts, in one kernel launch (after the CLS scores).
 
     Equals `ATSPruner.decide` on the same block: significance = (CLS softmax attention summed over heads) x
@@ -232,13 +286,14 @@ def ats_stage_fused(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: to
             clamps them; lengths past N are cut to N).
         n_rows: the number of packed rows the scores were read from (q.shape[0]).
         n_samples: R (>= 2).
+        search: as `ats_keep_fused`'s (binary search instead of comparison tiles; experimental).
 
     Returns:
         keep [B, N] bool: CLS (column 0) True, the sampled tokens True, positions past each image's
         length False.
     """
     if torch.compiler.is_compiling():  # one node of the traced graph (`ats_stage_op`)
-        return ats_stage_op(scores, value_sq, cu_seqlens, n_rows, n_samples)
+        return ats_stage_op(scores, value_sq, cu_seqlens, n_rows, n_samples, search)
     if scores.dim() != 3 or scores.dtype != torch.float32:
         raise ValueError(f"scores must be fp32 [B, H, N], got {scores.dtype} {tuple(scores.shape)}")
     if value_sq.shape != scores.shape or value_sq.dtype != torch.float32:
@@ -271,31 +326,31 @@ def ats_stage_fused(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: to
         scores, value_sq, cu_seqlens, keep8, n, h, n_samples, n_rows,
         scores.stride(0), scores.stride(1), keep8.stride(0), _TINY,
         H_PAD=triton.next_power_of_2(h), BLOCK=block, CHUNK=chunk_for(device_arch(scores.device)),
-        num_warps=4 if block <= 256 else 8,
+        num_warps=4 if block <= 256 else 8, **_search_options(search, block, n_samples),
     )
     return keep
 
 
-def _ats_keep_fake(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+def _ats_keep_fake(scores: torch.Tensor, valid: torch.Tensor, n_samples: int, search: bool = False) -> torch.Tensor:
     return torch.empty(scores.shape, dtype=torch.bool, device=scores.device)
 
 
 @traceable_op("pruners::ats_keep_fused", _ats_keep_fake)
-def ats_keep_op(scores: torch.Tensor, valid: torch.Tensor, n_samples: int) -> torch.Tensor:
+def ats_keep_op(scores: torch.Tensor, valid: torch.Tensor, n_samples: int, search: bool = False) -> torch.Tensor:
     """`ats_keep_fused` (without `out`) as a custom op: what a compiled graph calls."""
-    return ats_keep_fused(scores, valid, n_samples)
+    return ats_keep_fused(scores, valid, n_samples, search=search)
 
 
 def _ats_stage_fake(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
-                    n_samples: int) -> torch.Tensor:
+                    n_samples: int, search: bool = False) -> torch.Tensor:
     return torch.empty((scores.shape[0], scores.shape[2]), dtype=torch.bool, device=scores.device)
 
 
 @traceable_op("pruners::ats_stage_fused", _ats_stage_fake)
 def ats_stage_op(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: torch.Tensor, n_rows: int,
-                 n_samples: int) -> torch.Tensor:
+                 n_samples: int, search: bool = False) -> torch.Tensor:
     """`ats_stage_fused` as a custom op: what a compiled graph calls."""
-    return ats_stage_fused(scores, value_sq, cu_seqlens, n_rows, n_samples)
+    return ats_stage_fused(scores, value_sq, cu_seqlens, n_rows, n_samples, search=search)
 
 
 def compile_specs(capability: int = 90) -> list:
@@ -304,13 +359,19 @@ def compile_specs(capability: int = 90) -> list:
     args = dict(SCORES="*fp32", VALID="*i8", KEEP="*i8", M="i32", R="i32", stride_s="i32", stride_v="i32",
                 stride_k="i32", tiny="fp32")
     chunk = chunk_for(capability)
-    specs = [KernelSpec(f"ats sampler BLOCK={b}", _ats_sample_fwd_kernel, args, dict(BLOCK=b, CHUNK=chunk),
+    tiles = dict(SEARCH=False, LOG2_BLOCK=0, TARGETS=0)
+    specs = [KernelSpec(f"ats sampler BLOCK={b}", _ats_sample_fwd_kernel, args, dict(BLOCK=b, CHUNK=chunk, **tiles),
                         dict(num_warps=4 if b <= 256 else 8)) for b in (256, 1024)]
     stage = dict(SCORES="*fp32", VSQ="*fp32", CU="*i32", KEEP="*i8", N="i32", H="i32", R="i32", n_rows="i32",
                  stride_sb="i32", stride_sh="i32", stride_k="i32", tiny="fp32")
     specs += [KernelSpec(f"ats stage H_PAD={h} BLOCK={b}", _ats_stage_fwd_kernel, stage,
-                         dict(H_PAD=h, BLOCK=b, CHUNK=chunk), dict(num_warps=4 if b <= 256 else 8))
+                         dict(H_PAD=h, BLOCK=b, CHUNK=chunk, **tiles), dict(num_warps=4 if b <= 256 else 8))
               for h, b in ((16, 256), (8, 256), (4, 64), (16, 1024))]
+    search = dict(SEARCH=True, LOG2_BLOCK=8, TARGETS=256)  # `search=True` at DeiT's 196 tokens and samples
+    specs += [KernelSpec("ats sampler BLOCK=256 binary search", _ats_sample_fwd_kernel, args,
+                         dict(BLOCK=256, CHUNK=chunk, **search), dict(num_warps=4))]
+    specs += [KernelSpec(f"ats stage H_PAD={h} BLOCK=256 binary search", _ats_stage_fwd_kernel, stage,
+                         dict(H_PAD=h, BLOCK=256, CHUNK=chunk, **search), dict(num_warps=4)) for h in (16, 8)]
     return specs
 
 

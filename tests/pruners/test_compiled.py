@@ -55,6 +55,7 @@ def test_every_kernel_op_passes_opcheck():
     torch.library.opcheck(cls_scores_values_op, (q, k, v, cu, 6, 0.125))
     scores, vsq = cls_scores_values_op(q, k, v, cu, 6, 0.125)
     torch.library.opcheck(ats_stage_op, (scores, vsq, cu, 10, 4))
+    torch.library.opcheck(ats_stage_op, (scores, vsq, cu, 10, 4, True))  # the binary-search targets
     norms = torch.rand(10)
     torch.library.opcheck(ats_keep_op, (torch.rand(2, 5), torch.rand(2, 5) < 0.8, 3))
     torch.library.opcheck(threshold_keep_op, (norms, cu, 6, torch.tensor([0.5]), 1, 3, None))

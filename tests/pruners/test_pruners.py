@@ -269,14 +269,17 @@ def _ats_cases(seed: int, m: int, device: str):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy on the NaN row
-@pytest.mark.parametrize(("m", "r"), [(196, 120), (50, 10), (13, 2), (100, 300), (5, 7)])
+@pytest.mark.parametrize(("m", "r"), [(196, 120), (50, 10), (13, 2), (100, 300), (5, 7), (256, 256)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, device):
+@pytest.mark.parametrize("search", [False, True], ids=["tiles", "binary-search"])
+def test_ats_fused_sampler_takes_the_reference_decisions(seed, m, r, search, device):
+    """Both target searches (comparison tiles, binary search + histogram) keep what the port keeps: ties,
+    degenerate rows, more samples than tokens, and M a power of two (the search's last step)."""
     from pruners.kernels.ats_sampling import ats_keep_fused
 
     scores, valid = _ats_cases(seed, m, device)
     expect = ats_keep(scores, valid, r)
-    assert torch.equal(ats_keep_fused(scores, valid, r), expect)
+    assert torch.equal(ats_keep_fused(scores, valid, r, search=search), expect)
     # Into columns 1: of a wider mask, from strided rows, over pre-set values: every position is written.
     for fill in (True, False):
         full = torch.full((scores.shape[0], m + 1), fill, dtype=torch.bool, device=device)
@@ -293,7 +296,9 @@ def test_gpu_ats_fused_sampler_takes_the_reference_decisions():
     for seed in range(6):
         for m, r in [(196, 196), (196, 120), (576, 576), (288, 100), (13, 2), (100, 300)]:
             scores, valid = _ats_cases(seed, m, "cuda")
-            assert torch.equal(ats_keep_fused(scores, valid, r), ats_keep(scores, valid, r)), (seed, m, r)
+            expect = ats_keep(scores, valid, r)
+            for search in (False, True):
+                assert torch.equal(ats_keep_fused(scores, valid, r, search=search), expect), (seed, m, r, search)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -675,13 +680,16 @@ def _gather_dense_f32(x, index):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy on one-token images
 @pytest.mark.parametrize(("lens", "extra", "r"), [([1, 5, 17, 3], 4, 8), ([40], 0, 40), ([2, 70, 1, 33], 2, 20)],
                          ids=lambda v: "-".join(map(str, v)) if isinstance(v, list) else str(v))
-def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, device):
+@pytest.mark.parametrize("search", [False, True], ids=["tiles", "binary-search"])
+def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, search, device):
     """The fused stage (CLS scores, value norms, one kernel for softmax + head sum + significance + sampling)
     keeps what `decide` keeps on the gathered dense views: strided q/k/v, ragged lengths (1 and 2 included),
-    a width above the longest image, NaN padding rows that must stay unread; CLS kept, nothing past a length."""
+    a width above the longest image, NaN padding rows that must stay unread; CLS kept, nothing past a length.
+    The pruner's `search` option reaches the kernel (either target search keeps the same)."""
     q, k, v, cu = _packed_qkv(lens, 3, 16, device)
     n, scale = max(lens) + extra, 0.25
-    p = _bound("ats", sampler="fused", num_samples=r)
+    p = _bound("ats", sampler="fused", num_samples=r, search=search)
+    assert p.search is search and ("search=True" in repr(p)) is search
     got = p.decide_packed(0, q, cu, n, (q, k, v), scale)
     assert got.shape == (len(lens), n) and got[:, 0].all()
     for b, length in enumerate(lens):
@@ -696,6 +704,27 @@ def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, device):
     # Where it does not apply the model falls back to decide(): the port, or a max_keep cap.
     assert _bound("ats", sampler="torch").decide_packed(0, q, cu, n, (q, k, v), scale) is None
     assert _bound("ats", sampler="fused", max_keep=3).decide_packed(0, q, cu, n, (q, k, v), scale) is None
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy on one-token images
+@pytest.mark.parametrize(("lens", "r"), [([1, 5, 17, 3], 8), ([2, 70, 1, 33], 20), ([64, 64], 100)])
+def test_ats_stage_binary_search_keeps_what_the_tiles_keep(lens, r, device):
+    """The stage kernel's binary-search targets (`search=True`) against its comparison tiles, on the same
+    packed CLS facts: the same keep mask, bit for bit."""
+    from pruners.kernels import cls_scores
+    from pruners.kernels.ats_sampling import ats_stage_fused
+
+    q, k, v, cu = _packed_qkv(lens, 3, 16, device)
+    n = max(lens) + 1
+    scores, value_sq = cls_scores.cls_scores_and_value_squares(q, k, v, cu, n, 0.25)
+    tiles = ats_stage_fused(scores, value_sq, cu, q.shape[0], r)
+    assert torch.equal(ats_stage_fused(scores, value_sq, cu, q.shape[0], r, search=True), tiles)
+    assert tiles[:, 1:].sum() < sum(lens) - len(lens) or r >= max(lens)  # it sampled, where r allows
+
+
+def test_ats_search_option_must_be_a_bool():
+    with pytest.raises(TypeError, match="ats: search must be a bool"):
+        create_pruner("ats", search="binary")
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
