@@ -44,11 +44,10 @@ def _ordered_bits(x):
 
 
 @triton.jit
-def _targets(r0, R, c_start, N: tl.constexpr):
-    """Targets r0 .. r0 + N - 1 of R: (r, r < R, their CDF values y): linspace(0, 1, R), filled from both
-    ends as PyTorch does, then the reference's `create_ys` from c_start."""
-    rf = (R - 1).to(tl.float32)
-    step = tl.math.div_rn(1.0, rf)
+def _targets(r0, R, rf, step, c_start, N: tl.constexpr):
+    """Targets r0 .. r0 + N - 1 of R (rf = R - 1 as fp32, step = 1 / rf, both loop-invariant): (r, r < R, their
+    CDF values y): linspace(0, 1, R), filled from both ends as PyTorch does, then the reference's `create_ys`
+    from c_start."""
     r = r0 + tl.arange(0, N)
     ri = r.to(tl.float32)
     lin = tl.where(r < R // 2, step * ri, 1.0 - step * (rf - ri))
@@ -103,9 +102,11 @@ def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constex
     c_start = tl.where(degenerate, 1.0, c_start)
 
     picked = tl.zeros([BLOCK], dtype=tl.int32)
+    rf = (R - 1).to(tl.float32)
+    step = tl.math.div_rn(1.0, rf)
     if SEARCH:
         for r0 in range(0, R, TARGETS):
-            r, rm, y = _targets(r0, R, c_start, TARGETS)
+            r, rm, y = _targets(r0, R, rf, step, c_start, TARGETS)
             hi = _count_below(c, y, BLOCK, LOG2_BLOCK)  # c past M is 2.0, above every target: no inb needed
             lo = tl.maximum(hi - 1, 0)
             hi = tl.minimum(hi, M - 1)
@@ -118,7 +119,7 @@ def _sample(s, valid, o, inb, M, R, tiny, BLOCK: tl.constexpr, CHUNK: tl.constex
             picked += tl.histogram(tl.minimum(first, BLOCK - 1), BLOCK)
     else:
         for r0 in range(0, R, CHUNK):
-            r, rm, y = _targets(r0, R, c_start, CHUNK)
+            r, rm, y = _targets(r0, R, rf, step, c_start, CHUNK)
             hi = tl.sum(((c[None, :] < y[:, None]) & inb[None, :]).to(tl.int32), 1)  # searchsorted, left
             lo = tl.maximum(hi - 1, 0)
             hi = tl.minimum(hi, M - 1)
