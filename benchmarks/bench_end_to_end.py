@@ -9,9 +9,11 @@ Modes: "eager"; "graph", the whole forward captured once as a CUDA graph and rep
 padded to the captured capacity, built with `graph=True`: from 2026-12-01 on); "compile",
 `torch.compile` of the forward, then captured the same way (`build_pruned_model(graph=True,
 compile=True)`, from 2026-12-01 on; timed for `triton` and `dense` only, each compile costs ~10 s
-on the H200). "dense" is the unpruned model: the same value is reported under every pruner, as
-that pruner's reference line; its fastest mode is what a pruned series is to be compared with, not
-its eager one.
+on the H200); "fused", every block as five launches with its norms, GELU and residual adds fused into
+the linear layers, captured the same way (`build_pruned_model(graph=True, fused_blocks=True)`, from
+2026-12-04 on; `triton` and `dense` only). "dense" is the unpruned model: the same value is reported
+under every pruner, as that pruner's reference line; its fastest mode is what a pruned series is to be
+compared with, not its eager one.
 
 `time_forward` hands asv the 30 synchronised forwards of each case (host dispatch included: at
 serving batch sizes it is the bottleneck), one per call (`_replay`), so a throughput change has
@@ -28,9 +30,10 @@ import time
 from . import _replay, declare, model_runs, timing
 from .presets import MODEL_BACKENDS, MODEL_PRESETS, PRUNERS
 
-MODES = ["eager", "graph", "compile"]
+MODES = ["eager", "graph", "compile", "fused"]
 PR_MODES = ["eager", "graph"]  # the quick PR subset: two compiles per round and commit would add ~40 s to a PR job
 COMPILED_BACKENDS = frozenset({"triton", "dense"})
+FUSED_BACKENDS = frozenset({"triton", "dense"})  # tools.bench_e2e --fused times the other backends fused too
 LATENCY_CALLS = 1000  # synchronised forwards for the latency percentiles
 LATENCY_MAX_BATCH = 4  # serving presets only
 
@@ -44,8 +47,11 @@ def _runner(torch, p, pruner: str, backend: str, mode: str, x, eager):
         return model_runs.forward_runner(torch, eager, x, graph=True), None
     if mode == "compile" and backend not in COMPILED_BACKENDS:
         raise NotImplementedError(f"compile is timed for {sorted(COMPILED_BACKENDS)} only (suite time)")
+    if mode == "fused" and backend not in FUSED_BACKENDS:
+        raise NotImplementedError(f"fused is timed for {sorted(FUSED_BACKENDS)} only (suite time)")
     build_pruned_model = timing.require_attr("pruners", "build_pruned_model")
-    opts = {"graph": True, **({"compile": True} if mode == "compile" else {})}
+    opts = {"graph": True, **({"compile": True} if mode == "compile" else {}),
+            **({"fused_blocks": True} if mode == "fused" else {})}
     try:
         model = build_pruned_model(p.model, model_runs.bound_pruner(p.model, pruner), backend, seed=0, **opts)
     except (TypeError, ValueError) as exc:  # unknown option / not capturable at this commit

@@ -307,6 +307,11 @@ class PrunedDeiT(nn.Module):
             valid row. Opt-in: on the H200 it paid for Threshold-L2 only, and since Threshold-L2's batch
             budget it pays for none (2026-11-29, docs/performance.md "Opt-in paths"): cuBLAS on the tighter
             buffer is 6-7% faster.
+        fused_blocks: every block as five launches with the LayerNorms, GELU and residual adds fused into the
+            linear layers, and the head as one (`pruners.fused`), the blocks before the first stage included
+            (on the dense batch as rows with uniform segments; `dense` then attends with the library's
+            kernel). For serving batches, where the forward is a chain of small launches. Not with
+            ragged_linear (its unfused form) nor compile.
 
     Attributes:
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`
@@ -330,6 +335,7 @@ class PrunedDeiT(nn.Module):
         packer: str | None = None,
         ragged_linear: bool = False,
         sync_free: bool = False,
+        fused_blocks: bool = False,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS + EXTRA_BACKENDS:
@@ -357,6 +363,15 @@ class PrunedDeiT(nn.Module):
                 raise ValueError("sync_free excludes exact_capacity (it reads counts back to the host)")
         self.sync_free = bool(sync_free)
         self._attend = _attention_fn(backend, self.sync_free) if backend != "dense" else reference_attention
+        if fused_blocks and ragged_linear:
+            raise ValueError("fused_blocks already runs every linear layer through ragged_linear, fused with its "
+                             "neighbours: choose one of fused_blocks and ragged_linear")
+        self.fused_blocks = bool(fused_blocks)
+        self._fused = None
+        if fused_blocks:
+            from pruners.fused import FusedBlocks
+
+            self._fused = FusedBlocks(backbone, _attention_fn("triton") if backend == "dense" else self._attend)
         self._pack = _Packer(packer)
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
         self.record = False
@@ -385,7 +400,7 @@ class PrunedDeiT(nn.Module):
     def _norm(self, norm: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
         """`norm(x)`; on packed rows with `ragged_linear`, a LayerNorm runs on the rows before cu_seqlens[-1] only."""
         # Gated on `_ragged_linear_fn` (the one switch `calibrate` turns off); the function is resolved once.
-        if cu is None or self._ragged_linear_fn is None or type(norm) is not nn.LayerNorm or x.dim() != 2 \
+        if cu is None or self._ragged_linear_fn is None or not isinstance(norm, nn.LayerNorm) or x.dim() != 2 \
                 or tuple(norm.normalized_shape) != (x.shape[1],):
             return norm(x)
         return self._ragged_layer_norm_fn(x, norm.weight, norm.bias, norm.eps, cu)
@@ -650,12 +665,16 @@ class PrunedDeiT(nn.Module):
             if len(self._keep_override) != len(self._stage_at):
                 raise ValueError(f"keep_override has {len(self._keep_override)} masks for this model's "
                                  f"{len(self._stage_at)} pruning stages")
-        if self.backend == "dense":
+        if self.backend == "dense" and self._fused is None:
             # timm's forward (forward_features + forward_head) with the same embedding as the pruned path.
             return m.forward_head(m.norm(m.blocks(self._embed(images))))
         self.recorded_keeps = []
         self._applied = 0
         x = self._embed(images)
+        if self._fused is not None:
+            logits = self._fused_forward(x)
+            self._mark_override_checked(images)
+            return logits
         n = x.shape[1]
         cu: torch.Tensor | None = None
         pr = self.pruner
@@ -672,13 +691,42 @@ class PrunedDeiT(nn.Module):
                 x, q, k, v = self._attention(blk, x, cu, n)
                 x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
                 x = self._mlp(blk, x, cu)
+        self._mark_override_checked(images)
+        cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
+        return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
+
+    def _mark_override_checked(self, images: torch.Tensor) -> None:
         if self._keep_override is not None and not torch.compiler.is_compiling() and not (
             images.is_cuda and torch.cuda.is_current_stream_capturing()
         ):
             # Outside a capture every stage's mask was checked (or exact_capacity needs none), and fits.
             self._override_checked = True
-        cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
-        return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
+
+    def _fused_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Blocks and head of the fused forward (`pruners.fused`) on the embedded tokens x [B, N, C]: the
+        rows of the dense batch with uniform segments until the first stage, then the packed rows. A stage
+        sees the dense phase as [B, N, C] views (and q, k, v as [B, N, H, D]), as the unfused forward gives it."""
+        fused, pr = self._fused, self.pruner
+        batch, n, width = x.shape
+        x = x.reshape(batch * n, width)
+        cu = fused.uniform_cu(batch, n, x.device)
+        dense = True
+
+        def prune(stage, x, cu, n, qkv=None, scale=None):
+            if dense:  # the unfused forward's dense layouts, as views of the rows
+                x = x.view(batch, n, width)
+                qkv = None if qkv is None else tuple(t.view(batch, n, *t.shape[1:]) for t in qkv)
+            return self._prune(stage, x, None if dense else cu, n, qkv, scale)
+
+        for i, blk in enumerate(self.backbone.blocks):
+            stage = self._stage_at.get(i)
+            if stage is not None and pr.placement == "before_block":
+                (x, cu, n), dense = prune(stage, x, cu, n), False
+            x, q, k, v = fused.attention(blk, x, cu, n)
+            if stage is not None and pr.placement != "before_block":
+                (x, cu, n), dense = prune(stage, x, cu, n, (q, k, v), blk.attn.scale), False
+            x = fused.mlp(blk, x, cu)
+        return fused.head(self.backbone, x, cu)
 
     @torch.no_grad()
     def calibrate(self, images: torch.Tensor) -> None:
@@ -694,20 +742,21 @@ class PrunedDeiT(nn.Module):
         self.check_images(images)
         if not bool(torch.isfinite(images).all()):
             raise ValueError("calibration images must be finite (they hold NaN or infinity)")
-        attend, pack, linear = self._attend, self._pack, self._ragged_linear_fn
+        attend, pack, linear, fused = self._attend, self._pack, self._ragged_linear_fn, self._fused
         self._attend, self._pack, self._ragged_linear_fn = reference_attention, _Packer("torch"), None
+        self._fused = None
         self.pruner.calibrating = True
         try:
             self.forward(images)
         finally:
             self.pruner.calibrating = False
-            self._attend, self._pack, self._ragged_linear_fn = attend, pack, linear
+            self._attend, self._pack, self._ragged_linear_fn, self._fused = attend, pack, linear, fused
         self.pruner.calibrated = True
 
     def extra_repr(self) -> str:
         return (
             f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}, "
-            f"ragged_linear={self.ragged_linear}, sync_free={self.sync_free}"
+            f"ragged_linear={self.ragged_linear}, sync_free={self.sync_free}, fused_blocks={self.fused_blocks}"
         )
 
 
@@ -791,7 +840,7 @@ def clear_backbone_cache() -> None:
 
 
 _BUILD_OPTIONS = {"seed", "checkpoint_path", "graph", "compile", "exact_capacity", "packer", "calibration_images",
-                  "ragged_linear"}
+                  "ragged_linear", "fused_blocks"}
 
 
 def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: str, **options) -> nn.Module:
@@ -814,6 +863,8 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
             exact_capacity (bool, False): eager only: one host read per stage to size buffers exactly.
             packer (str): "ragged_kernels" or "torch" (see PrunedDeiT).
             ragged_linear (bool, False): experimental, see PrunedDeiT.
+            fused_blocks (bool, False): each block as five launches and the head as one (`pruners.fused`);
+                any backend, dense included; eager or graph mode, not compile.
             calibration_images (Tensor [B,3,H,W]): for an uncalibrated threshold_l2 pruner (default:
                 4 seeded `synthetic_images`).
 
@@ -837,7 +888,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
     seed = int(seed)
     if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be in [0, 2**63), got {seed}")
-    for flag in ("graph", "exact_capacity", "ragged_linear"):
+    for flag in ("graph", "exact_capacity", "ragged_linear", "fused_blocks"):
         if not isinstance(options.get(flag, False), bool):
             raise TypeError(f"{flag} must be True or False, got {options[flag]!r}")
     graph = options.get("graph", False)
@@ -898,6 +949,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         packer=options.get("packer"),
         ragged_linear=options.get("ragged_linear", False),
         sync_free=graph or compile_mode is not False,
+        fused_blocks=options.get("fused_blocks", False),
     ).eval()
     if getattr(pruner, "calibrated", True) is False:
         if images is None:

@@ -91,7 +91,8 @@ def report(spec: KernelSpec, capability: int) -> Report:
     arch = ARCHS[capability]
     kernel = spec.kernel
     signature = {**spec.args, **{k: "constexpr" for k in spec.constexprs}}
-    attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a, t in spec.args.items() if t.startswith("*")}
+    attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a, t in spec.args.items()
+             if t.startswith("*") or a in spec.divisible}
     compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=spec.constexprs, attrs=attrs),
                               target=GPUTarget("cuda", capability, 32), options=spec.options)
     regs, spills, stack = ptxas_usage(compiled.asm["ptx"], capability)
@@ -126,6 +127,8 @@ def library_specs(capability: int) -> list[KernelSpec]:
 
     fitted_linear = [fitted(lambda b, g=gelu: linear.linear_spec(b, g), linear.blocks_for(capability, gelu),
                             linear.smaller_blocks, capability) for gelu in (False, True)]
+    fitted_linear += [fitted(make, blocks, linear.smaller_blocks, capability)
+                      for make, blocks in linear.fused_spec_makers(capability)]
     return fwd.compile_specs(capability) + pack.compile_specs(capability) + fitted_linear + linear.layer_norm_specs()
 
 

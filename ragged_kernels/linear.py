@@ -21,6 +21,9 @@ layout's contract is that padding rows are never read into a valid row (pruners/
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -31,15 +34,19 @@ from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
 
 @triton.jit(do_not_specialize=["n_rows"])
 def _ragged_linear_kernel(
-    X, W, B, Y, CU, n_rows, n_out, n_in, n_segments,
-    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-    HAS_BIAS: tl.constexpr, GELU: tl.constexpr, DOT_FP32: tl.constexpr, IEEE: tl.constexpr,
+    X, W, B, Y, CU, IDX, RES, LNW, LNB,
+    n_rows, n_out, n_in, n_segments, n_src, eps,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn, stride_rm, stride_rn,
+    HAS_BIAS: tl.constexpr, HAS_CU: tl.constexpr, GATHER: tl.constexpr, NORM: tl.constexpr,
+    RESIDUAL: tl.constexpr, GELU: tl.constexpr, DOT_FP32: tl.constexpr, IEEE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    total = tl.load(CU + n_segments)
-    total = tl.minimum(tl.maximum(total, 0), n_rows)  # any cu_seqlens: never past the buffers
+    total = n_rows
+    if HAS_CU:
+        total = tl.load(CU + n_segments)
+        total = tl.minimum(tl.maximum(total, 0), n_rows)  # any cu_seqlens: never past the buffers
     row0 = pid_m * BLOCK_M
     if row0 >= total:
         return
@@ -48,13 +55,39 @@ def _ragged_linear_kernel(
     rk = tl.arange(0, BLOCK_K)
     m_ok = rm < total
     n_ok = rn < n_out
+    if GATHER:  # output row r reads input row IDX[r]; an index outside x contributes a zero row to the product
+        src = tl.load(IDX + rm, mask=m_ok, other=-1)
+        a_ok = m_ok & (src >= 0) & (src < n_src)
+        src = tl.where(a_ok, src, 0)
+    else:
+        src = rm
+        a_ok = m_ok
+    p_x = X + src.to(tl.int64) * stride_xm
+    if NORM:
+        # LayerNorm statistics of each row in fp32, summed around the row's first value: a shift that keeps
+        # the sum of squares well conditioned when the mean is large against the spread.
+        pivot = tl.load(p_x, mask=a_ok, other=0.0).to(tl.float32)
+        s1 = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        s2 = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        for k0 in range(0, n_in, BLOCK_K):
+            m_a = a_ok[:, None] & ((k0 + rk) < n_in)[None, :]
+            xs = tl.load(p_x[:, None] + (k0 + rk)[None, :] * stride_xk, mask=m_a, other=0.0).to(tl.float32)
+            d = tl.where(m_a, xs - pivot[:, None], 0.0)
+            s1 += tl.sum(d, 1)
+            s2 += tl.sum(d * d, 1)
+        shift = s1 / n_in
+        mean = pivot + shift
+        rstd = 1.0 / tl.sqrt(tl.maximum(s2 / n_in - shift * shift, 0.0) + eps)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, n_in, BLOCK_K):
         k_ok = (k0 + rk) < n_in
-        x = tl.load(
-            X + rm[:, None].to(tl.int64) * stride_xm + (k0 + rk)[None, :] * stride_xk,
-            mask=m_ok[:, None] & k_ok[None, :], other=0.0,
-        )
+        m_a = a_ok[:, None] & k_ok[None, :]
+        x = tl.load(p_x[:, None] + (k0 + rk)[None, :] * stride_xk, mask=m_a, other=0.0)
+        if NORM:  # the norm's output rounded to x's dtype, as the separate LayerNorm writes it
+            g = tl.load(LNW + k0 + rk, mask=k_ok, other=0.0).to(tl.float32)
+            b = tl.load(LNB + k0 + rk, mask=k_ok, other=0.0).to(tl.float32)
+            xn = (x.to(tl.float32) - mean[:, None]) * rstd[:, None] * g[None, :] + b[None, :]
+            x = tl.where(m_a, xn, 0.0).to(X.dtype.element_ty)
         w = tl.load(
             W + rn[None, :].to(tl.int64) * stride_wn + (k0 + rk)[:, None] * stride_wk,
             mask=n_ok[None, :] & k_ok[:, None], other=0.0,
@@ -67,13 +100,15 @@ def _ragged_linear_kernel(
             acc += tl.dot(x, w)
     if HAS_BIAS:
         acc += tl.load(B + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    if GELU or RESIDUAL:  # the layer's output rounded to y's dtype first, as the unfused linear layer writes it
+        acc = acc.to(Y.dtype.element_ty).to(tl.float32)
     if GELU:  # exact (erf) GELU, as timm's Mlp uses
         acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
-    tl.store(
-        Y + rm[:, None].to(tl.int64) * stride_ym + rn[None, :] * stride_yn,
-        acc.to(Y.dtype.element_ty),
-        mask=m_ok[:, None] & n_ok[None, :],
-    )
+    m_y = m_ok[:, None] & n_ok[None, :]
+    if RESIDUAL:
+        acc += tl.load(RES + rm[:, None].to(tl.int64) * stride_rm + rn[None, :] * stride_rn, mask=m_y,
+                       other=0.0).to(tl.float32)
+    tl.store(Y + rm[:, None].to(tl.int64) * stride_ym + rn[None, :] * stride_yn, acc.to(Y.dtype.element_ty), mask=m_y)
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (2026-11-29,
@@ -83,43 +118,105 @@ def _ragged_linear_kernel(
 # forward in CPU tests at seconds (16-wide ones took minutes).
 BLOCKS = (64, 64, 64, 1, 1) if INTERPRET else (128, 256, 64, 8, 3)
 BLOCKS_GELU = (64, 64, 64, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
-# sm_80 and sm_89 (no card here; ptxas, 2026-12-01): the H200's 128 x 256 tile spills 204-292 B per
-# thread and 128 x 128 x 64 60 B, so both take 128 x 128 with 32-wide K steps, which spill nothing.
-# (On sm_90 the H200's 128 x 256 spills 208 B too; it was measured fastest there and stays.)
+# sm_80 and sm_89 (no card here): 128 x 128 with 32-wide K steps. Chosen on 2026-12-01 from a ptxas
+# report that compiled the strides unspecialised (204-292 B of spills for 128 x 256 there); compiled as
+# the JIT specialises them (2026-12-04, `python -m tools.compile_check`), nothing spills, and 128 x 256 x 64
+# with 3 stages needs 144 KB of shared memory, more than sm_89's 99 KB per block. Unchanged until timed
+# on such a card.
 ARCH_BLOCKS = {arch: ((128, 128, 32, 8, 3), (128, 128, 32, 8, 3)) for arch in (80, 89)}
 
 
-def blocks_for(capability: int, gelu: bool) -> tuple[int, int, int, int, int]:
-    """The (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) a launch on this architecture starts from."""
-    if INTERPRET or capability not in ARCH_BLOCKS:
-        return BLOCKS_GELU if gelu else BLOCKS
-    return ARCH_BLOCKS[capability][gelu]
+def blocks_for(capability: int, gelu: bool, n_rows: int | None = None, n_out: int | None = None,
+               sms: int | None = None) -> tuple[int, int, int, int, int]:
+    """The (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) a launch on this architecture starts from.
+
+    With the output's size (`n_rows`, `n_out`) and the GPU's SM count (`sms`), a grid of fewer programs
+    than SMs steps its tile down (BLOCK_N to 64 first, then BLOCK_M to 32; 4 warps from 64 x 64 down):
+    the tables are tuned for B 32-64, where a DeiT-S qkv of one image (197 x 1152) would run 10 programs
+    of 128 x 256 on 132 SMs. The interpreter keeps its 64-wide tiles (its cost is per program)."""
+    cfg = BLOCKS_GELU if gelu else BLOCKS
+    if not INTERPRET and capability in ARCH_BLOCKS:
+        cfg = ARCH_BLOCKS[capability][gelu]
+    if INTERPRET or n_rows is None or n_out is None or sms is None:
+        return cfg
+    bm, bn, bk, warps, stages = cfg
+    while triton.cdiv(n_rows, bm) * triton.cdiv(n_out, bn) < sms and (bn > 64 or bm > 32):
+        if bn > 64:
+            bn //= 2
+        else:
+            bm //= 2
+        if bm * bn <= 64 * 64:
+            warps = 4
+    return bm, bn, bk, warps, stages
+
+
+_SMS: dict[int, int] = {}  # CUDA device index -> its SM count
+
+
+def _sm_count(device: torch.device) -> int | None:
+    if device.type != "cuda":
+        return None
+    index = torch.cuda.current_device() if device.index is None else device.index
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def _check_vector(name: str, t: torch.Tensor, n: int, x: torch.Tensor) -> None:
+    if t.dim() != 1 or t.shape[0] != n or not t.is_contiguous():
+        raise ValueError(f"{name} must be a contiguous [{n}], got {tuple(t.shape)}")
+    if t.device != x.device:
+        raise ValueError(f"{name} must be on x's device ({x.device}), got {t.device}")
+    if t.dtype not in (x.dtype, torch.float32):
+        raise TypeError(f"{name} must be {x.dtype} or float32, got {t.dtype}")
 
 
 def ragged_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
-    cu_seqlens: torch.Tensor,
+    cu_seqlens: torch.Tensor | None = None,
     *,
     gelu: bool = False,
+    norm: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+    residual: torch.Tensor | None = None,
+    rows: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
     blocks: tuple[int, int, int, int, int] | None = None,
 ) -> torch.Tensor:
-    """`x[:total] @ weight.T + bias` (optionally GELU), total = `cu_seqlens[-1]`, without a host sync.
+    """`y = x @ weight.T + bias` over packed rows, with a transformer block's neighbours fused in:
+    `LayerNorm(x)` before the product (`norm`), exact GELU or a residual add after it, and a gather of
+    the input rows (`rows`); the rows past `cu_seqlens[-1]` are skipped on the device, without a host sync.
+
+    One launch for what timm's block runs as two or three kernels (norm1 + qkv, proj + residual,
+    norm2 + fc1 + GELU, fc2 + residual): at batch 1-4 a DeiT forward is a chain of ~110-150 kernels of a
+    few µs each, so fewer launches, not fewer FLOPs, is what shortens it (docs/performance.md, "End to
+    end against the fastest dense model"). Each fused step rounds where the unfused layers write their
+    outputs (the norm's output and the layer's output in x's dtype), so results agree with
+    `F.linear(F.layer_norm(x))` etc. to the accumulation order.
 
     Args:
-        x: packed rows `[R, K]` (R = the capacity, a host int), fp16/bf16/fp32, CUDA (or CPU in
-            Triton's interpreter).
-        weight: `[N, K]`, same dtype and device (nn.Linear's layout).
+        x: `[S, K]` rows, fp16/bf16/fp32, CUDA (or CPU in Triton's interpreter); any strides.
+        weight: `[N, K]`, x's dtype (nn.Linear's layout).
         bias: `[N]` or None.
-        cu_seqlens: int32 `[B+1]` on x's device; only its last entry is read (on the device).
-        gelu: apply exact GELU to the result (fuses timm Mlp's fc1 + act).
+        cu_seqlens: int32 `[B+1]` on x's device: only its last entry is read (on the device), and output
+            rows from it on are neither computed nor written. None: every row.
+        gelu: apply exact GELU to the result (timm Mlp's fc1 + act).
+        norm: `(weight [K], bias [K], eps)` of a LayerNorm over K applied to each input row first
+            (statistics in fp32); weight and bias x's dtype or fp32.
+        residual: `[R, N]`, x's dtype: added to the result (after GELU); may be `out` itself.
+        rows: int32 `[R]` on x's device: output row r reads input row `rows[r]`; an index outside
+            `[0, S)` contributes nothing (that row's product, normed or not, is zero); None: R = S and
+            row r reads row r.
         out: optional `[R, N]` output buffer (rows past the total are left untouched).
-        blocks: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of `BLOCKS` (tuning sweeps).
+        blocks: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of `blocks_for`'s (tuning sweeps).
 
     Returns:
         `[R, N]`; rows `>= total` hold whatever `out` held (uninitialised for a fresh buffer).
+
+    Example:
+        >>> h = ragged_linear(x, blk.attn.qkv.weight, blk.attn.qkv.bias, cu, norm=(ln.weight, ln.bias, ln.eps))
+        >>> x = ragged_linear(o, blk.attn.proj.weight, blk.attn.proj.bias, cu, residual=x)
     """
     if x.dim() != 2 or weight.dim() != 2 or x.shape[1] != weight.shape[1]:
         raise ValueError(f"x must be [R, K] and weight [N, K], got {tuple(x.shape)} and {tuple(weight.shape)}")
@@ -130,32 +227,57 @@ def ragged_linear(
         raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ValueError(f"bias must be [{weight.shape[0]}], got {tuple(bias.shape)}")
-    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
+    if cu_seqlens is not None and (cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1
+                                   or cu_seqlens.numel() < 2):
         raise ValueError(
             f"cu_seqlens must be int32 [B+1] with B >= 1, got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}"
         )
-    tensors = [x, weight, cu_seqlens] + ([bias] if bias is not None else [])
+    if rows is not None and (rows.dtype != torch.int32 or rows.dim() != 1 or not rows.is_contiguous()):
+        raise ValueError(f"rows must be a contiguous int32 [R], got {rows.dtype} {tuple(rows.shape)} strides "
+                         f"{rows.stride()}")
+    tensors = [x, weight] + [t for t in (bias, cu_seqlens, rows, residual) if t is not None]
     if any(t.device != x.device for t in tensors):
-        raise ValueError("x, weight, bias and cu_seqlens must be on one device")
+        raise ValueError("x, weight, bias, cu_seqlens, rows and residual must be on one device")
     if not x.is_cuda and not INTERPRET:
         raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
-    n_rows, n_in = x.shape
+    n_src, n_in = x.shape
+    n_rows = n_src if rows is None else rows.shape[0]
     n_out = weight.shape[0]
+    if norm is not None:
+        if not (isinstance(norm, tuple) and len(norm) == 3):
+            raise TypeError("norm must be a (weight, bias, eps) tuple of a LayerNorm over x's last dimension")
+        ln_w, ln_b, eps = norm
+        _check_vector("norm weight", ln_w, n_in, x)
+        _check_vector("norm bias", ln_b, n_in, x)
+        if not isinstance(eps, float | int) or not eps >= 0:
+            raise ValueError(f"norm eps must be a number >= 0, got {eps!r}")
+    if residual is not None and (tuple(residual.shape) != (n_rows, n_out) or residual.dtype != x.dtype):
+        raise ValueError(f"residual must be {x.dtype} [{n_rows}, {n_out}], got {residual.dtype} "
+                         f"{tuple(residual.shape)}")
     if out is None:
         out = torch.empty((n_rows, n_out), dtype=x.dtype, device=x.device)
     elif tuple(out.shape) != (n_rows, n_out) or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
     if n_rows == 0 or n_out == 0:
         return out
-    chosen = blocks_for(device_arch(x.device), gelu) if blocks is None else blocks
+    if n_in == 0 and norm is not None:
+        raise ValueError("norm needs at least one input column")
+    chosen = (blocks_for(device_arch(x.device), gelu, n_rows, n_out, _sm_count(x.device)) if blocks is None
+              else blocks)
+    res = residual if residual is not None else out
+    ln_w, ln_b, eps = norm if norm is not None else (x, x, 0.0)
 
     def launch(cfg: tuple[int, int, int, int, int]) -> None:
         bm, bn, bk, warps, stages = cfg
         grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
         _ragged_linear_kernel[grid](
-            x, weight, bias if bias is not None else x, out, cu_seqlens, n_rows, n_out, n_in,
-            cu_seqlens.numel() - 1, x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0),
-            out.stride(1), HAS_BIAS=bias is not None, GELU=gelu, DOT_FP32=INTERPRET,
+            x, weight, bias if bias is not None else x, out, cu_seqlens if cu_seqlens is not None else x,
+            rows if rows is not None else x, res, ln_w, ln_b,
+            n_rows, n_out, n_in, 0 if cu_seqlens is None else cu_seqlens.numel() - 1, n_src, float(eps),
+            x.stride(0), x.stride(1), weight.stride(0), weight.stride(1), out.stride(0), out.stride(1),
+            res.stride(0), res.stride(1),
+            HAS_BIAS=bias is not None, HAS_CU=cu_seqlens is not None, GATHER=rows is not None,
+            NORM=norm is not None, RESIDUAL=residual is not None, GELU=gelu, DOT_FP32=INTERPRET,
             IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
             num_warps=warps, num_stages=stages,
         )  # fmt: skip
@@ -260,27 +382,57 @@ def ragged_layer_norm(
     return out
 
 
-def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool):
-    """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks (fp16, with a bias)."""
+# The fusions `ragged_linear` ships with, as a DeiT block uses them (PrunedDeiT(fused_blocks=True)): norm1 +
+# qkv, proj + residual, norm2 + fc1 + GELU, fc2 + residual, and the head's gather of the class rows + norm.
+FUSIONS = ({"norm": True}, {"residual": True}, {"norm": True, "gelu": True}, {"gather": True, "norm": True})
+
+
+def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool, *, norm: bool = False, residual: bool = False,
+                gather: bool = False):
+    """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks and fusions (fp16, a bias,
+    cu_seqlens)."""
     import inspect
 
     bm, bn, bk, warps, stages = blocks
     values = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GELU": gelu, "HAS_BIAS": True, "DOT_FP32": False,
-              "IEEE": False}
-    args, consts = {}, {}
+              "IEEE": False, "HAS_CU": True, "GATHER": gather, "NORM": norm, "RESIDUAL": residual}
+    # As the JIT compiles a launch on contiguous rows at DeiT widths (C, 3C, 4C: multiples of 16): unit
+    # strides along each row are constexprs, the other strides and widths divisible by 16.
+    unit = ("stride_xk", "stride_wk", "stride_yn", "stride_rn")
+    args, consts = {}, {name: 1 for name in unit}
     for name in inspect.signature(_ragged_linear_kernel.fn).parameters:
-        if name in ("X", "W", "B", "Y"):
+        if name in unit:
+            continue
+        if name in ("X", "W", "B", "Y", "RES", "LNW", "LNB"):
             args[name] = "*fp16"
-        elif name == "CU":
+        elif name in ("CU", "IDX"):
             args[name] = "*i32"
+        elif name == "eps":
+            args[name] = "fp32"
         elif name.isupper():
             if name not in values:
                 raise RuntimeError(f"linear_spec does not know ragged_linear's constexpr {name}")
             consts[name] = values[name]
         else:
             args[name] = "i32"
-    return KernelSpec(f"ragged_linear {blocks} gelu={gelu}", _ragged_linear_kernel, args, consts,
-                      dict(num_warps=warps, num_stages=stages))
+    fused = "".join(f" {k}" for k, on in (("norm", norm), ("residual", residual), ("gather", gather)) if on)
+    return KernelSpec(f"ragged_linear {blocks} gelu={gelu}{fused}", _ragged_linear_kernel, args, consts,
+                      dict(num_warps=warps, num_stages=stages),
+                      divisible=("n_out", "n_in", "stride_xm", "stride_wn", "stride_ym", "stride_rm"))
+
+
+def fused_spec_makers(capability: int) -> list[tuple[Callable, tuple[int, int, int, int, int]]]:
+    """The fused block's compilations on an architecture, as (blocks -> KernelSpec, blocks) for
+    `ragged_kernels.aot.fitted`: each of `FUSIONS` at the architecture's table blocks and at the two
+    small-batch steps `blocks_for` takes at DeiT sizes (64 x 64 and 32 x 64, 4 warps)."""
+    out = []
+    for fusion in FUSIONS:
+        gelu = fusion.get("gelu", False)
+        flags = {k: v for k, v in fusion.items() if k != "gelu"}
+        bm, bn, bk, _, stages = base = blocks_for(capability, gelu)
+        for blocks in (base, (64, 64, bk, 4, stages), (32, 64, bk, 4, stages)):
+            out.append((functools.partial(linear_spec, gelu=gelu, **flags), blocks))
+    return out
 
 
 def layer_norm_specs() -> list:
@@ -292,4 +444,5 @@ def layer_norm_specs() -> list:
                        dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
 
 
-__all__ = ["blocks_for", "layer_norm_specs", "linear_spec", "ragged_layer_norm", "ragged_linear", "smaller_blocks"]
+__all__ = ["FUSIONS", "blocks_for", "fused_spec_makers", "layer_norm_specs", "linear_spec", "ragged_layer_norm",
+           "ragged_linear", "smaller_blocks"]

@@ -66,13 +66,16 @@ def arch_of(capability: tuple[int, int]) -> int:
 class KernelSpec:
     """One compilation of a Triton kernel as it ships: non-constexpr argument types, constexprs and
     launch options (num_warps, num_stages, maxnreg). Pointers are compiled 16-byte aligned, as the
-    JIT specialises them at launch for the tensors the library allocates or takes on its fast path."""
+    JIT specialises them at launch for the tensors the library allocates or takes on its fast path;
+    `divisible` names the integer arguments the JIT sees divisible by 16 at the shipping shapes (it
+    specialises those too, and an argument equal to 1 becomes a constexpr: list it in `constexprs`)."""
 
     name: str
     kernel: object  # a triton JITFunction
     args: dict[str, str]
     constexprs: dict[str, object]
     options: dict[str, int] = field(default_factory=dict)
+    divisible: tuple[str, ...] = ()
 
     @property
     def threads(self) -> int:

@@ -3,7 +3,8 @@ dense model, per model x pruner x backend x batch x mode, side by side in one ru
 
 Modes: `eager`; `graph`, the eager forward captured once as a CUDA graph and replayed; `compile+graph`,
 `torch.compile(fullgraph=True)` at the captured capacities (inductor fuses the norms, bias adds, GELUs
-and residual adds around the library's custom ops), then captured the same way. `dense` (no pruning)
+and residual adds around the library's custom ops), then captured the same way; with `--fused`,
+`graph+fused`: the forward with fused blocks (`pruners.fused`: five launches a block), captured. `dense` (no pruning)
 runs in all three, and its fastest reading is what every pruned figure is divided by: a speed-up over
 an eager baseline is a speed-up from CUDA graphs, not from pruning. Every sync-free backend runs in
 graph mode, so graph-against-graph rows show what the kernel contributes on its own (padded_sdpa then
@@ -113,7 +114,8 @@ class ModelCache:
     def inner(self, cfg: Config, backend: str | None = None, sync_free: bool | None = None) -> PrunedDeiT:
         backbone, pruner = self.parts(cfg.model, cfg.pruner)
         return PrunedDeiT(backbone, copy.deepcopy(pruner), backend or cfg.backend, exact_capacity=cfg.exact,
-                          ragged_linear=cfg.rlinear, sync_free=cfg.captured if sync_free is None else sync_free).eval()
+                          ragged_linear=cfg.rlinear, sync_free=cfg.captured if sync_free is None else sync_free,
+                          fused_blocks=cfg.fused).eval()
 
     def make(self, cfg: Config) -> tuple[torch.nn.Module, PrunedDeiT]:
         """(the model to time, its eager PrunedDeiT) for a configuration."""
@@ -302,6 +304,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--exact-capacity", action="store_true", help="also time eager exact_capacity for ragged pruners")
     ap.add_argument("--ragged-linear", action="store_true",
                     help="also time triton graph mode with ragged_linear=True for ragged pruners (experimental)")
+    ap.add_argument("--fused", action="store_true",
+                    help="also time graph mode with fused blocks (five launches a block, pruners.fused): dense and "
+                    "every capturable backend; dense fused counts as a dense configuration")
     ap.add_argument("--calibrated-capacity", action="store_true",
                     help="Threshold-L2 with max_keep='calibrate': per-stage caps and a batch budget learned on the "
                     "calibration images (every backend shares them, so decisions still agree)")
@@ -326,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = grid_configs(
         args.models, args.pruners, args.batches, args.backends, ragged=lambda p: PRUNERS[p].ragged, eager=args.eager,
         compile_batches=args.compile_batches, compile_dense=not args.no_dense_compile,
-        exact_capacity=args.exact_capacity, ragged_linear=args.ragged_linear,
+        exact_capacity=args.exact_capacity, ragged_linear=args.ragged_linear, fused=args.fused,
     )
     if args.dry_run:
         for i, c in enumerate(configs):

@@ -25,6 +25,7 @@ class Config:
     exact: bool = False  # eager exact_capacity
     rlinear: bool = False  # build_pruned_model(ragged_linear=True): linear layers over the kept rows only
     reread: bool = False  # the dense model's second reading, after the pruned configurations of its batch
+    fused: bool = False  # build_pruned_model(fused_blocks=True): five launches a block (pruners.fused)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -33,7 +34,7 @@ class Config:
     @property
     def mode_label(self) -> str:
         return (self.mode + ("+exact" if self.exact else "") + ("+rlin" if self.rlinear else "")
-                + ("+again" if self.reread else ""))
+                + ("+fused" if self.fused else "") + ("+again" if self.reread else ""))
 
     @property
     def captured(self) -> bool:
@@ -55,6 +56,7 @@ def grid_configs(
     compile_dense: bool = True,
     exact_capacity: bool = False,
     ragged_linear: bool = False,
+    fused: bool = False,
 ) -> list[Config]:
     """Configurations, model by model and batch by batch, so each (model, batch) completes its set
     (dense, then every pruner) before the next one starts: a time box cuts whole points.
@@ -69,6 +71,8 @@ def grid_configs(
         ragged: pruner name -> whether it keeps ragged counts (exact_capacity and ragged_linear rows).
         exact_capacity: add an eager exact_capacity row per ragged pruner and pruned backend.
         ragged_linear: add a triton graph row with `ragged_linear=True` per ragged pruner.
+        fused: add graph rows with `fused_blocks=True`: dense, and per pruner every capturable backend (so
+            fused rows compare graph against graph too); dense fused is a dense configuration like the others.
     """
     compile_at = set(compile_batches)
     out: list[Config] = []
@@ -78,12 +82,16 @@ def grid_configs(
                 out += [Config(model, None, batch, "dense"), Config(model, None, batch, "dense", "graph")]
                 if compile_dense:
                     out.append(Config(model, None, batch, "dense", "compile+graph"))
+                if fused:
+                    out.append(Config(model, None, batch, "dense", "graph", fused=True))
             for pruner in pruners:
                 for backend in backends:
                     if backend == "dense":
                         continue
                     if backend in GRAPH_BACKENDS:
                         out.append(Config(model, pruner, batch, backend, "graph"))
+                        if fused:
+                            out.append(Config(model, pruner, batch, backend, "graph", fused=True))
                     if backend == "triton" and batch in compile_at:
                         out.append(Config(model, pruner, batch, backend, "compile+graph"))
                     if eager or backend not in GRAPH_BACKENDS:

@@ -197,14 +197,18 @@ def test_end_to_end_modes_skip_what_a_commit_cannot_run(monkeypatch):
     p = MODEL_PRESETS["deits224-b1"]
     with pytest.raises(NotImplementedError, match="compile is timed for"):
         bench_end_to_end._runner(torch, p, "evit", "fa2_varlen", "compile", None, None)
+    with pytest.raises(NotImplementedError, match="fused is timed for"):
+        bench_end_to_end._runner(torch, p, "evit", "padded_sdpa", "fused", None, None)
 
     def old_build(*args, **kwargs):  # a commit before 2026-12-01: no compile option, graph for triton only
-        if "compile" in kwargs:
-            raise TypeError("unknown build_pruned_model options ['compile']")
+        for option in ("compile", "fused_blocks"):  # fused_blocks: before 2026-12-04
+            if option in kwargs:
+                raise TypeError(f"unknown build_pruned_model options ['{option}']")
         raise ValueError("graph mode is for the sync-free 'triton' backend, not 'padded_sdpa'")
 
     monkeypatch.setattr(pruners, "build_pruned_model", old_build)
-    for backend, mode in (("padded_sdpa", "graph"), ("triton", "compile"), ("dense", "compile")):
+    for backend, mode in (("padded_sdpa", "graph"), ("triton", "compile"), ("dense", "compile"), ("triton", "fused"),
+                          ("dense", "fused")):
         with pytest.raises(NotImplementedError, match="not supported at this commit"):
             bench_end_to_end._runner(torch, p, "evit", backend, mode, None, None)
     run, compile_s = bench_end_to_end._runner(torch, p, "evit", "triton", "eager", "x", lambda x: ("ran", x))

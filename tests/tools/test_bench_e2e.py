@@ -246,6 +246,17 @@ def test_grid_order_dense_first_and_last_and_modes():
         Config("m", None, 1, "dense", "graph+compile")
 
 
+def test_fused_rows_for_dense_and_every_capturable_backend():
+    g = grid_configs(["m"], ["evit"], [4], ["triton", "fa2_varlen", "nested_sdpa", "dense"], fused=True,
+                     compile_batches=())
+    fused = [c for c in g if c.fused]
+    assert fused == [Config("m", None, 4, "dense", "graph", fused=True),
+                     Config("m", "evit", 4, "triton", "graph", fused=True),
+                     Config("m", "evit", 4, "fa2_varlen", "graph", fused=True)]  # nested_sdpa cannot be captured
+    assert fused[0].mode_label == "graph+fused" and g.index(fused[0]) < g.index(fused[1])  # dense first
+    assert not any(c.fused for c in grid_configs(["m"], ["evit"], [4], ["triton", "dense"]))
+
+
 def test_the_faster_dense_reading_of_any_mode_counts():
     rows = [dict(model="m", batch=64, backend="dense", mode=m, img_per_s=v)
             for m, v in (("eager", 9000.0), ("graph", 10500.0), ("eager+again", 9900.0))]
@@ -438,6 +449,25 @@ def test_targets_use_the_fastest_dense_of_any_mode_never_eager_alone():
     assert target_rows(rows)[0]["serving"] == "MISS"
 
 
+def test_a_fused_dense_model_is_a_dense_configuration_and_fused_rows_compare_fused_against_fused():
+    rows = [
+        _row(S, None, 4, "dense", "compile+graph", 8000.0, 1.0, p99=0.55),
+        _row(S, None, 4, "dense", "graph+fused", 9000.0, 1.0, p99=0.50),
+        _row(S, "evit", 4, "triton", "graph", 6000.0, p99=0.70),
+        _row(S, "evit", 4, "fa2_varlen", "graph", 5000.0),  # 1.2x unfused
+        _row(S, "evit", 4, "padded_sdpa", "graph", 4000.0),
+        _row(S, "evit", 4, "triton", "graph+fused", 12000.0, p99=0.35),
+        _row(S, "evit", 4, "fa2_varlen", "graph+fused", 11500.0),  # 1.04x fused
+        _row(S, "evit", 4, "padded_sdpa", "graph+fused", 9000.0),
+    ]
+    (t,) = target_rows(rows)
+    assert (t["dense_mode"], t["dense_img_per_s"]) == ("graph+fused", 9000.0)  # not the compiled dense
+    assert t["best"] == "triton graph+fused" and t["speedup"] == pytest.approx(12000 / 9000)
+    assert t["graph_mode"] == "graph+fused" and t["vs_fa2_graph"] == pytest.approx(12000 / 11500)
+    assert t["graph"] == "MISS"  # 1.2x unfused does not count where the user runs the fused forward
+    assert "triton graph+fused" in throughput_table(rows)[0] and "dense graph+fused" in throughput_table(rows)[0]
+
+
 def test_target_statuses_large_graph_correct_and_missing_rows():
     rows = [
         _row(B, None, 64, "dense", "graph", 1000.0, 1.0),
@@ -505,6 +535,8 @@ def test_gpu_bench_one_tiny_every_mode():
     cfgs = [Config(TINY, None, 4, "dense", m) for m in ("eager", "graph", "compile+graph")]
     cfgs += [Config(TINY, "threshold_l2", 4, b, m) for b, m in (("triton", "graph"), ("triton", "compile+graph"),
                                                                 ("fa2_varlen", "graph"), ("padded_sdpa", "graph"))]
+    cfgs += [Config(TINY, None, 4, "dense", "graph", fused=True), Config(TINY, "threshold_l2", 4, "triton", "graph",
+                                                                         fused=True)]
     rows = [bench_one(c, cache, repeats=1, min_time=0.01, warmup_s=0.0, latency_calls=50, latency_max_batch=4)
             for c in cfgs]
     for r in rows:
@@ -515,7 +547,9 @@ def test_gpu_bench_one_tiny_every_mode():
     assert all(r["compile_s"] > 0 for r in rows if r["mode"] == "compile+graph")
     dense_graph, dense_compiled = rows[1], rows[2]
     assert dense_compiled["nodes"]["kernel"] < dense_graph["nodes"]["kernel"]  # inductor fused something
-    assert [r["decisions"] for r in rows[3:]] == ["recorded", "replayed", "replayed", "replayed"]
+    assert [r["decisions"] for r in rows[3:]] == ["recorded", "replayed", "replayed", "replayed", "own", "replayed"]
+    dense_fused = rows[7]
+    assert dense_fused["nodes"]["kernel"] < dense_compiled["nodes"]["kernel"]  # five launches a block, one head
     for r in rows:
         r["elapsed_s"] = 0.0
     assert len(target_rows(rows)) == 1
