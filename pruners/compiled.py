@@ -74,12 +74,9 @@ class CompiledPrunedModel(nn.Module):
         check_capturable(getattr(model, "backend", None), "compile")
         if model.backend not in ("dense", "triton", "reference", "fa2_varlen") and not model.sync_free:
             raise ValueError(f"compile with {model.backend} needs the model built with sync_free=True")
-        if getattr(model, "fused_blocks", False):
-            raise ValueError("compile does not take fused_blocks=True (its blocks are already fused kernels, which are "
-                             "not custom ops); capture the fused forward with graph=True instead")
         if model.ragged_linear:
-            raise ValueError("compile does not take ragged_linear=True (its kernels are not custom ops; inductor "
-                             "fuses the layers it would replace)")
+            raise ValueError("compile does not take ragged_linear=True (its LayerNorm kernel is no custom op, and "
+                             "inductor fuses the layers it would replace); fused_blocks=True is the form that compiles")
         self.model = model
         self.mode = mode
         self.eager_numerics = eager_numerics

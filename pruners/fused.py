@@ -90,6 +90,8 @@ class FusedBlocks:
     def uniform_cu(self, batch: int, n: int, device: torch.device) -> torch.Tensor:
         """int32 [batch+1] = 0, n, 2n, ...: the dense batch's rows as segments. Built on the first forward of
         a batch size (before any CUDA-graph capture: graph mode warms up eagerly first) and kept."""
+        if torch.compiler.is_compiling():  # a constant of the traced graph
+            return torch.arange(0, (batch + 1) * n, n, dtype=torch.int32, device=device)
         key = (batch, n, device)
         cu = self._uniform.get(key)
         if cu is None:

@@ -311,7 +311,8 @@ class PrunedDeiT(nn.Module):
             linear layers, and the head as one (`pruners.fused`), the blocks before the first stage included
             (on the dense batch as rows with uniform segments; `dense` then attends with the library's
             kernel). For serving batches, where the forward is a chain of small launches. Not with
-            ragged_linear (its unfused form) nor compile.
+            ragged_linear (its unfused form); compiled, the fused layers stay custom ops and inductor fuses
+            what lies between them (embedding, the stages' bookkeeping).
 
     Attributes:
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`
@@ -864,7 +865,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
             packer (str): "ragged_kernels" or "torch" (see PrunedDeiT).
             ragged_linear (bool, False): experimental, see PrunedDeiT.
             fused_blocks (bool, False): each block as five launches and the head as one (`pruners.fused`);
-                any backend, dense included; eager or graph mode, not compile.
+                any backend, dense included; eager, graph mode, compiled or both.
             calibration_images (Tensor [B,3,H,W]): for an uncalibrated threshold_l2 pruner (default:
                 4 seeded `synthetic_images`).
 

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.fwd import compile_with_fallback
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -163,12 +163,59 @@ def _sm_count(device: torch.device) -> int | None:
 
 
 def _check_vector(name: str, t: torch.Tensor, n: int, x: torch.Tensor) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor, got {type(t).__name__}")
     if t.dim() != 1 or t.shape[0] != n or not t.is_contiguous():
         raise ValueError(f"{name} must be a contiguous [{n}], got {tuple(t.shape)}")
     if t.device != x.device:
         raise ValueError(f"{name} must be on x's device ({x.device}), got {t.device}")
     if t.dtype not in (x.dtype, torch.float32):
         raise TypeError(f"{name} must be {x.dtype} or float32, got {t.dtype}")
+
+
+def _validate(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cu_seqlens: torch.Tensor | None,
+              norm: tuple | None, residual: torch.Tensor | None, rows: torch.Tensor | None) -> tuple[int, int, int]:
+    """`ragged_linear`'s argument checks (metadata only: the fake implementation runs them too);
+    returns (input rows S, output rows R, output columns N)."""
+    if x.dim() != 2 or weight.dim() != 2 or x.shape[1] != weight.shape[1]:
+        raise ValueError(f"x must be [R, K] and weight [N, K], got {tuple(x.shape)} and {tuple(weight.shape)}")
+    if weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype):
+        raise TypeError(f"x, weight and bias must share a dtype, got {x.dtype}, {weight.dtype}, "
+                        f"{None if bias is None else bias.dtype}")  # fmt: skip
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(f"bias must be [{weight.shape[0]}], got {tuple(bias.shape)}")
+    if cu_seqlens is not None and (cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1
+                                   or cu_seqlens.numel() < 2):
+        raise ValueError(
+            f"cu_seqlens must be int32 [B+1] with B >= 1, got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}"
+        )
+    if rows is not None and (rows.dtype != torch.int32 or rows.dim() != 1 or not rows.is_contiguous()):
+        raise ValueError(f"rows must be a contiguous int32 [R], got {rows.dtype} {tuple(rows.shape)} strides "
+                         f"{rows.stride()}")
+    tensors = [x, weight] + [t for t in (bias, cu_seqlens, rows, residual) if t is not None]
+    if any(t.device != x.device for t in tensors):
+        raise ValueError("x, weight, bias, cu_seqlens, rows and residual must be on one device")
+    if not x.is_cuda and not INTERPRET:
+        raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
+    n_src, n_in = x.shape
+    n_rows = n_src if rows is None else rows.shape[0]
+    n_out = weight.shape[0]
+    if norm is not None:
+        if not (isinstance(norm, tuple) and len(norm) == 3):
+            raise TypeError("norm must be a (weight, bias, eps) tuple of a LayerNorm over x's last dimension")
+        ln_w, ln_b, eps = norm
+        _check_vector("norm weight", ln_w, n_in, x)
+        _check_vector("norm bias", ln_b, n_in, x)
+        if not isinstance(eps, float | int) or not eps >= 0:
+            raise ValueError(f"norm eps must be a number >= 0, got {eps!r}")
+    if residual is not None and (tuple(residual.shape) != (n_rows, n_out) or residual.dtype != x.dtype):
+        raise ValueError(f"residual must be {x.dtype} [{n_rows}, {n_out}], got {residual.dtype} "
+                         f"{tuple(residual.shape)}")
+    if n_in == 0 and norm is not None and n_rows and n_out:
+        raise ValueError("norm needs at least one input column")
+    return n_src, n_rows, n_out
 
 
 def ragged_linear(
@@ -218,50 +265,22 @@ def ragged_linear(
         >>> h = ragged_linear(x, blk.attn.qkv.weight, blk.attn.qkv.bias, cu, norm=(ln.weight, ln.bias, ln.eps))
         >>> x = ragged_linear(o, blk.attn.proj.weight, blk.attn.proj.bias, cu, residual=x)
     """
-    if x.dim() != 2 or weight.dim() != 2 or x.shape[1] != weight.shape[1]:
-        raise ValueError(f"x must be [R, K] and weight [N, K], got {tuple(x.shape)} and {tuple(weight.shape)}")
-    if weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype):
-        raise TypeError(f"x, weight and bias must share a dtype, got {x.dtype}, {weight.dtype}, "
-                        f"{None if bias is None else bias.dtype}")  # fmt: skip
-    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise ValueError(f"bias must be [{weight.shape[0]}], got {tuple(bias.shape)}")
-    if cu_seqlens is not None and (cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1
-                                   or cu_seqlens.numel() < 2):
-        raise ValueError(
-            f"cu_seqlens must be int32 [B+1] with B >= 1, got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}"
-        )
-    if rows is not None and (rows.dtype != torch.int32 or rows.dim() != 1 or not rows.is_contiguous()):
-        raise ValueError(f"rows must be a contiguous int32 [R], got {rows.dtype} {tuple(rows.shape)} strides "
-                         f"{rows.stride()}")
-    tensors = [x, weight] + [t for t in (bias, cu_seqlens, rows, residual) if t is not None]
-    if any(t.device != x.device for t in tensors):
-        raise ValueError("x, weight, bias, cu_seqlens, rows and residual must be on one device")
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
-    n_src, n_in = x.shape
-    n_rows = n_src if rows is None else rows.shape[0]
-    n_out = weight.shape[0]
-    if norm is not None:
-        if not (isinstance(norm, tuple) and len(norm) == 3):
-            raise TypeError("norm must be a (weight, bias, eps) tuple of a LayerNorm over x's last dimension")
-        ln_w, ln_b, eps = norm
-        _check_vector("norm weight", ln_w, n_in, x)
-        _check_vector("norm bias", ln_b, n_in, x)
-        if not isinstance(eps, float | int) or not eps >= 0:
-            raise ValueError(f"norm eps must be a number >= 0, got {eps!r}")
-    if residual is not None and (tuple(residual.shape) != (n_rows, n_out) or residual.dtype != x.dtype):
-        raise ValueError(f"residual must be {x.dtype} [{n_rows}, {n_out}], got {residual.dtype} "
-                         f"{tuple(residual.shape)}")
+    if norm is not None and not (isinstance(norm, tuple) and len(norm) == 3):
+        raise TypeError("norm must be a (weight, bias, eps) tuple of a LayerNorm over x's last dimension")
+    if torch.compiler.is_compiling():  # one node of the traced graph (`linear_op`); eager calls skip it
+        if out is not None or blocks is not None:
+            raise ValueError("ragged_linear under torch.compile allocates its output with its own blocks: out= and "
+                             "blocks= are not supported there")
+        ln_w, ln_b, eps = norm if norm is not None else (None, None, 0.0)
+        return linear_op(x, weight, bias, cu_seqlens, gelu, ln_w, ln_b, float(eps), residual, rows)
+    n_src, n_rows, n_out = _validate(x, weight, bias, cu_seqlens, norm, residual, rows)
+    n_in = x.shape[1]
     if out is None:
         out = torch.empty((n_rows, n_out), dtype=x.dtype, device=x.device)
     elif tuple(out.shape) != (n_rows, n_out) or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(f"out must be {x.dtype} [{n_rows}, {n_out}] on {x.device}, got {out.dtype} {tuple(out.shape)}")
     if n_rows == 0 or n_out == 0:
         return out
-    if n_in == 0 and norm is not None:
-        raise ValueError("norm needs at least one input column")
     chosen = (blocks_for(device_arch(x.device), gelu, n_rows, n_out, _sm_count(x.device)) if blocks is None
               else blocks)
     res = residual if residual is not None else out
@@ -289,6 +308,25 @@ def ragged_linear(
     else:  # first call for these blocks on this GPU: step down while its shared memory is too small
         _, _FITTED[fit_key] = compile_with_fallback(launch, chosen, smaller=smaller_blocks)
     return out
+
+
+def _linear_fake(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cu_seqlens: torch.Tensor | None,
+                 gelu: bool, norm_weight: torch.Tensor | None, norm_bias: torch.Tensor | None, eps: float,
+                 residual: torch.Tensor | None, rows: torch.Tensor | None) -> torch.Tensor:
+    norm = None if norm_weight is None and norm_bias is None else (norm_weight, norm_bias, eps)
+    _, n_rows, n_out = _validate(x, weight, bias, cu_seqlens, norm, residual, rows)  # the same errors at trace time
+    return x.new_empty((n_rows, n_out))
+
+
+@traceable_op("ragged_kernels::ragged_linear", _linear_fake)
+def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cu_seqlens: torch.Tensor | None,
+              gelu: bool, norm_weight: torch.Tensor | None, norm_bias: torch.Tensor | None, eps: float,
+              residual: torch.Tensor | None, rows: torch.Tensor | None) -> torch.Tensor:
+    """`ragged_linear` as a custom op (`torch.ops.ragged_kernels.ragged_linear`, positional arguments, the
+    norm as its weight, bias and eps): what a compiled graph calls, so a compiled forward keeps the fused
+    blocks and inductor fuses what lies between them."""
+    norm = None if norm_weight is None and norm_bias is None else (norm_weight, norm_bias, eps)
+    return ragged_linear(x, weight, bias, cu_seqlens, gelu=gelu, norm=norm, residual=residual, rows=rows)
 
 
 def smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
@@ -444,5 +482,5 @@ def layer_norm_specs() -> list:
                        dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
 
 
-__all__ = ["FUSIONS", "blocks_for", "fused_spec_makers", "layer_norm_specs", "linear_spec", "ragged_layer_norm",
-           "ragged_linear", "smaller_blocks"]
+__all__ = ["FUSIONS", "blocks_for", "fused_spec_makers", "layer_norm_specs", "linear_op", "linear_spec",
+           "ragged_layer_norm", "ragged_linear", "smaller_blocks"]

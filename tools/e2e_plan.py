@@ -72,7 +72,8 @@ def grid_configs(
         exact_capacity: add an eager exact_capacity row per ragged pruner and pruned backend.
         ragged_linear: add a triton graph row with `ragged_linear=True` per ragged pruner.
         fused: add graph rows with `fused_blocks=True`: dense, and per pruner every capturable backend (so
-            fused rows compare graph against graph too); dense fused is a dense configuration like the others.
+            fused rows compare graph against graph too), and compile+graph rows fused where the unfused ones
+            run; dense fused is a dense configuration like the others.
     """
     compile_at = set(compile_batches)
     out: list[Config] = []
@@ -84,6 +85,8 @@ def grid_configs(
                     out.append(Config(model, None, batch, "dense", "compile+graph"))
                 if fused:
                     out.append(Config(model, None, batch, "dense", "graph", fused=True))
+                    if compile_dense:
+                        out.append(Config(model, None, batch, "dense", "compile+graph", fused=True))
             for pruner in pruners:
                 for backend in backends:
                     if backend == "dense":
@@ -94,6 +97,8 @@ def grid_configs(
                             out.append(Config(model, pruner, batch, backend, "graph", fused=True))
                     if backend == "triton" and batch in compile_at:
                         out.append(Config(model, pruner, batch, backend, "compile+graph"))
+                        if fused:
+                            out.append(Config(model, pruner, batch, backend, "compile+graph", fused=True))
                     if eager or backend not in GRAPH_BACKENDS:
                         out.append(Config(model, pruner, batch, backend))
                     if exact_capacity and ragged(pruner):

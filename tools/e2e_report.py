@@ -117,8 +117,10 @@ def _f(x, fmt: str) -> str:
 
 THROUGHPUT_COLUMNS = (
     ("dense", "eager"), ("dense", "graph"), ("dense", "compile+graph"),
-    ("dense", "graph+fused"), ("triton", "graph"), ("triton", "compile+graph"), ("fa2_varlen", "graph"),
-    ("padded_sdpa", "graph"), ("triton", "graph+fused"), ("fa2_varlen", "graph+fused"), ("padded_sdpa", "graph+fused"),
+    ("dense", "graph+fused"), ("dense", "compile+graph+fused"),
+    ("triton", "graph"), ("triton", "compile+graph"), ("fa2_varlen", "graph"), ("padded_sdpa", "graph"),
+    ("triton", "graph+fused"), ("triton", "compile+graph+fused"), ("fa2_varlen", "graph+fused"),
+    ("padded_sdpa", "graph+fused"),
     ("triton", "eager"), ("fa2_varlen", "eager"), ("padded_sdpa", "eager"), ("nested_sdpa", "eager"),
     ("triton", "eager+exact"), ("triton", "graph+rlin"),
 )

@@ -128,10 +128,10 @@ def test_backbones_the_fused_block_does_not_compute_are_refused_by_name():
 
 
 def test_options_that_exclude_fused_blocks():
+    with pytest.raises(ValueError, match="fused_blocks=True is the form that compiles"):
+        build_pruned_model("deit_tiny_patch16_224", "evit", "triton", ragged_linear=True, compile=True)
     with pytest.raises(ValueError, match="choose one of fused_blocks and ragged_linear"):
         build_pruned_model("deit_tiny_patch16_224", "evit", "triton", fused_blocks=True, ragged_linear=True)
-    with pytest.raises(ValueError, match="compile does not take fused_blocks"):
-        build_pruned_model("deit_tiny_patch16_224", "evit", "triton", fused_blocks=True, compile=True)
     with pytest.raises(TypeError, match="fused_blocks must be True or False"):
         build_pruned_model("deit_tiny_patch16_224", "evit", "triton", fused_blocks="yes")
 
@@ -156,3 +156,19 @@ def test_gpu_fp16_fused_eager_and_graph_against_the_padded_reference(pruner):
         expect = ref(images).float()
         for got in (eager(images), graph(images), graph(images)):
             assert (got.float() - expect).abs().max().item() <= 0.004
+
+
+@pytest.mark.parametrize("case", ["dense", "threshold_l2-triton"])
+def test_the_fused_forward_compiles_whole_and_computes_the_eager_result(case):
+    """`ragged_linear` is a custom op: `torch.compile(fullgraph=True)` traces the fused forward without a
+    graph break (aot_eager: the traced graph run unfused on the CPU), so inductor can fuse what lies
+    between the fused layers."""
+    from pruners import CompiledPrunedModel
+
+    fused = _small(case, True)
+    images = synthetic_images(2, SMALL["img_size"], seed=8).to(DEV)
+    with torch.no_grad():
+        expect = fused(images)
+        compiled = CompiledPrunedModel(fused, backend="aot_eager")
+        torch.testing.assert_close(compiled(images), expect, rtol=0, atol=1e-5)
+    torch.compiler.reset()

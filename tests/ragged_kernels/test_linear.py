@@ -233,3 +233,23 @@ def test_small_grids_step_their_tiles_down_to_fill_the_sms(monkeypatch):
     assert linear.blocks_for(90, False, 197, 1152, 132) == (32, 64, 64, 4, 3)  # the smallest step: 7 x 18
     assert linear.blocks_for(89, True, 197, 384, 48) == (32, 64, 32, 4, 3)
     assert linear.blocks_for(90, True, 4 * 197, 3072, 132) == (128, 128, 64, 8, 3)  # 7 x 24 = 168
+
+
+def test_the_custom_op_matches_its_fake_for_every_fusion():
+    """`linear_op` (what a compiled graph calls): the fake implementation gives the real output's shape,
+    dtype and strides for each fusion a DeiT block uses (opcheck compares outputs bit for bit, so every
+    output row is computed here: no cu_seqlens)."""
+    from ragged_kernels.linear import linear_op
+
+    x, w, b, (lw, lb) = _norm_case(rows=20, n_in=24, n_out=16)
+    res = torch.randn(20, 16, device=DEVICE)
+    rows = torch.tensor([3, 0, 19], dtype=torch.int32, device=DEVICE)
+    for args in ((x, w, b, None, False, None, None, 0.0, None, None),
+                 (x, w, b, None, False, lw, lb, 1e-6, None, None),
+                 (x, w, b, None, True, lw, lb, 1e-6, None, None),
+                 (x, w, None, None, False, None, None, 0.0, res, None),
+                 (x, w, b, None, False, lw, lb, 1e-6, None, rows)):
+        torch.library.opcheck(linear_op, args)
+    cu = torch.tensor([0, 7, 20], dtype=torch.int32, device=DEVICE)
+    torch.testing.assert_close(linear_op(x, w, b, cu, True, lw, lb, 1e-6, None, None),
+                               ragged_linear(x, w, b, cu, gelu=True, norm=(lw, lb, 1e-6)), rtol=0, atol=0)

@@ -251,9 +251,12 @@ def test_fused_rows_for_dense_and_every_capturable_backend():
                      compile_batches=())
     fused = [c for c in g if c.fused]
     assert fused == [Config("m", None, 4, "dense", "graph", fused=True),
+                     Config("m", None, 4, "dense", "compile+graph", fused=True),
                      Config("m", "evit", 4, "triton", "graph", fused=True),
                      Config("m", "evit", 4, "fa2_varlen", "graph", fused=True)]  # nested_sdpa cannot be captured
-    assert fused[0].mode_label == "graph+fused" and g.index(fused[0]) < g.index(fused[1])  # dense first
+    assert fused[0].mode_label == "graph+fused" and g.index(fused[0]) < g.index(fused[2])  # dense first
+    at_compile_batch = grid_configs(["m"], ["evit"], [1], ["triton"], fused=True)
+    assert [c.mode_label for c in at_compile_batch] == ["graph", "graph+fused", "compile+graph", "compile+graph+fused"]
     assert not any(c.fused for c in grid_configs(["m"], ["evit"], [4], ["triton", "dense"]))
 
 
@@ -535,8 +538,9 @@ def test_gpu_bench_one_tiny_every_mode():
     cfgs = [Config(TINY, None, 4, "dense", m) for m in ("eager", "graph", "compile+graph")]
     cfgs += [Config(TINY, "threshold_l2", 4, b, m) for b, m in (("triton", "graph"), ("triton", "compile+graph"),
                                                                 ("fa2_varlen", "graph"), ("padded_sdpa", "graph"))]
-    cfgs += [Config(TINY, None, 4, "dense", "graph", fused=True), Config(TINY, "threshold_l2", 4, "triton", "graph",
-                                                                         fused=True)]
+    cfgs += [Config(TINY, None, 4, "dense", "graph", fused=True),
+             Config(TINY, "threshold_l2", 4, "triton", "graph", fused=True),
+             Config(TINY, "threshold_l2", 4, "triton", "compile+graph", fused=True)]
     rows = [bench_one(c, cache, repeats=1, min_time=0.01, warmup_s=0.0, latency_calls=50, latency_max_batch=4)
             for c in cfgs]
     for r in rows:
@@ -547,7 +551,8 @@ def test_gpu_bench_one_tiny_every_mode():
     assert all(r["compile_s"] > 0 for r in rows if r["mode"] == "compile+graph")
     dense_graph, dense_compiled = rows[1], rows[2]
     assert dense_compiled["nodes"]["kernel"] < dense_graph["nodes"]["kernel"]  # inductor fused something
-    assert [r["decisions"] for r in rows[3:]] == ["recorded", "replayed", "replayed", "replayed", "own", "replayed"]
+    assert [r["decisions"] for r in rows[3:]] == ["recorded", "replayed", "replayed", "replayed", "own", "replayed",
+                                                  "replayed"]
     dense_fused = rows[7]
     assert dense_fused["nodes"]["kernel"] < dense_compiled["nodes"]["kernel"]  # five launches a block, one head
     for r in rows:
