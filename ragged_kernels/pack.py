@@ -34,8 +34,10 @@ _FUSE_BLOCK_L = 64
 
 def _num_warps(block_l: int, device: torch.device) -> int:
     """Warps of a pack/unpack program. 4, as measured on the H200 (2026-11-29: pack + unpack within
-    1.02-1.29x of a copy); on sm_80 and sm_89 a 256-row tile with 4 warps spills 308-552 B per thread
-    (ptxas, 2026-12-01) and takes 8 warps for the same tile, which spill nothing (`tools.compile_check`)."""
+    1.02-1.29x of a copy); 8 for a 256-row tile on sm_80 and sm_89, chosen on 2026-12-01 from a ptxas report
+    of 308-552 B of spills at 4 warps. That report compiled the channel count unspecialised; compiled as
+    the JIT sees DeiT widths (multiples of 16, 2026-12-04, `tools.compile_check`), neither 4 nor 8 warps
+    spills there (162-210 and 90-128 registers). Unchanged until timed on such a card."""
     return 8 if block_l == 256 and device_arch(device) != 90 else 4
 # What the kernels move: every dtype Triton loads and stores on NVIDIA GPUs (pack/unpack only copy
 # and fill). Anything else (complex, the AMD-only fnuz float8s, ...) gets a TypeError naming these.
@@ -481,7 +483,9 @@ def compile_specs(capability: int = 90) -> list:
         name += " fused row" if fuse else ""
         warps = 8 if block_l == 256 and capability != 90 else 4  # as _num_warps
         types = {**args, "CU_IN": "*i1" if dense else "*i32", "W": "*fp32" if fuse else "*i1"}
-        specs.append(KernelSpec(name, _pack_unpack_kernel, types, consts, dict(num_warps=warps)))
+        # n_channels: DeiT widths are multiples of 16, which the JIT specialises on (as it compiles a launch)
+        specs.append(KernelSpec(name, _pack_unpack_kernel, types, consts, dict(num_warps=warps),
+                                divisible=("n_channels",)))
     count_args = dict(KEEP="*i1", CU_IN="*i1", COUNTS="*i32", n_rows="i32", keep_len="i32")
     for dense, seg, first, fuse in ((True, False, False, False), (True, False, True, False),
                                     (False, True, True, False), (True, False, True, True), (False, True, True, True)):

@@ -20,18 +20,11 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-# Spills that ship on purpose: sm_90 configs measured fastest on the H200 as they are (2026-11-29: pack +
-# unpack within 1.02-1.29x of a device copy) although ptxas spills them (2026-12-01). Each may spill up to
-# the bytes recorded here, and only on sm_90; sm_80 and sm_89 take configs that spill nothing. Re-measure
-# before adding an entry. (ragged_linear's 128 x 256 tile was listed with 208 B until 2026-12-04, when its
-# spec took the unit strides and multiples of 16 the JIT specialises on: it then spills nothing.)
-KNOWN_SPILLS = {
-    (90, "pack/unpack dense=True pack=True fill=True per-position=False keep_first=False"): 376,
-    (90, "pack/unpack dense=True pack=True fill=False per-position=False keep_first=False"): 392,
-    (90, "pack/unpack dense=True pack=False fill=False per-position=False keep_first=False"): 272,
-    (90, "pack/unpack dense=True pack=True fill=False per-position=False keep_first=True"): 392,
-    (90, "pack/unpack dense=False pack=True fill=False per-position=True keep_first=True"): 494,
-}
+# Spills that ship on purpose: (architecture, spec name) -> the bytes it may spill, each a config measured
+# fastest as it is although ptxas spills it. Empty since 2026-12-04: the pack/unpack and ragged_linear
+# entries of 2026-12-01 (272-494 and 208 B on sm_90) came from compiles that left the widths and unit
+# strides unspecialised; compiled as the JIT specialises them, nothing spills. Re-measure before adding one.
+KNOWN_SPILLS: dict[tuple[int, str], int] = {}
 
 
 @functools.cache  # per process: ragged_linear's specs compile while they are fitted to the architecture
