@@ -24,8 +24,8 @@ CPU_REGEX = r"CPU\."
 # (batch > 4). A literal, because the runner reads it as text from any checkout (ci.runner.config);
 # tests/benchmarks/test_presets.py checks it against the presets and those rules.
 FULL_REGEX = (
-    r"^(?!bench_end_to_end\.EndToEnd(PR)?\.\w+\(.*'nested_sdpa', '(graph|compile)'\)"
-    r"|bench_end_to_end\.EndToEnd(PR)?\.\w+\(.*'(fa2_varlen|padded_sdpa)', 'compile'\)"
-    r"|bench_end_to_end\.EndToEnd(PR)?\.track_compile_seconds\(.*'(eager|graph)'\)"
+    r"^(?!bench_end_to_end\.EndToEnd(PR)?\.\w+\(.*'nested_sdpa', '(graph|compile|fused)'\)"
+    r"|bench_end_to_end\.EndToEnd(PR)?\.\w+\(.*'(fa2_varlen|padded_sdpa)', '(compile|fused)'\)"
+    r"|bench_end_to_end\.EndToEnd(PR)?\.track_compile_seconds\(.*'(eager|graph|fused)'\)"
     r"|bench_end_to_end\.EndToEnd(PR)?\.track_latency_p(50|99)\('(deits224-b32|deitb224-b32|deitb384-b8|deitt224-b8)')"
 )

@@ -402,6 +402,7 @@ def test_full_regex_leaves_out_only_the_uncapturable_end_to_end_cases():
                 never_runs = (
                     (backend in bench_end_to_end.NOT_CAPTURABLE and mode != "eager")
                     or (mode == "compile" and backend not in bench_end_to_end.COMPILED_BACKENDS)
+                    or (mode == "fused" and backend not in bench_end_to_end.FUSED_BACKENDS)
                     or (method == "track_compile_seconds" and mode != "compile")
                     or (method.startswith("track_latency") and MODEL_PRESETS[preset].batch > 4)
                 )
