@@ -20,6 +20,7 @@ SMALL = dict(img_size=64, depth=4)
 CASES = {
     "dense": (None, "dense"),
     "evit-reference": (("evit", dict(stages=(1, 2), keep_rate=0.6)), "reference"),
+    "evit-triton": (("evit", dict(stages=(1, 2), keep_rate=0.6)), "triton"),  # the pack kernel's fused row
     "evit-nofuse-triton": (("evit", dict(stages=(1, 2), keep_rate=0.6, fuse_token=False)), "triton"),
     "dynamicvit-triton": (("dynamicvit", dict(stages=(1, 3), keep_ratios=(0.7, 0.5))), "triton"),
     "ats-reference": (("ats", dict(stages=(1, 2, 3), num_samples=10)), "reference"),
