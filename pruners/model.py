@@ -674,59 +674,50 @@ class PrunedDeiT(nn.Module):
         x = self._embed(images)
         if self._fused is not None:
             logits = self._fused_forward(x)
-            self._mark_override_checked(images)
-            return logits
-        n = x.shape[1]
-        cu: torch.Tensor | None = None
-        pr = self.pruner
-        for i, blk in enumerate(m.blocks):
-            stage = self._stage_at.get(i)
-            if stage is None:
-                x, _, _, _ = self._attention(blk, x, cu, n)
-                x = self._mlp(blk, x, cu)
-            elif pr.placement == "before_block":
-                x, cu, n = self._prune(stage, x, cu, n)
-                x, _, _, _ = self._attention(blk, x, cu, n)
-                x = self._mlp(blk, x, cu)
-            else:
-                x, q, k, v = self._attention(blk, x, cu, n)
-                x, cu, n = self._prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
-                x = self._mlp(blk, x, cu)
-        self._mark_override_checked(images)
-        cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
-        return m.head(m.head_drop(m.fc_norm(m.norm(cls))))
-
-    def _mark_override_checked(self, images: torch.Tensor) -> None:
+        else:
+            x, cu = self._blocks(x, None, x.shape[1], self._attention, self._mlp, self._prune)
+            cls = x[:, 0] if cu is None else x.index_select(0, cu[:-1])  # int32 rows: no int64 copy
+            logits = m.head(m.head_drop(m.fc_norm(m.norm(cls))))
         if self._keep_override is not None and not torch.compiler.is_compiling() and not (
             images.is_cuda and torch.cuda.is_current_stream_capturing()
         ):
             # Outside a capture every stage's mask was checked (or exact_capacity needs none), and fits.
             self._override_checked = True
+        return logits
+
+    def _blocks(self, x: torch.Tensor, cu: torch.Tensor | None, n: int, attention, mlp, prune):
+        """(x, cu) after every block and its pruning stage: a `before_block` stage prunes before its block,
+        an `after_attention` one between its block's attention and MLP. `attention(blk, x, cu, n)` ->
+        (x, q, k, v), `mlp(blk, x, cu)` -> x and `prune` (`_prune`'s arguments) are the forward's own steps."""
+        before = self.pruner.placement == "before_block"
+        for i, blk in enumerate(self.backbone.blocks):
+            stage = self._stage_at.get(i)
+            if stage is not None and before:
+                x, cu, n = prune(stage, x, cu, n)
+            x, q, k, v = attention(blk, x, cu, n)
+            if stage is not None and not before:
+                x, cu, n = prune(stage, x, cu, n, (q, k, v), blk.attn.scale)
+            x = mlp(blk, x, cu)
+        return x, cu
 
     def _fused_forward(self, x: torch.Tensor) -> torch.Tensor:
         """Blocks and head of the fused forward (`pruners.fused`) on the embedded tokens x [B, N, C]: the
         rows of the dense batch with uniform segments until the first stage, then the packed rows. A stage
         sees the dense phase as [B, N, C] views (and q, k, v as [B, N, H, D]), as the unfused forward gives it."""
-        fused, pr = self._fused, self.pruner
+        fused = self._fused
         batch, n, width = x.shape
-        x = x.reshape(batch * n, width)
-        cu = fused.uniform_cu(batch, n, x.device)
         dense = True
 
         def prune(stage, x, cu, n, qkv=None, scale=None):
-            if dense:  # the unfused forward's dense layouts, as views of the rows
-                x = x.view(batch, n, width)
-                qkv = None if qkv is None else tuple(t.view(batch, n, *t.shape[1:]) for t in qkv)
-            return self._prune(stage, x, None if dense else cu, n, qkv, scale)
+            nonlocal dense
+            if not dense:
+                return self._prune(stage, x, cu, n, qkv, scale)
+            dense = False  # the unfused forward's dense layouts, as views of the rows
+            qkv = None if qkv is None else tuple(t.view(batch, n, *t.shape[1:]) for t in qkv)
+            return self._prune(stage, x.view(batch, n, width), None, n, qkv, scale)
 
-        for i, blk in enumerate(self.backbone.blocks):
-            stage = self._stage_at.get(i)
-            if stage is not None and pr.placement == "before_block":
-                (x, cu, n), dense = prune(stage, x, cu, n), False
-            x, q, k, v = fused.attention(blk, x, cu, n)
-            if stage is not None and pr.placement != "before_block":
-                (x, cu, n), dense = prune(stage, x, cu, n, (q, k, v), blk.attn.scale), False
-            x = fused.mlp(blk, x, cu)
+        x, cu = self._blocks(x.reshape(batch * n, width), fused.uniform_cu(batch, n, x.device), n, fused.attention,
+                             fused.mlp, prune)
         return fused.head(self.backbone, x, cu)
 
     @torch.no_grad()

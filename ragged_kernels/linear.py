@@ -202,9 +202,7 @@ def _validate(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
     n_src, n_in = x.shape
     n_rows = n_src if rows is None else rows.shape[0]
     n_out = weight.shape[0]
-    if norm is not None:
-        if not (isinstance(norm, tuple) and len(norm) == 3):
-            raise TypeError("norm must be a (weight, bias, eps) tuple of a LayerNorm over x's last dimension")
+    if norm is not None:  # a (weight, bias, eps) tuple: ragged_linear checks that before either path
         ln_w, ln_b, eps = norm
         _check_vector("norm weight", ln_w, n_in, x)
         _check_vector("norm bias", ln_b, n_in, x)
@@ -310,10 +308,15 @@ def ragged_linear(
     return out
 
 
+def _op_norm(weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float) -> tuple | None:
+    """`linear_op`'s norm arguments as `ragged_linear`'s `norm` tuple (None: no norm)."""
+    return None if weight is None and bias is None else (weight, bias, eps)
+
+
 def _linear_fake(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cu_seqlens: torch.Tensor | None,
                  gelu: bool, norm_weight: torch.Tensor | None, norm_bias: torch.Tensor | None, eps: float,
                  residual: torch.Tensor | None, rows: torch.Tensor | None) -> torch.Tensor:
-    norm = None if norm_weight is None and norm_bias is None else (norm_weight, norm_bias, eps)
+    norm = _op_norm(norm_weight, norm_bias, eps)
     _, n_rows, n_out = _validate(x, weight, bias, cu_seqlens, norm, residual, rows)  # the same errors at trace time
     return x.new_empty((n_rows, n_out))
 
@@ -325,8 +328,8 @@ def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
     """`ragged_linear` as a custom op (`torch.ops.ragged_kernels.ragged_linear`, positional arguments, the
     norm as its weight, bias and eps): what a compiled graph calls, so a compiled forward keeps the fused
     blocks and inductor fuses what lies between them."""
-    norm = None if norm_weight is None and norm_bias is None else (norm_weight, norm_bias, eps)
-    return ragged_linear(x, weight, bias, cu_seqlens, gelu=gelu, norm=norm, residual=residual, rows=rows)
+    return ragged_linear(x, weight, bias, cu_seqlens, gelu=gelu, norm=_op_norm(norm_weight, norm_bias, eps),
+                         residual=residual, rows=rows)
 
 
 def smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
@@ -467,7 +470,7 @@ def fused_spec_makers(capability: int) -> list[tuple[Callable, tuple[int, int, i
     for fusion in FUSIONS:
         gelu = fusion.get("gelu", False)
         flags = {k: v for k, v in fusion.items() if k != "gelu"}
-        bm, bn, bk, _, stages = base = blocks_for(capability, gelu)
+        _, _, bk, _, stages = base = blocks_for(capability, gelu)
         for blocks in (base, (64, 64, bk, 4, stages), (32, 64, bk, 4, stages)):
             out.append((functools.partial(linear_spec, gelu=gelu, **flags), blocks))
     return out
