@@ -134,6 +134,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 print(f"error: {f.message}", file=sys.stderr)
             elif f.skipped:
                 print(f"warning: {f.message}", file=sys.stderr)
+        for note in report.notes:
+            print(note, file=sys.stderr)
         print(report.summary())
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR

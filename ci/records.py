@@ -65,8 +65,16 @@ JOB_KEY = "job"
 
 @dataclass(frozen=True)
 class Machine:
-    """A benchmarking host. `name` is asv's machine name; the GPU fields come from the run's
-    environment record (asv's machine file has none)."""
+    """Where a series is measured: one asv machine name, one asv environment, one host. asv keys a
+    result by machine and environment (`conda-py3.11-...`, `virtualenv-py3.12`), and one machine name
+    may be given to several hosts: results of two environments or two hosts are never one series.
+
+    `name` is the store's key of it: asv's machine name for the first environment and host a store
+    saw under that name, "<machine> [<environment>]" for another environment and
+    "<machine> [<environment>, host <k>]" for another host (`ci.store.hosts`); `label` is what a
+    reader is shown. The GPU fields come from the GPU sidecar (asv's machine file has none).
+    A record built by hand with only a name is its own asv machine, environment unknown.
+    """
 
     name: str
     gpu: str = ""
@@ -76,6 +84,38 @@ class Machine:
     triton: str = ""
     cpu: str = ""
     extra: tuple[tuple[str, str], ...] = ()
+    asv_name: str = ""  # asv's machine name ("": the same as `name`)
+    env_name: str = ""  # asv's environment name ("": unknown)
+    host: tuple[tuple[str, str], ...] = ()  # `ci.store.hosts.host_fingerprint` of the host
+
+    @property
+    def machine_name(self) -> str:
+        """asv's machine name."""
+        return self.asv_name or self.name
+
+
+def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:
+    """What a reader is shown for each machine key: asv's machine name where that name has one
+    environment and one host in `machines`, else the name with the environment (and, for a second
+    host under one name, the key's host number).
+
+    Args:
+        machines: the store's machines (`StoreReader.machines`).
+
+    Returns:
+        machine key -> label.
+    """
+    by_name: dict[str, list[Machine]] = {}
+    for m in machines:
+        by_name.setdefault(m.machine_name, []).append(m)
+    out = {}
+    for name, group in by_name.items():
+        for m in group:
+            if len(group) == 1 or m.name != name or not m.env_name:
+                out[m.name] = name if len(group) == 1 else m.name  # a second one's key names it already
+            else:  # the first environment and host seen under the name, among others
+                out[m.name] = f"{name} [{m.env_name}]"
+    return out
 
 
 @dataclass(frozen=True)
@@ -286,6 +326,9 @@ class ParsedRun:
     # The run's other points, a benchmark's grid per block (`PointBlock`): `points` holds only those
     # the parse checked one by one (failed or skipped points, ints, a missing statistic, ...).
     blocks: tuple[PointBlock, ...] = ()
+    # asv's machine fields recorded in the file itself (`params`: arch, cpu, num_cpu, os, ram), which
+    # describe the host at the time of the run (machine.json holds the latest `asv machine`'s).
+    host_info: tuple[tuple[str, str], ...] = ()
 
     @property
     def n_points(self) -> int:

@@ -41,6 +41,7 @@ from ci.ingest.asv_files import (
     read_file,
 )
 from ci.records import STAT_NAMES, Benchmark, Direction, Kind, ParsedPoint, ParsedRun, PointBlock
+from ci.store.hosts import HOST_KEYS
 from ci.text import quote_path
 
 _STAT_COLUMNS = STAT_NAMES
@@ -484,4 +485,6 @@ def _parse(
         skipped_unknown=tuple(unknown),
         skipped_stale=tuple(stale),
         blocks=tuple(blocks),
+        host_info=tuple(sorted((k, str(v)) for k, v in params.items()
+                               if k in HOST_KEYS and isinstance(v, str | int | float) and not isinstance(v, bool))),
     )

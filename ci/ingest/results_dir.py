@@ -27,7 +27,7 @@ import os
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -54,6 +54,7 @@ from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
 from ci.store import Store, StoreLimitError, error_line
 from ci.store.codec import float64s, int64s, pack_block
+from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
 from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
@@ -84,6 +85,9 @@ class IngestReport:
 
     files: tuple[FileOutcome, ...]
     seconds: float = 0.0  # wall time of the whole call
+    # One line per machine this ingest added beside one of the same asv name: another environment,
+    # or another host (`machine_notes`), so that no series is split or kept apart without a word.
+    notes: tuple[str, ...] = ()
 
     @property
     def points_written(self) -> int:
@@ -203,12 +207,18 @@ def git_commits(
     return found
 
 
-def _machine(name: str, info: dict[str, str], sidecar: dict[str, str]) -> Machine:
-    """The Machine row: asv's machine.json plus the GPU sidecar's gpu/driver/cuda/torch/triton."""
+def _machine(run: ParsedRun, info: dict[str, str], sidecar: dict[str, str]) -> Machine:
+    """The machine a run was measured on: asv's machine name and the run's environment, its host
+    as the result file records it (machine.json where the file records nothing), and the GPU
+    sidecar's gpu/driver/cuda/torch/triton. The store decides which stored machine that is."""
+    own = {**info, **dict(run.host_info)}  # the file's own record of the host wins: it is the run's
     return Machine(
-        name=name,
-        cpu=info.get("cpu", ""),
-        extra=tuple(sorted((k, v) for k, v in info.items() if k not in ("machine", "cpu"))),
+        name=run.machine,
+        cpu=own.get("cpu", ""),
+        extra=tuple(sorted((k, v) for k, v in own.items() if k not in ("machine", "cpu"))),
+        asv_name=run.machine,
+        env_name=run.env_name,
+        host=host_fingerprint({**own, "gpu": sidecar.get("gpu", "")}),
         **{k: sidecar.get(k, "") for k in SIDECAR_MACHINE_KEYS},
     )
 
@@ -501,7 +511,7 @@ def _write_batch(
     `outcomes`; returns the points written."""
     git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
     items = [
-        (run, _machine(run.machine, info, sidecar), git_info.get(run.commit_hash)
+        (run, _machine(run, info, sidecar), git_info.get(run.commit_hash)
          or Commit(sha=run.commit_hash, time=run.commit_time))
         for run, info, sidecar in parsed
     ]  # fmt: skip
@@ -581,6 +591,7 @@ def ingest_results_dir(
                 machine_infos[path.parent] = AsvFormatError(f"{where}: cannot be read ({error_line(exc)})")
 
     outcomes: list[FileOutcome] = []
+    machines_before = store.machines()
     known = store.run_index()  # one query: a file another runner adds meanwhile is simply not known yet
     known_shas: list[str] = []
     # run key -> (first file in path order holding it, its digest): a second file with the same run
@@ -624,4 +635,41 @@ def ingest_results_dir(
         git_info = git_commits(repo, known_shas, branch, branch_log)
         store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
     outcomes.sort(key=lambda f: f.path)
-    return IngestReport(tuple(outcomes), time.perf_counter() - t0)
+    notes = machine_notes(machines_before, store.machines()) if written else ()
+    return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
+
+
+def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[str, ...]:
+    """What an ingest says of the machines it added beside others of the same asv machine name.
+
+    Args:
+        before: the store's machines before the ingest.
+        after: its machines after.
+
+    Returns:
+        One line per added machine: a new environment is its own series ("note"); a second host
+        under one name is kept apart ("warning", naming both hosts and the fix).
+    """
+    known = {m.name for m in before}
+    by_name: dict[str, list[Machine]] = {}
+    for m in after:
+        by_name.setdefault(m.machine_name, []).append(m)
+    out = []
+    for m in after:
+        if m.name in known:
+            continue
+        first = by_name[m.machine_name][0]
+        if first.name == m.name:
+            continue
+        if not same_host(first.host, m.host):
+            out.append(printable(
+                f"warning: machine {m.machine_name!r}: results from another host ({describe(m.host)}) than the "
+                f"first one of that name ({describe(first.host)}: {', '.join(host_differences(first.host, m.host))}) "
+                f"are kept apart as machine {m.name!r}, never one series with it; to name the hosts yourself, give "
+                "each its own asv machine name (`asv machine --machine NAME` on each host, or a BENCH_MACHINE per "
+                "runner in the workflow)"))  # fmt: skip
+        else:
+            out.append(printable(
+                f"note: machine {m.machine_name!r} measured in another environment, {m.env_name!r}: its results "
+                f"are their own series, machine {m.name!r} (environment {first.env_name!r} is {first.name!r})"))
+    return tuple(out)

@@ -44,10 +44,16 @@ class Base(DeclarativeBase):
 
 
 class MachineRow(Base):
+    """Where series are measured: one asv machine name x environment x host (`ci.records.Machine`);
+    `name` is its key, the others asv's machine name, its environment and the host's fingerprint."""
+
     __tablename__ = "machines"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(255), unique=True)
+    asv_name: Mapped[str] = mapped_column(String(255), index=True, default="", server_default="")
+    env_name: Mapped[str] = mapped_column(String(255), default="", server_default="")
+    host: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")  # JSON object (ci.store.hosts)
     gpu: Mapped[str] = mapped_column(String(255), default="")
     driver: Mapped[str] = mapped_column(String(64), default="")
     cuda: Mapped[str] = mapped_column(String(64), default="")
@@ -206,4 +212,16 @@ class ChangePointStateRow(Base):
     runs: Mapped[int] = mapped_column(Integer)
     runs_digest: Mapped[str] = mapped_column(String(64))
     state: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SettingRow(Base):
+    """What the project's asv.conf.json said at the last ingest that found one (key "asv_conf": its
+    project name, URLs and `regressions_thresholds` as JSON), so every command that decides or
+    writes reads one set of settings from the history it works on."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -43,6 +43,7 @@ from ci.store.models import (
     ResultBlockRow,
     ResultRow,
     RunRow,
+    SettingRow,
     VerdictRow,
 )
 
@@ -220,7 +221,7 @@ class StoreReads:
         return prefix if prefix in shas else shas[0]
 
     def machines(self) -> list[Machine]:
-        """Every machine, by name."""
+        """Every machine (asv machine name x environment x host, `ci.records.Machine`), by key."""
         with self._read() as conn:
             rows = conn.execute(select(MachineRow).order_by(MachineRow.name)).scalars().all()
         return [
@@ -233,9 +234,17 @@ class StoreReads:
                 triton=r.triton,
                 cpu=r.cpu,
                 extra=tuple(sorted(json.loads(r.extra).items())),
+                asv_name=r.asv_name,
+                env_name=r.env_name,
+                host=tuple(sorted((str(k), str(v)) for k, v in json.loads(r.host or "{}").items())),
             )
             for r in rows
         ]
+
+    def setting(self, key: str) -> str | None:
+        """A stored setting's value (`ci.store.models.SettingRow`), None where there is none."""
+        with self._read() as conn:
+            return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
 
     @staticmethod
     def _commit_order() -> tuple[Any, ...]:

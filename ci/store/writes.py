@@ -5,6 +5,7 @@ transaction (`ci.store.engine.retry_write`): all of it or nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -12,13 +13,14 @@ from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
-from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text
+from ci.store.hosts import merged, same_host
+from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text, column_length
 from ci.store.models import (
     AcknowledgementRow,
     BenchmarkRow,
@@ -28,6 +30,7 @@ from ci.store.models import (
     ResultBlockRow,
     ResultRow,
     RunRow,
+    SettingRow,
     VerdictRow,
 )
 from ci.store.reads import StoreReads
@@ -41,6 +44,15 @@ _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`);
 
 
 _second = itemgetter(1)
+
+
+def _host(text: str) -> tuple[tuple[str, str], ...]:
+    """A stored host fingerprint (JSON object text) as `ci.store.hosts` takes it."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in value.items())) if isinstance(value, dict) else ()
 
 
 def _by_benchmark_id(row: tuple[Any, ...]) -> int:
@@ -84,15 +96,20 @@ class StoreWrites(StoreReads):
         self._undeclared_ids.update((k[1], v) for k, v in pending.items() if isinstance(k, tuple))
         return out
 
-    def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, int] | None = None) -> int:
+    def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, Any] | None = None
+                        ) -> tuple[int, str]:
         if pending is not None and machine in pending:
             return pending[machine]  # this transaction wrote this very record already (a batch's files share it)
-        machine_id = self._write_machine(conn, machine)
+        found = self._write_machine(conn, machine)
         if pending is not None:
-            pending[machine] = machine_id
-        return machine_id
+            pending[machine] = found
+        return found
 
-    def _write_machine(self, conn: Connection, machine: Machine) -> int:
+    def _write_machine(self, conn: Connection, machine: Machine) -> tuple[int, str]:
+        """The id and key of the machine (`ci.records.Machine`: asv machine name x environment x host)
+        `machine` was measured on: an existing one of the same name, environment and host (its fields
+        refreshed), else a new one, keyed as `ci.records.Machine` says."""
+        asv_name, host = machine.machine_name, machine.host
         fields = {
             "gpu": machine.gpu,
             "driver": machine.driver,
@@ -102,19 +119,55 @@ class StoreWrites(StoreReads):
             "cpu": machine.cpu,
             "extra": json.dumps(dict(machine.extra), sort_keys=True),
         }
-        row = conn.execute(select(MachineRow.__table__).where(MachineRow.name == machine.name)).one_or_none()
-        if row is None:
-            stmt = insert_ignore(self.dialect, MachineRow.__table__)
-            if stmt is None:
-                conn.execute(insert(MachineRow.__table__).values(name=machine.name, **fields))
-            else:
-                conn.execute(stmt.values(name=machine.name, **fields))
-            return conn.execute(select(MachineRow.id).where(MachineRow.name == machine.name)).scalar_one()
-        # Newer information wins for fields this run knows; an unknown (empty) field never erases one.
-        changes = {k: v for k, v in fields.items() if v not in ("", "{}") and getattr(row, k) != v}
-        if changes:
-            conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(**changes))
-        return row.id
+        rows = conn.execute(select(MachineRow.__table__).where(MachineRow.asv_name == asv_name)
+                            .order_by(MachineRow.id)).all()  # fmt: skip
+        hosts: list[tuple[tuple[str, str], ...]] = []  # the name's hosts, in the order the store met them
+        host_no = 0
+        for row in rows:
+            row_host = _host(row.host)
+            known = next((k for k, h in enumerate(hosts, 1) if same_host(h, row_host)), 0)
+            if not known:
+                hosts.append(row_host)
+                known = len(hosts)
+            if not host_no and same_host(row_host, host):
+                host_no = known
+            if row.env_name == machine.env_name and same_host(row_host, host):
+                # Newer information wins for fields this run knows; an unknown (empty) field never erases one.
+                changes = {k: v for k, v in fields.items() if v not in ("", "{}") and getattr(row, k) != v}
+                full = merged(row_host, host)
+                if full != row_host:
+                    changes["host"] = json.dumps(dict(full), sort_keys=True)
+                if changes:
+                    conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(**changes))
+                return row.id, row.name
+        if not rows:
+            name = asv_name
+        else:
+            host_no = host_no or len(hosts) + 1
+            name = f"{asv_name} [{machine.env_name}" + (f", host {host_no}]" if host_no > 1 else "]")
+        name = self._free_machine_name(conn, name)
+        values = dict(name=name, asv_name=asv_name, env_name=machine.env_name,
+                      host=json.dumps(dict(host), sort_keys=True), **fields)  # fmt: skip
+        stmt = insert_ignore(self.dialect, MachineRow.__table__)
+        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
+        row = conn.execute(select(MachineRow.id, MachineRow.asv_name).where(MachineRow.name == name)).one()
+        if row.asv_name != asv_name:  # another writer took the key meanwhile: a lost race, retried
+            raise IntegrityError("machine key taken by another writer", {"name": name}, Exception(name))
+        return row.id, name
+
+    @staticmethod
+    def _free_machine_name(conn: Connection, name: str) -> str:
+        """`name`, fitted to the column (a long one cut, with a digest of the whole), and numbered
+        where another machine already has it (an asv machine named like a key)."""
+        limit = column_length(MachineRow.name) or 255
+        if len(name) > limit:
+            name = name[: limit - 13] + " " + hashlib.sha256(name.encode()).hexdigest()[:12]
+        candidate, k = name, 2
+        while conn.execute(select(MachineRow.id).where(MachineRow.name == candidate)).first() is not None:
+            suffix = f" #{k}"
+            candidate = name[: limit - len(suffix)] + suffix
+            k += 1
+        return candidate
 
     def _upsert_commit(self, conn: Connection, commit: Commit) -> int:
         fields = {
@@ -288,12 +341,18 @@ class StoreWrites(StoreReads):
         self, conn: Connection, pending: dict[Any, int], run: ParsedRun, machine: Machine, commit: Commit,
         existing: Any = _LOOK,
     ) -> str:
+        machine_id, machine_key = self._upsert_machine(conn, machine, pending)
+        run_key = run.run_key
+        if machine_key not in (run.machine, f"{run.machine} [{run.env_name}]"):
+            # A second host of this machine name and environment: asv's key (machine/commit/env) is
+            # the first host's run of the commit, never to be replaced by this one.
+            run_key = f"{machine_key}/{run.commit_hash}"
+            existing = _LOOK
         if existing is _LOOK:
-            existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run.run_key)).one_or_none()
-        machine_id = self._upsert_machine(conn, machine, pending)
+            existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run_key)).one_or_none()
         commit_id = self._upsert_commit(conn, commit)
         values = {
-            "run_key": run.run_key,
+            "run_key": run_key,
             "digest": run.digest,
             "machine_id": machine_id,
             "commit_id": commit_id,
@@ -516,6 +575,22 @@ class StoreWrites(StoreReads):
                 conn.execute(insert(table), rows)
                 return
             conn.execute(stmt, rows)
+
+        self._write_retrying(tx)
+
+    def save_setting(self, key: str, value: str) -> None:
+        """Store a setting (`ci.store.models.SettingRow`), replacing its value.
+
+        Args:
+            key: its name (e.g. "asv_conf").
+            value: its text (JSON for structured settings).
+        """
+        check_text(key, SettingRow.key, "setting name")
+        check_text(value, SettingRow.value, f"setting {key!r}")
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> None:
+            conn.execute(delete(SettingRow).where(SettingRow.key == key))
+            conn.execute(insert(SettingRow.__table__).values(key=key, value=value, updated_at=datetime.now(UTC)))
 
         self._write_retrying(tx)
 

@@ -8,6 +8,9 @@ import datetime as dt
 from typing import Any
 
 
+_MACHINE_FIELDS = ("name", "gpu", "driver", "cuda", "torch", "triton", "cpu", "extra")
+
+
 def _float(x: float) -> str:
     return x.hex()
 
@@ -24,7 +27,10 @@ def _dt(t: dt.datetime | None) -> str | None:
 def reads(store: Any) -> dict[str, Any]:
     """Everything a store's read side returns, as JSON-ready values (floats exact)."""
     return {
-        "machines": [repr(m) for m in store.machines()],
+        # The fields every revision's Machine had, as its repr wrote them (asv_name, env_name and
+        # host came with revision 0006: tests/ci/test_machines.py checks those).
+        "machines": ["Machine(" + ", ".join(f"{f}={getattr(m, f)!r}" for f in _MACHINE_FIELDS) + ")"
+                     for m in store.machines()],
         "commits": [[c.sha, list(c.parents), c.branch, _dt(c.time), c.subject] for c in store.commits()],
         "benchmarks": [_bench(b) for b in store.benchmarks()],
         "results": [
