@@ -17,6 +17,8 @@ Both are computed once per commit in `setup_cache` (see `model_runs`).
 
 from __future__ import annotations
 
+import math
+
 from . import declare, model_runs, timing
 from .presets import ATTENTION_BACKENDS, ATTENTION_PRESETS, PRUNERS
 
@@ -144,6 +146,15 @@ def kernel_matrix(presets: list[str], backends: list[str]) -> dict:
     return results
 
 
+def checked(value: float, what: str) -> float:
+    """A correctness value as asv should record it: asv stores a NaN result as skipped, which reads
+    like "does not apply here"; a check whose number is NaN or infinite raises instead, so that asv
+    records a failure and the gates fail it (a check that did not run is not a pass)."""
+    if not math.isfinite(value):
+        raise FloatingPointError(f"{what} is {value!r}: the check produced no number")
+    return value
+
+
 class _ModelCorrectnessBase:
     param_names = ["model", "pruner", "backend"]
     version = "2"  # 2: the reference replays the checked backend's keep decisions
@@ -155,13 +166,13 @@ class _ModelCorrectnessBase:
         self.top1 = model_runs.lookup(cache, key, "top1_agreement")
 
     def track_max_abs_logit_diff(self, cache: dict, model: str, pruner: str, backend: str) -> float:
-        return self.max_abs_diff
+        return checked(self.max_abs_diff, "max |logit diff|")
 
     track_max_abs_logit_diff.unit = "max abs diff"
     track_max_abs_logit_diff.direction = declare.LOWER
 
     def track_top1_agreement(self, cache: dict, model: str, pruner: str, backend: str) -> float:
-        return self.top1
+        return checked(self.top1, "top-1 agreement")
 
     track_top1_agreement.unit = "top-1 agreement"
     track_top1_agreement.direction = declare.HIGHER
@@ -211,7 +222,7 @@ class KernelError:
         self.error = model_runs.lookup(cache, model_runs.key_of((preset, backend)), "max_abs_error")
 
     def track_max_abs_error(self, cache: dict, preset: str, backend: str) -> float:
-        return self.error
+        return checked(self.error, "max |attention error|")
 
     track_max_abs_error.unit = "max abs diff"
     track_max_abs_error.direction = declare.LOWER

@@ -54,35 +54,33 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
     return Store(args.db, create=create)
 
 
-def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
-    if machine is not None:
-        return machine
-    # Crashed points count: a head on which everything failed still gets its verdicts.
-    on_base = {r.machine for r in store.results(commit_sha=base)} | {f.machine for f in store.failures(commit_sha=base)}
-    on_head = {r.machine for r in store.results(commit_sha=head)} | {f.machine for f in store.failures(commit_sha=head)}
-    both = sorted(on_base & on_head)
-    if len(both) == 1:
-        return both[0]
-    if not both:
-        raise ValueError(f"no machine has results for both {base[:12]} (base) and {head[:12]} (head)")
-    raise ValueError(f"several machines measured both commits ({', '.join(both)}): pass --machine")
-
-
-def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, str, Any]:
-    """Base/head shas, machine, and their `ci.verdicts.Comparison` (crashed benchmarks included, so
-    the verdicts fail them on head instead of never seeing them; the jobs that measured them)."""
+def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, list[str], Any]:
+    """Base/head shas, the machines compared (`ci.verdicts.pick_machines`: one asv machine's
+    environments), and their `ci.verdicts.Comparison` (crashed benchmarks included, so the verdicts
+    fail them on head instead of never seeing them; the jobs that measured them)."""
     compare_commits = _need("ci.verdicts", "compare_commits")
+    from ci.verdicts import pick_machines
+
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
-    machine = _pick_machine(store, base, head, args.machine)
-    return base, head, machine, compare_commits(store, base, head, machine)
+    machines = pick_machines(store, base, head, args.machine)
+    return base, head, machines, compare_commits(store, base, head, machines)
 
 
-def _print_verdicts(verdicts: Sequence[Any]) -> None:
+def _machines_line(store: Any, machines: Sequence[str]) -> str:
+    """The machines a comparison ran on, as a reader knows them (environments named where several)."""
+    from ci.records import machine_labels
+
+    labels = machine_labels(store.machines())
+    return ", ".join(labels.get(m, m) for m in machines)
+
+
+def _print_verdicts(verdicts: Sequence[Any], *, several: bool = False) -> None:
     for v in verdicts:  # a series key comes from benchmark code: printable, so it cannot forge or repaint a line
         ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
         reason = f"  ({v.reason})" if v.reason else ""
-        print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{reason}"))
+        where = f"  [{v.machine}]" if several else ""  # several environments: each row names its own
+        print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{where}{reason}"))
 
 
 PROGRESS_EVERY_S = 5.0  # a long ingest says where it is this often (on stderr)
@@ -145,14 +143,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     with _open(args) as store:
-        base, head, machine, comparison = _comparison(store, args)
+        base, head, machines, comparison = _comparison(store, args)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
+        where = _machines_line(store, machines)
+    problem = comparison.problem
     with reader_may_leave():
-        print(f"base {base[:12]}  head {head[:12]}  machine {printable(machine)}: {len(comparison.verdicts)} series")
+        print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
         print(printable(_jobs_line(comparison)))
-        _print_verdicts(comparison.verdicts)
-    return exit_code(comparison.verdicts)
+        _print_verdicts(comparison.verdicts, several=len(machines) > 1)
+        if problem:  # a check that did not run is not a pass: never "no regression"
+            print(printable(f"error: {problem}"), file=sys.stderr)
+    return EXIT_ERROR if problem else exit_code(comparison.verdicts)
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
@@ -169,10 +171,10 @@ def cmd_comment(args: argparse.Namespace) -> int:
         # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
         # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
         # head" ones have no head sha to find them by.
-        base, head, machine, comparison = _comparison(store, args)
+        base, head, machines, comparison = _comparison(store, args)
         store.save_verdicts(comparison.verdicts)
         # the same table and context as `python -m ci run --pr` posts
-        env = comment_environment(store, machine, [r for r in comparison.head if r.samples])
+        env = comment_environment(store, machines, [r for r in comparison.head if r.samples])
         context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
                                   job_url=args.job_url or job_url)  # fmt: skip
     verdicts = comparison.verdicts
@@ -189,6 +191,9 @@ def cmd_comment(args: argparse.Namespace) -> int:
         url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
         with reader_may_leave():
             print(url)
+    if comparison.problem:  # the comment's headline says it; the check fails as an error
+        print(printable(f"error: {comparison.problem}"), file=sys.stderr)
+        return EXIT_ERROR
     return exit_code(verdicts)
 
 
@@ -267,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = add(name, help_, fn, db=reads)
         p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
         p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
-        p.add_argument("--machine", help="machine name (needed when several measured both commits)")
+        p.add_argument("--machine", help="asv machine name (every environment of it), or one machine as the "
+                       "dashboard names it; needed when several machines measured both commits")
         if name == "compare":
             p.add_argument("--no-save", action="store_true", help="do not store the verdicts")
         else:

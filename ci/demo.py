@@ -122,7 +122,8 @@ def run_demo(
         machine: asv machine name (default `$ASV_MACHINE` or the host name).
 
     Returns:
-        0 when the job ran through (whatever the verdicts say; they are in the comment), 2 on error.
+        0 when the job ran through (whatever the verdicts say; they are in the comment), 2 on error
+        and when a commit measured nothing (every benchmark failed: a check that did not run).
     """
     if isinstance(commits, bool) or not isinstance(commits, int) or commits < 2:
         raise ValueError(f"the demo needs at least 2 commits (HEAD and its parent), got {commits!r}")
@@ -143,8 +144,11 @@ def run_demo(
         env=() if use_gpu or "TRITON_INTERPRET" in os.environ else (("TRITON_INTERPRET", "1"),),
         wheelhouse=Path(os.environ["RAGGED_WHEELHOUSE"]) if os.environ.get("RAGGED_WHEELHOUSE") else None,
     )  # fmt: skip
+    history_code = EXIT_OK
     if shas[:-2]:
-        print_outcome(run_history(cfg, shas[:-2]))
+        history = run_history(cfg, shas[:-2])
+        print_outcome(history)
+        history_code = history.exit_code
     pr = run_pr(cfg, shas[-2], shas[-1])
     print_outcome(pr)
     minutes = (time.monotonic() - t0) / 60
@@ -153,7 +157,13 @@ def run_demo(
     print(f"  store:      {cfg.db}")
     print(f"  dashboard:  {out / 'dashboard' / 'index.html'}")
     print(f"  PR comment: {out / 'pr-comment.md'}  (HEAD {shas[-1][:8]} vs parent {shas[-2][:8]}, not posted)")
-    print(f"  verdict exit code for HEAD: {pr.exit_code} (0 clean, 1 regression or correctness failure)")
+    print(f"  verdict exit code for HEAD: {pr.exit_code} (0 clean, 1 regression or correctness failure, "
+          "2 nothing measured)")
+    if EXIT_ERROR in (history_code, pr.exit_code):
+        # Benchmarks that did not run (no torch in this environment, say) are not a pass: the demo fails.
+        print("error: the demo measured nothing on some commit (see the errors above and asv's output): "
+              "it did not run, so it passes nothing", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 

@@ -52,6 +52,11 @@ NEW_SERIES = "new series: no base measurement to compare with"
 MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
 FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
 UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` and its unit is not one the service knows"
+# A series with no measurement on base (it failed there, on head too or not): nothing to compare it
+# with. Not a pass: the comment lists it as not compared.
+NOT_ON_BASE = "not compared: failed to run on base"
+FAILED_BOTH = f"{NOT_ON_BASE} and on head (see the job log)"
+NO_BASE_SAMPLES = f"{NOT_ON_BASE}: base has no finite samples (benchmark failed or skipped there)"
 # A series whose base and head were not measured in one job, and whose between-job drift the
 # history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
 WITHHELD_OTHER_JOB = (

@@ -185,6 +185,23 @@ class Series:
         return GATES.get(self.benchmark.unit) if self.benchmark.kind == Kind.CORRECTNESS else None
 
 
+@dataclass(frozen=True)
+class NotReporting:
+    """A series without a value at its machine's newest measured commit (`Snapshot.not_reporting`).
+
+    Attributes:
+        benchmark: the series.
+        machine: its machine.
+        since: failing: the first commit of its streak of failures; stopped: its last result.
+        latest: the machine's newest measured commit.
+    """
+
+    benchmark: Benchmark
+    machine: str
+    since: str
+    latest: str
+
+
 @dataclass
 class Snapshot:
     """Everything the pages need, read from the store in a fixed number of queries."""
@@ -220,6 +237,51 @@ class Snapshot:
         out = [x for s in self.series for x in s.suspects if x.state == SuspectState.SUSPECTED
                and (x.benchmark.key, x.machine, x.commit_sha) not in covered]
         return sorted(out, key=lambda x: (-self.position[x.commit_sha], x.benchmark.key, x.machine))
+
+    def not_reporting(self) -> tuple[list[NotReporting], list[NotReporting]]:
+        """Series a reader must not take for fine: those failing at their machine's newest measured
+        commit ("failing since" the first of that streak of failures; a correctness check skipped
+        where it ran before counts: a check that did not run is not a pass), and those that stopped
+        reporting (no result and no failure at the machine's two newest measured commits: "no
+        results since" their last result). Newest first.
+
+        Returns:
+            (failing, stopped).
+        """
+        pos = self.position
+        runs: dict[str, set[str]] = defaultdict(set)  # machine -> the commits it measured
+        for sha, envs in self.environments.items():
+            for machine, _ in envs:
+                runs[machine].add(sha)
+        failed_at: dict[tuple[str, str], set[str]] = defaultdict(set)  # (series key, machine) -> commits
+        benches: dict[str, Benchmark] = {}
+        has_results = {(s.benchmark.key, s.machine) for s in self.series if len(s)}
+        for sha, fails in self.failures_by_sha.items():
+            for bench, machine, status in fails:
+                runs[machine].add(sha)
+                if status == "failed" or (bench.kind == Kind.CORRECTNESS and (bench.key, machine) in has_results):
+                    failed_at[(bench.key, machine)].add(sha)
+                    benches[bench.key] = bench
+        order = {m: sorted(shas, key=pos.__getitem__) for m, shas in runs.items() if shas}
+        failing = []
+        for (key, machine), shas in failed_at.items():
+            seq = order[machine]
+            if seq[-1] not in shas:
+                continue
+            k = len(seq) - 1
+            while k > 0 and seq[k - 1] in shas:
+                k -= 1
+            failing.append(NotReporting(benches[key], machine, seq[k], seq[-1]))
+        stopped = []
+        for s in self.series:
+            seq = order.get(s.machine, [])
+            if not len(s) or len(seq) < 3 or (s.benchmark.key, s.machine) in failed_at:
+                continue
+            last = s.shas[-1]
+            if pos[last] < pos[seq[-2]]:
+                stopped.append(NotReporting(s.benchmark, s.machine, last, seq[-1]))
+        key = lambda x: (-pos[x.since], x.benchmark.key, x.machine)  # noqa: E731
+        return sorted(failing, key=key), sorted(stopped, key=key)
 
     def resolved_suspects(self, *, recent_only: bool) -> list[Suspect]:
         """Suspicions confirmed or withdrawn, newest first; `recent_only`: resolved by one of the

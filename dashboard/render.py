@@ -42,12 +42,13 @@ from markupsafe import Markup
 
 from ci.forking import fork_workers
 from ci.format import display_scale
-from ci.records import Direction, Kind, Outcome, StoreReader
+from ci.records import Direction, Kind, Outcome, StoreReader, machine_labels
 from ci.store.reads import paused_gc
 from ci.verdicts import Suspect, SuspectState, SuspectTrack
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
+    NotReporting,
     Point,
     Regression,
     Series,
@@ -141,7 +142,11 @@ class _Site:
         self.base_url = base_url.rstrip("/") + "/" if base_url else ""
         self.commit_by_sha = {c.sha: c for c in snap.commits}
         self.gpu_of = {m.name: m.gpu for m in snap.machines}
-        filters = [("m:" + m.name, m.name + (f" ({m.gpu})" if m.gpu else "")) for m in snap.machines]
+        # What a reader sees of a machine (its environment named where one asv machine has several;
+        # `ci.records.machine_labels`): shown in every table and in the filter, whose choice it is.
+        self.labels = machine_labels(snap.machines)
+        filters = [("m:" + self.ml(m.name), self.ml(m.name) + (f" ({m.gpu})" if m.gpu else ""))
+                   for m in snap.machines]
         gpus = sorted({m.gpu for m in snap.machines if m.gpu})
         filters += [("g:" + g, "GPU: " + g) for g in gpus]
         self.filters = filters
@@ -180,6 +185,10 @@ class _Site:
         info = self.cinfo.get(sha)
         return f"{self.root(depth)}commit/{info[0] if info else commit_slug(sha)}.html"
 
+    def ml(self, machine: str) -> str:
+        """A machine key as the reader knows it (a verdict's comma-joined or "" machine as it is)."""
+        return self.labels.get(machine, machine)
+
     def series_href(self, key: str, machine: str, depth: int) -> str:
         return f"{self.root(depth)}series/{series_slug(key, machine)}.html"
 
@@ -199,14 +208,14 @@ class _Site:
     def reg_row(self, reg: Regression, depth: int) -> dict[str, Any]:
         c = self.commit_by_sha.get(reg.sha)
         unit = reg.benchmark.unit
-        links = [(m, self.series_href(reg.benchmark.key, m, depth)) for m in reg.machines]
+        links = [(self.ml(m), self.series_href(reg.benchmark.key, m, depth)) for m in reg.machines]
         if not links:
-            links = [(s.machine, self.series_href(s.benchmark.key, s.machine, depth))
+            links = [(self.ml(s.machine), self.series_href(s.benchmark.key, s.machine, depth))
                      for s in self.series_by_key.get(reg.benchmark.key, [])]
         ack = reg.ack
         return {
             "name": reg.benchmark.name, "params": reg.benchmark.params_label, "links": links,
-            "machine": reg.machines[0] if len(reg.machines) == 1 else "",
+            "machine": self.ml(reg.machines[0]) if len(reg.machines) == 1 else "",
             "gpu": self.gpu_of.get(reg.machines[0], "") if len(reg.machines) == 1 else "",
             "sha": reg.sha[:10], "commit_href": self.commit_href(reg.sha, depth),
             "subject": c.subject if c else "", "when": fmt.fmt_time(c.time) if c else "",
@@ -225,7 +234,7 @@ class _Site:
         c = self.commit_by_sha.get(x.commit_sha)
         unit = x.benchmark.unit
         return {
-            "name": x.benchmark.name, "params": x.benchmark.params_label, "machine": x.machine,
+            "name": x.benchmark.name, "params": x.benchmark.params_label, "machine": self.ml(x.machine),
             "gpu": self.gpu_of.get(x.machine, ""), "href": self.series_href(x.benchmark.key, x.machine, depth),
             "sha": x.commit_sha[:10], "commit_href": self.commit_href(x.commit_sha, depth),
             "subject": c.subject if c else "", "state": x.state.value,
@@ -236,6 +245,18 @@ class _Site:
             "reason": x.reason,
             "resolved_sha": x.resolved_sha[:10],
             "resolved_href": self.commit_href(x.resolved_sha, depth) if x.resolved_sha else "",
+        }
+
+    def not_reporting_row(self, x: NotReporting) -> dict[str, Any]:
+        """A series failing, or no longer reporting, at its machine's newest commit (overview)."""
+        c = self.commit_by_sha.get(x.since)
+        known = (x.benchmark.key, x.machine) in self.series_keys
+        return {
+            "name": x.benchmark.name, "params": x.benchmark.params_label, "machine": self.ml(x.machine),
+            "gpu": self.gpu_of.get(x.machine, ""),
+            "href": self.series_href(x.benchmark.key, x.machine, 0) if known else "",
+            "sha": x.since[:10], "commit_href": self.commit_href(x.since, 0), "subject": c.subject if c else "",
+            "latest": x.latest[:10], "latest_href": self.commit_href(x.latest, 0),
         }
 
     def marks(self, s: Series) -> list[Mark]:
@@ -277,7 +298,7 @@ class _Site:
             latest_gate = gate_ok(latest.value, s.gate) if latest else None
             suites[s.benchmark.suite].append({
                 "name": s.benchmark.name.split(".", 1)[-1], "params": s.benchmark.params_label,
-                "machine": s.machine, "gpu": self.gpu_of.get(s.machine, ""),
+                "machine": self.ml(s.machine), "gpu": self.gpu_of.get(s.machine, ""),
                 "href": self.series_href(s.benchmark.key, s.machine, 0),
                 "latest": fmt.fmt_value(latest.value, s.benchmark.unit) if latest else "—",
                 "latest_sha": latest.sha[:8] if latest else "",
@@ -289,8 +310,17 @@ class _Site:
                 "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s),
             })
         head = snap.commits[-1] if snap.commits else None
+        # An asv machine name measured in several environments (or on several hosts): each is its own
+        # series, and the reader is told so and where to choose one.
+        by_name: dict[str, list[str]] = defaultdict(list)
+        for m in snap.machines:
+            by_name[m.machine_name].append(self.ml(m.name))
+        several = [(name, labels) for name, labels in sorted(by_name.items()) if len(labels) > 1]
+        failing, stopped = snap.not_reporting()
         ctx = {
-            "page": "overview", "suites": sorted(suites.items()),
+            "page": "overview", "suites": sorted(suites.items()), "several": several,
+            "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
+            "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),
             "open_regs": [self.reg_row(r, 0) for r in open_regs[:BANNER_LIMIT]], "n_open": len(open_regs),
             "suspects": [self.suspect_row(x, 0) for x in self.open_suspects[:BANNER_LIMIT]],
             "n_suspected": len(self.open_suspects),
@@ -379,11 +409,11 @@ class _Site:
                 f'<td>{p.n}</td><td class="{cls}"{title}>{change}</td>'
                 f'<td>{verdict}{_FAIL_BADGE if fail else ""}</td></tr>')
         regs = [self.reg_row(r, 1) for r in self.regs_by_series.get((b.key, s.machine), [])]
-        siblings = [(o.machine, self.series_href(b.key, o.machine, 1)) for o in self.series_by_key[b.key]
+        siblings = [(self.ml(o.machine), self.series_href(b.key, o.machine, 1)) for o in self.series_by_key[b.key]
                     if o.machine != s.machine]
         div, label = self.axis[id(s)]
         ctx = {
-            "page": "series", "name": b.name, "params": b.params_label, "machine": s.machine,
+            "page": "series", "name": b.name, "params": b.params_label, "machine": self.ml(s.machine),
             "gpu": self.gpu_of.get(s.machine, ""), "unit": unit, "direction": b.direction.value,
             "kind": b.kind.value, "axis_label": label, "regs": regs,
             "suspects": [self.suspect_row(x, 1) for x in reversed(s.suspects)],
@@ -401,7 +431,7 @@ class _Site:
         last = np.flatnonzero(np.append(s.at[1:] != s.at[:-1], True)) if n else s.at
         position = self.snap.position
         marks = [(position[m.sha], m.kind, m.label) for m in self.marks(s) if m.sha in position]
-        meta = {"name": b.name, "params": b.params_label, "machine": s.machine, "unit": unit, "label": label,
+        meta = {"name": b.name, "params": b.params_label, "machine": self.ml(s.machine), "unit": unit, "label": label,
                 "direction": b.direction.value, "value": "worst sample" if s.gate else "median",
                 "gate": [s.gate[0] / div, s.gate[1]] if s.gate else None,
                 "threshold": s.threshold if math.isfinite(s.threshold) else None}
@@ -449,7 +479,7 @@ class _Site:
             groups[(s.benchmark.name, s.machine)].append(s)
         for (name, machine), members in sorted(groups.items()):
             slug = data.params_slug(name, machine)
-            text = data.wrap(slug, {"name": name, "machine": machine, "series": [
+            text = data.wrap(slug, {"name": name, "machine": self.ml(machine), "series": [
                 [s.slug, s.benchmark.params_label, list(s.benchmark.params)] for s in members]})
             self.writer.page(f"data/params/{slug}.js", text, lambda t=text: t)
 
@@ -465,9 +495,10 @@ class _Site:
             rows = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
             if not rows.size:
                 continue
+            where = _esc(self.ml(s.machine))
             heads[s.slug] = (f'<td><a href="../series/{s.slug}.html">{_esc(b.name.split(".", 1)[-1])}'
-                             f'</a> <span class="params">{_esc(b.params_label)}</span>', f"<td>{_esc(s.machine)}</td>",
-                             f' data-machine="{_esc(s.machine)}"', b.unit)
+                             f'</a> <span class="params">{_esc(b.params_label)}</span>', f"<td>{where}</td>",
+                             f' data-machine="{where}"', b.unit)
             for i, fail, code, r, prev, value, thr in zip(
                     rows.tolist(), steps.failed[rows].tolist(), steps.code[rows].tolist(), steps.ratio[rows].tolist(),
                     steps.prev[rows].tolist(), s.values[rows].tolist(), steps.threshold[rows].tolist(), strict=True):
@@ -494,7 +525,7 @@ class _Site:
                 suspects_at[x.commit_sha].append(x)
         machines = {m.name: m for m in snap.machines}
         for i, c in enumerate(snap.commits):
-            verdicts = [(v.benchmark.name, v.benchmark.params_label, v.machine, v.outcome.value,
+            verdicts = [(v.benchmark.name, v.benchmark.params_label, self.ml(v.machine), v.outcome.value,
                          fmt.fmt_change(v.ratio),
                          v.base_sha[:10], commit_slug(v.base_sha) if v.base_sha in self.commit_by_sha else "",
                          fmt.fmt_number(v.p_value, 2), v.reason,
@@ -505,7 +536,7 @@ class _Site:
                 m = machines.get(machine)
                 fields = [("gpu", m.gpu), ("driver", m.driver), ("cuda", m.cuda), ("torch", m.torch),
                           ("triton", m.triton), ("cpu", m.cpu), *m.extra] if m else []
-                envs.append((machine, run_id, [(k, v) for k, v in fields if v], list(env)))
+                envs.append((self.ml(machine), run_id, [(k, v) for k, v in fields if v], list(env)))
             rows = sorted(moved.get(c.sha, []), key=lambda t: (t[0], t[1]))
             ctx = {
                 "page": "commit", "sha": c.sha, "branch": c.branch, "when": fmt.fmt_time(c.time),
@@ -563,7 +594,7 @@ class _Site:
             worst = (max if s.benchmark.direction.value == "lower" else min)((p.value for p in pts), default=math.nan)
             latest = pts[-1] if pts else None
             charts_in.append((s, {
-                "name": s.benchmark.name, "params": s.benchmark.params_label, "machine": s.machine,
+                "name": s.benchmark.name, "params": s.benchmark.params_label, "machine": self.ml(s.machine),
                 "gpu": self.gpu_of.get(s.machine, ""), "href": self.series_href(s.benchmark.key, s.machine, 0),
                 "unit": unit, "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "no gate",
                 "latest": fmt.fmt_value(latest.value, unit) if latest else "—",
@@ -572,12 +603,13 @@ class _Site:
             }))
             for p in fails:
                 c = self.commit_by_sha[p.sha]
-                failures.append((self.snap.position[p.sha], s.benchmark.name, s.benchmark.params_label, s.machine,
+                failures.append((self.snap.position[p.sha], s.benchmark.name, s.benchmark.params_label,
+                                 self.ml(s.machine),
                                  p.sha[:10], self.commit_href(p.sha, 0), c.subject,
                                  fmt.fmt_value(p.value, unit), fmt.fmt_value(s.gate[0], unit) if s.gate else ""))
         failed_verdicts = [self.reg_row(r, 0) for r in self.snap.regressions if r.outcome == Outcome.FAILED]
         # ci.verdicts.gates: a correctness check that produced no value is not a pass.
-        not_run = [(self.snap.position[sha], b.name, b.params_label, m, sha[:10], self.commit_href(sha, 0),
+        not_run = [(self.snap.position[sha], b.name, b.params_label, self.ml(m), sha[:10], self.commit_href(sha, 0),
                     self.commit_by_sha[sha].subject, status)
                    for sha, fails in self.snap.failures_by_sha.items() for b, m, status in fails
                    if b.kind == Kind.CORRECTNESS]
@@ -596,7 +628,7 @@ class _Site:
                     s.points, fmt_axis=lambda v, d=div: f"{v / d:.4g}", href=lambda sha: self.commit_href(sha, 0),
                     title=lambda p, u=unit: f"{p.sha[:8]}: {fmt.fmt_value(p.value, u)} fails the gate",
                     marks=self.marks(s), gate=s.gate, linked=False, height=220, y_label=label,
-                    label=f"{s.benchmark.key} on {s.machine} against its gate"))
+                    label=f"{s.benchmark.key} on {self.ml(s.machine)} against its gate"))
             return {"charts": charts}
 
         self.emit("correctness.html", "correctness.html", ctx, inputs=[s.points for s in gated], late=late)
@@ -783,7 +815,8 @@ def render_site(
         if snap.columns is not None:
             writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
         writer.blob(TRACKS_CACHE, columns_key, SuspectTrack.pack(snap.tracks))
-        writer.salt = f"{salt}|{title}|{base_url}|{[(m.name, m.gpu) for m in snap.machines]}"
+        writer.salt = f"{salt}|{title}|{base_url}|{sorted(machine_labels(snap.machines).items())}|" \
+                      f"{[(m.name, m.gpu) for m in snap.machines]}"
         writer.state = state
         site = _Site(snap, writer, _environment(), title, base_url)
         site.assets()

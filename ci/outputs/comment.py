@@ -29,11 +29,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ci.format import format_value
 from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
+    NOT_ON_BASE,
     UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Commit,
@@ -42,8 +44,9 @@ from ci.records import (
     Result,
     StoreReader,
     Verdict,
+    machine_labels,
 )
-from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spreads, worse
+from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spread_for, spreads, worse
 
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
@@ -72,10 +75,14 @@ class CommentContext:
         job_url: the job log's web page (GitHub Actions: the workflow run), None when there is none.
         jobs: whether base and head were measured in one job (`ci.verdicts.job_relation`); None: unknown.
         drift_known: series whose between-job drift the history gave (when not measured in one job).
-        spreads: series key -> (base, head) Spread of the samples (`ci.verdicts.spreads`).
+        spreads: (machine, series key) -> (base, head) Spread of the samples (`ci.verdicts.spreads`).
         cpu_only: no GPU ran the job: the comment says, first, that its timings prove nothing about
             kernel speed.
         settings: the verdicts' settings (the interval's level, the correction, the CPU floor).
+        problem: why the comparison decides nothing (`ci.verdicts.Comparison.problem`: a side with
+            not one measured point); it replaces the headline's verdict.
+        machine_labels: machine key -> what a reader is shown (`ci.records.machine_labels`): where
+            the verdicts span several machines (environments of one asv machine), each row names its own.
     """
 
     base_commit: Commit | None = None
@@ -84,9 +91,11 @@ class CommentContext:
     job_url: str | None = None
     jobs: Jobs | None = None
     drift_known: int = 0
-    spreads: Mapping[str, tuple[Spread | None, Spread | None]] = field(default_factory=dict)
+    spreads: Mapping[Any, tuple[Spread | None, Spread | None]] = field(default_factory=dict)
     cpu_only: bool = False
     settings: VerdictSettings = field(default_factory=VerdictSettings)
+    machine_labels: Mapping[str, str] = field(default_factory=dict)
+    problem: str = ""
 
     def __post_init__(self) -> None:
         for name in ("commit_url", "job_url"):
@@ -243,6 +252,7 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
         f"{n.get(key, 0)} {label}" for key, label in (
             ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
             ("regressed", "regression(s)"), ("missing", "not measured on head"),
+            ("not_run", "not compared (failed to run on base)"),
             ("unconfirmed", "unconfirmed slowdown(s)"), ("withheld", "withheld (not measured in one job)"),
             ("unknown", "of unknown direction"), ("improved", "improvement(s)"),
             ("faster", "unconfirmed speed-up(s)"),
@@ -252,15 +262,15 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
     if n.get("gates_failed") or n.get("failed") or n.get("regressed"):
         return "❌ Performance check failed", detail
-    if n.get("missing") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
+    if n.get("missing") or n.get("not_run") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
         return "🟡 No regression confirmed; look at the series below", detail
     if n.get("inconclusive"):
         return "🟡 No regression found, some series need more samples", detail
     return "✅ No significant performance change", detail
 
 
-GROUPS = ("failed", "regressed", "missing", "unconfirmed", "withheld", "unknown", "improved", "faster", "inconclusive",
-          "new", "unchanged")
+GROUPS = ("failed", "regressed", "missing", "not_run", "unconfirmed", "withheld", "unknown", "improved", "faster",
+          "inconclusive", "new", "unchanged")
 
 
 def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
@@ -270,7 +280,9 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
     groups: dict[str, list[Verdict]] = {k: [] for k in GROUPS}
     for v in perf:
         if v.outcome == Outcome.INCONCLUSIVE:
-            if v.reason.startswith(MISSING_ON_HEAD):
+            if v.reason.startswith(NOT_ON_BASE):
+                key = "not_run"
+            elif v.reason.startswith(MISSING_ON_HEAD):
                 key = "missing"
             elif v.reason == WITHHELD_OTHER_JOB:
                 key = "withheld"
@@ -398,9 +410,9 @@ def render_comment(
     if not isinstance(ctx, CommentContext):
         raise TypeError(f"context must be a CommentContext, got {type(ctx).__name__}")
 
-    gate_by_key = {v.benchmark.key: v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS}
-    gate_by_key.update({v.benchmark.key: v for v in gates})
-    all_gates = sorted(gate_by_key.values(), key=lambda v: v.benchmark.key)
+    gate_by_key = {(v.benchmark.key, v.machine): v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS}
+    gate_by_key.update({(v.benchmark.key, v.machine): v for v in gates})
+    all_gates = sorted(gate_by_key.values(), key=lambda v: (v.benchmark.key, v.machine))
     gates_failed = [v for v in all_gates if v.outcome != Outcome.UNCHANGED]
     gates_passed = [v for v in all_gates if v.outcome == Outcome.UNCHANGED]
     perf = [v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS]
@@ -409,38 +421,51 @@ def render_comment(
     n["gates_failed"] = len(gates_failed)
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     n_tested = sum(math.isfinite(v.p_value) for v in perf)
-    no_sides: tuple[Spread | None, Spread | None] = (None, None)
+    # Series of several machines (environments of one asv machine): each row names its machine.
+    several = len({v.machine for v in (*perf, *all_gates)}) > 1
+
+    def cols(header: Sequence[str], at: int = 2) -> Sequence[str]:
+        return (*header[:at], "Machine", *header[at:]) if several else header
+
+    def where(row: tuple[str, ...], v: Verdict, at: int = 2) -> tuple[str, ...]:
+        return (*row[:at], _code(ctx.machine_labels.get(v.machine, v.machine)), *row[at:]) if several else row
 
     def perf_rows(name: str) -> list[tuple[str, ...]]:
-        return [_perf_row(v, ctx.spreads.get(v.benchmark.key, no_sides)) for v in groups[name]]
+        return [where(_perf_row(v, spread_for(ctx.spreads, v)), v) for v in groups[name]]
 
     def note_rows(name: str) -> list[tuple[str, ...]]:
-        return [_note_row(v, ctx.spreads.get(v.benchmark.key, no_sides)) for v in groups[name]]
+        return [where(_note_row(v, spread_for(ctx.spreads, v)), v) for v in groups[name]]
+
+    def gate_rows(rows: list[Verdict]) -> list[tuple[str, ...]]:
+        return [where(_gate_row(v), v, 3) for v in rows]
 
     def new_row(v: Verdict) -> tuple[str, ...]:
-        head_side = ctx.spreads.get(v.benchmark.key, no_sides)[1]
-        return (_code(v.benchmark.name), _params(v), _side(v.head_value, head_side, v.benchmark.unit))
+        head_side = spread_for(ctx.spreads, v)[1]
+        return where((_code(v.benchmark.name), _params(v), _side(v.head_value, head_side, v.benchmark.unit)), v)
 
+    perf_header, note_header, gate_header = cols(_PERF_HEADER), cols(_NOTE_HEADER), cols(_GATE_HEADER, 3)
     sections: dict[str, tuple[Sequence[str], list[tuple[str, ...]]]] = {
-        "gates_failed": (_GATE_HEADER, [_gate_row(v) for v in gates_failed]),
-        "failed": (_NOTE_HEADER, note_rows("failed")),
-        "regressed": (_PERF_HEADER, perf_rows("regressed")),
-        "missing": (_NOTE_HEADER, note_rows("missing")),
-        "unconfirmed": (_PERF_HEADER, perf_rows("unconfirmed")),
-        "withheld": (_PERF_HEADER, perf_rows("withheld")),
-        "unknown": (_PERF_HEADER, perf_rows("unknown")),
-        "improved": (_PERF_HEADER, perf_rows("improved")),
-        "gates_passed": (_GATE_HEADER, [_gate_row(v) for v in gates_passed]),
-        "faster": (_PERF_HEADER, perf_rows("faster")),
-        "inconclusive": (_PERF_HEADER, perf_rows("inconclusive")),
-        "new": (("Benchmark", "Params", "Head"), [new_row(v) for v in groups["new"]]),
-        "unchanged": (_PERF_HEADER, perf_rows("unchanged")),
+        "gates_failed": (gate_header, gate_rows(gates_failed)),
+        "failed": (note_header, note_rows("failed")),
+        "regressed": (perf_header, perf_rows("regressed")),
+        "missing": (note_header, note_rows("missing")),
+        "not_run": (note_header, note_rows("not_run")),
+        "unconfirmed": (perf_header, perf_rows("unconfirmed")),
+        "withheld": (perf_header, perf_rows("withheld")),
+        "unknown": (perf_header, perf_rows("unknown")),
+        "improved": (perf_header, perf_rows("improved")),
+        "gates_passed": (gate_header, gate_rows(gates_passed)),
+        "faster": (perf_header, perf_rows("faster")),
+        "inconclusive": (perf_header, perf_rows("inconclusive")),
+        "new": (cols(("Benchmark", "Params", "Head")), [new_row(v) for v in groups["new"]]),
+        "unchanged": (perf_header, perf_rows("unchanged")),
         "environment": (("Key", "Value"), [(_text(k), _code(val)) for k, val in sorted(environment.items())]),
     }
     limits = {name: len(rows) for name, (_, rows) in sections.items()}
     visible = (
         ("gates_failed", "❌ Correctness gates failed"), ("failed", "❌ Failed to run on head"),
         ("regressed", "🔴 Regressions"), ("missing", "⚠️ Not measured on head"),
+        ("not_run", "⚠️ Not compared: failed to run on base (see the job log)"),
         ("unconfirmed", "🟡 Slowdowns past the threshold, not confirmed (measure more samples)"),
         ("withheld", "⚠️ Withheld: base and head not measured in one job"),
         ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`)"),
@@ -458,6 +483,8 @@ def render_comment(
 
     def build() -> str:
         status, detail = headline(n)
+        if ctx.problem:  # a check that did not run is not a pass: never "no regression"
+            status, detail = "❌ Nothing was compared", _text(ctx.problem)
         out = [MARKER, "## ragged-vit benchmarks", "", f"**{status}:** {detail}.", ""]
         if ctx.cpu_only:
             out += [*_cpu_warning(ctx.settings), ""]
@@ -486,7 +513,7 @@ def render_comment(
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
     for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "improved", "unknown", "withheld",
-                 "unconfirmed", "missing", "regressed", "environment", "failed", "gates_failed"):
+                 "unconfirmed", "not_run", "missing", "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body
         lo, hi = 0, limits[name]
@@ -560,18 +587,25 @@ def comment_context(
         base_commit=commits.get(base_sha), head_commit=commits.get(head_sha), commit_url=commit_url,
         job_url=job_url, jobs=comparison.jobs, drift_known=comparison.drift_known,
         spreads=spreads(comparison.base, comparison.head), cpu_only=not environment.get("gpu"),
-        settings=settings or VerdictSettings(),
+        settings=settings or VerdictSettings(), machine_labels=machine_labels(store.machines()),
+        problem=comparison.problem or "",
     )  # fmt: skip
 
 
-def comment_environment(store: StoreReader, machine: str, head_results: Sequence[Result]) -> dict[str, str]:
+def comment_environment(store: StoreReader, machine: str | Sequence[str], head_results: Sequence[Result]
+                        ) -> dict[str, str]:
     """What the PR comment's environment table shows: the machine's GPU stack, then the head run's clocks,
-    temperature, Python and asv environment."""
-    env = {"machine": machine}
-    row = next((m for m in store.machines() if m.name == machine), None)
-    if row is not None:
-        env.update({k: getattr(row, k) for k in ("gpu", "driver", "cuda", "torch", "triton") if getattr(row, k)})
+    temperature, Python and asv environment (each environment's name where several were compared)."""
+    keys = [machine] if isinstance(machine, str) else list(machine)
+    rows = {m.name: m for m in store.machines()}
+    first = rows.get(keys[0]) if keys else None
+    env = {"machine": first.machine_name if first is not None else ", ".join(keys)}
+    if first is not None:
+        env.update({k: getattr(first, k) for k in ("gpu", "driver", "cuda", "torch", "triton") if getattr(first, k)})
+    if len(keys) > 1:
+        env["environments"] = ", ".join(rows[k].env_name if k in rows and rows[k].env_name else k for k in keys)
     if head_results:
-        keep = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "python", "env_name")
+        keep = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c") if len(keys) > 1 else (
+            "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "python", "env_name")
         env.update({k: v for k, v in head_results[0].environment if k in keep and v})
     return env

@@ -14,13 +14,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ci.outputs.comment import GROUPS, group_verdicts, headline, side_text
 from ci.records import Kind, Outcome, Verdict
-from ci.verdicts import Spread, VerdictSettings
+from ci.verdicts import Spread, VerdictSettings, spread_for
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _MARK = {"failed": "!", "regressed": "+", "unconfirmed": "~", "withheld": "x", "unknown": "x", "missing": "x",
+         "not_run": "x",
          "improved": "-", "faster": "~", "inconclusive": "?", "new": " ", "unchanged": " "}
 _HEADER = ("", "base", "head", "ratio", "interval", "p", "threshold", "benchmark")
 
@@ -44,17 +46,19 @@ def _row(group: str, v: Verdict, sides: tuple[Spread | None, Spread | None]) -> 
 def render_table(
     verdicts: Sequence[Verdict],
     *,
-    spreads: Mapping[str, tuple[Spread | None, Spread | None]] | None = None,
+    spreads: Mapping[Any, tuple[Spread | None, Spread | None]] | None = None,
     settings: VerdictSettings | None = None,
     only_changed: bool = True,
+    problem: str = "",
 ) -> str:
     """The verdicts as lines for a terminal, the headline last.
 
     Args:
         verdicts: A/B verdicts and correctness gates (`ci.verdicts.compare`).
-        spreads: series key -> (base, head) Spread (`ci.verdicts.spreads`).
+        spreads: (machine, series key) -> (base, head) Spread (`ci.verdicts.spreads`).
         settings: the verdicts' settings (the interval's level in the legend).
         only_changed: leave out unchanged and new series (as `asv continuous` does), counting them.
+        problem: why the comparison decides nothing (`ci.verdicts.Comparison.problem`), shown as the headline.
 
     Returns:
         Text ending in a newline.
@@ -68,7 +72,7 @@ def render_table(
     for name in GROUPS:
         if only_changed and name in ("unchanged", "new"):
             continue
-        rows += [_row(name, v, sides.get(v.benchmark.key, (None, None))) for v in groups[name]]
+        rows += [_row(name, v, spread_for(sides, v)) for v in groups[name]]
     lines = []
     if rows:
         widths = [max(len(r[i]) for r in (_HEADER, *rows)) for i in range(len(_HEADER) - 1)]
@@ -87,5 +91,7 @@ def render_table(
     n = {k: len(v) for k, v in groups.items()}
     n["gates_failed"] = len(gates_failed)
     status, detail = headline(n)
+    if problem:
+        status, detail = "❌ Nothing was compared", _plain(problem)
     lines.append(f"{status}: {detail}.")
     return "\n".join(lines) + "\n"

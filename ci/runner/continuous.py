@@ -20,7 +20,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ci.exit_codes import EXIT_OK
+from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.records import Result
 from ci.runner.command import job_selection
 from ci.runner.config import RunnerConfig, default_machine
@@ -77,7 +77,7 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     from ci.runner.jobs import ab_comparison
     from ci.runner.measure import ingest_results, job_lock, measure
     from ci.store import Store
-    from ci.verdicts import compare, exit_code, spreads
+    from ci.verdicts import compare, exit_code, machine_keys, not_measured, spreads
     from ci.verdicts.inputs import results_with_crashes
 
     repo = Path(args.repo).resolve()
@@ -98,14 +98,16 @@ def cmd_continuous(args: argparse.Namespace) -> int:
                 "half; every difference is noise")
             measure(cfg, store, [(head,)], interleave=False)
             ingest_results(cfg, store)
-            b, h = _halves(results_with_crashes(store, head, cfg.machine))
+            b, h = _halves([r for m in machine_keys(store, cfg.machine) for r in results_with_crashes(store, head, m)])
             verdicts = compare(b, h, settings=settings)
             sides = spreads(b, h)
+            problem = not_measured(h, "commit", head)
         else:
             measure(cfg, store, [(base, head)], interleave=True)
             ingest_results(cfg, store)
             comparison = ab_comparison(cfg, store, base, head)
             verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
+            problem = comparison.problem
             if not comparison.jobs.together:  # e.g. asv wrote no job marker: say what the verdicts rest on
                 say(f"warning: base and head are not recorded as measured in one job ({comparison.jobs.relation})")
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
@@ -114,8 +116,9 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     with reader_may_leave():  # `ci continuous ... | head`: the verdict's exit code stands
         print()
         print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
-        print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all), end="")
+        print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all,
+                           problem=problem or ""), end="")
         if base == head and code != EXIT_OK:
             print("A/A check: the rule called a difference between two halves of one job's samples of the same "
                   "commit: a false alarm.")
-    return code
+    return EXIT_ERROR if problem else code

@@ -28,10 +28,11 @@ def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
     Returns:
         A `ci.verdicts.Comparison` (verdicts sorted by series key).
     """
-    from ci.verdicts import compare_commits
+    from ci.verdicts import compare_commits, pick_machines
 
     try:
-        comparison = compare_commits(store, base, head, cfg.machine, settings=cfg.settings)
+        machines = pick_machines(store, base, head, cfg.machine)
+        comparison = compare_commits(store, base, head, machines, settings=cfg.settings)
     except ValueError as exc:  # no results for head
         raise RunnerError(f"{exc}: nothing to compare") from None
     store.save_verdicts(comparison.verdicts)
@@ -39,9 +40,10 @@ def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
 
 
 def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
-    from ci.verdicts import correctness_gates, results_with_crashes
+    """The correctness gates of commit `sha` on every environment of asv machine `machine`."""
+    from ci.verdicts import correctness_gates, machine_keys, results_with_crashes
 
-    return correctness_gates(results_with_crashes(store, sha, machine))
+    return correctness_gates([r for m in machine_keys(store, machine) for r in results_with_crashes(store, sha, m)])
 
 
 def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
@@ -59,7 +61,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         A RunOutcome.
     """
     from ci.store import Store
-    from ci.verdicts import newly_detected
+    from ci.verdicts import machine_keys, newly_detected
 
     commits = list(commits)
     ensure_machine(cfg)
@@ -67,9 +69,13 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         runs = measure(cfg, store, [(c,) for c in commits], interleave=False) if commits else []
         ingest = ingest_results(cfg, store)
         gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
+        # A commit of this job at which not one point was measured is an error, not a quiet pass.
+        empty = [why for c in commits if (why := _not_measured(store, c, cfg.machine)) is not None]
         acked = {(a.benchmark_key, a.commit_sha) for a in store.acknowledgements()}
         on_branch = {c.sha for c in store.commits(cfg.dashboard_branch)} if cfg.dashboard_branch else None
-        history = [r for r in store.results(machine=cfg.machine) if on_branch is None or r.commit_sha in on_branch]
+        # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`).
+        history = [r for m in machine_keys(store, cfg.machine) for r in store.results(machine=m)
+                   if on_branch is None or r.commit_sha in on_branch]
         # Steps this job made visible (a step shows only once commits after it are measured), not
         # steps at this job's commits: the commit that caused one was usually measured a job ago.
         steps = [
@@ -83,9 +89,11 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         say(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})")
     for cp in steps:
         say(f"regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} (p={cp.p_value:.2g})")
-    code = EXIT_REGRESSION if failed or steps else EXIT_OK
+    for why in empty:
+        say(f"error: {why}")
+    code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or steps else EXIT_OK
     return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
-                      notes=notes)  # fmt: skip
+                      notes=notes + tuple(f"error: {why}" for why in empty))  # fmt: skip
 
 
 def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
@@ -111,6 +119,9 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         comparison = ab_comparison(cfg, store, base, head)
         verdicts = comparison.verdicts
         code = exit_code(verdicts)
+        if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
+            say(f"error: {comparison.problem}")
+            code = EXIT_ERROR
         try:
             comment, url = write_comment(cfg, store, comparison, base, head)
             posting = ()
@@ -124,11 +135,21 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
                       comment, url, notes, comparison)  # fmt: skip
 
 
+def _not_measured(store: Any, sha: str, machine: str) -> str | None:
+    """Why commit `sha` measured nothing on asv machine `machine` (every environment), or None."""
+    from ci.verdicts import machine_keys, not_measured, results_with_crashes
+
+    results = [r for m in machine_keys(store, machine) for r in results_with_crashes(store, sha, m)]
+    return not_measured(results, "commit", sha)
+
+
 def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[str, ...]:
     """One line per benchmark point asv recorded as failed (not skipped) on the job's commits."""
+    from ci.verdicts import machine_keys
+
     notes = []
     for sha in commits:
-        for f in store.failures(commit_sha=sha, machine=machine):
+        for f in (f for m in machine_keys(store, machine) for f in store.failures(commit_sha=sha, machine=m)):
             if f.status == "failed":
                 notes.append(f"benchmark failed at {sha[:8]}: {f.benchmark.key} (see asv's output above)")
     return tuple(notes)

@@ -31,7 +31,7 @@ def write_comment(
     """
     from ci.outputs.comment import comment_context, comment_environment, github_urls, render_comment
 
-    env = comment_environment(store, cfg.machine, [r for r in comparison.head if r.samples])
+    env = comment_environment(store, comparison.machines or cfg.machine, [r for r in comparison.head if r.samples])
     commit_url, job_url = github_urls(os.environ)
     context = comment_context(store, comparison, env, commit_url=commit_url, job_url=job_url, settings=cfg.settings)
     body = render_comment(list(comparison.verdicts), [], base_sha=base, head_sha=head, environment=env,

@@ -32,13 +32,16 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ci.records import (
+    FAILED_BOTH,
     FAILED_ON_HEAD,
     MISSING_ON_HEAD,
     NEW_SERIES,
+    NO_BASE_SAMPLES,
     UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Benchmark,
@@ -198,14 +201,15 @@ class _Pending:
     machine: str
 
 
-def _group(results: Sequence[Result], side: str) -> dict[str, list[Result]]:
+def _group(results: Sequence[Result], side: str, pool_machines: bool = False) -> dict[tuple[str, str], list[Result]]:
+    """Results by series: (machine, series key), or ("", series key) when `pool_machines`."""
     if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
         raise TypeError(f"{side} must be a sequence of Result, got {type(results).__name__}")
-    groups: dict[str, list[Result]] = {}
+    groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         if not isinstance(r, Result):
             raise TypeError(f"{side} must contain only Result records, got {type(r).__name__}")
-        groups.setdefault(r.benchmark.key, []).append(r)
+        groups.setdefault(("" if pool_machines else r.machine, r.benchmark.key), []).append(r)
     return groups
 
 
@@ -224,8 +228,9 @@ def worse(benchmark: Benchmark, ratio: float) -> bool:
     return is_worse(benchmark.direction, ratio) is True
 
 
-def spreads(base: Sequence[Result], head: Sequence[Result]) -> dict[str, tuple[Spread | None, Spread | None]]:
-    """Per series key, the (base, head) Spread of the samples `compare` pools (None for a side
+def spreads(base: Sequence[Result], head: Sequence[Result]
+            ) -> dict[tuple[str, str], tuple[Spread | None, Spread | None]]:
+    """Per series, the (base, head) Spread of the samples `compare` pools (None for a side
     without finite samples).
 
     Args:
@@ -233,7 +238,8 @@ def spreads(base: Sequence[Result], head: Sequence[Result]) -> dict[str, tuple[S
         head: results of the head commit.
 
     Returns:
-        series key -> (base Spread or None, head Spread or None).
+        (machine, series key) -> (base Spread or None, head Spread or None); `spread_for` looks a
+        verdict's up.
     """
     b, h = _group(base, "base"), _group(head, "head")
     out = {}
@@ -241,6 +247,12 @@ def spreads(base: Sequence[Result], head: Sequence[Result]) -> dict[str, tuple[S
         sides = [spread_of(finite(s for r in g.get(key, []) for s in r.samples)) for g in (b, h)]
         out[key] = (sides[0], sides[1])
     return out
+
+
+def spread_for(sides: Mapping[Any, tuple[Spread | None, Spread | None]], v: Verdict
+               ) -> tuple[Spread | None, Spread | None]:
+    """A verdict's (base, head) Spread in `spreads`' result (or a map by series key alone)."""
+    return sides.get((v.machine, v.benchmark.key)) or sides.get(v.benchmark.key) or (None, None)
 
 
 def _machine_of(rs: list[Result]) -> str:
@@ -277,56 +289,62 @@ def compare(
     head: Sequence[Result],
     *,
     settings: VerdictSettings | None = None,
-    between_jobs: Mapping[str, float] | None = None,
+    between_jobs: Mapping[str, float] | Mapping[tuple[str, str], float] | None = None,
 ) -> list[Verdict]:
     """A/B verdicts between the base and head results of one job.
 
-    Results pair by `benchmark.key`; several results of one series on one side (asv rounds, or
-    `--append-samples` runs) pool their samples. A series on only one side is reported: new on head
-    is UNCHANGED ("new series"), missing on head is INCONCLUSIVE. A series whose head results hold
-    no finite sample (a crash: `ci.verdicts.inputs.results_with_crashes` adds sample-less results for them)
-    is FAILED. Correctness series are judged by `ci.verdicts.gates.correctness_gates` on the head results
+    Results pair by series: machine (asv machine x environment x host, `ci.records.Machine`) and
+    `benchmark.key`, so that two environments measured by one job are never pooled; several
+    results of one series on one side (asv rounds, or `--append-samples` runs) pool their samples.
+    A series on only one side is reported: new on head is UNCHANGED ("new series"), missing on
+    head is INCONCLUSIVE. A series whose head results hold no finite sample (a crash:
+    `ci.verdicts.inputs.results_with_crashes` adds sample-less results for them) is FAILED.
+    Correctness series are judged by `ci.verdicts.gates.correctness_gates` on the head results
     (FAILED or UNCHANGED); one missing on head is FAILED.
 
     Args:
-        base: results of the base commit (one machine).
-        head: results of the head commit (the same machine).
+        base: results of the base commit (one machine, or several: each series pairs within its own).
+        head: results of the head commit (the same machines).
         settings: decision settings; `VerdictSettings()` when None.
         between_jobs: None when base and head were measured in one job (`ci.verdicts.jobs`).
             Otherwise each series' known between-job drift (relative sigma of the difference of
             two jobs' medians, `ci.verdicts.jobs.between_job_drift`): its threshold becomes at
             least `settings.drift_k` of it, and a timing series missing from the mapping is
-            withheld (INCONCLUSIVE, `WITHHELD_OTHER_JOB`): in-job samples cannot judge it.
+            withheld (INCONCLUSIVE, `WITHHELD_OTHER_JOB`): in-job samples cannot judge it. Keyed
+            by (machine, series key), or by series key alone for a comparison on one machine.
 
     Returns:
-        One Verdict per series, sorted by series key. `ratio` is head/base of the medians;
+        One Verdict per series, sorted by series key then machine. `ratio` is head/base of the medians;
         `ci_low`/`ci_high` its bootstrap interval; `p_value` the corrected Mann-Whitney p;
         `threshold` the relative change the series needed; `machine` the head results' machine.
 
     Raises:
         TypeError: inputs are not sequences of Result.
-        ValueError: base and head come from different machines (unless allowed), or one side
+        ValueError: base and head share no machine (unless allowed), or one side
             mixes several commits for a series.
     """
     settings = settings or VerdictSettings()
     if not isinstance(settings, VerdictSettings):
         raise TypeError(f"settings must be a VerdictSettings, got {type(settings).__name__}")
-    base_groups = _group(base, "base")
-    head_groups = _group(head, "head")
-    if not settings.allow_cross_machine:
+    pool = settings.allow_cross_machine
+    base_groups = _group(base, "base", pool)
+    head_groups = _group(head, "head", pool)
+    if not pool:
         base_machines = {r.machine for r in base}
         head_machines = {r.machine for r in head}
-        if base_machines and head_machines and base_machines != head_machines:
+        if base_machines and head_machines and not base_machines & head_machines:
             raise ValueError(
                 f"base ran on {sorted(base_machines)} but head on {sorted(head_machines)}: an A/B verdict needs "
-                "both measured on the same machine in the same job (set allow_cross_machine to override)"
+                "both measured on the same machine (one asv machine, environment and host) in the same job "
+                "(set allow_cross_machine to override)"
             )
 
     final: list[Verdict] = []
     pending: list[_Pending] = []
     gate_results: list[Result] = []
-    for key in sorted(base_groups.keys() | head_groups.keys()):
-        b_rs, h_rs = base_groups.get(key), head_groups.get(key)
+    for series in sorted(base_groups.keys() | head_groups.keys(), key=lambda s: (s[1], s[0])):
+        b_rs, h_rs = base_groups.get(series), head_groups.get(series)
+        machine, key = series
         bench = (h_rs or b_rs)[0].benchmark  # type: ignore[index]
         if bench.kind == Kind.CORRECTNESS:
             if h_rs:
@@ -343,7 +361,7 @@ def compare(
         # about the head's series (the one the dashboard flags).
         drift: float | None = 0.0
         if between_jobs is not None:
-            drift = between_jobs.get(key)
+            drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
         verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
                                       _version_change(b_rs, h_rs), drift)
         if isinstance(verdict_or_pending, Verdict):
@@ -354,7 +372,7 @@ def compare(
     adjusted = adjust_pvalues([p.p_raw for p in pending], settings.correction)
     final.extend(_decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
     final.extend(correctness_gates(gate_results))
-    return sorted(final, key=lambda v: v.benchmark.key)
+    return sorted(final, key=lambda v: (v.benchmark.key, v.machine))
 
 
 def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | None:
@@ -394,11 +412,11 @@ def _measure(
                      f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "
                      f"to {bench.unit}/{bench.direction}")
     if h.size == 0 and b.size == 0:
-        return early(Outcome.INCONCLUSIVE, math.nan, "failed to run on base and on head (see the job log)")
+        return early(Outcome.INCONCLUSIVE, math.nan, FAILED_BOTH)
     if h.size == 0:  # it ran on base: the head broke it
         return early(Outcome.FAILED, math.nan, FAILED_ON_HEAD)
     if b.size == 0:
-        return early(Outcome.INCONCLUSIVE, math.nan, "base has no finite samples (benchmark failed or skipped)")
+        return early(Outcome.INCONCLUSIVE, math.nan, NO_BASE_SAMPLES)
     bm, hm = float(np.median(b)), float(np.median(h))
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
         return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")

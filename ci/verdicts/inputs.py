@@ -3,32 +3,65 @@ comparison of two commits from a store, with the jobs that measured them."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ci.records import Result, Verdict
+from ci.records import Kind, Result, Verdict
 from ci.verdicts.jobs import Jobs, drift_for, job_relation
 
 
 def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
-    """One commit's results on one machine, plus a sample-less Result for every point asv recorded
-    as failed (crashed), so that the verdicts see the crash: a correctness gate or a benchmark that
-    crashed on head FAILS instead of vanishing. Skipped points (asv's NaN: "not on this machine")
-    stay out; `compare` fails a correctness check that ran on base and not on head.
+    """One commit's results on one machine, plus a sample-less Result for every point that did not
+    run, so that the verdicts see it: a point asv recorded as failed (crashed), and a correctness
+    point recorded as skipped (asv's NaN: the check returned NaN, or skipped itself) whose series has
+    a value at another commit on this machine (it can run here, so not running is not a pass). A
+    correctness gate or a benchmark that crashed on head FAILS instead of vanishing. Other skipped
+    points (asv's NaN for "not on this machine": no GPU, a baseline not installed) stay out.
 
     Args:
         store: a `ci.store.Store` (its `results` and `failures`).
         sha: full commit sha.
-        machine: machine name.
+        machine: machine key.
 
     Returns:
-        Result records in the store's order, the crashed correctness points last.
+        Result records in the store's order, the points that did not run last.
     """
     rs = store.results(commit_sha=sha, machine=machine)
     for f in store.failures(commit_sha=sha, machine=machine):
-        if f.status == "failed":
+        if f.status == "failed" or (f.benchmark.kind == Kind.CORRECTNESS and any(
+                r.commit_sha != sha and any(math.isfinite(x) for x in r.samples)
+                for r in store.results(benchmark_key=f.benchmark.key, machine=machine))):  # fmt: skip
             rs.append(Result(f.benchmark, f.commit_sha, f.machine, (), run_id=f.run_id))
     return rs
+
+
+def measured(results: Sequence[Result]) -> list[Result]:
+    """The results holding at least one finite sample (what was measured, crashes left out)."""
+    return [r for r in results if any(math.isfinite(x) for x in r.samples)]
+
+
+def not_measured(results: Sequence[Result], side: str, sha: str) -> str | None:
+    """Why one side of a comparison (or one commit of a history job) decides nothing: not one of
+    its points was measured. None when something was.
+
+    Args:
+        results: the side's results, crashes included (`results_with_crashes`).
+        side: "base", "head" or "commit", for the message.
+        sha: its commit.
+
+    Returns:
+        A one-line reason naming what failed, or None.
+    """
+    if measured(results):
+        return None
+    failed = sorted({r.benchmark.name for r in results})
+    if not failed:
+        return f"nothing was measured on {side} {sha[:12]}: no benchmark point"
+    shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    return (f"nothing was measured on {side} {sha[:12]}: all {len(results)} benchmark points failed to run "
+            f"({shown}); see the job log (asv's output) for why")
 
 
 @dataclass(frozen=True)
@@ -40,34 +73,110 @@ class Comparison:
     jobs: Jobs
     verdicts: list[Verdict]
     drift_known: int = 0  # series with a between-job drift estimate (when not measured in one job)
+    machines: tuple[str, ...] = ()  # the machines compared (keys: asv machine x environment x host)
+    base_sha: str = ""
+    head_sha: str = ""
+
+    @property
+    def problem(self) -> str | None:
+        """Why this comparison decides nothing (a side with not one measured point): every entry
+        point then exits 2 with this as its headline, never "no regression". None otherwise."""
+        for side, rs, sha in (("head", self.head, self.head_sha), ("base", self.base, self.base_sha)):
+            why = not_measured(rs, side, sha or (rs[0].commit_sha if rs else "?"))
+            if why is not None:
+                return why
+        return None
 
 
-def compare_commits(store: Any, base: str, head: str, machine: str, *, settings: Any = None) -> Comparison:
-    """A/B verdicts of `head` against `base` on one machine, as every entry point decides them.
+def machine_keys(store: Any, name: str) -> list[str]:
+    """The store's machines that `name` stands for: the machine with that key, else every machine
+    (environment, host) that asv machine name has.
+
+    Args:
+        store: a `StoreReader`.
+        name: a machine key (`ci.records.Machine.name`) or an asv machine name.
+
+    Returns:
+        Machine keys, sorted; [] when the store knows neither.
+    """
+    machines = store.machines()
+    if any(m.name == name for m in machines):
+        return [name]
+    return sorted(m.name for m in machines if m.machine_name == name)
+
+
+def measured_on(store: Any, sha: str) -> set[str]:
+    """The machines with results or recorded failures for commit `sha`."""
+    return {r.machine for r in store.results(commit_sha=sha)} | {f.machine for f in store.failures(commit_sha=sha)}
+
+
+def pick_machines(store: Any, base: str, head: str, machine: str | None) -> list[str]:
+    """The machines to compare base and head on: those of one asv machine name that measured
+    either side, provided one measured both (an environment measured on one side only is compared
+    too: its series are new on head, or missing there).
+
+    Args:
+        store: a `StoreReader` with `failures`.
+        base: full sha of the base commit.
+        head: full sha of the head commit.
+        machine: a machine key or asv machine name (None: the one asv machine name that measured
+            both commits).
+
+    Returns:
+        Machine keys, sorted; ValueError when no machine measured both, or several asv machine
+        names did and none was chosen.
+    """
+    on_base, on_head = measured_on(store, base), measured_on(store, head)
+    names = {m.name: m.machine_name for m in store.machines()}
+    if machine is not None:
+        wanted = set(machine_keys(store, machine))
+        if not wanted:
+            known = sorted(set(names.values()))
+            raise ValueError(f"unknown machine {machine!r} (the store knows {', '.join(map(repr, known)) or 'none'})")
+    else:
+        both = {names.get(k, k) for k in on_base & on_head}
+        if len(both) > 1:
+            raise ValueError(f"several machines measured both commits ({', '.join(sorted(both))}): pass --machine")
+        wanted = {k for k in on_base | on_head if names.get(k, k) in both}
+    if not wanted & on_base & on_head:
+        pair = f"both {base[:12]} (base) and {head[:12]} (head)"
+        raise ValueError(f"no machine has results for {pair}" if machine is None
+                         else f"machine {machine!r} has no results for {pair}")
+    return sorted(wanted & (on_base | on_head))
+
+
+def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[str], *,
+                    settings: Any = None) -> Comparison:
+    """A/B verdicts of `head` against `base` on one machine (or several environments of one), as
+    every entry point decides them.
 
     When the two were not recorded as measured in one job (`ci.verdicts.jobs.job_relation`), each
-    series' between-job drift is estimated from the machine's other commits and widens its threshold;
-    series without an estimate are withheld.
+    series' between-job drift is estimated from its machine's other commits and widens its
+    threshold; series without an estimate are withheld.
 
     Args:
         store: a `ci.store.Store` (or any `StoreReader` with `failures`).
         base: full sha of the base commit.
         head: full sha of the head commit.
-        machine: machine name.
+        machine: a machine key, or several (`pick_machines`): each series is compared within its own.
         settings: `ci.verdicts.VerdictSettings` (None: the defaults).
 
     Returns:
-        A Comparison (verdicts sorted by series key; not saved).
+        A Comparison (verdicts sorted by series key, then machine; not saved).
     """
     from ci.verdicts.ab import compare
 
-    b = results_with_crashes(store, base, machine)
-    h = results_with_crashes(store, head, machine)
+    machines = (machine,) if isinstance(machine, str) else tuple(machine)
+    b = [r for m in machines for r in results_with_crashes(store, base, m)]
+    h = [r for m in machines for r in results_with_crashes(store, head, m)]
     if not h:
-        raise ValueError(f"no results for head {head[:12]} on {machine}")
+        raise ValueError(f"no results for head {head[:12]} on {', '.join(machines)}")
     jobs = job_relation([r for r in b if r.samples], [r for r in h if r.samples])
-    drift = None
+    drift: dict[Any, float] | None = None
     if not jobs.together:
-        drift = drift_for(jobs, store.results(machine=machine), exclude_commits={base, head})
+        drift = {}
+        for m in machines:
+            found = drift_for(jobs, store.results(machine=m), exclude_commits={base, head}) or {}
+            drift.update(((m, key), d) for key, d in found.items())
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
-    return Comparison(b, h, jobs, verdicts, len(drift or {}))
+    return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)

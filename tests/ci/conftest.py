@@ -128,12 +128,17 @@ def write_results(
     env_name: str = ENV_NAME,
     sidecar: dict[str, str] | None = None,
     job: str | None = None,
+    host: dict[str, str] | None = None,
+    first_commit: int = 0,
 ) -> list[Path]:
     """Write an asv results directory with asv's own code; returns the result file paths.
 
     `samples(bench_name, point_index, commit_index)` gives a point's raw samples, or None for a
     failed point (asv records null). `job`: the job marker the runner writes into every commit's
-    sidecar (`ci.records.JOB_KEY`), as for commits measured together in one asv call.
+    sidecar (`ci.records.JOB_KEY`), as for commits measured together in one asv call. `host`:
+    machine fields that replace the default host's (cpu, ram, ...), in machine.json and in every
+    result file, as `asv machine` on another host writes them. `first_commit`: the commit index of
+    `commits[0]` (dates and `samples`' commit index count from it).
     """
     from asv import util
     from asv.results import Results
@@ -145,10 +150,11 @@ def write_results(
 
     samples = samples or default_samples
     util.write_json(str(root / "benchmarks.json"), {b["name"]: b for b in benchmarks}, api_version=2)
-    info = {"machine": machine, "os": "Linux 6.8", "arch": "x86_64", "cpu": "Xeon 8480", "num_cpu": "16", "ram": "128G"}
+    info = {"machine": machine, "os": "Linux 6.8", "arch": "x86_64", "cpu": "Xeon 8480", "num_cpu": "16", "ram": "128G",
+            **(host or {})}
     util.write_json(str(root / machine / "machine.json"), info, api_version=1)
     paths = []
-    for c, sha in enumerate(commits):
+    for c, sha in enumerate(commits, start=first_commit):
         res = Results(
             info, {"torch": "2.14.1"}, sha, 1_700_000_000_000 + c * 3_600_000, "3.11", env_name, {"CUDA_VISIBLE": "0"}
         )

@@ -1,0 +1,252 @@
+"""A series is one benchmark on one machine, environment and host: never pooled, never merged
+without a word, and an existing store splits its environments on upgrade without losing a point."""
+
+from __future__ import annotations
+
+import math
+
+from sqlalchemy import create_engine
+
+from ci.cli import main
+from ci.records import Outcome
+from ci.store import Store
+from ci.verdicts import detect_all
+from tests.ci.conftest import BENCHMARKS, MACHINE, sha_for, write_results
+
+KEY = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+PY310, PY312 = "virtualenv-py3.10", "virtualenv-py3.12"
+
+
+def _level(level: float, n: int = 10):
+    """`write_results`' samples: time series at `level` (others at their defaults), n samples."""
+
+    def make(name: str, j: int, c: int) -> list[float]:
+        base = (1e-4 * level if j == 0 else 1e-4 * (j + 1)) if "time_" in name else 100.0 + j
+        if "max_abs_diff" in name:
+            base = 0.001
+        return [base * (1 + 0.002 * k) for k in range(n)]
+
+    return make
+
+
+def test_environments_of_one_machine_are_compared_apart(tmp_path, capsys):
+    """Base measured under two Python environments (one 30% slower: another interpreter), head under
+    one of them at the same level: each environment is its own series. Pooled, the base's median
+    fell between the two levels and the head read "improved"."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(0)], env_name=PY312, samples=_level(1.3), job="one-call/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert f"machine '{MACHINE}' measured in another environment" in capsys.readouterr().err
+    # Exit 1: the correctness checks of the environment head did not measure did not run there.
+    assert main(["compare", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--no-save"]) == 1
+    out = capsys.readouterr().out
+    failed = [line for line in out.splitlines() if line.startswith("failed")]
+    assert len(failed) == 2 and all(f"[{MACHINE} [{PY312}]]" in line for line in failed), out
+    with Store(db) as store:
+        machines = {m.name: m for m in store.machines()}
+        assert set(machines) == {MACHINE, f"{MACHINE} [{PY312}]"}
+        assert machines[MACHINE].env_name == PY310 and machines[f"{MACHINE} [{PY312}]"].env_name == PY312
+        assert {r.machine for r in store.results(benchmark_key=KEY)} == set(machines)
+        verdicts = [v for v in store.verdicts() if v.benchmark.key == KEY]
+    assert not verdicts  # --no-save
+    row = [line for line in out.splitlines() if KEY in line]
+    assert len(row) == 2, out  # one row per environment, each naming its machine
+    assert any(line.startswith("unchanged") and f"[{MACHINE}]" in line for line in row), out
+    assert any(f"[{MACHINE} [{PY312}]]" in line and "missing on head" in line for line in row), out
+    assert "improved" not in "\n".join(row)
+
+
+def test_the_comment_names_each_rows_environment(tmp_path):
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY312, samples=_level(1.3), job="one-call/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    out = tmp_path / "c.md"
+    assert main(["comment", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--out", str(out)]) == 0
+    body = out.read_text()
+    assert "| Benchmark | Params | Machine |" in body
+    assert f"`{MACHINE} [{PY310}]`" in body and f"`{MACHINE} [{PY312}]`" in body
+    assert f"| environments | `{PY310}, {PY312}` |" in body
+
+
+def test_a_second_host_under_one_machine_name_is_kept_apart_and_named(tmp_path, capsys):
+    """Every runner of a workflow named its results alike: the second host (another CPU, another
+    RAM size, 25% slower) is its own machine, ingest says so and how to name hosts, and the history
+    shows no regression at the commit where the host changed (before: x1.25 "regressed")."""
+    root = tmp_path / "results"
+    first = [sha_for(i) for i in range(8)]
+    second = [sha_for(i) for i in range(8, 16)]
+    write_results(root, first, samples=_level(1.0))
+    write_results(root, second, samples=_level(1.25), first_commit=8,
+                  host={"cpu": "AMD EPYC 7763", "ram": "64G", "num_cpu": "4"})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"warning: machine '{MACHINE}': results from another host" in err
+    assert "AMD EPYC 7763" in err and "Xeon 8480" in err and "asv machine --machine NAME" in err
+    with Store(db) as store:
+        machines = {m.name: m for m in store.machines()}
+        assert len(machines) == 2
+        other = next(m for m in machines.values() if m.name != MACHINE)
+        assert other.machine_name == MACHINE and ", host 2]" in other.name
+        assert dict(other.host)["cpu"] == "AMD EPYC 7763" and dict(machines[MACHINE].host)["cpu"] == "Xeon 8480"
+        by_machine = {m: {r.commit_sha for r in store.results(benchmark_key=KEY, machine=m)} for m in machines}
+        assert by_machine[MACHINE] == set(first) and by_machine[other.name] == set(second)
+        assert not [c for c in detect_all(store) if c.benchmark.key == KEY and c.outcome == Outcome.REGRESSED]
+    # Ingested again: nothing new, nothing said.
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert "another host" not in capsys.readouterr().err
+
+
+def test_one_host_through_kernel_updates_and_ram_readings_stays_one_machine(tmp_path, capsys):
+    """A host's kernel version, and RAM read in kB by an older asv and in bytes by a newer one, are
+    its environment, not another host (a real Jenkins history went through 5 kernels in 59 runs)."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0)], host={"os": "Linux 4.18.0-553.56.1.el8_10.x86_64", "ram": "395591804"})
+    write_results(root, [sha_for(1)], first_commit=1,
+                  host={"os": "Linux 4.18.0-553.123.1.el8_10.x86_64", "ram": "405086031872"})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert "another host" not in capsys.readouterr().err
+    with Store(db) as store:
+        assert [m.name for m in store.machines()] == [MACHINE]
+
+
+def test_an_existing_store_splits_its_environments_on_upgrade(tmp_path):
+    """A store written before machines had environments (revision 0005: one machine row, runs of
+    two environments) upgrades to one machine per environment, every point kept."""
+    from alembic import command
+    from alembic.config import Config
+
+    from ci.store.schema import MIGRATIONS_DIR
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0))
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY312, samples=_level(1.3))
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        from ci.ingest import ingest_results_dir
+
+        ingest_results_dir(store, root)
+        before = sorted((r.commit_sha, r.benchmark.key, r.samples) for r in store.results())
+    engine = create_engine(f"sqlite:///{db}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0005")
+    with engine.connect() as conn:
+        assert [r[0] for r in conn.exec_driver_sql("SELECT name FROM machines")] == [MACHINE]
+        assert conn.exec_driver_sql("SELECT count(DISTINCT env_name) FROM runs").scalar() == 2
+    engine.dispose()
+    with Store(db) as store:  # opening migrates to head
+        assert sorted(m.name for m in store.machines()) == [MACHINE, f"{MACHINE} [{PY312}]"]
+        after = sorted((r.commit_sha, r.benchmark.key, r.samples) for r in store.results())
+        assert after == before
+        assert {r.machine for r in store.results() if "py3.12" in r.run_id} == {f"{MACHINE} [{PY312}]"}
+
+
+def test_the_dashboard_says_a_machine_has_several_environments(tmp_path):
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310)
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY312)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["dashboard", "--db", db, "--out", str(tmp_path / "site")]) == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert f"Machine <b>{MACHINE}</b> measured in 2 environments" in index
+    for label in (f"{MACHINE} [{PY310}]", f"{MACHINE} [{PY312}]"):
+        assert f'<option value="m:{label}">' in index  # the reader chooses one in the filter
+        assert f'data-machine="{label}"' in index
+
+
+# -- a check that did not run is not a pass --------------------------------------------------------
+
+
+def _failing_head(name: str, j: int, c: int) -> list[float] | None:
+    if c == 1:
+        return None  # asv recorded every point of head as failed (null)
+    return _level(1.0)(name, j, c)
+
+
+def test_a_comparison_whose_head_measured_nothing_exits_2_naming_what_failed(tmp_path, capsys):
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], samples=_failing_head)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    base, head = sha_for(0)[:12], sha_for(1)[:12]
+    assert main(["compare", "--db", db, "--base", base, "--head", head, "--no-save"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: nothing was measured on head {head}: all 7 benchmark points failed to run" in err
+    assert "bench_attention.GPUTime.time_gpu" in err and "job log" in err
+    out = tmp_path / "c.md"
+    assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(out)]) == 2
+    body = out.read_text()
+    assert "**❌ Nothing was compared:** nothing was measured on head" in body
+    assert "No regression" not in body
+
+
+def test_series_that_failed_on_both_sides_are_listed_as_not_compared(tmp_path, capsys):
+    def both_fail(name: str, j: int, c: int) -> list[float] | None:
+        return None if "Throughput" in name else _level(1.0)(name, j, c)
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], samples=both_fail)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    out = tmp_path / "c.md"
+    # Not a regression of head (it failed on base too), and not "fine" either: listed, in the headline.
+    assert main(["comment", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12],
+                 "--out", str(out)]) == 0  # fmt: skip
+    body = out.read_text()
+    assert "### ⚠️ Not compared: failed to run on base (see the job log) (1)" in body
+    headline = body.splitlines()[3]
+    assert headline.startswith("**🟡 No regression confirmed; look at the series below:**"), headline
+    assert "1 not compared (failed to run on base)" in headline
+
+
+def test_a_correctness_check_that_returned_nan_fails_where_it_ran_before(tmp_path):
+    """asv stores a NaN result as skipped; a correctness series that has a value at another commit
+    on this machine and NaN at head is a check that did not run: FAILED, exit 1."""
+    from ci.verdicts import correctness_gates, results_with_crashes
+
+    def nan_at_head(name: str, j: int, c: int) -> list[float] | None:
+        if "max_abs_diff" in name and c == 1:
+            return [math.nan]
+        return _level(1.0)(name, j, c)
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], samples=nan_at_head)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        assert {f.status for f in store.failures(commit_sha=sha_for(1))} == {"skipped"}
+        gates = correctness_gates(results_with_crashes(store, sha_for(1), MACHINE))
+    assert [g.outcome for g in gates] == [Outcome.FAILED, Outcome.FAILED]
+    assert main(["compare", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--no-save"]) == 1
+
+
+def test_the_overview_lists_failing_series_and_series_that_stopped_reporting(tmp_path):
+    def fails_late(name: str, j: int, c: int) -> list[float] | None:
+        return None if ("Throughput" in name and c >= 2) else _level(1.0)(name, j, c)
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(4)], samples=fails_late)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    # The next commits' suite no longer has GPUTime (asv's benchmarks.json then lists it no more).
+    gone = [b for b in BENCHMARKS if "GPUTime" not in b["name"]]
+    write_results(root, [sha_for(4), sha_for(5)], first_commit=4, benchmarks=gone, samples=fails_late)
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["dashboard", "--db", db, "--out", str(tmp_path / "site")]) == 0
+    index = " ".join((tmp_path / "site" / "index.html").read_text().split())
+    assert "1 series failing" in index and "failing since" in index
+    assert f"{sha_for(2)[:10]}</a>" in index.split('id="failing"')[1].split("</section>")[0]
+    stopped = index.split('id="stopped"')[1].split("</section>")[0]
+    assert "4 series stopped reporting" in index and "no results since" in stopped
+    assert f"{sha_for(3)[:10]}</a>" in stopped and "GPUTime" in stopped
+    assert "No open regressions" in index  # no regression, and the failures above it
+    assert index.index('id="failing"') < index.index('id="open-regressions"')
