@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import multiprocessing
 import os
+import re
 import subprocess
 import time
 from collections import deque
@@ -135,6 +136,7 @@ class IngestProgress:
 
 
 _GIT_FORMAT = "%H%x1f%P%x1f%cI%x1f%s%x1e"
+_NAME = re.compile(r"[0-9a-fA-F]{4,64}")  # how a result file may name a commit (asv writes the full sha)
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
@@ -180,30 +182,43 @@ def git_commits(
 
     Args:
         repo: a git checkout.
-        shas: full commit hashes to describe.
+        shas: commit names as result files hold them: full shas (as asv writes them), also in
+            capitals or abbreviated.
         branch: a branch name; commits reachable from it get `branch` set, others get "".
         branch_log: the branch's log when the caller already has it (`_branch_log`).
 
     Returns:
-        sha -> Commit for every sha git knows (unknown shas are left out).
+        name -> Commit (its sha the name given) for every name git knows as a commit (others are
+        left out).
     """
     root = Path(repo)
     if not root.is_dir():
         raise ValueError(f"--repo {repo}: no such directory")
     wanted = sorted(set(shas))
-    found: dict[str, Commit] = {}
+    on_branch: dict[str, Commit] = {}
     if branch:
         on_branch = branch_log if branch_log is not None else _branch_log(root, branch)
-        found.update({s: on_branch[s] for s in wanted if s in on_branch})
-    rest = [s for s in wanted if s not in found]
-    if rest:
-        check = _git(root, "cat-file", "--batch-check", stdin="".join(f"{s}\n" for s in rest))
-        known = [line.split()[0] for line in check.splitlines() if line.endswith(" commit")]
-        if known:
-            out = _git(
-                root, "log", "--no-walk=unsorted", "--stdin", f"--format={_GIT_FORMAT}", stdin="\n".join(known) + "\n"
-            )
-            found.update(_parse_log(out, ""))
+    found = {s: on_branch[s] for s in wanted if s in on_branch}
+    # A name holding a line break would shift every answer after it: only hex names are asked.
+    rest = [s for s in wanted if s not in found and _NAME.fullmatch(s)]
+    if not rest:
+        return found
+    # One line per name asked, in order: "<full sha> commit" for a commit, "<name> missing" (or
+    # "ambiguous", or another object type) otherwise. (Plain --batch-check prints "<sha> commit
+    # <size>", which a test for lines ending in " commit" never matched: no commit off the branch,
+    # and none at all without --branch, got its metadata.)
+    answers = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                   stdin="".join(f"{s}\n" for s in rest)).splitlines()  # fmt: skip
+    full = {n: a.split()[0] for n, a in zip(rest, answers, strict=True) if a.split()[1:] == ["commit"]}
+    need = sorted({s for s in full.values() if s not in on_branch})
+    log: dict[str, Commit] = {}
+    if need:
+        asked = "".join(f"{s}\n" for s in need)
+        log = _parse_log(_git(root, "log", "--no-walk=unsorted", "--stdin", f"--format={_GIT_FORMAT}", stdin=asked), "")
+    for name, sha in full.items():
+        commit = on_branch.get(sha) or log.get(sha)
+        if commit is not None:  # keyed, and named, as the result files name it (as the store keys the run's commit)
+            found[name] = commit if commit.sha == name else replace(commit, sha=name)
     return found
 
 
