@@ -48,8 +48,10 @@ def default_source(cwd: Path | None = None) -> Path:
     """
     for start in (cwd or Path.cwd(), REPO_ROOT):
         proc = subprocess.run(["git", "-C", str(start), "rev-parse", "--show-toplevel"], capture_output=True,
-                              text=True, check=False)  # fmt: skip
-        top = Path(proc.stdout.strip()) if proc.returncode == 0 else None
+                              check=False)  # fmt: skip
+        # A path as the file system has it: bytes that need not be UTF-8, and spaces at either end
+        # that are part of the name; only git's line end is not.
+        top = Path(os.fsdecode(proc.stdout.removesuffix(b"\n"))) if proc.returncode == 0 else None
         if top is not None and all((top / f).is_file() for f in SUITE_FILES):
             return top
     raise ValueError("no checkout of the project here: run the demo inside a clone of the repository, or pass --repo")

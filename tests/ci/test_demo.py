@@ -7,6 +7,7 @@ PR A/B, store, dashboard, comment; then a second demo resumes to nothing.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,23 @@ def test_demo_measures_stores_renders_and_resumes(toy, tmp_path, capsys):  # noq
     assert run_demo(out, source=repo, commits=3, gpu=False, machine="cibox") == 0
     with Store(str(out / "history.sqlite")) as store:
         assert sorted(store.run_digests().items()) == runs
+
+
+def test_the_demo_finds_a_checkout_whose_path_is_not_utf8(toy, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """`git rev-parse --show-toplevel` prints the path's bytes as they are: read as UTF-8 text, a
+    checkout under a folder named in Latin-1 failed the demo before it began. Its path now comes back
+    as the file system has it (and a name ending in a space keeps the space)."""
+    repo, _ = toy
+    odd = tmp_path / os.fsdecode(b"caf\xe9 ")
+    repo.rename(odd)
+    sub = odd / "benchmarks"
+    from ci.demo import default_source
+
+    assert default_source(sub) == odd
+    monkeypatch.chdir(sub)
+    assert main(["demo", "--commits", "1"]) == 2  # found the checkout, then refused the count
+    err = capsys.readouterr().err
+    assert "at least 2" in err and "codec" not in err, err
 
 
 def test_suite_commits_stop_where_the_suite_is_absent(tmp_path):

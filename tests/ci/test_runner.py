@@ -463,3 +463,15 @@ def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp
         finally:
             os.close(fd)
     assert not (repo / ".asv" / "runner.lock").exists(), "the host's lock, not the checkout's"
+
+
+def test_git_reads_a_branch_name_that_is_not_utf8(tmp_path):
+    """A branch name is bytes: read as strict UTF-8, `git rev-parse --abbrev-ref HEAD` on one in
+    Latin-1 raised UnicodeDecodeError (the demo reads it so) instead of answering."""
+    from ci.runner.git import git
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", os.fsdecode(b"caf\xe9"))
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "caf\ufffd"
