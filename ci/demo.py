@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
-from ci.runner.config import RunnerConfig, RunnerError, default_machine, has_gpu, suite_regex
+from ci.runner.config import RunnerConfig, RunnerError, bench_option, default_machine, has_gpu, suite_regex
 from ci.runner.git import git
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
@@ -137,7 +137,7 @@ def run_demo(
     branch = git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
     branch = None if branch == "HEAD" else branch
     say(f"demo: {len(shas)} commits of {source} ({shas[0][:8]}..{shas[-1][:8]}), "
-        f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} -b {bench!r}")  # fmt: skip
+        f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} {bench_option(bench)}")  # fmt: skip
     cfg = RunnerConfig(
         repo=clone, db=str(out / "history.sqlite"), machine=machine or default_machine(), bench=bench, branch=branch,
         dashboard_dir=out / "dashboard", comment_path=out / "pr-comment.md",
