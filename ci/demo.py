@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
-from ci.runner.config import RunnerConfig, RunnerError, default_machine, has_gpu, suite_regex
+from ci.runner.config import RunnerConfig, RunnerError, bench_option, default_machine, has_gpu, suite_regex
 from ci.runner.git import git
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
@@ -48,8 +48,10 @@ def default_source(cwd: Path | None = None) -> Path:
     """
     for start in (cwd or Path.cwd(), REPO_ROOT):
         proc = subprocess.run(["git", "-C", str(start), "rev-parse", "--show-toplevel"], capture_output=True,
-                              text=True, check=False)  # fmt: skip
-        top = Path(proc.stdout.strip()) if proc.returncode == 0 else None
+                              check=False)  # fmt: skip
+        # A path as the file system has it: bytes that need not be UTF-8, and spaces at either end
+        # that are part of the name; only git's line end is not.
+        top = Path(os.fsdecode(proc.stdout.removesuffix(b"\n"))) if proc.returncode == 0 else None
         if top is not None and all((top / f).is_file() for f in SUITE_FILES):
             return top
     raise ValueError("no checkout of the project here: run the demo inside a clone of the repository, or pass --repo")
@@ -136,7 +138,7 @@ def run_demo(
     branch = git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
     branch = None if branch == "HEAD" else branch
     say(f"demo: {len(shas)} commits of {source} ({shas[0][:8]}..{shas[-1][:8]}), "
-        f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} -b {bench!r}")  # fmt: skip
+        f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} {bench_option(bench)}")  # fmt: skip
     cfg = RunnerConfig(
         repo=clone, db=str(out / "history.sqlite"), machine=machine or default_machine(), bench=bench, branch=branch,
         dashboard_dir=out / "dashboard", comment_path=out / "pr-comment.md",

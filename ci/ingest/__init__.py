@@ -4,6 +4,8 @@
   machine.json, the GPU sidecar);
 - `parse`: one result file into a `ci.records.ParsedRun` (strict: a malformed file is an error,
   never a wrong number);
+- `git`: the commits' metadata from a git checkout (parents, time, subject, branch), git's output
+  read as data;
 - `results_dir`: a whole results directory into a `ci.store.Store`, file by file, with git's
   commit metadata.
 """

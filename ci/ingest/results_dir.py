@@ -13,7 +13,9 @@ rest), and ingesting the same directory again changes nothing. Two files that ho
 (machine, commit and environment: e.g. a copied machine folder) with different contents are never
 both written: the first in path order is, the others are errors, the same on every ingest. Commit
 metadata (parents, branch, time, subject) comes from `git log` when a checkout is given, otherwise
-the commit is known by its sha and asv's date only.
+the commit is known by its sha and asv's date only (`ci.ingest.git`). A commit of which git's
+record cannot be read, or not all of it, is named in a warning and stored with what could be read
+(asv's date for a time git cannot give); every other commit gets its metadata.
 """
 
 from __future__ import annotations
@@ -24,14 +26,12 @@ import hashlib
 import itertools
 import multiprocessing
 import os
-import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,6 +50,7 @@ from ci.ingest.asv_files import (
     read_gpu_sidecar,
     with_sidecar,
 )
+from ci.ingest.git import CommitLog, branch_log, commit_warning, git_commits
 from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
 from ci.store import Store, StoreLimitError, error_line
@@ -85,8 +86,9 @@ class IngestReport:
 
     files: tuple[FileOutcome, ...]
     seconds: float = 0.0  # wall time of the whole call
-    # One line per machine this ingest added beside one of the same asv name: another environment,
-    # or another host (`machine_notes`), so that no series is split or kept apart without a word.
+    # One line per commit whose git record cannot be read, or not all of it (`ci.ingest.git`), then
+    # one per machine this ingest added beside one of the same asv name: another environment, or
+    # another host (`machine_notes`), so that no series is split or kept apart without a word.
     notes: tuple[str, ...] = ()
 
     @property
@@ -134,77 +136,12 @@ class IngestProgress:
     seconds: float
 
 
-_GIT_FORMAT = "%H%x1f%P%x1f%cI%x1f%s%x1e"
-
-
-def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise ValueError(f"git {' '.join(args[:2])} failed in {repo}: {proc.stderr.strip()}")
-    return proc.stdout
-
-
-def _parse_log(out: str, branch: str) -> dict[str, Commit]:
-    commits: dict[str, Commit] = {}
-    for record in out.split("\x1e"):
-        record = record.strip("\n")
-        if not record:
-            continue
-        sha, parents, when, subject = record.split("\x1f", 3)
-        commits[sha] = Commit(
-            sha=sha,
-            parents=tuple(parents.split()),
-            branch=branch,
-            time=datetime.fromisoformat(when).astimezone(UTC),
-            subject=subject,
-        )
-    return commits
-
-
-def _branch_log(repo: str | os.PathLike[str], branch: str) -> dict[str, Commit]:
-    """Every commit reachable from `branch`: one `git log` (cheap even for 10^4 commits)
-    instead of one process per sha."""
-    root = Path(repo)
-    if not root.is_dir():
-        raise ValueError(f"--repo {repo}: no such directory")
-    return _parse_log(_git(root, "log", f"--format={_GIT_FORMAT}", branch, "--"), branch)
-
-
-def git_commits(
-    repo: str | os.PathLike[str],
-    shas: Iterable[str],
-    branch: str | None = None,
-    branch_log: dict[str, Commit] | None = None,
-) -> dict[str, Commit]:
-    """Commit metadata from a git checkout.
-
-    Args:
-        repo: a git checkout.
-        shas: full commit hashes to describe.
-        branch: a branch name; commits reachable from it get `branch` set, others get "".
-        branch_log: the branch's log when the caller already has it (`_branch_log`).
-
-    Returns:
-        sha -> Commit for every sha git knows (unknown shas are left out).
-    """
-    root = Path(repo)
-    if not root.is_dir():
-        raise ValueError(f"--repo {repo}: no such directory")
-    wanted = sorted(set(shas))
-    found: dict[str, Commit] = {}
-    if branch:
-        on_branch = branch_log if branch_log is not None else _branch_log(root, branch)
-        found.update({s: on_branch[s] for s in wanted if s in on_branch})
-    rest = [s for s in wanted if s not in found]
-    if rest:
-        check = _git(root, "cat-file", "--batch-check", stdin="".join(f"{s}\n" for s in rest))
-        known = [line.split()[0] for line in check.splitlines() if line.endswith(" commit")]
-        if known:
-            out = _git(
-                root, "log", "--no-walk=unsorted", "--stdin", f"--format={_GIT_FORMAT}", stdin="\n".join(known) + "\n"
-            )
-            found.update(_parse_log(out, ""))
-    return found
+def _commit(run: ParsedRun, git_info: CommitLog) -> Commit:
+    """The run's commit: git's record of it, with asv's date where git gave none (or no date)."""
+    commit = git_info.commits.get(run.commit_hash)
+    if commit is None:
+        return Commit(sha=run.commit_hash, time=run.commit_time)
+    return commit if commit.time is not None else replace(commit, time=run.commit_time)
 
 
 def _machine(run: ParsedRun, info: dict[str, str], sidecar: dict[str, str]) -> Machine:
@@ -505,16 +442,15 @@ def _write_batch(
     outcomes: list[FileOutcome],
     repo: str | os.PathLike[str] | None,
     branch: str | None,
-    branch_log: dict[str, Commit],
+    on_branch: CommitLog,
+    problems: dict[str, str],
 ) -> int:
     """One transaction of parsed files (`Store.ingest_runs`), each file's outcome appended to
-    `outcomes`; returns the points written."""
-    git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, branch_log) if repo else {}
-    items = [
-        (run, _machine(run, info, sidecar), git_info.get(run.commit_hash)
-         or Commit(sha=run.commit_hash, time=run.commit_time))
-        for run, info, sidecar in parsed
-    ]  # fmt: skip
+    `outcomes` and what git's records of their commits lacked to `problems`; returns the points
+    written."""
+    git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, on_branch) if repo else CommitLog()
+    problems.update(git_info.problems)
+    items = [(run, _machine(run, info, sidecar), _commit(run, git_info)) for run, info, sidecar in parsed]
     try:
         statuses: list[str | Exception] = store.ingest_runs(items)
     except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
@@ -597,7 +533,10 @@ def ingest_results_dir(
     # run key -> (first file in path order holding it, its digest): a second file with the same run
     # and other contents is an error, so two copies of one run never replace each other.
     claims: dict[str, tuple[Path, str]] = {}
-    branch_log = _branch_log(repo, branch) if repo is not None and branch else {}
+    # The branch's log is read once; what it lacks (a commit off the branch, or none given) is asked
+    # of git per batch. A commit whose record cannot be read is warned of once, whichever batches name it.
+    on_branch = branch_log(repo, branch) if repo is not None and branch else CommitLog()
+    problems: dict[str, str] = {}
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
     # one savepoint per file), so memory stays flat however long the history is.
     written = 0
@@ -628,14 +567,18 @@ def ingest_results_dir(
                     parsed.append(item)
             if not parsed:
                 continue
-            written += _write_batch(store, parsed, outcomes, repo, branch, branch_log)
+            written += _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems)
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
-        git_info = git_commits(repo, known_shas, branch, branch_log)
-        store.upsert_commits([git_info[s] for s in sorted(set(known_shas)) if s in git_info])
+        git_info = git_commits(repo, known_shas, branch, on_branch)
+        problems.update(git_info.problems)
+        # A time git could not give stays what is stored (asv's): empty fields never erase known ones.
+        store.upsert_commits([git_info.commits[s] for s in sorted(set(known_shas)) if s in git_info.commits])
     outcomes.sort(key=lambda f: f.path)
-    notes = machine_notes(machines_before, store.machines()) if written else ()
+    notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items()))
+    if written:
+        notes += machine_notes(machines_before, store.machines())
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
 
 

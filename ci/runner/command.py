@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ci.exit_codes import EXIT_ERROR
-from ci.runner.config import RunnerConfig, default_machine, has_gpu, suite_regex
+from ci.runner.config import RunnerConfig, bench_option, default_machine, has_gpu, suite_regex
 from ci.runner.git import commits_in_range, git, new_branch_commits, resolve_commit
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
@@ -91,7 +91,7 @@ def job_selection(
     elif args.cpu or (cpu_without_gpu and args.bench is None and not gpu):
         bench = suite_regex(repo, "cpu")
         if not args.cpu:
-            say(f"no GPU here: the CPU subset (-b {bench!r}); its timings show the pipeline, not kernel speed")
+            say(f"no GPU here: the CPU subset ({bench_option(bench)}); its timings show the pipeline, not kernel speed")
     else:
         bench = args.bench if args.bench is not None else (suite_regex(repo, "full") or None)
     db = args.db

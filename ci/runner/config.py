@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,20 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
             if isinstance(value, str) and value:
                 return value
     return fallback
+
+
+def bench_option(regex: str | None) -> str:
+    r"""A benchmark selection as printed for the user: `-b REGEX` quoted for a POSIX shell, so that
+    the fragment pasted after `asv run` or `python -m ci continuous` selects what this job did (a
+    Python repr, `'CPU\\.'`, selects nothing there).
+
+    Args:
+        regex: the `asv run -b` regex; None or "" for the whole suite.
+
+    Returns:
+        E.g. `-b 'CPU\.'`, whose `shlex.split` is `["-b", regex]`; "no -b (the whole suite)" for None.
+    """
+    return f"-b {shlex.quote(regex)}" if regex else "no -b (the whole suite)"
 
 
 def new_job_id() -> str:

@@ -23,10 +23,10 @@ from pathlib import Path
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.records import Result
 from ci.runner.command import job_selection
-from ci.runner.config import RunnerConfig, default_machine
+from ci.runner.config import RunnerConfig, bench_option, default_machine
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
-from ci.text import reader_may_leave
+from ci.text import printable, reader_may_leave
 
 HELP = ("A/B of two commits through the real asv CLI, decided by the PR bot's rule (its table, its exit code): "
         "the local `asv continuous`")
@@ -115,7 +115,7 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     code = exit_code(verdicts)
     with reader_may_leave():  # `ci continuous ... | head`: the verdict's exit code stands
         print()
-        print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
+        print(printable(f"{label} on {cfg.machine}, {len(verdicts)} series: {bench_option(cfg.bench)}"))
         print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all,
                            problem=problem or ""), end="")
         if base == head and code != EXIT_OK:

@@ -10,8 +10,12 @@ from ci.runner.config import RunnerError
 
 
 def git(repo: Path, *args: str) -> str:
-    """`git -C repo ARGS...`'s output; RunnerError with git's message when it fails."""
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    """`git -C repo ARGS...`'s output; RunnerError with git's message when it fails.
+
+    What git prints is data: a branch name, a path or a message may hold bytes that are not UTF-8,
+    which become U+FFFD here instead of a UnicodeDecodeError in place of git's answer."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace",
+                          check=False)  # fmt: skip
     if proc.returncode != 0:
         raise RunnerError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
     return proc.stdout
@@ -31,7 +35,7 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
         raise ValueError(f"not a commit name: {name!r}")
     proc = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, errors="replace", check=False,
     )  # fmt: skip
     if proc.returncode != 0:
         raise ValueError(f"unknown commit {name!r} in {repo}")

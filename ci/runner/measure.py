@@ -65,6 +65,8 @@ def ingest_results(cfg: RunnerConfig, store: Any) -> str:
     report = ingest_results_dir(store, cfg.results_dir, repo=cfg.repo, branch=branch)
     for f in report.errors:
         say(f"ingest error: {f.message}")
+    for note in report.notes:  # commits git could not describe, machines added beside others
+        say(note)
     if not report.ok:
         raise RunnerError(f"ingest failed for {len(report.errors)} result file(s): {report.summary()}")
     return report.summary()

@@ -14,6 +14,7 @@ Concurrency: every write is one short transaction that is retried on a lost race
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,8 +62,9 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
     if path.is_dir():
         raise StoreError(f"{text_db} is a folder, not an SQLite file: give the database file's path")
     if must_exist and not path.exists():
-        raise StoreError(f"no results store at {path}: ingest results first (python -m ci ingest --db {text_db} "
-                         "RESULTS_DIR), or check the --db path")
+        # The command is quoted for a shell: pasted, it names this --db whatever its path holds.
+        raise StoreError(f"no results store at {path}: ingest results first (python -m ci ingest --db "
+                         f"{shlex.quote(text_db)} RESULTS_DIR), or check the --db path")
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -300,6 +301,17 @@ def test_commands_that_read_a_history_never_create_one(tmp_path, asv_dir, capsys
         assert err.startswith("error: no results store at") and err.count("\n") == 1, err
     assert not Path(typo).exists()
     assert sorted(p.relative_to(site) for p in site.rglob("*")) == before
+
+
+def test_the_ingest_command_a_missing_store_names_pastes_back_into_a_shell(tmp_path, capsys):
+    """The hint printed the --db path as it is: a path with a space or a quote, pasted, named another
+    file (or left the shell waiting for a closing quote). Its `shlex.split` is now the command."""
+    db = str(tmp_path / "my runs" / "it's $HOME.sqlite")
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"\((python -m ci ingest .*? RESULTS_DIR)\)", err)
+    assert hint is not None, err
+    assert shlex.split(hint.group(1)) == ["python", "-m", "ci", "ingest", "--db", db, "RESULTS_DIR"], err
 
 
 def test_dashboard_refuses_an_unknown_branch_and_an_empty_out(tmp_path, asv_dir, capsys):

@@ -5,6 +5,7 @@ comment), base == head refused or, when asked, an A/A check."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,20 @@ def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  
         assert "a false alarm" in out
     with Store(db) as store:
         assert len(store.run_digests()) == 1, "one asv call of one commit"
+
+
+def test_the_printed_b_regex_pastes_back_into_a_shell(toy, tmp_path, capsys):  # noqa: F811
+    r"""The header printed `-b '^bench_toy\\.Toy'` (a Python repr): pasted after `asv run`, the
+    doubled backslash selects nothing. Now its `shlex.split` is the regex the run used."""
+    repo, shas = toy
+    regex = r"^bench_toy\.Toy\.time_(work|it's)$"
+    code = main(["continuous", "--repo", str(repo), "--db", str(tmp_path / "h.sqlite"), "--machine", "cibox", "--aa",
+                 "--all", "-b", regex, shas["B"], shas["B"]])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    (header,) = [ln for ln in out.splitlines() if ln.startswith(f"A/A check of {shas['B'][:12]} on cibox")]
+    assert shlex.split(header.split(" -b ", 1)[1]) == [regex], header
+    assert set(_rows(out)) == {"bench_toy.Toy.time_work"}, "the regex selected what it says"
 
 
 def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(toy, tmp_path):  # noqa: F811

@@ -7,6 +7,8 @@ PR A/B, store, dashboard, comment; then a second demo resumes to nothing.
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,34 @@ def test_demo_measures_stores_renders_and_resumes(toy, tmp_path, capsys):  # noq
     assert run_demo(out, source=repo, commits=3, gpu=False, machine="cibox") == 0
     with Store(str(out / "history.sqlite")) as store:
         assert sorted(store.run_digests().items()) == runs
+
+
+def test_the_printed_b_regex_pastes_back_into_a_shell(toy, tmp_path, capsys):  # noqa: F811
+    r"""The demo printed its subset as `-b '^bench_toy\\.'` (a Python repr): pasted after `asv run`,
+    the doubled backslash selects nothing. Now its `shlex.split` is the suite's CPU_REGEX."""
+    repo, _ = toy
+    out = tmp_path / "demo"
+    assert main(["demo", "--repo", str(repo), "--out", str(out), "--commits", "2", "--cpu", "--machine", "cibox"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[runner] demo: ")]
+    assert line.endswith("no GPU: CPU subset -b '^bench_toy\\.'"), line
+    assert shlex.split(line.split(" -b ", 1)[1]) == [r"^bench_toy\."], "the toy suite's CPU_REGEX"
+
+
+def test_the_demo_finds_a_checkout_whose_path_is_not_utf8(toy, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """`git rev-parse --show-toplevel` prints the path's bytes as they are: read as UTF-8 text, a
+    checkout under a folder named in Latin-1 failed the demo before it began. Its path now comes back
+    as the file system has it (and a name ending in a space keeps the space)."""
+    repo, _ = toy
+    odd = tmp_path / os.fsdecode(b"caf\xe9 ")
+    repo.rename(odd)
+    sub = odd / "benchmarks"
+    from ci.demo import default_source
+
+    assert default_source(sub) == odd
+    monkeypatch.chdir(sub)
+    assert main(["demo", "--commits", "1"]) == 2  # found the checkout, then refused the count
+    err = capsys.readouterr().err
+    assert "at least 2" in err and "codec" not in err, err
 
 
 def test_suite_commits_stop_where_the_suite_is_absent(tmp_path):

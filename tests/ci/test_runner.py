@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -463,3 +464,28 @@ def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp
         finally:
             os.close(fd)
     assert not (repo / ".asv" / "runner.lock").exists(), "the host's lock, not the checkout's"
+
+
+@pytest.mark.parametrize(
+    "regex",
+    [r"CPU\.", r"^bench_toy\.Toy\.time_(work|it's)$", "a b", "$HOME`id`*", "-starts-with-a-dash", "!x;y&z"],
+    ids=["backslash", "quote-and-group", "space", "shell-expansions", "dash", "shell-operators"],
+)
+def test_bench_option_pastes_back_into_a_shell(regex):
+    """`-b` as printed for the user: `shlex.split` of it is exactly the regex asv was given."""
+    from ci.runner.config import bench_option
+
+    assert shlex.split(bench_option(regex)) == ["-b", regex]
+    assert bench_option(None) == bench_option("") == "no -b (the whole suite)"
+
+
+def test_git_reads_a_branch_name_that_is_not_utf8(tmp_path):
+    """A branch name is bytes: read as strict UTF-8, `git rev-parse --abbrev-ref HEAD` on one in
+    Latin-1 raised UnicodeDecodeError (the demo reads it so) instead of answering."""
+    from ci.runner.git import git
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", os.fsdecode(b"caf\xe9"))
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "caf\ufffd"

@@ -1,0 +1,205 @@
+"""Commit metadata from a git checkout for ingest: each commit's parents, time and subject, and the
+branch it is on.
+
+What git prints about a commit is data, not a format of ours: a subject may hold any byte but NUL
+(0x1e and 0x1f included, which an earlier format used as separators), and bytes that are not UTF-8.
+So the fields are separated by NUL, which git keeps out of what it prints of a commit message
+(`git commit` refuses a message holding one, and `%s` ends at one: git 2.39, 2026-12-05), git's
+output is read as bytes, and a subject's bytes that are not UTF-8 become U+FFFD. Each record ends
+with its own sha again, so what cannot be parsed is that commit's alone and every other commit is
+read as usual: a time that is no date (git prints the literal `%cI` for a committer line it cannot
+read; a time after the year 9999 is no Python date) leaves that commit without a time (ingest
+takes asv's), a record that cannot be read at all leaves it out; either way the commit is in
+`CommitLog.problems`, which ingest prints as warnings naming it. A branch's log is one `git log`,
+not one process per commit: 20,000 commits took 0.22 s of git and 0.13 s of parsing, against 0.39 s
+and 0.10 s with the earlier 0x1e/0x1f format (best of 9, 2026-12-05).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ci.records import Commit
+from ci.text import printable
+
+# sha, parents, committer time, subject, then the sha again: the record's end (`parse_log`).
+LOG_FORMAT = "%H%x00%P%x00%cI%x00%s%x00%H"
+# What a user's configuration could change in that output, pinned: log.showSignature prints gpg's
+# lines before a signed commit's record, i18n.logOutputEncoding re-encodes the subject.
+_LOG = ("log", "--no-show-signature", "--no-color", "--encoding=UTF-8", f"--format={LOG_FORMAT}")
+_SHA = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 repositories
+# A commit's parents: none, or shas one space apart (matched whole, once a record: one regex per parent
+# was a fifth of the parse's time, 2026-12-05).
+_PARENTS = re.compile(rb"(?:(?:[0-9a-f]{40}|[0-9a-f]{64})(?: (?:[0-9a-f]{40}|[0-9a-f]{64}))*)?")
+_NAME = re.compile(r"[0-9a-fA-F]{4,64}")  # how a result file may name a commit (asv writes the full sha)
+
+
+@dataclass(frozen=True)
+class CommitLog:
+    """Commits read from git (sha -> record; `time` None where git's is no date), and what could not
+    be read of some (sha -> what and what is stored instead; such a commit may be in `commits` too)."""
+
+    commits: dict[str, Commit] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def commit_warning(sha: str, problem: str) -> str:
+    """The line ingest prints for a commit of which git's record could not be read, or not all of it.
+
+    Args:
+        sha: the commit as the result files name it.
+        problem: `CommitLog.problems[sha]`.
+
+    Returns:
+        One printable line starting with "warning: commit SHA: ".
+    """
+    return printable(f"warning: commit {sha}: {problem}")
+
+
+def _checkout(repo: str | os.PathLike[str]) -> Path:
+    root = Path(repo)
+    if not root.is_dir():
+        raise ValueError(f"--repo {repo}: no such directory")
+    return root
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, check=False)
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        raise ValueError(printable(f"git {args[0]} failed in {repo}: {why}"))
+    return proc.stdout
+
+
+_UNREADABLE = "git's record of it cannot be read ({}): it is stored with its sha and asv's date only"
+
+
+def _record(sha: str, body: bytes, branch: str) -> tuple[Commit | None, str]:
+    """One record's fields after its sha (parents, time, subject): the Commit (None when the record
+    cannot be read) and what could not be read ("" when nothing)."""
+    fields = body.split(b"\0", 2)
+    if len(fields) != 3:
+        return None, _UNREADABLE.format(f"{len(fields)} fields where 3 were asked for")
+    parents, when, subject = fields
+    if not _PARENTS.fullmatch(parents):
+        return None, _UNREADABLE.format(f"parents {parents.decode('utf-8', 'replace')!r:.120} are not commit ids")
+    text = when.decode("utf-8", "replace")
+    problem = ""
+    try:
+        time: datetime | None = datetime.fromisoformat(text).astimezone(UTC)
+    except (ValueError, OverflowError):
+        time, problem = None, f"git's commit time {text!r:.80} is not a date: it is stored with asv's date"
+    commit = Commit(sha=sha, parents=tuple(parents.decode().split()), branch=branch, time=time,
+                    subject=subject.decode("utf-8", "replace"))  # fmt: skip
+    return commit, problem
+
+
+def parse_log(out: bytes, branch: str) -> CommitLog:
+    """Commits from `git log --format=LOG_FORMAT` output.
+
+    Args:
+        out: git's output as bytes: per commit `sha NUL parents NUL time NUL subject NUL sha LF`.
+        branch: recorded on every commit read ("" for none).
+
+    Returns:
+        A CommitLog: what cannot be read of a record is in `problems`, and the records after it
+        are read as usual. Output that does not start a record with a sha ends the reading: the
+        commits after it are simply not in the log (the caller reports what it asked for and lacks).
+    """
+    log = CommitLog()
+    pos = 0
+    while pos < len(out):
+        head = out.find(b"\0", pos)
+        sha = out[pos:head] if head >= 0 else b""
+        end = out.find(b"\0" + sha + b"\n", head) if _SHA.fullmatch(sha) else -1
+        if end < 0:
+            break
+        name = sha.decode()
+        commit, problem = _record(name, out[head + 1 : end], branch)
+        if commit is not None:
+            log.commits[name] = commit
+        if problem:
+            log.problems[name] = problem
+        pos = end + len(sha) + 2
+    return log
+
+
+def branch_log(repo: str | os.PathLike[str], branch: str) -> CommitLog:
+    """Every commit reachable from `branch`, read with one `git log`.
+
+    Args:
+        repo: a git checkout.
+        branch: a branch (or any commit name git log takes; not an option).
+
+    Returns:
+        A CommitLog whose commits carry `branch`.
+    """
+    root = _checkout(repo)
+    if not branch or branch.startswith("-"):
+        raise ValueError(f"--branch {branch!r}: not a branch name")
+    return parse_log(_git(root, *_LOG, branch, "--"), branch)
+
+
+def git_commits(
+    repo: str | os.PathLike[str],
+    shas: Iterable[str],
+    branch: str | None = None,
+    on_branch: CommitLog | None = None,
+) -> CommitLog:
+    """Commit metadata from a git checkout for the commits result files name.
+
+    Args:
+        repo: a git checkout.
+        shas: commit names as result files hold them: full shas (as asv writes them), also in
+            capitals or abbreviated.
+        branch: a branch name; commits reachable from it get `branch` set, others get "".
+        on_branch: the branch's log when the caller already has it (`branch_log`).
+
+    Returns:
+        A CommitLog keyed by the names given, each Commit's sha the name given (as the store keys
+        the run's commit); a name git does not know as a commit is in neither mapping, one whose
+        record cannot be read (or not all of it) is in `problems`.
+    """
+    root = _checkout(repo)
+    if on_branch is None:
+        on_branch = branch_log(root, branch) if branch else CommitLog()
+    found = CommitLog()
+    rest = []
+    for name in sorted(set(shas)):
+        if name in on_branch.commits or name in on_branch.problems:
+            _take(found, name, on_branch, name)
+        elif _NAME.fullmatch(name):  # a name holding a line break would shift every answer after it
+            rest.append(name)
+    if not rest:
+        return found
+    # One line per name asked, in order: "<full sha> commit" for a commit, "<name> missing" (or
+    # "ambiguous", or another object type) otherwise.
+    answers = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                   stdin="".join(f"{n}\n" for n in rest).encode()).splitlines()  # fmt: skip
+    full = {n: a.split()[0].decode() for n, a in zip(rest, answers, strict=True) if a.split()[1:] == [b"commit"]}
+    need = sorted({s for s in full.values() if s not in on_branch.commits and s not in on_branch.problems})
+    log = CommitLog()
+    if need:
+        asked = "".join(f"{s}\n" for s in need).encode()
+        log = parse_log(_git(root, *_LOG, "--no-walk=unsorted", "--stdin", stdin=asked), "")
+    for name, sha in full.items():
+        source = on_branch if sha in on_branch.commits or sha in on_branch.problems else log
+        if sha not in source.commits and sha not in source.problems:
+            source = CommitLog(problems={sha: _UNREADABLE.format("git log printed no record of it")})
+        _take(found, name, source, sha)
+    return found
+
+
+def _take(found: CommitLog, name: str, log: CommitLog, sha: str) -> None:
+    """Put what `log` holds of commit `sha` into `found` under the name the result files use."""
+    commit = log.commits.get(sha)
+    if commit is not None:
+        found.commits[name] = commit if commit.sha == name else replace(commit, sha=name)
+    if sha in log.problems:
+        found.problems[name] = log.problems[sha]
