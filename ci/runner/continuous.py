@@ -26,7 +26,7 @@ from ci.runner.command import job_selection
 from ci.runner.config import RunnerConfig, default_machine
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
-from ci.text import reader_may_leave
+from ci.text import printable, reader_may_leave
 
 HELP = ("A/B of two commits through the real asv CLI, decided by the PR bot's rule (its table, its exit code): "
         "the local `asv continuous`")
@@ -77,7 +77,7 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     from ci.runner.jobs import ab_comparison
     from ci.runner.measure import ingest_results, job_lock, measure
     from ci.store import Store
-    from ci.verdicts import compare, exit_code, spreads
+    from ci.verdicts import compare, exit_code, measurement_line, spreads
     from ci.verdicts.inputs import results_with_crashes
 
     repo = Path(args.repo).resolve()
@@ -101,19 +101,20 @@ def cmd_continuous(args: argparse.Namespace) -> int:
             b, h = _halves(results_with_crashes(store, head, cfg.machine))
             verdicts = compare(b, h, settings=settings)
             sides = spreads(b, h)
+            rule = "in-job rule: both halves come from one asv call of one commit"
         else:
             measure(cfg, store, [(base, head)], interleave=True)
             ingest_results(cfg, store)
             comparison = ab_comparison(cfg, store, base, head)
             verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
-            if not comparison.jobs.together:  # e.g. asv wrote no job marker: say what the verdicts rest on
-                say(f"warning: base and head are not recorded as measured in one job ({comparison.jobs.relation})")
+            rule = measurement_line(comparison)  # in-job, or cross-job when a side's marker is missing
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
         f"({args.head})"
     code = exit_code(verdicts)
     with reader_may_leave():  # `ci continuous ... | head`: the verdict's exit code stands
         print()
         print(f"{label} on {cfg.machine}, {len(verdicts)} series, -b {cfg.bench or '(whole suite)'!r}:")
+        print(printable(rule))
         print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all), end="")
         if base == head and code != EXIT_OK:
             print("A/A check: the rule called a difference between two halves of one job's samples of the same "

@@ -16,7 +16,7 @@ No store, no torch.
 from ci.verdicts.ab import VerdictSettings, compare, spreads, worse
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
-from ci.verdicts.inputs import Comparison, compare_commits, results_with_crashes
+from ci.verdicts.inputs import Comparison, compare_commits, measurement_line, results_with_crashes
 from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
 from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
@@ -57,6 +57,7 @@ __all__ = [
     "find_suspects",
     "job_relation",
     "judge_levels",
+    "measurement_line",
     "newly_detected",
     "noise_thresholds",
     "results_with_crashes",

@@ -58,6 +58,12 @@ class Jobs:
         """True only when both sides were recorded as measured in one job."""
         return self.relation == JobRelation.SAME
 
+    @property
+    def rule(self) -> str:
+        """The rule the verdicts use, as said to a reader: "in-job" (base and head of one asv call:
+        their samples are the evidence) or "cross-job" (thresholds widened by between-job drift)."""
+        return "in-job" if self.together else "cross-job"
+
 
 def job_of(result: Result) -> str:
     """The job marker of one result ("" when the run has none)."""

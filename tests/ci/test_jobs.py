@@ -121,11 +121,11 @@ def _slower_head(name: str, j: int, c: int) -> list[float]:
 
 @pytest.mark.parametrize("how", ["one-call", "rewritten", "legacy"])
 def test_only_a_marker_bound_to_the_files_gives_the_in_job_rule(tmp_path, capsys, how):
-    """Base and head written by one asv call ("one-call") are judged by the in-job rule. When head's
-    result file was rewritten after the runner marked it (as a plain `asv run` would), or the
-    sidecars hold only a bare per-commit marker of the same job (as the runner wrote before markers
-    were bound to files), nothing proves one job: the cross-job rule (no drift history here, so the
-    timing series are withheld)."""
+    """Base and head written by one asv call ("one-call") are judged by the in-job rule, and the CLI
+    and the comment say so. When head's result file was rewritten after the runner marked it (as a
+    plain `asv run` would), or the sidecars hold only a bare per-commit marker of the same job (as
+    the runner wrote before markers were bound to files), nothing proves one job: the cross-job rule
+    (no drift history here, so the timing series are withheld) and the words say which."""
     base, head = sha_for(0), sha_for(1)
     root = tmp_path / "results"
     root.mkdir()
@@ -147,12 +147,13 @@ def test_only_a_marker_bound_to_the_files_gives_the_in_job_rule(tmp_path, capsys
     main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)])
     body = comment.read_text()
     if how == "one-call":
-        assert code == 1 and "measured in one job (gha-1.1-pr/3f9a0c5d2e71): in-job statistics apply" in out, out
-        assert "Measured in one job (`gha-1.1-pr/3f9a0c5d2e71`)" in body
+        assert code == 1 and "in-job rule: base and head were measured in one job" in out, out
+        assert "**In-job rule.** Measured in one job (`gha-1.1-pr/3f9a0c5d2e71`)" in body
         return
-    assert code == 0 and "warning: base and head were not measured in one job" in out, out
-    assert "**⚠️ Nothing records that base and head were measured in one job**" in body
-    assert "Measured in one job" not in body
+    assert code == 0 and "warning: cross-job rule: base and head were not measured in one job" in out, out
+    assert "a side has no verified job marker" in out and "in-job rule" not in out
+    assert "**Cross-job rule.** **⚠️ Nothing records that base and head were measured in one job**" in body
+    assert "In-job rule" not in body and "Measured in one job" not in body
 
 
 def test_the_recorded_bare_markers_are_unknown():

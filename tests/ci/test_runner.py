@@ -25,7 +25,7 @@ from ci.cli import main
 from ci.records import JOB_KEY, Outcome
 from ci.runner.config import RunnerConfig, suite_regex
 from ci.runner.git import commits_in_range, new_branch_commits
-from ci.runner.jobs import run_history, run_pr
+from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,9 +265,12 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     with Store(cfg.db) as store:
         (call,) = {dict(r.environment)[JOB_KEY] for r in store.results()}
     assert call.startswith(f"{cfg.job}/")
-    assert f"Measured in one job (`{call}`)" in body
+    assert f"**In-job rule.** Measured in one job (`{call}`)" in body
     row = next(ln for ln in body.splitlines() if ln.startswith("| `bench_toy.Toy.time_work`"))
     assert row.count(" n=12") == 2, row  # each side's sample count
+    print_outcome(out)  # the job's summary says the rule too
+    assert f"[runner] in-job rule: base and head were measured in one job, one asv call ({call})" in \
+        capsys.readouterr().out
 
 
 def test_each_asv_call_is_its_own_job_and_a_file_rewritten_since_has_none(toy, tmp_path, capsys):
@@ -275,7 +278,7 @@ def test_each_asv_call_is_its_own_job_and_a_file_rewritten_since_has_none(toy, t
     `python -m ci demo` runs a history, then a PR): the history commit's call and the PR's
     interleaved call have different markers, so history against a PR side is not "one job", while
     the PR pair still is. A result file that a plain `asv run` (not the runner) rewrote after the
-    runner marked it is ingested with no marker, and the comparison says it was not measured in one job."""
+    runner marked it is ingested with no marker, and the comparison says it used the cross-job rule."""
     from dataclasses import replace
 
     from ci.runner.asv import result_digests, run_asv
@@ -308,7 +311,7 @@ def test_each_asv_call_is_its_own_job_and_a_file_rewritten_since_has_none(toy, t
     capsys.readouterr()
     main(["compare", "--db", cfg.db, "--base", shas["B"], "--head", shas["C"], "--no-save"])
     out = capsys.readouterr().out
-    assert "not measured in one job (jobs not recorded (no job marker))" in out, out
+    assert "cross-job rule: base and head were not measured in one job" in out and "in-job rule" not in out, out
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
