@@ -105,15 +105,8 @@ def ingest_progress_printer(every_s: float | None = None) -> Callable[[Any], Non
 
 
 def _jobs_line(comparison: Any) -> str:
-    """One line on how base and head were measured (what the verdicts' statistics rest on)."""
-    jobs = comparison.jobs
-    if jobs.together:
-        return f"measured in one job ({jobs.head}): in-job statistics apply"
-    withheld = sum(v.reason.startswith("withheld:") for v in comparison.verdicts)
-    which = f"different jobs ({jobs.base} and {jobs.head})" if jobs.relation == "different" else (
-        "jobs not recorded (no job marker)")
-    return (f"warning: base and head were not measured in one job ({which}): thresholds widened by the between-job "
-            f"drift of {comparison.drift_known} series, {withheld} series withheld")
+    """One line on how base and head were measured and which rule (in-job or cross-job) decided."""
+    return _need("ci.verdicts", "measurement_line")(comparison)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -63,9 +63,13 @@ WITHHELD_OTHER_JOB = (
     "withheld: base and head were not measured in one job and this series' between-job drift is unknown"
 )
 
-# The key of a run's environment that names the job which measured it: the runner writes it into
-# the GPU sidecar of every commit an asv call measured (`ci.verdicts.jobs`).
-JOB_KEY = "job"
+# The key of a run's environment that names the job which measured it: one asv invocation of the
+# runner, unique to it (`ci.runner.config.call_marker`). The runner records it in the commit's GPU
+# sidecar beside the sha256 of each result file that invocation wrote, and ingest sets it only on a
+# run whose file still has that digest (`ci.ingest.asv_files.read_gpu_sidecar`; `ci.verdicts.jobs`).
+# Not "job", the key of the markers written before they were bound to their files: a per-commit
+# marker that any later `asv run` of the commit inherited, so a store's "job" values prove nothing.
+JOB_KEY = "asv_call"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ Layout read (asv `docs/source/dev.rst`, `asv/results.py`):
     <results_dir>/benchmarks.json                     name -> {type, unit, params, param_names, version, ...}
     <results_dir>/<machine>/machine.json              {machine, os, arch, cpu, num_cpu, ram, version: 1}
     <results_dir>/<machine>/<hash[:8]>-<env>.json     one run: commit x machine x environment (`ci.ingest.parse`)
-    <results_dir>/<machine>/gpu-env-<hash[:8]>.json   our GPU sidecar (benchmarks/ writes it; optional)
+    <results_dir>/<machine>/gpu-env-<hash[:8]>.json   our GPU sidecar (benchmarks/ writes it; optional), with
+                                                      the runner's record of the asv call behind each result file
 
 Anything asv itself could not load raises `AsvFormatError` naming the file and the problem.
 Every file is read by `read_file`: a regular file only (a FIFO, a device or a symlink to one is
@@ -35,9 +36,20 @@ RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
 SIDECAR_PREFIX = "gpu-env-"
 SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
-# JOB_KEY: the runner's marker of the job (asv call) that measured the commit.
+# What a read sidecar puts into a run's environment. JOB_KEY (the runner's marker of the asv call
+# that wrote the run's file) is never a plain key of the file: `read_gpu_sidecar` sets it only from
+# a call record whose digest matches the result file (`SIDECAR_CALLS_KEY`).
 SIDECAR_ENV_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "captured_at", "attention_launch",
                     JOB_KEY)  # fmt: skip
+# The runner's record, per result file of the commit, of the asv call that wrote it and the sha256 of
+# the bytes that call wrote: {"<result file name>": {"call": "<marker>", "sha256": "<hex>"}}. A file
+# rewritten since (a plain `asv run` or `asv continuous` of the commit) no longer has that digest.
+SIDECAR_CALLS_KEY = "asv_calls"
+# The runner's marker before it was bound to files: one per commit, which any later asv run of the
+# commit inherited (e.g. benchmarks/recorded/h200-2026-12-main). It cannot be verified, so it is never
+# read; the runner drops it from a sidecar it marks.
+LEGACY_JOB_KEY = "job"
+_SHA256_HEX = frozenset("0123456789abcdef")
 _NOT_RESULT_FILES = {"machine.json", "benchmarks.json"}
 # Size caps, far above what asv writes: the largest recorded result file (half the suite, with
 # --record-samples) is 87 KB and benchmarks.json 27 KB (benchmarks/recorded, 2026-11-29). A
@@ -226,15 +238,20 @@ def load_machine_json(machine_dir: str | Path) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k != "version" and v is not None}
 
 
-def read_gpu_sidecar(machine_dir: str | Path, commit_hash: str) -> dict[str, str]:
+def read_gpu_sidecar(
+    machine_dir: str | Path, commit_hash: str, result_file: str = "", digest: str = ""
+) -> dict[str, str]:
     """Read the GPU environment sidecar for one commit, `{}` when there is none.
 
     Args:
         machine_dir: `<results_dir>/<machine>`.
         commit_hash: the full commit hash of the run.
+        result_file: the name of the result file being ingested ("": none, so no job marker).
+        digest: the sha256 hex digest of that file's bytes.
 
     Returns:
-        key -> string value, only keys of the sidecar contract.
+        key -> string value, only keys of the sidecar contract; `JOB_KEY` only when the sidecar
+        records the asv call that wrote `result_file` with this very `digest` (`call_of`).
     """
     path = Path(machine_dir) / f"{SIDECAR_PREFIX}{commit_hash[:8]}.json"
     if not os.path.lexists(path):
@@ -242,8 +259,62 @@ def read_gpu_sidecar(machine_dir: str | Path, commit_hash: str) -> dict[str, str
     data = load_json(path)
     if not isinstance(data, dict):
         raise AsvFormatError(f"{quote_path(path)}: GPU sidecar must be a JSON object")
-    allowed = set(SIDECAR_MACHINE_KEYS) | set(SIDECAR_ENV_KEYS)
-    return {k: str(v) for k, v in data.items() if k in allowed and v is not None}
+    allowed = (set(SIDECAR_MACHINE_KEYS) | set(SIDECAR_ENV_KEYS)) - {JOB_KEY}
+    out = {k: str(v) for k, v in data.items() if k in allowed and v is not None}
+    call = call_of(data, result_file, digest)
+    if call:
+        out[JOB_KEY] = call
+    return out
+
+
+def call_of(sidecar: dict[str, Any], result_file: str, digest: str) -> str:
+    """The marker of the asv call that wrote `result_file`, as a sidecar's `SIDECAR_CALLS_KEY` records
+    it, when the bytes it wrote are the bytes given; else "" (unknown).
+
+    A record of other bytes (the file was rewritten since), a sidecar without records (written by
+    the suite alone, or with a bare `LEGACY_JOB_KEY` marker) or a malformed record says nothing of
+    who measured the file: unknown, so a comparison takes it as measured apart.
+
+    Args:
+        sidecar: the sidecar's JSON object.
+        result_file: a result file's name, e.g. `1a2b3c4d-virtualenv-py3.12.json`.
+        digest: the sha256 hex digest of that file's bytes now.
+
+    Returns:
+        The marker, or "".
+    """
+    calls = sidecar.get(SIDECAR_CALLS_KEY)
+    record = calls.get(result_file) if isinstance(calls, dict) and result_file else None
+    if not isinstance(record, dict):
+        return ""
+    call, recorded = record.get("call"), record.get("sha256")
+    if not (isinstance(call, str) and call and isinstance(recorded, str) and len(recorded) == 64):
+        return ""
+    return call if digest and recorded == digest.lower() else ""
+
+
+def with_calls(sidecar: dict[str, Any], call: str, written: dict[str, str]) -> dict[str, Any]:
+    """A sidecar's content with `call` recorded as the asv call that wrote each of `written`'s files
+    (the format `call_of` reads; the runner writes it, `ci.runner.asv.mark_call`). Other files' records
+    stay; a bare `LEGACY_JOB_KEY` marker goes, as it says nothing true of the files.
+
+    Args:
+        sidecar: the sidecar's JSON object as read ({} when there is none).
+        call: the asv call's marker (`ci.runner.config.call_marker`).
+        written: result file name -> sha256 hex digest of the bytes that call wrote.
+
+    Returns:
+        A new JSON object for the sidecar.
+    """
+    for name, digest in written.items():
+        if len(digest) != 64 or not set(digest) <= _SHA256_HEX:
+            raise ValueError(f"{name}: not a sha256 hex digest: {digest!r:.80}")
+    out = {k: v for k, v in sidecar.items() if k != LEGACY_JOB_KEY}
+    calls = out.get(SIDECAR_CALLS_KEY)
+    calls = dict(calls) if isinstance(calls, dict) else {}
+    calls.update({name: {"call": call, "sha256": digest} for name, digest in sorted(written.items())})
+    out[SIDECAR_CALLS_KEY] = calls
+    return out
 
 
 def iter_result_files(results_dir: str | Path) -> Iterator[Path]:

@@ -210,8 +210,9 @@ def _read_one(
     except Exception as exc:  # noqa: BLE001 - the boundary: one bad file never stops the others
         return _outcome(path, "error", message=_cannot(path, exc))
     try:
-        # The sidecar is keyed by the commit, so it is read once the file has parsed.
-        sidecar = read_gpu_sidecar(path.parent, run.commit_hash)
+        # The sidecar is keyed by the commit, so it is read once the file has parsed; its job marker
+        # applies only where it was recorded for these very bytes.
+        sidecar = read_gpu_sidecar(path.parent, run.commit_hash, path.name, digest)
         return with_sidecar(run, sidecar), sidecar
     except AsvFormatError as exc:
         return run, _outcome(path, "error", message=str(exc))

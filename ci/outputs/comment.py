@@ -325,20 +325,23 @@ def _commit_line(ctx: CommentContext, base_sha: str, head_sha: str) -> str:
 
 
 def _job_line(ctx: CommentContext, withheld: int) -> str:
-    """How base and head were measured; "one job" only when both sides' runs say so."""
+    """How base and head were measured and which rule decided (in-job or cross-job); "one job" only
+    when both sides' runs carry the marker of one asv call, verified against their result files."""
     jobs = ctx.jobs
     log = f" [Job log]({_safe_url(ctx.job_url)})." if ctx.job_url else ""
     if jobs is not None and jobs.relation == JobRelation.SAME:
-        return (f"Measured in one job ({_code(jobs.head)}): base and head in one asv call, rounds interleaved, so "
-                f"drift over the job hits both alike.{log}")
+        return (f"**In-job rule.** Measured in one job ({_code(jobs.head)}): base and head in one asv call, rounds "
+                f"interleaved, so drift over the job hits both alike.{log}")
     if jobs is not None and jobs.relation == JobRelation.DIFFERENT:
         why = f"**⚠️ Base and head were measured in different jobs** ({_code(jobs.base)} and {_code(jobs.head)})"
     else:
-        why = "**⚠️ Nothing records that base and head were measured in one job** (a side's results carry no job marker)"
+        why = ("**⚠️ Nothing records that base and head were measured in one job** (a side's results carry no "
+               "verified job marker: measured outside the runner, rewritten since, or marked before markers were "
+               "bound to their result files)")
     widened = (f"{ctx.drift_known} series' thresholds include their between-job drift measured on this machine's "
                "history" if ctx.drift_known else "this machine's history gives no series' between-job drift")
     held = f"; {withheld} series without it are withheld" if withheld else ""
-    return f"{why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
+    return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
 
 def _cpu_warning(settings: VerdictSettings) -> list[str]:

@@ -108,11 +108,20 @@ def write_sidecar_if_missing(cfg: RunnerConfig, sha: str, state: dict[str, str])
     os.replace(tmp, path)
 
 
-def mark_job(cfg: RunnerConfig, sha: str, job: str) -> None:
-    """Record in commit `sha`'s GPU sidecar which job measured it (`ci.records.JOB_KEY`); ingest
-    carries it into the run's environment, so a comparison knows whether base and head were
-    measured together (`ci.verdicts.jobs`)."""
-    from ci.records import JOB_KEY
+def mark_call(cfg: RunnerConfig, sha: str, call: str, written: dict[str, str]) -> None:
+    """Record in commit `sha`'s GPU sidecar that asv call `call` wrote the result files `written`,
+    each with the sha256 of the bytes it wrote (`ci.ingest.asv_files.with_calls`). Ingest carries
+    the marker into a run's environment only while its file still has that digest, so a comparison
+    knows whether base and head were measured in one call (`ci.verdicts.jobs`), and a file that a
+    plain `asv run` rewrote since has no marker.
+
+    Args:
+        cfg: runner configuration.
+        sha: full commit hash.
+        call: the call's marker (`ci.runner.config.call_marker`).
+        written: result file name -> sha256 hex digest, the files of `sha` this call wrote.
+    """
+    from ci.ingest.asv_files import with_calls
 
     path = cfg.results_dir / cfg.machine / f"gpu-env-{sha[:8]}.json"
     try:
@@ -121,15 +130,14 @@ def mark_job(cfg: RunnerConfig, sha: str, job: str) -> None:
         state = {}
     if not isinstance(state, dict):
         state = {}
-    state[JOB_KEY] = job
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.write_text(json.dumps(with_calls(state, call, written), indent=1) + "\n")
     os.replace(tmp, path)
 
 
 def result_digests(cfg: RunnerConfig, sha: str) -> dict[str, str]:
-    """sha256 of each of asv's result files for `sha` (what a call changed, it measured)."""
+    """sha256 of each of asv's result files for `sha`, by file name (what a call changed, it wrote)."""
     import hashlib
 
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in result_files(cfg, sha)}

@@ -80,7 +80,7 @@ def new_job_id() -> str:
 
     In GitHub Actions: the workflow run, its attempt and the job (`gha-<run>.<attempt>-<job>`), so a
     run can be traced to its log; elsewhere a random `local-<12 hex>`. Each asv call of the job
-    adds `/<n>` (`ci.runner.measure`): only results of one asv call were measured together.
+    gets its own marker under it (`call_marker`): only results of one asv call were measured together.
     """
     run_id = os.environ.get("GITHUB_RUN_ID", "")
     if re.fullmatch(r"[0-9]{1,20}", run_id):
@@ -88,6 +88,22 @@ def new_job_id() -> str:
         job = re.sub(r"[^A-Za-z0-9_.-]", "-", os.environ.get("GITHUB_JOB", ""))[:64]
         return f"gha-{run_id}.{attempt if attempt.isdigit() else '1'}" + (f"-{job}" if job else "")
     return f"local-{uuid.uuid4().hex[:12]}"
+
+
+def call_marker(job: str) -> str:
+    """The marker of one asv call of job `job`: `<job>/<12 hex>`, random, so no other call has it.
+
+    A counter of the calls would not do: it restarts with each `measure` and each process, and one
+    GitHub Actions job (one `job`) may run the runner several times, so two calls measured apart
+    would share a marker and pass for one job (`ci.verdicts.jobs`).
+
+    Args:
+        job: the runner job's identity (`RunnerConfig.job`).
+
+    Returns:
+        The marker the runner records beside each result file the call writes (`ci.records.JOB_KEY`).
+    """
+    return f"{job}/{uuid.uuid4().hex[:12]}"
 
 
 def has_gpu() -> bool:

@@ -77,7 +77,7 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     from ci.runner.jobs import ab_comparison
     from ci.runner.measure import ingest_results, job_lock, measure
     from ci.store import Store
-    from ci.verdicts import compare, exit_code, machine_keys, not_measured, spreads
+    from ci.verdicts import compare, exit_code, machine_keys, measurement_line, not_measured, spreads
     from ci.verdicts.inputs import results_with_crashes
 
     repo = Path(args.repo).resolve()
@@ -102,20 +102,21 @@ def cmd_continuous(args: argparse.Namespace) -> int:
             verdicts = compare(b, h, settings=settings)
             sides = spreads(b, h)
             problem = not_measured(h, "commit", head)
+            rule = "in-job rule: both halves come from one asv call of one commit"
         else:
             measure(cfg, store, [(base, head)], interleave=True)
             ingest_results(cfg, store)
             comparison = ab_comparison(cfg, store, base, head)
             verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
             problem = comparison.problem
-            if not comparison.jobs.together:  # e.g. asv wrote no job marker: say what the verdicts rest on
-                say(f"warning: base and head are not recorded as measured in one job ({comparison.jobs.relation})")
+            rule = measurement_line(comparison)  # in-job, or cross-job when a side's marker is missing
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
         f"({args.head})"
     code = exit_code(verdicts)
     with reader_may_leave():  # `ci continuous ... | head`: the verdict's exit code stands
         print()
         print(printable(f"{label} on {cfg.machine}, {len(verdicts)} series: {bench_option(cfg.bench)}"))
+        print(printable(rule))
         print(render_table(verdicts, spreads=sides, settings=settings, only_changed=not args.all,
                            problem=problem or ""), end="")
         if base == head and code != EXIT_OK:

@@ -13,6 +13,7 @@ from ci.runner.config import RunnerConfig, RunnerError, RunOutcome
 from ci.runner.measure import ingest_results, job_lock, measure
 from ci.runner.progress import say
 from ci.runner.publish import CommentNotPosted, render_dashboard, write_comment
+from ci.text import printable
 
 
 def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
@@ -157,7 +158,7 @@ def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[st
 
 def print_outcome(out: RunOutcome) -> None:
     """The job's summary: counts per outcome, where the artefacts are, the exit code."""
-    from ci.verdicts import summarize
+    from ci.verdicts import measurement_line, summarize
 
     counts = summarize(out.verdicts)
     told = ", ".join(f"{n} {o.value}" for o, n in counts.items() if n)
@@ -165,6 +166,8 @@ def print_outcome(out: RunOutcome) -> None:
     for v in out.verdicts:
         if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
             say(f"  {v.outcome.value}: {v.benchmark.key} ratio {v.ratio:.3f} {v.reason}")
+    if out.comparison is not None:  # PR mode: which rule (in-job or cross-job) the verdicts used
+        say(printable(measurement_line(out.comparison)))
     for note in out.notes:
         say(note)
     if out.dashboard:

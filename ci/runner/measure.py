@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci.runner.asv import gpu_state, mark_job, result_digests, result_files, run_asv, write_sidecar_if_missing
-from ci.runner.config import CommitRun, RunnerConfig, RunnerError
+from ci.runner.asv import gpu_state, mark_call, result_digests, result_files, run_asv, write_sidecar_if_missing
+from ci.runner.config import CommitRun, RunnerConfig, RunnerError, call_marker
 from ci.runner.git import resolve_commit
 from ci.runner.progress import JobProgress, say
 
@@ -95,11 +95,22 @@ def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> bool:
 
 
 def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
-    """Run asv once per group, record the GPU state, ingest after each; returns what ran."""
+    """Run asv once per group, record the GPU state and which call wrote each result file, ingest
+    after each; returns what ran.
+
+    Args:
+        cfg: runner configuration.
+        store: a `ci.store.Store`.
+        groups: the commits of each asv call (full shas): one for a history commit, base and head for a PR.
+        interleave: one interleaved call per group (`--interleave-rounds`: a PR's A/B).
+
+    Returns:
+        One CommitRun per group, in order.
+    """
     runs: list[CommitRun] = []
     total = len(groups)
     with JobProgress(total, "benchmarking") as bar:
-        for call, shas in enumerate(groups, start=1):
+        for shas in groups:
             label = " vs ".join(s[:8] for s in shas)
             if interleave and cfg.resume and _pr_job_finished(cfg, shas):
                 summary = ingest_results(cfg, store)
@@ -112,18 +123,21 @@ def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *,
             had_files = all(result_files(cfg, s) for s in shas)
             before = {s: result_digests(cfg, s) for s in shas}
             state = gpu_state(cfg)
-            bar.line(f"[runner] {label}: gpu={state.get('gpu') or 'none'} sm_clock={state.get('sm_clock_mhz') or '-'} "
-                     f"torch={state.get('torch') or '?'}")
+            call = call_marker(cfg.job)  # this asv call's own: no other call, in any process, has it
+            bar.line(f"[runner] {label}: asv call {call}, gpu={state.get('gpu') or 'none'} "
+                     f"sm_clock={state.get('sm_clock_mhz') or '-'} torch={state.get('torch') or '?'}")
             t0 = time.monotonic()
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
             finally:
-                # What asv wrote in this call, it measured in this call (not skipped): marked even
-                # when an interrupt stopped asv after it saved a commit's file.
+                # What asv wrote in this call, it measured in this call (not skipped): each file it
+                # wrote is marked with the bytes it wrote, even when an interrupt stopped asv after
+                # it saved a commit's file. A file it left as it was keeps its own writer's record.
                 for s in shas:
-                    if result_files(cfg, s) and result_digests(cfg, s) != before[s]:
+                    written = {name: d for name, d in result_digests(cfg, s).items() if before[s].get(name) != d}
+                    if written:
                         write_sidecar_if_missing(cfg, s, state)
-                        mark_job(cfg, s, f"{cfg.job}/{call}")
+                        mark_call(cfg, s, call, written)
             seconds = time.monotonic() - t0
             for s in shas:
                 if not result_files(cfg, s):

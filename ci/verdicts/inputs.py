@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci.records import Kind, Result, Verdict
-from ci.verdicts.jobs import Jobs, drift_for, job_relation
+from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 
 
 def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
@@ -180,3 +180,28 @@ def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[st
             drift.update(((m, key), d) for key, d in found.items())
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
+
+
+def measurement_line(comparison: Comparison) -> str:
+    """One line of plain text on how base and head were measured and so which rule decided the
+    verdicts (`Jobs.rule`): what `python -m ci compare`, `python -m ci continuous` and the runner's
+    PR summary print.
+
+    Args:
+        comparison: from `compare_commits`.
+
+    Returns:
+        "in-job rule: ..." or "warning: cross-job rule: ..." (one line, markers as recorded).
+    """
+    jobs = comparison.jobs
+    if jobs.together:
+        return (f"in-job rule: base and head were measured in one job, one asv call ({jobs.head}), rounds "
+                "interleaved: in-job statistics apply")
+    withheld = sum(v.reason.startswith("withheld:") for v in comparison.verdicts)
+    if jobs.relation == JobRelation.DIFFERENT:
+        which = f"different asv calls: {jobs.base} and {jobs.head}"
+    else:
+        which = ("a side has no verified job marker: measured outside the runner, rewritten since the runner "
+                 "measured it, or marked before markers were bound to their result files")
+    return (f"warning: cross-job rule: base and head were not measured in one job ({which}): thresholds widened by "
+            f"the between-job drift of {comparison.drift_known} series, {withheld} series withheld")

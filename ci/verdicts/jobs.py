@@ -6,12 +6,19 @@ commit on the H200, ~7 minutes apart (`benchmarks/recorded/h200-2026-11-29-s3/pa
 read up to +24.8% apart at p = 3.6e-11 with tight in-job intervals: between-job drift is not in
 any job's samples, so no in-job test can see it.
 
-Job identity comes from the runner: after each asv call it writes a job marker into the GPU
-sidecar of every commit that call measured (`JOB_KEY` in a run's environment, e.g.
-`gha-8123456789.1-pull-request/1`: a GitHub Actions run, attempt, job, and the asv call within it).
-Results without a marker (ingested from asv files written outside the runner, or before markers
-existed) have an unknown job: nothing says they were measured together, so they are treated as
-measured apart.
+Job identity comes from the runner: each asv call gets a marker of its own (`JOB_KEY` in a run's
+environment, e.g. `gha-8123456789.1-pull-request/3f9a0c5d2e71`: a GitHub Actions run, attempt and
+job, and a random id of the asv call within it), which the runner records in the commit's GPU
+sidecar beside the sha256 of every result file that call wrote. Ingest sets the marker on a run only
+while its file still has that digest. Results without a marker have an unknown job: ingested from asv
+files written outside the runner, rewritten since the runner wrote them (a plain `asv run` or
+`asv continuous` of the commit), or marked before markers were bound to their files (a per-commit
+marker, which any later run of the commit inherited). Nothing says those were measured together, so
+they are treated as measured apart.
+
+The two rules: base and head of one asv call (`Jobs.together`) are judged on their samples (the
+in-job rule); any others by the cross-job rule, each series' threshold widened by its between-job
+drift and a series without a drift estimate withheld (`ci.verdicts.ab.compare`'s `between_jobs`).
 
 Between-job drift of a series is estimated from the machine's history (other commits, one job
 each): the robust sigma of successive per-job medians on a log scale, as `ci.verdicts.history`
@@ -33,7 +40,7 @@ from ci.records import JOB_KEY, Result
 class JobRelation(StrEnum):
     """How a comparison's base and head were measured."""
 
-    SAME = "same"  # one asv call, rounds interleaved (both sides carry the same job marker)
+    SAME = "same"  # one asv call, rounds interleaved (both sides carry the same verified job marker)
     DIFFERENT = "different"  # different job markers
     UNKNOWN = "unknown"  # a side has no job marker
 
@@ -50,6 +57,12 @@ class Jobs:
     def together(self) -> bool:
         """True only when both sides were recorded as measured in one job."""
         return self.relation == JobRelation.SAME
+
+    @property
+    def rule(self) -> str:
+        """The rule the verdicts use, as said to a reader: "in-job" (base and head of one asv call:
+        their samples are the evidence) or "cross-job" (thresholds widened by between-job drift)."""
+        return "in-job" if self.together else "cross-job"
 
 
 def job_of(result: Result) -> str:

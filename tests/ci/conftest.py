@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import hashlib
 import os
 import shutil
 import socket
@@ -134,8 +135,9 @@ def write_results(
     """Write an asv results directory with asv's own code; returns the result file paths.
 
     `samples(bench_name, point_index, commit_index)` gives a point's raw samples, or None for a
-    failed point (asv records null). `job`: the job marker the runner writes into every commit's
-    sidecar (`ci.records.JOB_KEY`), as for commits measured together in one asv call. `host`:
+    failed point (asv records null). `job`: the marker of the asv call that wrote every commit's
+    result file, recorded in its sidecar with the file's digest as the runner records it
+    (`ci.ingest.asv_files.with_calls`), as for commits measured together in one asv call. `host`:
     machine fields that replace the default host's (cpu, ram, ...), in machine.json and in every
     result file, as `asv machine` on another host writes them. `first_commit`: the commit index of
     `commits[0]` (dates and `samples`' commit index count from it).
@@ -143,6 +145,8 @@ def write_results(
     from asv import util
     from asv.results import Results
     from asv.runner import BenchmarkResult
+
+    from ci.ingest.asv_files import with_calls
 
     def default_samples(name: str, j: int, c: int) -> list[float]:
         base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
@@ -174,7 +178,12 @@ def write_results(
         res.save(str(root))
         paths.append(root / res._filename)
         if sidecar is not None or job is not None:
-            marked = {**(sidecar or {}), **({"job": job} if job is not None else {})}
+            side = root / machine / f"gpu-env-{sha[:8]}.json"
+            # Another environment's file of this commit keeps its record (one sidecar per commit).
+            marked = {**(util.load_json(str(side)) if side.exists() else {}), **(sidecar or {})}
+            if job is not None:
+                path = root / res._filename
+                marked = with_calls(marked, job, {path.name: hashlib.sha256(path.read_bytes()).hexdigest()})
             util.write_json(str(root / machine / f"gpu-env-{sha[:8]}.json"), marked)
     return paths
 

@@ -320,13 +320,14 @@ def test_the_same_job_is_claimed_only_when_both_sides_say_so() -> None:
 
     v = [_v("s.B.time_a", Outcome.UNCHANGED)]
     same = _render(v, context=_ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1")))
-    assert "Measured in one job (`gha-1.1-pr/1`)" in same
+    assert "**In-job rule.** Measured in one job (`gha-1.1-pr/1`)" in same and "Cross-job" not in same
     apart = _render(v, context=_ctx(jobs=Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), drift_known=3))
     assert "**⚠️ Base and head were measured in different jobs** (`gha-1.1-pr/1` and `gha-2.1-pr/1`)" in apart
     assert "3 series' thresholds include their between-job drift" in apart and "Measured in one job" not in apart
+    assert "**Cross-job rule.**" in apart and "In-job rule" not in apart
     for body in (_render(v), _render(v, context=_ctx(jobs=Jobs(JobRelation.UNKNOWN)))):
-        assert "**⚠️ Nothing records that base and head were measured in one job**" in body
-        assert "same job" not in body and "Measured in one job" not in body
+        assert "**Cross-job rule.** **⚠️ Nothing records that base and head were measured in one job**" in body
+        assert "same job" not in body and "Measured in one job" not in body and "In-job rule" not in body
 
 
 def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:

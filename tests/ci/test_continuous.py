@@ -40,6 +40,7 @@ def test_continuous_gives_the_bots_verdicts_and_exit_code(toy, tmp_path, capsys)
     assert out.rstrip().splitlines()[-1].startswith("❌ Performance check failed: 1 benchmark(s) failed to run on "
                                                     "head, 1 regression(s)")
     assert " n=12 " in out, "each side's sample count (2 interleaved rounds x 6)"
+    assert "in-job rule: base and head were measured in one job, one asv call" in out, "the rule, in words"
     # The bot's comment on the same store: the same verdicts, the same exit code.
     comment = tmp_path / "c.md"
     assert main(["comment", "--db", db, "--base", shas["B"], "--head", shas["C"], "--out", str(comment)]) == code
@@ -68,6 +69,7 @@ def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  
     out = capsys.readouterr().out
     assert f"A/A check of {shas['B'][:12]}: one asv call" in out
     assert f"A/A check of {shas['B'][:12]} on cibox" in out
+    assert "in-job rule: both halves come from one asv call of one commit" in out
     assert "bench_toy.Toy.time_work" in out and out.count(" n=6 ") >= 2, "each half of the 12 samples"
     if code:  # the rule called noise a change: said as such
         assert "a false alarm" in out

@@ -19,7 +19,7 @@ import pytest
 from ci.ingest import ingest_results_dir
 from ci.ingest.asv_files import AsvFormatError, load_benchmarks_json
 from ci.ingest.parse import parse_result_file
-from ci.records import Direction, Kind
+from ci.records import JOB_KEY, Direction, Kind
 from ci.store import Store
 from tests.ci.conftest import BENCHMARKS, ENV_NAME, MACHINE, sha_for, write_results
 
@@ -399,6 +399,34 @@ def test_gpu_sidecar_goes_to_machine_and_environment(asv_dir, store_url):
     assert machine.cpu == "Xeon 8480" and dict(machine.extra)["num_cpu"] == "16"
     assert env["sm_clock_mhz"] == "1980" and env["temperature_c"] == "41" and env["env_name"].startswith("existing")
     assert "gpu" not in env
+
+
+def test_a_job_marker_applies_only_to_the_bytes_it_was_recorded_for(asv_dir, store_url):
+    """The sidecar records, per result file, the asv call that wrote it and the sha256 of what it
+    wrote; a run carries the marker only while its file has those bytes. A file rewritten since (as a
+    plain `asv run` of the commit rewrites it), a bare per-commit marker (the sidecars written before
+    markers were bound to files), a malformed record and a plain `JOB_KEY` in the sidecar give none."""
+    call = "gha-1.1-pr/3f9a0c5d2e71"
+    shas = [sha_for(i) for i in range(5)]
+    root = asv_dir(shas, job=call, sidecar={"gpu": "NVIDIA H200", "sm_clock_mhz": "1980"})
+    machine_dir = root / MACHINE
+
+    def sidecar_of(sha: str) -> Path:
+        return machine_dir / f"gpu-env-{sha[:8]}.json"
+
+    write_results(root, [shas[1]], samples=lambda n, j, c: [5.0, 5.0, 5.0, 5.0])  # rewritten, sidecar kept
+    sidecar_of(shas[2]).write_text(json.dumps({"gpu": "NVIDIA H200", "job": call}))  # a legacy sidecar
+    (name,) = [p.name for p in machine_dir.glob(f"{shas[3][:8]}-*.json")]
+    sidecar_of(shas[3]).write_text(json.dumps({"asv_calls": {name: {"call": call, "sha256": 7}}}))  # malformed
+    sidecar_of(shas[4]).write_text(json.dumps({"gpu": "NVIDIA H200", JOB_KEY: call}))
+    with Store(store_url) as store:
+        report = ingest_results_dir(store, root)
+        envs = {r.commit_sha: dict(r.environment) for r in store.results()}
+    assert report.ok and report.count("inserted") == 5, report.summary()
+    assert envs[shas[0]][JOB_KEY] == call and envs[shas[0]]["sm_clock_mhz"] == "1980"
+    for sha in shas[1:]:
+        assert JOB_KEY not in envs[sha] and call not in envs[sha].values(), (sha, envs[sha])
+    assert envs[shas[1]]["sm_clock_mhz"] == "1980", "the rest of the sidecar still applies"
 
 
 def _git(repo: Path, *args: str, day: int = 1) -> str:

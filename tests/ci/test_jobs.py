@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 from ci.cli import main
+from ci.ingest import ingest_results_dir
 from ci.records import JOB_KEY, WITHHELD_OTHER_JOB, Benchmark, Outcome, Result
+from ci.store import Store
 from ci.verdicts import JobRelation, between_job_drift, compare, job_relation
+from tests.ci.conftest import MACHINE, sha_for, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-s3"
+LEGACY = ROOT / "benchmarks" / "recorded" / "h200-2026-12-main"
 LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("B", "8"),))
 
 
@@ -105,3 +109,60 @@ def test_two_jobs_of_one_commit_are_not_passed_off_as_an_ab(tmp_path, capsys):
     assert "Nothing records that base and head were measured in one job" in body
     assert "### ⚠️ Withheld: base and head not measured in one job" in body
     assert "🟡 No regression confirmed" in body
+
+
+def _slower_head(name: str, j: int, c: int) -> list[float]:
+    """Tight samples, head (commit 1) 6 % slower: a regression by the in-job rule; gates pass."""
+    if "max_abs_diff" in name:
+        return [0.001] * 8
+    base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
+    return [base * (1.06 if c == 1 else 1.0) * (1 + 0.001 * k) for k in range(8)]
+
+
+@pytest.mark.parametrize("how", ["one-call", "rewritten", "legacy"])
+def test_only_a_marker_bound_to_the_files_gives_the_in_job_rule(tmp_path, capsys, how):
+    """Base and head written by one asv call ("one-call") are judged by the in-job rule, and the CLI
+    and the comment say so. When head's result file was rewritten after the runner marked it (as a
+    plain `asv run` would), or the sidecars hold only a bare per-commit marker of the same job (as
+    the runner wrote before markers were bound to files), nothing proves one job: the cross-job rule
+    (no drift history here, so the timing series are withheld) and the words say which."""
+    base, head = sha_for(0), sha_for(1)
+    root = tmp_path / "results"
+    root.mkdir()
+    write_results(root, [base, head], samples=_slower_head, job="gha-1.1-pr/3f9a0c5d2e71")
+    if how == "rewritten":  # a later asv run of head, outside the runner: the same values, new bytes
+        (path,) = (root / MACHINE).glob(f"{head[:8]}-*.json")
+        marked = path.read_bytes()
+        write_results(root, [head], samples=lambda name, j, c: _slower_head(name, j, 1))
+        assert path.read_bytes() != marked
+    elif how == "legacy":
+        for sha in (base, head):
+            (root / MACHINE / f"gpu-env-{sha[:8]}.json").write_text(json.dumps({"job": "local-684349a63813/2"}))
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    code = main(["compare", "--db", db, "--base", base, "--head", head, "--no-save"])
+    out = capsys.readouterr().out
+    comment = tmp_path / "c.md"
+    main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)])
+    body = comment.read_text()
+    if how == "one-call":
+        assert code == 1 and "in-job rule: base and head were measured in one job" in out, out
+        assert "**In-job rule.** Measured in one job (`gha-1.1-pr/3f9a0c5d2e71`)" in body
+        return
+    assert code == 0 and "warning: cross-job rule: base and head were not measured in one job" in out, out
+    assert "a side has no verified job marker" in out and "in-job rule" not in out
+    assert "**Cross-job rule.** **⚠️ Nothing records that base and head were measured in one job**" in body
+    assert "In-job rule" not in body and "Measured in one job" not in body
+
+
+def test_the_recorded_bare_markers_are_unknown():
+    """benchmarks/recorded/h200-2026-12-main: sidecars of 2026-12-02 with a bare per-commit `job`
+    marker (no record of the file it was written for) ingest without error, every run's job unknown."""
+    legacy = [json.loads(p.read_text()) for p in sorted((LEGACY / "h200").glob("gpu-env-*.json"))]
+    assert sum("job" in s for s in legacy) >= 30 and not any("asv_calls" in s for s in legacy)
+    with Store("sqlite://") as store:
+        report = ingest_results_dir(store, LEGACY)
+        results = store.results()
+    assert report.ok and report.count("inserted") == 35, report.summary()
+    assert results and not any(JOB_KEY in dict(r.environment) or "job" in dict(r.environment) for r in results)

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from ci.cli import main
-from ci.records import Outcome
+from ci.records import JOB_KEY, Outcome
 from ci.runner.config import RunnerConfig, suite_regex
 from ci.runner.git import commits_in_range, new_branch_commits
-from ci.runner.jobs import run_history, run_pr
+from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,14 +214,16 @@ def test_sigterm_stops_asv_and_a_rerun_resumes_without_losing_or_duplicating(toy
     out = run_history(cfg, [shas["A"], shas["B"], shas["C"]])
     assert out.exit_code == 0
     with Store(db) as store:
-        jobs = {r.commit_sha: dict(r.environment).get("job") for r in store.results()}
-    # A kept the marker of the job that measured it; C was this job's 3rd asv call. B is this job's
-    # 2nd, or the interrupted job's when asv had saved B's file before it stopped (and the resume
-    # skipped it): either way the job that wrote the file marked it.
-    first_job = jobs[shas["A"]]
-    assert first_job.startswith("local-") and first_job.endswith("/1") and not first_job.startswith(cfg.job), jobs
-    assert jobs[shas["C"]] == f"{cfg.job}/3", jobs
-    assert jobs[shas["B"]] in (f"{cfg.job}/2", first_job.replace("/1", "/2")), jobs
+        jobs = {r.commit_sha: dict(r.environment).get(JOB_KEY) for r in store.results()}
+    # Every asv call has a marker of its own under its job's id. A kept the marker of the interrupted
+    # job's call that wrote it; C was measured by a call of this job. B's call is this job's, or the
+    # interrupted job's second when asv had saved B's file before it stopped (and the resume skipped
+    # it): either way the call that wrote the file marked it, and no two calls share a marker.
+    first_job = jobs[shas["A"]].rsplit("/", 1)[0]
+    assert first_job.startswith("local-") and first_job != cfg.job, jobs
+    assert jobs[shas["C"]].startswith(f"{cfg.job}/"), jobs
+    assert jobs[shas["B"]].rsplit("/", 1)[0] in (cfg.job, first_job), jobs
+    assert len(set(jobs.values())) == 3, jobs
     rows = _run_rows(db)
     assert sorted(sha for sha, _ in rows) == sorted(shas.values()), "each commit stored once"
     assert first[0] in rows, "A's stored run is the one measured before the interrupt (not re-measured)"
@@ -261,11 +263,56 @@ def test_pr_ab_interleaved_flags_the_slowdown_and_writes_the_comment(toy, tmp_pa
     # A CPU run says loudly, first, that its timings prove nothing about kernel speed.
     assert body.index("> **CPU only: these timings prove nothing about kernel speed.**") < body.index("| Outcome |")
     # Both sides were measured in this job's one asv call: its marker is on both, and the comment says so.
-    assert f"Measured in one job (`{cfg.job}/1`)" in body
     with Store(cfg.db) as store:
-        assert {dict(r.environment)["job"] for r in store.results()} == {f"{cfg.job}/1"}
+        (call,) = {dict(r.environment)[JOB_KEY] for r in store.results()}
+    assert call.startswith(f"{cfg.job}/")
+    assert f"**In-job rule.** Measured in one job (`{call}`)" in body
     row = next(ln for ln in body.splitlines() if ln.startswith("| `bench_toy.Toy.time_work`"))
     assert row.count(" n=12") == 2, row  # each side's sample count
+    print_outcome(out)  # the job's summary says the rule too
+    assert f"[runner] in-job rule: base and head were measured in one job, one asv call ({call})" in \
+        capsys.readouterr().out
+
+
+def test_each_asv_call_is_its_own_job_and_a_file_rewritten_since_has_none(toy, tmp_path, capsys):
+    """Job identity is one asv call, bound to the files it wrote. In one process with one config (as
+    `python -m ci demo` runs a history, then a PR): the history commit's call and the PR's
+    interleaved call have different markers, so history against a PR side is not "one job", while
+    the PR pair still is. A result file that a plain `asv run` (not the runner) rewrote after the
+    runner marked it is ingested with no marker, and the comparison says it used the cross-job rule."""
+    from dataclasses import replace
+
+    from ci.runner.asv import result_digests, run_asv
+    from ci.verdicts import JobRelation, compare_commits
+
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path, dashboard_dir=None)
+    run_history(cfg, [shas["A"]])
+    pr = run_pr(cfg, shas["B"], shas["C"])
+
+    def calls() -> dict[str, str | None]:
+        with Store(cfg.db) as store:
+            return {r.commit_sha: dict(r.environment).get(JOB_KEY) for r in store.results()}
+
+    marked = calls()
+    assert all(m and m.startswith(f"{cfg.job}/") for m in marked.values()), marked
+    assert marked[shas["A"]] != marked[shas["B"]] == marked[shas["C"]], "two asv calls, two markers"
+    assert pr.comparison.jobs.relation == JobRelation.SAME, "base and head of one interleaved call: one job"
+    with Store(cfg.db) as store:
+        apart = compare_commits(store, shas["A"], shas["C"], cfg.machine)
+    assert apart.jobs.relation == JobRelation.DIFFERENT and not apart.jobs.together
+
+    before = result_digests(cfg, shas["C"])
+    run_asv(replace(cfg, resume=False), [shas["C"]], interleave=False, echo=lambda line: None)
+    assert result_digests(cfg, shas["C"]) != before, "asv rewrote C's result file"
+    assert main(["ingest", "--db", cfg.db, str(cfg.results_dir)]) == 0
+    after = calls()
+    assert after[shas["C"]] is None, "C's file is not the one the runner's call wrote: job unknown"
+    assert after[shas["B"]] == marked[shas["B"]]
+    capsys.readouterr()
+    main(["compare", "--db", cfg.db, "--base", shas["B"], "--head", shas["C"], "--no-save"])
+    out = capsys.readouterr().out
+    assert "cross-job rule: base and head were not measured in one job" in out and "in-job rule" not in out, out
 
 
 def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
