@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-
 _MACHINE_FIELDS = ("name", "gpu", "driver", "cuda", "torch", "triton", "cpu", "extra")
 
 
