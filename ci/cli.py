@@ -4,7 +4,7 @@ Exit codes (shared by every command): 0 clean, 1 a regression, a failed correctn
 benchmark that crashed on head, 2 an error (bad arguments, a malformed or truncated input file, a
 database problem, an interrupt, or a part of the service that is not available yet).
 
-    python -m ci ingest  [--db DB] [--repo PATH [--branch NAME]] RESULTS_DIR
+    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] RESULTS_DIR
     python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]
     python -m ci comment [--db DB] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
@@ -15,7 +15,9 @@ database problem, an interrupt, or a part of the service that is not available y
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
     python -m ci demo [--commits N] [--cpu | --gpu]
 
-`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL.
+`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL. `ingest`
+keeps the project's asv.conf.json (its name, URLs and `regressions_thresholds`) in the store: the
+one found beside RESULTS_DIR, or `--config FILE` (`ci.project.record_project`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
+from ci.project import ConfigError
 from ci.store import DEFAULT_DB, StoreError, StoreLimitError
 from ci.text import printable, reader_may_leave, silence_stdout
 
@@ -120,8 +123,11 @@ def _jobs_line(comparison: Any) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import AsvFormatError, ingest_results_dir
+    from ci.project import record_project
 
     with _open(args, create=True) as store:
+        # First: a malformed asv.conf.json stops the ingest before any result goes in.
+        note = record_project(store, args.results_dir, args.config)
         try:
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
                                         progress=ingest_progress_printer())  # fmt: skip
@@ -134,8 +140,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 print(f"error: {f.message}", file=sys.stderr)
             elif f.skipped:
                 print(f"warning: {f.message}", file=sys.stderr)
-        for note in report.notes:
-            print(note, file=sys.stderr)
+        for line in (*report.notes, *([printable(note)] if note else [])):
+            print(line, file=sys.stderr)
         print(report.summary())
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR
@@ -257,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
         f"progress line every {PROGRESS_EVERY_S:.0f} s on stderr while a long ingest runs.",
     )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
+    p.add_argument("--config", metavar="FILE", help="the project's asv.conf.json, kept in the store for the "
+                   "commands that decide (default: the nearest asv.conf.json above RESULTS_DIR whose results_dir is "
+                   "that folder)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
 
@@ -335,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(BrokenPipeError):
             print("error: the output pipe was closed before the command finished", file=sys.stderr)
         return EXIT_ERROR
-    except (Unavailable, StoreError, StoreLimitError) as exc:
+    except (Unavailable, StoreError, StoreLimitError, ConfigError) as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback
