@@ -5,8 +5,8 @@ benchmark that crashed on head, 2 an error (bad arguments, a malformed or trunca
 database problem, an interrupt, or a part of the service that is not available yet).
 
     python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] RESULTS_DIR
-    python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]
-    python -m ci comment [--db DB] --base SHA --head SHA [--machine NAME] [--out FILE]
+    python -m ci compare [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME]
+    python -m ci comment [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
                          [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
     python -m ci continuous BASE [HEAD] [--repo PATH] [--cpu | --quick | -b REGEX] [--aa]
@@ -15,9 +15,10 @@ database problem, an interrupt, or a part of the service that is not available y
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
     python -m ci demo [--commits N] [--cpu | --gpu]
 
-`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL. `ingest`
-keeps the project's asv.conf.json (its name, URLs and `regressions_thresholds`) in the store: the
-one found beside RESULTS_DIR, or `--config FILE` (`ci.project.record_project`).
+`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL. The
+project's asv.conf.json (its name, URLs and `regressions_thresholds`) is what `ingest` kept in the
+store (found beside RESULTS_DIR, or `--config FILE`); `--config FILE` on the other commands
+overrides it (`ci.project.project_settings`: one set of thresholds for every command that decides).
 """
 
 from __future__ import annotations
@@ -71,14 +72,32 @@ def _pick_machine(store: Any, base: str, head: str, machine: str | None) -> str:
     raise ValueError(f"several machines measured both commits ({', '.join(both)}): pass --machine")
 
 
-def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, str, Any]:
+def _comparison(store: Any, args: argparse.Namespace, settings: Any = None) -> tuple[str, str, str, Any]:
     """Base/head shas, machine, and their `ci.verdicts.Comparison` (crashed benchmarks included, so
-    the verdicts fail them on head instead of never seeing them; the jobs that measured them)."""
+    the verdicts fail them on head instead of never seeing them; the jobs that measured them),
+    decided with `settings` (`ci.verdicts.VerdictSettings`, from `_settings`)."""
     compare_commits = _need("ci.verdicts", "compare_commits")
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
     machine = _pick_machine(store, base, head, args.machine)
-    return base, head, machine, compare_commits(store, base, head, machine)
+    return base, head, machine, compare_commits(store, base, head, machine, settings=settings)
+
+
+def _settings(store: Any, args: argparse.Namespace) -> Any:
+    """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
+    from ci.project import project_settings
+
+    return project_settings(store, args.config)
+
+
+def _rules_line(rules: Any) -> str:
+    """Where the thresholds that decided come from, in one line."""
+    project = rules.project
+    if not project.source:
+        return ("thresholds: built in (the store holds no asv.conf.json: ingest with --config FILE, or pass it "
+                "here)")
+    named = f" of {project.name!r}" if project.name else ""
+    return f"thresholds: regressions_thresholds{named} in {project.source}"
 
 
 def _print_verdicts(verdicts: Sequence[Any]) -> None:
@@ -151,11 +170,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     with _open(args) as store:
-        base, head, machine, comparison = _comparison(store, args)
+        rules = _settings(store, args)
+        base, head, machine, comparison = _comparison(store, args, rules.verdicts)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
     with reader_may_leave():
         print(f"base {base[:12]}  head {head[:12]}  machine {printable(machine)}: {len(comparison.verdicts)} series")
+        print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison)))
         _print_verdicts(comparison.verdicts)
     return exit_code(comparison.verdicts)
@@ -172,15 +193,16 @@ def cmd_comment(args: argparse.Namespace) -> int:
     if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
         commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
     with _open(args) as store:
+        rules = _settings(store, args)
         # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
         # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
         # head" ones have no head sha to find them by.
-        base, head, machine, comparison = _comparison(store, args)
+        base, head, machine, comparison = _comparison(store, args, rules.verdicts)
         store.save_verdicts(comparison.verdicts)
         # the same table and context as `python -m ci run --pr` posts
         env = comment_environment(store, machine, [r for r in comparison.head if r.samples])
         context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
-                                  job_url=args.job_url or job_url)  # fmt: skip
+                                  job_url=args.job_url or job_url, settings=rules.verdicts)  # fmt: skip
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
@@ -250,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     reads = "it must already hold a store (made by ingest or run)"
 
+    def add_config(p: argparse.ArgumentParser, help_: str | None = None) -> None:
+        p.add_argument("--config", metavar="FILE", help=help_ or "the project's asv.conf.json (its name, URLs and "
+                       "regressions_thresholds) instead of the one ingest kept in the store")
+
 
     p = add(
         "ingest", f"ingest an asv results directory into the store (idempotent; each file is stored whole or not "
@@ -263,9 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"progress line every {PROGRESS_EVERY_S:.0f} s on stderr while a long ingest runs.",
     )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
-    p.add_argument("--config", metavar="FILE", help="the project's asv.conf.json, kept in the store for the "
-                   "commands that decide (default: the nearest asv.conf.json above RESULTS_DIR whose results_dir is "
-                   "that folder)")
+    add_config(p, "the project's asv.conf.json, kept in the store for the commands that decide (default: the "
+                  "nearest asv.conf.json above RESULTS_DIR whose results_dir is that folder)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
 
@@ -274,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("comment", "render (and optionally post) the PR comment for a base/head pair", cmd_comment),
     ):
         p = add(name, help_, fn, db=reads)
+        add_config(p)
         p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
         p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
         p.add_argument("--machine", help="machine name (needed when several measured both commits)")

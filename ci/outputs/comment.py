@@ -3,14 +3,15 @@
 Layout (after asv-perch's and conbench's PR comments):
 a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
 how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
-ran, an outcome count table, then, most important first: the correctness gates that failed,
-benchmarks that failed to run on head, regressions, series not measured on head, slowdowns past
-the threshold that the statistics could not confirm, series withheld because base and head were
-not measured in one job, series whose benchmark declares no direction (their change is shown,
-never judged), improvements; collapsed: the gates that passed, other inconclusive series
-(unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new series,
-unchanged series; the environment and a dashboard link. Every timing row shows each side's
-median, half its interquartile range and its sample count.
+ran the suite's CPU subset (series whose floor is a CPU override of `regressions_thresholds`), an
+outcome count table, then, most important first: the correctness gates that failed, benchmarks
+that failed to run on head, regressions, series not measured on head, slowdowns past the threshold
+that the statistics could not confirm, series withheld because base and head were not measured in
+one job, series whose benchmark declares no direction (their change is shown, never judged),
+improvements; collapsed: the gates that passed, other inconclusive series (unconfirmed speed-ups
+among them: a speed-up never raises the headline's alarm), new series, unchanged series; the
+environment and a dashboard link. Every timing row shows each side's median, half its
+interquartile range and its sample count.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
 lowest priority first, with an "N more" line; markdown is never cut mid-table.
@@ -59,6 +60,9 @@ _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p",
 _SUBJECT_CHARS = 72
 _SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
 _CORRECTION_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
+# A threshold override whose regex names the CPU (this project's `.*CPU\.`) is the floor of a suite's
+# CPU subset: when no GPU ran the job, its series get the CPU banner (`cpu_subset`).
+_NAMES_CPU = re.compile(r"cpu", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,8 @@ class CommentContext:
         jobs: whether base and head were measured in one job (`ci.verdicts.job_relation`); None: unknown.
         drift_known: series whose between-job drift the history gave (when not measured in one job).
         spreads: series key -> (base, head) Spread of the samples (`ci.verdicts.spreads`).
-        cpu_only: no GPU ran the job: the comment says, first, that its timings prove nothing about
-            kernel speed.
+        cpu_only: no GPU ran the job: where it timed the suite's CPU subset (`cpu_subset`), the
+            comment says, first, that its timings prove nothing about kernel speed.
         settings: the verdicts' settings (the interval's level, the correction, the CPU floor).
     """
 
@@ -329,14 +333,42 @@ def _job_line(ctx: CommentContext, withheld: int) -> str:
     return f"{why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
 
-def _cpu_warning(settings: VerdictSettings) -> list[str]:
-    floor = settings.floor_for("bench.TimeCPU.time_host")
+def cpu_subset(verdicts: Sequence[Verdict], settings: VerdictSettings) -> dict[tuple[str, float], int]:
+    """The suite's CPU subset among `verdicts`: series whose floor is set by a threshold override that
+    names the CPU (`settings.override_for`), counted per override.
+
+    Args:
+        verdicts: the comparison's verdicts.
+        settings: the settings that decided them.
+
+    Returns:
+        (regex, floor) of each such override -> how many of the series it sets; empty when none.
+    """
+    out: dict[tuple[str, float], int] = {}
+    for v in verdicts:
+        override = settings.override_for(v.benchmark.key)
+        if override is not None and _NAMES_CPU.search(override[0]):
+            out[override] = out.get(override, 0) + 1
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSettings, n_other: int) -> list[str]:
+    """The banner of a job that timed the suite's CPU subset without a GPU, worded from the settings."""
+    floors = sorted({floor for _, floor in subset})
+    past = f"±{_pct(floors[0])}" if len(floors) == 1 else f"±{_pct(floors[0])} to ±{_pct(floors[-1])}"
+    rules = ", ".join(f"{_code(pattern)} ±{_pct(floor)}" for pattern, floor in sorted(subset))
+    n = sum(subset.values())
+    others = f"; the other series need at least ±{_pct(settings.floor)}" if n_other else ""
     return [
         "> [!WARNING]",
-        "> **CPU only: these timings prove nothing about kernel speed.** No GPU ran this job: the Triton kernels ran "
-        "in Triton's interpreter on a shared CPU, where the level of a series moves between asv processes. The CPU "
-        f"series are called changed only past ±{floor * 100:.0f}%, beyond the noise measured on such machines; judge "
-        "kernel speed on a GPU runner.",
+        f"> **CPU only: these timings prove nothing about kernel speed.** No GPU ran this job: its {n} series of the "
+        f"suite's CPU subset (`regressions_thresholds`: {rules}) were timed on a CPU, where the level of a series "
+        f"moves between processes, so they are called changed only past {past}{others}. Judge kernel speed on a GPU "
+        "runner.",
     ]
 
 
@@ -409,6 +441,7 @@ def render_comment(
     n["gates_failed"] = len(gates_failed)
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     n_tested = sum(math.isfinite(v.p_value) for v in perf)
+    cpu = cpu_subset(perf, ctx.settings) if ctx.cpu_only else {}
     no_sides: tuple[Spread | None, Spread | None] = (None, None)
 
     def perf_rows(name: str) -> list[tuple[str, ...]]:
@@ -459,8 +492,8 @@ def render_comment(
     def build() -> str:
         status, detail = headline(n)
         out = [MARKER, "## ragged-vit benchmarks", "", f"**{status}:** {detail}.", ""]
-        if ctx.cpu_only:
-            out += [*_cpu_warning(ctx.settings), ""]
+        if cpu:
+            out += [*_cpu_warning(cpu, ctx.settings, len(perf) - sum(cpu.values())), ""]
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]

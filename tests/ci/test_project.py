@@ -1,5 +1,6 @@
 """The project's asv.conf.json: read as asv reads it, found beside the results at ingest, kept in the
-store."""
+store, and one set of settings for every command that decides (compare, comment, the runner, the
+dashboard's verdicts)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 import pytest
 
 from ci.cli import main
-from ci.project import ConfigError, find_asv_conf, read_asv_conf
+from ci.project import ConfigError, find_asv_conf, project_settings, read_asv_conf
 from ci.records import Project
 from ci.store import Store
-from tests.ci.conftest import sha_for, write_results
+from tests.ci.conftest import MACHINE, sha_for, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
+SLOW_KEY = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+JOB = "gha-1.1-pr/1"
 # Another project's asv.conf.json.
 FOREIGN_CONF = """{
     // written the way asv's template is: comments and a trailing comma
@@ -29,6 +32,20 @@ FOREIGN_CONF = """{
     "regressions_thresholds": {".*": 0.06, "benchmarks.PeakMem": 0.8,},
 }
 """
+
+
+def _samples(slow_head: bool = False):
+    """12 tight samples per point; with `slow_head`, SLOW_KEY is 1.5x slower at commit 1."""
+
+    def make(name: str, j: int, c: int) -> list[float]:
+        if "max_abs_diff" in name:
+            return [0.001] * 6
+        base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
+        if slow_head and c == 1 and "time_gpu" in name and j == 0:
+            base *= 1.5
+        return [base * (1 + 0.002 * k) for k in range(12)]
+
+    return make
 
 
 def _conf(path: Path, **fields: Any) -> Path:
@@ -117,3 +134,59 @@ def test_a_malformed_conf_stops_the_ingest_before_any_result(tmp_path: Path, cap
     (root / "asv.conf.jsonc").write_text("{}")
     with pytest.raises(ConfigError, match="asv refuses to choose"):
         find_asv_conf(root / "results")
+
+
+def _verdicts_on_commit_page(site: Path, sha: str) -> dict[str, str]:
+    """(benchmark name and params) -> outcome, as the dashboard's commit page lists its A/B verdicts."""
+    from dashboard.model import commit_slug
+
+    page = (site / "commit" / f"{commit_slug(sha)}.html").read_text()
+    rows = re.findall(r'<td class="bench">([^<]*)(?: <span class="params">\(([^)]*)\)</span>)?</td>'
+                      r'<td>[^<]*</td><td><span class="badge (\w+)">', page)
+    return {f"{name}({params})" if params else name: outcome for name, params, outcome in rows}
+
+
+def _decisions(tmp_path: Path, db: str, config: Path | None, runner_repo: Path) -> dict[str, Any]:
+    """One verdict per command on the same results: compare's and comment's exit codes, the comment's
+    headline, the dashboard's verdict for SLOW_KEY, and the runner's (`ab_comparison`, its checkout's
+    asv.conf.json) exit code and outcome."""
+    from ci.runner.config import RunnerConfig
+    from ci.runner.jobs import ab_comparison
+    from ci.verdicts import exit_code
+
+    extra = ["--config", str(config)] if config is not None else []
+    base, head = sha_for(0), sha_for(1)
+    out: dict[str, Any] = {"compare": main(["compare", "--db", db, *extra, "--base", base, "--head", head])}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    comment = tmp_path / "comment.md"
+    out["comment"] = main(["comment", "--db", db, *extra, "--base", base, "--head", head, "--out", str(comment)])
+    out["headline"] = comment.read_text().splitlines()[3].split(":**")[0]
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0  # what compare and comment decided
+    out["dashboard"] = _verdicts_on_commit_page(site, head)[SLOW_KEY]
+    cfg = RunnerConfig(repo=runner_repo, db=db, machine=MACHINE)
+    with Store(db) as store:
+        comparison = ab_comparison(cfg, store, base, head)
+    out["run"] = exit_code(comparison.verdicts)
+    out["run_outcome"] = next(v.outcome.value for v in comparison.verdicts if v.benchmark.key == SLOW_KEY)
+    return out
+
+
+def test_every_deciding_command_takes_one_rule(tmp_path: Path) -> None:
+    """The same results through compare, comment, the dashboard and the runner's settings path: one
+    verdict, one exit code. The project's asv.conf.json gives the GPU series an 80% floor, so the
+    head's 1.5x there is no regression for any of them (the built-in 2.5% floor would call it one)."""
+    proj = tmp_path / "proj"
+    write_results(proj / "results", [sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job=JOB)
+    conf = _conf(proj / "asv.conf.json", project="wide", regressions_thresholds={".*": 0.025, ".*GPUTime": 0.8})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(proj / "results")]) == 0
+    got = _decisions(tmp_path / "kept", db, None, proj)
+    assert got == {"compare": 0, "comment": 0, "headline": "**✅ No significant performance change",
+                   "dashboard": "unchanged", "run": 0, "run_outcome": "unchanged"}, got
+    # --config overrides the store's for every command alike (the runner's checkout is its own --config).
+    strict = _conf(tmp_path / "strict" / "asv.conf.json", regressions_thresholds={".*": 0.025})
+    got = _decisions(tmp_path / "strict", db, strict, strict.parent)
+    assert got == {"compare": 1, "comment": 1, "headline": "**❌ Performance check failed",
+                   "dashboard": "regressed", "run": 1, "run_outcome": "regressed"}, got
+    assert project_settings(config=conf).verdicts.floor_for(SLOW_KEY) == 0.8
