@@ -10,7 +10,8 @@ database problem, an interrupt, or a part of the service that is not available y
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
                          [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
     python -m ci continuous BASE [HEAD] [--repo PATH] [--cpu | --quick | -b REGEX] [--aa]
-    python -m ci dashboard [--db DB] --out DIR [--title T] [--base-url URL] [--baseline SHA] [--branch NAME]
+    python -m ci dashboard [--db DB] [--config FILE] --out DIR [--title T] [--base-url URL] [--baseline SHA]
+                           [--branch NAME]
     python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
     python -m ci demo [--commits N] [--cpu | --gpu]
@@ -202,7 +203,8 @@ def cmd_comment(args: argparse.Namespace) -> int:
         # the same table and context as `python -m ci run --pr` posts
         env = comment_environment(store, machine, [r for r in comparison.head if r.samples])
         context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
-                                  job_url=args.job_url or job_url, settings=rules.verdicts)  # fmt: skip
+                                  job_url=args.job_url or job_url, settings=rules.verdicts,
+                                  project=rules.project)  # fmt: skip
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
@@ -229,9 +231,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             known = sorted({c.branch for c in store.commits() if c.branch})
             raise ValueError(f"no commits of branch {args.branch!r} in the store (branches: "
                              f"{', '.join(known) or 'none recorded; ingest with --repo and --branch'})")
-        stats = render_site(
-            store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
-        )
+        # The project compare and comment decide by (the title, the commits' links).
+        stats = render_site(store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline,
+                            branch=args.branch, project=_settings(store, args).project)  # fmt: skip
     with reader_may_leave():
         print(f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
               f"{stats.series} series, {stats.commits} commits")
@@ -319,8 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")
 
     p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard, db=reads)
+    add_config(p)
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--title", default="ragged-vit benchmarks", help="page title")
+    p.add_argument("--title", help="page title (default: '<project> benchmarks', the name in asv.conf.json)")
     p.add_argument("--base-url", default="", help="absolute URL prefix for links ('' = relative)")
     p.add_argument("--baseline", help="commit the overview compares against")
     p.add_argument("--branch", help="only this branch's history")

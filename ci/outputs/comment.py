@@ -1,17 +1,19 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
 Layout (after asv-perch's and conbench's PR comments):
-a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
-how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
-ran the suite's CPU subset (series whose floor is a CPU override of `regressions_thresholds`), an
-outcome count table, then, most important first: the correctness gates that failed, benchmarks
-that failed to run on head, regressions, series not measured on head, slowdowns past the threshold
-that the statistics could not confirm, series withheld because base and head were not measured in
-one job, series whose benchmark declares no direction (their change is shown, never judged),
-improvements; collapsed: the gates that passed, other inconclusive series (unconfirmed speed-ups
-among them: a speed-up never raises the headline's alarm), new series, unchanged series; the
-environment and a dashboard link. Every timing row shows each side's median, half its
-interquartile range and its sample count.
+a hidden sticky marker, the project's name (asv.conf.json's `project`), a one-line verdict, the
+compared commits (links with their subjects: the GitHub job's commit pages, else the project's
+`show_commit_url`), how they were measured (one job or not) with a link to the job's log, a loud
+warning when no GPU ran the suite's CPU subset (series whose floor is a CPU override of
+`regressions_thresholds`), an outcome count table, then, most important first: the correctness
+gates that failed, benchmarks that failed to run on head, regressions, series not measured on head,
+slowdowns past the threshold that the statistics could not confirm, series withheld because base
+and head were not measured in one job, series whose benchmark declares no direction (their change
+is shown, never judged), improvements; collapsed: the gates that passed, other inconclusive series
+(unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new series,
+unchanged series; the environment and a dashboard link. Every timing row shows each side's
+median, half its interquartile range and its sample count. A section, or the line saying a suite's
+correctness results are missing, appears only where its data exist.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
 lowest priority first, with an "N more" line; markdown is never cut mid-table.
@@ -40,12 +42,15 @@ from ci.records import (
     Commit,
     Kind,
     Outcome,
+    Project,
     Result,
     StoreReader,
     Verdict,
 )
 from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spreads, worse
 
+# The bot finds its previous comment by this marker (`ci.outputs.github.post_sticky_comment`): it
+# stays the same whatever the project, or the bot would post a second comment instead of updating.
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
 
@@ -80,6 +85,9 @@ class CommentContext:
         cpu_only: no GPU ran the job: where it timed the suite's CPU subset (`cpu_subset`), the
             comment says, first, that its timings prove nothing about kernel speed.
         settings: the verdicts' settings (the interval's level, the correction, the CPU floor).
+        project: the project (its name heads the comment).
+        correctness_expected: the suite has correctness benchmarks, so a comparison without
+            correctness results says so.
     """
 
     base_commit: Commit | None = None
@@ -91,6 +99,8 @@ class CommentContext:
     spreads: Mapping[str, tuple[Spread | None, Spread | None]] = field(default_factory=dict)
     cpu_only: bool = False
     settings: VerdictSettings = field(default_factory=VerdictSettings)
+    project: Project = field(default_factory=Project)
+    correctness_expected: bool = False
 
     def __post_init__(self) -> None:
         for name in ("commit_url", "job_url"):
@@ -491,7 +501,7 @@ def render_comment(
 
     def build() -> str:
         status, detail = headline(n)
-        out = [MARKER, "## ragged-vit benchmarks", "", f"**{status}:** {detail}.", ""]
+        out = [MARKER, f"## {_text(ctx.project.title)}", "", f"**{status}:** {detail}.", ""]
         if cpu:
             out += [*_cpu_warning(cpu, ctx.settings, len(perf) - sum(cpu.values())), ""]
         out.append(_commit_line(ctx, base_sha, head_sha))
@@ -500,7 +510,7 @@ def render_comment(
         out += ["", _job_line(ctx, n["withheld"]), "", _legend(ctx.settings, n_tested)]
         out += ["", "| Outcome | Series |", "|---|---|"]
         out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
-        if not all_gates:
+        if not all_gates and ctx.correctness_expected:
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:
             if sections[name][1]:
@@ -571,16 +581,19 @@ def comment_context(
     commit_url: str | None = None,
     job_url: str | None = None,
     settings: VerdictSettings | None = None,
+    project: Project | None = None,
 ) -> CommentContext:
     """The CommentContext of one comparison read from a store (`ci.verdicts.compare_commits`).
 
     Args:
-        store: the store (commit subjects).
+        store: the store (commit subjects, whether the suite has correctness benchmarks).
         comparison: what was compared and how it was measured.
         environment: the environment table (`comment_environment`); no "gpu" in it means CPU only.
-        commit_url: prefix of a commit's web page, or None.
+        commit_url: prefix of a commit's web page (the GitHub job's, or given), or None: the
+            project's `show_commit_url`, if any.
         job_url: the job log's web page, or None.
         settings: the verdicts' settings (None: the defaults).
+        project: the project (`ci.project.project_settings`; None: unnamed).
 
     Returns:
         A CommentContext.
@@ -589,11 +602,13 @@ def comment_context(
     commits = {c.sha: c for c in store.commits() if c.sha in shas}
     base_sha = comparison.base[0].commit_sha if comparison.base else ""
     head_sha = comparison.head[0].commit_sha if comparison.head else ""
+    project = project or Project()
     return CommentContext(
-        base_commit=commits.get(base_sha), head_commit=commits.get(head_sha), commit_url=commit_url,
-        job_url=job_url, jobs=comparison.jobs, drift_known=comparison.drift_known,
-        spreads=spreads(comparison.base, comparison.head), cpu_only=not environment.get("gpu"),
-        settings=settings or VerdictSettings(),
+        base_commit=commits.get(base_sha), head_commit=commits.get(head_sha),
+        commit_url=commit_url or project.commit_url or None, job_url=job_url, jobs=comparison.jobs,
+        drift_known=comparison.drift_known, spreads=spreads(comparison.base, comparison.head),
+        cpu_only=not environment.get("gpu"), settings=settings or VerdictSettings(), project=project,
+        correctness_expected=any(b.kind == Kind.CORRECTNESS for b in store.benchmarks()),
     )  # fmt: skip
 
 

@@ -53,7 +53,9 @@ def test_clean_run_headline_and_sections() -> None:
     assert body.startswith(MARKER + "\n")
     assert "✅ No significant performance change" in body
     assert "<details><summary>Unchanged (3)</summary>" in body
-    assert "No correctness results" in body
+    assert "No correctness results" not in body  # a suite without correctness benchmarks: nothing to miss
+    expected = _render([_v("s.B.time_0", Outcome.UNCHANGED)], context=_ctx(correctness_expected=True))
+    assert "_No correctness results in this run._" in expected
     assert "[Dashboard](https://example.org/dash/index.html)" in body
     assert "| gpu | `NVIDIA H200` |" in body
     assert "Regressions" not in body

@@ -1,6 +1,6 @@
 """The project's asv.conf.json: read as asv reads it, found beside the results at ingest, kept in the
 store, and one set of settings for every command that decides (compare, comment, the runner, the
-dashboard's verdicts)."""
+dashboard's verdicts), on this project's results and on another project's."""
 
 from __future__ import annotations
 
@@ -16,12 +16,18 @@ from ci.cli import main
 from ci.project import ConfigError, find_asv_conf, project_settings, read_asv_conf
 from ci.records import Project
 from ci.store import Store
-from tests.ci.conftest import MACHINE, sha_for, write_results
+from tests.ci.conftest import BENCHMARKS, MACHINE, sha_for, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_KEY = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
 JOB = "gha-1.1-pr/1"
-# Another project's asv.conf.json.
+# A suite that is not ours: no correctness benchmark, no CPU class, its own thresholds (6% to 80%).
+FOREIGN_BENCHMARKS: list[dict[str, Any]] = [
+    {"name": "benchmarks.TimeGrid.time_open", "type": "time", "unit": "seconds", "params": [["'small'", "'large'"]],
+     "param_names": ["size"], "version": "g1"},
+    {"name": "benchmarks.PeakMem.peakmem_open", "type": "peakmemory", "unit": "bytes", "params": [],
+     "param_names": [], "version": "m1"},
+]
 FOREIGN_CONF = """{
     // written the way asv's template is: comments and a trailing comma
     "version": 1,
@@ -52,6 +58,13 @@ def _conf(path: Path, **fields: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": 1, "repo": ".", **fields}))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_github(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commit links come from the project here, not from a GitHub Actions job that runs the tests."""
+    for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_asv_conf_is_read_as_asv_reads_it(tmp_path: Path) -> None:
@@ -190,3 +203,61 @@ def test_every_deciding_command_takes_one_rule(tmp_path: Path) -> None:
     assert got == {"compare": 1, "comment": 1, "headline": "**❌ Performance check failed",
                    "dashboard": "regressed", "run": 1, "run_outcome": "regressed"}, got
     assert project_settings(config=conf).verdicts.floor_for(SLOW_KEY) == 0.8
+
+
+def test_another_projects_results_carry_its_name_its_links_and_only_its_sections(tmp_path: Path) -> None:
+    proj = tmp_path / "tinygrid"
+    results = proj / "results"
+    write_results(results, [sha_for(0), sha_for(1)], machine="gh-runner", benchmarks=FOREIGN_BENCHMARKS, job=JOB)
+    (proj / "asv.conf.json").write_text(FOREIGN_CONF)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(results)]) == 0
+    out = tmp_path / "comment.md"
+    assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--out", str(out)]) == 0
+    body = out.read_text()
+    lines = body.splitlines()
+    assert lines[:2] == ["<!-- ragged-vit-bench -->", "## tinygrid benchmarks"]  # the bot's sticky marker stays
+    assert "ragged" not in "\n".join(lines[1:])
+    assert "CPU only" not in body and "[!WARNING]" not in body  # no GPU ran, but it has no CPU subset
+    assert "correctness" not in body.lower()  # a suite without correctness benchmarks misses none
+    assert f"[`{sha_for(1)[:12]}`](https://example.org/tinygrid/commit/{sha_for(1)})" in body
+    assert "at least ±6%" in body
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    index = (site / "index.html").read_text()
+    assert "<title>tinygrid benchmarks</title>" in index and ">tinygrid benchmarks</a>" in index
+    assert not (site / "correctness.html").exists() and "Correctness" not in index
+    pages = [p.read_text() for p in site.rglob("*.html")]
+    assert pages and not any("ragged-vit" in p or "correctness.html" in p for p in pages)
+    commit_page = _commit_page(site, sha_for(1))
+    assert f'href="https://example.org/tinygrid/commit/{sha_for(1)}"' in commit_page
+
+
+def _commit_page(site: Path, sha: str) -> str:
+    from dashboard.model import commit_slug
+
+    return (site / "commit" / f"{commit_slug(sha)}.html").read_text()
+
+
+def test_our_results_keep_our_name_our_cpu_banner_and_our_correctness_tab(tmp_path: Path) -> None:
+    ours = tmp_path / "ours"
+    cpu = {"name": "bench_pack.PackTokensCPU.time_host", "type": "time", "unit": "seconds", "params": [["'tiny'"]],
+           "param_names": ["preset"], "version": "p1"}
+    write_results(ours / ".asv" / "results", [sha_for(0), sha_for(1)], benchmarks=[*BENCHMARKS, cpu],
+                  samples=_samples(), job=JOB)  # no GPU sidecar: a CPU-only job
+    shutil.copy(ROOT / "asv.conf.json", ours / "asv.conf.json")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(ours / ".asv" / "results")]) == 0
+    out = tmp_path / "comment.md"
+    assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[:2] == ["<!-- ragged-vit-bench -->", "## ragged-vit benchmarks"]
+    assert lines[6].startswith("> **CPU only: these timings prove nothing about kernel speed.**"), lines[6]
+    assert "its 1 series of the suite's CPU subset (`regressions_thresholds`: `.*CPU\\.` ±400%)" in lines[6]
+    assert "past ±400%; the other series need at least ±2.5%" in lines[6]
+    assert f"(https://github.com/ragged-vit/ragged-vit/commit/{sha_for(1)})" in out.read_text()
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    index = (site / "index.html").read_text()
+    assert "<title>ragged-vit benchmarks</title>" in index and 'href="correctness.html"' in index
+    assert (site / "correctness.html").is_file()
