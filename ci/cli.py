@@ -4,18 +4,22 @@ Exit codes (shared by every command): 0 clean, 1 a regression, a failed correctn
 benchmark that crashed on head, 2 an error (bad arguments, a malformed or truncated input file, a
 database problem, an interrupt, or a part of the service that is not available yet).
 
-    python -m ci ingest  [--db DB] [--repo PATH [--branch NAME]] RESULTS_DIR
-    python -m ci compare [--db DB] --base SHA --head SHA [--machine NAME]
-    python -m ci comment [--db DB] --base SHA --head SHA [--machine NAME] [--out FILE]
+    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] RESULTS_DIR
+    python -m ci compare [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME]
+    python -m ci comment [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
                          [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
     python -m ci continuous BASE [HEAD] [--repo PATH] [--cpu | --quick | -b REGEX] [--aa]
-    python -m ci dashboard [--db DB] --out DIR [--title T] [--base-url URL] [--baseline SHA] [--branch NAME]
+    python -m ci dashboard [--db DB] [--config FILE] --out DIR [--title T] [--base-url URL] [--baseline SHA]
+                           [--branch NAME]
     python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
     python -m ci demo [--commits N] [--cpu | --gpu]
 
-`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL.
+`--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL. The
+project's asv.conf.json (its name, URLs and `regressions_thresholds`) is what `ingest` kept in the
+store (found beside RESULTS_DIR, or `--config FILE`); `--config FILE` on the other commands
+overrides it (`ci.project.project_settings`: one set of thresholds for every command that decides).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
+from ci.project import ConfigError
 from ci.store import DEFAULT_DB, StoreError, StoreLimitError
 from ci.text import printable, reader_may_leave, silence_stdout
 
@@ -54,17 +59,35 @@ def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
     return Store(args.db, create=create)
 
 
-def _comparison(store: Any, args: argparse.Namespace) -> tuple[str, str, list[str], Any]:
+def _comparison(store: Any, args: argparse.Namespace, settings: Any = None) -> tuple[str, str, list[str], Any]:
     """Base/head shas, the machines compared (`ci.verdicts.pick_machines`: one asv machine's
     environments), and their `ci.verdicts.Comparison` (crashed benchmarks included, so the verdicts
-    fail them on head instead of never seeing them; the jobs that measured them)."""
+    fail them on head instead of never seeing them; the jobs that measured them), decided with
+    `settings` (`ci.verdicts.VerdictSettings`, from `_settings`)."""
     compare_commits = _need("ci.verdicts", "compare_commits")
     from ci.verdicts import pick_machines
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
     machines = pick_machines(store, base, head, args.machine)
-    return base, head, machines, compare_commits(store, base, head, machines)
+    return base, head, machines, compare_commits(store, base, head, machines, settings=settings)
+
+
+def _settings(store: Any, args: argparse.Namespace) -> Any:
+    """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
+    from ci.project import project_settings
+
+    return project_settings(store, args.config)
+
+
+def _rules_line(rules: Any) -> str:
+    """Where the thresholds that decided come from, in one line."""
+    project = rules.project
+    if not project.source:
+        return ("thresholds: built in (the store holds no asv.conf.json: ingest with --config FILE, or pass it "
+                "here)")
+    named = f" of {project.name!r}" if project.name else ""
+    return f"thresholds: regressions_thresholds{named} in {project.source}"
 
 
 def _machines_line(store: Any, machines: Sequence[str]) -> str:
@@ -111,8 +134,11 @@ def _jobs_line(comparison: Any) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import AsvFormatError, ingest_results_dir
+    from ci.project import record_project
 
     with _open(args, create=True) as store:
+        # First: a malformed asv.conf.json stops the ingest before any result goes in.
+        note = record_project(store, args.results_dir, args.config)
         try:
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
                                         progress=ingest_progress_printer())  # fmt: skip
@@ -125,8 +151,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 print(f"error: {f.message}", file=sys.stderr)
             elif f.skipped:
                 print(f"warning: {f.message}", file=sys.stderr)
-        for note in report.notes:
-            print(note, file=sys.stderr)
+        for line in (*report.notes, *([printable(note)] if note else [])):
+            print(line, file=sys.stderr)
         print(report.summary())
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR
@@ -136,13 +162,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
     with _open(args) as store:
-        base, head, machines, comparison = _comparison(store, args)
+        rules = _settings(store, args)
+        base, head, machines, comparison = _comparison(store, args, rules.verdicts)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
         where = _machines_line(store, machines)
     problem = comparison.problem
     with reader_may_leave():
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
+        print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison)))
         _print_verdicts(comparison.verdicts, several=len(machines) > 1)
         if problem:  # a check that did not run is not a pass: never "no regression"
@@ -161,15 +189,17 @@ def cmd_comment(args: argparse.Namespace) -> int:
     if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
         commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
     with _open(args) as store:
+        rules = _settings(store, args)
         # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
         # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
         # head" ones have no head sha to find them by.
-        base, head, machines, comparison = _comparison(store, args)
+        base, head, machines, comparison = _comparison(store, args, rules.verdicts)
         store.save_verdicts(comparison.verdicts)
         # the same table and context as `python -m ci run --pr` posts
         env = comment_environment(store, machines, [r for r in comparison.head if r.samples])
         context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
-                                  job_url=args.job_url or job_url)  # fmt: skip
+                                  job_url=args.job_url or job_url, settings=rules.verdicts,
+                                  project=rules.project)  # fmt: skip
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
@@ -199,9 +229,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             known = sorted({c.branch for c in store.commits() if c.branch})
             raise ValueError(f"no commits of branch {args.branch!r} in the store (branches: "
                              f"{', '.join(known) or 'none recorded; ingest with --repo and --branch'})")
-        stats = render_site(
-            store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline, branch=args.branch
-        )
+        # The project compare and comment decide by (the title, the commits' links).
+        stats = render_site(store, args.out, title=args.title, base_url=args.base_url, baseline_sha=args.baseline,
+                            branch=args.branch, project=_settings(store, args).project)  # fmt: skip
     with reader_may_leave():
         print(f"dashboard in {args.out}: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged, "
               f"{stats.series} series, {stats.commits} commits")
@@ -242,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     reads = "it must already hold a store (made by ingest or run)"
 
+    def add_config(p: argparse.ArgumentParser, help_: str | None = None) -> None:
+        p.add_argument("--config", metavar="FILE", help=help_ or "the project's asv.conf.json (its name, URLs and "
+                       "regressions_thresholds) instead of the one ingest kept in the store")
+
 
     p = add(
         "ingest", f"ingest an asv results directory into the store (idempotent; each file is stored whole or not "
@@ -255,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"progress line every {PROGRESS_EVERY_S:.0f} s on stderr while a long ingest runs.",
     )  # fmt: skip
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="asv results directory (with benchmarks.json)")
+    add_config(p, "the project's asv.conf.json, kept in the store for the commands that decide (default: the "
+                  "nearest asv.conf.json above RESULTS_DIR whose results_dir is that folder)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
 
@@ -263,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("comment", "render (and optionally post) the PR comment for a base/head pair", cmd_comment),
     ):
         p = add(name, help_, fn, db=reads)
+        add_config(p)
         p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
         p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
         p.add_argument("--machine", help="asv machine name (every environment of it), or one machine as the "
@@ -283,8 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")
 
     p = add("dashboard", "render the static HTML dashboard from the store", cmd_dashboard, db=reads)
+    add_config(p)
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--title", default="ragged-vit benchmarks", help="page title")
+    p.add_argument("--title", help="page title (default: '<project> benchmarks', the name in asv.conf.json)")
     p.add_argument("--base-url", default="", help="absolute URL prefix for links ('' = relative)")
     p.add_argument("--baseline", help="commit the overview compares against")
     p.add_argument("--branch", help="only this branch's history")
@@ -334,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(BrokenPipeError):
             print("error: the output pipe was closed before the command finished", file=sys.stderr)
         return EXIT_ERROR
-    except (Unavailable, StoreError, StoreLimitError) as exc:
+    except (Unavailable, StoreError, StoreLimitError, ConfigError) as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback

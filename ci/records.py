@@ -137,6 +137,79 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class Project:
+    """What the project's asv.conf.json says that the service uses: its name, its URLs and the
+    thresholds of its regressions. Kept in the store's settings by ingest (`ci.project`), so the
+    commands that decide or write (compare, comment, the runner, the dashboard) read one set.
+
+    Attributes:
+        name: the project's name (asv's `project`); "" unknown.
+        url: its home page (`project_url`); "" none.
+        commit_url: prefix of a commit's web page, the sha appended (`show_commit_url`); "" none.
+        thresholds: `regressions_thresholds` as (regex, relative change) pairs in the file's order.
+        source: the file they were read from ("" none: the built-in defaults).
+    """
+
+    name: str = ""
+    url: str = ""
+    commit_url: str = ""
+    thresholds: tuple[tuple[str, float], ...] = ()
+    source: str = ""
+
+    @property
+    def title(self) -> str:
+        """What the comment's heading and the dashboard's pages call the project's benchmarks."""
+        return f"{self.name} benchmarks" if self.name else "Benchmarks"
+
+    @classmethod
+    def from_asv_conf(cls, conf: object, source: str = "") -> Project:
+        """The project of an asv.conf.json's parsed content (its other keys are ignored).
+
+        Args:
+            conf: the file's top-level object, as asv's loader returns it.
+            source: where it came from, named in errors and kept on the record.
+
+        Returns:
+            A Project; a URL that is not http(s) (asv's default "#", a relative path) reads as none.
+
+        Raises:
+            ValueError: not an object, a name or URL that is not a string, or `regressions_thresholds`
+                that is not an object of regex -> non-negative finite number.
+        """
+        where = f"{source}: " if source else ""
+        if not isinstance(conf, dict):
+            raise ValueError(f"{where}asv.conf.json must hold an object, got {type(conf).__name__}")
+        text = {}
+        for key in ("project", "project_url", "show_commit_url"):
+            value = conf.get(key, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                raise ValueError(f"{where}{key} must be a string, got {value!r}")
+            text[key] = value.strip()
+        raw = conf.get("regressions_thresholds") or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}regressions_thresholds must be an object of regex -> number, got {raw!r}")
+        pairs = []
+        for pattern, value in raw.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{where}regressions_thresholds: {pattern!r} must map to a non-negative number, "
+                                 f"got {value!r}")
+            pairs.append((str(pattern), float(value)))
+
+        def link(url: str) -> str:
+            return url if url.startswith(("http://", "https://")) else ""
+
+        return cls(name=text["project"], url=link(text["project_url"]), commit_url=link(text["show_commit_url"]),
+                   thresholds=tuple(pairs), source=source)  # fmt: skip
+
+    def as_asv_conf(self) -> dict[str, object]:
+        """The inverse of `from_asv_conf`: these fields under asv.conf.json's names (and `source`)."""
+        return {"project": self.name, "project_url": self.url, "show_commit_url": self.commit_url,
+                "regressions_thresholds": dict(self.thresholds), "source": self.source}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One series identity: an asv benchmark name plus one point of its parameter grid."""
 
@@ -435,6 +508,10 @@ class StoreReader(Protocol):
     def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]: ...
 
     def acknowledgements(self) -> list[Acknowledgement]: ...
+
+    def project(self) -> Project | None:
+        """What the project's asv.conf.json said at the last ingest that found one; None: nothing known."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,6 @@ only `ci.records` (a `StoreReader`: the store's read side) and the verdict funct
 `ci.verdicts`, never the service's orchestration, so the two packages do not import each other.
 """
 
-from dashboard.render import DEFAULT_TITLE, RenderStats, render_site
+from dashboard.render import RenderStats, render_site
 
-__all__ = ["DEFAULT_TITLE", "RenderStats", "render_site"]
+__all__ = ["RenderStats", "render_site"]

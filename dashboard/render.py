@@ -5,6 +5,7 @@ Layout of the output folder (all links relative unless `base_url` is given, so t
 from disk and from any static host):
 
     index.html  regressions.html  correctness.html  commits.html  style.css  chart.js
+    (correctness.html, and its tab, only for a suite with correctness benchmarks)
     series/<hash of benchmark key and machine>.html   commit/<sha>.html
     data/commits.js  data/series/<series hash>.js  data/params/<benchmark hash>.js   (dashboard.data)
     vendor/uPlot.iife.min.js  vendor/uPlot.min.css  vendor/uPlot-LICENSE.txt       (uPlot 1.6.32, MIT)
@@ -42,7 +43,7 @@ from markupsafe import Markup
 
 from ci.forking import fork_workers
 from ci.format import display_scale
-from ci.records import Direction, Kind, Outcome, StoreReader, machine_labels
+from ci.records import Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
 from ci.verdicts import Suspect, SuspectState, SuspectTrack
 from dashboard import data, fmt
@@ -63,7 +64,6 @@ from dashboard.model import (
 from dashboard.svg import Mark, history_chart, sparkline
 from dashboard.writer import PagePart, PageWriter, fingerprint
 
-DEFAULT_TITLE = "ragged-vit performance"
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
 BANNER_LIMIT = 20
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
@@ -134,11 +134,13 @@ def _pct(threshold: float) -> str:
 class _Site:
     """Builds each page's context from the snapshot and hands it to the writer."""
 
-    def __init__(self, snap: Snapshot, writer: PageWriter, env: Environment, title: str, base_url: str) -> None:
+    def __init__(self, snap: Snapshot, writer: PageWriter, env: Environment, title: str, base_url: str,
+                 project: Project) -> None:
         self.snap = snap
         self.writer = writer
         self.env = env
         self.title = title
+        self.project = project
         self.base_url = base_url.rstrip("/") + "/" if base_url else ""
         self.commit_by_sha = {c.sha: c for c in snap.commits}
         self.gpu_of = {m.name: m.gpu for m in snap.machines}
@@ -176,6 +178,13 @@ class _Site:
         self.counts: Counter[str] = Counter()  # results per commit
         for s in snap.series:
             self.counts.update(s.shas)
+        # A page, and its tab, only where its data exist: a suite without correctness benchmarks
+        # (another project's, most often) has no correctness page.
+        self.has_correctness = any(s.benchmark.kind == Kind.CORRECTNESS for s in snap.series) or any(
+            b.kind == Kind.CORRECTNESS for fails in snap.failures_by_sha.values() for b, _, _ in fails)
+        self.tabs = [("overview", "index.html", "Overview"), ("regressions", "regressions.html", "Regressions"),
+                     *([("correctness", "correctness.html", "Correctness")] if self.has_correctness else []),
+                     ("commits", "commits.html", "Commits")]
 
     # -- helpers ------------------------------------------------------------------------------
     def root(self, depth: int) -> str:
@@ -197,7 +206,7 @@ class _Site:
         """Write page `rel`; `late()` adds expensive context (charts) only when it is rendered; `note`
         is kept for the next render (`PageWriter.previous`)."""
         depth = rel.count("/")
-        ctx = {"title": self.title, "root": self.root(depth), "filters": self.filters, **ctx}
+        ctx = {"title": self.title, "root": self.root(depth), "filters": self.filters, "tabs": self.tabs, **ctx}
 
         def produce() -> str:
             full = {**ctx, **late()} if late is not None else ctx
@@ -540,6 +549,8 @@ class _Site:
             rows = sorted(moved.get(c.sha, []), key=lambda t: (t[0], t[1]))
             ctx = {
                 "page": "commit", "sha": c.sha, "branch": c.branch, "when": fmt.fmt_time(c.time),
+                # asv.conf.json's show_commit_url: the commit's own page (a project's, on any host)
+                "commit_link": self.project.commit_url + c.sha if self.project.commit_url else "",
                 "subject": c.subject,
                 "parents": [(p[:10], commit_slug(p) if p in self.commit_by_sha else "") for p in c.parents],
                 "prev": commit_slug(snap.commits[i - 1].sha) if i > 0 else "",
@@ -756,22 +767,25 @@ def render_site(
     store: StoreReader,
     out_dir: str | Path,
     *,
-    title: str = DEFAULT_TITLE,
+    title: str | None = None,
     base_url: str = "",
     baseline_sha: str | None = None,
     branch: str | None = None,
+    project: Project | None = None,
 ) -> RenderStats:
     """Render the whole dashboard from `store` into `out_dir`, rewriting only pages that changed.
 
     Args:
         store: any `StoreReader` (the SQLAlchemy `ci.store.Store`, or an in-memory one).
         out_dir: output folder, created when missing; files this function did not write are left alone.
-        title: shown in every page's header.
+        title: shown in every page's header; None: the project's (`ci.records.Project.title`).
         base_url: absolute prefix for links (e.g. "https://example.org/perf/"); "" for relative
             links, so the site also opens from disk.
         baseline_sha: commit the overview's "vs baseline" column compares against (full sha or a
             unique prefix); None means each series' first run.
         branch: only this branch's history; None for every commit in the store.
+        project: the project's name and commit links (asv.conf.json); None: what the store holds
+            (`StoreReader.project`), else none.
 
     Returns:
         RenderStats: pages written / unchanged / removed, bytes written, seconds taken.
@@ -783,8 +797,10 @@ def render_site(
     """
     if not isinstance(out_dir, str | Path):
         raise TypeError(f"out_dir must be a str or Path, got {type(out_dir).__name__}")
-    if not isinstance(title, str) or not isinstance(base_url, str):
+    if not (title is None or isinstance(title, str)) or not isinstance(base_url, str):
         raise TypeError("title and base_url must be strings")
+    if project is not None and not isinstance(project, Project):
+        raise TypeError(f"project must be a ci.records.Project, got {type(project).__name__}")
     if base_url and not base_url.startswith(("http://", "https://", "/")):
         raise ValueError(f"base_url must be absolute (http://, https:// or /...), got {base_url!r}")
     t0 = time.perf_counter()
@@ -792,8 +808,10 @@ def render_site(
     if out.exists() and not out.is_dir():
         raise ValueError(f"output path {str(out)!r} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
+    project = project or store.project() or Project()
+    title = project.title if title is None else title
     salt = _code_salt()
-    state = _store_state(store, branch, (salt, title, base_url, baseline_sha, branch))
+    state = _store_state(store, branch, (salt, title, base_url, baseline_sha, branch, project))
     writer = PageWriter(out, "")
     if state and state == writer.previous_state and writer.keep_all():
         kept = writer.pages()
@@ -815,17 +833,18 @@ def render_site(
         if snap.columns is not None:
             writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
         writer.blob(TRACKS_CACHE, columns_key, SuspectTrack.pack(snap.tracks))
-        writer.salt = f"{salt}|{title}|{base_url}|{sorted(machine_labels(snap.machines).items())}|" \
+        writer.salt = f"{salt}|{title}|{base_url}|{project!r}|{sorted(machine_labels(snap.machines).items())}|" \
                       f"{[(m.name, m.gpu) for m in snap.machines]}"
         writer.state = state
-        site = _Site(snap, writer, _environment(), title, base_url)
+        site = _Site(snap, writer, _environment(), title, base_url, project)
         site.assets()
         site.data_files()
 
         def the_other_pages() -> None:
             site.overview()
             site.regressions_page()
-            site.correctness_page()
+            if site.has_correctness:
+                site.correctness_page()
             site.commit_index()
             site.commit_pages()
 

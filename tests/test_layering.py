@@ -23,7 +23,8 @@ PRODUCT = ("ragged_kernels", "pruners", "benchmarks", "ci", "dashboard")
 # Layer -> the first-party module prefixes it may import besides itself. A module's layer is the
 # longest key that is its name or a dotted prefix of it; an import is allowed when its target is
 # inside the importer's own layer or equals / lies under one of the listed prefixes.
-CORE = ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.forking", "ci.store", "ci.ingest", "ci.verdicts")
+CORE = ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.forking", "ci.store", "ci.ingest", "ci.verdicts",
+        "ci.project")
 ALLOWED: dict[str, tuple[str, ...]] = {
     "ragged_kernels": (),
     "pruners": ("ragged_kernels",),
@@ -37,6 +38,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ci.store": ("ci.records",),
     "ci.ingest": ("ci.records", "ci.text", "ci.forking", "ci.store"),
     "ci.verdicts": ("ci.records", "ci.exit_codes"),
+    # the project's asv.conf.json and the settings every deciding command takes from it
+    "ci.project": ("ci.records", "ci.verdicts"),
     # the site reads the store's read side, the records and the verdict functions
     "dashboard": ("ci.records", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
     # service edges

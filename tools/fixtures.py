@@ -25,6 +25,7 @@ from ci.records import (
     Kind,
     Machine,
     Outcome,
+    Project,
     Result,
     Verdict,
 )
@@ -52,6 +53,7 @@ class MemoryStore:
     verdict_list: list[Verdict] = field(default_factory=list)
     ack_list: list[Acknowledgement] = field(default_factory=list)
     failure_list: list[Failure] = field(default_factory=list)
+    project_conf: Project | None = None
 
     def machines(self) -> list[Machine]:
         return list(self.machine_list)
@@ -84,6 +86,9 @@ class MemoryStore:
 
     def acknowledgements(self) -> list[Acknowledgement]:
         return list(self.ack_list)
+
+    def project(self) -> Project | None:
+        return self.project_conf
 
     def failures(self) -> list[Failure]:
         """Like `ci.store.Store.failures`: points asv recorded as failed or skipped (not in StoreReader)."""

@@ -1,16 +1,19 @@
 """The pull-request comment: GitHub-flavoured markdown built from verdicts and correctness gates.
 
 Layout (after asv-perch's and conbench's PR comments):
-a hidden sticky marker, a one-line verdict, the compared commits (links with their subjects),
-how they were measured (one job or not) with a link to the job's log, a loud warning when no GPU
-ran, an outcome count table, then, most important first: the correctness gates that failed,
-benchmarks that failed to run on head, regressions, series not measured on head, slowdowns past
-the threshold that the statistics could not confirm, series withheld because base and head were
-not measured in one job, series whose benchmark declares no direction (their change is shown,
-never judged), improvements; collapsed: the gates that passed, other inconclusive series
+a hidden sticky marker, the project's name (asv.conf.json's `project`), a one-line verdict, the
+compared commits (links with their subjects: the GitHub job's commit pages, else the project's
+`show_commit_url`), how they were measured (one job or not) with a link to the job's log, a loud
+warning when no GPU ran the suite's CPU subset (series whose floor is a CPU override of
+`regressions_thresholds`), an outcome count table, then, most important first: the correctness
+gates that failed, benchmarks that failed to run on head, regressions, series not measured on head,
+slowdowns past the threshold that the statistics could not confirm, series withheld because base
+and head were not measured in one job, series whose benchmark declares no direction (their change
+is shown, never judged), improvements; collapsed: the gates that passed, other inconclusive series
 (unconfirmed speed-ups among them: a speed-up never raises the headline's alarm), new series,
 unchanged series; the environment and a dashboard link. Every timing row shows each side's
-median, half its interquartile range and its sample count.
+median, half its interquartile range and its sample count. A section, or the line saying a suite's
+correctness results are missing, appears only where its data exist.
 
 GitHub rejects comment bodies over 65,536 characters, so tables are cut whole rows at a time,
 lowest priority first, with an "N more" line; markdown is never cut mid-table.
@@ -41,6 +44,7 @@ from ci.records import (
     Commit,
     Kind,
     Outcome,
+    Project,
     Result,
     StoreReader,
     Verdict,
@@ -48,6 +52,8 @@ from ci.records import (
 )
 from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spread_for, spreads, worse
 
+# The bot finds its previous comment by this marker (`ci.outputs.github.post_sticky_comment`): it
+# stays the same whatever the project, or the bot would post a second comment instead of updating.
 MARKER = "<!-- ragged-vit-bench -->"
 GITHUB_MAX_CHARS = 65536
 
@@ -62,6 +68,9 @@ _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p",
 _SUBJECT_CHARS = 72
 _SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
 _CORRECTION_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
+# A threshold override whose regex names the CPU (this project's `.*CPU\.`) is the floor of a suite's
+# CPU subset: when no GPU ran the job, its series get the CPU banner (`cpu_subset`).
+_NAMES_CPU = re.compile(r"cpu", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -76,9 +85,12 @@ class CommentContext:
         jobs: whether base and head were measured in one job (`ci.verdicts.job_relation`); None: unknown.
         drift_known: series whose between-job drift the history gave (when not measured in one job).
         spreads: (machine, series key) -> (base, head) Spread of the samples (`ci.verdicts.spreads`).
-        cpu_only: no GPU ran the job: the comment says, first, that its timings prove nothing about
-            kernel speed.
+        cpu_only: no GPU ran the job: where it timed the suite's CPU subset (`cpu_subset`), the
+            comment says, first, that its timings prove nothing about kernel speed.
         settings: the verdicts' settings (the interval's level, the correction, the CPU floor).
+        project: the project (its name heads the comment).
+        correctness_expected: the suite has correctness benchmarks, so a comparison without
+            correctness results says so.
         problem: why the comparison decides nothing (`ci.verdicts.Comparison.problem`: a side with
             not one measured point); it replaces the headline's verdict.
         machine_labels: machine key -> what a reader is shown (`ci.records.machine_labels`): where
@@ -94,6 +106,8 @@ class CommentContext:
     spreads: Mapping[Any, tuple[Spread | None, Spread | None]] = field(default_factory=dict)
     cpu_only: bool = False
     settings: VerdictSettings = field(default_factory=VerdictSettings)
+    project: Project = field(default_factory=Project)
+    correctness_expected: bool = False
     machine_labels: Mapping[str, str] = field(default_factory=dict)
     problem: str = ""
 
@@ -344,14 +358,42 @@ def _job_line(ctx: CommentContext, withheld: int) -> str:
     return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
 
-def _cpu_warning(settings: VerdictSettings) -> list[str]:
-    floor = settings.floor_for("bench.TimeCPU.time_host")
+def cpu_subset(verdicts: Sequence[Verdict], settings: VerdictSettings) -> dict[tuple[str, float], int]:
+    """The suite's CPU subset among `verdicts`: series whose floor is set by a threshold override that
+    names the CPU (`settings.override_for`), counted per override.
+
+    Args:
+        verdicts: the comparison's verdicts.
+        settings: the settings that decided them.
+
+    Returns:
+        (regex, floor) of each such override -> how many of the series it sets; empty when none.
+    """
+    out: dict[tuple[str, float], int] = {}
+    for v in verdicts:
+        override = settings.override_for(v.benchmark.key)
+        if override is not None and _NAMES_CPU.search(override[0]):
+            out[override] = out.get(override, 0) + 1
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSettings, n_other: int) -> list[str]:
+    """The banner of a job that timed the suite's CPU subset without a GPU, worded from the settings."""
+    floors = sorted({floor for _, floor in subset})
+    past = f"±{_pct(floors[0])}" if len(floors) == 1 else f"±{_pct(floors[0])} to ±{_pct(floors[-1])}"
+    rules = ", ".join(f"{_code(pattern)} ±{_pct(floor)}" for pattern, floor in sorted(subset))
+    n = sum(subset.values())
+    others = f"; the other series need at least ±{_pct(settings.floor)}" if n_other else ""
     return [
         "> [!WARNING]",
-        "> **CPU only: these timings prove nothing about kernel speed.** No GPU ran this job: the Triton kernels ran "
-        "in Triton's interpreter on a shared CPU, where the level of a series moves between asv processes. The CPU "
-        f"series are called changed only past ±{floor * 100:.0f}%, beyond the noise measured on such machines; judge "
-        "kernel speed on a GPU runner.",
+        f"> **CPU only: these timings prove nothing about kernel speed.** No GPU ran this job: its {n} series of the "
+        f"suite's CPU subset (`regressions_thresholds`: {rules}) were timed on a CPU, where the level of a series "
+        f"moves between processes, so they are called changed only past {past}{others}. Judge kernel speed on a GPU "
+        "runner.",
     ]
 
 
@@ -433,6 +475,8 @@ def render_comment(
     def where(row: tuple[str, ...], v: Verdict, at: int = 2) -> tuple[str, ...]:
         return (*row[:at], _code(ctx.machine_labels.get(v.machine, v.machine)), *row[at:]) if several else row
 
+    cpu = cpu_subset(perf, ctx.settings) if ctx.cpu_only else {}
+
     def perf_rows(name: str) -> list[tuple[str, ...]]:
         return [where(_perf_row(v, spread_for(ctx.spreads, v)), v) for v in groups[name]]
 
@@ -488,16 +532,16 @@ def render_comment(
         status, detail = headline(n)
         if ctx.problem:  # a check that did not run is not a pass: never "no regression"
             status, detail = "❌ Nothing was compared", _text(ctx.problem)
-        out = [MARKER, "## ragged-vit benchmarks", "", f"**{status}:** {detail}.", ""]
-        if ctx.cpu_only:
-            out += [*_cpu_warning(ctx.settings), ""]
+        out = [MARKER, f"## {_text(ctx.project.title)}", "", f"**{status}:** {detail}.", ""]
+        if cpu:
+            out += [*_cpu_warning(cpu, ctx.settings, len(perf) - sum(cpu.values())), ""]
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
         out += ["", _job_line(ctx, n["withheld"]), "", _legend(ctx.settings, n_tested)]
         out += ["", "| Outcome | Series |", "|---|---|"]
         out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
-        if not all_gates:
+        if not all_gates and ctx.correctness_expected:
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:
             if sections[name][1]:
@@ -568,16 +612,19 @@ def comment_context(
     commit_url: str | None = None,
     job_url: str | None = None,
     settings: VerdictSettings | None = None,
+    project: Project | None = None,
 ) -> CommentContext:
     """The CommentContext of one comparison read from a store (`ci.verdicts.compare_commits`).
 
     Args:
-        store: the store (commit subjects).
+        store: the store (commit subjects, whether the suite has correctness benchmarks).
         comparison: what was compared and how it was measured.
         environment: the environment table (`comment_environment`); no "gpu" in it means CPU only.
-        commit_url: prefix of a commit's web page, or None.
+        commit_url: prefix of a commit's web page (the GitHub job's, or given), or None: the
+            project's `show_commit_url`, if any.
         job_url: the job log's web page, or None.
         settings: the verdicts' settings (None: the defaults).
+        project: the project (`ci.project.project_settings`; None: unnamed).
 
     Returns:
         A CommentContext.
@@ -586,12 +633,14 @@ def comment_context(
     commits = {c.sha: c for c in store.commits() if c.sha in shas}
     base_sha = comparison.base[0].commit_sha if comparison.base else ""
     head_sha = comparison.head[0].commit_sha if comparison.head else ""
+    project = project or Project()
     return CommentContext(
-        base_commit=commits.get(base_sha), head_commit=commits.get(head_sha), commit_url=commit_url,
-        job_url=job_url, jobs=comparison.jobs, drift_known=comparison.drift_known,
-        spreads=spreads(comparison.base, comparison.head), cpu_only=not environment.get("gpu"),
-        settings=settings or VerdictSettings(), machine_labels=machine_labels(store.machines()),
-        problem=comparison.problem or "",
+        base_commit=commits.get(base_sha), head_commit=commits.get(head_sha),
+        commit_url=commit_url or project.commit_url or None, job_url=job_url, jobs=comparison.jobs,
+        drift_known=comparison.drift_known, spreads=spreads(comparison.base, comparison.head),
+        cpu_only=not environment.get("gpu"), settings=settings or VerdictSettings(), project=project,
+        correctness_expected=any(b.kind == Kind.CORRECTNESS for b in store.benchmarks()),
+        machine_labels=machine_labels(store.machines()), problem=comparison.problem or "",
     )  # fmt: skip
 
 

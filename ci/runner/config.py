@@ -3,7 +3,6 @@ checkout and the host that configure it (the suite's subset regexes, whether the
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -191,22 +190,36 @@ class RunnerConfig:
             raise ValueError(f"job must be a plain name (letters, digits, . _ -), got {self.job!r}")
 
     @property
+    def conf_path(self) -> Path:
+        """This checkout's asv.conf.json: the project's rules for everything this job decides."""
+        return self.repo / "asv.conf.json"
+
+    @property
     def results_dir(self) -> Path:
-        """asv's results directory of this checkout (from asv.conf.json)."""
-        conf = json.loads((self.repo / "asv.conf.json").read_text(encoding="utf-8"))
-        return self.repo / conf.get("results_dir", "results")
+        """asv's results directory of this checkout (from asv.conf.json, read as asv reads it)."""
+        from ci.project import ConfigError, load_asv_conf, results_dir_of
+
+        try:
+            return results_dir_of(self.conf_path, load_asv_conf(self.conf_path))
+        except ConfigError as exc:
+            raise RunnerError(str(exc)) from None
+
+    @property
+    def project_settings(self) -> Any:
+        """The `ci.project.ProjectSettings` of this checkout's asv.conf.json (`regressions_thresholds`,
+        which `asv publish` reads too; the project's name and URLs): what `compare` and `comment`
+        take from the store this job ingests into."""
+        from ci.project import ConfigError, project_settings
+
+        try:
+            return project_settings(config=self.conf_path)
+        except ConfigError as exc:
+            raise RunnerError(str(exc)) from None
 
     @property
     def settings(self) -> Any:
-        """The A/B verdicts' settings, with the floors of this checkout's asv.conf.json
-        (`regressions_thresholds`, which `asv publish` reads too): one threshold table."""
-        from ci.verdicts import VerdictSettings
-
-        conf = json.loads((self.repo / "asv.conf.json").read_text(encoding="utf-8"))
-        try:
-            return VerdictSettings.from_thresholds(conf.get("regressions_thresholds", {}))
-        except (TypeError, ValueError) as exc:
-            raise RunnerError(f"{self.repo / 'asv.conf.json'}: {exc}") from None
+        """The A/B verdicts' settings of this checkout (`project_settings`)."""
+        return self.project_settings.verdicts
 
 
 @dataclass(frozen=True)

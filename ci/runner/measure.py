@@ -48,12 +48,20 @@ def job_lock(cfg: RunnerConfig) -> Iterator[None]:
 
 
 def ingest_results(cfg: RunnerConfig, store: Any) -> str:
-    """Ingest the checkout's asv results into the store (files ingested before are skipped unread);
-    returns ingest's one-line summary, RunnerError when a file failed."""
+    """Ingest the checkout's asv results into the store (files ingested before are skipped unread),
+    with the checkout's asv.conf.json as the store's project (`ci.project.record_project`, as `ci
+    ingest` keeps it); returns ingest's one-line summary, RunnerError when a file failed."""
     from ci.ingest import ingest_results_dir
+    from ci.project import ConfigError, record_project
 
     if not (cfg.results_dir / "benchmarks.json").exists():
         return "no results yet"
+    try:
+        note = record_project(store, cfg.results_dir, config=cfg.conf_path)
+    except ConfigError as exc:
+        raise RunnerError(str(exc)) from None
+    if note:
+        say(note)
     branch = cfg.branch
     if branch is not None:
         try:

@@ -33,7 +33,9 @@ def write_comment(
 
     env = comment_environment(store, comparison.machines or cfg.machine, [r for r in comparison.head if r.samples])
     commit_url, job_url = github_urls(os.environ)
-    context = comment_context(store, comparison, env, commit_url=commit_url, job_url=job_url, settings=cfg.settings)
+    rules = cfg.project_settings
+    context = comment_context(store, comparison, env, commit_url=commit_url, job_url=job_url, settings=rules.verdicts,
+                              project=rules.project)  # fmt: skip
     body = render_comment(list(comparison.verdicts), [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=cfg.dashboard_url, context=context)  # fmt: skip
     written = None
@@ -61,6 +63,6 @@ def render_dashboard(cfg: RunnerConfig, store: Any) -> Path | None:
         return None
     from dashboard import render_site
 
-    stats = render_site(store, cfg.dashboard_dir, branch=cfg.dashboard_branch)
+    stats = render_site(store, cfg.dashboard_dir, branch=cfg.dashboard_branch, project=cfg.project_settings.project)
     say(f"dashboard: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged -> {cfg.dashboard_dir}")
     return cfg.dashboard_dir

@@ -30,11 +30,13 @@ from ci.records import (
     Machine,
     MachineHistory,
     Outcome,
+    Project,
     Result,
     SeriesColumns,
     Verdict,
 )
 from ci.store.codec import float64s, int64s, none_to_nan, split_samples, unpacker, utc
+from ci.store.engine import StoreError
 from ci.store.models import (
     AcknowledgementRow,
     BenchmarkRow,
@@ -47,6 +49,8 @@ from ci.store.models import (
     VerdictRow,
 )
 
+# The setting that holds the project's asv.conf.json fields (`ci.records.Project.as_asv_conf`).
+PROJECT_SETTING = "asv_conf"
 _IN_LIST = 500  # run ids named in one IN (...); far below SQLite's bound-parameter limit
 _MEMO_MAX = 200_000  # parsed datetimes / environments kept between reads (~40 MB at most)
 
@@ -245,6 +249,23 @@ class StoreReads:
         """A stored setting's value (`ci.store.models.SettingRow`), None where there is none."""
         with self._read() as conn:
             return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
+
+    def project(self) -> Project | None:
+        """What the project's asv.conf.json said at the last ingest that found one (`save_project`),
+        None where no ingest found one.
+
+        Raises:
+            StoreError: the stored value is not what `save_project` writes.
+        """
+        text = self.setting(PROJECT_SETTING)
+        if text is None:
+            return None
+        try:
+            conf = json.loads(text)
+            return Project.from_asv_conf(conf, source=str(conf.get("source", "")))
+        except (ValueError, AttributeError) as exc:
+            raise StoreError(f"the store's setting {PROJECT_SETTING!r} is damaged ({exc}): ingest with --config "
+                             "to write it again") from None
 
     @staticmethod
     def _commit_order() -> tuple[Any, ...]:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Verdict
+from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Project, Verdict
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
@@ -33,7 +33,7 @@ from ci.store.models import (
     SettingRow,
     VerdictRow,
 )
-from ci.store.reads import StoreReads
+from ci.store.reads import PROJECT_SETTING, StoreReads
 
 _CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
 
@@ -593,6 +593,14 @@ class StoreWrites(StoreReads):
             conn.execute(insert(SettingRow.__table__).values(key=key, value=value, updated_at=datetime.now(UTC)))
 
         self._write_retrying(tx)
+
+    def save_project(self, project: Project) -> None:
+        """Keep what the project's asv.conf.json says (`project` reads it back).
+
+        Args:
+            project: the fields ingest read from the file.
+        """
+        self.save_setting(PROJECT_SETTING, json.dumps(project.as_asv_conf(), sort_keys=True))
 
     def acknowledge(
         self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None

@@ -64,15 +64,6 @@ from ci.verdicts.stats import (
     spread_of,
 )
 
-# The suite's CPU subset (classes named *CPU) is timed on shared 2-core boxes, where the level of a
-# series moves between asv processes far more than within one. In `make demo`'s interleaved A/B of
-# two commits that change no benchmarked code, all 2026-12-01: 0.57x-1.37x at p 0.04-0.06 (load
-# 3-5; with the earlier 25% floor, "1 regression, 2 improvements"), 0.517x at p = 0.0009 (load
-# 5-10), 0.353x for the ms-scale padded SDPA case (load 5); 0.55x-0.65x on 2026-11-30. Floor 400%
-# (a fifth or five times): 1.8x beyond the widest seen. CPU timings only show the pipeline
-# working; kernel speed is judged on the GPU series.
-CPU_FLOOR = 4.0
-
 
 @dataclass(frozen=True)
 class VerdictSettings:
@@ -99,8 +90,8 @@ class VerdictSettings:
         seed: seed of the bootstrap generator (mixed with the series key), for reproducibility.
         overrides: (regex, floor) pairs; the largest floor whose regex matches the start of the
             series key (`re.match`, as asv matches `regressions_thresholds` against
-            `name(params)`) replaces `floor` for that series. asv.conf.json carries the same
-            numbers (`from_thresholds`; tests/ci/test_verdicts.py holds the two equal).
+            `name(params)`) replaces `floor` for that series. None built in: a project sets its
+            own in its asv.conf.json (`from_thresholds`, through `ci.project.project_settings`).
         drift_k: base and head measured in different jobs (`between_jobs` of `compare`): the
             threshold is at least `drift_k` sigmas of the series' between-job drift.
         allow_cross_machine: compare results from different machines (meaningless for timing:
@@ -116,7 +107,7 @@ class VerdictSettings:
     n_resamples: int = 1000
     min_samples: int = 5
     seed: int = 0
-    overrides: tuple[tuple[str, float], ...] = ((r".*CPU\.", CPU_FLOOR),)
+    overrides: tuple[tuple[str, float], ...] = ()
     allow_cross_machine: bool = False
     drift_k: float = 3.0
 
@@ -153,13 +144,24 @@ class VerdictSettings:
     def floor_for(self, key: str) -> float:
         """The threshold floor for series `key` (largest override whose regex matches the key's
         start, else `floor`)."""
-        matched = [f for pattern, f in self.overrides if re.match(pattern, key)]
-        return max(matched) if matched else self.floor
+        override = self.override_for(key)
+        return override[1] if override is not None else self.floor
+
+    def override_for(self, key: str) -> tuple[str, float] | None:
+        """The override that sets series `key`'s floor: the (regex, floor) pair of the largest floor
+        whose regex matches the key's start (the first of equal ones); None where `floor` applies."""
+        matched = [(pattern, f) for pattern, f in self.overrides if re.match(pattern, key)]
+        return max(matched, key=lambda pair: pair[1]) if matched else None
 
     @classmethod
     def from_thresholds(cls, thresholds: Mapping[str, float], **kwargs: object) -> VerdictSettings:
         """Settings whose floors are asv.conf.json's `regressions_thresholds` (the one threshold table
         that `asv publish` and the service both read): `".*"` is the floor, every other entry an override.
+
+        A series' floor is the one `asv publish` takes: the largest of the entries whose regex matches
+        it, `".*"` included (so no entry lowers a series below `".*"`); where none matches, the
+        built-in `floor` (asv's own default is 5 %). A `".*"` past the noise cap raises the cap to it,
+        and one of 100 % or more stays an override (`floor` is a fraction below 1).
 
         Args:
             thresholds: regex -> relative change (0.025 = 2.5 %).
@@ -177,8 +179,14 @@ class VerdictSettings:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"regressions_thresholds: {pattern!r} must map to a number, got {value!r}")
             values[str(pattern)] = float(value)
-        floor = values.pop(".*", cls.floor)
-        return cls(floor=floor, overrides=tuple(values.items()), **kwargs)  # type: ignore[arg-type]
+        every = values.pop(".*", None)
+        if every is None:
+            return cls(overrides=tuple(values.items()), **kwargs)  # type: ignore[arg-type]
+        overrides = tuple((p, max(v, every)) for p, v in values.items())
+        if not 0.0 <= every < 1.0:
+            return cls(overrides=((".*", every), *overrides), **kwargs)  # type: ignore[arg-type]
+        kwargs.setdefault("max_threshold", max(cls.max_threshold, every))
+        return cls(floor=every, overrides=overrides, **kwargs)  # type: ignore[arg-type]
 
     def as_thresholds(self) -> dict[str, float]:
         """The inverse of `from_thresholds`: the floors as asv.conf.json writes them."""

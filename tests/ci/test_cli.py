@@ -452,5 +452,5 @@ def test_compare_output_cannot_be_forged_by_a_benchmark_name(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5 and all(line.isprintable() for line in lines), lines
+    assert len(lines) == 6 and all(line.isprintable() for line in lines), lines  # 3 heading lines, 3 series
     assert any("x\\nregressed  9.999  forged" in line for line in lines)

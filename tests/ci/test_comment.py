@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER, format_value, render_comment
 from ci.records import WITHHELD_OTHER_JOB, Benchmark, Commit, Direction, Kind, Outcome, Verdict
-from ci.verdicts import JobRelation, Jobs
+from ci.verdicts import JobRelation, Jobs, VerdictSettings
 from tests.conftest import requires
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3.8.0"}
 
@@ -50,7 +53,9 @@ def test_clean_run_headline_and_sections() -> None:
     assert body.startswith(MARKER + "\n")
     assert "✅ No significant performance change" in body
     assert "<details><summary>Unchanged (3)</summary>" in body
-    assert "No correctness results" in body
+    assert "No correctness results" not in body  # a suite without correctness benchmarks: nothing to miss
+    expected = _render([_v("s.B.time_0", Outcome.UNCHANGED)], context=_ctx(correctness_expected=True))
+    assert "_No correctness results in this run._" in expected
     assert "[Dashboard](https://example.org/dash/index.html)" in body
     assert "| gpu | `NVIDIA H200` |" in body
     assert "Regressions" not in body
@@ -331,7 +336,7 @@ def test_the_same_job_is_claimed_only_when_both_sides_say_so() -> None:
 
 
 def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:
-    from ci.verdicts import Spread, VerdictSettings
+    from ci.verdicts import Spread
 
     v = _v("s.B.time_slow", Outcome.REGRESSED, 1.12)
     sides = {v.benchmark.key: (Spread(1.0e-5, 0.99e-5, 1.01e-5, 10), Spread(1.12e-5, 1.1e-5, 1.14e-5, 12))}
@@ -343,13 +348,35 @@ def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_i
     assert "interval = 95% bootstrap" in body and ", uncorrected" in body
 
 
+def _ours():
+    """The verdicts' settings of this project's asv.conf.json (its `.*CPU\\.` floor of 400%)."""
+    from ci.project import project_settings
+
+    return project_settings(config=ROOT / "asv.conf.json").verdicts
+
+
 def test_a_cpu_only_comment_says_first_and_loudly_that_it_proves_nothing_about_kernel_speed() -> None:
-    body = _render([_v("s.B.time_a", Outcome.UNCHANGED)], context=_ctx(cpu_only=True))
+    cpu, gpu = _v("bench_pack.PackCPU.time_host", Outcome.UNCHANGED), _v("s.B.time_a", Outcome.UNCHANGED)
+    body = _render([cpu, gpu], context=_ctx(cpu_only=True, settings=_ours()))
     lines = body.splitlines()
     assert lines[5:7] == ["> [!WARNING]", lines[6]] and lines[6].startswith(
         "> **CPU only: these timings prove nothing about kernel speed.**")
-    assert "past ±400%" in lines[6]
-    assert "CPU only" not in _render([_v("s.B.time_a", Outcome.UNCHANGED)])
+    assert "its 1 series of the suite's CPU subset (`regressions_thresholds`: `.*CPU\\.` ±400%)" in lines[6]
+    assert "past ±400%; the other series need at least ±2.5%" in lines[6]
+    # Only where the job ran the CPU subset without a GPU: not on a GPU, not for series no CPU floor sets.
+    assert "CPU only" not in _render([cpu, gpu], context=_ctx(settings=_ours()))
+    assert "CPU only" not in _render([gpu], context=_ctx(cpu_only=True, settings=_ours()))
+    assert "CPU only" not in _render([cpu, gpu], context=_ctx(cpu_only=True))  # the built-in settings: no CPU floor
+
+
+def test_the_cpu_banner_is_worded_from_the_settings_numbers() -> None:
+    settings = VerdictSettings.from_thresholds({".*": 0.06, "cpu_small": 0.5, r".*\.SlowCPU": 0.8, "other": 3.0})
+    verdicts = [_v("cpu_small.T.time_a", Outcome.UNCHANGED), _v("mod.SlowCPU.time_b", Outcome.UNCHANGED),
+                _v("mod.SlowCPU.time_c", Outcome.UNCHANGED)]
+    line = _render(verdicts, context=_ctx(cpu_only=True, settings=settings)).splitlines()[6]
+    assert "its 3 series of the suite's CPU subset (`regressions_thresholds`: `.*\\.SlowCPU` ±80%, `cpu_small` ±50%)" \
+        in line, line
+    assert "called changed only past ±50% to ±80%. Judge" in line  # every compared series is a CPU one
 
 
 def test_github_urls_come_from_the_actions_environment() -> None:
@@ -368,14 +395,14 @@ def test_the_fuller_comment_still_fits_githubs_limit() -> None:
     from ci.records import Commit
     from ci.verdicts import JobRelation, Jobs, Spread
 
-    verdicts = [_v(f"bench_module.Reg.time_{i:04d}", Outcome.REGRESSED, 1.1 + i / 1e4) for i in range(800)]
+    verdicts = [_v(f"bench_module.RegCPU.time_{i:04d}", Outcome.REGRESSED, 1.1 + i / 1e4) for i in range(800)]
     verdicts += [_v(f"bench_module.Fast.time_{i:04d}", Outcome.INCONCLUSIVE, 0.5) for i in range(800)]
     verdicts += [_v(f"bench_module.Held.time_{i:04d}", Outcome.INCONCLUSIVE, 1.0, reason=WITHHELD_OTHER_JOB)
                  for i in range(800)]
     sides = {v.benchmark.key: (Spread(1e-5, 0.9e-5, 1.1e-5, 20), Spread(1.1e-5, 1e-5, 1.2e-5, 20)) for v in verdicts}
     ctx = _ctx(base_commit=Commit("a" * 40, subject="s" * 200), head_commit=Commit("b" * 40, subject="t"),
                commit_url="https://github.com/o/r/commit/", job_url="https://github.com/o/r/actions/runs/1",
-               jobs=Jobs(JobRelation.DIFFERENT, "x/1", "y/1"), spreads=sides, cpu_only=True)
+               jobs=Jobs(JobRelation.DIFFERENT, "x/1", "y/1"), spreads=sides, cpu_only=True, settings=_ours())
     body = _render(verdicts, context=ctx)
     assert len(body) <= GITHUB_MAX_CHARS
     assert "800 regression(s)" in body and "800 withheld" in body and "800 unconfirmed speed-up(s)" in body

@@ -439,3 +439,21 @@ def check_blocks_next_to_older_rows(url: str, tmp_path: Path) -> None:
 
 def test_blocks_read_with_the_rows_of_an_older_history_in_history_order(tmp_path):
     check_blocks_next_to_older_rows(f"sqlite:///{tmp_path / 'old.sqlite'}", tmp_path)
+
+
+def test_the_project_is_kept_whole_and_a_damaged_one_is_an_error(store_url: str) -> None:
+    """What ingest keeps of asv.conf.json reads back equal, on SQLite and PostgreSQL; a value that
+    is not what `save_project` writes is a clear error, never the defaults."""
+    from ci.records import Project
+    from ci.store import StoreError
+
+    project = Project("uxarray", "https://github.com/UXARRAY/uxarray", "https://github.com/UXARRAY/uxarray/commit/",
+                      ((".*", 0.06), (r"mpas_ocean\.Gradient", 0.8)), "/data/uxarray-asv/asv.conf.json")
+    with Store(store_url, create=True) as store:
+        assert store.project() is None
+        store.save_project(project)
+        store.save_project(project)  # replaced, not added
+        assert store.project() == project
+        store.save_setting("asv_conf", '{"project": 3}')
+        with pytest.raises(StoreError, match="damaged"):
+            store.project()

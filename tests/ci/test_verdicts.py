@@ -300,15 +300,20 @@ def test_a_changed_benchmark_version_is_not_compared() -> None:
     assert unknown.outcome == Outcome.REGRESSED
 
 
-def test_asv_conf_carries_the_services_thresholds():
-    """One threshold table: asv.conf.json's `regressions_thresholds` (read by `asv publish`, by
-    `python -m ci run` and `continuous` from the checkout) equals the service's default floors."""
-    import json
+def test_the_built_in_settings_carry_no_projects_floor_and_ours_live_in_its_asv_conf():
+    """One threshold table, the project's own: `VerdictSettings()` has no per-series override, and this
+    project's CPU floor comes from its asv.conf.json's `regressions_thresholds` (read by `asv publish`
+    too), through `ci.project.project_settings` as every deciding command takes it."""
     from pathlib import Path
 
-    conf = json.loads((Path(__file__).resolve().parents[2] / "asv.conf.json").read_text())
-    assert VerdictSettings.from_thresholds(conf["regressions_thresholds"]) == VerdictSettings()
-    assert conf["regressions_thresholds"] == VerdictSettings().as_thresholds()
+    from ci.project import project_settings
+
+    assert VerdictSettings().overrides == ()
+    assert VerdictSettings().floor_for("bench_pack.PackTokensCPU.time_host") == VerdictSettings().floor
+    ours = project_settings(config=Path(__file__).resolve().parents[2] / "asv.conf.json").verdicts
+    assert ours.floor == 0.025 and ours.floor_for("bench_pack.PackTokensCPU.time_host(preset=tiny)") == 4.0
+    assert ours.floor_for(LAT.key) == 0.025
+    assert ours.as_thresholds() == {".*": 0.025, r".*CPU\.": 4.0}
     s = VerdictSettings.from_thresholds({".*": 0.05, r".*GPUTime": 0.2}, noise_k=2.0)
     assert (s.floor, s.overrides, s.noise_k) == (0.05, ((r".*GPUTime", 0.2),), 2.0)
     assert VerdictSettings.from_thresholds({}) == VerdictSettings()
@@ -318,13 +323,34 @@ def test_asv_conf_carries_the_services_thresholds():
         VerdictSettings.from_thresholds([0.05])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("thresholds", [
+    pytest.param({".*": 0.05, "bench_a": 0.01, "bench_b": 0.3}, id="dotstar-raises-a-lower-entry"),
+    pytest.param({"bench_a": 0.01}, id="no-dotstar"),
+    pytest.param({".*": 0.4, "bench_a.T": 0.6}, id="dotstar-past-the-noise-cap"),
+    pytest.param({".*": 1.5, "bench_b": 0.2}, id="dotstar-of-150pct"),
+    pytest.param({"bench_.*": 0.1, "bench_a": 0.07, ".*": 0.08}, id="several-match"),
+])
+def test_a_series_floor_is_the_one_asv_publish_takes(thresholds):
+    """asv's rule (`asv.plugins.regressions.Regressions._get_threshold`): the largest threshold of every
+    entry whose regex matches the series' start, `".*"` included; the built-in floor where none
+    matches (asv's own default there is 5%)."""
+    import re
+
+    s = VerdictSettings.from_thresholds(thresholds)
+    for key in ("bench_a.T.time_x(n=1)", "bench_b.T.time_y", "other.T.time_z"):
+        matched = [v for pattern, v in thresholds.items() if re.match(pattern, key)]
+        assert s.floor_for(key) == (max(matched) if matched else VerdictSettings().floor), key
+
+
 def test_a_cpu_series_is_called_only_past_a_fifth_or_five_times():
-    """The CPU floor is not capped by max_threshold (it used to be: 25% whatever the override said)."""
+    """The CPU floor (this project's asv.conf.json: `.*CPU\\.` 4.0) is not capped by max_threshold (it
+    used to be: 25% whatever the override said)."""
+    settings = VerdictSettings.from_thresholds({".*": 0.025, r".*CPU\.": 4.0})
     cpu = Benchmark("bench_pack.PackTokensCPU.time_host", (("preset", "tiny"),))
     for shift in (1.4, 0.517, 0.353):  # tight samples, p tiny: what CPU noise did between processes (make demo)
         b, h = _pair(cpu, shift, noise=0.01)
-        (v,) = compare([b], [h])
+        (v,) = compare([b], [h], settings=settings)
         assert v.threshold == pytest.approx(4.0) and v.outcome == Outcome.UNCHANGED, v.reason
     b, h = _pair(cpu, 6.0, noise=0.01)
-    (v,) = compare([b], [h])
+    (v,) = compare([b], [h], settings=settings)
     assert v.outcome == Outcome.REGRESSED

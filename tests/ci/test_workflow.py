@@ -225,6 +225,8 @@ def test_results_cross_over_as_an_artifact_from_a_throwaway_checkout_and_a_scrat
     assert "--pr" in ab["run"] and "--no-resume" in ab["run"] and '--db "${RUNNER_TEMP}/pr-scratch.sqlite"' in ab["run"]
     post_run = next(s for s in post["steps"] if s.get("id") == "post")["run"]
     assert "-m ci ingest" in post_run and "-m ci comment" in post_run and "--pr" in post_run
+    # The comment decides by the base checkout's asv.conf.json, as the measuring job did (one rule).
+    assert "--config asv.conf.json" in post_run
 
 
 def test_prs_queue_per_pr_and_take_turns_on_the_gpu_through_a_host_lock(wf):

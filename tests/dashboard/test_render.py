@@ -324,7 +324,9 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="out_dir"):
         render_site(store, 42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="title"):
-        render_site(store, tmp_path / "o", title=None)  # type: ignore[arg-type]
+        render_site(store, tmp_path / "o", title=b"perf")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="project"):
+        render_site(store, tmp_path / "o", project="uxarray")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="base_url"):
         render_site(store, tmp_path / "o", base_url="javascript:alert(1)")
     with pytest.raises(ValueError, match="baseline"):
@@ -410,3 +412,38 @@ def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Pa
               .read_text(encoding="utf-8") for name in ("declared", "undeclared")}
     assert "higher is better" in series["declared"]
     assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]
+
+
+def test_the_site_is_the_projects_and_shows_only_the_pages_its_data_fill(tmp_path: Path) -> None:
+    """The title and the commits' links come from the project (asv.conf.json, as the store keeps it);
+    a suite without correctness benchmarks gets no correctness page nor tab, and a page that a render
+    wrote before is removed once its data are gone."""
+    from dataclasses import replace
+
+    from ci.records import Project
+
+    store = synthetic_store(n_commits=6, n_series=5)
+    render_site(store, tmp_path)
+    index = (tmp_path / "index.html").read_text()
+    assert "<title>Benchmarks</title>" in index and 'href="correctness.html"' in index  # unnamed: no one's name
+    assert (tmp_path / "correctness.html").is_file()
+    timing = {b.key for b in store.benchmark_list if b.kind != Kind.CORRECTNESS}
+    foreign = replace(store, result_list=[r for r in store.result_list if r.benchmark.key in timing],
+                      benchmark_list=[b for b in store.benchmark_list if b.key in timing],
+                      verdict_list=[v for v in store.verdict_list if v.benchmark.key in timing],
+                      failure_list=[f for f in store.failure_list if f.benchmark.key in timing],
+                      project_conf=Project("tinygrid", commit_url="https://example.org/tinygrid/commit/"))
+    render_site(foreign, tmp_path)
+    assert not (tmp_path / "correctness.html").exists()
+    pages = {p: p.read_text() for p in tmp_path.rglob("*.html")}
+    assert all("correctness.html" not in text and ">Correctness<" not in text for text in pages.values())
+    assert all("<title>" in text and "tinygrid benchmarks" in text for text in pages.values())
+    sha = store.commit_list[-1].sha
+    page = pages[tmp_path / "commit" / f"{commit_slug(sha)}.html"]
+    assert f'href="https://example.org/tinygrid/commit/{sha}"' in page
+    # An explicit project (`--config`) and title win over the store's.
+    render_site(foreign, tmp_path, project=Project("other"))
+    assert "<title>other benchmarks</title>" in (tmp_path / "index.html").read_text()
+    assert "commit-link" not in (tmp_path / "commit" / f"{commit_slug(sha)}.html").read_text()
+    render_site(foreign, tmp_path, title="Perf")
+    assert "<title>Perf</title>" in (tmp_path / "index.html").read_text()
