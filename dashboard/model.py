@@ -943,14 +943,26 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
-                    fixed_by=_recovery(cp.before, cps[i + 1:], s.benchmark.direction, s.threshold)))
+                    fixed_by=recovery(cp.before, cps[i + 1:], s.benchmark.direction, s.threshold)))
     return kept
 
 
-def _recovery(before: float, later: Sequence[Any], direction: Direction, threshold: float) -> str:
+def recovery(before: float, later: Sequence[Any], direction: Direction, threshold: float) -> str:
     """The first later change point whose level is back within the series' noise threshold of
     `before` (the level the regression left), or "": a step that was undone should not stay
-    flagged as open."""
+    flagged as open. A change-point regression is shown open (`Regression.is_open`, unless
+    acknowledged) exactly when this is "" (its `fixed_by`).
+
+    Args:
+        before: the regression's level before its step (`ChangePoint.before`).
+        later: the series' change points after it, oldest first (anything with `after` and `commit_sha`).
+        direction: which way is better for the series.
+        threshold: the series' noise threshold for its next commit (`Series.threshold`: the last
+            of `ci.verdicts.judge_levels`' thresholds); NaN counts as 0.
+
+    Returns:
+        The sha of the change point that undid the step, or "".
+    """
     for cp in later:
         r = cp.after / before if before else math.nan
         if math.isfinite(r) and is_worse(r, direction, threshold if math.isfinite(threshold) else 0.0) is not True:

@@ -15,7 +15,14 @@ No store, no torch.
 
 from ci.verdicts.ab import VerdictSettings, compare, spread_for, spreads, worse
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
-from ci.verdicts.history import ChangePoint, HistorySettings, change_points, detect_all, newly_detected
+from ci.verdicts.history import (
+    ChangePoint,
+    HistorySettings,
+    change_points,
+    detect_all,
+    newly_detected,
+    state_change_points,
+)
 from ci.verdicts.inputs import (
     Comparison,
     compare_commits,
@@ -27,6 +34,7 @@ from ci.verdicts.inputs import (
     results_with_crashes,
 )
 from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
+from ci.verdicts.segments import SeriesState
 from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
 from ci.verdicts.suspects import (
@@ -48,6 +56,7 @@ __all__ = [
     "Comparison",
     "JobRelation",
     "Jobs",
+    "SeriesState",
     "Spread",
     "HistorySettings",
     "Suspect",
@@ -76,6 +85,7 @@ __all__ = [
     "results_with_crashes",
     "spread_for",
     "spreads",
+    "state_change_points",
     "summarize",
     "suspects_from_levels",
     "worse",

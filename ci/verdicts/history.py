@@ -174,7 +174,19 @@ def _pooled(series: Sequence[Result]) -> tuple[list[tuple[str, np.ndarray]], lis
     return commits, None, bench, machine
 
 
-def _change_points(state: SeriesState, bench: Benchmark, machine: str) -> list[ChangePoint]:
+def state_change_points(state: SeriesState, bench: Benchmark, machine: str) -> list[ChangePoint]:
+    """The change points of a detector state (`ci.verdicts.segments.SeriesState`) as `change_points`
+    reports them: a caller that extends a state commit by commit (a replay of a history) reads each
+    prefix's change points here, the same as `change_points` over that prefix.
+
+    Args:
+        state: the series' state, extended with its commits so far.
+        bench: the series (its direction decides each step's outcome).
+        machine: where it was measured.
+
+    Returns:
+        Change points oldest first.
+    """
     out = []
     for step in state.steps:
         ratio = math.exp(step.log_ratio)
@@ -213,7 +225,7 @@ def change_points(
     commits, meds, bench, machine = _pooled(series)
     state = SeriesState(settings.knobs)
     state.extend(commits, meds)
-    return _change_points(state, bench, machine)
+    return state_change_points(state, bench, machine)
 
 
 def _is_store(source: object) -> bool:
@@ -388,7 +400,7 @@ def _detect_stored(
         for key in sorted(states):
             state, bench = states[key]
             if bench.kind != Kind.CORRECTNESS or include_correctness:
-                out.extend(_change_points(state, bench, hist.machine))
+                out.extend(state_change_points(state, bench, hist.machine))
     if save:
         try:
             store.save_change_point_states(where, fingerprint, save)
@@ -501,15 +513,15 @@ def newly_detected(
             # The job's commits come last (a push job): the history without them is a prefix, so one
             # state gives both answers, the second by extending the first with the job's commits.
             state.extend(old, None if meds is None else meds[: len(old)])
-            seen = {c.commit_sha for c in _change_points(state, bench, machine)}
+            seen = {c.commit_sha for c in state_change_points(state, bench, machine)}
             state.extend(commits[len(old):], None if meds is None else meds[len(old):])
-            found = _change_points(state, bench, machine)
+            found = state_change_points(state, bench, machine)
         else:
             state.extend(commits, meds)
-            found = _change_points(state, bench, machine)
+            found = state_change_points(state, bench, machine)
             if found:
                 earlier = SeriesState(settings.knobs)
                 earlier.extend(old)
-                seen = {c.commit_sha for c in _change_points(earlier, bench, machine)}
+                seen = {c.commit_sha for c in state_change_points(earlier, bench, machine)}
         out.extend(c for c in found if c.commit_sha not in seen)
     return out

@@ -1,0 +1,145 @@
+"""`python -m tools.eval_history` on small asv results dirs written here, where the answers are known:
+an obvious step is found by both columns, a flat history flags nothing, and the replay the delays
+and the banner come from is the service's own answer prefix by prefix."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ci.records import Benchmark, Direction, Outcome, Result
+from ci.verdicts import HistorySettings, SeriesState, change_points, state_change_points
+from tests.ci.conftest import sha_for
+
+COMMITS = 40
+# One lower-is-better grid (4 series) and one higher-is-better series, with 10 samples a commit.
+BENCHES = [
+    {"name": "bench_k.K.time_k", "type": "time", "unit": "seconds", "params": [["'a'", "'b'"], ["1", "8"]],
+     "param_names": ["kind", "batch"], "version": "v1"},
+    {"name": "bench_m.M.track_images_per_s", "type": "track", "unit": "images/s", "params": [], "param_names": [],
+     "version": "v1"},
+]
+
+
+def _noisy(rng: np.random.Generator, level: float) -> list[float]:
+    return [float(x) for x in level * rng.lognormal(0.0, 0.004, 10)]
+
+
+def _flat_dir(asv_dir, name: str = "flat") -> Path:
+    rng = np.random.default_rng(7)
+    return asv_dir([sha_for(i) for i in range(COMMITS)], name=name, benchmarks=BENCHES,
+                   samples=lambda bench, j, c: _noisy(rng, 1e-3 * (j + 1) if "time_" in bench else 500.0))
+
+
+def _evaluate(results: Path, **kw) -> dict:
+    from tools.eval_history import evaluate_dir
+
+    args = {"steps": [0.2, -0.2], "seed": 0, "min_commits": 30, "max_series": None, "replay": True,
+            "only_steps": False, "pairs": 6, "asv_conf": None, **kw}
+    return evaluate_dir(results, **args)
+
+
+def test_an_obvious_step_is_found_and_a_flat_history_flags_nothing(asv_dir) -> None:
+    """20 % steps on 0.4 % noise: every trial found by the service at once and by asv's fit; the
+    un-injected history has no regression, no suspicion and no banner for either."""
+    report = _evaluate(_flat_dir(asv_dir))
+    assert report["series_judged"] == 5 and report["series_unknown_direction"] == 0
+    for step in ("+0.2", "-0.2"):
+        r = report["steps"][f"judged {step}"]
+        assert r["trials"] == 5 and r["found"] == 5 and r["chance"] == 0
+        assert r["asv_found"] == 5 and r["asv_chance"] == 0
+        assert r["delay_median"] <= 3 and r["not_flagged"] == 0
+    bad = report["steps"]["judged +0.2"]
+    assert bad["still_open"] == 5 and bad["delay_median"] == 1  # a suspicion at the step's own commit
+    # asv lists increases only: the 4 time series' (1.2x) but not the throughput's (/1.2), which it reads as better.
+    assert bad["asv_listed"] == 4
+    real = report["real"]["judged"]
+    assert real["commits"] == 5 * COMMITS
+    assert real["regressed"] == real["suspicions"] == real["asv_regressions"] == 0
+    assert report["real"]["banner_up"]["any"] == 0 and report["real"]["banner_commits"] == COMMITS
+    ab = report["pairs"]
+    assert ab["pairs"] == 6 and ab["injected"] == 6
+    assert ab["service_regressed"] == 0 and ab["asv_worse"] == 0
+    # +10 % on 0.4 % noise, 10 samples a side: the service finds every one; asv's factor 1.1 sits at
+    # the step itself, so asv finds only those the noise pushed past it.
+    assert ab["service_found"] == 6 and 0 <= ab["asv_found"] <= 6
+
+
+def test_a_real_step_shows_in_every_rate(asv_dir) -> None:
+    """One series steps up 30 % at commit 25 and stays: one regression on the real history for both
+    columns, shown open; the banner is up from the step on and a pair across the step is regressed."""
+    rng = np.random.default_rng(3)
+    results = asv_dir([sha_for(i) for i in range(COMMITS)], name="step", benchmarks=BENCHES[:1],
+                      samples=lambda bench, j, c: _noisy(rng, 1e-3 * (j + 1) * (1.3 if j == 0 and c >= 25 else 1)))
+    report = _evaluate(results, pairs=COMMITS)
+    real = report["real"]["judged"]
+    assert real["regressed"] == real["regressed_open"] == 1 and real["asv_regressions"] == 1
+    assert real["suspicions"] == real["confirmed"] == 1
+    up = report["real"]["banner_up"]
+    assert up["any"] == up["regression"] + up["suspicion"] == COMMITS - 25
+    assert report["pairs"]["pairs"] == COMMITS - 1 and report["pairs"]["service_regressed"] >= 1
+
+
+def test_unknown_direction_series_are_counted_apart(asv_dir) -> None:
+    rng = np.random.default_rng(5)
+    unknown = [{"name": "bench_u.U.track_metric", "type": "track", "unit": "widgets", "params": [],
+                "param_names": [], "version": "v1"}]
+    results = asv_dir([sha_for(i) for i in range(COMMITS)], name="unknown", benchmarks=unknown,
+                      samples=lambda bench, j, c: _noisy(rng, 3.0))
+    report = _evaluate(results, steps=[0.2], pairs=3)
+    assert report["series_judged"] == 0 and report["series_unknown_direction"] == 1
+    r = report["steps"]["unknown +0.2"]
+    assert r["trials"] == 1 and r["found"] == 1 and r["asv_found"] == 1
+    assert report["pairs"]["injected"] == 0  # nothing of known direction to inject into
+
+
+def test_replay_is_the_service_answer_prefix_by_prefix() -> None:
+    """The tool's per-commit samples, extended one commit at a time, give `change_points` of each
+    prefix: the delays measure what `ci run` would have reported after each commit."""
+    from tools.eval_history import make_series
+
+    rng = np.random.default_rng(11)
+    bench = Benchmark("bench_k.K.time_k")
+    results = [Result(bench, f"{c:040x}", "m", tuple(float(x) for x in rng.lognormal(0, 0.01, 8)
+                                                     * (1.1 if c >= 20 else 1.0) * (1.3 if c == 9 else 1.0)))
+               for c in range(36)]
+    s = make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)})
+    assert s.n == 36 and all(p is None for p in s.asv)
+    settings = HistorySettings()
+    state = SeriesState(settings.knobs)
+    for p in range(1, s.n + 1):
+        state.extend(s.commits[p - 1:p])
+        assert state_change_points(state, bench, "m") == change_points(results[:p], settings=settings)
+    assert [(cp.index, cp.outcome) for cp in change_points(results)] == [(20, Outcome.REGRESSED)]
+
+
+@pytest.mark.parametrize(("direction", "step", "factor"), [
+    (Direction.LOWER, 0.1, 1.1), (Direction.HIGHER, 0.1, 1 / 1.1), (Direction.LOWER, -0.1, 1 / 1.1),
+    (Direction.HIGHER, -0.1, 1.1), (Direction.UNKNOWN, 0.1, 1.1),
+], ids=["lower+10", "higher+10", "lower-10", "higher-10", "unknown+10"])
+def test_step_factor(direction: Direction, step: float, factor: float) -> None:
+    from tools.eval_history import step_factor
+
+    assert step_factor(direction, step) == pytest.approx(factor)
+
+
+def test_main_prints_a_table_and_strict_json(asv_dir, tmp_path, capsys) -> None:
+    from tools.eval_history import main
+
+    out_json = tmp_path / "eval.json"
+    results = _flat_dir(asv_dir)
+    assert main([str(results), "--steps", "+10", "--no-replay", "--pairs", "2", "--max-series", "2",
+                 "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "| | service | asv |" in out and "+10% steps found within ±2 commits" in out
+    assert "delay" not in out  # --no-replay
+    data = json.loads(out_json.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert data[0]["series_judged"] == 2 and data[0]["skipped"]["sampled out"] == 3
+    assert data[0]["steps"]["judged +0.1"]["trials"] == 2
+    assert not math.isnan(data[0]["seconds"]["total"])
+    with pytest.raises(SystemExit):
+        main([str(results), "--steps", "10"])  # a size needs its sign
