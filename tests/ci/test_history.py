@@ -48,6 +48,16 @@ def test_several_steps_in_order() -> None:
     assert [c.outcome for c in cps] == [Outcome.REGRESSED, Outcome.IMPROVED]
 
 
+def test_a_history_past_1030_commits_a_segment_is_judged_not_an_error() -> None:
+    """A step between two segments of ~1,030 commits or more overflowed the merge's exact test
+    (`ci run` and the dashboard exited 2 on such a history); what a push job calls works on 2,100."""
+    series = _series([1.0] * 1050 + [1.1] * 1047 + [1.3] * 3, n=5)
+    assert [(c.commit_sha, c.outcome) for c in change_points(series)] == [("c1050", Outcome.REGRESSED),
+                                                                          ("c2097", Outcome.REGRESSED)]
+    (job,) = newly_detected(series, {series[-1].commit_sha})
+    assert job.commit_sha == "c2097"
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_flat_noisy_series_has_no_change_point(seed: int) -> None:
     """Commit-to-commit drift of 2 % (heavier than the in-commit noise) raises nothing."""

@@ -410,3 +410,14 @@ def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Pa
               .read_text(encoding="utf-8") for name in ("declared", "undeclared")}
     assert "higher is better" in series["declared"]
     assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]
+
+
+def test_a_series_of_2100_commits_renders(tmp_path: Path) -> None:
+    """The change-point merge's exact test overflowed once the segments around a step held ~1,030
+    commits, and the render stopped (exit 2); a 2,100-commit history renders with its steps marked."""
+    store = synthetic_store(n_commits=2100, n_series=3, samples=3)
+    stats = render_site(store, tmp_path / "site")
+    assert stats.commits == 2100 and stats.series == 3
+    snap = load_snapshot(store)
+    stepped = next(s for s in snap.series if s.benchmark == store.benchmark_list[2])
+    assert [c.sha for c in stepped.changes] == [store.commit_list[1050].sha]
