@@ -203,6 +203,22 @@ def smallest_p_at_least(m: int, n: int, max_pvalue: float) -> bool:
         return Fraction(2, c) >= Fraction(max_pvalue)
 
 
+def safe_exp(x: float) -> float:
+    """math.exp, inf where it would raise OverflowError (x past ~709.78): the log ratio of two levels
+    an ingest accepts reaches ~975 (1e100 against 5e-324), and the ratio is then inf, not an error.
+
+    Args:
+        x: a log value (NaN gives NaN).
+
+    Returns:
+        e^x, or inf.
+    """
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 @functools.lru_cache(maxsize=64)
 def _pooled_span(min_size: int, max_pvalue: float) -> int:
     """The longest span (commits) whose test can take the pooled-samples path: segments of at least

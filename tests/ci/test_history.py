@@ -58,6 +58,21 @@ def test_a_history_past_1030_commits_a_segment_is_judged_not_an_error() -> None:
     assert job.commit_sha == "c2097"
 
 
+@pytest.mark.parametrize(("bench", "levels", "expected"), [
+    pytest.param(LAT, (5e-324, 1e100), Outcome.REGRESSED, id="latency-up-1e424"),
+    pytest.param(LAT, (1e100, 5e-324), Outcome.IMPROVED, id="latency-down-1e424"),
+    pytest.param(TPUT, (5e-324, 1e100), Outcome.IMPROVED, id="throughput-up-1e424"),
+])
+def test_levels_far_apart_give_an_infinite_ratio_not_an_overflow(bench, levels, expected) -> None:
+    """Values an ingest accepts (|x| <= 1e100, any positive size) make log ratios of ~975, past
+    math.exp's range (OverflowError before)."""
+    series = [Result(bench, f"c{i:04d}", "h200", (v, v)) for i, v in enumerate([levels[0]] * 20 + [levels[1]] * 20)]
+    (cp,) = change_points(series)
+    assert cp.commit_sha == "c0020" and cp.outcome == expected
+    assert cp.ratio == (np.inf if levels[1] > levels[0] else 0.0)
+    assert [c.commit_sha for c in newly_detected(series[:23], {"c0022"})] == ["c0020"]  # the job that sees it
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_flat_noisy_series_has_no_change_point(seed: int) -> None:
     """Commit-to-commit drift of 2 % (heavier than the in-commit noise) raises nothing."""

@@ -19,6 +19,7 @@ from ci.verdicts.segments import (
     median,
     medians,
     mwu_pvalue_auto,
+    safe_exp,
     smallest_p_at_least,
 )
 
@@ -210,7 +211,7 @@ def test_a_20000_commit_series_finds_its_steps(window: int) -> None:
     state = SeriesState(settings.knobs)
     state.extend_rows(shas, rows, np.median(rows, axis=1))
     assert [s.index for s in state.steps] == [5000, 12_000, 19_997]
-    assert np.allclose([math.exp(s.log_ratio) for s in state.steps], [1.1, 0.9, 1.2], rtol=0.02)
+    assert np.allclose([safe_exp(s.log_ratio) for s in state.steps], [1.1, 0.9, 1.2], rtol=0.02)
     assert SeriesState.from_bytes(state.to_bytes(), settings.knobs).steps == state.steps
     flat_shas, flat = _long_rows(20_000, {}, seed=1)
     quiet = SeriesState(settings.knobs)
@@ -232,3 +233,13 @@ def test_a_20000_commit_series_extended_commit_by_commit_equals_one_computation(
     whole.extend_rows(shas, rows, meds)
     assert [s.index for s in state.steps] == [15_000]
     assert state.to_bytes() == whole.to_bytes()
+
+
+def test_levels_1e100_apart_give_an_infinite_ratio_not_an_error() -> None:
+    assert safe_exp(975.0) == math.inf and safe_exp(-975.0) == 0.0 and safe_exp(1.0) == math.exp(1.0)
+    assert math.isnan(safe_exp(math.nan))
+    values = [5e-324] * 20 + [1e100] * 20
+    state = SeriesState(HistorySettings().knobs)
+    state.extend([(f"c{i:03d}", np.array([v, v])) for i, v in enumerate(values)])
+    (step,) = state.steps
+    assert step.index == 20 and step.log_ratio > 900 and safe_exp(step.log_ratio) == math.inf
