@@ -28,7 +28,6 @@ import hashlib
 import html
 import itertools
 import math
-import multiprocessing
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -40,7 +39,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ci.forking import fork_workers
+from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, StoreReader
 from ci.store.reads import paused_gc
@@ -322,11 +321,10 @@ class _Site:
             return
         global _FORK_SITE
         _FORK_SITE = self
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:  # forked here: the site as it is now
-                pending = pool.map_async(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
-                meanwhile()
-                parts = pending.get()
+        try:  # forked here: the site as it is now
+            parts = fork_map(_series_chunk, [range(i, len(series), workers) for i in range(workers)], workers,
+                             names=lambda chunk: (f"{series[i].benchmark.key} on {series[i].machine}" for i in chunk),
+                             lost="series pages not rendered", meanwhile=meanwhile)
         finally:
             _FORK_SITE = None
         for part in parts:
