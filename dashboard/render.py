@@ -58,6 +58,7 @@ from dashboard.model import (
     series_slug,
     verdict_machines,
 )
+from dashboard.staging import site_folder, staged
 from dashboard.svg import Mark, history_chart, sparkline
 from dashboard.writer import PagePart, PageWriter, fingerprint
 
@@ -732,6 +733,8 @@ def render_site(
     Args:
         store: any `StoreReader` (the SQLAlchemy `ci.store.Store`, or an in-memory one).
         out_dir: output folder, created when missing; files this function did not write are left alone.
+            The site is rendered into a staging folder beside it, which replaces it only once complete
+            (`dashboard.staging`): on any error `out_dir` is left as it was, and no staging folder stays.
         title: shown in every page's header.
         base_url: absolute prefix for links (e.g. "https://example.org/perf/"); "" for relative
             links, so the site also opens from disk.
@@ -744,8 +747,8 @@ def render_site(
 
     Raises:
         TypeError: `out_dir`, `title` or `base_url` has the wrong type.
-        ValueError: `out_dir` is an existing file, `baseline_sha` names no commit (or several),
-            or a result names a commit missing from the history.
+        ValueError: `out_dir` is an existing file or a mount point, `baseline_sha` names no commit (or
+            several), or a result names a commit missing from the history.
     """
     if not isinstance(out_dir, str | Path):
         raise TypeError(f"out_dir must be a str or Path, got {type(out_dir).__name__}")
@@ -754,10 +757,7 @@ def render_site(
     if base_url and not base_url.startswith(("http://", "https://", "/")):
         raise ValueError(f"base_url must be absolute (http://, https:// or /...), got {base_url!r}")
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"output path {str(out)!r} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    out = site_folder(Path(out_dir))
     salt = _code_salt()
     state = _store_state(store, branch, (salt, title, base_url, baseline_sha, branch))
     writer = PageWriter(out, "")
@@ -769,8 +769,9 @@ def render_site(
     # Cyclic garbage collection off while the snapshot's 500,000 runs and the pages are built: they hold no
     # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
     # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
-    # runs when it is back on.
-    with paused_gc():
+    # runs when it is back on. The site is rendered into a staging copy and replaces `out` only when whole.
+    with paused_gc(), staged(out) as stage:
+        writer = PageWriter(stage, "")
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
         kept = writer.previous_blob(COLUMNS_CACHE, columns_key)
