@@ -29,12 +29,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import os
 import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks, so leftovers of killed renders are not told apart and stay
+    fcntl = None  # type: ignore[assignment]
 
 _STAGING = "staging"  # a staging folder's name: .<out name>.staging-<random>
 _RENAME_EXCHANGE = 2  # linux/fs.h
@@ -73,10 +77,16 @@ def staged(out: Path) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out)
     stage = out.with_name(f".{out.name}.{_STAGING}-{secrets.token_hex(6)}")
-    stage.mkdir()
-    lock = os.open(stage, os.O_RDONLY)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours: `remove_leftovers` of another render skips it
+        stage.mkdir()
+    except OSError as exc:
+        raise OSError(exc.errno, "the site is rendered into a folder beside the output folder and swapped in when "
+                                 f"complete; that folder cannot be made in {str(out.parent)!r}: {exc.strerror}",
+                      str(stage)) from None
+    lock = os.open(stage, os.O_RDONLY) if fcntl is not None else None
+    try:
+        if lock is not None:  # ours: `remove_leftovers` of another render skips it
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         published = False
         try:
             if out.is_dir():
@@ -91,7 +101,8 @@ def staged(out: Path) -> Iterator[Path]:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     finally:
-        os.close(lock)
+        if lock is not None:
+            os.close(lock)
 
 
 def remove_leftovers(out: Path) -> list[Path]:
@@ -101,7 +112,9 @@ def remove_leftovers(out: Path) -> list[Path]:
         The folders deleted.
     """
     prefix = f".{out.name}.{_STAGING}-"
-    gone = []
+    gone: list[Path] = []
+    if fcntl is None:
+        return gone
     try:
         entries = list(os.scandir(out.parent))
     except OSError:

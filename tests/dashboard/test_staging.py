@@ -5,8 +5,8 @@ change kept as the same files."""
 from __future__ import annotations
 
 import errno
-import json
 import fcntl
+import json
 import multiprocessing
 import os
 import signal
@@ -183,6 +183,22 @@ def test_an_output_path_that_cannot_be_swapped_is_refused_before_anything(tmp_pa
     with pytest.raises(ValueError, match="is a mount point"):
         render_site(store, tmp_path / "mnt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mnt"] and not any((tmp_path / "mnt").iterdir())
+
+
+def test_a_folder_where_no_staging_folder_can_be_made_is_an_error_that_says_why(published, monkeypatch) -> None:
+    """A parent folder the render may not write (a web root whose site folder alone is writable, say)."""
+    store, out, before = published
+    real_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *args: Any, **kw: Any) -> None:
+        if self.name.startswith(".site.staging-"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        real_mkdir(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(PermissionError, match="rendered into a folder beside the output folder .* Permission denied"):
+        render_site(store, out)
+    assert _tree(out) == before and _beside(out) == ["site"]
 
 
 def test_only_the_staging_folders_of_dead_renders_are_removed(tmp_path: Path) -> None:
