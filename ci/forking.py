@@ -1,10 +1,29 @@
-"""How many forked workers a piece of work is split over: the one rule shared by the dashboard's
-pools (judging series, rendering series pages) and ingest's forked parser."""
+"""Forked workers: how many a piece of work is split over (the one rule shared by the dashboard's
+pools, judging series and rendering series pages, and ingest's forked parser), and `fork_map`,
+which runs the dashboard's chunks in them.
+
+Not `multiprocessing.Pool`: a pool worker killed (the kernel's OOM killer sends SIGKILL) leaves its
+task's result waited for forever, and `ci run` renders inside the host's GPU lock, so every other
+GPU job waited for the workflow's timeout behind it. `concurrent.futures.ProcessPoolExecutor` sees
+the worker die and fails its futures (`BrokenProcessPool`); ingest's parsers use it too
+(`ci.ingest.results_dir`).
+"""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+_C = TypeVar("_C")
+_R = TypeVar("_R")
+
+
+class WorkerLost(RuntimeError):
+    """A forked worker stopped (killed, out of memory) before its share of the work came back."""
 
 
 def fork_workers(items: int, least: int) -> int:
@@ -15,3 +34,53 @@ def fork_workers(items: int, least: int) -> int:
     if cpus < 2 or items < least or "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return min(cpus, 8)
+
+
+def fork_map(
+    fn: Callable[[_C], _R],
+    chunks: Sequence[_C],
+    workers: int,
+    *,
+    names: Callable[[_C], Iterable[str]],
+    lost: str,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> list[_R]:
+    """`fn` of each chunk in forked worker processes (what this process holds now is theirs, nothing
+    pickled on the way in; each result is pickled back), while this process runs `meanwhile`.
+
+    Args:
+        fn: a module-level function (the workers call it by name).
+        chunks: one task each.
+        workers: processes to fork (`fork_workers`).
+        names: the names of a chunk's items, for the error.
+        lost: what the items of a chunk without a result are, for the error ("series pages not rendered").
+        meanwhile: work for this process while the workers run.
+
+    Returns:
+        fn(chunk) for each chunk, in order.
+
+    Raises:
+        WorkerLost: a worker died (SIGKILL, out of memory): "... stopped ...; 12 <lost>: a, b, c and 9
+            more". The other workers are stopped; none is left running.
+        Exception: what `fn` raised in a worker, or `meanwhile` here.
+    """
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(fn, chunk) for chunk in chunks]
+        meanwhile()
+        out: list[_R] = []
+        missing: list[str] = []
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                out.append(future.result())
+            except BrokenProcessPool:
+                missing.extend(names(chunk))
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise WorkerLost(f"a forked worker stopped (killed? out of memory?); {len(missing)} {lost}: "
+                             f"{', '.join(missing[:3])}{more}")
+        return out
+    finally:
+        # A broken pool has stopped its workers already; otherwise wait for those still running
+        # (`meanwhile` raised) and drop the tasks not started.
+        pool.shutdown(wait=True, cancel_futures=True)

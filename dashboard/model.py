@@ -15,7 +15,6 @@ import io
 import itertools
 import json
 import math
-import multiprocessing
 import zipfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ci.forking import fork_workers
+from ci.forking import fork_map, fork_workers
 from ci.records import (
     Acknowledgement,
     Benchmark,
@@ -871,8 +870,9 @@ def _judge_all(
         return {k: _judge(*inputs[k]) for k in keys}
     _FORK_INPUT = inputs
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_judge_chunk, [keys[i::workers] for i in range(workers)])
+        parts = fork_map(_judge_chunk, [keys[i::workers] for i in range(workers)], workers,
+                         names=lambda chunk: (f"{key} on {machine}" for key, machine in chunk),
+                         lost="series not judged (change points, suspicions)")
     finally:
         _FORK_INPUT = {}
     return {k: out for part in parts for k, out in part}

@@ -29,7 +29,6 @@ import hashlib
 import html
 import itertools
 import math
-import multiprocessing
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -41,7 +40,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ci.forking import fork_workers
+from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
@@ -61,6 +60,7 @@ from dashboard.model import (
     series_slug,
     verdict_machines,
 )
+from dashboard.staging import site_folder, staged
 from dashboard.svg import Mark, history_chart, sparkline
 from dashboard.writer import PagePart, PageWriter, fingerprint
 
@@ -361,11 +361,10 @@ class _Site:
             return
         global _FORK_SITE
         _FORK_SITE = self
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:  # forked here: the site as it is now
-                pending = pool.map_async(_series_chunk, [range(i, len(series), workers) for i in range(workers)])
-                meanwhile()
-                parts = pending.get()
+        try:  # forked here: the site as it is now
+            parts = fork_map(_series_chunk, [range(i, len(series), workers) for i in range(workers)], workers,
+                             names=lambda chunk: (f"{series[i].benchmark.key} on {series[i].machine}" for i in chunk),
+                             lost="series pages not rendered", meanwhile=meanwhile)
         finally:
             _FORK_SITE = None
         for part in parts:
@@ -778,6 +777,8 @@ def render_site(
     Args:
         store: any `StoreReader` (the SQLAlchemy `ci.store.Store`, or an in-memory one).
         out_dir: output folder, created when missing; files this function did not write are left alone.
+            The site is rendered into a staging folder beside it, which replaces it only once complete
+            (`dashboard.staging`): on any error `out_dir` is left as it was, and no staging folder stays.
         title: shown in every page's header; None: the project's (`ci.records.Project.title`).
         base_url: absolute prefix for links (e.g. "https://example.org/perf/"); "" for relative
             links, so the site also opens from disk.
@@ -792,8 +793,8 @@ def render_site(
 
     Raises:
         TypeError: `out_dir`, `title` or `base_url` has the wrong type.
-        ValueError: `out_dir` is an existing file, `baseline_sha` names no commit (or several),
-            or a result names a commit missing from the history.
+        ValueError: `out_dir` is an existing file or a mount point, `baseline_sha` names no commit (or
+            several), or a result names a commit missing from the history.
     """
     if not isinstance(out_dir, str | Path):
         raise TypeError(f"out_dir must be a str or Path, got {type(out_dir).__name__}")
@@ -804,10 +805,7 @@ def render_site(
     if base_url and not base_url.startswith(("http://", "https://", "/")):
         raise ValueError(f"base_url must be absolute (http://, https:// or /...), got {base_url!r}")
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"output path {str(out)!r} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    out = site_folder(Path(out_dir))
     project = project or store.project() or Project()
     title = project.title if title is None else title
     salt = _code_salt()
@@ -821,8 +819,9 @@ def render_site(
     # Cyclic garbage collection off while the snapshot's 500,000 runs and the pages are built: they hold no
     # cycles, and its passes over every live object as they accumulate cost ~1.1 s CPU of `load_snapshot`
     # after one new commit (2.45 -> 1.3-1.5 s, 2026-12-02); refcounting still frees them, and a collection
-    # runs when it is back on.
-    with paused_gc():
+    # runs when it is back on. The site is rendered into a staging copy and replaces `out` only when whole.
+    with paused_gc(), staged(out) as stage:
+        writer = PageWriter(stage, "")
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
         kept = writer.previous_blob(COLUMNS_CACHE, columns_key)

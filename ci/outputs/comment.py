@@ -20,10 +20,11 @@ lowest priority first, with an "N more" line; markdown is never cut mid-table.
 
 Everything a contributor controls (benchmark names and parameters, units, machine and
 environment values, reasons that quote them, commit subjects) is rendered inert: names and values
-as code spans (any backticks in them fenced; GitHub links nothing inside a code span), other text
-with markdown's punctuation escaped and a zero-width space wherever GitHub would otherwise autolink
-or reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close a table,
-link, embed an image, nor mention anyone or reference an issue.
+as code spans (any backticks in them fenced; GitHub links nothing inside a code span and decodes no
+character reference there), other text with markdown's punctuation escaped (`&` included, so no
+`&commat;` or `&#64;` decodes into an `@`) and a zero-width space wherever GitHub would otherwise
+autolink or reference (after `@` and `#`, inside `://`, `www.` and `GH-1`), so it can neither close
+a table, link, embed an image, nor mention anyone or reference an issue.
 """
 
 from __future__ import annotations
@@ -119,7 +120,10 @@ class CommentContext:
 
 _GATE_HEADER = ("", "Benchmark", "Params", "Value", "Limit", "Result")
 _NOTE_HEADER = ("Benchmark", "Params", "Base", "Why")
-_MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~])")
+# `&` too: GitHub decodes character references in plain text (`&commat;`, `&#64;`, `&#x40;`, `&period;`)
+# before it looks for mentions and links, so `&commat;octocat` mentioned @octocat (2026-12-05); escaped,
+# the reference is shown as written.
+_MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~&])")
 # What GitHub turns into a link or a reference in plain text, and where a zero-width space breaks
 # it: mentions (@user, team@org), issue references (#1, GH-1), bare URLs (any scheme://) and
 # `www.` (cmark-gfm's autolink extension, which GitHub runs on comments).
@@ -139,8 +143,9 @@ def _code(text: object) -> str:
 
 def _text(text: object) -> str:
     """Plain text that renders as itself: markdown punctuation escaped (no link, image, emphasis,
-    HTML or table break), a zero-width space after `@`, `#`, the `:` of `://`, `www` before its
-    dot and `GH` before `-1` (no mention, no issue reference, no autolinked URL)."""
+    HTML, table break or character reference: `&commat;` stays those eight characters instead of
+    becoming `@`), a zero-width space after `@`, `#`, the `:` of `://`, `www` before its dot and
+    `GH` before `-1` (no mention, no issue reference, no autolinked URL)."""
     t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
     return _AUTOLINKS.sub("\\1\u200b", t)
 

@@ -432,7 +432,7 @@ def _measure(
     if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
         return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
     floor = settings.floor_for(bench.key)
-    sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
+    sigma = _rms(relative_sigma(b), relative_sigma(h))
     threshold = max(floor, min(settings.max_threshold, settings.noise_k * sigma))
     if drift is None:
         return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
@@ -449,6 +449,15 @@ def _measure(
     ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
                       confidence=settings.confidence)
     return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine)
+
+
+def _rms(a: float, b: float) -> float:
+    """sqrt((a^2 + b^2) / 2) of two relative sigmas, as always computed; through `math.hypot` for a
+    sigma whose square is no float (past ~1e154: an IQR of 1e100 around a median of 1e-60, values
+    an ingest accepts), where `a ** 2` raised OverflowError."""
+    if max(a, b) < 1e150:
+        return math.sqrt((a**2 + b**2) / 2)
+    return math.hypot(a, b) / math.sqrt(2)
 
 
 def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:

@@ -51,7 +51,7 @@ from ci.records import (
     current_version,
     is_worse,
 )
-from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState
+from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState, safe_exp
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ def state_change_points(state: SeriesState, bench: Benchmark, machine: str) -> l
     """
     out = []
     for step in state.steps:
-        ratio = math.exp(step.log_ratio)
+        ratio = safe_exp(step.log_ratio)
         worse = is_worse(bench.direction, ratio)  # None: unknown direction, a step reported as such
         out.append(
             ChangePoint(

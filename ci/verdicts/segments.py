@@ -21,12 +21,14 @@ Why it is incremental by construction (method in `ci.verdicts.history`):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import ruptures
@@ -35,6 +37,10 @@ from scipy import special, stats
 # Bumped whenever the detector's results or the state's layout change: stored states of another
 # version are ignored (recomputed), never read.
 ALGORITHM = "windowed-pelt-2"  # 2: a step on a commit still at the old level is not one (2026-12-02)
+_LOG_TWO = math.log(2.0)
+# Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
+# of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
+_SPAN_CAP = 2**40
 
 
 class NeedFullHistory(Exception):
@@ -150,13 +156,90 @@ class Knobs:
     window: int
 
 
+def log_comb(n: int, k: int) -> float:
+    """log C(n, k), finite for any n: C(n, n / 2) itself passes the largest float from n = 1,030 on,
+    where `2.0 / math.comb(n, k)` raised OverflowError (2026-12-05: a series with 1,050 commits on each
+    side of a step stopped `ci run` and the dashboard with exit 2).
+
+    Args:
+        n, k: 0 <= k <= n.
+
+    Returns:
+        The natural log of the binomial coefficient (lgamma: a relative error of a few ulps of
+        lgamma(n + 1), which `smallest_p_at_least` allows for).
+    """
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def smallest_p_at_least(m: int, n: int, max_pvalue: float) -> bool:
+    """Whether the smallest two-sided p of an exact Mann-Whitney test of m against n values,
+    2 / C(m + n, m), is at least `max_pvalue` (the test cannot reach it): decided in log space, so
+    it holds for any length, and where the logs are within their rounding of each other, by the
+    quotient `2.0 / math.comb(m + n, m)` as the detector always computed it (exactly, where that
+    quotient would overflow), so every decision the old arithmetic could make is the same.
+
+    Args:
+        m, n: the two sides' sizes, >= 0.
+        max_pvalue: the p-value to reach; NaN is never reached below (a comparison with NaN is false).
+
+    Returns:
+        True when 2 / C(m + n, m) >= max_pvalue.
+    """
+    if not max_pvalue > 0:
+        return max_pvalue <= 0  # NaN: False, as `x >= nan` is
+    if math.isinf(max_pvalue):
+        return False
+    top = math.lgamma(m + n + 1)
+    log_alpha = math.log(max_pvalue)
+    gap = _LOG_TWO - log_comb(m + n, m) - log_alpha
+    if abs(gap) > 1e-12 * (top + abs(log_alpha) + 1.0):
+        return gap > 0
+    # Within the logs' rounding of the boundary: C(m + n, m) is then about 2 / max_pvalue, at most
+    # ~4e323 for a positive float, so the exact integer is cheap.
+    c = math.comb(m + n, m)
+    try:
+        return 2.0 / c >= max_pvalue
+    except OverflowError:  # C past the largest float: only a subnormal max_pvalue gets here
+        return Fraction(2, c) >= Fraction(max_pvalue)
+
+
+def safe_exp(x: float) -> float:
+    """math.exp, inf where it would raise OverflowError (x past ~709.78): the log ratio of two levels
+    an ingest accepts reaches ~975 (1e100 against 5e-324), and the ratio is then inf, not an error.
+
+    Args:
+        x: a log value (NaN gives NaN).
+
+    Returns:
+        e^x, or inf.
+    """
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+@functools.lru_cache(maxsize=64)
 def _pooled_span(min_size: int, max_pvalue: float) -> int:
     """The longest span (commits) whose test can take the pooled-samples path: segments of at least
-    `min_size` commits each, and 2 / C(m + n, m) >= max_pvalue (see `SeriesState._test`)."""
-    t = 2 * min_size
-    while 2.0 / math.comb(t, min_size) >= max_pvalue:
-        t += 1
-    return t
+    `min_size` commits each, and 2 / C(m + n, m) >= max_pvalue (see `SeriesState._test`): the first
+    t from 2 x min_size on at which `smallest_p_at_least(min_size, t - min_size, ...)` is false (it
+    only falls as t grows), found by doubling then bisection; at most `_SPAN_CAP`."""
+    lo = 2 * min_size
+    if not smallest_p_at_least(min_size, lo - min_size, max_pvalue):
+        return lo
+    hi = lo
+    while smallest_p_at_least(min_size, hi - min_size, max_pvalue):  # invariant: true at lo, false at hi
+        lo, hi = hi, 2 * hi
+        if hi >= _SPAN_CAP:
+            return _SPAN_CAP
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if smallest_p_at_least(min_size, mid - min_size, max_pvalue):
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 class SeriesState:
@@ -308,7 +391,7 @@ class SeriesState:
         `max_pvalue` (smallest two-sided p = 2 / C(m+n, m)); otherwise on the pooled raw samples."""
         a, b = y[lo:mid], y[mid:hi]
         log_ratio = median(b) - median(a)
-        if 2.0 / math.comb(a.size + b.size, a.size) >= self.k.max_pvalue:
+        if smallest_p_at_least(a.size, b.size, self.k.max_pvalue):
             if lo < self.keep_from:
                 raise NeedFullHistory(f"a pooled test from commit {lo}, before the kept samples ({self.keep_from})")
             off = self.keep_from

@@ -49,6 +49,7 @@ from scipy import stats
 
 from ci.records import Benchmark, Direction, Kind, Outcome, Result
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
+from ci.verdicts.segments import safe_exp
 
 
 class SuspectState(StrEnum):
@@ -483,7 +484,7 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
         confidence = _confidence(sign * (after_log - f.level), f.sigma, k, min(j, settings.window), f.ndiff)
     return Suspect(
         benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
-        before=math.exp(f.level), after=math.exp(after_log), ratio=math.exp(after_log - f.level),
+        before=safe_exp(f.level), after=safe_exp(after_log), ratio=safe_exp(after_log - f.level),
         threshold=math.expm1(f.thr), confidence=confidence, commits_since=k, reason=reason, resolved_sha=resolved,
         index=j,
     )

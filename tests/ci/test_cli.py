@@ -454,3 +454,33 @@ def test_compare_output_cannot_be_forged_by_a_benchmark_name(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 6 and all(line.isprintable() for line in lines), lines  # 3 heading lines, 3 series
     assert any("x\\nregressed  9.999  forged" in line for line in lines)
+
+
+@pytest.mark.timeout(60)  # with multiprocessing.Pool the command waited for the dead worker forever
+def test_dashboard_exits_2_when_a_render_worker_is_killed(tmp_path, asv_dir, capsys, monkeypatch):
+    import multiprocessing
+    import signal
+
+    import dashboard.render as render
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork")
+    root = asv_dir([sha_for(0), sha_for(1)])
+    db = str(tmp_path / "h.sqlite")
+    main(["ingest", "--db", db, str(root)])
+    capsys.readouterr()
+    monkeypatch.setattr(render, "PARALLEL_MIN_PAGES", 1)
+    monkeypatch.setattr(render, "fork_workers", lambda items, least: 2)
+    parent, real = os.getpid(), render._Site.series_page
+
+    def dies(self, s):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(self, s)
+
+    monkeypatch.setattr(render._Site, "series_page", dies)
+    assert main(["dashboard", "--db", db, "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"error: WorkerLost: a forked worker stopped \(killed\? out of memory\?\); "
+                        r"7 series pages not rendered: .+ and 4 more\n", err), err
+    assert multiprocessing.active_children() == []

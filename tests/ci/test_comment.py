@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from pathlib import Path
@@ -157,6 +158,58 @@ def test_contributor_text_is_never_autolinked() -> None:
     assert links == ['<a href="https://example.org/dash/index.html">'], links  # the dashboard link only
     assert "evil.example" in html  # still shown, as text
     assert "<img" not in html
+
+
+# Character references GitHub decodes in plain text before it finds mentions, issue references and
+# links: named (with and without the semicolon; `&commat` without one is not a reference to cmark,
+# but is to a browser reading raw HTML), decimal, hexadecimal, zero-padded, and the pieces of `www.`
+# and `://` spelled as references.
+REFS = ("&commat;octocat", "&commat octocat", "&#64;octocat", "&#x40;octocat", "&#X40;octocat", "&#0064;octocat",
+        "&#64octocat", "team&commat;org", "www&period;evil&period;example", "&#119;ww.evil.example",
+        "https&colon;//evil.example", "https&#58;&#47;&#x2F;evil.example", "&num;123", "&#35;123", "GH&#45;1",
+        "&lt;img src=x&gt;", "&amp;commat;octocat", "a &NewLine;b")
+
+
+def _html_text(html_out: str) -> str:
+    """What a reader of the rendered comment sees as text: the tags' content with references decoded."""
+    return html.unescape(re.sub(r"<[^>]*>", " ", html_out))
+
+
+def test_character_references_in_contributor_text_neither_mention_nor_link() -> None:
+    """`&commat;octocat` in a commit subject rendered as a bare @-mention, `www&period;example&period;com`
+    as link text: GitHub decodes a character reference in plain text before it looks for mentions and
+    links. Every piece of contributor text the comment shows holds every form of reference here; the
+    body is rendered by GitHub's own markdown library, and what a reader sees still reads as written."""
+    try:
+        import cmarkgfm
+        from cmarkgfm.cmark import Options
+    except ImportError:
+        requires(False, "cmarkgfm")
+
+    refs = " ".join(REFS)
+    bench = Benchmark(f"s.B.time_{refs}", (("p", refs),), unit=f"s {refs}")
+    verdicts = [_v("", Outcome.REGRESSED, 1.2, bench=bench),
+                Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan, reason=f"missing on head: {refs}"),
+                Verdict(Benchmark("s.B.time_new", unit=refs), Outcome.UNCHANGED, math.nan, 2.0, math.nan,
+                        reason="new series: no base measurement to compare with")]
+    gate = Verdict(Benchmark("s.C.track_diff", unit="max abs diff", kind=Kind.CORRECTNESS), Outcome.FAILED,
+                   math.nan, 0.5, math.nan, threshold=0.004, reason=f"logits differ: {refs}")
+    ctx = _ctx(base_commit=Commit("a" * 40, subject=refs[:60]), head_commit=Commit("b" * 40, subject=REFS[0]),
+               jobs=Jobs(JobRelation.DIFFERENT, base=refs, head=f"{refs} 2"))
+    body = _render(verdicts, [gate], environment={refs: refs, "gpu": refs},
+                   dashboard_url="https://example.org/dash/index.html", context=ctx)
+    html_out = cmarkgfm.github_flavored_markdown_to_html(body, options=Options.CMARK_OPT_UNSAFE)
+    assert re.findall(r"<a [^>]*>", html_out) == ['<a href="https://example.org/dash/index.html">']
+    assert "<img" not in html_out
+    # GitHub finds mentions, references and links in text outside code (in code, `&#64;` is those characters).
+    prose = _html_text(re.sub(r"<code>.*?</code>", " ", html_out, flags=re.DOTALL))
+    assert not re.search(r"@(?=\w)", prose), re.findall(r".{20}@\w+", prose)  # no mention
+    assert not re.search(r"#\d|GH-\d", prose), re.findall(r".{20}#\d+", prose)  # no issue reference
+    assert not re.search(r"(?i)www\.|://", prose), re.findall(r".{20}(?:www\.|://).{10}", prose)  # no link text
+    shown = _html_text(html_out).replace("\u200b", "")
+    for ref in REFS:  # the contributor's characters, as written, in every place above
+        assert shown.count(ref) >= 9, (ref, shown.count(ref))
+    assert f"“{REFS[0]}”" in shown  # the head commit's subject, whole
 
 
 def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:

@@ -48,6 +48,31 @@ def test_several_steps_in_order() -> None:
     assert [c.outcome for c in cps] == [Outcome.REGRESSED, Outcome.IMPROVED]
 
 
+def test_a_history_past_1030_commits_a_segment_is_judged_not_an_error() -> None:
+    """A step between two segments of ~1,030 commits or more overflowed the merge's exact test
+    (`ci run` and the dashboard exited 2 on such a history); what a push job calls works on 2,100."""
+    series = _series([1.0] * 1050 + [1.1] * 1047 + [1.3] * 3, n=5)
+    assert [(c.commit_sha, c.outcome) for c in change_points(series)] == [("c1050", Outcome.REGRESSED),
+                                                                          ("c2097", Outcome.REGRESSED)]
+    (job,) = newly_detected(series, {series[-1].commit_sha})
+    assert job.commit_sha == "c2097"
+
+
+@pytest.mark.parametrize(("bench", "levels", "expected"), [
+    pytest.param(LAT, (5e-324, 1e100), Outcome.REGRESSED, id="latency-up-1e424"),
+    pytest.param(LAT, (1e100, 5e-324), Outcome.IMPROVED, id="latency-down-1e424"),
+    pytest.param(TPUT, (5e-324, 1e100), Outcome.IMPROVED, id="throughput-up-1e424"),
+])
+def test_levels_far_apart_give_an_infinite_ratio_not_an_overflow(bench, levels, expected) -> None:
+    """Values an ingest accepts (|x| <= 1e100, any positive size) make log ratios of ~975, past
+    math.exp's range (OverflowError before)."""
+    series = [Result(bench, f"c{i:04d}", "h200", (v, v)) for i, v in enumerate([levels[0]] * 20 + [levels[1]] * 20)]
+    (cp,) = change_points(series)
+    assert cp.commit_sha == "c0020" and cp.outcome == expected
+    assert cp.ratio == (np.inf if levels[1] > levels[0] else 0.0)
+    assert [c.commit_sha for c in newly_detected(series[:23], {"c0022"})] == ["c0020"]  # the job that sees it
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_flat_noisy_series_has_no_change_point(seed: int) -> None:
     """Commit-to-commit drift of 2 % (heavier than the in-commit noise) raises nothing."""

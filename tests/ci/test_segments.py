@@ -3,14 +3,25 @@ a state extended commit by commit is exactly the state computed from scratch."""
 
 from __future__ import annotations
 
+import math
 import statistics
+import time
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from ci.verdicts import segments
 from ci.verdicts.history import HistorySettings
-from ci.verdicts.segments import NeedFullHistory, SeriesState, median, medians, mwu_pvalue_auto
+from ci.verdicts.segments import (
+    NeedFullHistory,
+    SeriesState,
+    median,
+    medians,
+    mwu_pvalue_auto,
+    safe_exp,
+    smallest_p_at_least,
+)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -119,3 +130,116 @@ def test_a_stored_state_that_is_not_one_is_refused() -> None:
         SeriesState.from_bytes(data[:-8], knobs)
     with pytest.raises(ValueError):
         SeriesState.from_bytes(data + b"\0" * 8, knobs)
+
+
+def _quotient(m: int, n: int, max_pvalue: float) -> bool:
+    """The detector's test of whether a per-commit test can reach `max_pvalue`, as it was computed up to
+    2026-12-04: the float quotient, which raised OverflowError once C(m + n, m) passed the largest float."""
+    return 2.0 / math.comb(m + n, m) >= max_pvalue
+
+
+def test_the_smallest_p_decides_as_the_quotient_wherever_that_was_a_float() -> None:
+    """Log space gives the quotient's answer on every pair it could compute, at the boundary too
+    (max_pvalue exactly the quotient and one ulp either side), and an answer beyond it."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    pairs = [(m, n) for m in range(0, 40) for n in range(0, 40)]
+    pairs += [(int(m), int(t - m)) for t in rng.integers(40, 1020, 300) for m in [rng.integers(0, t + 1)]]
+    pairs += [(m, 5000 - m) for m in (0, 1, 2, 3, 50, 4950, 4998)]  # long, still a float: C(5000, 50) ~ 1e106
+    for m, n in pairs:
+        q = 2.0 / math.comb(m + n, m)
+        for alpha in (q, math.nextafter(q, 0), math.nextafter(q, 1), 1e-3, 0.05, 1e-300, 5e-324, 0.999):
+            assert smallest_p_at_least(m, n, alpha) == _quotient(m, n, alpha), (m, n, alpha)
+            checked += 1
+    assert checked > 14_000
+    for m, n in ((515, 515), (10_000, 10_000), (3, 10**9)):  # the quotient overflows at the first two
+        assert smallest_p_at_least(m, n, 1e-3) is False
+        assert smallest_p_at_least(m, n, 0.0) is True
+        assert smallest_p_at_least(m, n, math.nan) is False
+    with pytest.raises(OverflowError):
+        _quotient(515, 515, 1e-3)
+
+
+def test_the_pooled_span_is_the_first_span_the_quotient_rules_out() -> None:
+    def linear(min_size: int, max_pvalue: float) -> int:
+        t = 2 * min_size
+        while _quotient(min_size, t - min_size, max_pvalue):
+            t += 1
+        return t
+
+    for min_size in range(2, 12):
+        for alpha in (1e-3, 0.05, 1e-6, 1e-9, 0.5, 2.0 / math.comb(30, min_size)):
+            assert segments._pooled_span(min_size, alpha) == linear(min_size, alpha), (min_size, alpha)
+    t0 = time.perf_counter()
+    assert segments._pooled_span(3, 1e-300) == segments._SPAN_CAP  # ~1e100 commits: longer than any history
+    assert segments._pooled_span(400, 1e-300) == linear(400, 1e-300)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_same_change_points_as_the_quotient_gave_on_series_it_handled(seed: int, monkeypatch) -> None:
+    """Histories of up to 1,000 commits (where the old arithmetic still held: C(1000, 500) ~ 2.7e299)
+    give the same steps, bit for bit, and the same stored state."""
+    for n, window in ((300, 128), (1000, 128), (1000, 2000)):  # window 2000: one window, segments of ~500
+        history = _random_history(seed, n)
+        settings = HistorySettings(window=window)
+        new = SeriesState(settings.knobs)
+        new.extend(history)
+        with monkeypatch.context() as patch:
+            patch.setattr(segments, "smallest_p_at_least", _quotient)
+            old = SeriesState(settings.knobs)
+            old.extend(history)
+        assert new.steps == old.steps, (n, window)
+        assert new.to_bytes() == old.to_bytes(), (n, window)
+
+
+def _long_rows(n: int, steps: dict[int, float], seed: int = 0) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    level = np.ones(n)
+    for at, factor in steps.items():
+        level[at:] *= factor
+    return [f"{seed:02d}{i:038d}" for i in range(n)], level[:, None] * rng.lognormal(0, 0.01, (n, 5))
+
+
+@pytest.mark.parametrize("window", [128, 25_000], ids=["windowed", "one-window"])
+def test_a_20000_commit_series_finds_its_steps(window: int) -> None:
+    """Segments of ~1,030 commits or more made the merge's test overflow (exit 2 for the dashboard and
+    `ci run`). 20,000 commits, steps with thousands of commits on each side and one 3 commits from the end."""
+    settings = HistorySettings(window=window)
+    t0 = time.perf_counter()
+    shas, rows = _long_rows(20_000, {5000: 1.1, 12_000: 0.9, 19_997: 1.2})
+    state = SeriesState(settings.knobs)
+    state.extend_rows(shas, rows, np.median(rows, axis=1))
+    assert [s.index for s in state.steps] == [5000, 12_000, 19_997]
+    assert np.allclose([safe_exp(s.log_ratio) for s in state.steps], [1.1, 0.9, 1.2], rtol=0.02)
+    assert SeriesState.from_bytes(state.to_bytes(), settings.knobs).steps == state.steps
+    flat_shas, flat = _long_rows(20_000, {}, seed=1)
+    quiet = SeriesState(settings.knobs)
+    quiet.extend_rows(flat_shas, flat, np.median(flat, axis=1))
+    assert quiet.steps == []
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_a_20000_commit_series_extended_commit_by_commit_equals_one_computation() -> None:
+    settings = HistorySettings()
+    shas, rows = _long_rows(20_000, {15_000: 1.1})
+    meds = np.median(rows, axis=1)
+    state = SeriesState(settings.knobs)
+    state.extend_rows(shas[:19_990], rows[:19_990], meds[:19_990])
+    for i in range(19_990, 20_000):
+        state = SeriesState.from_bytes(state.to_bytes(), settings.knobs)
+        state.extend_rows(shas[i:i + 1], rows[i:i + 1], meds[i:i + 1])
+    whole = SeriesState(settings.knobs)
+    whole.extend_rows(shas, rows, meds)
+    assert [s.index for s in state.steps] == [15_000]
+    assert state.to_bytes() == whole.to_bytes()
+
+
+def test_levels_1e100_apart_give_an_infinite_ratio_not_an_error() -> None:
+    assert safe_exp(975.0) == math.inf and safe_exp(-975.0) == 0.0 and safe_exp(1.0) == math.exp(1.0)
+    assert math.isnan(safe_exp(math.nan))
+    values = [5e-324] * 20 + [1e100] * 20
+    state = SeriesState(HistorySettings().knobs)
+    state.extend([(f"c{i:03d}", np.array([v, v])) for i, v in enumerate(values)])
+    (step,) = state.steps
+    assert step.index == 20 and step.log_ratio > 900 and safe_exp(step.log_ratio) == math.inf

@@ -50,6 +50,22 @@ def test_a_step_at_the_newest_commit_is_suspected_at_once() -> None:
     assert change_points(rs) == []  # what it covers: the detector cannot see it yet
 
 
+@pytest.mark.parametrize("levels", [(5e-324, 1e100), (1e100, 5e-324)], ids=["up-1e424", "down-1e424"])
+def test_levels_far_apart_are_judged_not_an_overflow(levels: tuple[float, float]) -> None:
+    """A suspect's ratio from log levels ~975 apart (values an ingest accepts) was math.exp's
+    OverflowError; it is inf (or 0) now, and the flags are what they would be for any big step."""
+    rs = [Result(LAT, _sha(i), "h200", (v, v)) for i, v in enumerate([levels[0]] * 20 + [levels[1]] * 2)]
+    flagged = find_suspects(rs)
+    if levels[1] > levels[0]:
+        (s,) = flagged
+        assert s.state == SuspectState.SUSPECTED and s.commit_sha == _sha(20) and s.ratio == math.inf
+        assert s.before == 5e-324 and s.after == pytest.approx(1e100)
+    else:
+        assert flagged == []  # faster: not a suspicion
+    alternating = [Result(LAT, _sha(i), "h200", (levels[i % 2],) * 2) for i in range(30)]
+    assert all(math.isfinite(s.threshold) for s in find_suspects(alternating))
+
+
 def test_confirmed_when_the_detector_finds_the_step() -> None:
     rs = _series([1e-5] * 20 + [1.3e-5] * 3)
     assert [cp.commit_sha for cp in change_points(rs)] == [_sha(20)]

@@ -175,6 +175,17 @@ def test_failed_side_and_nonpositive_values() -> None:
     assert v.outcome == Outcome.INCONCLUSIVE and "non-positive" in v.reason
 
 
+def test_noise_of_1e160_times_the_median_is_judged_not_an_overflow() -> None:
+    """Squaring a relative sigma of ~1e160 (an IQR of 1e100 around a median of 1e-60, values an ingest
+    accepts) raised OverflowError; such a series gets a capped threshold and a verdict."""
+    wild = (1e-60, 1e100, 1e-60, 2e100, 1e-60, 1e-60) * 2
+    (v,) = compare([Result(LAT, "a", "m", wild)], [Result(LAT, "b", "m", (1e-60,) * 12)])
+    assert v.outcome in (Outcome.UNCHANGED, Outcome.INCONCLUSIVE) and v.threshold == VerdictSettings().max_threshold
+    (v,) = compare([Result(LAT, "a", "m", (1e-200, 2e-200, 3e-200, 1e100, 2e100) * 2)],
+                   [Result(LAT, "b", "m", (1e100,) * 10)])
+    assert math.isfinite(v.ratio) and v.ci_high > 1e200
+
+
 def test_pooled_samples_from_several_results() -> None:
     rng = np.random.default_rng(2)
     base = [Result(LAT, "a", "m", _samples(rng, 1.0, 0.01, 3)) for _ in range(4)]

@@ -268,6 +268,37 @@ def test_main_pushes_publish_the_dashboard(wf):
     assert "--since-last" in run and "--dashboard-branch main" in run
 
 
+def _gated(steps: list[dict[str, Any]], upload: dict[str, Any], folder: str) -> None:
+    """`upload` (a step of `steps`) runs only when an earlier step found a whole render in `folder`."""
+    cond = upload.get("if", "")
+    m = re.search(r"steps\.([\w-]+)\.outputs\.complete == 'true'", cond)
+    assert m, f"{upload['name']!r} uploads whatever is there: if {cond!r}"
+    check = next(s for s in steps if s.get("id") == m.group(1))
+    assert f'-f "${{RUNNER_TEMP}}/{folder}/index.html"' in check["run"]
+    assert f'-f "${{RUNNER_TEMP}}/{folder}/.dashboard-manifest.json"' in check["run"]
+    assert 'echo "complete=true" >> "${GITHUB_OUTPUT}"' in check["run"]
+    assert steps.index(check) < steps.index(upload)
+
+
+def test_only_a_whole_render_is_uploaded_and_deployed(wf):
+    """A failed render (out of disk, a store read error, a kill) must not replace the live site: the
+    Pages artifact and the PR dashboard are uploaded only when the folder holds a whole render (the
+    render swaps it in only then), and the deploy job runs only after that upload succeeded, never on
+    `always()` alone (before: upload on `failure()`, deploy on `always()`)."""
+    jobs = wf["jobs"]
+    hist = jobs["history"]
+    run = next(s["run"] for s in hist["steps"] if "-m ci run" in str(s.get("run", "")))
+    assert '--dashboard "${RUNNER_TEMP}/dashboard"' in run
+    pages = next(s for s in hist["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    _gated(hist["steps"], pages, "dashboard")
+    assert hist["outputs"]["dashboard"] == f"${{{{ steps.{pages['id']}.outcome }}}}"
+    deploy = jobs["deploy-dashboard"]["if"]
+    assert "needs.history.outputs.dashboard == 'success'" in deploy and "always()" not in deploy
+    measure = jobs["pr-measure"]["steps"]
+    keep = next(s for s in measure if s.get("with", {}).get("name") == "pr-dashboard")
+    _gated(measure, keep, "pr-dashboard")
+
+
 def test_service_requirements_match_pyproject():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["service"]
     lines = (ROOT / ".github" / "service-requirements.txt").read_text().splitlines()

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
+import signal
+import time
+from typing import Any
 
 import pytest
 
+from ci.forking import WorkerLost
 from ci.records import Benchmark, Commit, Outcome, Result
 from dashboard.model import (
     commit_slug,
@@ -233,3 +239,28 @@ def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) ->
     assert [s.changes for s in parallel.series] == [s.changes for s in serial.series]
     assert parallel.regressions == serial.regressions
     assert sum(len(s.changes) for s in serial.series) >= 2  # the step of series 2 on both machines
+
+
+@pytest.mark.timeout(60)  # multiprocessing.Pool waited for the dead worker's series forever
+def test_a_judging_worker_killed_is_an_error_naming_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dashboard.model as dm
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork: the series are always judged in one process")
+    monkeypatch.setattr(dm, "_PARALLEL_MIN_SERIES", 1)
+    monkeypatch.setattr(dm, "fork_workers", lambda items, least: 2 if items >= least else 1)
+    store = synthetic_store(n_commits=12, n_series=6, machines=2)
+    parent = os.getpid()
+    real = dm._judge
+
+    def dies(bench: Benchmark, machine: str, *args: Any) -> Any:
+        if machine == "runner-1" and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(bench, machine, *args)
+
+    monkeypatch.setattr(dm, "_judge", dies)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerLost, match=r"; \d+ series not judged \(change points, suspicions\): .+ on runner-"):
+        load_snapshot(store)
+    assert time.perf_counter() - t0 < 10
+    assert multiprocessing.active_children() == []

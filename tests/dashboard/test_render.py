@@ -4,13 +4,18 @@ escaped, incremental re-rendering, argument errors."""
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import re
+import signal
+import time
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ci.forking import WorkerLost
 from ci.records import Benchmark, Direction, Kind, Result
 from dashboard import RenderStats, render_site
 from dashboard.data import params_slug, unwrap
@@ -447,3 +452,56 @@ def test_the_site_is_the_projects_and_shows_only_the_pages_its_data_fill(tmp_pat
     assert "commit-link" not in (tmp_path / "commit" / f"{commit_slug(sha)}.html").read_text()
     render_site(foreign, tmp_path, title="Perf")
     assert "<title>Perf</title>" in (tmp_path / "index.html").read_text()
+
+
+def test_a_series_of_2100_commits_renders(tmp_path: Path) -> None:
+    """The change-point merge's exact test overflowed once the segments around a step held ~1,030
+    commits, and the render stopped (exit 2); a 2,100-commit history renders with its steps marked."""
+    store = synthetic_store(n_commits=2100, n_series=3, samples=3)
+    stats = render_site(store, tmp_path / "site")
+    assert stats.commits == 2100 and stats.series == 3
+    snap = load_snapshot(store)
+    stepped = next(s for s in snap.series if s.benchmark == store.benchmark_list[2])
+    assert [c.sha for c in stepped.changes] == [store.commit_list[1050].sha]
+
+
+def _force_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dashboard.model as dm
+    import dashboard.render as render
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork: the pages are always rendered in one process")
+    monkeypatch.setattr(render, "PARALLEL_MIN_PAGES", 1)
+    monkeypatch.setattr(render, "fork_workers", lambda items, least: 2 if items >= least else 1)
+    monkeypatch.setattr(dm, "fork_workers", lambda items, least: 1)  # the judging: in this process here
+
+
+@pytest.mark.timeout(60)  # multiprocessing.Pool waited for the dead worker's pages forever
+def test_a_worker_killed_mid_render_is_an_error_naming_what_it_did_not_render(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OOM killer's SIGKILL of one forked page worker fails the render within seconds, naming
+    the series pages that never came back, and leaves no worker behind (`ci run` renders inside the
+    host's GPU lock: a hang held every other GPU job until the workflow's timeout)."""
+    import dashboard.render as render
+
+    _force_fork(monkeypatch)
+    store = synthetic_store(n_commits=8, n_series=6)
+    victim = store.benchmark_list[3].key
+    parent = os.getpid()
+    real = render._Site.series_page
+
+    def dies(self: Any, s: Any) -> None:
+        if s.benchmark.key == victim and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(self, s)
+
+    monkeypatch.setattr(render._Site, "series_page", dies)
+    t0 = time.perf_counter()
+    said = r"stopped \(killed\? out of memory\?\); \d+ series pages not rendered: "
+    with pytest.raises(WorkerLost, match=said) as got:
+        render_site(store, tmp_path / "site")
+    assert time.perf_counter() - t0 < 10
+    assert f"{victim} on runner-0" in str(got.value) or " more" in str(got.value)
+    assert multiprocessing.active_children() == []
+    monkeypatch.setattr(render._Site, "series_page", real)
+    assert render_site(store, tmp_path / "site").series == 6  # the same render again completes
