@@ -90,7 +90,7 @@ def test_actionlint_catches_script_injection_and_unknown_labels(tmp_path):
     bad.write_text(
         text.replace('echo "python -m ci comment exited ${CODE:-none}"',
                      'echo "${{ github.event.pull_request.title }}"')
-        .replace("[self-hosted, linux, gpu, h200]", "[self-hosted, linux, gpu, a100]", 1)
+        .replace("[self-hosted, linux, gpu, rtx4000ada", "[self-hosted, linux, gpu, a100", 1)
     )
     kinds = {f.get("kind") for f in actionlint(bad, tmp_path)}
     assert "expression" in kinds, kinds  # "github.event.pull_request.title" is potentially untrusted
@@ -193,7 +193,7 @@ def test_the_boundary_check_catches_each_way_of_crossing_it(wf, mutation):
     bad = copy.deepcopy(wf)
     measure, post = bad["jobs"]["pr-measure"], bad["jobs"]["pr-comment"]
     if mutation == "post-on-gpu-host":
-        post["runs-on"] = ["self-hosted", "linux", "gpu", "h200"]
+        post["runs-on"] = wf["jobs"]["history"]["runs-on"]
     elif mutation == "token-in-measure":
         measure["permissions"] = {"contents": "read", "pull-requests": "write"}
     elif mutation == "post-checks-out-head":
