@@ -141,6 +141,11 @@ def _runs_pr_code(job: dict[str, Any]) -> bool:
     return _checks_out_head(job) and any(_RUNS_PR_CODE.search(str(s.get("run", ""))) for s in job.get("steps", []))
 
 
+def _step(job: dict[str, Any], step_id: str) -> dict[str, Any]:
+    """The job's step with that `id`."""
+    return next(s for s in job["steps"] if s.get("id") == step_id)
+
+
 def boundary_violations(wf: dict[str, Any]) -> list[str]:
     """The rules that keep a write token and the GPU host away from PR code, as violations."""
     bad = []
@@ -201,10 +206,10 @@ def test_the_boundary_check_catches_each_way_of_crossing_it(wf, mutation):
     elif mutation == "tag-pin":
         post["steps"][0]["uses"] = "actions/checkout@v4"
     elif mutation == "secret-in-measure":
-        measure["steps"][4]["env"]["TOKEN"] = "${{ secrets.GITHUB_TOKEN }}"
+        _step(measure, "ab")["env"]["TOKEN"] = "${{ secrets.GITHUB_TOKEN }}"
     elif mutation == "host-store-in-measure":
-        measure["steps"][4]["run"] = measure["steps"][4]["run"].replace('"${RUNNER_TEMP}/pr-scratch.sqlite"',
-                                                                        '"${BENCH_DB}"')
+        ab = _step(measure, "ab")
+        ab["run"] = ab["run"].replace('"${RUNNER_TEMP}/pr-scratch.sqlite"', '"${BENCH_DB}"')
     assert boundary_violations(bad), mutation
 
 
@@ -215,13 +220,13 @@ def test_results_cross_over_as_an_artifact_from_a_throwaway_checkout_and_a_scrat
     downloaded = [s["with"]["name"] for s in post["steps"] if str(s.get("uses", "")).startswith(
         "actions/download-artifact")]
     assert downloaded == ["pr-results"] and uploaded["pr-results"] == "${{ env.WORK }}/.asv/results"
-    checkout = measure["steps"][0]
+    checkout = next(s for s in measure["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
     assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"  # the base's code and suite run
     assert checkout["with"]["path"] == "pr-${{ github.run_id }}-${{ github.run_attempt }}"
     assert measure["env"]["WORK"].endswith("/" + checkout["with"]["path"])
     cleanup = next(s for s in measure["steps"] if s.get("name") == "Throw the checkout away")
     assert cleanup["if"] == "always()" and 'rm -rf "${WORK}"' in cleanup["run"]
-    ab = next(s for s in measure["steps"] if s.get("id") == "ab")
+    ab = _step(measure, "ab")
     assert "--pr" in ab["run"] and "--no-resume" in ab["run"] and '--db "${RUNNER_TEMP}/pr-scratch.sqlite"' in ab["run"]
     post_run = next(s for s in post["steps"] if s.get("id") == "post")["run"]
     assert "-m ci ingest" in post_run and "-m ci comment" in post_run and "--pr" in post_run
