@@ -105,6 +105,7 @@ from ci.verdicts import (
     change_points,
     commit_levels,
     compare_commits,
+    group_changes,
     judge_levels,
     state_change_points,
 )
@@ -277,7 +278,7 @@ def _right(cp: Any, s: Series, up: bool) -> bool:
 def open_regressions(cps: Sequence[Any], direction: Direction, threshold: float) -> list[Any]:
     """The REGRESSED change points the dashboard shows open (no acknowledgements): `recovery` is ""."""
     return [cp for i, cp in enumerate(cps)
-            if cp.outcome == Outcome.REGRESSED and recovery(cp.before, cps[i + 1:], direction, threshold) == ""]
+            if cp.outcome == Outcome.REGRESSED and recovery(cp.before, cp.after, cps[i + 1:], direction) == ""]
 
 
 def service_trial(s: Series, k: int, factor: float, *, replay: bool, settings: HistorySettings
@@ -406,6 +407,7 @@ class SeriesOutcome:
     banner: tuple[np.ndarray, np.ndarray] | None = None  # `banner_replay`
     retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
     positions: list[int] = field(default_factory=list)
+    changes: list[Any] = field(default_factory=list)  # the real series' change points (alert groups)
 
 
 def trial_k(seed: int, s: Series, step: float) -> int:
@@ -431,6 +433,7 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
                             chance, asv_boundary_near(asv_steps, k, f > 1.0)))
     out = SeriesOutcome(s.benchmark.key, s.machine, s.judged, s.n, trials, positions=s.positions)
     if real:
+        out.changes = list(cps)
         out.regressed = sum(cp.outcome == Outcome.REGRESSED for cp in cps)
         out.inconclusive = sum(cp.outcome == Outcome.INCONCLUSIVE for cp in cps)
         sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps)
@@ -662,6 +665,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         finally:
             store.close()
     report = summarize(outcomes, steps)
+    report["real"].update(alert_groups(outcomes, series))
     report.update({
         "results_dir": str(results_dir),
         "ingest": ingest.summary(),
@@ -677,6 +681,26 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         "seconds": {"read": t1 - t0, "series": t2 - t1, "pairs": ab.seconds, "total": time.perf_counter() - t0},
     })
     return report
+
+
+def alert_groups(outcomes: Sequence[SeriesOutcome], series: Sequence[Series]) -> dict[str, int]:
+    """The real series' change points as the service reports them (`ci.verdicts.group_changes`, per
+    machine): alerts with a regression (a crowd of series at one commit is one), and the crowds
+    labelled as a change of the recorded environment (not blamed on the commit)."""
+    order: dict[str, list[str]] = {}
+    envs: dict[tuple[str, str], dict[str, str]] = {}
+    for s in series:
+        for r in s.results:
+            envs.setdefault((s.machine, r.commit_sha), dict(r.environment))
+    for machine in {s.machine for s in series}:
+        shas = {sha for (m, sha) in envs if m == machine}
+        position = {sha: p for s in series if s.machine == machine for sha, p in zip(s.shas, s.positions, strict=True)}
+        order[machine] = sorted(shas, key=lambda sha: position.get(sha, -1))
+    groups = group_changes([cp for o in outcomes if o.judged for cp in o.changes], order, envs)
+    return {"alerts": sum(1 for g in groups if g.regressions and not g.environment_change),
+            "alert_crowds": sum(1 for g in groups if g.regressions and g.crowd and not g.environment_change),
+            "environment_groups": sum(1 for g in groups if g.environment_change),
+            "environment_regressions": sum(len(g.regressions) for g in groups if g.environment_change)}
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float:
@@ -715,7 +739,7 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
                 "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
                 "asv_regressions", "retracted")},
         }
-    up = {"any": 0, "regression": 0, "suspicion": 0}
+    up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0}
     total = 0
     by_machine: dict[str, list[SeriesOutcome]] = defaultdict(list)
     for o in outcomes:
@@ -737,6 +761,7 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
         up["any"] += int((regressed | suspected).sum())
         up["regression"] += int(regressed.sum())
         up["suspicion"] += int((suspected & ~regressed).sum())
+        up["suspected"] += int(suspected.sum())
         total += len(cols)
     real["banner_up"], real["banner_commits"] = up, total
     return {"steps": per_step, "real": real}
@@ -797,6 +822,11 @@ def render(report: dict[str, Any]) -> str:
                          f"{per_thousand(j['regressed'], j['commits'])} (open at the newest commit: "
                          f"{per_thousand(j['regressed_open'], j['commits'])})",
                          per_thousand(j["asv_regressions"], j["commits"])))
+            rows.append(("…as alerts (a crowd of 3+ series at one commit is one alert), per 1,000 commit-series",
+                         f"{per_thousand(real.get('alerts', 0), j['commits'])} ({real.get('alert_crowds', 0)} "
+                         f"crowds; {real.get('environment_groups', 0)} groups of "
+                         f"{real.get('environment_regressions', 0)} regressions at a recorded environment change, "
+                         "not counted)", "—"))
             rows.append(("suspicions raised per 1,000 commit-series; share later confirmed",
                          f"{per_thousand(j['suspicions'], j['commits'])}; "
                          f"{_pct(j['confirmed'], j['confirmed'] + j['withdrawn'])}", "—"))
@@ -805,6 +835,8 @@ def render(report: dict[str, Any]) -> str:
                 rows.append(("commits with the overview banner up",
                              f"{_pct(up['any'], n)} (an open regression: {_pct(up['regression'], n)}; "
                              f"suspicions only: {_pct(up['suspicion'], n)})", "—"))
+                rows.append(("…with an open suspicion (the banner's \"suspected\" line)",
+                             _pct(up.get("suspected", 0), n), "—"))
     if real_too and report["pairs"]["pairs"]:
         ab = report["pairs"]
         rows.append(("adjacent real commit pairs, cross-job A/B: pairs with a \"regressed\" verdict",

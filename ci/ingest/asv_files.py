@@ -36,6 +36,7 @@ RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version
 SIDECAR_PREFIX = "gpu-env-"
 SIDECAR_MACHINE_KEYS = ("gpu", "driver", "cuda", "torch", "triton")
+SIDECAR_STACK_KEYS = ("driver", "cuda", "torch", "triton")  # also recorded per run (`with_sidecar`)
 # What a read sidecar puts into a run's environment. JOB_KEY (the runner's marker of the asv call
 # that wrote the run's file) is never a plain key of the file: `read_gpu_sidecar` sets it only from
 # a call record whose digest matches the result file (`SIDECAR_CALLS_KEY`).
@@ -335,7 +336,10 @@ def iter_result_files(results_dir: str | Path) -> Iterator[Path]:
 
 
 def with_sidecar(run: ParsedRun, sidecar: dict[str, str]) -> ParsedRun:
-    """The run with the GPU sidecar's non-machine keys (clocks, temperature, ...) in its environment.
+    """The run with the GPU sidecar's non-machine keys (clocks, temperature, ...) and its software
+    stack (driver, CUDA, torch, triton: `SIDECAR_STACK_KEYS`) in its environment: the stack is the
+    host's environment at the time of the run, and its changes are what an alert group is labelled
+    with (`ci.verdicts.groups`); the machine row keeps only the newest.
 
     Args:
         run: a parsed run.
@@ -344,7 +348,7 @@ def with_sidecar(run: ParsedRun, sidecar: dict[str, str]) -> ParsedRun:
     Returns:
         A new ParsedRun (the same one when the sidecar adds nothing).
     """
-    extra = {k: sidecar[k] for k in SIDECAR_ENV_KEYS if k in sidecar}
+    extra = {k: sidecar[k] for k in (*SIDECAR_ENV_KEYS, *SIDECAR_STACK_KEYS) if k in sidecar}
     if not extra:
         return run
     return replace(run, environment=tuple(sorted({**dict(run.environment), **extra}.items())))

@@ -462,6 +462,8 @@ def _parse(
     env: dict[str, str] = {"env_name": env_name}
     if isinstance(data.get("python"), str):
         env["python"] = data["python"]
+    if isinstance(params.get("os"), str) and params["os"]:
+        env["os"] = params["os"]  # the kernel version is the host's environment (`ci.store.hosts`)
     requirements = data.get("requirements")
     if isinstance(requirements, dict):
         env.update({f"req:{k}": str(v) for k, v in requirements.items()})

@@ -15,6 +15,7 @@ No store, no torch.
 
 from ci.verdicts.ab import VerdictSettings, compare, spread_for, spreads, worse
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
+from ci.verdicts.groups import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import (
     ChangePoint,
     HistorySettings,
@@ -50,6 +51,7 @@ from ci.verdicts.suspects import (
 )
 
 __all__ = [
+    "AlertGroup",
     "MAX_ABS_DIFF_LIMIT",
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
@@ -72,7 +74,9 @@ __all__ = [
     "correctness_gates",
     "detect_all",
     "exit_code",
+    "environment_changes",
     "find_suspects",
+    "group_changes",
     "job_relation",
     "judge_levels",
     "machine_keys",

@@ -36,7 +36,8 @@ from scipy import special, stats
 
 # Bumped whenever the detector's results or the state's layout change: stored states of another
 # version are ignored (recomputed), never read.
-ALGORITHM = "windowed-pelt-2"  # 2: a step on a commit still at the old level is not one (2026-12-02)
+# 3: steps judged within `span` commits of them, excursions that revert not reported (2026-12-05).
+ALGORITHM = "windowed-pelt-3"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -154,6 +155,8 @@ class Knobs:
     max_pvalue: float
     min_points: int
     window: int
+    span: int = 0  # commits each side of a step that its test reads (0: up to the neighbouring steps)
+    revert: int = 0  # a step undone within this many commits is an excursion, not reported (0: off)
 
 
 def log_comb(n: int, k: int) -> float:
@@ -428,11 +431,16 @@ class SeriesState:
         sigma = robust_sigma(y)
         min_log = math.log1p(max(k.floor, k.noise_k * sigma))
         bkps = list(bkps)
+        span = k.span or n
         while True:
             bounds = [0, *bkps, n]
             tested = []
             for i in range(len(bkps)):
-                key = (bounds[i], bounds[i + 1], bounds[i + 2])
+                # A step is judged where it happened: against at most `span` commits each side, never
+                # against ever wider segments once its neighbours are gone (on a real history a +10%
+                # step passed at 1.09, then read 1.047 against a 390-commit segment and was dropped).
+                mid = bounds[i + 1]
+                key = (max(bounds[i], mid - span), mid, min(bounds[i + 2], mid + span))
                 got = used.get(key) or self.memo.get(key)
                 if got is None:
                     got = self._test(y, *key)
@@ -447,11 +455,21 @@ class SeriesState:
         # A misplaced step still bounds its neighbours' segments (removing it would put its commits
         # at the new level into the segment before it and weaken that step's test), but is not reported.
         steps = [
-            Step(b, median(self.values[bounds[j]:b]), median(self.values[b:bounds[j + 2]]), lr, p)
+            Step(b, median(self.values[max(bounds[j], b - span):b]),
+                 median(self.values[b:min(bounds[j + 2], b + span)]), lr, p)
             for j, (b, (lr, p)) in enumerate(zip(bkps, tested, strict=True))
         ]
-        return [s for j, s in enumerate(steps) if not self._misplaced(y, bounds[j], s.index, bounds[j + 2], s.before,
-                                                                      s.after)]
+        shown = [not self._misplaced(y, bounds[j], s.index, bounds[j + 2], s.before, s.after)
+                 for j, s in enumerate(steps)]
+        if k.revert:
+            # An excursion: a step undone (the level back at least half way) within `revert` commits is
+            # noise of the runner, not a change of the code; neither step is reported.
+            for j in range(len(steps) - 1):
+                a, b = steps[j], steps[j + 1]
+                if (b.index - a.index <= k.revert and a.log_ratio * b.log_ratio < 0
+                        and abs(math.log(b.after / a.before)) <= abs(a.log_ratio) / 2):
+                    shown[j] = shown[j + 1] = False
+        return [s for s, keep in zip(steps, shown, strict=True) if keep]
 
     # ---- storage
 

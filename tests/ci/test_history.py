@@ -382,3 +382,32 @@ def test_a_step_is_only_ever_reported_at_a_commit_where_the_level_changed() -> N
         changed = {i for i in range(1, len(levels)) if levels[i] != levels[i - 1]}
         for cp in change_points(_series(levels, noise=0.004, seed=seed)):
             assert cp.index in changed, (seed, cp.index, sorted(changed), len(levels))
+
+
+def test_an_excursion_of_a_few_commits_is_not_a_regression() -> None:
+    """Two or three commits out and back (a runner's bad hour) are not reported as a step up and a
+    step down, and a step that stays is; with `revert=0` the excursion's steps are both reported."""
+    for width in (3,):
+        levels = [1.0] * 40 + [1.3] * width + [1.0] * 40
+        assert change_points(_series(levels)) == [], width
+        both = change_points(_series(levels), settings=HistorySettings(revert=0))
+        assert [c.outcome for c in both] == [Outcome.REGRESSED, Outcome.IMPROVED]
+    (cp,) = change_points(_series([1.0] * 40 + [1.3] * 6 + [1.3] * 34))
+    assert cp.commit_sha == "c0040" and cp.outcome == Outcome.REGRESSED
+
+
+def test_a_step_is_judged_against_the_levels_beside_it() -> None:
+    """A +8% step after a long slow drift: against all 400 commits before it the drift dilutes its
+    test; against the `span` commits beside it, it stands."""
+    rng = np.random.default_rng(7)
+    drift = list(np.exp(np.linspace(0.0, -0.08, 400)))
+    levels = drift + [drift[-1] * 1.08] * 60
+    series = _series(levels, noise=0.005, seed=int(rng.integers(1 << 30)))
+    local = [c for c in change_points(series) if c.outcome == Outcome.REGRESSED]
+    # against the whole drift before it the same step read 1.065 (and 2 steps of the drift were reported)
+    assert [c.commit_sha for c in local] == ["c0400"] and local[0].ratio == pytest.approx(1.08, rel=0.007)
+    assert not [c for c in change_points(series) if c.outcome == Outcome.IMPROVED]
+    with pytest.raises(ValueError, match="span"):
+        HistorySettings(span=2)
+    with pytest.raises(ValueError, match="revert"):
+        HistorySettings(revert=-1)

@@ -161,15 +161,15 @@ def _banner(b: Chromium) -> dict[str, object]:
 
 def test_flags_suspected_at_once_then_confirmed_or_withdrawn(tmp_path: Path, browser: Chromium) -> None:
     browser.resize(1400, 1000)
-    # The newest commit is 30% slower on one series: suspected at once, the banner counts it.
-    store = _flag_store([1.3])
+    # The two newest commits are 30% slower on one series: suspected at once, the banner counts it.
+    store = _flag_store([1.3, 1.0])
     render_site(store, tmp_path / "a")
     browser.open((tmp_path / "a" / "index.html").as_uri())
     got = _banner(browser)
     assert got["title"] == "No confirmed regressions · 1 suspected" and got["cls"] == "banner warn", got
     (row,) = got["suspected"]
-    assert "suspected" in row and "+30" in row and ">99.9%" in row and store.commit_list[-1].sha[:10] in row
-    assert "can judge it after 2 more commits" in row
+    assert "suspected" in row and "+29.8%" in row and ">99.9%" in row and store.commit_list[30].sha[:10] in row
+    assert "can judge it after 1 more commit" in row
     # Two more slow commits: the change-point detector confirms it; an open regression, listed as confirmed.
     store = _flag_store([1.3, 1.0, 1.0])
     render_site(store, tmp_path / "b")
@@ -178,14 +178,14 @@ def test_flags_suspected_at_once_then_confirmed_or_withdrawn(tmp_path: Path, bro
     assert got["title"].startswith("1 open regression") and not got["suspected"], got
     assert any("confirmed" in r and store.commit_list[30].sha[:10] in r for r in got["resolved"]), got
     assert store.commit_list[30].sha[:10] in browser.evaluate("document.querySelector('table.regs').innerText")
-    # A one-commit excursion: the next commit is back, the suspicion is withdrawn, visibly.
-    store = _flag_store([1.3, 1 / 1.3])
+    # A two-commit excursion: the commits after it are back, the suspicion is withdrawn, visibly.
+    store = _flag_store([1.3, 1.0, 1 / 1.3, 1.0])
     render_site(store, tmp_path / "c")
     browser.open((tmp_path / "c" / "index.html").as_uri())
     got = _banner(browser)
     assert got["title"] == "No open regressions" and not got["suspected"], got
     (row,) = got["resolved"]
-    assert "withdrawn" in row and f"came back at {store.commit_list[31].sha[:10]}" in row
+    assert "withdrawn" in row and f"came back at {store.commit_list[33].sha[:10]}" in row
     browser.open((tmp_path / "c" / "regressions.html").as_uri())
     assert "withdrawn" in browser.evaluate("document.getElementById('resolved').nextElementSibling.innerText")
 

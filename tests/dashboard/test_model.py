@@ -264,3 +264,21 @@ def test_a_judging_worker_killed_is_an_error_naming_its_series(monkeypatch: pyte
         load_snapshot(store)
     assert time.perf_counter() - t0 < 10
     assert multiprocessing.active_children() == []
+
+
+def test_a_regression_is_fixed_only_when_its_level_returns() -> None:
+    """A later step that leaves the level up (half way back, or a further regression) fixes nothing,
+    however noisy the series; back three quarters of the way or more, it is fixed."""
+    from types import SimpleNamespace as At
+
+    from ci.records import Direction
+    from dashboard.model import recovery
+
+    up = (1.0, 1.2)  # a +20% regression
+    for direction, before, after, later in ((Direction.LOWER, *up, 1.1), (Direction.HIGHER, 1.2, 1.0, 1.1)):
+        assert recovery(before, after, [At(after=later, commit_sha="half")], direction) == ""
+    assert recovery(*up, [At(after=1.3, commit_sha="worse"), At(after=1.04, commit_sha="back")],
+                    Direction.LOWER) == "back"
+    assert recovery(*up, [At(after=0.9, commit_sha="below")], Direction.LOWER) == "below"
+    assert recovery(1.2, 1.0, [At(after=1.19, commit_sha="back")], Direction.HIGHER) == "back"
+    assert recovery(*up, [At(after=1.1, commit_sha="half")], Direction.UNKNOWN) == ""

@@ -394,7 +394,7 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
         tmp_path: Path) -> None:
     """The suspicions and thresholds a re-render judges from the previous render's tracks (only the
     new commits' windows) give the site of a render from scratch, byte for byte, after each commit:
-    a one-commit excursion suspected, then withdrawn when the level comes back (and, as the later
+    a two-commit excursion suspected, then withdrawn when the level comes back (and, as the later
     commits move its median, open again and withdrawn again); a step suspected, then confirmed by
     the change point two commits later."""
     import ci.verdicts.suspects as suspects
@@ -417,7 +417,7 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
 
     try:
         render_site(store, site)
-        steps = (1.5, 1 / 1.5, 1.0, 1.6, 1.0, 1.0)
+        steps = (1.5, 1.0, 1 / 1.5, 1.0, 1.6, 1.0, 1.0, 1.0)
         shas: list[str] = []
         states: list[set[tuple[int, str]]] = []
         for step, slower in enumerate(steps):
@@ -428,7 +428,8 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
             with pytest.MonkeyPatch.context() as m:
                 m.setattr(suspects, "_windows", windows)
                 render_site(store, site)
-            assert windowed and max(windowed) <= SuspectSettings().window + 3, step  # the new commit's windows only
+            # the new commit's windows only (and those of the `hold` commits before it)
+            assert windowed and max(windowed) <= SuspectSettings().window + SuspectSettings().hold + 2, step
             with to_sqlite(mem, str(tmp_path / f"fresh-{step}.sqlite")) as fresh:
                 render_site(fresh, tmp_path / f"scratch-{step}")
             kept, scratch = files(site), files(tmp_path / f"scratch-{step}")
@@ -437,9 +438,10 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
             snap = load_snapshot(store)
             states.append({(shas.index(x.commit_sha), x.state.value) for s in snap.series for x in s.suspects
                            if x.commit_sha in shas})
-        assert (0, "suspected") in states[0] and (0, "withdrawn") in states[1]  # withdrawn: the level came back
+        assert states[0] == set()  # one commit past the threshold: not suspected until a second holds it
+        assert (0, "suspected") in states[1] and (0, "withdrawn") in states[3]  # withdrawn: the level came back
         assert (0, "suspected") in states[4] and (0, "withdrawn") in states[5]  # open again, withdrawn again
-        assert (3, "suspected") in states[3] and (3, "confirmed") in states[5]  # a step, confirmed two commits on
+        assert (4, "suspected") in states[5] and (4, "confirmed") in states[6]  # a step, confirmed two commits on
     finally:
         store.close()
 
