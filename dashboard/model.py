@@ -42,6 +42,7 @@ from ci.records import is_worse as records_is_worse
 from ci.verdicts import (
     MAX_ABS_DIFF_LIMIT,
     TOP1_AGREEMENT_LIMIT,
+    AlertGroup,
     ChangePoint,
     Suspect,
     SuspectState,
@@ -49,6 +50,8 @@ from ci.verdicts import (
     change_points,
     commit_levels,
     detect_all,
+    expire,
+    group_changes,
     judge_levels,
 )
 
@@ -100,10 +103,13 @@ class Regression:
     reason: str = ""
     ack: Acknowledgement | None = None
     fixed_by: str = ""  # a later change point that brought the level back (change points only)
+    # A change point in a crowd of series stepping where the runs' recorded environment changed
+    # (`ci.verdicts.AlertGroup.environment_change`): what changed; not blamed on the commit.
+    environment: str = ""
 
     @property
     def is_open(self) -> bool:
-        return self.ack is None and not self.fixed_by
+        return self.ack is None and not self.fixed_by and not self.environment
 
 
 @dataclass(frozen=True)
@@ -223,6 +229,9 @@ class Snapshot:
     # Each series' suspicion test as this snapshot left it (`ci.verdicts.SuspectTrack`, by
     # `track_name`), for the next render.
     tracks: dict[str, SuspectTrack] = field(default_factory=dict, repr=False, compare=False)
+    # The crowds of change points: many series stepping at one commit of a machine, one alert each
+    # (`ci.verdicts.group_changes`), newest first.
+    groups: list[AlertGroup] = field(default_factory=list)
 
     def recent(self, sha: str) -> bool:
         """Whether `sha` is among the RECENT_COMMITS newest commits."""
@@ -804,7 +813,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    kept_tracks = _add_history_verdicts(series, raw, acks, regressions, stored, tracks)
+    kept_tracks, groups = _add_history_verdicts(series, raw, acks, regressions, stored, tracks,
+                                                _runs_order(environments, position))
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -822,7 +832,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
                     environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
-                    columns=kept, tracks=kept_tracks)
+                    columns=kept, tracks=kept_tracks, groups=groups)
 
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
@@ -911,12 +921,30 @@ def track_name(benchmark_key: str, machine: str) -> str:
     return f"{benchmark_key}\0{machine}"
 
 
+def _runs_order(environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]],
+                position: dict[str, int]) -> tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]]:
+    """Each machine's measured commits in history order, and the environment its run recorded at
+    each (the first run's, where a commit has several): what alert groups are read against."""
+    order: dict[str, list[str]] = defaultdict(list)
+    envs: dict[tuple[str, str], dict[str, str]] = {}
+    for sha in sorted(environments, key=position.__getitem__):
+        for machine, _run in environments[sha]:
+            if (machine, sha) not in envs:
+                order[machine].append(sha)
+                envs[(machine, sha)] = dict(environments[sha][(machine, _run)])
+    return dict(order), envs
+
+
 def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
                           acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression],
                           stored: dict[tuple[str, str], list[ChangePoint]] | None = None,
-                          tracks: dict[str, SuspectTrack] | None = None) -> dict[str, SuspectTrack]:
+                          tracks: dict[str, SuspectTrack] | None = None,
+                          runs: tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]] | None = None,
+                          ) -> tuple[dict[str, SuspectTrack], list[AlertGroup]]:
     """Each series' change marks, suspicions and thresholds, and the change-point regressions;
-    returns the series' suspicion tracks for the next snapshot."""
+    returns the series' suspicion tracks for the next snapshot and the crowds of change points
+    (`ci.verdicts.group_changes` over `runs`: each machine's commits and their environments), whose
+    members at a change of the recorded environment are labelled with it instead of left open."""
     tracks = tracks or {}
     inputs = {}
     for s in series:
@@ -928,12 +956,21 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
             inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
                            None if stored is None else stored.get(key, []), tracks.get(track_name(*key)))
     found = _judge_all(inputs)
+    order, envs = runs if runs is not None else ({}, {})
+    groups = [g for g in group_changes([cp for key in found for cp in found[key][0]], order, envs if runs else None)
+              if g.crowd]
+    changed = {(cp.benchmark.key, cp.machine, cp.commit_sha): "; ".join(g.environment)
+               for g in groups if g.environment_change for cp in g.members}
     kept: dict[str, SuspectTrack] = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
         if key not in found:
             continue
         cps, s.suspects, thr, kept[track_name(*key)] = found[key]
+        machine_commits = order.get(s.machine, [])
+        if s.suspects and s.shas and s.shas[-1] in machine_commits:
+            # A series that stopped reporting: its open suspicions expire, listed, never open for years.
+            s.suspects = expire(s.suspects, s.shas[-1], machine_commits[machine_commits.index(s.shas[-1]) + 1:])
         s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
         s.threshold = thr[-1]
         for i, cp in enumerate(cps):
@@ -943,8 +980,9 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
-                    fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction)))
-    return kept
+                    fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction),
+                    environment=changed.get((s.benchmark.key, s.machine, cp.commit_sha), "")))
+    return kept, groups
 
 
 def recovery(before: float, after: float, later: Sequence[Any], direction: Direction) -> str:

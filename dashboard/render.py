@@ -44,7 +44,7 @@ from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
 from ci.records import Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
-from ci.verdicts import Suspect, SuspectState, SuspectTrack
+from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
@@ -256,6 +256,17 @@ class _Site:
             "resolved_href": self.commit_href(x.resolved_sha, depth) if x.resolved_sha else "",
         }
 
+    def group_row(self, g: AlertGroup) -> dict[str, Any]:
+        """A crowd of series stepping at one commit: one alert (overview)."""
+        c = self.commit_by_sha.get(g.commit_sha)
+        movers = [{"name": cp.benchmark.name, "params": cp.benchmark.params_label, "change": fmt.fmt_change(cp.ratio),
+                   "outcome": cp.outcome.value, "href": self.series_href(cp.benchmark.key, cp.machine, 0)}
+                  for cp in g.members[:3]]
+        return {"headline": g.headline().split(":", 1)[0], "environment": "; ".join(g.environment),
+                "labelled": g.environment_change, "machine": self.ml(g.machine), "gpu": self.gpu_of.get(g.machine, ""),
+                "sha": g.commit_sha[:10], "commit_href": self.commit_href(g.commit_sha, 0),
+                "subject": c.subject if c else "", "movers": movers, "more": len(g.members) - len(movers)}
+
     def not_reporting_row(self, x: NotReporting) -> dict[str, Any]:
         """A series failing, or no longer reporting, at its machine's newest commit (overview)."""
         c = self.commit_by_sha.get(x.since)
@@ -282,7 +293,8 @@ class _Site:
                 out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} "
                                                 f"({fmt.fmt_change(reg.ratio)}): {reg.reason}"))
         for x in s.suspects:
-            kind = {SuspectState.SUSPECTED: "suspect", SuspectState.WITHDRAWN: "withdrawn"}.get(x.state, "confirmed")
+            kind = {SuspectState.SUSPECTED: "suspect", SuspectState.WITHDRAWN: "withdrawn",
+                    SuspectState.EXPIRED: "withdrawn"}.get(x.state, "confirmed")
             out.append(Mark(x.commit_sha, kind, f"{x.state.value} regression at {x.commit_sha[:8]} "
                                                 f"({fmt.fmt_change(x.ratio)}, {fmt.fmt_percent(x.confidence)} sure "
                                                 f"when flagged): {x.reason}"))
@@ -326,7 +338,9 @@ class _Site:
             by_name[m.machine_name].append(self.ml(m.name))
         several = [(name, labels) for name, labels in sorted(by_name.items()) if len(labels) > 1]
         failing, stopped = snap.not_reporting()
+        groups = [self.group_row(g) for g in snap.groups[:BANNER_LIMIT]]
         ctx = {
+            "groups": groups, "n_groups": len(snap.groups),
             "page": "overview", "suites": sorted(suites.items()), "several": several,
             "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
             "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),

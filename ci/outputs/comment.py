@@ -51,7 +51,17 @@ from ci.records import (
     Verdict,
     machine_labels,
 )
-from ci.verdicts import Comparison, JobRelation, Jobs, Spread, VerdictSettings, spread_for, spreads, worse
+from ci.verdicts import (
+    Comparison,
+    JobRelation,
+    Jobs,
+    Spread,
+    VerdictSettings,
+    environment_changes,
+    spread_for,
+    spreads,
+    worse,
+)
 
 # The bot finds its previous comment by this marker (`ci.outputs.github.post_sticky_comment`): it
 # stays the same whatever the project, or the bot would post a second comment instead of updating.
@@ -94,6 +104,8 @@ class CommentContext:
             correctness results says so.
         problem: why the comparison decides nothing (`ci.verdicts.Comparison.problem`: a side with
             not one measured point); it replaces the headline's verdict.
+        environment_changes: what the runs' recorded environments of base and head differ in
+            (`ci.verdicts.environment_changes`): every change below may be the environment's.
         machine_labels: machine key -> what a reader is shown (`ci.records.machine_labels`): where
             the verdicts span several machines (environments of one asv machine), each row names its own.
     """
@@ -111,6 +123,7 @@ class CommentContext:
     correctness_expected: bool = False
     machine_labels: Mapping[str, str] = field(default_factory=dict)
     problem: str = ""
+    environment_changes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("commit_url", "job_url"):
@@ -543,7 +556,12 @@ def render_comment(
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
-        out += ["", _job_line(ctx, n["withheld"]), "", _legend(ctx.settings, n_tested)]
+        out += ["", _job_line(ctx, n["withheld"])]
+        if ctx.environment_changes:
+            out += ["", "**⚠️ Base and head ran in different environments:** "
+                    + "; ".join(_text(c) for c in ctx.environment_changes)
+                    + ". Any change below may be the environment's, not the code's."]
+        out += ["", _legend(ctx.settings, n_tested)]
         out += ["", "| Outcome | Series |", "|---|---|"]
         out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
         if not all_gates and ctx.correctness_expected:
@@ -646,7 +664,22 @@ def comment_context(
         cpu_only=not environment.get("gpu"), settings=settings or VerdictSettings(), project=project,
         correctness_expected=any(b.kind == Kind.CORRECTNESS for b in store.benchmarks()),
         machine_labels=machine_labels(store.machines()), problem=comparison.problem or "",
+        environment_changes=_environment_changes(comparison),
     )  # fmt: skip
+
+
+def _environment_changes(comparison: Comparison) -> tuple[str, ...]:
+    """What base's and head's runs recorded differently, per machine compared (its name first
+    where several were)."""
+    out: list[str] = []
+    machines = sorted({r.machine for r in comparison.head})
+    for m in machines:
+        b = next((dict(r.environment) for r in comparison.base if r.machine == m and r.environment), None)
+        h = next((dict(r.environment) for r in comparison.head if r.machine == m and r.environment), None)
+        if b is not None and h is not None:
+            prefix = f"{m}: " if len(machines) > 1 else ""
+            out += [prefix + c for c in environment_changes(b, h)]
+    return tuple(out)
 
 
 def comment_environment(store: StoreReader, machine: str | Sequence[str], head_results: Sequence[Result]

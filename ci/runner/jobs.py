@@ -62,7 +62,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         A RunOutcome.
     """
     from ci.store import Store
-    from ci.verdicts import machine_keys, newly_detected
+    from ci.verdicts import group_changes, machine_keys, newly_detected
 
     commits = list(commits)
     ensure_machine(cfg)
@@ -88,11 +88,19 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     failed = [v for v in gates if v.outcome == Outcome.FAILED]
     for v in failed:
         say(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})")
-    for cp in steps:
-        say(f"regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} (p={cp.p_value:.2g})")
+    # Many series stepping at one commit are one alert; where the runs' recorded environment changed
+    # there, the environment moved them, not the commit: reported, and not the job's failure.
+    groups = group_changes(steps, *history_runs(history))
+    blamed = [cp for g in groups if not g.environment_change for cp in g.members]
+    for g in groups:
+        if g.crowd:
+            say(("environment change: " if g.environment_change else "alert: ") + g.headline())
+        for cp in g.members:
+            say(f"{'  ' if g.crowd else ''}regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} "
+                f"(p={cp.p_value:.2g})")
     for why in empty:
         say(f"error: {why}")
-    code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or steps else EXIT_OK
+    code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or blamed else EXIT_OK
     return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
                       notes=notes + tuple(f"error: {why}" for why in empty))  # fmt: skip
 
@@ -134,6 +142,18 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         dash = render_dashboard(cfg, store)
     return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,
                       comment, url, notes, comparison)  # fmt: skip
+
+
+def history_runs(history: Sequence[Any]) -> tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]]:
+    """Each machine's commits in a history (results in history order) and the environment its run
+    recorded at each: what `ci.verdicts.group_changes` reads a crowd against."""
+    order: dict[str, list[str]] = {}
+    envs: dict[tuple[str, str], dict[str, str]] = {}
+    for r in history:
+        if (r.machine, r.commit_sha) not in envs:
+            order.setdefault(r.machine, []).append(r.commit_sha)
+            envs[(r.machine, r.commit_sha)] = dict(r.environment)
+    return order, envs
 
 
 def _not_measured(store: Any, sha: str, machine: str) -> str | None:

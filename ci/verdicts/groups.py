@@ -36,7 +36,7 @@ class AlertGroup:
         commit_sha: the commit most of them step at (the earliest of a tie).
         members: the change points, biggest step first (its top movers).
         environment: what the runs recorded as changed at that commit against the commit before it
-            ("python: 3.11 -> 3.12", "os: Linux 6.8.0-49 -> Linux 6.8.0-51", ...); empty when
+            ("python: 3.11 → 3.12", "os: Linux 6.8.0-49 → Linux 6.8.0-51", ...); empty when
             nothing recorded changed.
     """
 
@@ -82,10 +82,10 @@ def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> 
         after: the later run's.
 
     Returns:
-        "key: old -> new" per changed key, sorted ("(none)" for a key one side lacks).
+        "key: old → new" per changed key, sorted ("(none)" for a key one side lacks).
     """
     keys = sorted((before.keys() | after.keys()) - VOLATILE_KEYS)
-    return tuple(f"{k}: {before.get(k, '(none)')} -> {after.get(k, '(none)')}"
+    return tuple(f"{k}: {before.get(k, '(none)')} → {after.get(k, '(none)')}"
                  for k in keys if before.get(k) != after.get(k))
 
 

@@ -59,6 +59,7 @@ class SuspectState(StrEnum):
     SUSPECTED = "suspected"  # open: the detector cannot judge it yet
     CONFIRMED = "confirmed"  # the change-point detector found the step
     WITHDRAWN = "withdrawn"  # not confirmed: the level came back, or the detector saw no step
+    EXPIRED = "expired"  # unresolved: the series stopped reporting before anything could decide it
 
 
 @dataclass(frozen=True)
@@ -501,6 +502,29 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
         threshold=math.expm1(f.thr), confidence=confidence, commits_since=k, reason=reason, resolved_sha=resolved,
         index=j,
     )
+
+
+def expire(suspects: Sequence[Suspect], last_sha: str, later: Sequence[str],
+           settings: SuspectSettings | None = None) -> list[Suspect]:
+    """Suspicions still open on a series that stopped reporting, expired: once its machine has
+    measured `confirm_within` commits without a result of the series, nothing will decide them
+    (without this, "can judge it after 1 more commit", years later).
+
+    Args:
+        suspects: one series' suspicions (`judge_levels`).
+        last_sha: the series' last commit with a result.
+        later: the commits its machine measured after `last_sha`, oldest first.
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        The suspicions, those open now EXPIRED (resolved at the commit that expired them).
+    """
+    settings = settings or SuspectSettings()
+    if len(later) < settings.confirm_within:
+        return list(suspects)
+    why = f"unresolved: no data since {last_sha[:10]} ({len(later)} commits of the machine since)"
+    return [replace(x, state=SuspectState.EXPIRED, resolved_sha=later[settings.confirm_within - 1], reason=why)
+            if x.state == SuspectState.SUSPECTED else x for x in suspects]
 
 
 def find_suspects(

@@ -34,8 +34,8 @@ def test_a_crowd_where_the_recorded_environment_changed_is_labelled_not_blamed()
     envs = {("m", "c4"): {"python": "3.11", "sm_clock_mhz": "1980", "os": "Linux 6.8.0-49"},
             ("m", "c5"): {"python": "3.12", "sm_clock_mhz": "345", "os": "Linux 6.8.0-49"}}
     (g,) = group_changes(cps, ORDER, envs)
-    assert g.environment == ("python: 3.11 -> 3.12",) and g.environment_change  # clocks are not the environment
-    assert g.headline().endswith(": the environment changed: python: 3.11 -> 3.12")
+    assert g.environment == ("python: 3.11 → 3.12",) and g.environment_change  # clocks are not the environment
+    assert g.headline().endswith(": the environment changed: python: 3.11 → 3.12")
     (same,) = group_changes(cps, ORDER, {("m", "c4"): envs[("m", "c5")], ("m", "c5"): envs[("m", "c5")]})
     assert not same.environment_change
     (lone,) = group_changes(cps[:1], ORDER, envs)
@@ -44,5 +44,55 @@ def test_a_crowd_where_the_recorded_environment_changed_is_labelled_not_blamed()
 
 def test_environment_changes_name_each_key() -> None:
     assert environment_changes({"a": "1", "job": "x/1"}, {"a": "2", "b": "3", "job": "y/2"}) == (
-        "a: 1 -> 2", "b: (none) -> 3")
+        "a: 1 → 2", "b: (none) → 3")
     assert isinstance(group_changes([], ORDER), list) and AlertGroup("m", "c1", ()).headline().startswith("0 series")
+
+
+def test_the_comment_says_when_base_and_head_ran_in_different_environments(tmp_path) -> None:
+    from ci.cli import main
+    from tests.ci.conftest import sha_for, write_results
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0)], sidecar={"torch": "2.13.0", "sm_clock_mhz": "1980"}, job="one/1")
+    write_results(root, [sha_for(1)], first_commit=1, sidecar={"torch": "2.14.1", "sm_clock_mhz": "345"},
+                  job="one/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    out = tmp_path / "c.md"
+    main(["comment", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--out", str(out)])
+    body = out.read_text()
+    assert "**⚠️ Base and head ran in different environments:** torch: 2.13.0 → 2.14.1." in body
+    assert "sm\\_clock" not in body.split("### Environment")[0]  # clocks are read at a run's start: not the environment
+
+
+def test_the_overview_shows_a_crowd_as_one_alert_and_an_environment_change_as_such(tmp_path) -> None:
+    """Five series step at one commit: one alert naming them; where the runs' recorded torch changed
+    there, it is labelled an environment change and its steps are not open regressions."""
+    from dataclasses import replace
+
+    from dashboard import render_site
+    from dashboard.model import load_snapshot
+    from tools.fixtures import synthetic_store
+
+    store = synthetic_store(n_commits=40, n_series=8)
+    timing = [b for b in store.benchmark_list if b.unit == "seconds"][:5]
+    at = {c.sha: i for i, c in enumerate(store.commit_list)}
+
+    def moved(r, env: bool):
+        late = at[r.commit_sha] >= 30
+        samples = tuple(x * 1.4 for x in r.samples) if late and r.benchmark in timing else r.samples
+        environment = (("torch", "2.15.0" if late else "2.14.1"),) if env else r.environment
+        return replace(r, samples=samples, environment=environment)
+
+    for env in (False, True):
+        crowd = replace(store, result_list=[moved(r, env) for r in store.result_list])
+        snap = load_snapshot(crowd)
+        (g,) = [g for g in snap.groups if g.commit_sha == store.commit_list[30].sha]
+        assert len(g.members) >= 5 and g.environment_change == env
+        regs = [r for r in snap.regressions if r.source == "change point" and r.sha == g.commit_sha]
+        assert len(regs) >= 5 and all(r.is_open != env for r in regs)
+        render_site(crowd, tmp_path / f"site-{env}")
+        index = " ".join((tmp_path / f"site-{env}" / "index.html").read_text().split())
+        section = index.split('id="groups"')[1].split("</section>")[0]
+        assert f"series changed at {store.commit_list[30].sha[:10]}" in section
+        assert ("environment changed</span> torch: 2.14.1 → 2.15.0" in section) == env

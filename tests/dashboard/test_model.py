@@ -282,3 +282,30 @@ def test_a_regression_is_fixed_only_when_its_level_returns() -> None:
     assert recovery(*up, [At(after=0.9, commit_sha="below")], Direction.LOWER) == "below"
     assert recovery(1.2, 1.0, [At(after=1.19, commit_sha="back")], Direction.HIGHER) == "back"
     assert recovery(*up, [At(after=1.1, commit_sha="half")], Direction.UNKNOWN) == ""
+
+
+def test_a_suspicion_on_a_series_that_stopped_reporting_expires() -> None:
+    """A step on a series' two last commits, then the series reports no more while its machine goes
+    on: the suspicion stays open for `confirm_within` commits, then expires, listed with why."""
+    from dataclasses import replace
+
+    from ci.verdicts import SuspectSettings, SuspectState
+
+    store = synthetic_store(n_commits=40, n_series=8)
+    bench = [b for b in store.benchmark_list[4:] if b.unit == "seconds"][0]  # series 2 and 3 step on their own
+    at = {c.sha: i for i, c in enumerate(store.commit_list)}
+
+    wait = SuspectSettings().confirm_within
+    for after, state in ((wait - 1, SuspectState.SUSPECTED), (wait, SuspectState.EXPIRED)):
+        end = 26 + after  # commits 0 .. end - 1; the series' last result at 25
+        kept = [replace(r, samples=tuple(x * 1.5 for x in r.samples)) if r.benchmark == bench and at[r.commit_sha] >= 24
+                else r for r in store.result_list
+                if at[r.commit_sha] < end and (r.benchmark != bench or at[r.commit_sha] <= 25)]
+        snap = load_snapshot(replace(store, result_list=kept, commit_list=store.commit_list[:end],
+                                     verdict_list=[v for v in store.verdict_list if at.get(v.head_sha, 0) < end],
+                                     failure_list=[f for f in store.failure_list if at[f.commit_sha] < end]))
+        (s,) = [s for s in snap.series if s.benchmark == bench]
+        (x,) = [x for x in s.suspects if x.commit_sha == store.commit_list[24].sha]
+        assert x.state == state, (after, x)
+    assert "unresolved: no data since" in x.reason and x.resolved_sha == store.commit_list[25 + wait].sha
+    assert x not in snap.open_suspects
