@@ -1,4 +1,4 @@
-"""A/B verdicts for a pull request: base and head measured in the same job, compared per series.
+"""A/B verdicts for a pull request: base and head compared per series.
 
 Pure functions over `ci.records.Result`; no store, no torch.
 
@@ -19,8 +19,8 @@ Per series the decision combines three things, as asv, Pinpoint and nvbench-comp
 
 All of this assumes base and head were measured in one job (one asv call, rounds interleaved).
 When they were not (`ci.verdicts.jobs`), drift between jobs is in neither side's samples: the
-caller passes each series' between-job drift (`between_jobs`), which widens its threshold, and a
-series without one is withheld.
+caller passes each series' noise model learned from the machine's history (`between_jobs`,
+`ci.verdicts.noise`), whose allowance is the least threshold, and a series without one is withheld.
 
 Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
 through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
@@ -53,6 +53,7 @@ from ci.records import (
     is_worse,
 )
 from ci.verdicts.gates import correctness_gates
+from ci.verdicts.noise import SeriesNoise
 from ci.verdicts.stats import (
     CORRECTIONS,
     Spread,
@@ -92,8 +93,9 @@ class VerdictSettings:
             series key (`re.match`, as asv matches `regressions_thresholds` against
             `name(params)`) replaces `floor` for that series. None built in: a project sets its
             own in its asv.conf.json (`from_thresholds`, through `ci.project.project_settings`).
-        drift_k: base and head measured in different jobs (`between_jobs` of `compare`): the
-            threshold is at least `drift_k` sigmas of the series' between-job drift.
+        drift_k: base and head measured in different jobs and a series' between-job drift given as
+            a plain sigma (`between_jobs` of `compare`): the threshold is at least `drift_k` of it. A
+            noise model (`ci.verdicts.noise.SeriesNoise`) brings its own allowance.
         allow_cross_machine: compare results from different machines (meaningless for timing:
             off by default, so a mixed-up CI job fails loudly).
     """
@@ -207,6 +209,7 @@ class _Pending:
     p_raw: float
     threshold: float
     machine: str
+    basis: str = ""  # where the threshold came from, when not the floor or the base's own noise
 
 
 def _group(results: Sequence[Result], side: str, pool_machines: bool = False) -> dict[tuple[str, str], list[Result]]:
@@ -297,7 +300,7 @@ def compare(
     head: Sequence[Result],
     *,
     settings: VerdictSettings | None = None,
-    between_jobs: Mapping[str, float] | Mapping[tuple[str, str], float] | None = None,
+    between_jobs: Mapping[str, float | SeriesNoise] | Mapping[tuple[str, str], float | SeriesNoise] | None = None,
 ) -> list[Verdict]:
     """A/B verdicts between the base and head results of one job.
 
@@ -315,11 +318,12 @@ def compare(
         head: results of the head commit (the same machines).
         settings: decision settings; `VerdictSettings()` when None.
         between_jobs: None when base and head were measured in one job (`ci.verdicts.jobs`).
-            Otherwise each series' known between-job drift (relative sigma of the difference of
-            two jobs' medians, `ci.verdicts.jobs.between_job_drift`): its threshold becomes at
-            least `settings.drift_k` of it, and a timing series missing from the mapping is
-            withheld (INCONCLUSIVE, `WITHHELD_OTHER_JOB`): in-job samples cannot judge it. Keyed
-            by (machine, series key), or by series key alone for a comparison on one machine.
+            Otherwise each series' noise model learned from its machine's history
+            (`ci.verdicts.noise.SeriesNoise`, `ci.verdicts.jobs.drift_for`): its threshold becomes at
+            least the model's allowance (a plain float is a between-job sigma: `settings.drift_k` of
+            it), and a timing series missing from the mapping is withheld (INCONCLUSIVE,
+            `WITHHELD_OTHER_JOB`): in-job samples cannot judge it. Keyed by (machine, series key),
+            or by series key alone for a comparison on one machine.
 
     Returns:
         One Verdict per series, sorted by series key then machine. `ratio` is head/base of the medians;
@@ -367,7 +371,7 @@ def compare(
         h, head_sha, head_machine = _pooled(h_rs, "head")
         # The head's machine: with allow_cross_machine the base may differ, but the verdict is
         # about the head's series (the one the dashboard flags).
-        drift: float | None = 0.0
+        drift: float | SeriesNoise | None = 0.0
         if between_jobs is not None:
             drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
         verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
@@ -393,6 +397,15 @@ def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | Non
     return f"the benchmark's version changed ({', '.join(sorted(b))} -> {', '.join(sorted(h))})"
 
 
+def _allowance(drift: float | SeriesNoise, settings: VerdictSettings) -> tuple[float, str]:
+    """The least threshold between jobs and the words for where it came from ("" in-job)."""
+    if isinstance(drift, SeriesNoise):
+        return drift.allowance, drift.describe
+    if drift:
+        return settings.drift_k * drift, f"between-job drift {drift * 100:.2f}% x {settings.drift_k:g}"
+    return 0.0, ""
+
+
 def _measure(
     bench: Benchmark,
     b: np.ndarray,
@@ -403,7 +416,7 @@ def _measure(
     settings: VerdictSettings,
     machine: str,
     version_change: str | None = None,
-    drift: float | None = 0.0,
+    drift: float | SeriesNoise | None = 0.0,
 ) -> Verdict | _Pending:
     """Everything per series that does not depend on the other series; a Verdict when no test applies."""
 
@@ -432,23 +445,29 @@ def _measure(
     if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
         return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
     floor = settings.floor_for(bench.key)
+    # In one job, the spread stands in for the run-to-run drift its samples cannot show.
     sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
     threshold = max(floor, min(settings.max_threshold, settings.noise_k * sigma))
     if drift is None:
         return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
-    # Measured in different jobs: their difference carries the series' between-job drift too.
-    threshold = max(threshold, settings.drift_k * drift)
-    if min(b.size, h.size) < settings.min_samples:
-        within = abs(math.log(ratio)) <= math.log1p(floor)
-        return early(
-            Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
-            f"too few samples for a test ({b.size} base, {h.size} head; need {settings.min_samples}): "
-            + ("ratio within the floor" if within else "measure more samples"),
-            threshold,
-        )
-    ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
-                      confidence=settings.confidence)
-    return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine)
+    # Measured in different jobs: their difference carries the series' between-job drift too. A
+    # noise model of the history measured that drift itself, so it replaces the stand-in.
+    allowance, basis = _allowance(drift, settings)
+    if isinstance(drift, SeriesNoise):
+        threshold = floor
+    basis = basis if allowance > threshold else ""
+    threshold = max(threshold, allowance)
+    if min(b.size, h.size) >= settings.min_samples:
+        ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
+                          confidence=settings.confidence)
+        return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine, basis)
+    within = abs(math.log(ratio)) <= math.log1p(floor)
+    return early(
+        Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
+        f"too few samples for a test ({b.size} base, {h.size} head; need {settings.min_samples}): "
+        + ("ratio within the floor" if within else "measure more samples"),
+        threshold,
+    )
 
 
 def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
@@ -457,7 +476,8 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     beyond = p.ratio > hi_band or p.ratio < lo_band
     significant = p_adj < settings.alpha
     pct = f"{(p.ratio - 1) * 100:+.1f}%"
-    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%"
+    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%" + (
+        f" ({p.basis})" if p.basis else "")
     if p.benchmark.direction == Direction.UNKNOWN:
         # Neither better nor worse can be said: the change is reported with its size, never judged.
         # Only an interval inside the band on both sides is "unchanged", whichever way is better.
