@@ -57,6 +57,9 @@ UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` an
 NOT_ON_BASE = "not compared: failed to run on base"
 FAILED_BOTH = f"{NOT_ON_BASE} and on head (see the job log)"
 NO_BASE_SAMPLES = f"{NOT_ON_BASE}: base has no finite samples (benchmark failed or skipped there)"
+# A slower tail (the upper quartile or the mean past the threshold) that the rule cannot confirm as a
+# regression (`ci.verdicts.ab`): a slowdown shown as such, never "unchanged", whatever the median says.
+UNCONFIRMED_SLOWDOWN = "unconfirmed slowdown"
 # A series whose base and head were not measured in one job, and whose between-job drift the
 # history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
 WITHHELD_OTHER_JOB = (

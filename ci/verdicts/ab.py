@@ -8,14 +8,22 @@ Per series the decision combines three things, as asv, Pinpoint and nvbench-comp
    there are no ties), with its p-values corrected for multiple comparisons over the whole PR
    (Benjamini-Hochberg by default: hundreds of series per PR would otherwise raise a false alarm
    on most PRs).
-2. **Practical size**: |ratio - 1| must exceed a threshold adapted to the series' own noise,
-   `max(floor, k * robust relative sigma)`, where sigma is the pooled relative IQR / 1.349 of the
-   two sides. In-job samples underestimate run-to-run drift, which is what this guards against.
+2. **Practical size**: |ratio - 1| must exceed a threshold, `max(floor, k * robust relative sigma)`,
+   where sigma is the relative IQR / 1.349 of the base side, pooled with the head's only where the
+   head is not significantly wider (Brown-Forsythe, p < 0.002): a head that adds noise must not
+   raise its own bar (pooling always made a bimodal +45 % head and a +17 % median at p = 0.0008
+   read "inconclusive", 2026-12-05). In-job samples underestimate run-to-run drift, which is what
+   this guards against.
 3. **Confidence interval** of the ratio of medians (percentile bootstrap, `scipy.stats.bootstrap`,
    seeded so a verdict is reproducible). A change past the threshold that is not significant, or
    an interval that straddles the regression-side threshold, is "inconclusive": the honest answer
    is "measure more samples", as Pinpoint's UNKNOWN and nvbench's AMBG say. An interval that
    stays below the regression edge is "unchanged" (an unconfirmed improvement needs no re-run).
+
+A slower tail is a slowdown too: where the samples differ significantly and the median stays within
+the threshold but the slow side's quartile or the mean lies wholly past it on the bad side (its
+bootstrap interval), the series is REGRESSED in one job and INCONCLUSIVE as an unconfirmed slowdown
+across jobs; never "unchanged".
 
 All of this assumes base and head were measured in one job (one asv call, rounds interleaved).
 When they were not (`ci.verdicts.jobs`), drift between jobs is in neither side's samples: the
@@ -42,6 +50,7 @@ from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
     NO_BASE_SAMPLES,
+    UNCONFIRMED_SLOWDOWN,
     UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Benchmark,
@@ -62,8 +71,14 @@ from ci.verdicts.stats import (
     finite,
     mwu_pvalue,
     relative_sigma,
+    slow_tail,
     spread_of,
+    spread_pvalue,
 )
+
+# A head whose spread is wider than its base's at this Brown-Forsythe p (asv's own significance level)
+# does not pool into its threshold (`_noise_sigma`).
+SAME_SPREAD_P = 0.002
 
 
 @dataclass(frozen=True)
@@ -209,6 +224,7 @@ class _Pending:
     p_raw: float
     threshold: float
     machine: str
+    cross_job: bool = False
     basis: str = ""  # where the threshold came from, when not the floor or the base's own noise
 
 
@@ -375,7 +391,7 @@ def compare(
         if between_jobs is not None:
             drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
         verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
-                                      _version_change(b_rs, h_rs), drift)
+                                      _version_change(b_rs, h_rs), drift, between_jobs is not None)
         if isinstance(verdict_or_pending, Verdict):
             final.append(verdict_or_pending)
         else:
@@ -395,6 +411,22 @@ def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | Non
     if not b or not h or b == h:
         return None
     return f"the benchmark's version changed ({', '.join(sorted(b))} -> {', '.join(sorted(h))})"
+
+
+def _noise_sigma(b: np.ndarray, h: np.ndarray) -> float:
+    """The relative noise behind a series' in-job threshold: the base side's, pooled
+    with the head's only where the two spreads are one noise (the head not significantly wider:
+    Brown-Forsythe p >= SAME_SPREAD_P). A head significantly wider than its base (a bimodal head, a
+    new slow mode) never raises its own bar; pooling two sides of one spread halves the estimate's
+    variance, and a base-only estimate cost a head that was noisier by chance an "inconclusive":
+    synthetic A/A 1.24 -> ~2.0 % inconclusive at n = 20 (tools.bench_verdicts, 2026-12-05)."""
+    sb = relative_sigma(b)
+    if b.size < 3 or h.size < 3:
+        return sb
+    sh = relative_sigma(h)
+    if sh > sb and spread_pvalue(b, h) < SAME_SPREAD_P:
+        return sb
+    return math.sqrt((sb * sb + sh * sh) / 2)
 
 
 def _allowance(drift: float | SeriesNoise, settings: VerdictSettings) -> tuple[float, str]:
@@ -417,6 +449,7 @@ def _measure(
     machine: str,
     version_change: str | None = None,
     drift: float | SeriesNoise | None = 0.0,
+    cross_job: bool = False,
 ) -> Verdict | _Pending:
     """Everything per series that does not depend on the other series; a Verdict when no test applies."""
 
@@ -445,9 +478,11 @@ def _measure(
     if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
         return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
     floor = settings.floor_for(bench.key)
-    # In one job, the spread stands in for the run-to-run drift its samples cannot show.
-    sigma = math.sqrt((relative_sigma(b) ** 2 + relative_sigma(h) ** 2) / 2)
-    threshold = max(floor, min(settings.max_threshold, settings.noise_k * sigma))
+    # The allowance comes from the base side (and, across jobs, the history): a regression that adds
+    # noise must not raise its own bar (`_noise_sigma`). In one job, the spread stands in for the
+    # run-to-run drift its samples cannot show.
+    sig = _noise_sigma(b, h)
+    threshold = max(floor, min(settings.max_threshold, settings.noise_k * sig))
     if drift is None:
         return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
     # Measured in different jobs: their difference carries the series' between-job drift too. A
@@ -460,7 +495,8 @@ def _measure(
     if min(b.size, h.size) >= settings.min_samples:
         ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
                           confidence=settings.confidence)
-        return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine, basis)
+        return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine,
+                        cross_job, basis)
     within = abs(math.log(ratio)) <= math.log1p(floor)
     return early(
         Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
@@ -468,6 +504,36 @@ def _measure(
         + ("ratio within the floor" if within else "measure more samples"),
         threshold,
     )
+
+
+def _tail_verdict(p: _Pending, p_adj: float, settings: VerdictSettings, stat: str) -> tuple[Outcome, str] | None:
+    """A slower tail where the median stays within the threshold (`ci.verdicts.stats.slow_tail`):
+    the samples significantly different (the Mann-Whitney test) and the slow side's quartile or the
+    mean wholly past the threshold on the bad side (its bootstrap interval). REGRESSED in one job;
+    across jobs an unconfirmed slowdown (INCONCLUSIVE: the history's allowance is of medians). None
+    when no such shift.
+
+    The interval, not the point estimate: a mean or a 90th percentile moves with one outlier, and
+    with the drift between two sides of one job making the test significant, point estimates put 55
+    of 9,500 synthetic A/A series (n = 20) past the threshold (`tools.bench_verdicts`, 2026-12-05)."""
+    if not p_adj < settings.alpha:
+        return None
+    higher = p.benchmark.direction == Direction.HIGHER
+    band = 1.0 / (1.0 + p.threshold) if higher else 1.0 + p.threshold
+    for name, r, fn in slow_tail(p.base, p.head, higher_is_better=higher):
+        if not (r < band if higher else r > band):
+            continue
+        lo, hi = bootstrap_ci(p.base, p.head, key=f"{p.benchmark.key}\0{name}", seed=settings.seed,
+                              n_resamples=settings.n_resamples, confidence=settings.confidence, statistic=fn)
+        if not (hi < band if higher else lo > band):
+            continue
+        what = (f"{(p.ratio - 1) * 100:+.1f}% median, but the {name} {(r - 1) * 100:+.1f}% "
+                f"[{(lo - 1) * 100:+.1f}%, {(hi - 1) * 100:+.1f}%]")
+        if not p.cross_job:
+            return Outcome.REGRESSED, f"{what} beyond the threshold and significant: a slower tail: {stat}"
+        return (Outcome.INCONCLUSIVE, f"{UNCONFIRMED_SLOWDOWN}: {what} beyond the threshold, across jobs, where "
+                f"the history's allowance is of medians: {stat}; measure both in one job")
+    return None
 
 
 def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
@@ -495,6 +561,8 @@ def _decide(p: _Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     elif significant and beyond:
         outcome = Outcome.REGRESSED if worse(p.benchmark, p.ratio) else Outcome.IMPROVED
         reason = f"{pct} beyond the threshold and significant: {stat}"
+    elif (tail := _tail_verdict(p, p_adj, settings, stat)) is not None:
+        outcome, reason = tail
     elif beyond:
         outcome = Outcome.INCONCLUSIVE
         reason = f"{pct} beyond the threshold but not significant: {stat}; measure more samples"
