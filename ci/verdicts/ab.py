@@ -25,10 +25,16 @@ the threshold but the slow side's quartile or the mean lies wholly past it on th
 bootstrap interval), the series is REGRESSED in one job and INCONCLUSIVE as an unconfirmed slowdown
 across jobs; never "unchanged".
 
+Results without raw samples (one value per point, as most CI histories record: asv without
+`--record-samples`) are decided with what asv recorded, as asv compare does: its rule
+(`asv.commands.compare._is_result_better`: the factor, and asv's 99 % intervals of the medians must not
+overlap, `asv._stats.is_different`) with the factor `1 + threshold`.
+
 All of this assumes base and head were measured in one job (one asv call, rounds interleaved).
 When they were not (`ci.verdicts.jobs`), drift between jobs is in neither side's samples: the
 caller passes each series' noise model learned from the machine's history (`between_jobs`,
 `ci.verdicts.noise`), whose allowance is the least threshold, and a series without one is withheld.
+A series measured as one value a side without asv's statistics is then judged on that allowance alone.
 
 Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
 through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
@@ -36,9 +42,10 @@ through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +86,8 @@ from ci.verdicts.stats import (
 # A head whose spread is wider than its base's at this Brown-Forsythe p (asv's own significance level)
 # does not pool into its threshold (`_noise_sigma`).
 SAME_SPREAD_P = 0.002
+# asv compare's statistics of one side, as `_is_result_better` takes them: (stats dict, raw samples or None).
+AsvSide = tuple[dict[str, float], list[float] | None]
 
 
 @dataclass(frozen=True)
@@ -391,7 +400,7 @@ def compare(
         if between_jobs is not None:
             drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
         verdict_or_pending = _measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
-                                      _version_change(b_rs, h_rs), drift, between_jobs is not None)
+                                      _version_change(b_rs, h_rs), drift, between_jobs is not None, (b_rs, h_rs))
         if isinstance(verdict_or_pending, Verdict):
             final.append(verdict_or_pending)
         else:
@@ -413,20 +422,54 @@ def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | Non
     return f"the benchmark's version changed ({', '.join(sorted(b))} -> {', '.join(sorted(h))})"
 
 
-def _noise_sigma(b: np.ndarray, h: np.ndarray) -> float:
-    """The relative noise behind a series' in-job threshold: the base side's, pooled
+def _asv_side(rs: Sequence[Result]) -> AsvSide | None:
+    """asv compare's statistics of one side of a series: its one result's recorded statistics (the
+    store reads them for a point of one value) and its raw samples (None for a point of one value).
+    None when the side pools several results (their statistics do not pool) or asv recorded no 99 %
+    interval for it: a side of a few raw samples keeps the rule below (too few for a test)."""
+    if len(rs) != 1:
+        return None
+    st = rs[0].asv_stats()
+    if st is None:
+        return None
+    raw = [x for x in rs[0].samples if math.isfinite(x)]
+    return st, (raw if len(raw) > 1 else None)
+
+
+@functools.cache
+def _asv_is_result_better() -> Callable[..., bool]:
+    """asv compare's rule, imported on first use (asv's package import loads its plugins: ~0.3 s)."""
+    from asv.commands.compare import _is_result_better
+
+    return _is_result_better
+
+
+def _noise_sigma(b: np.ndarray, h: np.ndarray, side: AsvSide | None) -> float:
+    """The relative noise behind a series' in-job threshold: the base side's (`_base_sigma`), pooled
     with the head's only where the two spreads are one noise (the head not significantly wider:
     Brown-Forsythe p >= SAME_SPREAD_P). A head significantly wider than its base (a bimodal head, a
     new slow mode) never raises its own bar; pooling two sides of one spread halves the estimate's
     variance, and a base-only estimate cost a head that was noisier by chance an "inconclusive":
     synthetic A/A 1.24 -> ~2.0 % inconclusive at n = 20 (tools.bench_verdicts, 2026-12-05)."""
-    sb = relative_sigma(b)
+    sb = _base_sigma(b, side)
     if b.size < 3 or h.size < 3:
         return sb
     sh = relative_sigma(h)
     if sh > sb and spread_pvalue(b, h) < SAME_SPREAD_P:
         return sb
     return math.sqrt((sb * sb + sh * sh) / 2)
+
+
+def _base_sigma(b: np.ndarray, side: AsvSide | None) -> float:
+    """The base side's robust relative noise: from its samples, else from asv's recorded quartiles
+    (IQR / 1.349 / median), else 0."""
+    if b.size >= 2:
+        return relative_sigma(b)
+    if side is not None and {"q_25", "q_75"} <= side[0].keys() and b.size:
+        med = float(np.median(b))
+        if med > 0:
+            return max(0.0, (side[0]["q_75"] - side[0]["q_25"]) / 1.349 / med)
+    return 0.0
 
 
 def _allowance(drift: float | SeriesNoise, settings: VerdictSettings) -> tuple[float, str]:
@@ -450,14 +493,17 @@ def _measure(
     version_change: str | None = None,
     drift: float | SeriesNoise | None = 0.0,
     cross_job: bool = False,
+    results: tuple[Sequence[Result], Sequence[Result]] = ((), ()),
 ) -> Verdict | _Pending:
-    """Everything per series that does not depend on the other series; a Verdict when no test applies."""
+    """Everything per series that does not depend on the other series; a Verdict when no test applies.
+    `results`: the (base, head) results pooled into `b` and `h`, for asv's statistics of each side."""
 
-    def early(outcome: Outcome, ratio: float, reason: str, threshold: float = math.nan) -> Verdict:
+    def early(outcome: Outcome, ratio: float, reason: str, threshold: float = math.nan,
+              ci: tuple[float, float] = (math.nan, math.nan)) -> Verdict:
         bv = float(np.median(b)) if b.size else math.nan
         hv = float(np.median(h)) if h.size else math.nan
-        return Verdict(bench, outcome, bv, hv, ratio, threshold=threshold, base_sha=base_sha, head_sha=head_sha,
-                       reason=reason, machine=machine)
+        return Verdict(bench, outcome, bv, hv, ratio, ci[0], ci[1], threshold=threshold, base_sha=base_sha,
+                       head_sha=head_sha, reason=reason, machine=machine)
 
     if version_change is not None:
         return early(Outcome.INCONCLUSIVE, math.nan, f"not comparable: {version_change}")
@@ -481,7 +527,7 @@ def _measure(
     # The allowance comes from the base side (and, across jobs, the history): a regression that adds
     # noise must not raise its own bar (`_noise_sigma`). In one job, the spread stands in for the
     # run-to-run drift its samples cannot show.
-    sig = _noise_sigma(b, h)
+    sig = _noise_sigma(b, h, _asv_side(results[0]) if b.size < 2 else None)
     threshold = max(floor, min(settings.max_threshold, settings.noise_k * sig))
     if drift is None:
         return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
@@ -497,6 +543,16 @@ def _measure(
                           confidence=settings.confidence)
         return _Pending(bench, b, h, base_sha, head_sha, ratio, ci, mwu_pvalue(b, h), threshold, machine,
                         cross_job, basis)
+    where = f"threshold {threshold * 100:.1f}%" + (f" ({basis})" if basis else "")
+    sides = (_asv_side(results[0]), _asv_side(results[1]))
+    if sides[0] is not None and sides[1] is not None:
+        outcome, how, ci = _asv_rule(bench, bm, hm, sides[0], sides[1], threshold)
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how}: {where}", threshold, ci)
+    if cross_job:
+        # One value a side and no statistics of asv's: the history's allowance is the only evidence.
+        outcome, how = _size_outcome(bench, ratio, threshold, "beyond the history's allowance")
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how} (no in-job statistics recorded): {where}",
+                     threshold)
     within = abs(math.log(ratio)) <= math.log1p(floor)
     return early(
         Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
@@ -504,6 +560,38 @@ def _measure(
         + ("ratio within the floor" if within else "measure more samples"),
         threshold,
     )
+
+
+def _size_outcome(bench: Benchmark, ratio: float, threshold: float, beyond_words: str,
+                  up: bool | None = None, down: bool | None = None) -> tuple[Outcome, str]:
+    """The outcome of a change judged by its size (`up`/`down`: the change past the threshold upward /
+    downward is significant; None: its size is the evidence), with its words."""
+    up = ratio > 1.0 + threshold if up is None else up
+    down = ratio < 1.0 / (1.0 + threshold) if down is None else down
+    beyond = ratio > 1.0 + threshold or ratio < 1.0 / (1.0 + threshold)
+    if (up or down) and bench.direction == Direction.UNKNOWN:
+        return Outcome.INCONCLUSIVE, f"{beyond_words} ({UNKNOWN_DIRECTION})"
+    if up or down:
+        return (Outcome.REGRESSED if worse(bench, ratio) else Outcome.IMPROVED), beyond_words
+    if beyond:
+        return Outcome.INCONCLUSIVE, "beyond the threshold but asv's 99% intervals overlap; measure more samples"
+    return Outcome.UNCHANGED, "within the threshold"
+
+
+def _asv_rule(bench: Benchmark, bm: float, hm: float, base: AsvSide, head: AsvSide, threshold: float
+              ) -> tuple[Outcome, str, tuple[float, float]]:
+    """asv compare's decision with the factor `1 + threshold` (`_is_result_better`: the factor, and the
+    samples' Mann-Whitney test or, without enough samples, non-overlapping 99 % intervals; the factor
+    alone where a side's `repeat` is 1), as (outcome, words, the ratio's interval from asv's intervals)."""
+    better = _asv_is_result_better()
+    factor = 1.0 + threshold
+    up = better(bm, hm, base, head, factor)  # base lower than head / factor: the value rose
+    down = better(hm, bm, head, base, factor)
+    bs, hs = base[0], head[0]
+    ci = (hs["ci_99_a"] / bs["ci_99_b"], hs["ci_99_b"] / bs["ci_99_a"]) if bs["ci_99_a"] > 0 else (math.nan, math.nan)
+    outcome, how = _size_outcome(bench, hm / bm, threshold, "beyond the threshold and significant by asv's rule",
+                                 up, down)
+    return outcome, how, ci
 
 
 def _tail_verdict(p: _Pending, p_adj: float, settings: VerdictSettings, stat: str) -> tuple[Outcome, str] | None:

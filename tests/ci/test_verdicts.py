@@ -409,3 +409,33 @@ def test_a_head_significantly_wider_than_its_base_does_not_raise_its_threshold()
     q25, med, q75 = np.percentile(b, [25, 50, 75])
     assert kept.threshold == pytest.approx(1.5 * (q75 - q25) / 1.349 / med)
     assert pooled.threshold != kept.threshold
+
+
+def _one_value(bench: Benchmark, sha: str, value: float, half_width: float, repeat: float = 10.0) -> Result:
+    """A point asv recorded without raw samples: its value and its statistics (99 % interval of the
+    median, quartiles, number, repeat), as the store reads it back."""
+    stats = (value * (1 - half_width), value * (1 + half_width), value * (1 - half_width / 3),
+             value * (1 + half_width / 3), 1.0, repeat)
+    return Result(bench, sha, "h200", (value,), stats=stats)
+
+
+@pytest.mark.parametrize(("shift", "half_width", "expected"), [
+    pytest.param(1.15, 0.02, Outcome.REGRESSED, id="plus15-intervals-apart-regressed"),
+    pytest.param(1 / 1.15, 0.02, Outcome.IMPROVED, id="minus13-intervals-apart-improved"),
+    pytest.param(1.15, 0.10, Outcome.INCONCLUSIVE, id="plus15-intervals-overlap-inconclusive"),
+    pytest.param(1.01, 0.02, Outcome.UNCHANGED, id="plus1-unchanged"),
+])
+def test_points_without_raw_samples_are_judged_by_asvs_statistics(shift, half_width, expected) -> None:
+    """One value a side (asv without --record-samples): asv compare's rule (the factor, then its 99 %
+    intervals must not overlap) with the factor 1 + threshold. They were never tested (5 raw samples
+    needed): a +15 % step read "inconclusive"."""
+    base = _one_value(LAT, "a", 2e-5, half_width)
+    head = _one_value(LAT, "b", 2e-5 * shift, half_width)
+    (v,) = compare([base], [head])
+    assert v.outcome == expected, v.reason
+    assert v.ratio == pytest.approx(shift)
+    if expected != Outcome.INCONCLUSIVE:
+        assert v.ci_low <= v.ratio <= v.ci_high
+    # asv's `repeat == 1`: no statistics, the factor alone (asv's rule), so the overlap no longer matters.
+    (once,) = compare([_one_value(LAT, "a", 2e-5, 0.10, 1.0)], [_one_value(LAT, "b", 2e-5 * 1.15, 0.10, 1.0)])
+    assert once.outcome == Outcome.REGRESSED, once.reason
