@@ -12,7 +12,7 @@ import math
 import statistics
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property, lru_cache
@@ -57,6 +57,9 @@ UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` an
 NOT_ON_BASE = "not compared: failed to run on base"
 FAILED_BOTH = f"{NOT_ON_BASE} and on head (see the job log)"
 NO_BASE_SAMPLES = f"{NOT_ON_BASE}: base has no finite samples (benchmark failed or skipped there)"
+# A slower tail (the upper quartile or the mean past the threshold) that the rule cannot confirm as a
+# regression (`ci.verdicts.ab`): a slowdown shown as such, never "unchanged", whatever the median says.
+UNCONFIRMED_SLOWDOWN = "unconfirmed slowdown"
 # A series whose base and head were not measured in one job, and whose between-job drift the
 # history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
 WITHHELD_OTHER_JOB = (
@@ -251,9 +254,25 @@ def _benchmark(name: str, params: tuple[tuple[str, str], ...], unit: str, direct
     return Benchmark(name, params, unit, Direction(direction), Kind(kind))
 
 
+# The order of asv's statistics of a point: `PointBlock.stats` columns, the store's result columns
+# and `Result.stats`.
+STAT_NAMES = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
+# The statistics that are values of the measured quantity (scaled with it); number and repeat are counts.
+_VALUE_STATS = frozenset({"ci_99_a", "ci_99_b", "q_25", "q_75"})
+
+
 @dataclass(frozen=True)
 class Result:
-    """One measurement of one series on one commit and machine, with its raw samples."""
+    """One measurement of one series on one commit and machine, with its raw samples.
+
+    `stats` is what asv recorded of a point without raw samples besides its value, in `STAT_NAMES`
+    order (the 99 % interval of the median, the quartiles, `number` and `repeat`), NaN where asv
+    recorded none. Most CI histories record one value per point (asv without `--record-samples`):
+    then `samples` is `(value,)` and these statistics are all that is known of the point's own noise
+    (`ci.verdicts.ab` decides with them as asv compare does). None where the point has raw samples
+    (the evidence itself; asv computed its statistics from them) or the source kept none (a record
+    built by hand).
+    """
 
     benchmark: Benchmark
     commit_sha: str
@@ -265,6 +284,24 @@ class Result:
     # asv's `version` of the benchmark code that measured it (None: unknown). A benchmark whose
     # version changed measures something else: asv drops the older results, and so do we.
     benchmark_version: str | None = field(default=None, compare=False)
+    stats: tuple[float, ...] | None = field(default=None, compare=False)
+
+    def asv_stats(self) -> dict[str, float] | None:
+        """asv's `stats` dict of the point (the recorded statistics by name, as asv compare passes
+        them to `asv._stats.is_different`); None when its 99 % interval was not recorded."""
+        st = self.stats
+        if st is None or len(st) != len(STAT_NAMES) or not (math.isfinite(st[0]) and math.isfinite(st[1])):
+            return None
+        return {name: x for name, x in zip(STAT_NAMES, st, strict=True) if math.isfinite(x)}
+
+    def scaled(self, factor: float) -> Result:
+        """This result with every measured value times `factor`: its samples and the statistics that
+        are values (interval, quartiles; `number` and `repeat` kept). What a step of that size would
+        have recorded."""
+        stats = self.stats
+        if stats is not None:
+            stats = tuple(x * factor if name in _VALUE_STATS else x for name, x in zip(STAT_NAMES, stats, strict=False))
+        return replace(self, samples=tuple(x * factor for x in self.samples), stats=stats)
 
     @property
     def value(self) -> float:
@@ -350,10 +387,6 @@ class ParsedPoint:
     def __post_init__(self) -> None:
         if not self.key:
             object.__setattr__(self, "key", self.benchmark.key)
-
-
-# The order of `PointBlock.stats` columns (asv's stats_* columns, and the store's result columns).
-STAT_NAMES = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ import types
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -251,8 +251,7 @@ def step_factor(direction: Direction, step: float) -> float:
 def injected(s: Series, k: int, factor: float) -> Series:
     """A copy of `s` with every sample of its commits k.. multiplied by `factor` (asv's points too)."""
     after = set(s.shas[k:])
-    results = [replace(r, samples=tuple(x * factor for x in r.samples)) if r.commit_sha in after else r
-               for r in s.results]
+    results = [r.scaled(factor) if r.commit_sha in after else r for r in s.results]
     shas, levels = commit_levels(results)
     return Series(s.benchmark, s.machine, results, shas, levels, pooled_commits(results, shas),
                   scaled_points(s.asv, k, factor), s.asv_threshold, s.positions)
@@ -510,15 +509,15 @@ class MachineReader:
 
 
 class InjectedReader:
-    """A reader whose one series at one commit on one machine reads `factor` times its samples."""
+    """A reader whose one series at one commit on one machine reads `factor` times its samples and
+    asv's statistics of them (`Result.scaled`), as asv's side reads the point scaled (`AsvPoint.scaled`)."""
 
     def __init__(self, inner: Any, key: str, sha: str, machine: str, factor: float) -> None:
         self._inner, self._target, self._factor = inner, (key, sha, machine), factor
 
     def results(self, **kw: Any) -> list[Result]:
         f = self._factor
-        return [replace(r, samples=tuple(x * f for x in r.samples))
-                if (r.benchmark.key, r.commit_sha, r.machine) == self._target else r
+        return [r.scaled(f) if (r.benchmark.key, r.commit_sha, r.machine) == self._target else r
                 for r in self._inner.results(**kw)]
 
     def __getattr__(self, name: str) -> Any:

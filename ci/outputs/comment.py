@@ -40,6 +40,7 @@ from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
     NOT_ON_BASE,
+    UNCONFIRMED_SLOWDOWN,
     UNKNOWN_DIRECTION,
     WITHHELD_OTHER_JOB,
     Commit,
@@ -255,9 +256,10 @@ def _past_threshold(v: Verdict) -> bool:
 
 
 def _unconfirmed(v: Verdict) -> bool:
-    """An unconfirmed slowdown past the threshold: worth a look. An unconfirmed speed-up is not an
-    alarm (it is listed, folded, with the other inconclusive series)."""
-    return _past_threshold(v) and worse(v.benchmark, v.ratio)
+    """An unconfirmed slowdown past the threshold (of the median, or of the tail the verdict names):
+    worth a look. An unconfirmed speed-up is not an alarm (it is listed, folded, with the other
+    inconclusive series)."""
+    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (_past_threshold(v) and worse(v.benchmark, v.ratio))
 
 
 def _reaches_regression(v: Verdict) -> bool:

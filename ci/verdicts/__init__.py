@@ -8,6 +8,8 @@
 - `inputs`: one commit's results as the verdicts see them, crashes included; one A/B comparison
   read from a store (`compare_commits`), the one path every entry point decides through;
 - `jobs`: which job measured a result, and a series' drift between jobs;
+- `noise`: each series' job-to-job noise model learned from its machine's history, the allowance of
+  the cross-job rule;
 - `summary`: counts per outcome and the exit code they give.
 
 No store, no torch.
@@ -35,6 +37,7 @@ from ci.verdicts.inputs import (
     results_with_crashes,
 )
 from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
+from ci.verdicts.noise import NoiseSettings, SeriesNoise, series_noise
 from ci.verdicts.segments import SeriesState
 from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
@@ -59,6 +62,8 @@ __all__ = [
     "Comparison",
     "JobRelation",
     "Jobs",
+    "NoiseSettings",
+    "SeriesNoise",
     "SeriesState",
     "Spread",
     "HistorySettings",
@@ -89,6 +94,7 @@ __all__ = [
     "not_measured",
     "pick_machines",
     "results_with_crashes",
+    "series_noise",
     "spread_for",
     "spreads",
     "state_change_points",

@@ -72,7 +72,7 @@ class Comparison:
     head: list[Result]
     jobs: Jobs
     verdicts: list[Verdict]
-    drift_known: int = 0  # series with a between-job drift estimate (when not measured in one job)
+    drift_known: int = 0  # series with a noise model of the history (when not measured in one job)
     machines: tuple[str, ...] = ()  # the machines compared (keys: asv machine x environment x host)
     base_sha: str = ""
     head_sha: str = ""
@@ -151,8 +151,8 @@ def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[st
     every entry point decides them.
 
     When the two were not recorded as measured in one job (`ci.verdicts.jobs.job_relation`), each
-    series' between-job drift is estimated from its machine's other commits and widens its
-    threshold; series without an estimate are withheld.
+    series' noise model is learned from its machine's other commits (`ci.verdicts.noise`) and its
+    allowance is the series' threshold; series without a model are withheld.
 
     Args:
         store: a `ci.store.Store` (or any `StoreReader` with `failures`).

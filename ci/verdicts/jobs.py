@@ -17,24 +17,20 @@ marker, which any later run of the commit inherited). Nothing says those were me
 they are treated as measured apart.
 
 The two rules: base and head of one asv call (`Jobs.together`) are judged on their samples (the
-in-job rule); any others by the cross-job rule, each series' threshold widened by its between-job
-drift and a series without a drift estimate withheld (`ci.verdicts.ab.compare`'s `between_jobs`).
-
-Between-job drift of a series is estimated from the machine's history (other commits, one job
-each): the robust sigma of successive per-job medians on a log scale, as `ci.verdicts.history`
-estimates commit-to-commit noise. Pure functions over `ci.records.Result`.
+in-job rule); any others by the cross-job rule, each series' threshold at least the allowance of its
+noise model learned from the machine's history (`ci.verdicts.noise`: other commits, one job each),
+and a series without one withheld (`ci.verdicts.ab.compare`'s `between_jobs`). Pure functions over
+`ci.records.Result`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-import numpy as np
-
 from ci.records import JOB_KEY, Result
+from ci.verdicts.noise import NoiseSettings, SeriesNoise, series_noise
 
 
 class JobRelation(StrEnum):
@@ -94,13 +90,14 @@ def job_relation(base: Sequence[Result], head: Sequence[Result]) -> Jobs:
 def between_job_drift(
     history: Sequence[Result], *, exclude_commits: Collection[str] = (), min_jobs: int = 5
 ) -> dict[str, float]:
-    """Per series, the relative sigma of the difference between two jobs' medians.
+    """Per series, the relative sigma of the difference between two jobs' medians: the core of its
+    noise model (`ci.verdicts.noise.series_noise`, whose allowance is what the verdicts use).
 
     Each run (one asv result file) counts as one job's measurement, in history order; runs of
     `exclude_commits` (the comparison's own base and head) are left out, so a change under test
-    never counts as drift. The estimate is 1.4826 x the median absolute deviation of successive
-    log-median differences: robust to the few real steps a history holds, and already the spread
-    of a *difference* of two jobs (no sqrt(2) to undo).
+    never counts as drift. The estimate is 1.4826 x the median absolute successive log-median
+    difference: robust to the few real steps a history holds, and already the spread of a
+    *difference* of two jobs (no sqrt(2) to undo).
 
     Args:
         history: results of one machine, oldest first (`StoreReader.results(machine=...)`).
@@ -110,31 +107,15 @@ def between_job_drift(
     Returns:
         series key -> relative sigma (0.02 = 2 %) for every series with at least `min_jobs` runs.
     """
-    if min_jobs < 3:
-        raise ValueError(f"min_jobs must be >= 3 (two successive differences), got {min_jobs}")
-    excluded = set(exclude_commits)
-    per_series: dict[str, dict[str, list[float]]] = {}
-    for r in history:
-        if r.commit_sha in excluded:
-            continue
-        runs = per_series.setdefault(r.benchmark.key, {})
-        runs.setdefault(r.run_id or f"{r.commit_sha}/{id(r)}", []).extend(
-            s for s in r.samples if math.isfinite(s) and s > 0
-        )
-    drift: dict[str, float] = {}
-    for key, runs in per_series.items():
-        medians = [float(np.median(s)) for s in runs.values() if s]
-        if len(medians) < min_jobs:
-            continue
-        d = np.diff(np.log(medians))
-        drift[key] = float(1.4826 * np.median(np.abs(d - np.median(d))))
-    return drift
+    found = series_noise(history, exclude_commits=exclude_commits, settings=NoiseSettings(min_jobs=min_jobs))
+    return {key: noise.sigma for key, noise in found.items()}
 
 
 def drift_for(jobs: Jobs, history: Sequence[Result], *, exclude_commits: Collection[str],
-              min_jobs: int = 5) -> Mapping[str, float] | None:
+              settings: NoiseSettings | None = None) -> Mapping[str, SeriesNoise] | None:
     """What `ci.verdicts.compare` takes as `between_jobs`: None when base and head were measured in
-    one job (the in-job statistics hold), else each series' known between-job drift."""
+    one job (the in-job statistics hold), else each series' noise model learned from `history`
+    (`ci.verdicts.noise.series_noise`; a series without one is withheld)."""
     if jobs.together:
         return None
-    return between_job_drift(history, exclude_commits=exclude_commits, min_jobs=min_jobs)
+    return series_noise(history, exclude_commits=exclude_commits, settings=settings)

@@ -461,3 +461,15 @@ def test_the_fuller_comment_still_fits_githubs_limit() -> None:
     assert "800 regression(s)" in body and "800 withheld" in body and "800 unconfirmed speed-up(s)" in body
     assert "CPU only" in body and "[Job log]" in body
     _tables_are_whole(body)
+
+
+def test_a_slower_tail_that_is_not_confirmed_is_listed_as_a_slowdown() -> None:
+    """Across jobs a slower tail (the upper quartile past the threshold) is INCONCLUSIVE with the median
+    within it: the comment lists it with the slowdowns, not folded with the series that need samples."""
+    tail = _v("s.B.time_tail", Outcome.INCONCLUSIVE, 1.007,
+              reason="unconfirmed slowdown: +0.7% median, but the upper quartile +90.2% [+88.0%, +91.0%] beyond the "
+                     "threshold, across jobs, where the history's allowance is of medians")
+    body = _render([tail, _v("s.B.time_same", Outcome.UNCHANGED)])
+    assert "1 unconfirmed slowdown(s)" in body.splitlines()[3], body.splitlines()[3]
+    section = body[body.index("### 🟡 Slowdowns past the threshold"):]
+    assert "time_tail" in section.split("###")[1]

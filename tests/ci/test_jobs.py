@@ -166,3 +166,46 @@ def test_the_recorded_bare_markers_are_unknown():
         results = store.results()
     assert report.ok and report.count("inserted") == 35, report.summary()
     assert results and not any(JOB_KEY in dict(r.environment) or "job" in dict(r.environment) for r in results)
+
+
+def _one_value_history(step_at: int | None, n: int = 30):
+    """`samples` for `write_results` over n commits: each commit's job at its own level (1 % lognormal
+    job-to-job drift, 0.5 % within the job), and the first timing point of commit `step_at` 15 % slower."""
+    levels = np.exp(np.random.default_rng(17).normal(0.0, 0.01, n))
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        if "max_abs_diff" in name:
+            return [0.001] * 6
+        rng = np.random.default_rng([c, j, len(name)])
+        base = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * float(levels[c])
+        if c == step_at and "time_" in name and j == 0:
+            base *= 1.15
+        return [float(x) for x in base * rng.lognormal(0.0, 0.005, 6)]
+
+    return samples
+
+
+def test_one_value_points_are_judged_across_jobs_with_asvs_statistics(tmp_path):
+    """Most CI histories record one value per point (asv without --record-samples) with asv's own
+    statistics. Such results were never tested (the A/B rule needed 5 raw samples a side): a +15 %
+    step read "inconclusive". Now asv's rule (factor, non-overlapping 99 % intervals) decides with the
+    history's allowance as the factor: the step is a regression, an unchanged pair is not."""
+    from ci.verdicts import compare_commits
+
+    shas = [sha_for(i) for i in range(30)]
+    root = tmp_path / "results"
+    root.mkdir()
+    write_results(root, shas, samples=_one_value_history(step_at=29), record_samples=False)
+    with Store(tmp_path / "h.sqlite") as store:
+        ingest_results_dir(store, root)
+        stepped = compare_commits(store, shas[28], shas[29], MACHINE)
+        assert not stepped.jobs.together and stepped.drift_known >= 5
+        regressed = [v for v in stepped.verdicts if v.outcome == Outcome.REGRESSED]
+        assert [v.benchmark.key for v in regressed] == ["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"], [
+            (v.benchmark.key, v.outcome, v.reason) for v in stepped.verdicts]
+        assert regressed[0].ratio == pytest.approx(1.15, rel=0.03) and "asv's rule" in regressed[0].reason
+        unchanged = compare_commits(store, shas[27], shas[28], MACHINE)
+        assert not [v for v in unchanged.verdicts if v.outcome in (Outcome.REGRESSED, Outcome.IMPROVED)], [
+            (v.benchmark.key, v.outcome, v.reason) for v in unchanged.verdicts]
+        assert sum(v.outcome == Outcome.UNCHANGED for v in unchanged.verdicts) >= 5
+        assert all(r.samples == (r.value,) and r.asv_stats() for r in store.results())

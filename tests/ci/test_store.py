@@ -72,6 +72,52 @@ def test_value_and_spread_from_raw_samples(db_path, asv_dir):
     store.close()
 
 
+def test_results_carry_asvs_statistics_from_blocks_and_rows(store_url, asv_dir):
+    """Points recorded without raw samples (one value each) keep asv's statistics (99 % interval,
+    quartiles, number, repeat) on their `Result`, whichever table holds them (a grid with a failed
+    point is stored point by point) and whichever read returns them: the A/B verdicts decide with
+    them."""
+    import json
+
+    def samples(name: str, j: int, c: int) -> list[float] | None:
+        if "time_gpu" in name and j == 3 and c == 1:
+            return None  # a failed point: this grid of commit 1 is stored as rows, not a block
+        return [(1e-4 if "time_" in name else 100.0) * (1 + j + 0.1 * c) * (1 + 0.01 * k) for k in range(6)]
+
+    root = asv_dir([sha_for(0), sha_for(1)], samples=samples, record_samples=False)
+    expected = {}
+    for path in sorted((root / MACHINE).glob("*-existing-*.json")):
+        data = json.loads(path.read_text())
+        cols = data["result_columns"]
+        for name, row in data["results"].items():
+            got = dict(zip(cols, row, strict=False))
+            for j, value in enumerate(got["result"]):
+                if value is not None:  # values are distinct within a grid: they name their point
+                    stats = tuple(float(got[f"stats_{s}"][j]) for s in ("ci_99_a", "ci_99_b", "q_25", "q_75",
+                                                                         "number", "repeat"))
+                    expected[(data["commit_hash"], name, value)] = stats
+    with Store(store_url) as store:
+        ingest_results_dir(store, root)
+        everything = store.results()
+        assert len(everything) == len(expected) == 13
+        for r in everything:
+            assert r.stats == expected[(r.commit_sha, r.benchmark.name, r.samples[0])], r
+            assert r.asv_stats() == dict(zip(("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat"), r.stats,
+                                             strict=True))
+        for r in everything:  # the series read and the commit read
+            (same,) = [x for x in store.results(benchmark_key=r.benchmark.key) if x.commit_sha == r.commit_sha]
+            assert same.stats == r.stats
+            (same,) = [x for x in store.results(commit_sha=r.commit_sha, machine=MACHINE) if x.benchmark == r.benchmark]
+            assert same.stats == r.stats
+        # A point with raw samples has them as its evidence: no statistics read for it.
+        write_results(root, [sha_for(2)], first_commit=2)
+        ingest_results_dir(store, root)
+        raw = store.results(commit_sha=sha_for(2))
+        assert raw and all(len(r.samples) == 6 and r.stats is None and r.asv_stats() is None for r in raw)
+        assert all(x.stats is None for x in store.results(benchmark_key=raw[0].benchmark.key)
+                   if x.commit_sha == sha_for(2))
+
+
 def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
     with _filled(db_path, asv_dir, 2) as store:
         bench = store.benchmarks()[0]

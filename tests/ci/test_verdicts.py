@@ -365,3 +365,88 @@ def test_a_cpu_series_is_called_only_past_a_fifth_or_five_times():
     b, h = _pair(cpu, 6.0, noise=0.01)
     (v,) = compare([b], [h], settings=settings)
     assert v.outcome == Outcome.REGRESSED
+
+
+def test_a_regression_that_adds_noise_is_still_a_regression() -> None:
+    """A bimodal head (half its samples 45 % slower): pooling the head's spread into the threshold
+    made it "inconclusive" (its IQR raised the bar to the 25 % cap). The allowance comes from the
+    base side only."""
+    rng = np.random.default_rng(4)
+    base = Result(LAT, "a", "m", _samples(rng, 1.0, 0.01, 20))
+    head = Result(LAT, "b", "m", _samples(rng, 1.0, 0.01, 10) + _samples(rng, 1.45, 0.01, 10))
+    (v,) = compare([base], [head])
+    assert v.outcome == Outcome.REGRESSED, v.reason
+    assert v.threshold == pytest.approx(0.025)
+
+
+def test_a_slower_tail_with_the_median_unchanged_is_a_regression() -> None:
+    """n = 100: a third of the head's samples 90 % slower moves the mean by +30 % and the 90th
+    percentile by +90 % at p ~ 1e-6, while the median stays within 1 %: it read "unchanged" (the
+    interval of the median ruled out a regression)."""
+    rng = np.random.default_rng(8)
+    base = Result(LAT, "a", "m", _samples(rng, 1.0, 0.01, 100))
+    head = Result(LAT, "b", "m", _samples(rng, 1.0, 0.01, 67) + _samples(rng, 1.9, 0.01, 33))
+    (v,) = compare([base], [head])
+    assert abs(v.ratio - 1) < 0.025 and v.p_value < 1e-4
+    assert v.outcome == Outcome.REGRESSED, v.reason
+    assert "upper quartile" in v.reason
+    # Higher is better: the slow tail is the low side (the 10th percentile).
+    base = Result(TPUT, "a", "m", _samples(rng, 1.0, 0.01, 100))
+    head = Result(TPUT, "b", "m", _samples(rng, 1.0, 0.01, 67) + _samples(rng, 0.5, 0.01, 33))
+    (v,) = compare([base], [head])
+    assert v.outcome == Outcome.REGRESSED, v.reason
+
+
+def test_a_slower_tail_across_jobs_is_an_unconfirmed_slowdown() -> None:
+    """Across jobs the history's allowance covers medians, not tails: a slower tail is listed as an
+    unconfirmed slowdown (INCONCLUSIVE, worded so), never "unchanged"."""
+    rng = np.random.default_rng(8)
+    base = Result(LAT, "a", "m", _samples(rng, 1.0, 0.01, 100))
+    head = Result(LAT, "b", "m", _samples(rng, 1.0, 0.01, 67) + _samples(rng, 1.9, 0.01, 33))
+    (v,) = compare([base], [head], between_jobs={LAT.key: 0.005})
+    assert v.outcome == Outcome.INCONCLUSIVE and v.reason.startswith("unconfirmed slowdown"), v.reason
+
+
+def test_a_head_significantly_wider_than_its_base_does_not_raise_its_threshold() -> None:
+    """The base's noise is pooled with the head's only where the two spreads are one noise: a head
+    four times wider (Brown-Forsythe p < 0.002) keeps the base's threshold."""
+    rng = np.random.default_rng(6)
+    base = Result(LAT, "a", "m", _samples(rng, 1.0, 0.03, 20))
+    same = Result(LAT, "b", "m", _samples(rng, 1.0, 0.03, 20))
+    wide = Result(LAT, "b", "m", _samples(rng, 1.0, 0.12, 20))
+    (pooled,) = compare([base], [same])
+    (kept,) = compare([base], [wide])
+    b = np.array(base.samples)
+    q25, med, q75 = np.percentile(b, [25, 50, 75])
+    assert kept.threshold == pytest.approx(1.5 * (q75 - q25) / 1.349 / med)
+    assert pooled.threshold != kept.threshold
+
+
+def _one_value(bench: Benchmark, sha: str, value: float, half_width: float, repeat: float = 10.0) -> Result:
+    """A point asv recorded without raw samples: its value and its statistics (99 % interval of the
+    median, quartiles, number, repeat), as the store reads it back."""
+    stats = (value * (1 - half_width), value * (1 + half_width), value * (1 - half_width / 3),
+             value * (1 + half_width / 3), 1.0, repeat)
+    return Result(bench, sha, "h200", (value,), stats=stats)
+
+
+@pytest.mark.parametrize(("shift", "half_width", "expected"), [
+    pytest.param(1.15, 0.02, Outcome.REGRESSED, id="plus15-intervals-apart-regressed"),
+    pytest.param(1 / 1.15, 0.02, Outcome.IMPROVED, id="minus13-intervals-apart-improved"),
+    pytest.param(1.15, 0.10, Outcome.INCONCLUSIVE, id="plus15-intervals-overlap-inconclusive"),
+    pytest.param(1.01, 0.02, Outcome.UNCHANGED, id="plus1-unchanged"),
+])
+def test_points_without_raw_samples_are_judged_by_asvs_statistics(shift, half_width, expected) -> None:
+    """One value a side (asv without --record-samples): asv compare's rule (the factor, then its 99 %
+    intervals must not overlap) with the factor 1 + threshold. They were never tested (5 raw samples
+    needed): a +15 % step read "inconclusive"."""
+    base = _one_value(LAT, "a", 2e-5, half_width)
+    head = _one_value(LAT, "b", 2e-5 * shift, half_width)
+    (v,) = compare([base], [head])
+    assert v.outcome == expected, v.reason
+    assert v.ratio == pytest.approx(shift)
+    if expected != Outcome.INCONCLUSIVE:
+        assert v.ci_low <= v.ratio <= v.ci_high
+    # asv's `repeat == 1`: no statistics, the factor alone (asv's rule), so the overlap no longer matters.
+    (once,) = compare([_one_value(LAT, "a", 2e-5, 0.10, 1.0)], [_one_value(LAT, "b", 2e-5 * 1.15, 0.10, 1.0)])
+    assert once.outcome == Outcome.REGRESSED, once.reason

@@ -1,0 +1,225 @@
+"""How far a series' level moves from one job to the next, learned from its machine's history: the
+allowance of a cross-job A/B comparison (`ci.verdicts.ab.compare`'s `between_jobs`).
+
+When base and head were not measured in one asv call, their difference carries the drift between
+jobs, which no in-job sample shows (`ci.verdicts.jobs`). The history of the machine shows it: each of
+its runs (one asv result file, one job) measured every series once, so the differences between a
+series' successive job levels are draws of what an unchanged pair of jobs reads.
+
+The model, per series (levels on a log scale; `d` the successive differences of its job levels in
+history order, the compared commits left out, `n` of them, taken as |d|: an unchanged pair differs
+by nothing on average, so they are centred on zero and a slow trend counts as noise):
+
+- **jumps**: a difference beyond `jump_sigmas` (3) robust sigmas, `1.4826 * median(|d|)`, is a jump.
+- **core**: `sigma`, the root mean square of the other differences, divided by 0.9866 (the RMS of a
+  normal sample clipped at 3 sigmas, `clip_factor`): the MAD's robustness to outliers and real
+  steps with nearly a standard deviation's efficiency, and no blindness to moderate tails (a plain
+  MAD read 0.19 % on the H200 history's `PackTokens.time_gpu(deitb384-b32-keep0.5, pack)`, 6 of 35
+  commits 3 % low, and the return from the low mode read REGRESSED at the 2.5 % floor, 2026-12-05).
+- **false-alarm rate**: the allowance must hold for the next pair, with a sigma estimated from the
+  `m` core differences, so its multiplier is Student's t quantile at `1 - false_alarm` (one-sided,
+  0.001: asv's two-sided p < 0.002) with `m - 1` degrees of freedom: 3.10 for a long history, 3.25
+  at 56 differences, 3.37 at 32, 4.30 at 10.
+- **recurring jumps** (regime switches of shared runners, a level that flips between two modes):
+  more than `outliers` (3) jumps is more than one outlier commit (two differences) and one real
+  step (a third) explain; the series' jump size is then the `outliers + 1`-th largest |d| and the
+  allowance covers it plus the core noise. One outlier commit or one step changes nothing; a mode
+  flip seen four times or more is covered.
+
+    allowance = exp(jump + t * sigma) - 1          (jump = 0 with `outliers` jumps or fewer)
+
+Everything is vectorised over the series of a machine (one pass over the results, one median per
+distinct sample count and a grouped sort). The previous estimate took a `np.median` per run per
+series: 115-138 ms of a 189-214 ms `compare_commits` on MetPy's 7,441-result machine, now 7.3 ms;
+500,000 results (1,000 jobs x 500 series x 10 samples) 7.0-7.2 -> 0.7-1.0 s of CPU (2026-12-05,
+2-core box).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ci.records import Result
+
+MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(3/4): the MAD of a normal sample times this is its sigma
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """Knobs of the per-series noise model.
+
+    Attributes:
+        false_alarm: one-sided false-alarm rate per series of an unchanged cross-job pair (0.001: a
+            200-series comparison raises a false alarm on ~18 % of PRs if every series were exactly
+            normal; the in-job rule's Benjamini-Hochberg correction does not apply to a rule without
+            p-values).
+        outliers: how many of the largest job-to-job differences may be outliers (an outlier commit
+            makes two, a real step one) before they count as a recurring jump.
+        jump_sigmas: a difference beyond this many core sigmas is a jump (0.27 % of a normal core's
+            differences: ~0.15 of 57); fixed, so whether a series has recurring jumps does not
+            depend on the false-alarm rate chosen.
+        min_jobs: series measured in fewer jobs have no model (absent from the result: withheld).
+    """
+
+    false_alarm: float = 0.001
+    outliers: int = 3
+    jump_sigmas: float = 3.0
+    min_jobs: int = 5
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.false_alarm < 0.5:
+            raise ValueError(f"false_alarm must be in (0, 0.5), got {self.false_alarm!r}")
+        if self.outliers < 0:
+            raise ValueError(f"outliers must be >= 0, got {self.outliers!r}")
+        if not self.jump_sigmas > 0:
+            raise ValueError(f"jump_sigmas must be > 0, got {self.jump_sigmas!r}")
+        if self.min_jobs < 3:
+            raise ValueError(f"min_jobs must be >= 3 (two successive differences), got {self.min_jobs}")
+
+
+@dataclass(frozen=True)
+class SeriesNoise:
+    """One series' job-to-job variation (module docstring).
+
+    Attributes:
+        sigma: robust sigma of the log difference of two jobs' levels (0.01 = 1 %).
+        jump: the recurring jump it shows (log), 0.0 when it shows none.
+        jobs: the jobs (runs) it was learned from.
+        multiplier: Student's t quantile at the false-alarm rate for this many jobs.
+        allowance: the relative change (0.05 = 5 %) an unchanged pair of jobs stays within at the
+            false-alarm rate: `exp(jump + multiplier * sigma) - 1`.
+    """
+
+    sigma: float
+    jump: float
+    jobs: int
+    multiplier: float
+    allowance: float
+
+    @property
+    def describe(self) -> str:
+        """A verdict's words for it: "history: ±x% between jobs (n jobs)", with the jump when there is one."""
+        text = f"history: {self.allowance * 100:.1f}% between jobs ({self.jobs} jobs"
+        if self.jump > 0:
+            text += f", recurring jumps of {math.expm1(self.jump) * 100:.1f}%"
+        return text + ")"
+
+
+def clip_factor(c: float) -> float:
+    """sqrt(E[X^2 | |X| <= c]) for a standard normal X: the root mean square of a normal sample clipped
+    at c sigmas, in sigmas (0.9866 at 3)."""
+    phi = math.exp(-c * c / 2) / math.sqrt(2 * math.pi)
+    inside = math.erf(c / math.sqrt(2))
+    return math.sqrt(1.0 - 2 * c * phi / inside)
+
+
+def job_levels(history: Sequence[Result], exclude_commits: Collection[str] = ()
+               ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every job's level of every series: the median of its finite positive samples pooled over the
+    results of one run (asv rounds of one file), runs of `exclude_commits` left out.
+
+    Args:
+        history: results of one machine, oldest first.
+        exclude_commits: commit shas whose runs are not used.
+
+    Returns:
+        (series keys, series index per job, log level per job): jobs of a series in history order,
+        the series sorted by index; jobs without a positive finite level are left out.
+    """
+    excluded = set(exclude_commits)
+    keys: dict[str, int] = {}
+    slot: dict[tuple[str, str], int] = {}
+    series_of: list[int] = []
+    samples_of: list[tuple[float, ...]] = []
+    for r in history:
+        if r.commit_sha in excluded:
+            continue
+        key = r.benchmark.key
+        run = (key, r.run_id or f"{r.commit_sha}/{id(r)}")
+        i = slot.get(run)
+        if i is None:
+            slot[run] = len(samples_of)
+            s = keys.get(key)
+            if s is None:
+                s = keys[key] = len(keys)
+            series_of.append(s)
+            samples_of.append(r.samples)
+        else:  # several results of one run (asv rounds): their samples pooled
+            samples_of[i] = samples_of[i] + r.samples
+    levels = np.full(len(samples_of), np.nan)
+    by_count: dict[int, list[int]] = {}
+    for i, s in enumerate(samples_of):
+        by_count.setdefault(len(s), []).append(i)
+    for count, idx in by_count.items():
+        if count == 0:
+            continue
+        a = np.array([samples_of[i] for i in idx], dtype=float).reshape(len(idx), count)
+        good = np.isfinite(a) & (a > 0)
+        if good.all():
+            levels[idx] = np.median(a, axis=1)
+        else:
+            a[~good] = np.nan
+            with np.errstate(all="ignore"):
+                rows = good.any(axis=1)
+                levels[np.asarray(idx)[rows]] = np.nanmedian(a[rows], axis=1)
+    sid = np.asarray(series_of, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        y = np.log(levels)
+    ok = np.isfinite(y)
+    sid, y = sid[ok], y[ok]
+    order = np.argsort(sid, kind="stable")  # each series' jobs stay in history order
+    return list(keys), sid[order], y[order]
+
+
+def series_noise(history: Sequence[Result], *, exclude_commits: Collection[str] = (),
+                 settings: NoiseSettings | None = None) -> dict[str, SeriesNoise]:
+    """Per series of one machine's history, its job-to-job noise model (module docstring).
+
+    Args:
+        history: results of one machine, oldest first (`StoreReader.results(machine=...)`).
+        exclude_commits: commit shas whose runs are not used (the comparison's own base and head, so
+            a change under test never counts as noise).
+        settings: `NoiseSettings()` when None.
+
+    Returns:
+        series key -> SeriesNoise, for every series with at least `settings.min_jobs` jobs.
+    """
+    settings = settings or NoiseSettings()
+    keys, sid, y = job_levels(history, exclude_commits)
+    if not keys:
+        return {}
+    n_series = len(keys)
+    jobs = np.bincount(sid, minlength=n_series)
+    same = sid[1:] == sid[:-1]
+    d = np.abs(np.diff(y))[same]
+    ds = sid[1:][same]
+    n = np.bincount(ds, minlength=n_series)
+    sorted_d = d[np.lexsort((d, ds))]  # each series' |d| ascending, series after series
+    start = np.concatenate([[0], np.cumsum(n)[:-1]])
+    has = (jobs >= settings.min_jobs) & (n >= 2)
+    lo = np.where(has, start + (n - 1) // 2, 0)
+    hi = np.where(has, start + n // 2, 0)
+    mad_sigma = np.where(has, MAD_TO_SIGMA * (sorted_d[lo] + sorted_d[hi]) / 2, 0.0) if d.size else np.zeros(n_series)
+    # Clipped at jump_sigmas MAD sigmas, the root mean square of the rest: the MAD's robustness to
+    # jumps with nearly a standard deviation's efficiency (the t quantile's degrees of freedom).
+    jumps = d > settings.jump_sigmas * mad_sigma[ds]
+    inliers = np.bincount(ds, weights=(~jumps).astype(float), minlength=n_series)
+    squares = np.bincount(ds, weights=np.where(jumps, 0.0, d * d), minlength=n_series)
+    with np.errstate(all="ignore"):
+        sigma = np.where(has & (inliers > 0), np.sqrt(squares / inliers) / clip_factor(settings.jump_sigmas), 0.0)
+    multiplier = stats.t.ppf(1.0 - settings.false_alarm, np.maximum(1.0, inliers - 1.0))
+    core = multiplier * sigma
+    beyond = n - inliers
+    k = settings.outliers
+    kth = np.where(has & (n > k), start + n - 1 - k, 0)
+    jump = np.where(has & (beyond > k), sorted_d[kth], 0.0) if d.size else np.zeros(n_series)
+    allowance = np.expm1(jump + core)
+    return {
+        key: SeriesNoise(float(sigma[i]), float(jump[i]), int(jobs[i]), float(multiplier[i]), float(allowance[i]))
+        for i, key in enumerate(keys) if has[i]
+    }
