@@ -117,19 +117,20 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
     with job_lock(cfg), Store(cfg.db) as store:
         runs = measure(cfg, store, [(base, head)], interleave=True)
         ingest = ingest_results(cfg, store)
-        comparison = ab_comparison(cfg, store, base, head)
-        verdicts = comparison.verdicts
-        code = exit_code(verdicts)
-        if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
-            say(f"error: {comparison.problem}")
-            code = EXIT_ERROR
-        try:
-            comment, url = write_comment(cfg, store, comparison, base, head)
-            posting = ()
-        except CommentNotPosted as exc:
-            comment, url = cfg.comment_path, None
-            posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
-            code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
+        with store.snapshot():  # the verdicts and the comment from one state of the history
+            comparison = ab_comparison(cfg, store, base, head)
+            verdicts = comparison.verdicts
+            code = exit_code(verdicts)
+            if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
+                say(f"error: {comparison.problem}")
+                code = EXIT_ERROR
+            try:
+                comment, url = write_comment(cfg, store, comparison, base, head)
+                posting = ()
+            except CommentNotPosted as exc:
+                comment, url = cfg.comment_path, None
+                posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
+                code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
         notes = posting + _failure_notes(store, [base, head], cfg.machine)
         dash = render_dashboard(cfg, store)
     return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,

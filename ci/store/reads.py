@@ -2,14 +2,18 @@
 the PR comment and the dashboard read) over an engine, plus the reads that only the service's own
 commands need (failed points, commit prefixes, ingest's digests, row counts).
 
-Every call is one read transaction, so one snapshot; bulk reads skip the ORM (a series read is
-~10^5 rows) and parse DateTime text themselves on SQLite.
+Every call is one read transaction, so one snapshot; inside `StoreReads.snapshot()` every call of
+one thread reads the same snapshot (one transaction: REPEATABLE READ on PostgreSQL, one WAL read
+snapshot on SQLite), so that a render, a comparison or a comment that reads a dozen times sees
+one state of a history that an ingest may be writing meanwhile. Bulk reads skip the ORM (a series
+read is ~10^5 rows) and parse DateTime text themselves on SQLite.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +40,7 @@ from ci.records import (
     Verdict,
 )
 from ci.store.codec import float64s, int64s, none_to_nan, split_samples, unpacker, utc
-from ci.store.engine import StoreError
+from ci.store.engine import StoreError, is_memory
 from ci.store.models import (
     AcknowledgementRow,
     BenchmarkRow,
@@ -177,10 +181,13 @@ class StoreReads:
 
     Args:
         engine: from `ci.store.engine.make_engine`.
+        read_only: the engine cannot write (`make_engine(..., read_only=True)`).
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
         self.engine = engine
+        self.read_only = read_only
+        self._pinned = threading.local()  # .conn: the connection of this thread's open snapshot
         self._bench_by_id: dict[int, Benchmark] = {}
         self._id_by_key: dict[str, int] = {}
         self._times: dict[Any, datetime | None] = {}
@@ -191,9 +198,44 @@ class StoreReads:
         return self.engine.dialect.name
 
     @contextmanager
+    def snapshot(self) -> Iterator[StoreReads]:
+        """Every read of this thread inside the block sees one state of the store: one read
+        transaction on one connection (REPEATABLE READ and READ ONLY on PostgreSQL; on SQLite one
+        WAL snapshot, taken at the first read), however many reads it makes and whatever is written
+        meanwhile. Writes inside it go through their own transactions, as outside. Nested blocks
+        share the outer one's snapshot; a private in-memory store (one connection, no other writer)
+        reads as it is.
+
+        Yields:
+            This store.
+        """
+        if getattr(self._pinned, "conn", None) is not None or is_memory(str(self.engine.url)):
+            yield self
+            return
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with conn.begin():
+                self._pinned.conn = conn
+                try:
+                    yield self
+                finally:
+                    self._pinned.conn = None
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A connection inside a read transaction: this thread's snapshot's, else a new one."""
+        pinned = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
     def _read(self) -> Iterator[Session]:
-        # One read transaction (one snapshot) per call; ORM objects for the small tables.
-        with self.engine.connect() as conn, conn.begin(), Session(bind=conn) as session:
+        # One read transaction (one snapshot) per call, or the open snapshot's; ORM objects for the small tables.
+        with self._connection() as conn, Session(bind=conn) as session:
             yield session
 
     def resolve_commit(self, sha_or_prefix: str) -> str:
@@ -400,7 +442,7 @@ class StoreReads:
         self, ok: bool, columns: str, benchmark_key: str | None, machine: str | None, commit_sha: str | None
     ) -> tuple[list[Any], dict[int, list[tuple[Any, ...]]]]:
         """Runs in history order and their result rows by run id (each run's by benchmark id)."""
-        with self.engine.connect() as conn, conn.begin():  # one snapshot for every query
+        with self._connection() as conn:  # one snapshot for every query
             if benchmark_key is not None:
                 bid = self._benchmark_id(conn, benchmark_key)
                 if bid is None:
@@ -557,7 +599,7 @@ class StoreReads:
             return self._series_columns(machine, branch, runs_after or {})
 
     def _series_columns(self, machine: str | None, branch: str | None, skip: dict[str, int]) -> list[MachineHistory]:
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             runs = self._history_runs(conn, machine=machine, branch=branch)
             by_machine: dict[str, list[Any]] = {}
             for run in runs:
@@ -650,7 +692,7 @@ class StoreReads:
     def run_digests(self) -> dict[str, str]:
         """sha256 of every ingested result file -> its commit sha (lets ingest skip known files unparsed)."""
         stmt = select(RunRow.digest, CommitRow.sha).join(CommitRow, RunRow.commit_id == CommitRow.id)
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             return {digest: sha for digest, sha in conn.execute(stmt)}
 
     def change_point_states(self, branch: str, settings: str) -> dict[tuple[str, str], tuple[int, str, bytes]]:
@@ -673,14 +715,14 @@ class StoreReads:
             "JOIN machines ON change_point_states.machine_id = machines.id "
             "WHERE change_point_states.branch = ? AND change_point_states.settings = ?"
         )
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             rows = _fetch(conn, sql, [branch, settings])
         return {(key, m): (runs, digest, bytes(state)) for key, m, runs, digest, state in rows}
 
     def run_environments(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Every run's environment, by run key, as `results` gives it (`Result.environment`): the
         dashboard reads results as columns (`series_columns`), which leave the environment out."""
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             rows = conn.execute(select(RunRow.run_key, RunRow.environment)).all()
         envs = self._envs
         if len(envs) > _MEMO_MAX:
@@ -697,7 +739,7 @@ class StoreReads:
         """sha256 of every ingested result file -> (its commit sha, its run key "machine/commit/env"):
         ingest tells, without parsing a known file, which commit and run it holds."""
         stmt = select(RunRow.digest, CommitRow.sha, RunRow.run_key).join(CommitRow, RunRow.commit_id == CommitRow.id)
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             return {digest: (sha, run_key) for digest, sha, run_key in conn.execute(stmt)}
 
     def counts(self) -> dict[str, int]:

@@ -65,10 +65,12 @@ class StoreWrites(StoreReads):
 
     Args:
         engine: from `ci.store.engine.make_engine`, holding the store's schema.
+        read_only: the engine cannot write: every write fails, except the detector's cache
+            (`save_change_point_states`), which is then not kept.
     """
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
+        super().__init__(engine, read_only=read_only)
         self._bench_ids: dict[str, int] = {}  # benchmark key -> id, only for committed rows
         # The same for series stored with an unknown direction, used only for a series wanted with
         # none either (a declared one looks its row up, to store the direction): an id never changes.
@@ -544,7 +546,7 @@ class StoreWrites(StoreReads):
             states: (benchmark key, machine) -> (runs covered, their digest chain, state bytes);
                 series the store does not know are left out.
         """
-        if not states:
+        if not states or self.read_only:  # a cache: a store opened read-only computes without it
             return
 
         def tx(conn: Connection, _pending: dict[str, int]) -> None:
