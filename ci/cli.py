@@ -243,10 +243,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
+    from ci.records import AlertState
+
     with _open(args) as store:
         ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
+        this = (ack.benchmark_key, ack.commit_sha, ack.when)
+        closed = [a for a in store.alerts(state=AlertState.ACKNOWLEDGED)
+                  if (a.benchmark.key, a.commit_sha, a.acknowledged_at) == this]
     with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
+        if closed:
+            print(printable(f"closed {len(closed)} alert(s): " + ", ".join(
+                f"{a.kind.value} on {a.machine}" for a in closed)))
     return EXIT_OK
 
 

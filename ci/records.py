@@ -332,6 +332,50 @@ class Acknowledgement:
     when: datetime
 
 
+class AlertKind(StrEnum):
+    """What a history job alerts on."""
+
+    REGRESSION = "regression"  # a change point of the history detector that made a series worse
+    GATE = "gate"  # a failed correctness gate at one commit
+
+
+class AlertState(StrEnum):
+    """Where an alert is: found and kept until a job exits 1 with it (reported), or closed by `ci ack`."""
+
+    DETECTED = "detected"
+    REPORTED = "reported"
+    ACKNOWLEDGED = "acknowledged"
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A regression change point or a failed correctness gate of a history, kept by the store from
+    the moment it is found until a history job has reported it (exit 1) or a maintainer has
+    acknowledged it, so that a job that stops after ingesting loses none (`ci.runner.alerts`).
+
+    One per (kind, series, machine, commit): a step the detector moves to another commit as more
+    commits are measured is another alert.
+    """
+
+    kind: AlertKind
+    benchmark: Benchmark
+    machine: str  # the machine key whose series it is (`Machine.name`)
+    commit_sha: str  # the first commit after the step (a regression), the commit judged (a gate)
+    state: AlertState = AlertState.DETECTED
+    previous_sha: str = ""  # a regression: the last commit before the step ("" for a gate)
+    ratio: float = math.nan  # a regression: after / before; a gate: worst value / limit
+    p_value: float = math.nan
+    reason: str = ""  # what was found, in words
+    detected_at: datetime | None = None  # set by the store
+    reported_at: datetime | None = None
+    acknowledged_at: datetime | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(kind, series key, machine, commit): what makes two alerts the same one."""
+        return (str(self.kind), self.benchmark.key, self.machine, self.commit_sha)
+
+
 @dataclass(frozen=True)
 class ParsedPoint:
     """One point of a benchmark's parameter grid in one run."""

@@ -50,9 +50,11 @@ def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
 def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     """Benchmark commits one asv call each (oldest first), then decide on the history.
 
-    Exit 1 when a correctness gate fails on a measured commit, or the change-point detector finds an
-    unacknowledged regression that this job's commits made visible (`ci.verdicts.history.newly_detected`:
-    a step shows once a few commits after it are measured, so it may sit at an earlier commit).
+    Every regression change point and failed correctness gate of the machine's history is kept in the
+    store as an alert (`ci.runner.alerts`); the job reports every alert no job has reported yet,
+    whichever job's commits produced it, and exits 1 when there is one (or a gate of its own commits
+    fails). A step shows once a few commits after it are measured, so it may sit at an earlier
+    commit; a job stopped after ingesting (cancelled, timed out) leaves its alerts to the next job.
 
     Args:
         cfg: runner configuration.
@@ -61,8 +63,9 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     Returns:
         A RunOutcome.
     """
+    from ci.records import AlertState
+    from ci.runner.alerts import alert_line, history_alerts
     from ci.store import Store
-    from ci.verdicts import machine_keys, newly_detected
 
     commits = list(commits)
     ensure_machine(cfg)
@@ -72,28 +75,25 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
         # A commit of this job at which not one point was measured is an error, not a quiet pass.
         empty = [why for c in commits if (why := _not_measured(store, c, cfg.machine)) is not None]
-        acked = {(a.benchmark_key, a.commit_sha) for a in store.acknowledgements()}
-        on_branch = {c.sha for c in store.commits(cfg.dashboard_branch)} if cfg.dashboard_branch else None
-        # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`).
-        history = [r for m in machine_keys(store, cfg.machine) for r in store.results(machine=m)
-                   if on_branch is None or r.commit_sha in on_branch]
-        # Steps this job made visible (a step shows only once commits after it are measured), not
-        # steps at this job's commits: the commit that caused one was usually measured a job ago.
-        steps = [
-            cp for cp in newly_detected(history, set(commits))
-            if cp.outcome == Outcome.REGRESSED and (cp.benchmark.key, cp.commit_sha) not in acked
-        ]  # fmt: skip
+        # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`);
+        # kept before anything else can stop the job, and reported until a job has exited 1 with them.
+        store.record_alerts(history_alerts(store, cfg.machine, cfg.dashboard_branch))
+        pending = store.alerts(state=AlertState.DETECTED)
         notes = _failure_notes(store, commits, cfg.machine)
         dash = render_dashboard(cfg, store)
-    failed = [v for v in gates if v.outcome == Outcome.FAILED]
-    for v in failed:
-        say(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})")
-    for cp in steps:
-        say(f"regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} (p={cp.p_value:.2g})")
-    for why in empty:
-        say(f"error: {why}")
-    code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or steps else EXIT_OK
-    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
+        told = {a.key for a in pending}
+        failed = [v for v in gates if v.outcome == Outcome.FAILED]
+        for a in pending:
+            say(alert_line(a))
+        for v in failed:  # a gate of this job's commits fails it, reported before or not
+            if ("gate", v.benchmark.key, v.machine, v.head_sha) not in told:
+                say(printable(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})"))
+        for why in empty:
+            say(f"error: {why}")
+        code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or pending else EXIT_OK
+        if code == EXIT_REGRESSION:  # reported: this job exits 1 with them
+            store.mark_alerts_reported(pending)
+    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(pending), code, dash,
                       notes=notes + tuple(f"error: {why}" for why in empty))  # fmt: skip
 
 

@@ -194,6 +194,28 @@ class AcknowledgementRow(Base):
     when: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class AlertRow(Base):
+    """A regression change point or a failed correctness gate of the history (`ci.records.Alert`),
+    kept from detection until reported or acknowledged (`state`: detected, reported, acknowledged)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (UniqueConstraint("kind", "benchmark_id", "machine", "commit_sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # regression or gate
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    machine: Mapped[str] = mapped_column(String(255))
+    commit_sha: Mapped[str] = mapped_column(String(64), index=True)
+    previous_sha: Mapped[str] = mapped_column(String(64), default="")
+    ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    p_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 class ChangePointStateRow(Base):
     """The history detector's cached state of one series (benchmark x machine) for one branch and
     one set of detector settings: opaque bytes that `ci.verdicts.history` writes and reads, valid

@@ -27,6 +27,9 @@ from sqlalchemy.orm import Session
 
 from ci.records import (
     Acknowledgement,
+    Alert,
+    AlertKind,
+    AlertState,
     Benchmark,
     Commit,
     Direction,
@@ -43,6 +46,7 @@ from ci.store.codec import float64s, int64s, none_to_nan, split_samples, unpacke
 from ci.store.engine import StoreError, is_memory
 from ci.store.models import (
     AcknowledgementRow,
+    AlertRow,
     BenchmarkRow,
     CommitRow,
     MachineRow,
@@ -688,6 +692,28 @@ class StoreReads:
         with self._read() as conn:
             rows = conn.execute(stmt).scalars().all()
         return [Acknowledgement(r.benchmark_key, r.commit_sha, r.who, r.why, utc(r.when)) for r in rows]
+
+    def alerts(self, *, state: AlertState | str | None = None) -> list[Alert]:
+        """The history's alerts (`ci.records.Alert`), oldest first; with `state`, only those in it.
+
+        Args:
+            state: e.g. `AlertState.DETECTED`: the alerts no job has reported yet.
+
+        Returns:
+            Alert records, their times set by the store.
+        """
+        stmt = select(AlertRow, BenchmarkRow).join(BenchmarkRow, AlertRow.benchmark_id == BenchmarkRow.id)
+        if state is not None:
+            stmt = stmt.where(AlertRow.state == str(AlertState(state)))
+        stmt = stmt.order_by(AlertRow.detected_at, AlertRow.id)
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            Alert(AlertKind(a.kind), self._bench(b), a.machine, a.commit_sha, AlertState(a.state), a.previous_sha,
+                  none_to_nan(a.ratio), none_to_nan(a.p_value), a.reason, utc(a.detected_at), utc(a.reported_at),
+                  utc(a.acknowledged_at))
+            for a, b in rows
+        ]  # fmt: skip
 
     def run_digests(self) -> dict[str, str]:
         """sha256 of every ingested result file -> its commit sha (lets ingest skip known files unparsed)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
@@ -15,7 +16,18 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Project, Verdict
+from ci.records import (
+    Acknowledgement,
+    Alert,
+    AlertState,
+    Benchmark,
+    Commit,
+    Direction,
+    Machine,
+    ParsedRun,
+    Project,
+    Verdict,
+)
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
@@ -23,6 +35,7 @@ from ci.store.hosts import merged, same_host
 from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text, column_length
 from ci.store.models import (
     AcknowledgementRow,
+    AlertRow,
     BenchmarkRow,
     ChangePointStateRow,
     CommitRow,
@@ -533,6 +546,84 @@ class StoreWrites(StoreReads):
 
         return self._write_retrying(tx)
 
+    def record_alerts(self, alerts: Sequence[Alert]) -> list[Alert]:
+        """Keep the alerts the store does not hold yet (by `Alert.key`), in one transaction: a new one
+        is "detected", or "acknowledged" where its series was acknowledged at its commit; one held
+        already keeps its state (a reported alert is never reported again).
+
+        Args:
+            alerts: found by `ci.runner.alerts.history_alerts`; their state and times are ignored.
+
+        Returns:
+            The alerts this call added, as stored (state and detection time set).
+        """
+        unique: dict[tuple[str, str, str, str], Alert] = {}
+        for a in alerts:
+            if not isinstance(a, Alert):
+                raise TypeError(f"expected Alert records, got {type(a).__name__}")
+            unique.setdefault(a.key, a)
+        if not unique:
+            return []
+
+        def tx(conn: Connection, pending: dict[Any, int]) -> list[Alert]:
+            ids = self._benchmark_ids(conn, pending, (a.benchmark for a in unique.values()))
+            shas = sorted({a.commit_sha for a in unique.values()})
+            held: set[tuple[str, int, str, str]] = set()
+            acked: set[tuple[str, str]] = set()
+            for i in range(0, len(shas), _CHUNK):
+                chunk = shas[i : i + _CHUNK]
+                held.update(conn.execute(select(AlertRow.kind, AlertRow.benchmark_id, AlertRow.machine,
+                                                AlertRow.commit_sha).where(AlertRow.commit_sha.in_(chunk))).all())
+                acked.update(conn.execute(select(AcknowledgementRow.benchmark_key, AcknowledgementRow.commit_sha)
+                                          .where(AcknowledgementRow.commit_sha.in_(chunk))).all())  # fmt: skip
+            now = datetime.now(UTC)
+            added = []
+            for a in unique.values():
+                if (str(a.kind), ids[a.benchmark.key], a.machine, a.commit_sha) in held:
+                    continue
+                closed = (a.benchmark.key, a.commit_sha) in acked
+                added.append(replace(a, state=AlertState.ACKNOWLEDGED if closed else AlertState.DETECTED,
+                                     detected_at=now, reported_at=None, acknowledged_at=now if closed else None))
+            if added:
+                conn.execute(insert(AlertRow.__table__), [
+                    {"kind": str(a.kind), "benchmark_id": ids[a.benchmark.key], "machine": a.machine,
+                     "commit_sha": a.commit_sha, "previous_sha": a.previous_sha, "ratio": nan_to_none(a.ratio),
+                     "p_value": nan_to_none(a.p_value), "reason": a.reason, "state": str(a.state),
+                     "detected_at": now, "acknowledged_at": a.acknowledged_at}
+                    for a in added
+                ])  # fmt: skip
+            return added
+
+        return self._write_retrying(tx)
+
+    def mark_alerts_reported(self, alerts: Sequence[Alert]) -> int:
+        """Mark alerts reported (a history job exited 1 with them), where they are still "detected".
+
+        Args:
+            alerts: as `alerts` returned them.
+
+        Returns:
+            How many changed state.
+        """
+        keys = sorted({a.key for a in alerts})
+        if not keys:
+            return 0
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> int:
+            now = datetime.now(UTC)
+            changed = 0
+            for kind, bench_key, machine, sha in keys:
+                bid = select(BenchmarkRow.id).where(BenchmarkRow.key == bench_key).scalar_subquery()
+                changed += conn.execute(
+                    update(AlertRow).where(AlertRow.kind == kind, AlertRow.benchmark_id == bid,
+                                           AlertRow.machine == machine, AlertRow.commit_sha == sha,
+                                           AlertRow.state == str(AlertState.DETECTED))
+                    .values(state=str(AlertState.REPORTED), reported_at=now)
+                ).rowcount  # fmt: skip
+            return changed
+
+        return self._write_retrying(tx)
+
     def save_change_point_states(
         self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]
     ) -> None:
@@ -607,7 +698,8 @@ class StoreWrites(StoreReads):
     def acknowledge(
         self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None
     ) -> Acknowledgement:
-        """Record that a regression of one series at one commit is expected (who, when, why).
+        """Record that a regression of one series at one commit is expected (who, when, why), and close
+        every alert of that series at that commit (`ci.records.Alert`: state "acknowledged").
 
         Args:
             benchmark_key: a series key as in `Benchmark.key` (must exist in the store).
@@ -638,6 +730,11 @@ class StoreWrites(StoreReads):
                     benchmark_key=ack.benchmark_key, commit_sha=ack.commit_sha, who=ack.who, why=ack.why, when=ack.when
                 )
             )
+            # Every alert of the series at that commit, on any machine, is closed with it.
+            bid = select(BenchmarkRow.id).where(BenchmarkRow.key == ack.benchmark_key).scalar_subquery()
+            conn.execute(update(AlertRow).where(AlertRow.benchmark_id == bid, AlertRow.commit_sha == ack.commit_sha,
+                                                AlertRow.state != str(AlertState.ACKNOWLEDGED))
+                         .values(state=str(AlertState.ACKNOWLEDGED), acknowledged_at=ack.when))  # fmt: skip
 
         self._write_retrying(tx)
         return ack
