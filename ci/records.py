@@ -129,11 +129,16 @@ def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Commit:
+    """A commit as the store knows it. `position` is its place in git's history, read by ingest from a
+    checkout (`ci.ingest.git`: its generation, which grows along every line of history); None where
+    no git metadata was read. History order is by position, by `time` only among commits without one."""
+
     sha: str
     parents: tuple[str, ...] = ()
     branch: str = ""
     time: datetime | None = None
     subject: str = ""
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -533,7 +538,8 @@ class StoreReader(Protocol):
     def machines(self) -> list[Machine]: ...
 
     def commits(self, branch: str | None = None) -> list[Commit]:
-        """Commits in history order (oldest first); with `branch`, only that branch's."""
+        """Commits in history order (oldest first: git's topology, `Commit.position`, and commit time
+        only for commits without one); with `branch`, only that branch's."""
         ...
 
     def benchmarks(self) -> list[Benchmark]: ...

@@ -15,7 +15,8 @@ both written: the first in path order is, the others are errors, the same on eve
 metadata (parents, branch, time, subject) comes from `git log` when a checkout is given, otherwise
 the commit is known by its sha and asv's date only (`ci.ingest.git`). A commit of which git's
 record cannot be read, or not all of it, is named in a warning and stored with what could be read
-(asv's date for a time git cannot give); every other commit gets its metadata.
+(asv's date for a time git cannot give); every other commit gets its metadata, its position in
+git's history included (history order is git's topology, `ci.records.Commit.position`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ci.ingest.asv_files import (
     read_gpu_sidecar,
     with_sidecar,
 )
-from ci.ingest.git import CommitLog, branch_log, commit_warning, git_commits
+from ci.ingest.git import CommitLog, branch_log, commit_order_warning, commit_warning, git_commits
 from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
 from ci.store import Store, StoreLimitError, error_line
@@ -578,6 +579,8 @@ def ingest_results_dir(
         store.upsert_commits([git_info.commits[s] for s in sorted(set(known_shas)) if s in git_info.commits])
     outcomes.sort(key=lambda f: f.path)
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items()))
+    if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
+        notes += (shallow,)
     if written:
         notes += machine_notes(machines_before, store.machines())
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)

@@ -72,6 +72,9 @@ class CommitRow(Base):
     branch: Mapped[str] = mapped_column(String(255), default="", index=True)
     time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     subject: Mapped[str] = mapped_column(Text, default="")
+    # Its place in git's history (`ci.records.Commit.position`, read by ingest from a checkout); NULL
+    # where none was read: history order is by position, by time only among commits without one.
+    position: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class BenchmarkRow(Base):

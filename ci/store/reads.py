@@ -57,6 +57,12 @@ from ci.store.models import (
     VerdictRow,
 )
 
+# History order: commits with a position in git's history (`ci.records.Commit.position`) by it, after
+# those without one (ingested without a checkout: an older history, as a rule), which go by commit
+# time; a commit's time alone put one made on a machine whose clock ran a year ahead last, and
+# blamed its step on the commit after it. Then insertion order. `_commit_order` is the same in Core.
+HISTORY_ORDER = ("commits.position IS NOT NULL, commits.position, commits.time IS NULL, commits.time, "
+                 "commits.id")  # fmt: skip
 # The setting that holds the project's asv.conf.json fields (`ci.records.Project.as_asv_conf`).
 PROJECT_SETTING = "asv_conf"
 _IN_LIST = 500  # run ids named in one IN (...); far below SQLite's bound-parameter limit
@@ -115,10 +121,11 @@ def _block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple
 
 
 def _series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> list[tuple[Any, ...]]:
-    """Series `bid`'s points in `blocks` (rows of 7 run columns, run_id, `_BLOCK_READ`, and 2 order
-    columns) as (run columns, `_block_points` row, order columns). Where the series sits in a block
-    and where its samples lie are worked out once per distinct ids / lengths value (a grid's are the
-    same in every run): unpacked per row they were most of a series read (2026-12-02)."""
+    """Series `bid`'s points in `blocks` (rows of 7 run columns, run_id, `_BLOCK_READ`, and 3 order
+    columns: the commit's position, time and id) as (run columns, `_block_points` row, order
+    columns). Where the series sits in a block and where its samples lie are worked out once per
+    distinct ids / lengths value (a grid's are the same in every run): unpacked per row they were
+    most of a series read (2026-12-02)."""
     where: dict[bytes, int] = {}  # a block's ids -> the series' position in them (-1: not there)
     spans: dict[tuple[bytes, int], tuple[int, int]] = {}  # (lengths, position) -> the samples' byte range
     wanted = [c.strip() for c in columns.split(",")]
@@ -137,7 +144,7 @@ def _series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> 
             at = 8 * sum(counts[:j])
             span = spans[lengths, j] = (at, at + 8 * counts[j])
         per = {"samples": samples[span[0] : span[1]], "started_at": row[11], "benchmark_version": row[12]}
-        out.append((row[:7], (row[7], bid, *map(per.__getitem__, wanted)), row[-2:]))
+        out.append((row[:7], (row[7], bid, *map(per.__getitem__, wanted)), row[-3:]))
     return out
 
 
@@ -315,8 +322,9 @@ class StoreReads:
 
     @staticmethod
     def _commit_order() -> tuple[Any, ...]:
-        # Commits without a time (none should exist: asv records one) go last, then insertion order.
-        return (CommitRow.time.is_(None), CommitRow.time, CommitRow.id)
+        """History order (`HISTORY_ORDER` in SQL): git's topology where ingest read it, time elsewhere."""
+        return (CommitRow.position.is_not(None), CommitRow.position, CommitRow.time.is_(None), CommitRow.time,
+                CommitRow.id)  # fmt: skip
 
     def commits(self, branch: str | None = None) -> list[Commit]:
         """Commits in history order (oldest first); with `branch`, only that branch's.
@@ -334,7 +342,8 @@ class StoreReads:
             rows = conn.execute(stmt).scalars().all()
         return [
             Commit(
-                sha=r.sha, parents=tuple(json.loads(r.parents)), branch=r.branch, time=utc(r.time), subject=r.subject
+                sha=r.sha, parents=tuple(json.loads(r.parents)), branch=r.branch, time=utc(r.time), subject=r.subject,
+                position=r.position,
             )
             for r in rows
         ]
@@ -476,24 +485,25 @@ class StoreReads:
         run_cols = "runs.id, runs.run_key, runs.digest, runs.started_at, runs.environment, commits.sha, machines.name"
         joins = ("JOIN runs ON {t}.run_id = runs.id JOIN commits ON runs.commit_id = commits.id "
                  "JOIN machines ON runs.machine_id = machines.id")  # fmt: skip
-        order = "ORDER BY commits.time IS NULL, commits.time, commits.id, runs.started_at, runs.id"
-        sql = (f"SELECT {run_cols}, results.run_id, results.benchmark_id, {cols}, commits.time, commits.id "
-               f"FROM results {joins.format(t='results')} WHERE {' AND '.join(where)} {order}")  # fmt: skip
-        found = [(row[:7], row[7:-2], row[-2:]) for row in _fetch(conn, sql, params)]
+        order = f"ORDER BY {HISTORY_ORDER}, runs.started_at, runs.id"
+        sql = (f"SELECT {run_cols}, results.run_id, results.benchmark_id, {cols}, commits.position, commits.time, "
+               f"commits.id FROM results {joins.format(t='results')} WHERE {' AND '.join(where)} {order}")  # fmt: skip
+        found = [(row[:7], row[7:-3], row[-3:]) for row in _fetch(conn, sql, params)]
         if ok:  # the series' points in blocks: those of its benchmark (by name), cut to the series' own
             block_where = ["result_blocks.name = (SELECT name FROM benchmarks WHERE id = ?)", *where[2:]]
             sql = (f"SELECT {run_cols}, result_blocks.run_id, "
                    + ", ".join(f"result_blocks.{c}" for c in _BLOCK_READ.split(", "))
-                   + f", commits.time, commits.id FROM result_blocks {joins.format(t='result_blocks')} "
-                   f"WHERE {' AND '.join(block_where)}")  # fmt: skip
+                   + f", commits.position, commits.time, commits.id FROM result_blocks "
+                   f"{joins.format(t='result_blocks')} WHERE {' AND '.join(block_where)}")  # fmt: skip
             in_blocks = _series_in_blocks(_fetch(conn, sql, [bid, *params[2:]]), bid, columns)
             if in_blocks:
                 # Put in the SQL order above here, not by the database: a sort there carries each
                 # block's samples (ten series' worth) through a temporary B-tree, ~40% of a series
                 # read (2026-12-02). PostgreSQL sorts a NULL start last, SQLite first.
                 null_start = (1,) if conn.dialect.name == "postgresql" else (0,)
-                found = sorted(found + in_blocks, key=lambda f: (
-                    f[2][0] is None, () if f[2][0] is None else (f[2][0],), f[2][1],
+                found = sorted(found + in_blocks, key=lambda f: (  # HISTORY_ORDER, then the run's start and id
+                    f[2][0] is not None, () if f[2][0] is None else (f[2][0],), f[2][1] is None,
+                    () if f[2][1] is None else (f[2][1],), f[2][2],
                     null_start if f[0][3] is None else (null_start[0] ^ 1, f[0][3]), f[0][0]))  # fmt: skip
         runs: list[Any] = []
         grouped: dict[int, list[tuple[Any, ...]]] = {}

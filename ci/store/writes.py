@@ -190,6 +190,7 @@ class StoreWrites(StoreReads):
             "branch": commit.branch,
             "time": utc(commit.time),
             "subject": commit.subject,
+            "position": commit.position,
         }
         stmt = insert_ignore(self.dialect, CommitRow.__table__)
         if stmt is not None and conn.dialect.insert_returning:
@@ -209,6 +210,8 @@ class StoreWrites(StoreReads):
             changes["subject"] = commit.subject
         if commit.branch and not row.branch:  # the first branch a commit was seen on stays its branch
             changes["branch"] = commit.branch
+        if commit.position is not None and row.position != commit.position:  # git's, whenever it was read
+            changes["position"] = commit.position
         # git's time (a record with a subject or parents came from git) beats asv's date.
         if commit.time is not None and (row.time is None or commit.parents or commit.subject):
             if utc(row.time) != fields["time"]:
