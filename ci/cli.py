@@ -4,7 +4,7 @@ Exit codes (shared by every command): 0 clean, 1 a regression, a failed correctn
 benchmark that crashed on head, 2 an error (bad arguments, a malformed or truncated input file, a
 database problem, an interrupt, or a part of the service that is not available yet).
 
-    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] RESULTS_DIR
+    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] [--replace] RESULTS_DIR
     python -m ci compare [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME]
     python -m ci comment [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
@@ -143,7 +143,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         note = record_project(store, args.results_dir, args.config)
         try:
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
-                                        progress=ingest_progress_printer())  # fmt: skip
+                                        progress=ingest_progress_printer(), replace=args.replace)  # fmt: skip
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
@@ -305,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
                   "nearest asv.conf.json above RESULTS_DIR whose results_dir is that folder)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
+    p.add_argument("--replace", action="store_true",
+                   help="let a file holding a different run of a stored machine, environment and commit than the one "
+                   "ingested from another file replace it (recorded in the store); without it such a file is an "
+                   "error naming both files. asv rewriting the stored run's own file replaces it either way")
 
     for name, help_, fn in (
         ("compare", "A/B verdicts between a base and a head commit (saved to the store)", cmd_compare),

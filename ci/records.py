@@ -382,6 +382,24 @@ class Alert:
 
 
 @dataclass(frozen=True)
+class RunReplacement:
+    """A stored run (one asv result file: machine x commit x environment) replaced by another file's.
+
+    asv rewriting its own file in place (`--append-samples`, a re-run) replaces the run from the same
+    source; a file of another results folder replaces it only when the user says so (`ci ingest
+    --replace`: `forced`). The store keeps a record of each.
+    """
+
+    run_key: str
+    old_source: str  # the file the replaced run was ingested from
+    new_source: str  # the file that replaced it
+    old_digest: str  # their sha256
+    new_digest: str
+    forced: bool  # from another source, by `--replace`
+    when: datetime
+
+
+@dataclass(frozen=True)
 class ParsedPoint:
     """One point of a benchmark's parameter grid in one run."""
 

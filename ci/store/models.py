@@ -91,7 +91,8 @@ class BenchmarkRow(Base):
 
 class RunRow(Base):
     """One asv result file: a commit x machine x environment. asv rewrites that file in place
-    (e.g. --append-samples), so a changed file replaces the run; identical bytes are a no-op."""
+    (e.g. --append-samples), so a changed file from the same source replaces the run; identical
+    bytes are a no-op; a different run from another file is refused unless `ci ingest --replace`."""
 
     __tablename__ = "runs"
 
@@ -103,8 +104,26 @@ class RunRow(Base):
     env_name: Mapped[str] = mapped_column(String(255))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    source: Mapped[str] = mapped_column(Text, default="")  # the file path it came from
+    # The file it came from: its absolute path (as given, for runs ingested before 2026-12-05). Another
+    # file's run of the same key replaces it only by `ci ingest --replace` (`RunReplacementRow`).
+    source: Mapped[str] = mapped_column(Text, default="")
     environment: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+
+
+class RunReplacementRow(Base):
+    """A stored run replaced by another file's run of it (`ci.records.RunReplacement`): asv's rewrite of
+    the same file, or (`forced`) a file of another source that `ci ingest --replace` let in."""
+
+    __tablename__ = "run_replacements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_key: Mapped[str] = mapped_column(String(1024), index=True)
+    old_source: Mapped[str] = mapped_column(Text)
+    new_source: Mapped[str] = mapped_column(Text)
+    old_digest: Mapped[str] = mapped_column(String(64))
+    new_digest: Mapped[str] = mapped_column(String(64))
+    forced: Mapped[bool] = mapped_column(Boolean)
+    replaced_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class ResultRow(Base):

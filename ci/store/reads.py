@@ -39,6 +39,7 @@ from ci.records import (
     Outcome,
     Project,
     Result,
+    RunReplacement,
     SeriesColumns,
     Verdict,
 )
@@ -52,6 +53,7 @@ from ci.store.models import (
     MachineRow,
     ResultBlockRow,
     ResultRow,
+    RunReplacementRow,
     RunRow,
     SettingRow,
     VerdictRow,
@@ -724,6 +726,17 @@ class StoreReads:
                   utc(a.acknowledged_at))
             for a, b in rows
         ]  # fmt: skip
+
+    def replacements(self, run_key: str | None = None) -> list[RunReplacement]:
+        """Every stored run replaced by another file's run (`ci.records.RunReplacement`), oldest first;
+        with `run_key`, only that run's."""
+        stmt = select(RunReplacementRow).order_by(RunReplacementRow.replaced_at, RunReplacementRow.id)
+        if run_key is not None:
+            stmt = stmt.where(RunReplacementRow.run_key == run_key)
+        with self._read() as conn:
+            rows = conn.execute(stmt).scalars().all()
+        return [RunReplacement(r.run_key, r.old_source, r.new_source, r.old_digest, r.new_digest, r.forced,
+                               utc(r.replaced_at)) for r in rows]  # fmt: skip
 
     def run_digests(self) -> dict[str, str]:
         """sha256 of every ingested result file -> its commit sha (lets ingest skip known files unparsed)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -42,6 +43,7 @@ from ci.store.models import (
     MachineRow,
     ResultBlockRow,
     ResultRow,
+    RunReplacementRow,
     RunRow,
     SettingRow,
     VerdictRow,
@@ -57,6 +59,25 @@ _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`);
 
 
 _second = itemgetter(1)
+# `ingest_run`'s status for a run that replaced one stored from another file (`replace=True`).
+REPLACED_FROM_ANOTHER_SOURCE = "replaced from another source"
+
+
+class ReplacementRefused(ValueError):
+    """A file holds a different run of a stored (machine, environment, commit) than the one stored,
+    from another file: not replaced without `replace=True` (`ci ingest --replace`)."""
+
+
+def same_source(stored: str, new: str) -> bool:
+    """True when a run stored from `stored` and a file at absolute path `new` are the same file: asv
+    rewriting it in place, which replaces the run. A run stored without a source, or stored with a
+    relative path (before sources were absolute, 2026-12-05) that `new` ends with, counts as the same."""
+    if stored == new or not stored:
+        return True
+    if os.path.isabs(stored):
+        return False
+    rel = os.path.normpath(stored)
+    return new.endswith(os.sep + rel)
 
 
 def _host(text: str) -> tuple[tuple[str, str], ...]:
@@ -272,17 +293,23 @@ class StoreWrites(StoreReads):
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
-    def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit) -> str:
+    def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit, *, replace: bool = False) -> str:
         """Write one parsed asv result file in one transaction: all of it or nothing.
 
         Args:
             run: from `ci.ingest.parse.parse_result_file`.
             machine: the machine row to create or refresh (name must equal `run.machine`).
             commit: the commit row to create or enrich (sha must equal `run.commit_hash`).
+            replace: a different run of a stored (machine, environment, commit) from another file
+                replaces the stored one (recorded in `run_replacements`); without it, refused.
 
         Returns:
-            "inserted", "replaced" (asv rewrote the file since the last ingest) or "unchanged"
-            (identical bytes were ingested before: nothing is written).
+            "inserted", "replaced" (asv rewrote the file since the last ingest),
+            `REPLACED_FROM_ANOTHER_SOURCE` (`replace`) or "unchanged" (identical bytes were
+            ingested before: nothing is written).
+
+        Raises:
+            ReplacementRefused: the run is stored from another file with other contents, and not `replace`.
         """
         if not isinstance(run, ParsedRun):
             raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
@@ -291,9 +318,11 @@ class StoreWrites(StoreReads):
         if commit.sha != run.commit_hash:
             raise ValueError(f"commit {commit.sha!r} does not match the run's commit {run.commit_hash!r}")
         check_run(run, machine, commit)  # the same outcome on SQLite and PostgreSQL (ci.store.limits)
-        return self._write_retrying(self._ingest_run_tx, run, machine, commit)
+        return self._write_retrying(self._ingest_run_tx, run, machine, commit, _LOOK, replace)
 
-    def ingest_runs(self, items: Sequence[tuple[ParsedRun, Machine, Commit]]) -> list[str | Exception]:
+    def ingest_runs(
+        self, items: Sequence[tuple[ParsedRun, Machine, Commit]], *, replace: bool = False
+    ) -> list[str | Exception]:
         """Write several parsed result files in one transaction, each file inside its own
         SAVEPOINT: a file that fails is rolled back alone (never a partial run) while the others
         commit together. One commit per batch instead of per file: each file dirties ~500 pages
@@ -303,11 +332,13 @@ class StoreWrites(StoreReads):
 
         Args:
             items: (run, machine, commit) triples as for `ingest_run`.
+            replace: as for `ingest_run`.
 
         Returns:
-            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it (a
-            `ci.store.limits.StoreLimitError` for a value the store cannot hold on every database:
-            that file is not written, the others are).
+            Per item, a status as `ingest_run` returns it, or the exception that failed it (a
+            `ci.store.limits.StoreLimitError` for a value the store cannot hold on every database,
+            `ReplacementRefused` for another file's run of a stored one: that file is not written,
+            the others are).
         """
         refused: dict[int, StoreLimitError] = {}
         for i, (run, machine, commit) in enumerate(items):
@@ -328,7 +359,8 @@ class StoreWrites(StoreReads):
             keys = sorted({run.run_key for i, (run, _, _) in enumerate(items) if i not in refused})
             known: dict[str, Any] = {}  # run key -> its stored (id, digest) row; absent: not stored
             for i in range(0, len(keys), _CHUNK):
-                stmt = select(RunRow.run_key, RunRow.id, RunRow.digest).where(RunRow.run_key.in_(keys[i : i + _CHUNK]))
+                stmt = select(RunRow.run_key, RunRow.id, RunRow.digest, RunRow.source).where(
+                    RunRow.run_key.in_(keys[i : i + _CHUNK]))
                 known.update((r.run_key, r) for r in conn.execute(stmt))
             for i, (run, machine, commit) in enumerate(items):
                 if i in refused:
@@ -337,7 +369,8 @@ class StoreWrites(StoreReads):
                 before = dict(pending)
                 try:
                     with conn.begin_nested():
-                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit, known.get(run.run_key)))
+                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit, known.get(run.run_key),
+                                                       replace))
                         known[run.run_key] = _LOOK  # a second file of this run in the batch looks it up
                 except Exception as exc:
                     # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
@@ -350,14 +383,14 @@ class StoreWrites(StoreReads):
         for i, status in enumerate(statuses):
             if status is retry:  # lost a race with another runner: redo that file on its own
                 try:
-                    statuses[i] = self.ingest_run(*items[i])
+                    statuses[i] = self.ingest_run(*items[i], replace=replace)
                 except Exception as exc:
                     statuses[i] = exc
         return statuses
 
     def _ingest_run_tx(
         self, conn: Connection, pending: dict[Any, int], run: ParsedRun, machine: Machine, commit: Commit,
-        existing: Any = _LOOK,
+        existing: Any = _LOOK, replace: bool = False,
     ) -> str:
         machine_id, machine_key = self._upsert_machine(conn, machine, pending)
         run_key = run.run_key
@@ -367,7 +400,17 @@ class StoreWrites(StoreReads):
             run_key = f"{machine_key}/{run.commit_hash}"
             existing = _LOOK
         if existing is _LOOK:
-            existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run_key)).one_or_none()
+            existing = conn.execute(select(RunRow.id, RunRow.digest, RunRow.source)
+                                    .where(RunRow.run_key == run_key)).one_or_none()  # fmt: skip
+        # The file's own path, whichever folder ingest was run from: what tells asv's rewrite of a
+        # file from another folder's file of the same run.
+        source = os.path.realpath(run.path)
+        if existing is not None and existing.digest != run.digest and not replace and \
+                not same_source(existing.source, source):
+            raise ReplacementRefused(
+                f"a different run of {run_key!r} (machine/commit/environment) is stored, ingested from "
+                f"{existing.source}; not replaced: a run of a stored commit from another results folder replaces "
+                "the stored one only with --replace (python -m ci ingest --replace)")
         commit_id = self._upsert_commit(conn, commit)
         values = {
             "run_key": run_key,
@@ -377,7 +420,7 @@ class StoreWrites(StoreReads):
             "env_name": run.env_name,
             "started_at": utc(run.started_at),
             "ingested_at": datetime.now(UTC),
-            "source": str(run.path),
+            "source": source,
             "environment": json.dumps(dict(run.environment), sort_keys=True),
         }
         if existing is not None:
@@ -398,7 +441,11 @@ class StoreWrites(StoreReads):
             conn.execute(gone_blocks)
             conn.execute(update(RunRow).where(RunRow.id == existing.id).values(**values))
             run_id = existing.id
-            status = "replaced"
+            forced = not same_source(existing.source, source)
+            conn.execute(insert(RunReplacementRow.__table__).values(
+                run_key=run_key, old_source=existing.source, new_source=source, old_digest=existing.digest,
+                new_digest=run.digest, forced=forced, replaced_at=values["ingested_at"]))  # fmt: skip
+            status = REPLACED_FROM_ANOTHER_SOURCE if forced else "replaced"
         else:
             run_id = conn.execute(
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
