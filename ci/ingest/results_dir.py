@@ -260,14 +260,16 @@ def _placed(
     claims: dict[str, tuple[Path, str]],
 ) -> FileOutcome | _Unchanged | _Clash | tuple[ParsedRun, dict[str, str], dict[str, str]]:
     """A read file (`_read_one`) placed among this ingest's files in path order: (run, machine info,
-    sidecar) to write, `_Unchanged`, or its outcome (a run another file already holds with other
-    contents is an error, before anything about its sidecar)."""
+    sidecar) to write, `_Unchanged`, `_Clash` (stored bytes after another file of their run), or its
+    outcome (a run another file already holds with other contents is an error, before anything
+    about its sidecar)."""
     if isinstance(item, FileOutcome):
         return item
     if isinstance(item, _Known):
         clash = _claim(claims, item.run_key, path, item.digest)
-        return _Unchanged(item.commit_sha) if clash is None else _Clash(item.commit_sha, str(claims[item.run_key][0]),
-                                                                        clash)
+        if clash is None:
+            return _Unchanged(item.commit_sha)
+        return _Clash(item.commit_sha, str(claims[item.run_key][0]), clash)
     run, sidecar = item
     clash = _claim(claims, run.run_key, path, run.digest)
     if clash is not None:

@@ -212,12 +212,11 @@ class StoreReads:
 
     @contextmanager
     def snapshot(self) -> Iterator[StoreReads]:
-        """Every read of this thread inside the block sees one state of the store: one read
-        transaction on one connection (REPEATABLE READ and READ ONLY on PostgreSQL; on SQLite one
-        WAL snapshot, taken at the first read), however many reads it makes and whatever is written
-        meanwhile. Writes inside it go through their own transactions, as outside. Nested blocks
-        share the outer one's snapshot; a private in-memory store (one connection, no other writer)
-        reads as it is.
+        """Every read of this thread inside the block sees the store as it was when the block began:
+        one read transaction on one connection (REPEATABLE READ and READ ONLY on PostgreSQL, one WAL
+        snapshot on SQLite), however many reads it makes and whatever is written meanwhile. Writes
+        inside it go through their own transactions, as outside. Nested blocks share the outer
+        one's snapshot; a private in-memory store (one connection, no other writer) reads as it is.
 
         Yields:
             This store.
@@ -229,6 +228,9 @@ class StoreReads:
             if conn.dialect.name == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
+                # The snapshot is taken by the first statement that reads (SQLite: the first read of the file).
+                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master" if conn.dialect.name == "sqlite"
+                                     else "SELECT 1")  # fmt: skip
                 self._pinned.conn = conn
                 try:
                     yield self
