@@ -106,13 +106,8 @@ def make_engine(url: str, echo: bool = False, *, read_only: bool = False) -> Eng
     wait_s = READ_WAIT_S if read_only else 60.0
     extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
     if read_only and not memory:
-        import sqlite3
-        import urllib.parse
-
-        # A URI names the file: `mode=ro` opens it without write access, so no lock a writer holds
-        # is ever asked for and a file without write permission opens as well.
-        uri = f"file:{urllib.parse.quote(url[len('sqlite:///'):])}?mode=ro"
-        extra["creator"] = lambda: sqlite3.connect(uri, uri=True, timeout=wait_s, check_same_thread=False)
+        path = url[len("sqlite:///"):]
+        extra["creator"] = lambda: _read_only_sqlite(path, wait_s)
     engine = create_engine(url, echo=echo, connect_args={"timeout": wait_s, "check_same_thread": False}, **extra)
 
     @event.listens_for(engine, "connect")
@@ -134,6 +129,34 @@ def make_engine(url: str, echo: bool = False, *, read_only: bool = False) -> Eng
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN")
 
     return engine
+
+
+def _read_only_sqlite(path: str, wait_s: float) -> Any:
+    """A pysqlite connection that reads the store file at `path` and cannot write it.
+
+    `mode=ro` opens it without write access, so no lock a writer holds is ever asked for and a file
+    without write permission opens too. A WAL database also needs its `-shm` index, which a reader
+    creates beside the file when none is open: in a folder it may not write, reading then fails
+    ("attempt to write a readonly database", sqlite 3.40, 2026-12-05). Where nobody may write the
+    file or its folder (no write bit on either), no writer can exist, and the file is read as
+    immutable (no locks, no index).
+    """
+    import sqlite3
+    import stat
+    import urllib.parse
+
+    uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=wait_s, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        nobody_writes = not any(os.stat(p).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+                                for p in (path, os.path.dirname(os.path.abspath(path))))  # fmt: skip
+        if not nobody_writes:
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=wait_s, check_same_thread=False)
 
 
 def is_retryable(exc: DBAPIError) -> bool:
