@@ -4,7 +4,7 @@ Exit codes (shared by every command): 0 clean, 1 a regression, a failed correctn
 benchmark that crashed on head, 2 an error (bad arguments, a malformed or truncated input file, a
 database problem, an interrupt, or a part of the service that is not available yet).
 
-    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] RESULTS_DIR
+    python -m ci ingest  [--db DB] [--config FILE] [--repo PATH [--branch NAME]] [--replace] RESULTS_DIR
     python -m ci compare [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME]
     python -m ci comment [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
@@ -50,13 +50,15 @@ def _need(module: str, attr: str) -> Any:
         raise Unavailable(f"not available yet: {module}.{attr}") from None
 
 
-def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
+def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> Any:
     """The store named by --db. Only `ingest` (and `run`) create one: the commands that read a
     history, or add a verdict or an acknowledgement to it, fail on a mistyped path instead of
-    working on a new, empty store (and, for `dashboard`, replacing a published site with it)."""
+    working on a new, empty store (and, for `dashboard`, replacing a published site with it). The
+    commands that only read (`dashboard`, `compare --no-save`) open it `read_only`: no write lock,
+    so they read a read-only file and never queue behind an ingest."""
     from ci.store import Store
 
-    return Store(args.db, create=create)
+    return Store(args.db, create=create, read_only=read_only)
 
 
 def _comparison(store: Any, args: argparse.Namespace, settings: Any = None) -> tuple[str, str, list[str], Any]:
@@ -141,7 +143,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         note = record_project(store, args.results_dir, args.config)
         try:
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
-                                        progress=ingest_progress_printer())  # fmt: skip
+                                        progress=ingest_progress_printer(), replace=args.replace)  # fmt: skip
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
@@ -161,12 +163,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     _need("ci.verdicts", "compare")
     exit_code = _need("ci.verdicts", "exit_code")
-    with _open(args) as store:
-        rules = _settings(store, args)
-        base, head, machines, comparison = _comparison(store, args, rules.verdicts)
+    with _open(args, read_only=args.no_save) as store:
+        with store.snapshot():  # one state of the history for every read, whatever an ingest writes meanwhile
+            rules = _settings(store, args)
+            base, head, machines, comparison = _comparison(store, args, rules.verdicts)
+            where = _machines_line(store, machines)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
-        where = _machines_line(store, machines)
     problem = comparison.problem
     with reader_may_leave():
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
@@ -189,17 +192,18 @@ def cmd_comment(args: argparse.Namespace) -> int:
     if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
         commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
     with _open(args) as store:
-        rules = _settings(store, args)
-        # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
-        # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
-        # head" ones have no head sha to find them by.
-        base, head, machines, comparison = _comparison(store, args, rules.verdicts)
+        with store.snapshot():  # the comparison and the comment's context from one state of the history
+            rules = _settings(store, args)
+            # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
+            # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
+            # head" ones have no head sha to find them by.
+            base, head, machines, comparison = _comparison(store, args, rules.verdicts)
+            # the same table and context as `python -m ci run --pr` posts
+            env = comment_environment(store, machines, [r for r in comparison.head if r.samples])
+            context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
+                                      job_url=args.job_url or job_url, settings=rules.verdicts,
+                                      project=rules.project)  # fmt: skip
         store.save_verdicts(comparison.verdicts)
-        # the same table and context as `python -m ci run --pr` posts
-        env = comment_environment(store, machines, [r for r in comparison.head if r.samples])
-        context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
-                                  job_url=args.job_url or job_url, settings=rules.verdicts,
-                                  project=rules.project)  # fmt: skip
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
@@ -224,7 +228,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     render_site = _need("dashboard", "render_site")
     if not args.out.strip():
         raise ValueError("--out must name the dashboard's folder")
-    with _open(args) as store:
+    with _open(args, read_only=True) as store, store.snapshot():  # one state of the history for the whole site
         if args.branch is not None and not store.commits(branch=args.branch):
             known = sorted({c.branch for c in store.commits() if c.branch})
             raise ValueError(f"no commits of branch {args.branch!r} in the store (branches: "
@@ -239,10 +243,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
+    from ci.records import AlertState
+
     with _open(args) as store:
         ack = store.acknowledge(args.benchmark, args.commit, args.who, args.why)
+        this = (ack.benchmark_key, ack.commit_sha, ack.when)
+        closed = [a for a in store.alerts(state=AlertState.ACKNOWLEDGED)
+                  if (a.benchmark.key, a.commit_sha, a.acknowledged_at) == this]
     with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
+        if closed:
+            print(printable(f"closed {len(closed)} alert(s): " + ", ".join(
+                f"{a.kind.value} on {a.machine}" for a in closed)))
     return EXIT_OK
 
 
@@ -293,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
                   "nearest asv.conf.json above RESULTS_DIR whose results_dir is that folder)")
     p.add_argument("--repo", help="git checkout to read commit parents, branch, time and subject from")
     p.add_argument("--branch", help="branch name recorded on commits reachable from it (needs --repo)")
+    p.add_argument("--replace", action="store_true",
+                   help="let a file holding a different run of a stored machine, environment and commit than the one "
+                   "ingested from another file replace it (recorded in the store); without it such a file is an "
+                   "error naming both files. asv rewriting the stored run's own file replaces it either way")
 
     for name, help_, fn in (
         ("compare", "A/B verdicts between a base and a head commit (saved to the store)", cmd_compare),

@@ -132,11 +132,16 @@ def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Commit:
+    """A commit as the store knows it. `position` is its place in git's history, read by ingest from a
+    checkout (`ci.ingest.git`: its generation, which grows along every line of history); None where
+    no git metadata was read. History order is by position, by `time` only among commits without one."""
+
     sha: str
     parents: tuple[str, ...] = ()
     branch: str = ""
     time: datetime | None = None
     subject: str = ""
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -369,6 +374,68 @@ class Acknowledgement:
     when: datetime
 
 
+class AlertKind(StrEnum):
+    """What a history job alerts on."""
+
+    REGRESSION = "regression"  # a change point of the history detector that made a series worse
+    GATE = "gate"  # a failed correctness gate at one commit
+
+
+class AlertState(StrEnum):
+    """Where an alert is: found and kept until a job exits 1 with it (reported), or closed by `ci ack`."""
+
+    DETECTED = "detected"
+    REPORTED = "reported"
+    ACKNOWLEDGED = "acknowledged"
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A regression change point or a failed correctness gate of a history, kept by the store from
+    the moment it is found until a history job has reported it (exit 1) or a maintainer has
+    acknowledged it, so that a job that stops after ingesting loses none (`ci.runner.alerts`).
+
+    One per (kind, series, machine, commit): a step the detector moves to another commit as more
+    commits are measured is another alert.
+    """
+
+    kind: AlertKind
+    benchmark: Benchmark
+    machine: str  # the machine key whose series it is (`Machine.name`)
+    commit_sha: str  # the first commit after the step (a regression), the commit judged (a gate)
+    state: AlertState = AlertState.DETECTED
+    previous_sha: str = ""  # a regression: the last commit before the step ("" for a gate)
+    ratio: float = math.nan  # a regression: after / before; a gate: worst value / limit
+    p_value: float = math.nan
+    reason: str = ""  # what was found, in words
+    detected_at: datetime | None = None  # set by the store
+    reported_at: datetime | None = None
+    acknowledged_at: datetime | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(kind, series key, machine, commit): what makes two alerts the same one."""
+        return (str(self.kind), self.benchmark.key, self.machine, self.commit_sha)
+
+
+@dataclass(frozen=True)
+class RunReplacement:
+    """A stored run (one asv result file: machine x commit x environment) replaced by another file's.
+
+    asv rewriting its own file in place (`--append-samples`, a re-run) replaces the run from the same
+    source; a file of another results folder replaces it only when the user says so (`ci ingest
+    --replace`: `forced`). The store keeps a record of each.
+    """
+
+    run_key: str
+    old_source: str  # the file the replaced run was ingested from
+    new_source: str  # the file that replaced it
+    old_digest: str  # their sha256
+    new_digest: str
+    forced: bool  # from another source, by `--replace`
+    when: datetime
+
+
 @dataclass(frozen=True)
 class ParsedPoint:
     """One point of a benchmark's parameter grid in one run."""
@@ -522,7 +589,8 @@ class StoreReader(Protocol):
     def machines(self) -> list[Machine]: ...
 
     def commits(self, branch: str | None = None) -> list[Commit]:
-        """Commits in history order (oldest first); with `branch`, only that branch's."""
+        """Commits in history order (oldest first: git's topology, `Commit.position`, and commit time
+        only for commits without one); with `branch`, only that branch's."""
         ...
 
     def benchmarks(self) -> list[Benchmark]: ...

@@ -25,6 +25,7 @@ and takes the unchanged rows of a series page's table from the page it wrote bef
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import itertools
@@ -820,6 +821,16 @@ def render_site(
         raise ValueError(f"base_url must be absolute (http://, https:// or /...), got {base_url!r}")
     t0 = time.perf_counter()
     out = site_folder(Path(out_dir))
+    # Every read of the render from one state of the store (`ci.store.Store.snapshot`): read in
+    # separate transactions, an ingest committed between the commit list and the results made a
+    # render fail ("names commit ..., which the store's commit history does not contain").
+    snapshot = getattr(store, "snapshot", None)
+    with snapshot() if callable(snapshot) else contextlib.nullcontext():
+        return _render(store, out, title, base_url, baseline_sha, branch, project, t0)
+
+
+def _render(store: StoreReader, out: Path, title: str | None, base_url: str, baseline_sha: str | None,
+            branch: str | None, project: Project | None, t0: float) -> RenderStats:
     project = project or store.project() or Project()
     title = project.title if title is None else title
     salt = _code_salt()

@@ -165,10 +165,10 @@ def worker(db: str, results_dir: Path, extra: Path, n_commits: int) -> dict[str,
     writing = [0.0]
     real_write = store.ingest_runs
 
-    def timed_write(items: Any) -> Any:  # the store's share of ingest (the rest: reading and parsing files)
+    def timed_write(items: Any, **options: Any) -> Any:  # the store's share of ingest (the rest: reading and parsing)
         t = time.perf_counter()
         try:
-            return real_write(items)
+            return real_write(items, **options)
         finally:
             writing[0] += time.perf_counter() - t
 

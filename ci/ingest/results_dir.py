@@ -11,11 +11,15 @@ files are written in batches (`BATCH_FILES`), one transaction per batch and one 
 at most the uncommitted batch (the batches committed before it stay, the next ingest writes the
 rest), and ingesting the same directory again changes nothing. Two files that hold the same run
 (machine, commit and environment: e.g. a copied machine folder) with different contents are never
-both written: the first in path order is, the others are errors, the same on every ingest. Commit
+both written: the first in path order is, the others are errors, the same on every ingest. A file
+holding a different run than the one stored from another file (another results folder) is refused,
+naming both, unless `replace` (`ci ingest --replace`); asv rewriting the stored run's own file
+replaces it. Commit
 metadata (parents, branch, time, subject) comes from `git log` when a checkout is given, otherwise
 the commit is known by its sha and asv's date only (`ci.ingest.git`). A commit of which git's
 record cannot be read, or not all of it, is named in a warning and stored with what could be read
-(asv's date for a time git cannot give); every other commit gets its metadata.
+(asv's date for a time git cannot give); every other commit gets its metadata, its position in
+git's history included (history order is git's topology, `ci.records.Commit.position`).
 """
 
 from __future__ import annotations
@@ -50,10 +54,10 @@ from ci.ingest.asv_files import (
     read_gpu_sidecar,
     with_sidecar,
 )
-from ci.ingest.git import CommitLog, branch_log, commit_warning, git_commits
+from ci.ingest.git import CommitLog, branch_log, commit_order_warning, commit_warning, git_commits
 from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
-from ci.store import Store, StoreLimitError, error_line
+from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused, Store, StoreLimitError, error_line
 from ci.store.codec import float64s, int64s, pack_block
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
 from ci.store.reads import paused_gc
@@ -168,7 +172,7 @@ def _outcome(path: Path, status: str, points: int = 0, message: str = "", skippe
 def _store_failure(path: Path, exc: Exception) -> str:
     """Why the store did not take a parsed file: its own rule for what it can hold (the same on
     every database), a database error, or anything else as what it is."""
-    if isinstance(exc, StoreLimitError):
+    if isinstance(exc, StoreLimitError | ReplacementRefused):
         return f"{quote_path(path)}: {exc}"
     if isinstance(exc, SQLAlchemyError):
         return f"{quote_path(path)}: database error: {error_line(exc)}"
@@ -239,19 +243,33 @@ def _cannot(path: Path, exc: Exception) -> str:
     return f"{quote_path(path)}: cannot be ingested ({error_line(exc)})"
 
 
+@dataclass(frozen=True)
+class _Clash:
+    """A file whose bytes are the stored run's, after an earlier file (path order) with other contents
+    of that run: stale if the earlier file replaced the run, still the stored one if the store refused it."""
+
+    commit_sha: str
+    earlier: str  # the earlier file's path
+    outcome: FileOutcome  # its outcome if the earlier file was stored
+
+
 def _placed(
     path: Path,
     item: FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome],
     info: dict[str, str],
     claims: dict[str, tuple[Path, str]],
-) -> FileOutcome | _Unchanged | tuple[ParsedRun, dict[str, str], dict[str, str]]:
+) -> FileOutcome | _Unchanged | _Clash | tuple[ParsedRun, dict[str, str], dict[str, str]]:
     """A read file (`_read_one`) placed among this ingest's files in path order: (run, machine info,
-    sidecar) to write, `_Unchanged`, or its outcome (a run another file already holds with other
-    contents is an error, before anything about its sidecar)."""
+    sidecar) to write, `_Unchanged`, `_Clash` (stored bytes after another file of their run), or its
+    outcome (a run another file already holds with other contents is an error, before anything
+    about its sidecar)."""
     if isinstance(item, FileOutcome):
         return item
     if isinstance(item, _Known):
-        return _claim(claims, item.run_key, path, item.digest) or _Unchanged(item.commit_sha)
+        clash = _claim(claims, item.run_key, path, item.digest)
+        if clash is None:
+            return _Unchanged(item.commit_sha)
+        return _Clash(item.commit_sha, str(claims[item.run_key][0]), clash)
     run, sidecar = item
     clash = _claim(claims, run.run_key, path, run.digest)
     if clash is not None:
@@ -445,22 +463,28 @@ def _write_batch(
     branch: str | None,
     on_branch: CommitLog,
     problems: dict[str, str],
-) -> int:
+    replace: bool,
+) -> tuple[int, list[str]]:
     """One transaction of parsed files (`Store.ingest_runs`), each file's outcome appended to
     `outcomes` and what git's records of their commits lacked to `problems`; returns the points
-    written."""
+    written and a note per run replaced from another source (`replace`)."""
     git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, on_branch) if repo else CommitLog()
     problems.update(git_info.problems)
     items = [(run, _machine(run, info, sidecar), _commit(run, git_info)) for run, info, sidecar in parsed]
     try:
-        statuses: list[str | Exception] = store.ingest_runs(items)
+        statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)
     except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
         statuses = [exc] * len(items)
     written = 0
+    notes = []
     for (run, _, _), status in zip(items, statuses, strict=True):
         if isinstance(status, Exception):
             outcomes.append(_outcome(run.path, "error", message=_store_failure(run.path, status)))
             continue
+        if status == REPLACED_FROM_ANOTHER_SOURCE:
+            status = "replaced"
+            notes.append(printable(f"note: {quote_path(run.path)}: replaced the stored run of {run.run_key!r} "
+                                   "ingested from another file (--replace; recorded in the store)"))
         skipped = run.skipped_unknown + run.skipped_stale
         note = ""
         if skipped:
@@ -472,7 +496,7 @@ def _write_batch(
         outcomes.append(_outcome(run.path, status, run.n_points, note, len(skipped)))
         if status != "unchanged":
             written += run.n_points
-    return written
+    return written, notes
 
 
 def ingest_results_dir(
@@ -483,6 +507,7 @@ def ingest_results_dir(
     branch: str | None = None,
     batch_size: int = BATCH_FILES,
     progress: Callable[[IngestProgress], None] | None = None,
+    replace: bool = False,
 ) -> IngestReport:
     """Ingest every result file of an asv results directory; each file is all or nothing.
 
@@ -493,6 +518,9 @@ def ingest_results_dir(
         branch: optional branch name recorded on commits reachable from it (needs `repo`).
         batch_size: files per transaction (each file in its own savepoint inside it).
         progress: called after each batch of files with an `IngestProgress`.
+        replace: a file holding a different run of a stored (machine, environment, commit) than the
+            one stored from another file replaces it (recorded, and noted in the report); without
+            it, that file is an error naming both files.
 
     Returns:
         An IngestReport; a file that cannot be read is an "error" outcome, never a partial run.
@@ -538,6 +566,8 @@ def ingest_results_dir(
     # of git per batch. A commit whose record cannot be read is warned of once, whichever batches name it.
     on_branch = branch_log(repo, branch) if repo is not None and branch else CommitLog()
     problems: dict[str, str] = {}
+    replaced: list[str] = []  # notes on runs replaced from another source
+    clashes: list[tuple[Path, _Clash]] = []  # stored bytes after another file of their run: decided at the end
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
     # one savepoint per file), so memory stays flat however long the history is.
     written = 0
@@ -562,13 +592,26 @@ def ingest_results_dir(
                 if isinstance(item, _Unchanged):
                     known_shas.append(item.commit_sha)
                     outcomes.append(_outcome(path, "unchanged"))
+                elif isinstance(item, _Clash):
+                    clashes.append((path, item))
                 elif isinstance(item, FileOutcome):
                     outcomes.append(item)
                 else:
                     parsed.append(item)
             if not parsed:
                 continue
-            written += _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems)
+            points, notes = _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems, replace)
+            written += points
+            replaced.extend(notes)
+    # A file whose bytes the store holds came after another file of its run: that file replaced the
+    # run (this one is a stale copy, an error), or was refused (this one is still the stored run).
+    refused = {f.path for f in outcomes if f.status == "error"}
+    for path, clash in clashes:
+        if clash.earlier in refused:
+            known_shas.append(clash.commit_sha)
+            outcomes.append(_outcome(path, "unchanged"))
+        else:
+            outcomes.append(clash.outcome)
 
     if repo is not None and known_shas:
         # Commits of files ingested earlier (perhaps without --repo) get their git metadata too.
@@ -577,7 +620,9 @@ def ingest_results_dir(
         # A time git could not give stays what is stored (asv's): empty fields never erase known ones.
         store.upsert_commits([git_info.commits[s] for s in sorted(set(known_shas)) if s in git_info.commits])
     outcomes.sort(key=lambda f: f.path)
-    notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items()))
+    notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
+    if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
+        notes += (shallow,)
     if written:
         notes += machine_notes(machines_before, store.machines())
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)

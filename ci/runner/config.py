@@ -241,7 +241,7 @@ class RunOutcome:
     asv_runs: tuple[CommitRun, ...]
     ingest: str
     verdicts: tuple[Verdict, ...]
-    regressions: tuple[Any, ...]  # ci.verdicts.history.ChangePoint on the commits of this job
+    regressions: tuple[Any, ...]  # history: the `ci.records.Alert`s this job reported (regressions, failed gates)
     exit_code: int
     dashboard: Path | None = None
     comment: Path | None = None

@@ -3,6 +3,7 @@ each measure -> ingest -> decide -> publish under the job lock, and the summary 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,9 +51,11 @@ def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
 def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     """Benchmark commits one asv call each (oldest first), then decide on the history.
 
-    Exit 1 when a correctness gate fails on a measured commit, or the change-point detector finds an
-    unacknowledged regression that this job's commits made visible (`ci.verdicts.history.newly_detected`:
-    a step shows once a few commits after it are measured, so it may sit at an earlier commit).
+    Every regression change point and failed correctness gate of the machine's history is kept in the
+    store as an alert (`ci.runner.alerts`); the job reports every alert no job has reported yet,
+    whichever job's commits produced it, and exits 1 when there is one (or a gate of its own commits
+    fails). A step shows once a few commits after it are measured, so it may sit at an earlier
+    commit; a job stopped after ingesting (cancelled, timed out) leaves its alerts to the next job.
 
     Args:
         cfg: runner configuration.
@@ -61,8 +64,9 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     Returns:
         A RunOutcome.
     """
+    from ci.records import AlertState
+    from ci.runner.alerts import history_alerts
     from ci.store import Store
-    from ci.verdicts import group_changes, machine_keys, newly_detected
 
     commits = list(commits)
     ensure_machine(cfg)
@@ -72,36 +76,29 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
         # A commit of this job at which not one point was measured is an error, not a quiet pass.
         empty = [why for c in commits if (why := _not_measured(store, c, cfg.machine)) is not None]
-        acked = {(a.benchmark_key, a.commit_sha) for a in store.acknowledgements()}
-        on_branch = {c.sha for c in store.commits(cfg.dashboard_branch)} if cfg.dashboard_branch else None
-        # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`).
-        history = [r for m in machine_keys(store, cfg.machine) for r in store.results(machine=m)
-                   if on_branch is None or r.commit_sha in on_branch]
-        # Steps this job made visible (a step shows only once commits after it are measured), not
-        # steps at this job's commits: the commit that caused one was usually measured a job ago.
-        steps = [
-            cp for cp in newly_detected(history, set(commits))
-            if cp.outcome == Outcome.REGRESSED and (cp.benchmark.key, cp.commit_sha) not in acked
-        ]  # fmt: skip
+        # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`);
+        # kept before anything else can stop the job, and reported until a job has exited 1 with them.
+        store.record_alerts(history_alerts(store, cfg.machine, cfg.dashboard_branch))
+        pending = store.alerts(state=AlertState.DETECTED)
         notes = _failure_notes(store, commits, cfg.machine)
         dash = render_dashboard(cfg, store)
-    failed = [v for v in gates if v.outcome == Outcome.FAILED]
-    for v in failed:
-        say(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})")
-    # Many series stepping at one commit are one alert; where the runs' recorded environment changed
-    # there, the environment moved them, not the commit: reported, and not the job's failure.
-    groups = group_changes(steps, *history_runs(history))
-    blamed = [cp for g in groups if not g.environment_change for cp in g.members]
-    for g in groups:
-        if g.crowd:
-            say(("environment change: " if g.environment_change else "alert: ") + g.headline())
-        for cp in g.members:
-            say(f"{'  ' if g.crowd else ''}regression at {cp.commit_sha[:8]}: {cp.benchmark.key} x{cp.ratio:.3f} "
-                f"(p={cp.p_value:.2g})")
-    for why in empty:
-        say(f"error: {why}")
-    code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or blamed else EXIT_OK
-    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(steps), code, dash,
+        told = {a.key for a in pending}
+        failed = [v for v in gates if v.outcome == Outcome.FAILED]
+        # Many series stepping at one commit are one alert; where the runs' recorded environment
+        # changed there, the environment moved them, not the commit: reported, not the job's failure.
+        report = alert_report(store, cfg.machine, pending)
+        blamed = any(fails for _, fails in report)
+        for line, _ in report:
+            say(line)
+        for v in failed:  # a gate of this job's commits fails it, reported before or not
+            if ("gate", v.benchmark.key, v.machine, v.head_sha) not in told:
+                say(printable(f"correctness FAILED at {v.head_sha[:8]}: {v.benchmark.key} ({v.reason})"))
+        for why in empty:
+            say(f"error: {why}")
+        code = EXIT_ERROR if empty else EXIT_REGRESSION if failed or blamed else EXIT_OK
+        if code != EXIT_ERROR and pending:  # reported: this job exits 1 with them (an environment change: 0)
+            store.mark_alerts_reported(pending)
+    return RunOutcome("history", tuple(commits), tuple(runs), ingest, tuple(gates), tuple(pending), code, dash,
                       notes=notes + tuple(f"error: {why}" for why in empty))  # fmt: skip
 
 
@@ -125,23 +122,57 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
     with job_lock(cfg), Store(cfg.db) as store:
         runs = measure(cfg, store, [(base, head)], interleave=True)
         ingest = ingest_results(cfg, store)
-        comparison = ab_comparison(cfg, store, base, head)
-        verdicts = comparison.verdicts
-        code = exit_code(verdicts)
-        if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
-            say(f"error: {comparison.problem}")
-            code = EXIT_ERROR
-        try:
-            comment, url = write_comment(cfg, store, comparison, base, head)
-            posting = ()
-        except CommentNotPosted as exc:
-            comment, url = cfg.comment_path, None
-            posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
-            code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
+        with store.snapshot():  # the verdicts and the comment from one state of the history
+            comparison = ab_comparison(cfg, store, base, head)
+            verdicts = comparison.verdicts
+            code = exit_code(verdicts)
+            if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
+                say(f"error: {comparison.problem}")
+                code = EXIT_ERROR
+            try:
+                comment, url = write_comment(cfg, store, comparison, base, head)
+                posting = ()
+            except CommentNotPosted as exc:
+                comment, url = cfg.comment_path, None
+                posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)
+                code = code or EXIT_ERROR  # a regression (1) stays visible; otherwise the job failed (2)
         notes = posting + _failure_notes(store, [base, head], cfg.machine)
         dash = render_dashboard(cfg, store)
     return RunOutcome("pr", (base, head), tuple(runs), ingest, tuple(verdicts), (), code, dash,
                       comment, url, notes, comparison)  # fmt: skip
+
+
+def alert_report(store: Any, machine: str, alerts: Sequence[Any]) -> list[tuple[str, bool]]:
+    """What a history job says of the alerts it reports, line by line, and whether each line's alert
+    fails the job. Many series stepping at one commit are one alert: a line names the crowd, its
+    members follow indented; a crowd where the runs' recorded environment changed is that change's
+    doing, not the commit's (`ci.verdicts.group_changes`): said, and no failure of the job.
+
+    Args:
+        store: the store (the machine's runs and their environments).
+        machine: the job's asv machine name.
+        alerts: the alerts to report (`ci.records.Alert`).
+
+    Returns:
+        (line, fails the job) pairs, in the order to say them.
+    """
+    from ci.records import AlertKind, Outcome
+    from ci.runner.alerts import alert_line
+    from ci.verdicts import ChangePoint, group_changes, machine_keys
+
+    steps = [a for a in alerts if a.kind == AlertKind.REGRESSION]
+    out: list[tuple[str, bool]] = []
+    if steps:
+        history = [r for m in machine_keys(store, machine) for r in store.results(machine=m)]
+        as_cp = [ChangePoint(a.benchmark, a.commit_sha, math.nan, math.nan, a.ratio, Outcome.REGRESSED,
+                             previous_sha=a.previous_sha, p_value=a.p_value, machine=a.machine) for a in steps]
+        alert_of = {id(cp): a for cp, a in zip(as_cp, steps, strict=True)}
+        for g in group_changes(as_cp, *history_runs(history)):
+            blamed = not g.environment_change
+            if g.crowd:
+                out.append((("alert: " if blamed else "environment change: ") + g.headline(), False))
+            out += [(("  " if g.crowd else "") + alert_line(alert_of[id(cp)]), blamed) for cp in g.members]
+    return out + [(alert_line(a), True) for a in alerts if a.kind != AlertKind.REGRESSION]
 
 
 def history_runs(history: Sequence[Any]) -> tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]]:

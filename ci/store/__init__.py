@@ -3,9 +3,12 @@
 
 `Store` implements `ci.records.StoreReader` for the verdict code, the PR comment and the
 dashboard, and `ci.records.HistoryStore` for the history detector (series as columns, its cached
-states), plus the write side: `ingest_run` (one asv result file, one transaction), `ingest_runs`
-(a batch of files in one transaction, each file in its own savepoint), `save_verdicts`,
-`acknowledge` and `save_change_point_states`. By concern:
+states), plus the write side: `ingest_run` (one asv result file, one transaction; another file's
+run of a stored one only with `replace`, recorded: `replacements`), `ingest_runs` (a batch of files
+in one transaction, each file in its own savepoint), `save_verdicts`, `acknowledge`,
+`save_change_point_states`, and the history jobs' alerts (`record_alerts`, `alerts`,
+`mark_alerts_reported`). `Store.snapshot()` makes every read of a block see one state of the
+history; `Store(db, read_only=True)` opens it for the commands that only read. By concern:
 
 - `engine`: `--db` arguments to URLs, the engine, retried write transactions, error lines;
 - `schema` and `migrations/`: the alembic migrations, run to head every time a store is opened;
@@ -22,10 +25,13 @@ from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
 from ci.store.store import Store
+from ci.store.writes import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused
 
 __all__ = [
     "DEFAULT_DB",
+    "REPLACED_FROM_ANOTHER_SOURCE",
     "FailedPoint",
+    "ReplacementRefused",
     "Store",
     "StoreError",
     "StoreLimitError",

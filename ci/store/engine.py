@@ -9,6 +9,10 @@ Concurrency: every write is one short transaction that is retried on a lost race
   with `INSERT ... ON CONFLICT DO NOTHING` (`insert_ignore`); two runners ingesting the same file
   race on the unique run key, the loser gets an IntegrityError, retries, and finds the run
   already there.
+
+Readers (`make_engine(..., read_only=True)`, the commands that only read a history) never take the
+write lock and never wait on a writer for more than `READ_WAIT_S`: SQLite opened with `mode=ro`
+(WAL lets it read beside a writer), PostgreSQL with every transaction READ ONLY and a lock timeout.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ from sqlalchemy.pool import StaticPool
 
 DEFAULT_DB = ".asv/history.sqlite"
 RETRIES = 8
+# The longest a read-only open waits on a lock (SQLite's busy timeout, PostgreSQL's lock_timeout):
+# in WAL mode a reader never waits on a writer, so this covers only a WAL recovery or a migration's
+# table locks, after which the reader fails and says so instead of hanging behind them.
+READ_WAIT_S = 2.0
 
 T = TypeVar("T")
 
@@ -69,34 +77,46 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
     return f"sqlite:///{path}"
 
 
-def make_engine(url: str, echo: bool = False) -> Engine:
+def is_memory(url: str) -> bool:
+    """True for a private in-memory SQLite database (one connection, shared by every caller)."""
+    return url in ("sqlite://", "sqlite:///:memory:")
+
+
+def make_engine(url: str, echo: bool = False, *, read_only: bool = False) -> Engine:
     """The engine for a store URL: on SQLite with the pragmas and BEGIN kinds described above.
 
     Args:
         url: from `resolve_url`.
         echo: log SQL (debugging).
+        read_only: connections that cannot write and wait at most `READ_WAIT_S` on a lock: an
+            SQLite file opened with `mode=ro` (a file without write permission reads as well),
+            PostgreSQL sessions with `default_transaction_read_only` and a `lock_timeout`.
 
     Returns:
         A SQLAlchemy Engine; a connection with execution option `write=True` begins a write
         transaction (`BEGIN IMMEDIATE` on SQLite).
     """
     if not url.startswith("sqlite"):
-        return create_engine(url, echo=echo, pool_pre_ping=True)
-    memory = url in ("sqlite://", "sqlite:///:memory:")
-    engine = create_engine(
-        url,
-        echo=echo,
-        connect_args={"timeout": 60, "check_same_thread": False},
-        **({"poolclass": StaticPool} if memory else {}),
-    )
+        if not read_only:
+            return create_engine(url, echo=echo, pool_pre_ping=True)
+        wait_ms = int(READ_WAIT_S * 1000)
+        options = f"-c default_transaction_read_only=on -c lock_timeout={wait_ms}"
+        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args={"options": options})
+    memory = is_memory(url)
+    wait_s = READ_WAIT_S if read_only else 60.0
+    extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
+    if read_only and not memory:
+        path = url[len("sqlite:///"):]
+        extra["creator"] = lambda: _read_only_sqlite(path, wait_s)
+    engine = create_engine(url, echo=echo, connect_args={"timeout": wait_s, "check_same_thread": False}, **extra)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Take transaction control from pysqlite so that "begin" below decides the BEGIN kind.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA busy_timeout = 60000")
-        if not memory:
+        cur.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
+        if not memory and not read_only:
             cur.execute("PRAGMA journal_mode = WAL")
             cur.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL is still crash-safe, fsyncs less
         cur.execute("PRAGMA foreign_keys = ON")
@@ -109,6 +129,34 @@ def make_engine(url: str, echo: bool = False) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("write") else "BEGIN")
 
     return engine
+
+
+def _read_only_sqlite(path: str, wait_s: float) -> Any:
+    """A pysqlite connection that reads the store file at `path` and cannot write it.
+
+    `mode=ro` opens it without write access, so no lock a writer holds is ever asked for and a file
+    without write permission opens too. A WAL database also needs its `-shm` index, which a reader
+    creates beside the file when none is open: in a folder it may not write, reading then fails
+    ("attempt to write a readonly database", sqlite 3.40, 2026-12-05). Where nobody may write the
+    file or its folder (no write bit on either), no writer can exist, and the file is read as
+    immutable (no locks, no index).
+    """
+    import sqlite3
+    import stat
+    import urllib.parse
+
+    uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=wait_s, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        nobody_writes = not any(os.stat(p).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+                                for p in (path, os.path.dirname(os.path.abspath(path))))  # fmt: skip
+        if not nobody_writes:
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=wait_s, check_same_thread=False)
 
 
 def is_retryable(exc: DBAPIError) -> bool:

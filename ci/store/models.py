@@ -72,6 +72,9 @@ class CommitRow(Base):
     branch: Mapped[str] = mapped_column(String(255), default="", index=True)
     time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     subject: Mapped[str] = mapped_column(Text, default="")
+    # Its place in git's history (`ci.records.Commit.position`, read by ingest from a checkout); NULL
+    # where none was read: history order is by position, by time only among commits without one.
+    position: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class BenchmarkRow(Base):
@@ -88,7 +91,8 @@ class BenchmarkRow(Base):
 
 class RunRow(Base):
     """One asv result file: a commit x machine x environment. asv rewrites that file in place
-    (e.g. --append-samples), so a changed file replaces the run; identical bytes are a no-op."""
+    (e.g. --append-samples), so a changed file from the same source replaces the run; identical
+    bytes are a no-op; a different run from another file is refused unless `ci ingest --replace`."""
 
     __tablename__ = "runs"
 
@@ -100,8 +104,26 @@ class RunRow(Base):
     env_name: Mapped[str] = mapped_column(String(255))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    source: Mapped[str] = mapped_column(Text, default="")  # the file path it came from
+    # The file it came from: its absolute path (as given, for runs ingested before 2026-12-05). Another
+    # file's run of the same key replaces it only by `ci ingest --replace` (`RunReplacementRow`).
+    source: Mapped[str] = mapped_column(Text, default="")
     environment: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+
+
+class RunReplacementRow(Base):
+    """A stored run replaced by another file's run of it (`ci.records.RunReplacement`): asv's rewrite of
+    the same file, or (`forced`) a file of another source that `ci ingest --replace` let in."""
+
+    __tablename__ = "run_replacements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_key: Mapped[str] = mapped_column(String(1024), index=True)
+    old_source: Mapped[str] = mapped_column(Text)
+    new_source: Mapped[str] = mapped_column(Text)
+    old_digest: Mapped[str] = mapped_column(String(64))
+    new_digest: Mapped[str] = mapped_column(String(64))
+    forced: Mapped[bool] = mapped_column(Boolean)
+    replaced_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class ResultRow(Base):
@@ -192,6 +214,28 @@ class AcknowledgementRow(Base):
     who: Mapped[str] = mapped_column(String(255))
     why: Mapped[str] = mapped_column(Text)
     when: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AlertRow(Base):
+    """A regression change point or a failed correctness gate of the history (`ci.records.Alert`),
+    kept from detection until reported or acknowledged (`state`: detected, reported, acknowledged)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (UniqueConstraint("kind", "benchmark_id", "machine", "commit_sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # regression or gate
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"))
+    machine: Mapped[str] = mapped_column(String(255))
+    commit_sha: Mapped[str] = mapped_column(String(64), index=True)
+    previous_sha: Mapped[str] = mapped_column(String(64), default="")
+    ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    p_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    reported_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ChangePointStateRow(Base):

@@ -2,8 +2,11 @@
 the PR comment and the dashboard read) over an engine, plus the reads that only the service's own
 commands need (failed points, commit prefixes, ingest's digests, row counts).
 
-Every call is one read transaction, so one snapshot; bulk reads skip the ORM (a series read is
-~10^5 rows) and parse DateTime text themselves on SQLite.
+Every call is one read transaction, so one snapshot; inside `StoreReads.snapshot()` every call of
+one thread reads the same snapshot (one transaction: REPEATABLE READ on PostgreSQL, one WAL read
+snapshot on SQLite), so that a render, a comparison or a comment that reads a dozen times sees
+one state of a history that an ingest may be writing meanwhile. Bulk reads skip the ORM (a series
+read is ~10^5 rows) and parse DateTime text themselves on SQLite.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import gc
 import json
 import struct
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +28,9 @@ from sqlalchemy.orm import Session
 
 from ci.records import (
     Acknowledgement,
+    Alert,
+    AlertKind,
+    AlertState,
     Benchmark,
     Commit,
     Direction,
@@ -33,23 +40,32 @@ from ci.records import (
     Outcome,
     Project,
     Result,
+    RunReplacement,
     SeriesColumns,
     Verdict,
 )
 from ci.store.codec import float64s, int64s, none_to_nan, split_samples, unpacker, utc
-from ci.store.engine import StoreError
+from ci.store.engine import StoreError, is_memory
 from ci.store.models import (
     AcknowledgementRow,
+    AlertRow,
     BenchmarkRow,
     CommitRow,
     MachineRow,
     ResultBlockRow,
     ResultRow,
+    RunReplacementRow,
     RunRow,
     SettingRow,
     VerdictRow,
 )
 
+# History order: commits with a position in git's history (`ci.records.Commit.position`) by it, after
+# those without one (ingested without a checkout: an older history, as a rule), which go by commit
+# time; a commit's time alone put one made on a machine whose clock ran a year ahead last, and
+# blamed its step on the commit after it. Then insertion order. `_commit_order` is the same in Core.
+HISTORY_ORDER = ("commits.position IS NOT NULL, commits.position, commits.time IS NULL, commits.time, "
+                 "commits.id")  # fmt: skip
 # The setting that holds the project's asv.conf.json fields (`ci.records.Project.as_asv_conf`).
 PROJECT_SETTING = "asv_conf"
 _IN_LIST = 500  # run ids named in one IN (...); far below SQLite's bound-parameter limit
@@ -170,10 +186,11 @@ def _block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple
 
 
 def _series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> list[tuple[Any, ...]]:
-    """Series `bid`'s points in `blocks` (rows of 7 run columns, run_id, `_block_read`, and 2 order
-    columns) as (run columns, `_block_points` row, order columns). Where the series sits in a block
-    and where its samples lie are worked out once per distinct ids / lengths value (a grid's are the
-    same in every run): unpacked per row they were most of a series read (2026-12-02)."""
+    """Series `bid`'s points in `blocks` (rows of 7 run columns, run_id, `_block_read`, and 3 order
+    columns: the commit's position, time and id) as (run columns, `_block_points` row, order
+    columns). Where the series sits in a block and where its samples lie are worked out once per
+    distinct ids / lengths value (a grid's are the same in every run): unpacked per row they were
+    most of a series read (2026-12-02)."""
     where: dict[bytes, tuple[int, int]] = {}  # a block's ids -> (the series' position in them (-1: not there), points)
     spans: dict[tuple[bytes, int], tuple[int, int]] = {}  # (lengths, position) -> the samples' byte range
     wanted = [c.strip() for c in columns.split(",")]
@@ -195,7 +212,7 @@ def _series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> 
         per = {"samples": samples[span[0] : span[1]], "started_at": row[11], "benchmark_version": row[12]}
         if "stats" in wanted:
             per["stats"] = _point_stats(row[13], n, j)
-        out.append((row[:7], (row[7], bid, *map(per.__getitem__, wanted)), row[-2:]))
+        out.append((row[:7], (row[7], bid, *map(per.__getitem__, wanted)), row[-3:]))
     return out
 
 
@@ -243,10 +260,13 @@ class StoreReads:
 
     Args:
         engine: from `ci.store.engine.make_engine`.
+        read_only: the engine cannot write (`make_engine(..., read_only=True)`).
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
         self.engine = engine
+        self.read_only = read_only
+        self._pinned = threading.local()  # .conn: the connection of this thread's open snapshot
         self._bench_by_id: dict[int, Benchmark] = {}
         self._id_by_key: dict[str, int] = {}
         self._times: dict[Any, datetime | None] = {}
@@ -257,9 +277,46 @@ class StoreReads:
         return self.engine.dialect.name
 
     @contextmanager
+    def snapshot(self) -> Iterator[StoreReads]:
+        """Every read of this thread inside the block sees the store as it was when the block began:
+        one read transaction on one connection (REPEATABLE READ and READ ONLY on PostgreSQL, one WAL
+        snapshot on SQLite), however many reads it makes and whatever is written meanwhile. Writes
+        inside it go through their own transactions, as outside. Nested blocks share the outer
+        one's snapshot; a private in-memory store (one connection, no other writer) reads as it is.
+
+        Yields:
+            This store.
+        """
+        if getattr(self._pinned, "conn", None) is not None or is_memory(str(self.engine.url)):
+            yield self
+            return
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with conn.begin():
+                # The snapshot is taken by the first statement that reads (SQLite: the first read of the file).
+                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master" if conn.dialect.name == "sqlite"
+                                     else "SELECT 1")  # fmt: skip
+                self._pinned.conn = conn
+                try:
+                    yield self
+                finally:
+                    self._pinned.conn = None
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A connection inside a read transaction: this thread's snapshot's, else a new one."""
+        pinned = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
     def _read(self) -> Iterator[Session]:
-        # One read transaction (one snapshot) per call; ORM objects for the small tables.
-        with self.engine.connect() as conn, conn.begin(), Session(bind=conn) as session:
+        # One read transaction (one snapshot) per call, or the open snapshot's; ORM objects for the small tables.
+        with self._connection() as conn, Session(bind=conn) as session:
             yield session
 
     def resolve_commit(self, sha_or_prefix: str) -> str:
@@ -335,8 +392,9 @@ class StoreReads:
 
     @staticmethod
     def _commit_order() -> tuple[Any, ...]:
-        # Commits without a time (none should exist: asv records one) go last, then insertion order.
-        return (CommitRow.time.is_(None), CommitRow.time, CommitRow.id)
+        """History order (`HISTORY_ORDER` in SQL): git's topology where ingest read it, time elsewhere."""
+        return (CommitRow.position.is_not(None), CommitRow.position, CommitRow.time.is_(None), CommitRow.time,
+                CommitRow.id)  # fmt: skip
 
     def commits(self, branch: str | None = None) -> list[Commit]:
         """Commits in history order (oldest first); with `branch`, only that branch's.
@@ -354,7 +412,8 @@ class StoreReads:
             rows = conn.execute(stmt).scalars().all()
         return [
             Commit(
-                sha=r.sha, parents=tuple(json.loads(r.parents)), branch=r.branch, time=utc(r.time), subject=r.subject
+                sha=r.sha, parents=tuple(json.loads(r.parents)), branch=r.branch, time=utc(r.time), subject=r.subject,
+                position=r.position,
             )
             for r in rows
         ]
@@ -469,7 +528,7 @@ class StoreReads:
         self, ok: bool, columns: str, benchmark_key: str | None, machine: str | None, commit_sha: str | None
     ) -> tuple[list[Any], dict[int, list[tuple[Any, ...]]]]:
         """Runs in history order and their result rows by run id (each run's by benchmark id)."""
-        with self.engine.connect() as conn, conn.begin():  # one snapshot for every query
+        with self._connection() as conn:  # one snapshot for every query
             if benchmark_key is not None:
                 bid = self._benchmark_id(conn, benchmark_key)
                 if bid is None:
@@ -499,26 +558,27 @@ class StoreReads:
         run_cols = "runs.id, runs.run_key, runs.digest, runs.started_at, runs.environment, commits.sha, machines.name"
         joins = ("JOIN runs ON {t}.run_id = runs.id JOIN commits ON runs.commit_id = commits.id "
                  "JOIN machines ON runs.machine_id = machines.id")  # fmt: skip
-        order = "ORDER BY commits.time IS NULL, commits.time, commits.id, runs.started_at, runs.id"
-        sql = (f"SELECT {run_cols}, results.run_id, results.benchmark_id, {cols}, commits.time, commits.id "
-               f"FROM results {joins.format(t='results')} WHERE {' AND '.join(where)} {order}")  # fmt: skip
-        found = [(row[:7], row[7:-2], row[-2:]) for row in _fetch(conn, sql, params)]
+        order = f"ORDER BY {HISTORY_ORDER}, runs.started_at, runs.id"
+        sql = (f"SELECT {run_cols}, results.run_id, results.benchmark_id, {cols}, commits.position, commits.time, "
+               f"commits.id FROM results {joins.format(t='results')} WHERE {' AND '.join(where)} {order}")  # fmt: skip
+        found = [(row[:7], row[7:-3], row[-3:]) for row in _fetch(conn, sql, params)]
         if columns.endswith("stats"):
             found = [(run, _fold_stats(point), order) for run, point, order in found]
         if ok:  # the series' points in blocks: those of its benchmark (by name), cut to the series' own
             block_where = ["result_blocks.name = (SELECT name FROM benchmarks WHERE id = ?)", *where[2:]]
             sql = (f"SELECT {run_cols}, result_blocks.run_id, "
                    + _block_read(columns, "result_blocks.")
-                   + f", commits.time, commits.id FROM result_blocks {joins.format(t='result_blocks')} "
-                   f"WHERE {' AND '.join(block_where)}")  # fmt: skip
+                   + f", commits.position, commits.time, commits.id FROM result_blocks "
+                   f"{joins.format(t='result_blocks')} WHERE {' AND '.join(block_where)}")  # fmt: skip
             in_blocks = _series_in_blocks(_fetch(conn, sql, [bid, *params[2:]]), bid, columns)
             if in_blocks:
                 # Put in the SQL order above here, not by the database: a sort there carries each
                 # block's samples (ten series' worth) through a temporary B-tree, ~40% of a series
                 # read (2026-12-02). PostgreSQL sorts a NULL start last, SQLite first.
                 null_start = (1,) if conn.dialect.name == "postgresql" else (0,)
-                found = sorted(found + in_blocks, key=lambda f: (
-                    f[2][0] is None, () if f[2][0] is None else (f[2][0],), f[2][1],
+                found = sorted(found + in_blocks, key=lambda f: (  # HISTORY_ORDER, then the run's start and id
+                    f[2][0] is not None, () if f[2][0] is None else (f[2][0],), f[2][1] is None,
+                    () if f[2][1] is None else (f[2][1],), f[2][2],
                     null_start if f[0][3] is None else (null_start[0] ^ 1, f[0][3]), f[0][0]))  # fmt: skip
         runs: list[Any] = []
         grouped: dict[int, list[tuple[Any, ...]]] = {}
@@ -628,7 +688,7 @@ class StoreReads:
             return self._series_columns(machine, branch, runs_after or {})
 
     def _series_columns(self, machine: str | None, branch: str | None, skip: dict[str, int]) -> list[MachineHistory]:
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             runs = self._history_runs(conn, machine=machine, branch=branch)
             by_machine: dict[str, list[Any]] = {}
             for run in runs:
@@ -718,10 +778,43 @@ class StoreReads:
             rows = conn.execute(stmt).scalars().all()
         return [Acknowledgement(r.benchmark_key, r.commit_sha, r.who, r.why, utc(r.when)) for r in rows]
 
+    def alerts(self, *, state: AlertState | str | None = None) -> list[Alert]:
+        """The history's alerts (`ci.records.Alert`), oldest first; with `state`, only those in it.
+
+        Args:
+            state: e.g. `AlertState.DETECTED`: the alerts no job has reported yet.
+
+        Returns:
+            Alert records, their times set by the store.
+        """
+        stmt = select(AlertRow, BenchmarkRow).join(BenchmarkRow, AlertRow.benchmark_id == BenchmarkRow.id)
+        if state is not None:
+            stmt = stmt.where(AlertRow.state == str(AlertState(state)))
+        stmt = stmt.order_by(AlertRow.detected_at, AlertRow.id)
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            Alert(AlertKind(a.kind), self._bench(b), a.machine, a.commit_sha, AlertState(a.state), a.previous_sha,
+                  none_to_nan(a.ratio), none_to_nan(a.p_value), a.reason, utc(a.detected_at), utc(a.reported_at),
+                  utc(a.acknowledged_at))
+            for a, b in rows
+        ]  # fmt: skip
+
+    def replacements(self, run_key: str | None = None) -> list[RunReplacement]:
+        """Every stored run replaced by another file's run (`ci.records.RunReplacement`), oldest first;
+        with `run_key`, only that run's."""
+        stmt = select(RunReplacementRow).order_by(RunReplacementRow.replaced_at, RunReplacementRow.id)
+        if run_key is not None:
+            stmt = stmt.where(RunReplacementRow.run_key == run_key)
+        with self._read() as conn:
+            rows = conn.execute(stmt).scalars().all()
+        return [RunReplacement(r.run_key, r.old_source, r.new_source, r.old_digest, r.new_digest, r.forced,
+                               utc(r.replaced_at)) for r in rows]  # fmt: skip
+
     def run_digests(self) -> dict[str, str]:
         """sha256 of every ingested result file -> its commit sha (lets ingest skip known files unparsed)."""
         stmt = select(RunRow.digest, CommitRow.sha).join(CommitRow, RunRow.commit_id == CommitRow.id)
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             return {digest: sha for digest, sha in conn.execute(stmt)}
 
     def change_point_states(self, branch: str, settings: str) -> dict[tuple[str, str], tuple[int, str, bytes]]:
@@ -744,14 +837,14 @@ class StoreReads:
             "JOIN machines ON change_point_states.machine_id = machines.id "
             "WHERE change_point_states.branch = ? AND change_point_states.settings = ?"
         )
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             rows = _fetch(conn, sql, [branch, settings])
         return {(key, m): (runs, digest, bytes(state)) for key, m, runs, digest, state in rows}
 
     def run_environments(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Every run's environment, by run key, as `results` gives it (`Result.environment`): the
         dashboard reads results as columns (`series_columns`), which leave the environment out."""
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             rows = conn.execute(select(RunRow.run_key, RunRow.environment)).all()
         envs = self._envs
         if len(envs) > _MEMO_MAX:
@@ -768,7 +861,7 @@ class StoreReads:
         """sha256 of every ingested result file -> (its commit sha, its run key "machine/commit/env"):
         ingest tells, without parsing a known file, which commit and run it holds."""
         stmt = select(RunRow.digest, CommitRow.sha, RunRow.run_key).join(CommitRow, RunRow.commit_id == CommitRow.id)
-        with self.engine.connect() as conn, conn.begin():
+        with self._connection() as conn:
             return {digest: (sha, run_key) for digest, sha, run_key in conn.execute(stmt)}
 
     def counts(self) -> dict[str, int]:

@@ -40,6 +40,31 @@ def stored_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+def require_head(engine: Engine) -> None:
+    """Check, without writing, that the store behind `engine` is at this code's newest revision: a
+    store opened read-only is never migrated, so an older one cannot be read by this code.
+
+    Raises:
+        StoreError: no store there, an older revision (a writing command upgrades it), or a
+            revision this code does not know.
+    """
+    current = stored_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    where = display_url(engine.url.render_as_string(hide_password=True))
+    if current is None:
+        raise StoreError(f"{where} holds no results store yet: ingest results first (python -m ci ingest), "
+                         "or check --db")
+    known = {sc.revision for sc in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
+    if current not in known:
+        raise StoreError(f"{where} has schema revision {current!r}, which this version of ragged-vit does not know "
+                         f"(newest here: {head!r}): it was written by a newer version; upgrade, or use another --db")
+    raise StoreError(f"{where} has schema revision {current!r}, older than this version's {head!r}, and this command "
+                     "only reads, so it does not upgrade it: run a writing command on it first (python -m ci ingest, "
+                     "or python -m ci run), which upgrades the store in place")
+
+
 def migrate_schema(engine: Engine, revision: str = "head") -> None:
     """Upgrade the store's schema to `revision` under a lock, so that runners opening one
     history at the same time migrate it once.

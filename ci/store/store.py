@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ci.store.engine import StoreError, display_url, make_engine, resolve_url
-from ci.store.schema import migrate_schema, stored_revision
+from ci.store.schema import migrate_schema, require_head, stored_revision
 from ci.store.writes import StoreWrites
 
 
@@ -21,24 +21,34 @@ class Store(StoreWrites):
         create: make a new store where there is none (default). False (the commands that only
             read a history, or add to one) raises `StoreError` for a missing SQLite file or a
             database without the store's schema, instead of creating an empty history.
+        read_only: open it only to read (`compare --no-save`, `dashboard`): no write lock is
+            ever taken, so a store on a read-only file reads, and a writer never makes this wait
+            for more than a moment (`ci.store.engine.READ_WAIT_S`); nothing is migrated or created,
+            and every write fails. The detector's cached states are not written back either.
 
     Raises:
         StoreError: the database holds other tables and no store schema, its schema is newer
-            than this code, or (create=False) there is no store.
+            than this code, (create=False) there is no store, or (read_only) its schema is not
+            this code's newest.
     """
 
     def __init__(
         self, db: str | os.PathLike[str] | None = None, *, migrate: bool = True, echo: bool = False,
-        create: bool = True,
+        create: bool = True, read_only: bool = False,
     ) -> None:
-        self.url = resolve_url(db, must_exist=not create)
-        engine = make_engine(self.url, echo)
-        if not create and stored_revision(engine) is None:
+        self.url = resolve_url(db, must_exist=not create or read_only)
+        engine = make_engine(self.url, echo, read_only=read_only)
+        try:
+            if read_only:
+                require_head(engine)
+            elif not create and stored_revision(engine) is None:
+                raise StoreError(f"{display_url(self.url)} holds no results store yet: ingest results first "
+                                 "(python -m ci ingest), or check --db")
+        except BaseException:
             engine.dispose()
-            raise StoreError(f"{display_url(self.url)} holds no results store yet: ingest results first "
-                             "(python -m ci ingest), or check --db")
-        super().__init__(engine)
-        if migrate:
+            raise
+        super().__init__(engine, read_only=read_only)
+        if migrate and not read_only:
             migrate_schema(self.engine)
 
     def close(self) -> None:

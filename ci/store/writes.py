@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
@@ -15,7 +17,18 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ci.records import Acknowledgement, Benchmark, Commit, Direction, Machine, ParsedRun, Project, Verdict
+from ci.records import (
+    Acknowledgement,
+    Alert,
+    AlertState,
+    Benchmark,
+    Commit,
+    Direction,
+    Machine,
+    ParsedRun,
+    Project,
+    Verdict,
+)
 from ci.store.bulk import ResultInsert
 from ci.store.codec import nan_to_none, pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import insert_ignore, is_retryable, retry_write, upsert
@@ -23,12 +36,14 @@ from ci.store.hosts import merged, same_host
 from ci.store.limits import StoreLimitError, check_acknowledgement, check_run, check_text, column_length
 from ci.store.models import (
     AcknowledgementRow,
+    AlertRow,
     BenchmarkRow,
     ChangePointStateRow,
     CommitRow,
     MachineRow,
     ResultBlockRow,
     ResultRow,
+    RunReplacementRow,
     RunRow,
     SettingRow,
     VerdictRow,
@@ -44,6 +59,25 @@ _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`);
 
 
 _second = itemgetter(1)
+# `ingest_run`'s status for a run that replaced one stored from another file (`replace=True`).
+REPLACED_FROM_ANOTHER_SOURCE = "replaced from another source"
+
+
+class ReplacementRefused(ValueError):
+    """A file holds a different run of a stored (machine, environment, commit) than the one stored,
+    from another file: not replaced without `replace=True` (`ci ingest --replace`)."""
+
+
+def same_source(stored: str, new: str) -> bool:
+    """True when a run stored from `stored` and a file at absolute path `new` are the same file: asv
+    rewriting it in place, which replaces the run. A run stored without a source, or stored with a
+    relative path (before sources were absolute, 2026-12-05) that `new` ends with, counts as the same."""
+    if stored == new or not stored:
+        return True
+    if os.path.isabs(stored):
+        return False
+    rel = os.path.normpath(stored)
+    return new.endswith(os.sep + rel)
 
 
 def _host(text: str) -> tuple[tuple[str, str], ...]:
@@ -65,10 +99,12 @@ class StoreWrites(StoreReads):
 
     Args:
         engine: from `ci.store.engine.make_engine`, holding the store's schema.
+        read_only: the engine cannot write: every write fails, except the detector's cache
+            (`save_change_point_states`), which is then not kept.
     """
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
+        super().__init__(engine, read_only=read_only)
         self._bench_ids: dict[str, int] = {}  # benchmark key -> id, only for committed rows
         # The same for series stored with an unknown direction, used only for a series wanted with
         # none either (a declared one looks its row up, to store the direction): an id never changes.
@@ -175,6 +211,7 @@ class StoreWrites(StoreReads):
             "branch": commit.branch,
             "time": utc(commit.time),
             "subject": commit.subject,
+            "position": commit.position,
         }
         stmt = insert_ignore(self.dialect, CommitRow.__table__)
         if stmt is not None and conn.dialect.insert_returning:
@@ -194,6 +231,8 @@ class StoreWrites(StoreReads):
             changes["subject"] = commit.subject
         if commit.branch and not row.branch:  # the first branch a commit was seen on stays its branch
             changes["branch"] = commit.branch
+        if commit.position is not None and row.position != commit.position:  # git's, whenever it was read
+            changes["position"] = commit.position
         # git's time (a record with a subject or parents came from git) beats asv's date.
         if commit.time is not None and (row.time is None or commit.parents or commit.subject):
             if utc(row.time) != fields["time"]:
@@ -254,17 +293,23 @@ class StoreWrites(StoreReads):
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
-    def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit) -> str:
+    def ingest_run(self, run: ParsedRun, machine: Machine, commit: Commit, *, replace: bool = False) -> str:
         """Write one parsed asv result file in one transaction: all of it or nothing.
 
         Args:
             run: from `ci.ingest.parse.parse_result_file`.
             machine: the machine row to create or refresh (name must equal `run.machine`).
             commit: the commit row to create or enrich (sha must equal `run.commit_hash`).
+            replace: a different run of a stored (machine, environment, commit) from another file
+                replaces the stored one (recorded in `run_replacements`); without it, refused.
 
         Returns:
-            "inserted", "replaced" (asv rewrote the file since the last ingest) or "unchanged"
-            (identical bytes were ingested before: nothing is written).
+            "inserted", "replaced" (asv rewrote the file since the last ingest),
+            `REPLACED_FROM_ANOTHER_SOURCE` (`replace`) or "unchanged" (identical bytes were
+            ingested before: nothing is written).
+
+        Raises:
+            ReplacementRefused: the run is stored from another file with other contents, and not `replace`.
         """
         if not isinstance(run, ParsedRun):
             raise TypeError(f"run must be a ParsedRun, got {type(run).__name__}")
@@ -273,9 +318,11 @@ class StoreWrites(StoreReads):
         if commit.sha != run.commit_hash:
             raise ValueError(f"commit {commit.sha!r} does not match the run's commit {run.commit_hash!r}")
         check_run(run, machine, commit)  # the same outcome on SQLite and PostgreSQL (ci.store.limits)
-        return self._write_retrying(self._ingest_run_tx, run, machine, commit)
+        return self._write_retrying(self._ingest_run_tx, run, machine, commit, _LOOK, replace)
 
-    def ingest_runs(self, items: Sequence[tuple[ParsedRun, Machine, Commit]]) -> list[str | Exception]:
+    def ingest_runs(
+        self, items: Sequence[tuple[ParsedRun, Machine, Commit]], *, replace: bool = False
+    ) -> list[str | Exception]:
         """Write several parsed result files in one transaction, each file inside its own
         SAVEPOINT: a file that fails is rolled back alone (never a partial run) while the others
         commit together. One commit per batch instead of per file: each file dirties ~500 pages
@@ -285,11 +332,13 @@ class StoreWrites(StoreReads):
 
         Args:
             items: (run, machine, commit) triples as for `ingest_run`.
+            replace: as for `ingest_run`.
 
         Returns:
-            Per item, "inserted" / "replaced" / "unchanged", or the exception that failed it (a
-            `ci.store.limits.StoreLimitError` for a value the store cannot hold on every database:
-            that file is not written, the others are).
+            Per item, a status as `ingest_run` returns it, or the exception that failed it (a
+            `ci.store.limits.StoreLimitError` for a value the store cannot hold on every database,
+            `ReplacementRefused` for another file's run of a stored one: that file is not written,
+            the others are).
         """
         refused: dict[int, StoreLimitError] = {}
         for i, (run, machine, commit) in enumerate(items):
@@ -310,7 +359,8 @@ class StoreWrites(StoreReads):
             keys = sorted({run.run_key for i, (run, _, _) in enumerate(items) if i not in refused})
             known: dict[str, Any] = {}  # run key -> its stored (id, digest) row; absent: not stored
             for i in range(0, len(keys), _CHUNK):
-                stmt = select(RunRow.run_key, RunRow.id, RunRow.digest).where(RunRow.run_key.in_(keys[i : i + _CHUNK]))
+                stmt = select(RunRow.run_key, RunRow.id, RunRow.digest, RunRow.source).where(
+                    RunRow.run_key.in_(keys[i : i + _CHUNK]))
                 known.update((r.run_key, r) for r in conn.execute(stmt))
             for i, (run, machine, commit) in enumerate(items):
                 if i in refused:
@@ -319,7 +369,8 @@ class StoreWrites(StoreReads):
                 before = dict(pending)
                 try:
                     with conn.begin_nested():
-                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit, known.get(run.run_key)))
+                        out.append(self._ingest_run_tx(conn, pending, run, machine, commit, known.get(run.run_key),
+                                                       replace))
                         known[run.run_key] = _LOOK  # a second file of this run in the batch looks it up
                 except Exception as exc:
                     # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
@@ -332,14 +383,14 @@ class StoreWrites(StoreReads):
         for i, status in enumerate(statuses):
             if status is retry:  # lost a race with another runner: redo that file on its own
                 try:
-                    statuses[i] = self.ingest_run(*items[i])
+                    statuses[i] = self.ingest_run(*items[i], replace=replace)
                 except Exception as exc:
                     statuses[i] = exc
         return statuses
 
     def _ingest_run_tx(
         self, conn: Connection, pending: dict[Any, int], run: ParsedRun, machine: Machine, commit: Commit,
-        existing: Any = _LOOK,
+        existing: Any = _LOOK, replace: bool = False,
     ) -> str:
         machine_id, machine_key = self._upsert_machine(conn, machine, pending)
         run_key = run.run_key
@@ -349,7 +400,17 @@ class StoreWrites(StoreReads):
             run_key = f"{machine_key}/{run.commit_hash}"
             existing = _LOOK
         if existing is _LOOK:
-            existing = conn.execute(select(RunRow.id, RunRow.digest).where(RunRow.run_key == run_key)).one_or_none()
+            existing = conn.execute(select(RunRow.id, RunRow.digest, RunRow.source)
+                                    .where(RunRow.run_key == run_key)).one_or_none()  # fmt: skip
+        # The file's own path, whichever folder ingest was run from: what tells asv's rewrite of a
+        # file from another folder's file of the same run.
+        source = os.path.realpath(run.path)
+        if existing is not None and existing.digest != run.digest and not replace and \
+                not same_source(existing.source, source):
+            raise ReplacementRefused(
+                f"a different run of {run_key!r} (machine/commit/environment) is stored, ingested from "
+                f"{existing.source}; not replaced: a run of a stored commit from another results folder replaces "
+                "the stored one only with --replace (python -m ci ingest --replace)")
         commit_id = self._upsert_commit(conn, commit)
         values = {
             "run_key": run_key,
@@ -359,7 +420,7 @@ class StoreWrites(StoreReads):
             "env_name": run.env_name,
             "started_at": utc(run.started_at),
             "ingested_at": datetime.now(UTC),
-            "source": str(run.path),
+            "source": source,
             "environment": json.dumps(dict(run.environment), sort_keys=True),
         }
         if existing is not None:
@@ -380,7 +441,11 @@ class StoreWrites(StoreReads):
             conn.execute(gone_blocks)
             conn.execute(update(RunRow).where(RunRow.id == existing.id).values(**values))
             run_id = existing.id
-            status = "replaced"
+            forced = not same_source(existing.source, source)
+            conn.execute(insert(RunReplacementRow.__table__).values(
+                run_key=run_key, old_source=existing.source, new_source=source, old_digest=existing.digest,
+                new_digest=run.digest, forced=forced, replaced_at=values["ingested_at"]))  # fmt: skip
+            status = REPLACED_FROM_ANOTHER_SOURCE if forced else "replaced"
         else:
             run_id = conn.execute(
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
@@ -531,6 +596,84 @@ class StoreWrites(StoreReads):
 
         return self._write_retrying(tx)
 
+    def record_alerts(self, alerts: Sequence[Alert]) -> list[Alert]:
+        """Keep the alerts the store does not hold yet (by `Alert.key`), in one transaction: a new one
+        is "detected", or "acknowledged" where its series was acknowledged at its commit; one held
+        already keeps its state (a reported alert is never reported again).
+
+        Args:
+            alerts: found by `ci.runner.alerts.history_alerts`; their state and times are ignored.
+
+        Returns:
+            The alerts this call added, as stored (state and detection time set).
+        """
+        unique: dict[tuple[str, str, str, str], Alert] = {}
+        for a in alerts:
+            if not isinstance(a, Alert):
+                raise TypeError(f"expected Alert records, got {type(a).__name__}")
+            unique.setdefault(a.key, a)
+        if not unique:
+            return []
+
+        def tx(conn: Connection, pending: dict[Any, int]) -> list[Alert]:
+            ids = self._benchmark_ids(conn, pending, (a.benchmark for a in unique.values()))
+            shas = sorted({a.commit_sha for a in unique.values()})
+            held: set[tuple[str, int, str, str]] = set()
+            acked: set[tuple[str, str]] = set()
+            for i in range(0, len(shas), _CHUNK):
+                chunk = shas[i : i + _CHUNK]
+                held.update(conn.execute(select(AlertRow.kind, AlertRow.benchmark_id, AlertRow.machine,
+                                                AlertRow.commit_sha).where(AlertRow.commit_sha.in_(chunk))).all())
+                acked.update(conn.execute(select(AcknowledgementRow.benchmark_key, AcknowledgementRow.commit_sha)
+                                          .where(AcknowledgementRow.commit_sha.in_(chunk))).all())  # fmt: skip
+            now = datetime.now(UTC)
+            added = []
+            for a in unique.values():
+                if (str(a.kind), ids[a.benchmark.key], a.machine, a.commit_sha) in held:
+                    continue
+                closed = (a.benchmark.key, a.commit_sha) in acked
+                added.append(replace(a, state=AlertState.ACKNOWLEDGED if closed else AlertState.DETECTED,
+                                     detected_at=now, reported_at=None, acknowledged_at=now if closed else None))
+            if added:
+                conn.execute(insert(AlertRow.__table__), [
+                    {"kind": str(a.kind), "benchmark_id": ids[a.benchmark.key], "machine": a.machine,
+                     "commit_sha": a.commit_sha, "previous_sha": a.previous_sha, "ratio": nan_to_none(a.ratio),
+                     "p_value": nan_to_none(a.p_value), "reason": a.reason, "state": str(a.state),
+                     "detected_at": now, "acknowledged_at": a.acknowledged_at}
+                    for a in added
+                ])  # fmt: skip
+            return added
+
+        return self._write_retrying(tx)
+
+    def mark_alerts_reported(self, alerts: Sequence[Alert]) -> int:
+        """Mark alerts reported (a history job exited 1 with them), where they are still "detected".
+
+        Args:
+            alerts: as `alerts` returned them.
+
+        Returns:
+            How many changed state.
+        """
+        keys = sorted({a.key for a in alerts})
+        if not keys:
+            return 0
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> int:
+            now = datetime.now(UTC)
+            changed = 0
+            for kind, bench_key, machine, sha in keys:
+                bid = select(BenchmarkRow.id).where(BenchmarkRow.key == bench_key).scalar_subquery()
+                changed += conn.execute(
+                    update(AlertRow).where(AlertRow.kind == kind, AlertRow.benchmark_id == bid,
+                                           AlertRow.machine == machine, AlertRow.commit_sha == sha,
+                                           AlertRow.state == str(AlertState.DETECTED))
+                    .values(state=str(AlertState.REPORTED), reported_at=now)
+                ).rowcount  # fmt: skip
+            return changed
+
+        return self._write_retrying(tx)
+
     def save_change_point_states(
         self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]
     ) -> None:
@@ -544,7 +687,7 @@ class StoreWrites(StoreReads):
             states: (benchmark key, machine) -> (runs covered, their digest chain, state bytes);
                 series the store does not know are left out.
         """
-        if not states:
+        if not states or self.read_only:  # a cache: a store opened read-only computes without it
             return
 
         def tx(conn: Connection, _pending: dict[str, int]) -> None:
@@ -605,7 +748,8 @@ class StoreWrites(StoreReads):
     def acknowledge(
         self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None
     ) -> Acknowledgement:
-        """Record that a regression of one series at one commit is expected (who, when, why).
+        """Record that a regression of one series at one commit is expected (who, when, why), and close
+        every alert of that series at that commit (`ci.records.Alert`: state "acknowledged").
 
         Args:
             benchmark_key: a series key as in `Benchmark.key` (must exist in the store).
@@ -636,6 +780,11 @@ class StoreWrites(StoreReads):
                     benchmark_key=ack.benchmark_key, commit_sha=ack.commit_sha, who=ack.who, why=ack.why, when=ack.when
                 )
             )
+            # Every alert of the series at that commit, on any machine, is closed with it.
+            bid = select(BenchmarkRow.id).where(BenchmarkRow.key == ack.benchmark_key).scalar_subquery()
+            conn.execute(update(AlertRow).where(AlertRow.benchmark_id == bid, AlertRow.commit_sha == ack.commit_sha,
+                                                AlertRow.state != str(AlertState.ACKNOWLEDGED))
+                         .values(state=str(AlertState.ACKNOWLEDGED), acknowledged_at=ack.when))  # fmt: skip
 
         self._write_retrying(tx)
         return ack

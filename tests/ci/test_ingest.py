@@ -169,6 +169,90 @@ def test_rewritten_file_replaces_its_run(asv_dir, store_url):
         assert {r.samples for r in store.results()} == {(5.0, 5.0, 5.0, 5.0)}
 
 
+def test_a_run_from_another_results_folder_is_refused_unless_replace(tmp_path, store_url, capsys):
+    """Another results folder's file of a stored (machine, environment, commit) with other contents
+    replaced the stored run with exit 0 ("1 replaced"). It is now an error naming both files, the
+    stored run kept, every time; `--replace` lets it in and the store records the replacement."""
+    from ci.cli import main
+
+    first, other = tmp_path / "runner-a", tmp_path / "runner-b"
+    write_results(first, [sha_for(0), sha_for(1)])
+    write_results(other, [sha_for(1)], samples=lambda n, j, c: [5.0] * 4, first_commit=1)
+    (stored_file,) = (first / MACHINE).glob(f"{sha_for(1)[:8]}-*.json")
+    (other_file,) = (other / MACHINE).glob(f"{sha_for(1)[:8]}-*.json")
+    assert main(["ingest", "--db", store_url, str(first)]) == 0
+    with Store(store_url) as store:
+        before = store.results(commit_sha=sha_for(1))
+    for _ in range(2):
+        assert main(["ingest", "--db", store_url, str(other)]) == 2
+        captured = capsys.readouterr()
+        assert "0 replaced" in captured.out and "1 errors" in captured.out
+        (line,) = [ln for ln in captured.err.splitlines() if ln.startswith("error:")]
+        assert line.startswith(f"error: {other_file}: a different run of ") and f"ingested from {stored_file}" in line
+        assert "--replace" in line
+        with Store(store_url) as store:
+            assert store.results(commit_sha=sha_for(1)) == before and store.replacements() == []
+    assert main(["ingest", "--db", store_url, "--replace", str(other)]) == 0
+    captured = capsys.readouterr()
+    assert "1 replaced" in captured.out and "replaced the stored run" in captured.err
+    with Store(store_url) as store:
+        assert {r.samples for r in store.results(commit_sha=sha_for(1))} == {(5.0,) * 4}
+        assert store.counts()["runs"] == 2
+        (record,) = store.replacements()
+        assert (record.old_source, record.new_source, record.forced) == (str(stored_file), str(other_file), True)
+        assert record.run_key == f"{MACHINE}/{sha_for(1)}/{ENV_NAME}" and record.old_digest != record.new_digest
+    # The first folder's file is now the other run of it: refused in turn, and nothing flips back.
+    assert main(["ingest", "--db", store_url, str(first)]) == 2
+    assert f"ingested from {other_file}" in capsys.readouterr().err
+
+
+def test_asv_rewriting_its_own_file_still_replaces_the_run_however_the_folder_is_named(tmp_path, store_url,
+                                                                                       monkeypatch):
+    """asv rewrites a stored run's own file (`--append-samples`): a replacement, recorded as not
+    forced, whether ingest names the folder by a relative path, an absolute one or through a link."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0)])
+    link = tmp_path / "linked"
+    link.symlink_to(root)
+    monkeypatch.chdir(tmp_path)
+    with Store(store_url) as store:
+        assert ingest_results_dir(store, "results").count("inserted") == 1
+        for n, where in enumerate([root, link, Path("results")], start=1):
+            write_results(root, [sha_for(0)], samples=lambda name, j, c, n=n: [float(n)] * 4)
+            report = ingest_results_dir(store, where)
+            assert report.count("replaced") == 1 and report.ok, report.files
+            assert {r.samples for r in store.results()} == {(float(n),) * 4}
+        records = store.replacements()
+    (stored,) = (root / MACHINE).glob("*-*.json")
+    assert [(r.old_source, r.new_source, r.forced) for r in records] == [(str(stored), str(stored), False)] * 3
+
+
+def test_the_store_refuses_another_file_s_run_of_a_stored_one_itself(tmp_path, store_url):
+    """The rule is the store's (`Store.ingest_run`), whoever calls it: a different run of a stored key
+    from another file raises `ReplacementRefused` unless `replace=True`."""
+    from ci.ingest.asv_files import load_machine_json
+    from ci.records import Commit, Machine
+    from ci.store import ReplacementRefused
+
+    first, other = tmp_path / "a", tmp_path / "b"
+    write_results(first, [sha_for(0)])
+    write_results(other, [sha_for(0)], samples=lambda n, j, c: [3.0] * 4)
+    benchmarks = load_benchmarks_json(first)
+    runs = [parse_result_file(next((d / MACHINE).glob("*-*.json")), benchmarks, load_machine_json(d / MACHINE))
+            for d in (first, other)]  # fmt: skip
+    with Store(store_url) as store:
+
+        def args(run):
+            return run, Machine(name=MACHINE, asv_name=MACHINE, env_name=run.env_name), Commit(run.commit_hash)
+
+        assert store.ingest_run(*args(runs[0])) == "inserted"
+        with pytest.raises(ReplacementRefused, match="is stored, ingested from"):
+            store.ingest_run(*args(runs[1]))
+        assert isinstance(store.ingest_runs([args(runs[1])])[0], ReplacementRefused)
+        assert store.ingest_run(*args(runs[1]), replace=True) == "replaced from another source"
+        assert [r.forced for r in store.replacements()] == [True]
+
+
 def test_crash_mid_file_leaves_no_partial_run(asv_dir, store_url, monkeypatch):
     root = asv_dir([sha_for(0), sha_for(1)])
     store = Store(store_url)

@@ -178,3 +178,114 @@ def test_a_record_that_cannot_be_read_is_that_commits_alone():
     assert "parents 'not-a-sha' are not commit ids" in log.problems[b]
     assert log.commits[c].subject == "third, with\x1e\x1f odd bytes" and log.commits[c].parents == (b,)
     assert parse_log(b"gpg: not a record\n" + out, "main").commits == {}, "no sha where a record starts: stop"
+
+
+def _ordered_samples(name: str, j: int, c: int) -> list[float] | None:
+    """Series (fp16, batch=1) 1.5x slower from commit 6 on, (bf16, batch=8) 2x slower at commit 11 (the
+    newest), a little noise from commit to commit."""
+    base = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * (1 + 0.003 * ((c * 7) % 5))
+    if "time_gpu" in name and ((j == 0 and c >= 6) or (j == 3 and c == 11)):
+        base *= 1.5 if j == 0 else 2.0
+    return [base * (1 + 0.001 * k) for k in range(8)]
+
+
+@pytest.mark.parametrize("branch", [["--branch", "main"], []], ids=["branch", "no-branch"])
+def test_history_order_is_git_s_topology_not_the_committers_clocks(tmp_path, capsys, branch, store_url):
+    """Commit 6 of 12 was made on a machine whose clock ran a year ahead. Ordered by committer time it
+    sorted last: its step was blamed on commit 7, and the step at the newest commit was judged
+    against it. In git's order the detector blames commit 6, the dashboard lists the commits as git
+    does, and the newest commit's step is the suspicion."""
+    from dashboard.data import unwrap
+    from dashboard.model import load_snapshot
+
+    repo = _repo(tmp_path)
+    line = []
+    for k in range(12):
+        if k == 6:
+            line.append(_raw_commit(repo, b"t <t@x> 1825000000 +0000", b"made a year ahead\n"))
+        else:
+            line.append(_commit(repo, f"change {k}\n".encode(), day=k + 1))
+    root = tmp_path / "results"
+    write_results(root, line, samples=_ordered_samples)
+    db = store_url
+    assert main(["ingest", "--db", db, "--repo", str(repo), *branch, str(root)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    with Store(db) as store:
+        commits = store.commits()
+        assert [c.sha for c in commits] == line
+        assert [c.position for c in commits] == list(range(12)), "generations: the root commit is 0"
+        assert commits[6].time == dt.datetime.fromtimestamp(1825000000, dt.UTC)  # git's time, kept
+        slow = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+        assert [r.commit_sha for r in store.results(benchmark_key=slow)] == line
+        snap = load_snapshot(store)
+    steps = [(r.benchmark.key, r.sha) for r in snap.regressions if r.source == "change point"]
+    assert steps == [(slow, line[6])], steps
+    assert [(x.benchmark.key, x.commit_sha) for x in snap.open_suspects] == [
+        ("bench_attention.GPUTime.time_gpu(dtype=bf16, batch=8)", line[11])]
+    site = tmp_path / "site"
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    _, data = unwrap((site / "data" / "commits.js").read_text())
+    assert data["sha"] == line
+
+
+def test_a_commit_ingested_without_git_first_gets_its_position_later_and_moves(tmp_path, capsys):
+    """Ingested without --repo, commits are ordered by asv's dates; the same results ingested again with
+    --repo get git's positions, and the order (the detector's too) becomes git's."""
+    repo = _repo(tmp_path)
+    first = _commit(repo, b"first\n", day=1)
+    second = _commit(repo, b"second\n", day=2)
+    root = tmp_path / "results"
+    write_results(root, [second, first])  # asv's dates put `second` first
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        assert [(c.sha, c.position) for c in store.commits()] == [(second, None), (first, None)]
+    assert main(["ingest", "--db", db, "--repo", str(repo), str(root)]) == 0
+    assert "2 unchanged" in capsys.readouterr().out
+    with Store(db) as store:
+        assert [(c.sha, c.position) for c in store.commits()] == [(first, 0), (second, 1)]
+
+
+def test_merged_branches_keep_first_parent_order_and_every_commit_its_ancestors_first(tmp_path, capsys):
+    """Main's first-parent line stays in order, and a merged branch's commits come after their
+    ancestors and before the merge, whatever their clocks say; the same with or without --branch."""
+    repo = _repo(tmp_path)
+    m0 = _commit(repo, b"m0\n", day=1)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "f1", day=20)  # clocks ahead of main's
+    f1 = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "f2", day=21)
+    f2 = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "main")
+    m1 = _commit(repo, b"m1\n", day=2)
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge", "feature", day=3)
+    m2 = _git(repo, "rev-parse", "HEAD")
+    m3 = _commit(repo, b"m3\n", day=4)
+    for options in (["--branch", "main"], []):
+        root = tmp_path / f"results{len(options)}"
+        write_results(root, [m0, m1, f1, f2, m2, m3])
+        db = str(tmp_path / f"h{len(options)}.sqlite")
+        assert main(["ingest", "--db", db, "--repo", str(repo), *options, str(root)]) == 0
+        with Store(db) as store:
+            order = [c.sha for c in store.commits()]
+            positions = {c.sha: c.position for c in store.commits()}
+        assert positions == {m0: 0, m1: 1, f1: 1, f2: 2, m2: 3, m3: 4}
+        assert order.index(m0) < order.index(m1) < order.index(m2) < order.index(m3)
+        assert order.index(m0) < order.index(f1) < order.index(f2) < order.index(m2)
+
+
+def test_a_shallow_clone_orders_by_time_and_says_so(tmp_path, capsys):
+    """A shallow clone knows only part of git's graph: its generations would not be those of the full
+    history, so its commits get no position (ordered by time) and ingest warns."""
+    repo = _repo(tmp_path)
+    shas = [_commit(repo, f"c{k}\n".encode(), day=k + 1) for k in range(4)]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{repo}", str(clone)], check=True)
+    root = tmp_path / "results"
+    write_results(root, shas[2:])
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, "--repo", str(clone), "--branch", "main", str(root)]) == 0
+    assert "is a shallow clone" in capsys.readouterr().err
+    with Store(db) as store:
+        got = [(c.sha, c.position, c.subject) for c in store.commits()]
+    assert got == [(shas[2], None, "c2"), (shas[3], None, "c3")]

@@ -266,19 +266,32 @@ def test_two_copies_of_one_run_never_flip(store_url, recorded):
 
 
 def test_a_copy_that_came_first_later_does_not_flip_either(store_url, recorded):
-    """The stored run came from the later folder (ingested alone first); once both are there the first
-    in path order wins once, and from then on every ingest says the same."""
+    """The stored run came from the later folder (ingested alone first). The copy that comes first in
+    path order holds another run of it from another file: refused, naming both files, and the stored
+    run (its file unchanged) stays; every ingest says the same. With --replace the copy replaces it
+    once, and from then on the file it replaced is the stale copy, every time."""
     shutil.move(recorded / "h200", recorded / "h200-z")
+    stored, copy = None, None
     with Store(store_url) as store:
         assert ingest_results_dir(store, recorded).count("inserted") == 10
         shutil.copytree(recorded / "h200-z", recorded / "h200-a")
-        _edit(_files(recorded, "h200-a")[0], lambda d: d.__setitem__("python", "3.12 (copy)"))
-        second = ingest_results_dir(store, recorded)
-        third = ingest_results_dir(store, recorded)
-        fourth = ingest_results_dir(store, recorded)
-    assert second.count("replaced") == 1 and [e.path for e in second.errors] == [str(_files(recorded, "h200-z")[0])]
-    for report in (third, fourth):
-        assert report.count("replaced") == 0 and [e.path for e in report.errors] == [str(_files(recorded, "h200-z")[0])]
+        stored, copy = _files(recorded, "h200-z")[0], _files(recorded, "h200-a")[0]
+        _edit(copy, lambda d: d.__setitem__("python", "3.12 (copy)"))
+        refused = [ingest_results_dir(store, recorded) for _ in range(3)]
+        replaced = ingest_results_dir(store, recorded, replace=True)
+        later = [ingest_results_dir(store, recorded, replace=flag) for flag in (False, True)]
+        assert [(r.old_source, r.new_source, r.forced) for r in store.replacements()] == [
+            (str(stored), str(copy), True)]
+    for report in refused:
+        assert report.count("replaced") == 0 and report.count("unchanged") == 19
+        (error,) = report.errors
+        assert error.path == str(copy) and f"is stored, ingested from {stored}; not replaced" in error.message
+        assert "--replace" in error.message
+    assert replaced.count("replaced") == 1 and [e.path for e in replaced.errors] == [str(stored)]
+    assert any("replaced the stored run" in note and "--replace" in note for note in replaced.notes)
+    for report in later:
+        assert report.count("replaced") == 0 and [e.path for e in report.errors] == [str(stored)]
+        assert "holds the same run as" in report.errors[0].message
 
 
 # --- output: a file name or a value can never forge a line ---

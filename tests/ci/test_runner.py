@@ -537,3 +537,70 @@ def test_git_reads_a_branch_name_that_is_not_utf8(tmp_path):
     _git(repo, "init", "-q", "-b", os.fsdecode(b"caf\xe9"))
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "caf\ufffd"
+
+
+def _step_samples(name: str, j: int, c: int) -> list[float] | None:
+    """The conftest suite's samples with a regression from commit 6 on (one series 1.5x slower) and a
+    failed correctness gate at commit 9; a little noise from commit to commit, as a real history has."""
+    if "max_abs_diff" in name:
+        return [0.01 if c == 9 else 0.001] * 4
+    base = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * (1 + 0.003 * ((c * 7) % 5))
+    if "time_gpu" in name and j == 0 and c >= 6:
+        base *= 1.5
+    return [base * (1 + 0.001 * k) for k in range(8)]
+
+
+@pytest.mark.parametrize("stop", ["after-ingest", "while-publishing"])
+def test_a_history_job_stopped_after_ingesting_loses_no_alert(toy, tmp_path, monkeypatch, capsys, stop):
+    """A history job cancelled or timed out after it ingested (exit 2) used to lose its regression
+    and its failed gates for good: the next `--since-last` job reported only steps its own commits
+    made visible, and had none. Every alert is now kept in the store and reported by the next job,
+    which exits 1; the job after it exits 0, and `ci ack` closes an alert."""
+    import ci.runner.jobs
+    from tests.ci.conftest import write_results
+
+    repo, shas = toy
+    for k in range(3, 12):  # 12 commits on main, each measured (asv's files of an earlier runner job)
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {k}", when=k)
+    line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
+    write_results(repo / ".asv" / "results", line, machine="cibox", samples=_step_samples)
+    db = str(tmp_path / "h.sqlite")
+    since_last = ["run", "--since-last", "--branch", "main", "--db", db, "--repo", str(repo), "--machine", "cibox",
+                  "--dashboard", ""]  # fmt: skip
+
+    def cancelled(*_args, **_kwargs):
+        raise KeyboardInterrupt("signal 15")  # what SIGTERM becomes (`ci.runner.command.run_main`)
+
+    if stop == "after-ingest":
+        real = ci.runner.jobs.ingest_results
+
+        def ingest_then_cancel(cfg, store):
+            real(cfg, store)
+            cancelled()
+
+        monkeypatch.setattr(ci.runner.jobs, "ingest_results", ingest_then_cancel)
+    else:
+        monkeypatch.setattr(ci.runner.jobs, "render_dashboard", cancelled)
+    assert main(since_last) == 2
+    assert "interrupted" in capsys.readouterr().err
+    with Store(db) as store:
+        assert len(store.commits()) == 12, "the job ingested before it was stopped"
+    monkeypatch.undo()
+
+    assert main(since_last) == 1, "the next job reports what the stopped one found"
+    out = capsys.readouterr().out
+    assert "nothing new to measure" in out
+    slow = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+    assert f"regression at {line[6][:8]}: {slow} x1.5" in out, out
+    assert f"correctness FAILED at {line[9][:8]}: bench_correctness.Logits.track_max_abs_diff" in out, out
+    with Store(db) as store:
+        alerts = {(a.kind.value, a.commit_sha): a.state.value for a in store.alerts()}
+    assert alerts == {("regression", line[6]): "reported", ("gate", line[9]): "reported"}, alerts
+
+    assert main(since_last) == 0, "reported once"
+    out = capsys.readouterr().out
+    assert "regression at" not in out and "correctness FAILED" not in out
+    assert main(["ack", "--db", db, "--benchmark", slow, "--commit", line[6], "--who", "me", "--why", "expected"]) == 0
+    assert "closed 1 alert(s): regression on cibox" in capsys.readouterr().out
+    with Store(db) as store:
+        assert {a.commit_sha: a.state.value for a in store.alerts()}[line[6]] == "acknowledged"

@@ -1,0 +1,83 @@
+"""A history job's alerts: every regression change point and every failed correctness gate of the
+machine's history, kept in the store (`ci.store.Store.record_alerts`) from the moment a job finds
+them until a job has reported them (exit 1) or a maintainer has acknowledged them (`ci ack`).
+
+A job used to report only the steps its own commits made visible (`ci.verdicts.newly_detected`) and
+the gates of its own commits: one cancelled or timed out after ingesting lost them for good, since
+the next job's commits made nothing new visible and judged no gate of the commits before. Now each
+history job finds every alert of the history from the store (the detector's `detect_all`, the gates'
+`correctness_gates`), keeps the new ones, and reports every one not reported yet, whichever job's
+commits produced it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ci.records import Alert, AlertKind, Kind, Outcome, Verdict
+from ci.text import printable
+
+
+def history_alerts(store: Any, machine: str, branch: str | None = None) -> list[Alert]:
+    """Every regression change point and failed correctness gate of one asv machine's history.
+
+    Args:
+        store: a `ci.store.Store`.
+        machine: asv machine name (every environment and host of it, `ci.verdicts.machine_keys`).
+        branch: only this branch's commits for the change points (the job's `--dashboard-branch`);
+            None for every commit. Gates are judged at every commit of the machine.
+
+    Returns:
+        Alerts (state "detected"), regressions first, each group by series key then machine.
+    """
+    from ci.verdicts import detect_all, machine_keys
+
+    keys = machine_keys(store, machine)
+    regressions = [
+        Alert(AlertKind.REGRESSION, cp.benchmark, cp.machine or m, cp.commit_sha, previous_sha=cp.previous_sha,
+              ratio=cp.ratio, p_value=cp.p_value,
+              reason=f"x{cp.ratio:.3f} between {cp.previous_sha[:8]} and {cp.commit_sha[:8]} (p={cp.p_value:.2g})")
+        for m in keys for cp in detect_all(store, machine=m, branch=branch) if cp.outcome == Outcome.REGRESSED
+    ]  # fmt: skip
+    gates = [
+        Alert(AlertKind.GATE, v.benchmark, v.machine or m, v.head_sha, ratio=v.ratio, reason=v.reason)
+        for m in keys for v in failed_gates(store, m)
+    ]  # fmt: skip
+    return regressions + gates
+
+
+def failed_gates(store: Any, machine: str) -> list[Verdict]:
+    """The failed correctness gates (`ci.verdicts.correctness_gates`) at every commit of one machine.
+
+    A commit's correctness results come from the series' reads (a few series, one query each); a
+    commit with a correctness point that did not run is read as the gates of a job read it
+    (`ci.verdicts.results_with_crashes`: a crash, or a skipped check that ran elsewhere, fails).
+
+    Args:
+        store: a `ci.store.Store`.
+        machine: a machine key.
+
+    Returns:
+        FAILED verdicts, by series key then commit.
+    """
+    from ci.verdicts import correctness_gates, results_with_crashes
+
+    series = [b for b in store.benchmarks() if b.kind == Kind.CORRECTNESS]
+    if not series:
+        return []
+    missed = sorted({f.commit_sha for f in store.failures(machine=machine) if f.benchmark.kind == Kind.CORRECTNESS})
+    results = [r for b in series for r in store.results(benchmark_key=b.key, machine=machine)
+               if r.commit_sha not in missed]  # fmt: skip
+    results += [r for sha in missed for r in results_with_crashes(store, sha, machine)
+                if r.benchmark.kind == Kind.CORRECTNESS]  # fmt: skip
+    failed = [v for v in correctness_gates(results) if v.outcome == Outcome.FAILED]
+    return sorted(failed, key=lambda v: (v.benchmark.key, v.head_sha, v.machine))
+
+
+def alert_line(alert: Alert) -> str:
+    """The job log's line for an alert it reports (one printable line)."""
+    where = f" on {alert.machine}" if alert.machine else ""
+    if alert.kind == AlertKind.GATE:
+        return printable(f"correctness FAILED at {alert.commit_sha[:8]}: {alert.benchmark.key} ({alert.reason}){where}")
+    return printable(f"regression at {alert.commit_sha[:8]}: {alert.benchmark.key} x{alert.ratio:.3f} "
+                     f"(p={alert.p_value:.2g}){where}; bisect {alert.previous_sha[:8]}..{alert.commit_sha[:8]}")

@@ -1,0 +1,94 @@
+"""Durable alerts: every regression change point and failed correctness gate of a history is kept by
+the store with its state (detected -> reported -> acknowledged), the same on SQLite and PostgreSQL.
+The runner's use of them (a job stopped after ingesting loses none) is in tests/ci/test_runner.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ci.cli import main
+from ci.ingest import ingest_results_dir
+from ci.records import Alert, AlertKind, AlertState
+from ci.runner.alerts import alert_line, failed_gates, history_alerts
+from ci.store import Store
+from tests.ci.conftest import MACHINE, sha_for, write_results
+from tests.ci.test_runner import _step_samples
+
+SLOW = "bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"
+GATE = "bench_correctness.Logits.track_max_abs_diff(backend=padded_sdpa)"
+OTHER_GATE = "bench_correctness.Logits.track_max_abs_diff(backend=triton)"
+
+
+@pytest.fixture
+def stepped(tmp_path, store_url):
+    """A store with 12 commits: a regression from commit 6 on, a failed gate at commit 9."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(12)], samples=_step_samples)
+    with Store(store_url) as store:
+        assert ingest_results_dir(store, root).ok
+    return store_url
+
+
+def test_a_history_s_alerts_are_its_regressions_and_failed_gates(stepped):
+    with Store(stepped) as store:
+        found = history_alerts(store, MACHINE)
+        assert [(a.kind, a.benchmark.key, a.commit_sha, a.machine) for a in found] == [
+            (AlertKind.REGRESSION, SLOW, sha_for(6), MACHINE),
+            (AlertKind.GATE, GATE, sha_for(9), MACHINE),
+            (AlertKind.GATE, OTHER_GATE, sha_for(9), MACHINE),
+        ]
+        regression = found[0]
+        assert regression.previous_sha == sha_for(5) and regression.ratio == pytest.approx(1.5, rel=0.02)
+        assert regression.p_value < 0.001
+        assert "max abs diff = 0.01 (fails" in found[1].reason and math.isnan(found[1].p_value)
+        assert [v.head_sha for v in failed_gates(store, MACHINE)] == [sha_for(9)] * 2
+        assert alert_line(regression).startswith(f"regression at {sha_for(6)[:8]}: {SLOW} x1.5")
+        assert alert_line(found[1]).startswith(f"correctness FAILED at {sha_for(9)[:8]}: {GATE} (max abs diff")
+
+
+def test_alerts_are_kept_once_reported_once_and_closed_by_ack(stepped, capsys):
+    with Store(stepped) as store:
+        found = history_alerts(store, MACHINE)
+        added = store.record_alerts(found)
+        assert [a.key for a in added] == [a.key for a in found]
+        assert all(a.state == AlertState.DETECTED and a.detected_at is not None for a in added)
+        assert store.record_alerts(found) == [], "kept once, whatever finds them again"
+        pending = store.alerts(state=AlertState.DETECTED)
+        assert [a.key for a in pending] == [a.key for a in found]
+        assert pending[0].ratio == found[0].ratio and pending[0].previous_sha == sha_for(5)
+        assert store.mark_alerts_reported(pending[:1]) == 1
+        assert store.mark_alerts_reported(pending[:1]) == 0, "a reported alert is never reported again"
+        assert [a.key for a in store.alerts(state=AlertState.DETECTED)] == [a.key for a in found[1:]]
+        (reported,) = store.alerts(state=AlertState.REPORTED)
+        assert reported.key == found[0].key and reported.reported_at is not None
+        store.record_alerts(found)
+        assert store.alerts(state=AlertState.REPORTED) == [reported], "found again, still reported"
+    argv = ["ack", "--db", stepped, "--benchmark", GATE, "--commit", sha_for(9), "--who", "me", "--why", "known"]
+    assert main(argv) == 0
+    assert "closed 1 alert(s): gate on h200-runner" in capsys.readouterr().out
+    with Store(stepped) as store:
+        states = {a.benchmark.key: a.state for a in store.alerts() if a.commit_sha == sha_for(9)}
+        assert states == {GATE: AlertState.ACKNOWLEDGED, OTHER_GATE: AlertState.DETECTED}
+        (closed,) = store.alerts(state=AlertState.ACKNOWLEDGED)
+        assert closed.acknowledged_at == store.acknowledgements()[0].when
+
+
+def test_an_alert_acknowledged_before_it_is_found_is_kept_closed(stepped):
+    with Store(stepped) as store:
+        store.acknowledge(SLOW, sha_for(6), "me", "the new tiling trades batch-1 latency")
+        added = store.record_alerts(history_alerts(store, MACHINE))
+        states = {a.kind: a.state for a in added}
+        assert states == {AlertKind.REGRESSION: AlertState.ACKNOWLEDGED, AlertKind.GATE: AlertState.DETECTED}
+        assert all(a.kind == AlertKind.GATE for a in store.alerts(state=AlertState.DETECTED))
+
+
+def test_record_alerts_takes_only_alerts(stepped):
+    with Store(stepped) as store:
+        with pytest.raises(TypeError, match="Alert records"):
+            store.record_alerts(["regression"])  # type: ignore[list-item]
+        assert store.record_alerts([]) == [] and store.mark_alerts_reported([]) == 0
+        bench = store.benchmarks()[0]
+        one = Alert(AlertKind.GATE, bench, MACHINE, sha_for(1), reason="x")
+        assert len(store.record_alerts([one, one])) == 1, "the same alert twice is one"
