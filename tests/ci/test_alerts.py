@@ -13,6 +13,7 @@ from ci.ingest import ingest_results_dir
 from ci.records import Alert, AlertKind, AlertState
 from ci.runner.alerts import alert_line, failed_gates, history_alerts
 from ci.store import Store
+from ci.verdicts import HistorySettings
 from tests.ci.conftest import MACHINE, sha_for, write_results
 from tests.ci.test_runner import _step_samples
 
@@ -41,7 +42,7 @@ def test_a_history_s_alerts_are_its_regressions_and_failed_gates(stepped):
         ]
         regression = found[0]
         assert regression.previous_sha == sha_for(5) and regression.ratio == pytest.approx(1.5, rel=0.02)
-        assert regression.p_value < 0.001
+        assert regression.p_value < HistorySettings().max_pvalue
         assert "max abs diff = 0.01 (fails" in found[1].reason and math.isnan(found[1].p_value)
         assert [v.head_sha for v in failed_gates(store, MACHINE)] == [sha_for(9)] * 2
         assert alert_line(regression).startswith(f"regression at {sha_for(6)[:8]}: {SLOW} x1.5")
