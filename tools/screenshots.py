@@ -38,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="screenshots-"))
     db, site = work / "h200.sqlite", work / "site"
     ci = [sys.executable, "-m", "ci"]
-    subprocess.run([*ci, "ingest", "--db", str(db), "--repo", str(ROOT), "--branch", "main", str(args.results)],
-                   cwd=ROOT, check=True)
-    subprocess.run([*ci, "dashboard", "--db", str(db), "--out", str(site), "--title", "ragged-vit benchmarks"],
-                   cwd=ROOT, check=True)
+    # The recorded folder is not asv.conf.json's results_dir: the project's settings are given, so the
+    # site is this project's (its name, its thresholds).
+    subprocess.run([*ci, "ingest", "--db", str(db), "--repo", str(ROOT), "--branch", "main", "--config",
+                    str(ROOT / "asv.conf.json"), str(args.results)], cwd=ROOT, check=True)
+    subprocess.run([*ci, "dashboard", "--db", str(db), "--out", str(site)], cwd=ROOT, check=True)
     args.out.mkdir(parents=True, exist_ok=True)
     with Chromium(work, args.width, 900) as b:
         b.open((site / "index.html").as_uri())
