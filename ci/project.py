@@ -141,6 +141,11 @@ def find_asv_conf(results_dir: str | os.PathLike[str]) -> tuple[Path | None, str
     return None, ""
 
 
+# asv's regression threshold for a series that `regressions_thresholds` does not match (asv's
+# `_GraphDataFilter._get_threshold`; its documentation: "the default threshold is 0.05").
+ASV_DEFAULT_THRESHOLD = 0.05
+
+
 @dataclass(frozen=True)
 class ProjectSettings:
     """The rules one command decides and writes by.
@@ -153,10 +158,21 @@ class ProjectSettings:
     project: Project
     verdicts: VerdictSettings
 
+    def floor_for(self, key: str) -> float:
+        """Series `key`'s threshold: the smallest relative change the project counts, in A/B verdicts
+        and in the history alike (`regressions_thresholds`, the largest entry matching the key, else
+        asv's default, 5%, or the built-in floor where no asv.conf.json is known: `verdict_settings`).
+        The history's change points and suspicions smaller than it are not reported
+        (`ci.verdicts.detect_all(floor_for=...)`), as `asv publish` drops a jump under its threshold."""
+        return self.verdicts.floor_for(key)
+
 
 def verdict_settings(project: Project) -> VerdictSettings:
     """The A/B verdicts' settings of a project: its `regressions_thresholds` as floors
-    (`VerdictSettings.from_thresholds`), the built-in defaults where it sets none.
+    (`VerdictSettings.from_thresholds`). A series that no entry of a project's asv.conf.json matches
+    (every series, where it sets none) takes asv's own default, 5% (`ASV_DEFAULT_THRESHOLD`), as
+    `asv publish` reads the same file; the built-in defaults apply only where no asv.conf.json is
+    known (`Project()`).
 
     Args:
         project: the project (`Project()`: the defaults).
@@ -169,7 +185,9 @@ def verdict_settings(project: Project) -> VerdictSettings:
     """
     from ci.verdicts import VerdictSettings  # the verdicts' stack (scipy) only for a command that decides
 
-    return VerdictSettings.from_thresholds(dict(project.thresholds))
+    thresholds = dict(project.thresholds)
+    unmatched = {"floor": ASV_DEFAULT_THRESHOLD} if project.source and ".*" not in thresholds else {}
+    return VerdictSettings.from_thresholds(thresholds, **unmatched)
 
 
 def project_settings(store: Any = None, config: str | os.PathLike[str] | None = None) -> ProjectSettings:
@@ -231,6 +249,7 @@ def record_project(store: Any, results_dir: str | os.PathLike[str], config: str 
     if project == held:
         return ""
     store.save_project(project)
-    floors = ", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds) or "none (the built-in floor)"
+    floors = (", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds)
+              or f"none (asv's default, {ASV_DEFAULT_THRESHOLD:g})")
     replaced = f"; replaces {held.source}" if held is not None and held.source != project.source else ""
     return f"note: project {project.name or '(unnamed)'!r} from {path}: regressions_thresholds {floors}{replaced}"

@@ -17,7 +17,7 @@ import json
 import math
 import zipfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -750,7 +750,8 @@ def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int
 
 
 def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha: str | None = None,
-                  columns: ColumnsCache | None = None, tracks: dict[str, SuspectTrack] | None = None) -> Snapshot:
+                  columns: ColumnsCache | None = None, tracks: dict[str, SuspectTrack] | None = None,
+                  floor_for: Callable[[str], float] | None = None) -> Snapshot:
     """Read the whole history once and arrange it by series and by commit.
 
     Args:
@@ -762,6 +763,9 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             store's runs after it are read; the snapshot is the same without it.
         tracks: the previous snapshot's `Snapshot.tracks`, so that each series' suspicions and
             thresholds are judged for its new commits only; the snapshot is the same without them.
+        floor_for: each series' threshold from the project (`ci.project.ProjectSettings.floor_for`):
+            smaller steps and suspicions are not shown, as the A/B verdicts call them unchanged.
+            None: every step the detector finds.
 
     Returns:
         The snapshot the pages are rendered from.
@@ -775,7 +779,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         baseline_sha = resolve_sha(commits, baseline_sha)
     machines = sorted(store.machines(), key=lambda m: m.name)
 
-    stored = _stored_change_points(store, branch)
+    stored = _stored_change_points(store, branch, floor_for)
     kept = None
     if stored is not None:  # a ci.store.Store: its results as columns, no record per result
         (by_series, raw, environments), kept = _from_columns(store, position, branch, columns)
@@ -814,7 +818,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
     kept_tracks, groups = _add_history_verdicts(series, raw, acks, regressions, stored, tracks,
-                                                _runs_order(environments, position))
+                                                _runs_order(environments, position), floor_for)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -839,7 +843,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 _PARALLEL_MIN_SERIES = 64
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
 _Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None,
-                SuspectTrack | None]
+                SuspectTrack | None, float]
 _FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
 
 
@@ -847,13 +851,14 @@ _Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
-           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None) -> _Judged:
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0) -> _Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
     noise thresholds (one more at the end: what the next commit will need), the last two only for
-    the commits after `track` when it still matches (`ci.verdicts.judge_levels`)."""
+    the commits after `track` when it still matches (`ci.verdicts.judge_levels`); `floor` is the
+    series' threshold from the project."""
     if cps is None:
-        cps = change_points(results)
-    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track)
+        cps = change_points(results, floor=floor)
+    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track, floor=floor)
     return cps, found, thresholds.tolist(), track
 
 
@@ -897,7 +902,8 @@ def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray]
     return commit_levels(raw)
 
 
-def _stored_change_points(store: StoreReader, branch: str | None) -> dict[tuple[str, str], list[ChangePoint]] | None:
+def _stored_change_points(store: StoreReader, branch: str | None, floor_for: Callable[[str], float] | None = None
+                          ) -> dict[tuple[str, str], list[ChangePoint]] | None:
     """Every series' change points from `ci.verdicts.detect_all` over a store that keeps the
     detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), by (series key, machine);
     None for a store without them (each series is then computed from its results).
@@ -911,7 +917,7 @@ def _stored_change_points(store: StoreReader, branch: str | None) -> dict[tuple[
     if not all(callable(getattr(store, name, None)) for name in names):
         return None
     out: dict[tuple[str, str], list[ChangePoint]] = defaultdict(list)
-    for cp in detect_all(store, branch=branch):  # type: ignore[arg-type]
+    for cp in detect_all(store, branch=branch, floor_for=floor_for):  # type: ignore[arg-type]
         out[(cp.benchmark.key, cp.machine)].append(cp)
     return out
 
@@ -940,6 +946,7 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
                           stored: dict[tuple[str, str], list[ChangePoint]] | None = None,
                           tracks: dict[str, SuspectTrack] | None = None,
                           runs: tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]] | None = None,
+                          floor_for: Callable[[str], float] | None = None,
                           ) -> tuple[dict[str, SuspectTrack], list[AlertGroup]]:
     """Each series' change marks, suspicions and thresholds, and the change-point regressions;
     returns the series' suspicion tracks for the next snapshot and the crowds of change points
@@ -954,7 +961,8 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
         shas, levels = _levels(s, raw.get(key))
         if levels.size:
             inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
-                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)))
+                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
+                           floor_for(s.benchmark.key) if floor_for is not None else 0.0)
     found = _judge_all(inputs)
     order, envs = runs if runs is not None else ({}, {})
     groups = [g for g in group_changes([cp for key in found for cp in found[key][0]], order, envs if runs else None)

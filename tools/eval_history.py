@@ -96,6 +96,7 @@ from ci.forking import fork_workers
 from ci.ingest import ingest_results_dir
 from ci.ingest.asv_files import iter_result_files, load_benchmarks_json, load_machine_json
 from ci.ingest.parse import parse_result_file
+from ci.project import project_settings
 from ci.records import Benchmark, Direction, Kind, Outcome, Result, current_version
 from ci.store import Store
 from ci.verdicts import (
@@ -197,6 +198,7 @@ class Series:
         asv: per commit of `shas`, asv's point (None where the file's point was not found).
         asv_threshold: asv publish's regression threshold for it.
         positions: per commit of `shas`, its position in the store's history.
+        floor: the service's threshold for it from the project (`ci.project.ProjectSettings.floor_for`).
     """
 
     benchmark: Benchmark
@@ -208,6 +210,7 @@ class Series:
     asv: list[AsvPoint | None]
     asv_threshold: float
     positions: list[int] = field(default_factory=list)
+    floor: float = 0.0
 
     @property
     def n(self) -> int:
@@ -232,14 +235,14 @@ def pooled_commits(results: Sequence[Result], shas: Sequence[str]) -> list[tuple
 
 
 def make_series(bench: Benchmark, machine: str, results: list[Result], asv: dict[tuple[str, str], AsvPoint],
-                threshold: float, position: dict[str, int]) -> Series:
+                threshold: float, position: dict[str, int], floor: float = 0.0) -> Series:
     """A Series from its current-version results."""
     shas, levels = commit_levels(results)
     by_sha = {}
     for r in results:
         by_sha.setdefault(r.commit_sha, asv.get((r.run_id, bench.key)))
     return Series(bench, machine, results, shas, levels, pooled_commits(results, shas),
-                  [by_sha.get(sha) for sha in shas], threshold, [position[sha] for sha in shas])
+                  [by_sha.get(sha) for sha in shas], threshold, [position[sha] for sha in shas], floor)
 
 
 def step_factor(direction: Direction, step: float) -> float:
@@ -254,7 +257,7 @@ def injected(s: Series, k: int, factor: float) -> Series:
     results = [r.scaled(factor) if r.commit_sha in after else r for r in s.results]
     shas, levels = commit_levels(results)
     return Series(s.benchmark, s.machine, results, shas, levels, pooled_commits(results, shas),
-                  scaled_points(s.asv, k, factor), s.asv_threshold, s.positions)
+                  scaled_points(s.asv, k, factor), s.asv_threshold, s.positions, s.floor)
 
 
 def scaled_points(points: Sequence[AsvPoint | None], k: int, factor: float) -> list[AsvPoint | None]:
@@ -287,25 +290,26 @@ def service_trial(s: Series, k: int, factor: float, *, replay: bool, settings: H
     up = factor > 1.0
     bad = is_bad(s, up)
     bench, machine = s.benchmark, s.machine
-    cps = change_points(inj.results, settings=settings)
+    cps = change_points(inj.results, settings=settings, floor=s.floor)
     hits = [cp for cp in cps if _right(cp, s, up) and abs(cp.index - k) <= NEAR]
     still_open = None
     if hits and hits[0].outcome == Outcome.REGRESSED:
-        _, thr, _ = judge_levels(bench, machine, inj.shas, inj.levels, cps)
+        _, thr, _ = judge_levels(bench, machine, inj.shas, inj.levels, cps, floor=s.floor)
         shown = {cp.commit_sha for cp in open_regressions(cps, bench.direction, float(thr[-1]))}
         still_open = any(cp.commit_sha in shown for cp in hits)
     delay = None
     if replay:
         state = SeriesState(settings.knobs)
         state.extend(inj.commits[:k])
-        _, _, track = judge_levels(bench, machine, inj.shas[:k], inj.levels[:k], [])
+        _, _, track = judge_levels(bench, machine, inj.shas[:k], inj.levels[:k], [], floor=s.floor)
         for p in range(k + 1, min(inj.n, k + REPLAY) + 1):
             state.extend(inj.commits[p - 1:p])
-            now = state_change_points(state, bench, machine)
+            now = state_change_points(state, bench, machine, s.floor)
             if any(_right(cp, s, up) and abs(cp.index - k) <= NEAR for cp in now):
                 delay = p - k
                 break
-            sus, _, track = judge_levels(bench, machine, inj.shas[:p], inj.levels[:p], now, track=track)
+            sus, _, track = judge_levels(bench, machine, inj.shas[:p], inj.levels[:p], now, track=track,
+                                         floor=s.floor)
             if bad and any(k <= x.index <= k + NEAR for x in sus):  # suspicions flag regressions only
                 delay = p - k
                 break
@@ -325,8 +329,9 @@ def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.
     track = None
     for p in range(1, s.n + 1):
         state.extend(s.commits[p - 1:p])
-        cps = state_change_points(state, s.benchmark, s.machine)
-        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track)
+        cps = state_change_points(state, s.benchmark, s.machine, s.floor)
+        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
+                                       floor=s.floor)
         regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
         suspected[p - 1] = any(x.state == SuspectState.SUSPECTED for x in sus)
         seen.update(cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED)
@@ -419,7 +424,7 @@ def trial_k(seed: int, s: Series, step: float) -> int:
 def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: bool, real: bool,
                     settings: HistorySettings) -> SeriesOutcome:
     """The trials of one series and, with `real`, its un-injected measures (and banner, with `replay`)."""
-    cps = change_points(s.results, settings=settings)
+    cps = change_points(s.results, settings=settings, floor=s.floor)
     asv_steps = asv_fit(s.asv)
     trials = []
     for step in steps:
@@ -435,7 +440,7 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.changes = list(cps)
         out.regressed = sum(cp.outcome == Outcome.REGRESSED for cp in cps)
         out.inconclusive = sum(cp.outcome == Outcome.INCONCLUSIVE for cp in cps)
-        sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps)
+        sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps, floor=s.floor)
         out.regressed_open = len(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
         out.suspicions = len(sus)
         out.confirmed = sum(x.state == SuspectState.CONFIRMED for x in sus)
@@ -546,10 +551,10 @@ class PairOutcome:
 
 
 def evaluate_pair(reader: MachineReader, asv: dict[tuple[str, str], AsvPoint], base: str, head: str,
-                  seed: int) -> PairOutcome:
+                  seed: int, verdicts: Any = None) -> PairOutcome:
     """Both rules on one adjacent pair, then on it with AB_STEP injected into one seeded series."""
     m = reader.machine
-    got = compare_commits(reader, base, head, m)
+    got = compare_commits(reader, base, head, m, settings=verdicts)
     b_pts = {r.benchmark.key: (r, asv.get((r.run_id, r.benchmark.key))) for r in got.base if r.samples}
     h_pts = {r.benchmark.key: (r, asv.get((r.run_id, r.benchmark.key))) for r in got.head if r.samples}
     both = sorted(key for key in b_pts.keys() & h_pts.keys()
@@ -562,7 +567,7 @@ def evaluate_pair(reader: MachineReader, asv: dict[tuple[str, str], AsvPoint], b
     rng = np.random.default_rng([seed, zlib.crc32(f"{m}\0{base}\0{head}".encode())])
     key = judged[int(rng.integers(len(judged)))]
     f = step_factor(h_pts[key][0].benchmark.direction, AB_STEP)
-    again = compare_commits(InjectedReader(reader, key, head, m, f), base, head, m)
+    again = compare_commits(InjectedReader(reader, key, head, m, f), base, head, m, settings=verdicts)
     out.injected = True
     out.service_found = any(v.benchmark.key == key and v.outcome == Outcome.REGRESSED for v in again.verdicts)
     mark = asv_mark(b_pts[key][1], h_pts[key][1].scaled(f))  # type: ignore[union-attr, arg-type]
@@ -582,12 +587,12 @@ class PairsOutcome:
     seconds: float = 0.0
 
 
-def _pair(item: tuple[MachineReader, dict[tuple[str, str], AsvPoint], str, str, int]) -> PairOutcome:
+def _pair(item: tuple[MachineReader, dict[tuple[str, str], AsvPoint], str, str, int, Any]) -> PairOutcome:
     return evaluate_pair(*item)
 
 
 def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str], AsvPoint], *, pairs: int,
-                   seed: int) -> PairsOutcome:
+                   seed: int, verdicts: Any = None) -> PairsOutcome:
     """Cross-job A/B on up to `pairs` seeded adjacent commit pairs of `machines` (module docstring)."""
     t0 = time.perf_counter()
     order = {c.sha: i for i, c in enumerate(store.commits())}
@@ -600,7 +605,7 @@ def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str
         return PairsOutcome(seconds=time.perf_counter() - t0)
     rng = np.random.default_rng([seed, 0xAB])
     picked = sorted(rng.choice(len(candidates), min(pairs, len(candidates)), replace=False).tolist())
-    got = fork_map(_pair, [(readers[m], asv, a, b, seed) for m, a, b in (candidates[i] for i in picked)])
+    got = fork_map(_pair, [(readers[m], asv, a, b, seed, verdicts) for m, a, b in (candidates[i] for i in picked)])
     out = PairsOutcome(pairs=len(got))
     for name in ("together", "service_regressed", "asv_worse", "injected", "service_found", "asv_found"):
         setattr(out, name, sum(getattr(g, name) for g in got))
@@ -609,7 +614,7 @@ def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str
 
 
 def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of: Any, *, min_commits: int,
-                max_series: int | None, seed: int) -> tuple[list[Series], dict[str, int]]:
+                max_series: int | None, seed: int, floor_of: Any = None) -> tuple[list[Series], dict[str, int]]:
     """Every evaluated series of the store (see the module docstring), and what was left out."""
     position = {c.sha: i for i, c in enumerate(store.commits())}
     series: list[Series] = []
@@ -625,7 +630,8 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
                 skipped["correctness"] += 1
                 continue
             results = current_version(groups[key])
-            s = make_series(bench, machine, results, asv, threshold_of(asv_entry_name(bench)), position)
+            s = make_series(bench, machine, results, asv, threshold_of(asv_entry_name(bench)), position,
+                            floor_of(bench.key) if floor_of is not None else 0.0)
             if s.n < min_commits:
                 skipped["short"] += 1
                 continue
@@ -646,6 +652,8 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
     t0 = time.perf_counter()
     conf = asv_conf if asv_conf is not None else results_dir.parent / "asv.conf.json"
     threshold_of = asv_thresholds(conf)
+    # The service's one threshold table, as every command reads it: the project's asv.conf.json.
+    project = project_settings(config=conf) if conf.is_file() else project_settings()
     settings = HistorySettings()
     with tempfile.TemporaryDirectory(prefix="eval-history-") as tmp:
         store = Store(Path(tmp) / "history.sqlite")
@@ -653,14 +661,15 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
             ingest = ingest_results_dir(store, results_dir)
             asv = read_asv_points(results_dir)
             series, skipped = read_series(store, asv, threshold_of, min_commits=min_commits, max_series=max_series,
-                                          seed=seed)
+                                          seed=seed, floor_of=project.floor_for)
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
                                                   real=not only_steps, settings=settings), series)
             t2 = time.perf_counter()
             ab = PairsOutcome()
             if not only_steps and pairs > 0:
-                ab = evaluate_pairs(store, sorted({s.machine for s in series}), asv, pairs=pairs, seed=seed)
+                ab = evaluate_pairs(store, sorted({s.machine for s in series}), asv, pairs=pairs, seed=seed,
+                                    verdicts=project.verdicts)
         finally:
             store.close()
     report = summarize(outcomes, steps)
@@ -670,6 +679,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         "ingest": ingest.summary(),
         "asv_conf": str(conf) if conf.is_file() else None,
         "asv_thresholds": sorted({s.asv_threshold for s in series}),
+        "service_floors": sorted({s.floor for s in series}),
         "machines": len({s.machine for s in series}),
         "series_judged": sum(s.judged for s in series),
         "series_unknown_direction": sum(not s.judged for s in series),
@@ -896,7 +906,9 @@ def render(report: dict[str, Any]) -> str:
                      f"series of known direction to inject into; service found {ab['service_found']}, asv "
                      f"{ab['asv_found']}.")
     lines.append(f"- asv regression threshold(s): {', '.join(f'{x:g}' for x in report['asv_thresholds']) or 'n/a'} "
-                 f"({report['asv_conf'] or 'no asv.conf.json: asv default'}); seed {sets['seed']}.")
+                 f"({report['asv_conf'] or 'no asv.conf.json: asv default'}); the service's: "
+                 f"{', '.join(f'{x:g}' for x in report.get('service_floors', [])) or 'n/a'} (the same file's "
+                 f"`regressions_thresholds`, else its built-in floor); seed {sets['seed']}.")
     lines.append(f"- Wall time: {sec['total']:.1f} s (ingest and read {sec['read']:.1f} s, series "
                  f"{sec['series']:.1f} s, pairs {sec['pairs']:.1f} s).")
     return "\n".join(lines)

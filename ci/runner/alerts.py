@@ -12,13 +12,15 @@ commits produced it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ci.records import Alert, AlertKind, Kind, Outcome, Verdict
 from ci.text import printable
 
 
-def history_alerts(store: Any, machine: str, branch: str | None = None) -> list[Alert]:
+def history_alerts(store: Any, machine: str, branch: str | None = None,
+                   floor_for: Callable[[str], float] | None = None) -> list[Alert]:
     """Every regression change point and failed correctness gate of one asv machine's history.
 
     Args:
@@ -26,18 +28,24 @@ def history_alerts(store: Any, machine: str, branch: str | None = None) -> list[
         machine: asv machine name (every environment and host of it, `ci.verdicts.machine_keys`).
         branch: only this branch's commits for the change points (the job's `--dashboard-branch`);
             None for every commit. Gates are judged at every commit of the machine.
+        floor_for: each series' threshold (`ci.project.ProjectSettings.floor_for`); None: the
+            project the store keeps (`ci.project.project_settings(store)`).
 
     Returns:
         Alerts (state "detected"), regressions first, each group by series key then machine.
     """
+    from ci.project import project_settings
     from ci.verdicts import detect_all, machine_keys
 
+    if floor_for is None:
+        floor_for = project_settings(store).floor_for
     keys = machine_keys(store, machine)
     regressions = [
         Alert(AlertKind.REGRESSION, cp.benchmark, cp.machine or m, cp.commit_sha, previous_sha=cp.previous_sha,
               ratio=cp.ratio, p_value=cp.p_value,
               reason=f"x{cp.ratio:.3f} between {cp.previous_sha[:8]} and {cp.commit_sha[:8]} (p={cp.p_value:.2g})")
-        for m in keys for cp in detect_all(store, machine=m, branch=branch) if cp.outcome == Outcome.REGRESSED
+        for m in keys for cp in detect_all(store, machine=m, branch=branch, floor_for=floor_for)
+        if cp.outcome == Outcome.REGRESSED
     ]  # fmt: skip
     gates = [
         Alert(AlertKind.GATE, v.benchmark, v.machine or m, v.head_sha, ratio=v.ratio, reason=v.reason)

@@ -78,7 +78,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
         empty = [why for c in commits if (why := _not_measured(store, c, cfg.machine)) is not None]
         # Every environment and host of the job's asv machine, each its own series (`ci.records.Machine`);
         # kept before anything else can stop the job, and reported until a job has exited 1 with them.
-        store.record_alerts(history_alerts(store, cfg.machine, cfg.dashboard_branch))
+        store.record_alerts(history_alerts(store, cfg.machine, cfg.dashboard_branch, cfg.project_settings.floor_for))
         pending = store.alerts(state=AlertState.DETECTED)
         notes = _failure_notes(store, commits, cfg.machine)
         dash = render_dashboard(cfg, store)

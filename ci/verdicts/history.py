@@ -17,7 +17,8 @@ Method (Otava/Hunter-style split then merge):
    and a practical size `|ratio - 1| >= max(floor, noise_k * sigma)`; the weakest failing candidate
    is removed and its neighbours re-tested until all pass, as Otava's weak change points are. A
    step undone within `revert` commits (the level back at least half way) is an excursion of the
-   runner: neither step is reported.
+   runner: neither step is reported; a step that fewer than `revert + 1` commits hold is not
+   reported yet (the next commit could still make it such an excursion).
    On a short history the per-commit test cannot reach `max_pvalue` at all (4 vs 5 commits: the
    smallest two-sided p is 2/C(9,4) = 0.016), so when the segments are too short for it, the test
    runs on the raw samples pooled per segment instead; the practical-size guard (floor and
@@ -25,6 +26,10 @@ Method (Otava/Hunter-style split then merge):
    (Seen on the H200 history of 2026-11-29: a 13% kernel speed-up over 9 commits went unreported.)
 4. Direction-aware outcome: for LOWER-is-better a rise is REGRESSED, for HIGHER-is-better a fall;
    a series of unknown direction gets INCONCLUSIVE steps (reported, never judged).
+5. The project's rule: a step smaller than the series' threshold in the project's asv.conf.json
+   (`regressions_thresholds`, the table `asv publish` and the service's A/B verdicts read) is not
+   reported, where the caller passes it (`floor` / `floor_for`); the detector's own `floor` is the
+   least it ever finds.
 
 Over a store that keeps states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), `detect_all`
 keeps each series' detector state in the store and, on the next call, reads and examines only the
@@ -37,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,7 +197,7 @@ def _pooled(series: Sequence[Result]) -> tuple[list[tuple[str, np.ndarray]], lis
     return commits, None, bench, machine
 
 
-def state_change_points(state: SeriesState, bench: Benchmark, machine: str) -> list[ChangePoint]:
+def state_change_points(state: SeriesState, bench: Benchmark, machine: str, floor: float = 0.0) -> list[ChangePoint]:
     """The change points of a detector state (`ci.verdicts.segments.SeriesState`) as `change_points`
     reports them: a caller that extends a state commit by commit (a replay of a history) reads each
     prefix's change points here, the same as `change_points` over that prefix.
@@ -201,12 +206,25 @@ def state_change_points(state: SeriesState, bench: Benchmark, machine: str) -> l
         state: the series' state, extended with its commits so far.
         bench: the series (its direction decides each step's outcome).
         machine: where it was measured.
+        floor: the series' threshold from the project (`ci.project.ProjectSettings.floor_for`: its
+            asv.conf.json `regressions_thresholds`, the one table the A/B verdicts read too); a step
+            smaller than it either way is not reported (0.0: every step the detector finds).
 
     Returns:
         Change points oldest first.
     """
     out = []
+    least = math.log1p(floor) if floor > 0 else 0.0
+    # A step with at most `revert` commits after it may still turn out an excursion (the next commit
+    # back at the old level undoes it): it is reported once `revert + 1` commits hold it. Reported at
+    # `min_size` commits, 40 of MetPy's 88 regressions ever shown in a commit-by-commit replay were
+    # gone again from the whole history, most after 1-2 commits (`tools.eval_history`, 2026-12-05).
+    settle = state.k.revert
     for step in state.steps:
+        if settle and state.n - step.index <= settle:
+            continue
+        if abs(step.log_ratio) < least:
+            continue  # a step the project does not count, as `asv publish` drops a jump under its threshold
         ratio = safe_exp(step.log_ratio)
         worse = is_worse(bench.direction, ratio)  # None: unknown direction, a step reported as such
         out.append(
@@ -223,6 +241,7 @@ def change_points(
     series: Sequence[Result],
     *,
     settings: HistorySettings | None = None,
+    floor: float = 0.0,
 ) -> list[ChangePoint]:
     """Find the steps in one series' history.
 
@@ -231,6 +250,8 @@ def change_points(
             in history order). Several results of one commit pool their samples; commits with no
             finite positive sample are skipped.
         settings: detector settings; `HistorySettings()` when None.
+        floor: the series' threshold from the project: smaller steps are not reported
+            (`state_change_points`).
 
     Returns:
         Change points oldest first, each naming the first commit after the step.
@@ -243,7 +264,7 @@ def change_points(
     commits, meds, bench, machine = _pooled(series)
     state = SeriesState(settings.knobs)
     state.extend(commits, meds)
-    return state_change_points(state, bench, machine)
+    return state_change_points(state, bench, machine, floor)
 
 
 def _is_store(source: object) -> bool:
@@ -262,6 +283,7 @@ def detect_all(
     branch: str | None = None,
     settings: HistorySettings | None = None,
     include_correctness: bool = False,
+    floor_for: Callable[[str], float] | None = None,
 ) -> list[ChangePoint]:
     """Change points of every series (benchmark x machine) in a store or a list of results.
 
@@ -273,6 +295,8 @@ def detect_all(
         branch: with a store, only commits of this branch (e.g. "main"); ignored for a list.
         settings: detector settings.
         include_correctness: also analyse correctness series (off: the gates judge those).
+        floor_for: each series' threshold by its key (`ci.project.ProjectSettings.floor_for`);
+            steps smaller than it are not reported. None: every step the detector finds.
 
     Returns:
         All change points, grouped by series key then machine, oldest first within a series.
@@ -282,7 +306,8 @@ def detect_all(
     """
     settings = settings or HistorySettings()
     if _keeps_states(source):
-        return _detect_stored(source, machine, branch, settings, include_correctness)  # type: ignore[arg-type]
+        return _detect_stored(source, machine, branch, settings, include_correctness,  # type: ignore[arg-type]
+                              floor_for)
     groups: dict[tuple[str, str], list[Result]] = {}
     if _is_store(source):
         allowed = {c.sha for c in source.commits(branch)} if branch else None  # type: ignore[union-attr]
@@ -299,7 +324,8 @@ def detect_all(
     out: list[ChangePoint] = []
     for key in sorted(groups):
         # A step where the benchmark's code changed is not the library's: judge the current version only.
-        out.extend(change_points(current_version(groups[key]), settings=settings))
+        out.extend(change_points(current_version(groups[key]), settings=settings,
+                                 floor=floor_for(key[0]) if floor_for is not None else 0.0))
     return out
 
 
@@ -393,7 +419,8 @@ def _column_commits(col: SeriesColumns, first_run: int, version: str | None
 
 
 def _detect_stored(
-    store: HistoryStore, machine: str | None, branch: str | None, settings: HistorySettings, include_correctness: bool
+    store: HistoryStore, machine: str | None, branch: str | None, settings: HistorySettings, include_correctness: bool,
+    floor_for: Callable[[str], float] | None = None,
 ) -> list[ChangePoint]:
     """`detect_all` over a store that keeps states: read each machine's runs after those its states
     cover, extend the states with them, save them back (a machine whose states cannot all be
@@ -418,7 +445,8 @@ def _detect_stored(
         for key in sorted(states):
             state, bench = states[key]
             if bench.kind != Kind.CORRECTNESS or include_correctness:
-                out.extend(state_change_points(state, bench, hist.machine))
+                out.extend(state_change_points(state, bench, hist.machine,
+                                               floor_for(key) if floor_for is not None else 0.0))
     if save:
         try:
             store.save_change_point_states(where, fingerprint, save)

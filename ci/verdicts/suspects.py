@@ -1,10 +1,11 @@
 """Suspected regressions: a new commit's step judged at once against its recent history, before the
 change-point detector can see it.
 
-`ci.verdicts.history.change_points` finds a step only once `min_size` commits follow it, so a
-regression that lands on main stays unflagged for `min_size - 1` more commits. This module covers
-that blind zone, as PyTorch HUD's "suspicious" label and conbench's lookback z-score do, with its
-own state so that a suspicion is never mistaken for a confirmed change point or an A/B verdict.
+`ci.verdicts.history.change_points` reports a step only once `revert + 1` (4) commits hold it (with
+fewer, the next commit may still undo it as an excursion), so a regression that lands on main stays
+unflagged for 3 more commits. This module covers that blind zone, as PyTorch HUD's "suspicious"
+label and conbench's lookback z-score do, with its own state so that a suspicion is never mistaken
+for a confirmed change point or an A/B verdict.
 
 Method, per series (one benchmark on one machine, commits oldest first; a commit's level is the
 median of its pooled samples, commits without a positive finite sample skipped, as
@@ -15,7 +16,8 @@ median of its pooled samples, commits without a positive finite sample skipped, 
    differences (MAD / sqrt(2) x 1.4826; the mean absolute deviation when the MAD is 0), the
    estimator `change_points` applies to a whole series.
 2. The threshold is the detector's practical-size guard on that noise: `max(floor, noise_k x
-   sigma)` with the detector's own `floor` and `noise_k` (`HistorySettings`). `noise_thresholds`
+   sigma)` with the detector's own `floor` and `noise_k` (`HistorySettings`), the floor raised to
+   the series' threshold in the project's asv.conf.json where the caller passes it. `noise_thresholds`
    gives it at every commit; the dashboard colours a change only past it.
 3. Commit j is suspected once `hold` commits (j and the next ones) are all worse than j's level by
    more than j's threshold, and the commit before it was not (the commits after a step are worse
@@ -197,17 +199,19 @@ def _windows(y: np.ndarray, settings: SuspectSettings) -> tuple[np.ndarray, np.n
     return level, sigma, ndiff
 
 
-def _threshold(sigma: np.ndarray | float, settings: SuspectSettings) -> np.ndarray:
+def _threshold(sigma: np.ndarray | float, settings: SuspectSettings, floor: float = 0.0) -> np.ndarray:
     h = settings.history
-    return np.maximum(h.floor, h.noise_k * np.asarray(sigma, dtype=float))
+    return np.maximum(max(h.floor, floor), h.noise_k * np.asarray(sigma, dtype=float))
 
 
-def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None) -> np.ndarray:
+def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None, floor: float = 0.0) -> np.ndarray:
     """The relative change each commit needed to stand out of its series' recent noise.
 
     Args:
         levels: per-commit levels, oldest first (positive; see `commit_levels`).
         settings: suspicion settings; `SuspectSettings()` when None.
+        floor: the series' threshold from the project (`ci.project.ProjectSettings.floor_for`),
+            when above the detector's own floor.
 
     Returns:
         Per commit, `max(floor, noise_k x sigma)` of the window before it (0.05 = 5 %); NaN where
@@ -216,7 +220,7 @@ def noise_thresholds(levels: np.ndarray, settings: SuspectSettings | None = None
     settings = settings or SuspectSettings()
     y = np.log(np.asarray(levels, dtype=float))
     _, sigma, _ = _windows(y, settings)
-    out = _threshold(sigma, settings)
+    out = _threshold(sigma, settings, floor)
     out[np.isnan(sigma)] = np.nan
     return out
 
@@ -250,6 +254,7 @@ def suspects_from_levels(
     levels: np.ndarray,
     found: Sequence[ChangePoint],
     settings: SuspectSettings | None = None,
+    floor: float = 0.0,
 ) -> list[Suspect]:
     """Every suspicion in one series' history, with its state now (see the module docstring).
 
@@ -260,11 +265,12 @@ def suspects_from_levels(
         levels: their levels (positive).
         found: `change_points` of the same series (it confirms a suspicion).
         settings: suspicion settings; `SuspectSettings()` when None.
+        floor: the series' threshold from the project (`noise_thresholds`).
 
     Returns:
         Suspects oldest first.
     """
-    return judge_levels(benchmark, machine, shas, levels, found, settings=settings)[0]
+    return judge_levels(benchmark, machine, shas, levels, found, settings=settings, floor=floor)[0]
 
 
 @dataclass
@@ -362,8 +368,8 @@ class _TrackDigest:
     """The digest a `SuspectTrack` is checked by, over the first commits and then over all of them in
     one pass (the shas and the levels each hashed as one stream)."""
 
-    def __init__(self, benchmark: Benchmark, settings: SuspectSettings) -> None:
-        self._head = f"{settings!r}\0{benchmark.direction.value}\0{benchmark.kind.value}".encode()
+    def __init__(self, benchmark: Benchmark, settings: SuspectSettings, floor: float = 0.0) -> None:
+        self._head = f"{settings!r}\0{floor!r}\0{benchmark.direction.value}\0{benchmark.kind.value}".encode()
         self._shas = hashlib.blake2b(digest_size=16)
         self._levels = hashlib.blake2b(digest_size=16)
         self._count = 0
@@ -387,6 +393,7 @@ def judge_levels(
     *,
     track: SuspectTrack | None = None,
     settings: SuspectSettings | None = None,
+    floor: float = 0.0,
 ) -> tuple[list[Suspect], np.ndarray, SuspectTrack]:
     """A series' suspicions (`suspects_from_levels`) and noise thresholds (`noise_thresholds`, one
     more for the next commit), computed only for the commits after `track` when the series still
@@ -401,6 +408,8 @@ def judge_levels(
         track: the track a previous call returned for this series; None (or one that no longer
             matches the series' first commits) computes everything.
         settings: suspicion settings; `SuspectSettings()` when None.
+        floor: the series' threshold from the project (`noise_thresholds`); a track kept under
+            another floor is not reused.
 
     Returns:
         (suspects oldest first, thresholds: one per commit and one for the next, the track to pass next time).
@@ -412,7 +421,7 @@ def judge_levels(
         raise ValueError(f"{len(shas)} shas for {n} levels")
     y = np.log(levels)
     start, kept, flags = 0, np.zeros(0), []
-    digest = _TrackDigest(benchmark, settings)
+    digest = _TrackDigest(benchmark, settings, floor)
     if track is not None and 0 < track.count <= n and track.thresholds.size == track.count + 1 \
             and track.digest == digest.add(shas[:track.count], levels[:track.count]):
         # Copies: judging a flag records how far its "came back" search went in this series' commits.
@@ -425,7 +434,7 @@ def judge_levels(
     lo = max(first - w, 0)
     ext = np.append(y, y[-1] if n else 0.0)[lo:]  # the next commit's window ignores its (placeholder) level
     level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
-    window_thresholds = _threshold(sigma, settings)  # NaN where the window's sigma is (np.maximum keeps NaN)
+    window_thresholds = _threshold(sigma, settings, floor)  # NaN where the window's sigma is (np.maximum keeps NaN)
     thresholds = np.concatenate([kept, window_thresholds[start - first:]])
     judged = benchmark.kind != Kind.CORRECTNESS and benchmark.direction != Direction.UNKNOWN
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
@@ -446,7 +455,7 @@ def judge_levels(
     else:
         flags = []
     if not start:  # nothing kept (or a track that does not match): hash from the first commit
-        digest = _TrackDigest(benchmark, settings)
+        digest = _TrackDigest(benchmark, settings, floor)
     new_track = SuspectTrack(n, digest.add(shas[start:], levels[start:]), thresholds, flags)
     if not judged or n <= settings.min_history:
         return [], thresholds, new_track
@@ -532,6 +541,7 @@ def find_suspects(
     *,
     found: Sequence[ChangePoint] | None = None,
     settings: SuspectSettings | None = None,
+    floor: float = 0.0,
 ) -> list[Suspect]:
     """Every suspicion in one series' history, with its state now.
 
@@ -539,6 +549,7 @@ def find_suspects(
         series: results of one benchmark on one machine, oldest commit first (as `change_points` takes them).
         found: the series' change points when already computed; None runs `change_points`.
         settings: suspicion settings; `SuspectSettings()` when None.
+        floor: the series' threshold from the project (`noise_thresholds`, `change_points`).
 
     Returns:
         Suspects oldest first; the open ones are those with `state == SuspectState.SUSPECTED`.
@@ -556,5 +567,5 @@ def find_suspects(
         raise ValueError("series mixes benchmarks or machines; pass one benchmark on one machine")
     shas, levels = commit_levels(series)
     if found is None:
-        found = change_points(series, settings=settings.history)
-    return suspects_from_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings)
+        found = change_points(series, settings=settings.history, floor=floor)
+    return suspects_from_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings, floor)

@@ -261,3 +261,76 @@ def test_our_results_keep_our_name_our_cpu_banner_and_our_correctness_tab(tmp_pa
     index = (site / "index.html").read_text()
     assert "<title>ragged-vit benchmarks</title>" in index and 'href="correctness.html"' in index
     assert (site / "correctness.html").is_file()
+
+
+def _stepped(step: float, at: int = 10):
+    """Tight samples (0.2% apart); SLOW_KEY's level moves by `step` from commit `at` on."""
+
+    def make(name: str, j: int, c: int) -> list[float]:
+        if "max_abs_diff" in name:
+            return [0.001] * 6
+        base = 1e-4 * (j + 1) if "time_" in name else 100.0 + j
+        if "time_gpu" in name and j == 0 and c >= at:
+            base *= 1 + step
+        wobble = 1 + 0.001 * ((c * 7) % 5)  # commit-to-commit noise of ~0.2%
+        return [base * wobble * (1 + 0.002 * k) for k in range(12)]
+
+    return make
+
+
+def test_the_history_counts_a_step_by_the_projects_threshold(tmp_path: Path) -> None:
+    """A +4% step on a quiet series is a regression under a 2.5% threshold and nothing under 6%: in the
+    history job's alerts, on the dashboard's regressions page and in its suspicions alike, as in the
+    A/B verdicts (one table, the project's `regressions_thresholds`; `asv publish` drops a jump under
+    its threshold too)."""
+    from ci.runner.alerts import history_alerts
+
+    commits = [sha_for(c) for c in range(20)]
+    seen = {}
+    for name, floor in (("tight", 0.025), ("wide", 0.06)):
+        proj = tmp_path / name
+        write_results(proj / "results", commits, samples=_stepped(0.04))
+        _conf(proj / "asv.conf.json", project=name, regressions_thresholds={".*": floor})
+        db = str(tmp_path / f"{name}.sqlite")
+        assert main(["ingest", "--db", db, str(proj / "results")]) == 0
+        with Store(db) as store:
+            alerts = [(a.benchmark.key, a.commit_sha) for a in history_alerts(store, MACHINE)]
+        site = tmp_path / f"site-{name}"
+        assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+        page = (site / "regressions.html").read_text()
+        seen[name] = (alerts, sha_for(10)[:8] in page)
+    assert seen["tight"] == ([(SLOW_KEY, sha_for(10))], True), seen
+    assert seen["wide"] == ([], False), seen
+
+
+def test_a_suspicion_needs_the_projects_threshold(tmp_path: Path) -> None:
+    """The two newest commits +4% up on a quiet series: suspected under a 2.5% threshold (the
+    change-point detector cannot judge it yet), not under 6%; the series' threshold shown is the
+    project's where the noise asks less."""
+    from dashboard.model import load_snapshot
+
+    commits = [sha_for(c) for c in range(20)]
+    got = {}
+    for name, floor in (("tight", 0.025), ("wide", 0.06)):
+        proj = tmp_path / name
+        write_results(proj / "results", commits, samples=_stepped(0.04, at=18))
+        _conf(proj / "asv.conf.json", project=name, regressions_thresholds={".*": floor})
+        db = str(tmp_path / f"{name}.sqlite")
+        assert main(["ingest", "--db", db, str(proj / "results")]) == 0
+        with Store(db) as store:
+            snap = load_snapshot(store, floor_for=project_settings(store).floor_for)
+        (series,) = [s for s in snap.series if s.benchmark.key == SLOW_KEY]
+        got[name] = ([(x.commit_sha, x.state.value) for x in series.suspects], round(series.threshold, 3))
+    assert got == {"tight": ([(sha_for(18), "suspected")], 0.025), "wide": ([], 0.06)}, got
+
+
+def test_an_asv_conf_without_thresholds_means_asvs_five_percent(tmp_path: Path) -> None:
+    """A series that no `regressions_thresholds` entry matches takes asv's own default, 5%, as `asv
+    publish` reads the same file (an entry that matches keeps its value, even below 5%); with no
+    asv.conf.json at all the service's built-in floor applies."""
+    bare = project_settings(config=_conf(tmp_path / "bare" / "asv.conf.json", project="bare"))
+    assert bare.floor_for(SLOW_KEY) == 0.05
+    some = project_settings(config=_conf(tmp_path / "some" / "asv.conf.json",
+                                         regressions_thresholds={"bench_attention.GPUTime": 0.01}))
+    assert some.floor_for(SLOW_KEY) == 0.01 and some.floor_for("bench_pack.Pack.time_host") == 0.05
+    assert project_settings().floor_for(SLOW_KEY) == 0.025

@@ -72,10 +72,12 @@ def test_levels_far_apart_are_judged_not_an_overflow(levels: tuple[float, float]
 
 
 def test_confirmed_when_the_detector_finds_the_step() -> None:
-    rs = _series([1e-5] * 20 + [1.3e-5] * 3)
+    # Suspected at 2 commits; the detector reports the step once 4 commits hold it (no excursion then).
+    assert [x.state for x in find_suspects(_series([1e-5] * 20 + [1.3e-5] * 3))] == [SuspectState.SUSPECTED]
+    rs = _series([1e-5] * 20 + [1.3e-5] * 4)
     assert [cp.commit_sha for cp in change_points(rs)] == [_sha(20)]
     (s,) = find_suspects(rs)
-    assert s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(20) and s.commits_since == 3
+    assert s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(20) and s.commits_since == 4
 
 
 def test_a_two_commit_excursion_is_withdrawn_visibly_and_a_one_commit_one_never_raised() -> None:

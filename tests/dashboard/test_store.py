@@ -396,7 +396,7 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
     new commits' windows) give the site of a render from scratch, byte for byte, after each commit:
     a two-commit excursion suspected, then withdrawn when the level comes back (and, as the later
     commits move its median, open again and withdrawn again); a step suspected, then confirmed by
-    the change point two commits later."""
+    the change point once four commits hold it."""
     import ci.verdicts.suspects as suspects
     from ci.verdicts import SuspectSettings
     from dashboard.model import load_snapshot
@@ -441,7 +441,7 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
         assert states[0] == set()  # one commit past the threshold: not suspected until a second holds it
         assert (0, "suspected") in states[1] and (0, "withdrawn") in states[3]  # withdrawn: the level came back
         assert (0, "suspected") in states[4] and (0, "withdrawn") in states[5]  # open again, withdrawn again
-        assert (4, "suspected") in states[5] and (4, "confirmed") in states[6]  # a step, confirmed two commits on
+        assert (4, "suspected") in states[6] and (4, "confirmed") in states[7]  # confirmed once 4 commits hold it
     finally:
         store.close()
 
