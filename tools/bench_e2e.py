@@ -78,18 +78,19 @@ class ModelCache:
         same_decisions: replay the first configuration's masks everywhere (see the module docstring).
         compile_mode: the torch.compile mode of compile+graph rows (None: inductor's default).
         eager_numerics: see `CompiledPrunedModel`.
-        ats_search: ATS's fused kernels find their targets by binary search (`ATSPruner(search=True)`).
+        ats_tiles: ATS's fused kernels compare their targets in tiles (`ATSPruner(search=False)`), the
+            default before 2026-12-05; the binary search otherwise.
     """
 
     def __init__(self, budget: float, device: str = "cuda", dtype: torch.dtype = torch.float16,
                  calibrated_capacity: bool = False, same_decisions: bool = True,
-                 compile_mode: str | None = None, eager_numerics: bool = True, ats_search: bool = False) -> None:
+                 compile_mode: str | None = None, eager_numerics: bool = True, ats_tiles: bool = False) -> None:
         self.budget, self.device, self.dtype = budget, device, dtype
         self.calibrated_capacity = calibrated_capacity
         self.same_decisions = same_decisions
         self.compile_mode = compile_mode
         self.eager_numerics = eager_numerics
-        self.ats_search = ats_search
+        self.ats_tiles = ats_tiles
         self.decisions: dict[tuple, list[torch.Tensor]] = {}
         self.references: dict[tuple, torch.Tensor] = {}
         self.backbones: dict[str, torch.nn.Module] = {}
@@ -102,8 +103,8 @@ class ModelCache:
             options = {} if pruner_name is None else budget_options(pruner_name, self.budget, n0)
             if self.calibrated_capacity and pruner_name == "threshold_l2":
                 options["max_keep"] = "calibrate"
-            if self.ats_search and pruner_name == "ats":
-                options["search"] = True
+            if self.ats_tiles and pruner_name == "ats":
+                options["search"] = False
             pr = None if pruner_name is None else create_pruner(pruner_name, **options)
             built = build_pruned_model(model_name, pr, "dense" if pr is None else "reference")
             if model_name not in self.backbones:
@@ -310,8 +311,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--calibrated-capacity", action="store_true",
                     help="Threshold-L2 with max_keep='calibrate': per-stage caps and a batch budget learned on the "
                     "calibration images (every backend shares them, so decisions still agree)")
-    ap.add_argument("--ats-search", action="store_true",
-                    help="ATS's fused kernels find each sample by binary search (experimental; same decisions)")
+    ap.add_argument("--ats-tiles", action="store_true",
+                    help="ATS's fused kernels compare every CDF target with every score in tiles (the default "
+                    "before 2026-12-05) instead of the binary search; same decisions")
     ap.add_argument("--own-decisions", action="store_true", help="every backend takes its own keep decisions")
     ap.add_argument("--time-box", type=_positive_seconds, default=None, metavar="SECONDS",
                     help="start no configuration once SECONDS have passed (the running one finishes, then the "
@@ -345,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER)
     cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity,
                        same_decisions=not args.own_decisions, compile_mode=args.compile_mode,
-                       eager_numerics=not args.fast_numerics, ats_search=args.ats_search)
+                       eager_numerics=not args.fast_numerics, ats_tiles=args.ats_tiles)
     timing.warm_up_device(torch)
     res = run_plan(
         configs,

@@ -689,7 +689,7 @@ def test_ats_decide_packed_equals_decide_on_dense_views(lens, extra, r, search, 
     q, k, v, cu = _packed_qkv(lens, 3, 16, device)
     n, scale = max(lens) + extra, 0.25
     p = _bound("ats", sampler="fused", num_samples=r, search=search)
-    assert p.search is search and ("search=True" in repr(p)) is search
+    assert p.search is search and ("search=False" in repr(p)) is not search
     got = p.decide_packed(0, q, cu, n, (q, k, v), scale)
     assert got.shape == (len(lens), n) and got[:, 0].all()
     for b, length in enumerate(lens):
