@@ -1,11 +1,12 @@
-# Two commands for a new user (see README.md): `make demo` and `make test`.
+# Two commands for a new user (see README.md): `make demo` and `make test`; `make test-fast` is the
+# loop while editing (CONTRIBUTING.md).
 # Both create (once) and reuse a virtual environment in .venv.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint gpu-check install clean
+.PHONY: demo test test-fast lint gpu-check install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +23,11 @@ demo: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## Everything but the tests marked slow (tests/conftest.py says which): under a minute on 2 cores.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+## ruff's lint rules; `ruff format` is not enforced (pyproject.toml's [tool.ruff] says why).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 

@@ -21,7 +21,7 @@ from tools.chromium import Chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "recorded" / "h200-2026-12-main"
-# The series the README points at: the triton kernel at DeiT-B/384 B 32, flat within 39.0-39.5 µs over the
+# The series docs/service.md's caption names: the triton kernel at DeiT-B/384 B 32, flat within 39.0-39.5 µs over the
 # 35 commits of main measured on the H200 (2026-12-02).
 SERIES = Benchmark("bench_attention.AttentionKernelsPR.time_gpu",
                    (("preset", "deitb384-b32-keep0.5"), ("backend", "triton")))

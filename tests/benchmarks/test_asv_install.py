@@ -34,6 +34,7 @@ def test_explicit_base_python_must_exist(monkeypatch, tmp_path):
         _asv_install.launching_python()
 
 
+@pytest.mark.slow
 def test_helper_in_a_fresh_venv_exposes_torch_and_the_commit(tmp_path):
     # A venv WITHOUT system site packages, as asv would create it; the helper is launched by this
     # interpreter (which has torch), exactly as asv's install_command runs it.

@@ -88,6 +88,7 @@ def test_sidecar_says_which_launch_path_ragged_attention_took(monkeypatch):
     assert gpu_env.attention_launch() == "native"
 
 
+@pytest.mark.slow
 def test_without_nvidia_smi_the_versions_come_from_metadata_without_importing_torch(tmp_path):
     """No NVIDIA driver means no GPU: reading the state must not pay torch's import (20 s on a loaded
     2-core box), and says which packages are installed all the same."""

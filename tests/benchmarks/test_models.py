@@ -49,6 +49,7 @@ def test_guarded_and_lookup_map_skips_and_errors():
 
 
 @pytest.mark.parametrize("pruner", ["threshold_l2", "dynamicvit"])
+@pytest.mark.slow
 def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypatch, pruner):
     """ModelCorrectness builds every (model, pruner) once per backend: the second build must not
     calibrate again, and must give exactly the logits of a fresh build."""
@@ -71,6 +72,7 @@ def test_build_cache_reuses_the_calibrated_pruner_and_changes_no_logit(monkeypat
         assert torch.equal(cached(x), fresh(x))
 
 
+@pytest.mark.slow
 def test_model_correctness_replays_the_checked_models_decisions():
     """ModelCorrectness compares logits under the same keep decisions: a checked model that
     decides differently (here: EViT made to keep the mirror image of the reference's first-stage

@@ -32,6 +32,7 @@ def stepped(tmp_path, store_url):
     return store_url
 
 
+@pytest.mark.slow
 def test_a_history_s_alerts_are_its_regressions_and_failed_gates(stepped):
     with Store(stepped) as store:
         found = history_alerts(store, MACHINE)
@@ -76,6 +77,7 @@ def test_alerts_are_kept_once_reported_once_and_closed_by_ack(stepped, capsys):
         assert closed.acknowledged_at == store.acknowledgements()[0].when
 
 
+@pytest.mark.slow
 def test_an_alert_acknowledged_before_it_is_found_is_kept_closed(stepped):
     with Store(stepped) as store:
         store.acknowledge(SLOW, sha_for(6), "me", "the new tiling trades batch-1 latency")
@@ -85,6 +87,7 @@ def test_an_alert_acknowledged_before_it_is_found_is_kept_closed(stepped):
         assert all(a.kind == AlertKind.GATE for a in store.alerts(state=AlertState.DETECTED))
 
 
+@pytest.mark.slow
 def test_record_alerts_takes_only_alerts(stepped):
     with Store(stepped) as store:
         with pytest.raises(TypeError, match="Alert records"):

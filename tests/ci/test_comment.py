@@ -277,6 +277,7 @@ def test_regressions_outrank_passing_gates_and_fill_the_space(max_chars: int) ->
 
 
 @pytest.mark.parametrize("max_chars", [GITHUB_MAX_CHARS, 20_000, 6_000, 3_000])
+@pytest.mark.slow
 def test_size_limit_truncates_whole_rows(max_chars: int) -> None:
     verdicts = [_v(f"bench_module.SomeLongClassName.time_case_{i:05d}", o, 1.1)
                 for i in range(3000) for o in (Outcome.UNCHANGED,)]

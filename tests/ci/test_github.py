@@ -256,6 +256,7 @@ def test_http_errors_have_clear_messages(github: FakeGitHub, method: str, status
     assert TOKEN not in "".join(traceback.format_exception(info.value))
 
 
+@pytest.mark.slow
 def test_server_errors_are_retried(github: FakeGitHub) -> None:
     github.fail["GET"] = (503, {"message": "busy"})
     github.fail_times["GET"] = 1
@@ -437,6 +438,7 @@ def test_a_malformed_token_is_refused_without_showing_it(github: FakeGitHub, mon
         assert "malformed" in err and TOKEN[10:] not in err and TOKEN[:10] not in err
 
 
+@pytest.mark.slow
 def test_ci_comment_with_a_malformed_token_prints_no_secret(tmp_path, asv_dir, monkeypatch, capsys) -> None:
     """The issue's reproduction: `ci comment --repo o/r --pr 1 --api-url http://127.0.0.1:9` with a
     token holding a carriage return printed `ValueError: Invalid header value b'Bearer ghp_...'`."""
@@ -518,6 +520,7 @@ import socket  # noqa: E402 - used by the raw servers below only
 
 
 @pytest.mark.parametrize("where", ["status-line", "headers", "body", "tls-handshake"])
+@pytest.mark.slow
 def test_a_trickling_server_is_cut_off_at_the_deadline(where: str) -> None:
     """One byte every 0.1 s never trips a 30 s read timeout: the posting's own deadline ends it,
     wherever the server trickles (for https, in the TLS handshake too: a 16 KiB handshake record

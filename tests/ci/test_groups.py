@@ -3,6 +3,8 @@ environment changed there."""
 
 from __future__ import annotations
 
+import pytest
+
 from ci.records import Benchmark, Outcome
 from ci.verdicts import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import ChangePoint
@@ -48,6 +50,7 @@ def test_environment_changes_name_each_key() -> None:
     assert isinstance(group_changes([], ORDER), list) and AlertGroup("m", "c1", ()).headline().startswith("0 series")
 
 
+@pytest.mark.slow
 def test_the_comment_says_when_base_and_head_ran_in_different_environments(tmp_path) -> None:
     from ci.cli import main
     from tests.ci.conftest import sha_for, write_results
@@ -65,6 +68,7 @@ def test_the_comment_says_when_base_and_head_ran_in_different_environments(tmp_p
     assert "sm\\_clock" not in body.split("### Environment")[0]  # clocks are read at a run's start: not the environment
 
 
+@pytest.mark.slow
 def test_the_overview_shows_a_crowd_as_one_alert_and_an_environment_change_as_such(tmp_path) -> None:
     """Five series step at one commit: one alert naming them; where the runs' recorded torch changed
     there, it is labelled an environment change and its steps are not open regressions."""

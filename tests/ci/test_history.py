@@ -271,6 +271,7 @@ def _stored_history(tmp_path, n_commits: int = 70):
     return mem, store
 
 
+@pytest.mark.slow
 def test_detect_all_on_a_store_extends_its_states_and_equals_a_full_recompute(tmp_path) -> None:
     """Commit after commit, `detect_all` on the store reads only the runs after those its stored
     states cover, and gives exactly the change points of a computation from scratch over every
@@ -304,6 +305,7 @@ def test_detect_all_on_a_store_extends_its_states_and_equals_a_full_recompute(tm
     store.close()
 
 
+@pytest.mark.slow
 def test_stored_states_that_no_longer_match_the_history_are_recomputed(tmp_path) -> None:
     """A rewritten result file of an old commit, a branch, other settings: the stored states are not
     trusted, and the change points stay those of a full recompute."""
@@ -333,6 +335,7 @@ def test_stored_states_that_no_longer_match_the_history_are_recomputed(tmp_path)
     store.close()
 
 
+@pytest.mark.slow
 def test_a_new_benchmark_version_on_a_stored_history_drops_the_older_results(tmp_path) -> None:
     """asv's version of a benchmark changes at commit 40 (a 2x step that is not the library's) and
     a real step follows at 55; the first 5 results have no version (they count as the current

@@ -129,6 +129,7 @@ def test_hostile_and_odd_rows_parse_alike_on_both_paths(tmp_path, monkeypatch, c
 
 
 
+@pytest.mark.slow
 def test_a_batch_looks_its_series_up_once_not_per_file(tmp_path, store_url):
     """The ids a batch's transaction found or created serve its later files: the 10 recorded files in
     one batch look the series up once (before 2026-12-02: once per file, 10), and store the same."""
@@ -184,6 +185,7 @@ def test_a_blocks_samples_cut_back_into_the_bytes_of_each_point(lists):
     assert split_samples(samples, int64s(lengths)) == [pack_samples(x) for x in lists]
 
 
+@pytest.mark.slow
 def test_a_grid_of_committed_series_is_not_looked_up_again(tmp_path, store_url):
     """Once a grid's series are committed rows, a later file's block of that grid takes their ids
     packed as they were (`Store._grid_ids`): with one file a transaction, the files after the second

@@ -101,6 +101,7 @@ def test_a_malformed_asv_conf_is_a_clear_error(tmp_path: Path, text: str, messag
         read_asv_conf(tmp_path / "missing.json")
 
 
+@pytest.mark.slow
 def test_ingest_finds_the_conf_whose_results_dir_is_the_folder(tmp_path: Path, capsys) -> None:
     # This project's layout: asv.conf.json at the top, results in .asv/results.
     ours = tmp_path / "ours"
@@ -133,6 +134,7 @@ def test_ingest_finds_the_conf_whose_results_dir_is_the_folder(tmp_path: Path, c
         assert store.project().name == "elsewhere"
 
 
+@pytest.mark.slow
 def test_a_malformed_conf_stops_the_ingest_before_any_result(tmp_path: Path, capsys) -> None:
     root = tmp_path / "proj"
     write_results(root / "results", [sha_for(0)])
@@ -185,6 +187,7 @@ def _decisions(tmp_path: Path, db: str, config: Path | None, runner_repo: Path) 
     return out
 
 
+@pytest.mark.slow
 def test_every_deciding_command_takes_one_rule(tmp_path: Path) -> None:
     """The same results through compare, comment, the dashboard and the runner's settings path: one
     verdict, one exit code. The project's asv.conf.json gives the GPU series an 80% floor, so the
@@ -205,6 +208,7 @@ def test_every_deciding_command_takes_one_rule(tmp_path: Path) -> None:
     assert project_settings(config=conf).verdicts.floor_for(SLOW_KEY) == 0.8
 
 
+@pytest.mark.slow
 def test_another_projects_results_carry_its_name_its_links_and_only_its_sections(tmp_path: Path) -> None:
     proj = tmp_path / "tinygrid"
     results = proj / "results"
@@ -239,6 +243,7 @@ def _commit_page(site: Path, sha: str) -> str:
     return (site / "commit" / f"{commit_slug(sha)}.html").read_text()
 
 
+@pytest.mark.slow
 def test_our_results_keep_our_name_our_cpu_banner_and_our_correctness_tab(tmp_path: Path) -> None:
     ours = tmp_path / "ours"
     cpu = {"name": "bench_pack.PackTokensCPU.time_host", "type": "time", "unit": "seconds", "params": [["'tiny'"]],

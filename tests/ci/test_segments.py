@@ -25,6 +25,7 @@ from ci.verdicts.segments import (
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.slow
 def test_mann_whitney_p_equals_scipys_bit_for_bit(seed: int) -> None:
     rng = np.random.default_rng(seed)
     checked = 0
@@ -77,6 +78,7 @@ def _random_history(seed: int, n: int) -> list[tuple[str, np.ndarray]]:
 
 
 @pytest.mark.parametrize("seed", range(8))
+@pytest.mark.slow
 def test_state_extended_commit_by_commit_is_the_state_computed_from_scratch(seed: int) -> None:
     """Random histories, windows of 24 commits (many full windows, a partial one), extended in random
     chunks with the state stored and read back between chunks (as the store keeps it): after every
@@ -202,6 +204,7 @@ def _long_rows(n: int, steps: dict[int, float], seed: int = 0) -> tuple[list[str
 
 
 @pytest.mark.parametrize("window", [128, 25_000], ids=["windowed", "one-window"])
+@pytest.mark.slow
 def test_a_20000_commit_series_finds_its_steps(window: int) -> None:
     """Segments of ~1,030 commits or more made the merge's test overflow (exit 2 for the dashboard and
     `ci run`). 20,000 commits, steps with thousands of commits on each side and one 3 commits from the end."""

@@ -103,6 +103,7 @@ def test_direction_is_respected() -> None:
     assert s.state == SuspectState.SUSPECTED and s.ratio == pytest.approx(0.7, rel=0.05)
 
 
+@pytest.mark.slow
 def test_a_step_inside_the_series_noise_is_not_suspected() -> None:
     # The same +30% step: always suspected on a 1% series, rarely inside CPU-like noise (±30% between
     # runs), where a fixed band would flag every one.
@@ -114,6 +115,7 @@ def test_a_step_inside_the_series_noise_is_not_suspected() -> None:
     assert flagged(0.3) <= 20  # 9.7% of 300 seeds held one commit (2026-12-01); two must now hold it
 
 
+@pytest.mark.slow
 def test_false_suspicions_on_noise_are_rare() -> None:
     newest_flagged = sum(
         any(s.commit_sha == _sha(29) for s in find_suspects(_series([1e-5] * 30, noise=0.02, seed=seed), found=[]))
@@ -174,6 +176,7 @@ def test_a_series_of_unknown_direction_is_never_suspected() -> None:
 
 
 @pytest.mark.parametrize("bench", [LAT, TPUT], ids=["lower-is-better", "higher-is-better"])
+@pytest.mark.slow
 def test_a_track_extended_commit_by_commit_gives_the_answer_from_scratch(bench: Benchmark) -> None:
     """`judge_levels` with the track of the history one (or a few) commits shorter gives exactly the
     suspicions and thresholds of a computation from scratch (and `noise_thresholds`' thresholds),

@@ -116,6 +116,7 @@ def test_straddling_interval_is_inconclusive() -> None:
     assert Outcome.INCONCLUSIVE in outcomes
 
 
+@pytest.mark.slow
 def test_aa_false_alarms_are_rare_across_a_suite() -> None:
     """200 identical series (a whole PR, 20 samples a side as the GPU suite records): no alarm."""
     rng = np.random.default_rng(11)
@@ -129,6 +130,7 @@ def test_aa_false_alarms_are_rare_across_a_suite() -> None:
     assert exit_code(verdicts) == 0
 
 
+@pytest.mark.slow
 def test_correction_changes_p_values() -> None:
     rng = np.random.default_rng(5)
     keys = [Benchmark(f"s.B.time_{i}") for i in range(50)]

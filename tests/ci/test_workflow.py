@@ -100,11 +100,13 @@ def actionlint(path: Path, tmp_path: Path) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 def test_workflow_passes_actionlint(tmp_path):
     findings = actionlint(WORKFLOW, tmp_path)
     assert findings == [], "\n".join(f"{f['line']}:{f['column']} {f['message']} [{f.get('kind')}]" for f in findings)
 
 
+@pytest.mark.slow
 def test_actionlint_catches_script_injection_and_unknown_labels(tmp_path):
     """The check can fail: an untrusted PR title inside a `run:` script and an undeclared label are flagged."""
     text = WORKFLOW.read_text()
@@ -424,6 +426,7 @@ def _checkout(ws: Path, origin: Path, env: dict[str, str]) -> None:
     _git(ws, "checkout", "-q", "--force", "-B", "main", "refs/remotes/origin/main", env=env)
 
 
+@pytest.mark.slow
 def test_main_job_checks_out_a_fresh_clone_with_git_hooks_off(wf, tmp_path):
     """`history`'s steps before its checkout run on a workspace an earlier job planted code in, then
     its checkout runs as actions/checkout does, with the job's environment: nothing planted runs and

@@ -227,6 +227,7 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
     assert verdict.is_open  # a stored verdict stays open until someone acknowledges it
 
 
+@pytest.mark.slow
 def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ci.verdicts.history")
     import dashboard.model as dm
@@ -242,6 +243,7 @@ def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.timeout(60)  # multiprocessing.Pool waited for the dead worker's series forever
+@pytest.mark.slow
 def test_a_judging_worker_killed_is_an_error_naming_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
     import dashboard.model as dm
 

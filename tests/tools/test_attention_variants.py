@@ -28,6 +28,7 @@ LENGTHS = [[5, 0, 37, 1], [40]]
 
 @pytest.mark.parametrize("lengths", LENGTHS)
 @pytest.mark.parametrize("programs", [1, 3, 64])
+@pytest.mark.slow
 def test_persistent_matches_reference(lengths, programs, device):
     q, k, v, cu = _inputs(lengths, device)
     cap = max(lengths)
@@ -54,6 +55,7 @@ def test_short_chain_config_matches_reference(lengths, device):
 
 
 @pytest.mark.parametrize("lengths", LENGTHS)
+@pytest.mark.slow
 def test_tma_matches_reference(lengths, device):
     if device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("TMA descriptors need sm_90")

@@ -103,6 +103,7 @@ def test_token_stats_uniform_half():
 # -- the kept-count hook and the model cache (CPU, reference backend) -----------------------------------
 @torch.no_grad()
 @pytest.mark.parametrize("pruner", ["evit", "threshold_l2"])
+@pytest.mark.slow
 def test_measure_tokens_matches_recorded_keeps(pruner):
     model = build_pruned_model(TINY, create_pruner(pruner), "reference")
     x = synthetic_images(3, 224, seed=1)
@@ -120,6 +121,7 @@ def test_measure_tokens_matches_recorded_keeps(pruner):
     assert s["packed_tokens"] < 12 * 3 * 197 and s["flop_ratio"] > 1.2
 
 
+@pytest.mark.slow
 def test_packing_log_logs_capacity_and_restores_on_error():
     model = build_pruned_model(TINY, create_pruner("ats", num_samples=60), "reference")
     x = synthetic_images(2, 224, seed=1)
@@ -137,6 +139,7 @@ def test_packing_log_logs_capacity_and_restores_on_error():
 
 @torch.no_grad()
 @pytest.mark.parametrize("pruner", ["threshold_l2", "dynamicvit", None])
+@pytest.mark.slow
 def test_model_cache_equals_build_pruned_model(pruner):
     cache = ModelCache(0.5, device="cpu", dtype=torch.float32)
     x = synthetic_images(2, 224, seed=1)
@@ -151,6 +154,7 @@ def test_model_cache_equals_build_pruned_model(pruner):
 
 
 @torch.no_grad()
+@pytest.mark.slow
 def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
     cache = ModelCache(0.5, device="cpu", dtype=torch.float32, calibrated_capacity=True)
     _, inner = cache.make(Config(TINY, "threshold_l2", 2, "reference"))
@@ -161,6 +165,7 @@ def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
 
 
 @torch.no_grad()
+@pytest.mark.slow
 def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
     """max_keep="calibrate": a batch's packed buffer is B + the batch budget rows, below B x the
     per-image bound; the budget binds only on overflow, so a batch like the calibration images keeps
@@ -195,6 +200,7 @@ def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
 
 
 @torch.no_grad()
+@pytest.mark.slow
 def test_replaying_model_applies_the_masks_and_still_runs_its_pruner(monkeypatch):
     """keep_override (what bench_e2e's same-decisions replay uses): the masks given are applied, and
     the pruner still decides, so a replaying forward costs what the pruned forward costs."""
