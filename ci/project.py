@@ -141,11 +141,6 @@ def find_asv_conf(results_dir: str | os.PathLike[str]) -> tuple[Path | None, str
     return None, ""
 
 
-# asv's regression threshold for a series that `regressions_thresholds` does not match (asv's
-# `_GraphDataFilter._get_threshold`; its documentation: "the default threshold is 0.05").
-ASV_DEFAULT_THRESHOLD = 0.05
-
-
 @dataclass(frozen=True)
 class ProjectSettings:
     """The rules one command decides and writes by.
@@ -170,7 +165,7 @@ class ProjectSettings:
 def verdict_settings(project: Project) -> VerdictSettings:
     """The A/B verdicts' settings of a project: its `regressions_thresholds` as floors
     (`VerdictSettings.from_thresholds`). A series that no entry of a project's asv.conf.json matches
-    (every series, where it sets none) takes asv's own default, 5% (`ASV_DEFAULT_THRESHOLD`), as
+    (every series, where it sets none) takes asv's own default, 5% (`VerdictSettings.for_project`), as
     `asv publish` reads the same file; the built-in defaults apply only where no asv.conf.json is
     known (`Project()`).
 
@@ -185,9 +180,7 @@ def verdict_settings(project: Project) -> VerdictSettings:
     """
     from ci.verdicts import VerdictSettings  # the verdicts' stack (scipy) only for a command that decides
 
-    thresholds = dict(project.thresholds)
-    unmatched = {"floor": ASV_DEFAULT_THRESHOLD} if project.source and ".*" not in thresholds else {}
-    return VerdictSettings.from_thresholds(thresholds, **unmatched)
+    return VerdictSettings.for_project(project)
 
 
 def project_settings(store: Any = None, config: str | os.PathLike[str] | None = None) -> ProjectSettings:
@@ -249,7 +242,6 @@ def record_project(store: Any, results_dir: str | os.PathLike[str], config: str 
     if project == held:
         return ""
     store.save_project(project)
-    floors = (", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds)
-              or f"none (asv's default, {ASV_DEFAULT_THRESHOLD:g})")
+    floors = ", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds) or "none (asv's default, 0.05)"
     replaced = f"; replaces {held.source}" if held is not None and held.source != project.source else ""
     return f"note: project {project.name or '(unnamed)'!r} from {path}: regressions_thresholds {floors}{replaced}"

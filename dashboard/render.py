@@ -43,10 +43,9 @@ from markupsafe import Markup
 
 from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
-from ci.project import verdict_settings
 from ci.records import Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
-from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack
+from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack, VerdictSettings
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
@@ -855,7 +854,7 @@ def _render(store: StoreReader, out: Path, title: str | None, base_url: str, bas
         snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha,
                              columns=ColumnsCache.from_bytes(kept) if kept is not None else None,
                              tracks=SuspectTrack.unpack(tracks) if tracks is not None else None,
-                             floor_for=verdict_settings(project).floor_for)
+                             floor_for=VerdictSettings.for_project(project).floor_for)
         if snap.columns is not None:
             writer.blob(COLUMNS_CACHE, columns_key, snap.columns.to_bytes())
         writer.blob(TRACKS_CACHE, columns_key, SuspectTrack.pack(snap.tracks))

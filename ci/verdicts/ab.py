@@ -64,6 +64,7 @@ from ci.records import (
     Direction,
     Kind,
     Outcome,
+    Project,
     Result,
     Verdict,
     is_worse,
@@ -86,6 +87,9 @@ from ci.verdicts.stats import (
 # A head whose spread is wider than its base's at this Brown-Forsythe p (asv's own significance level)
 # does not pool into its threshold (`_noise_sigma`).
 SAME_SPREAD_P = 0.002
+# asv's regression threshold for a series that `regressions_thresholds` does not match (asv's
+# `_GraphDataFilter._get_threshold`; its documentation: "the default threshold is 0.05").
+ASV_DEFAULT_THRESHOLD = 0.05
 # asv compare's statistics of one side, as `_is_result_better` takes them: (stats dict, raw samples or None).
 AsvSide = tuple[dict[str, float], list[float] | None]
 
@@ -178,6 +182,18 @@ class VerdictSettings:
         whose regex matches the key's start (the first of equal ones); None where `floor` applies."""
         matched = [(pattern, f) for pattern, f in self.overrides if re.match(pattern, key)]
         return max(matched, key=lambda pair: pair[1]) if matched else None
+
+    @classmethod
+    def for_project(cls, project: Project) -> VerdictSettings:
+        """The settings of a project (`ci.records.Project`): its `regressions_thresholds` as floors
+        (`from_thresholds`). A series that no entry of a project's asv.conf.json matches (every series,
+        where it sets none) takes asv's own default, 5% (`ASV_DEFAULT_THRESHOLD`), as `asv publish`
+        reads the same file; the built-in `floor` applies only where no asv.conf.json is known
+        (`Project()`, no `source`)."""
+        thresholds = dict(project.thresholds)
+        if project.source and ".*" not in thresholds:
+            return cls.from_thresholds(thresholds, floor=ASV_DEFAULT_THRESHOLD)
+        return cls.from_thresholds(thresholds)
 
     @classmethod
     def from_thresholds(cls, thresholds: Mapping[str, float], **kwargs: object) -> VerdictSettings:
