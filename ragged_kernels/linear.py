@@ -29,7 +29,8 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.fwd import compile_with_fallback
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, require_device, traceable_op
+from ragged_kernels.segments import clamped_total
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -45,8 +46,7 @@ def _ragged_linear_kernel(
     pid_n = tl.program_id(1)
     total = n_rows
     if HAS_CU:
-        total = tl.load(CU + n_segments)
-        total = tl.minimum(tl.maximum(total, 0), n_rows)  # any cu_seqlens: never past the buffers
+        total = clamped_total(CU, n_segments, n_rows)  # any cu_seqlens: never past the buffers
     row0 = pid_m * BLOCK_M
     if row0 >= total:
         return
@@ -197,8 +197,7 @@ def _validate(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
     tensors = [x, weight] + [t for t in (bias, cu_seqlens, rows, residual) if t is not None]
     if any(t.device != x.device for t in tensors):
         raise ValueError("x, weight, bias, cu_seqlens, rows and residual must be on one device")
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
+    require_device(x, "ragged_linear")
     n_src, n_in = x.shape
     n_rows = n_src if rows is None else rows.shape[0]
     n_out = weight.shape[0]
@@ -352,8 +351,7 @@ def _ragged_layer_norm_kernel(
     X, W, B, Y, CU, n_rows, n_cols, n_segments, stride_x, stride_y, eps,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    total = tl.load(CU + n_segments)
-    total = tl.minimum(tl.maximum(total, 0), n_rows)
+    total = clamped_total(CU, n_segments, n_rows)
     row0 = tl.program_id(0) * ROWS
     if row0 >= total:
         return
@@ -406,9 +404,7 @@ def ragged_layer_norm(
         )
     if any(t is not None and t.device != x.device for t in (weight, bias, cu_seqlens)):
         raise ValueError("x, weight, bias and cu_seqlens must be on one device")
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError("ragged_layer_norm needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is "
-                         "imported)")
+    require_device(x, "ragged_layer_norm")
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if n_rows == 0 or n_cols == 0:
         return out

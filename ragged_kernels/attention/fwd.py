@@ -27,7 +27,8 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention import native as _native
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, require_device
+from ragged_kernels.segments import clamped_segment
 
 LOG2E = 1.4426950408889634
 
@@ -173,17 +174,6 @@ def _attn_block(b_q, b_m, b_l, b_acc, p_k0, p_v0, start_n, seqlen, sm_scale_log2
 
 
 @triton.jit
-def segment_bounds(CU, i_b, total_tokens):
-    """(first row, length) of segment `i_b`, int64, clamped to the buffers whatever cu_seqlens holds
-    (a segment never reads or writes outside `[0, total_tokens)`; end < start is empty)."""
-    bos = tl.load(CU + i_b).to(tl.int64)
-    eos = tl.load(CU + i_b + 1).to(tl.int64)
-    bos = tl.minimum(tl.maximum(bos, 0), total_tokens)
-    eos = tl.minimum(tl.maximum(eos, bos), total_tokens)
-    return bos, eos - bos
-
-
-@triton.jit
 def attn_tile(Q, K, V, Out, bos, seqlen, start_m, i_h, sm_scale_log2,
               STRIDE_QT: tl.constexpr, STRIDE_QH: tl.constexpr, STRIDE_KT: tl.constexpr, STRIDE_KH: tl.constexpr,
               STRIDE_VT: tl.constexpr, STRIDE_VH: tl.constexpr, STRIDE_OT: tl.constexpr, STRIDE_OH: tl.constexpr,
@@ -251,7 +241,8 @@ def _ragged_attn_fwd_kernel(
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
 
-    bos, seqlen = segment_bounds(CU, i_b, total_tokens)
+    bos, eos = clamped_segment(CU, i_b, total_tokens)
+    seqlen = eos - bos
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:
         return
@@ -304,11 +295,7 @@ def launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config, sq, sk
         return out
     sm_scale_log2 = scale * LOG2E
     if INTERPRET or not q.is_cuda:
-        if not INTERPRET:
-            raise ValueError(
-                f"ragged_attention needs CUDA tensors (got {q.device}); on the CPU it runs only in Triton's "
-                "interpreter: set TRITON_INTERPRET=1 before triton is imported"
-            )
+        require_device(q, "ragged_attention")
         _launch_jit(q, k, v, out, cu_seqlens, total, sm_scale_log2, heads, head_dim, cfg, (grid_m, batch * heads, 1))
         return out
     p_q, p_k, p_v, p_o, p_cu = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu_seqlens.data_ptr()
