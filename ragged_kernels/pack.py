@@ -56,7 +56,7 @@ def _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constex
         bos = i_b.to(tl.int64) * SEG_LEN
         eos = bos + SEG_LEN
     else:
-        bos, eos = clamped_segment(CU_IN, i_b, n_rows)
+        bos, eos = clamped_segment(CU_IN, i_b, n_rows, True)
     return bos, eos
 
 

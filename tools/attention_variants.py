@@ -142,9 +142,8 @@ def tma_attn_kernel(
     i_bh = tl.program_id(1)
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
-    bos, eos = clamped_segment(CU, i_b, total_tokens)
-    seqlen = (eos - bos).to(tl.int32)
-    bos = bos.to(tl.int32)  # descriptor offsets are 32-bit
+    bos, eos = clamped_segment(CU, i_b, total_tokens, True)
+    bos, seqlen = bos.to(tl.int32), (eos - bos).to(tl.int32)  # descriptor offsets are 32-bit
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:
         return

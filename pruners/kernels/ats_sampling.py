@@ -162,7 +162,7 @@ def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
     """Image b's packed rows: (first row, length cut to N, token lanes o (token o is position 1 + o, CLS
     excluded), lanes in [0, N-1), lanes holding a token of the image). Offsets are clamped into
     [0, n_rows] (`clamped_segment`), so nothing outside the rows is read."""
-    start, end = clamped_segment(CU, b, n_rows)
+    start, end = clamped_segment(CU, b, n_rows, False)
     length = tl.minimum(end - start, N)
     o = tl.arange(0, BLOCK)
     inb = o < N - 1

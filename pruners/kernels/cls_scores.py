@@ -32,7 +32,7 @@ def _cls_scores_fwd_kernel(
 ):
     b = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
-    start, end = clamped_segment(CU, b, R)
+    start, end = clamped_segment(CU, b, R, False)
     length = end - start
     o_d = tl.arange(0, HEAD_DIM)
     j = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -241,7 +241,7 @@ def _ragged_attn_fwd_kernel(
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
 
-    bos, eos = clamped_segment(CU, i_b, total_tokens)
+    bos, eos = clamped_segment(CU, i_b, total_tokens, True)
     seqlen = eos - bos
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:

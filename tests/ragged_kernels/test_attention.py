@@ -260,9 +260,11 @@ def test_numpy_integer_bounds_are_host_ints(device):
 
 
 def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):
+    from ragged_kernels import runtime
     from ragged_kernels.attention import fwd
 
     monkeypatch.setattr(fwd, "INTERPRET", False)
+    monkeypatch.setattr(runtime, "INTERPRET", False)  # read by require_device, the one check
     q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8)
