@@ -130,7 +130,7 @@ class Pruner(nn.Module):
 
         Returns:
             keep [B, N] bool; the model applies it with CLS on and invalid positions off whatever it
-            says there (`pruners.model.applied_mask`).
+            says there (`pruners.packing.applied_mask`).
         """
         raise NotImplementedError
 
@@ -153,7 +153,7 @@ class Pruner(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Optional token appended after the kept ones (EViT fusion): ([B, 1, C], present [B, 1] bool).
         Called only when `fuses_tokens` is True, with `keep` the stage's applied mask [B, N] (CLS on, invalid
-        positions off: `pruners.model.applied_mask`)."""
+        positions off: `pruners.packing.applied_mask`)."""
         return None
 
     def fusion_weights(self, stage: int, valid: torch.Tensor, attn: AttnInfo | None) -> torch.Tensor | None:

@@ -26,6 +26,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pruners._ops import uniform_cu_seqlens
+from pruners.layers import is_plain_mlp
+
 
 def _is_identity_or_noop(m: nn.Module | None) -> bool:
     """Identity, None, or a dropout that drops nothing (timm's DeiT builds Dropout(p=0.0))."""
@@ -58,9 +61,7 @@ def unfusable(backbone: nn.Module) -> str | None:
         for name, m in extras.items():
             if not _is_identity_or_noop(m):
                 return f"block {i} has {name} ({type(m).__name__}), which the fused block does not compute"
-        act = getattr(mlp, "act", None)
-        if not (isinstance(getattr(mlp, "fc1", None), nn.Linear) and isinstance(getattr(mlp, "fc2", None), nn.Linear)
-                and isinstance(act, nn.GELU) and act.approximate == "none"):
+        if not is_plain_mlp(mlp):
             return f"block {i}'s MLP is not fc1 -> exact GELU -> fc2"
     head_extras = (getattr(backbone, "fc_norm", None), getattr(backbone, "head_drop", None))
     if not _plain_norm(backbone.norm) or not isinstance(backbone.head, nn.Linear) \
@@ -91,11 +92,11 @@ class FusedBlocks:
         """int32 [batch+1] = 0, n, 2n, ...: the dense batch's rows as segments. Built on the first forward of
         a batch size (before any CUDA-graph capture: graph mode warms up eagerly first) and kept."""
         if torch.compiler.is_compiling():  # a constant of the traced graph
-            return torch.arange(0, (batch + 1) * n, n, dtype=torch.int32, device=device)
+            return uniform_cu_seqlens(batch, n, device)
         key = (batch, n, device)
         cu = self._uniform.get(key)
         if cu is None:
-            cu = self._uniform[key] = torch.arange(0, (batch + 1) * n, n, dtype=torch.int32, device=device)
+            cu = self._uniform[key] = uniform_cu_seqlens(batch, n, device)
         return cu
 
     @staticmethod

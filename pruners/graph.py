@@ -1,4 +1,4 @@
-"""CUDA-graph mode for every sync-free forward (`pruners.model.CAPTURABLE_BACKENDS`, dense included).
+"""CUDA-graph mode for every sync-free forward (`pruners.backends.CAPTURABLE_BACKENDS`, dense included).
 
 The whole forward (embedding, dense blocks, decisions, packing, packed blocks, head) is captured once
 per input signature (batch size, image size, dtype, device) and replayed by copying new images into

@@ -1,6 +1,8 @@
-"""Real photos for correctness runs, from the ones scikit-image (and scikit-learn, if installed) ship.
+"""Images to run the models on without a data set: seeded synthetic ones (`synthetic_images`: tests,
+calibration, benchmarks) and real photos for correctness runs (`sample_photos`), from the ones
+scikit-image (and scikit-learn, if installed) ship.
 
-No network: these arrays are inside the installed packages. Images are centre-cropped to a square,
+No network: the photos are arrays inside the installed packages. They are centre-cropped to a square,
 resized with bilinear interpolation and normalised with the ImageNet mean/std that DeiT uses.
 """
 
@@ -12,6 +14,24 @@ import torch.nn.functional as F
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 SKIMAGE_PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "camera")
+
+
+def synthetic_images(n: int, size: int, seed: int = 0) -> torch.Tensor:
+    """Seeded, smooth, photo-like test images (low-frequency colour fields plus texture), normalised.
+
+    Args:
+        n: number of images.
+        size: side in pixels.
+        seed: generator seed.
+
+    Returns:
+        float32 [n, 3, size, size], roughly zero-mean unit-variance per channel.
+    """
+    g = torch.Generator().manual_seed(seed)
+    low = torch.randn(n, 3, 7, 7, generator=g)
+    img = F.interpolate(low, size=(size, size), mode="bicubic", align_corners=False)
+    img = img + 0.3 * torch.randn(n, 3, size, size, generator=g)
+    return (img - img.mean(dim=(2, 3), keepdim=True)) / img.std(dim=(2, 3), keepdim=True)
 
 
 def _to_tensor(arr, size: int) -> torch.Tensor:

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from ragged_kernels.attention.fwd import compile_with_fallback
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
+from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, require_device, traceable_op
+from ragged_kernels.segments import clamped_total
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -45,8 +47,7 @@ def _ragged_linear_kernel(
     pid_n = tl.program_id(1)
     total = n_rows
     if HAS_CU:
-        total = tl.load(CU + n_segments)
-        total = tl.minimum(tl.maximum(total, 0), n_rows)  # any cu_seqlens: never past the buffers
+        total = clamped_total(CU, n_segments, n_rows)  # any cu_seqlens: never past the buffers
     row0 = pid_m * BLOCK_M
     if row0 >= total:
         return
@@ -111,24 +112,35 @@ def _ragged_linear_kernel(
     tl.store(Y + rm[:, None].to(tl.int64) * stride_ym + rn[None, :] * stride_yn, acc.to(Y.dtype.element_ty), mask=m_y)
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages). Chosen on the H200 (2026-11-29,
+class LinearBlocks(NamedTuple):
+    """One launch configuration of the linear kernel: its tile (output rows, output columns, K step) and
+    Triton's launch options. A tuple, so `blocks=` takes a plain 5-tuple in this order too."""
+
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_K: int
+    num_warps: int
+    num_stages: int
+
+
+# The tables' LinearBlocks. Chosen on the H200 (2026-11-29,
 # `tools/bench_ragged_linear.py --batch 32 --sweep`, DeiT-B layers at kept 0.5): 128 x 256 tiles were
 # fastest for qkv, proj and fc2; fc1 with the fused GELU preferred 128 x 128 (47.1 vs 51.9 µs).
 # The interpreter's cost is per program and loop step, not per element: 64-wide tiles keep a DeiT-tiny
 # forward in CPU tests at seconds (16-wide ones took minutes).
-BLOCKS = (64, 64, 64, 1, 1) if INTERPRET else (128, 256, 64, 8, 3)
-BLOCKS_GELU = (64, 64, 64, 1, 1) if INTERPRET else (128, 128, 64, 8, 3)
+BLOCKS = LinearBlocks(64, 64, 64, 1, 1) if INTERPRET else LinearBlocks(128, 256, 64, 8, 3)
+BLOCKS_GELU = LinearBlocks(64, 64, 64, 1, 1) if INTERPRET else LinearBlocks(128, 128, 64, 8, 3)
 # sm_80 and sm_89 (no card here): 128 x 128 with 32-wide K steps. Chosen on 2026-12-01 from a ptxas
 # report that compiled the strides unspecialised (204-292 B of spills for 128 x 256 there); compiled as
 # the JIT specialises them (2026-12-04, `python -m tools.compile_check`), nothing spills, and 128 x 256 x 64
 # with 3 stages needs 144 KB of shared memory, more than sm_89's 99 KB per block. Unchanged until timed
 # on such a card.
-ARCH_BLOCKS = {arch: ((128, 128, 32, 8, 3), (128, 128, 32, 8, 3)) for arch in (80, 89)}
+ARCH_BLOCKS = {arch: (LinearBlocks(128, 128, 32, 8, 3), LinearBlocks(128, 128, 32, 8, 3)) for arch in (80, 89)}
 
 
 def blocks_for(capability: int, gelu: bool, n_rows: int | None = None, n_out: int | None = None,
-               sms: int | None = None) -> tuple[int, int, int, int, int]:
-    """The (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) a launch on this architecture starts from.
+               sms: int | None = None) -> LinearBlocks:
+    """The blocks a launch on this architecture starts from.
 
     With the output's size (`n_rows`, `n_out`) and the GPU's SM count (`sms`), a grid of fewer programs
     than SMs steps its tile down (BLOCK_N to 64 first, then BLOCK_M to 32; 4 warps from 64 x 64 down):
@@ -147,7 +159,7 @@ def blocks_for(capability: int, gelu: bool, n_rows: int | None = None, n_out: in
             bm //= 2
         if bm * bn <= 64 * 64:
             warps = 4
-    return bm, bn, bk, warps, stages
+    return LinearBlocks(bm, bn, bk, warps, stages)
 
 
 _SMS: dict[int, int] = {}  # CUDA device index -> its SM count
@@ -197,8 +209,7 @@ def _validate(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
     tensors = [x, weight] + [t for t in (bias, cu_seqlens, rows, residual) if t is not None]
     if any(t.device != x.device for t in tensors):
         raise ValueError("x, weight, bias, cu_seqlens, rows and residual must be on one device")
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError("ragged_linear needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is imported)")
+    require_device(x, "ragged_linear")
     n_src, n_in = x.shape
     n_rows = n_src if rows is None else rows.shape[0]
     n_out = weight.shape[0]
@@ -227,7 +238,7 @@ def ragged_linear(
     residual: torch.Tensor | None = None,
     rows: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
-    blocks: tuple[int, int, int, int, int] | None = None,
+    blocks: LinearBlocks | tuple[int, int, int, int, int] | None = None,
 ) -> torch.Tensor:
     """`y = x @ weight.T + bias` over packed rows, with a transformer block's neighbours fused in:
     `LayerNorm(x)` before the product (`norm`), exact GELU or a residual add after it, and a gather of
@@ -254,7 +265,7 @@ def ragged_linear(
             `[0, S)` contributes nothing (that row's product, normed or not, is zero); None: R = S and
             row r reads row r.
         out: optional `[R, N]` output buffer (rows past the total are left untouched).
-        blocks: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of `blocks_for`'s (tuning sweeps).
+        blocks: `LinearBlocks` (or a plain tuple in its order) instead of `blocks_for`'s (tuning sweeps).
 
     Returns:
         `[R, N]`; rows `>= total` hold whatever `out` held (uninitialised for a fresh buffer).
@@ -280,11 +291,11 @@ def ragged_linear(
     if n_rows == 0 or n_out == 0:
         return out
     chosen = (blocks_for(device_arch(x.device), gelu, n_rows, n_out, _sm_count(x.device)) if blocks is None
-              else blocks)
+              else LinearBlocks(*blocks))
     res = residual if residual is not None else out
     ln_w, ln_b, eps = norm if norm is not None else (x, x, 0.0)
 
-    def launch(cfg: tuple[int, int, int, int, int]) -> None:
+    def launch(cfg: LinearBlocks) -> None:
         bm, bn, bk, warps, stages = cfg
         grid = (triton.cdiv(n_rows, bm), triton.cdiv(n_out, bn))
         _ragged_linear_kernel[grid](
@@ -332,19 +343,19 @@ def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
                          residual=residual, rows=rows)
 
 
-def smaller_blocks(cfg: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int] | None:
+def smaller_blocks(cfg: LinearBlocks) -> LinearBlocks | None:
     """Tuned on the H200 (227 KB of shared memory per block): on a smaller GPU, one stage fewer,
     then half the K block; None when nothing smaller is left."""
     bm, bn, bk, warps, stages = cfg
     if stages > 1:
-        return (bm, bn, bk, warps, stages - 1)
+        return LinearBlocks(bm, bn, bk, warps, stages - 1)
     if bk > 16:
-        return (bm, bn, bk // 2, warps, stages)
+        return LinearBlocks(bm, bn, bk // 2, warps, stages)
     return None
 
 
 # (configured blocks, dtype, device) -> the blocks that fit that GPU's shared memory
-_FITTED: dict[tuple, tuple[int, int, int, int, int]] = {}
+_FITTED: dict[tuple, LinearBlocks] = {}
 
 
 @triton.jit
@@ -352,8 +363,7 @@ def _ragged_layer_norm_kernel(
     X, W, B, Y, CU, n_rows, n_cols, n_segments, stride_x, stride_y, eps,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    total = tl.load(CU + n_segments)
-    total = tl.minimum(tl.maximum(total, 0), n_rows)
+    total = clamped_total(CU, n_segments, n_rows)
     row0 = tl.program_id(0) * ROWS
     if row0 >= total:
         return
@@ -406,9 +416,7 @@ def ragged_layer_norm(
         )
     if any(t is not None and t.device != x.device for t in (weight, bias, cu_seqlens)):
         raise ValueError("x, weight, bias and cu_seqlens must be on one device")
-    if not x.is_cuda and not INTERPRET:
-        raise ValueError("ragged_layer_norm needs CUDA tensors (on the CPU: TRITON_INTERPRET=1 before triton is "
-                         "imported)")
+    require_device(x, "ragged_layer_norm")
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if n_rows == 0 or n_cols == 0:
         return out
@@ -428,7 +436,7 @@ def ragged_layer_norm(
 FUSIONS = ({"norm": True}, {"residual": True}, {"norm": True, "gelu": True}, {"gather": True, "norm": True})
 
 
-def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool, *, norm: bool = False, residual: bool = False,
+def linear_spec(blocks: LinearBlocks, gelu: bool, *, norm: bool = False, residual: bool = False,
                 gather: bool = False):
     """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks and fusions (fp16, a bias,
     cu_seqlens)."""
@@ -457,12 +465,12 @@ def linear_spec(blocks: tuple[int, int, int, int, int], gelu: bool, *, norm: boo
         else:
             args[name] = "i32"
     fused = "".join(f" {k}" for k, on in (("norm", norm), ("residual", residual), ("gather", gather)) if on)
-    return KernelSpec(f"ragged_linear {blocks} gelu={gelu}{fused}", _ragged_linear_kernel, args, consts,
+    return KernelSpec(f"ragged_linear {tuple(blocks)} gelu={gelu}{fused}", _ragged_linear_kernel, args, consts,
                       dict(num_warps=warps, num_stages=stages),
                       divisible=("n_out", "n_in", "stride_xm", "stride_wn", "stride_ym", "stride_rm"))
 
 
-def fused_spec_makers(capability: int) -> list[tuple[Callable, tuple[int, int, int, int, int]]]:
+def fused_spec_makers(capability: int) -> list[tuple[Callable, LinearBlocks]]:
     """The fused block's compilations on an architecture, as (blocks -> KernelSpec, blocks) for
     `ragged_kernels.aot.fitted`: each of `FUSIONS` at the architecture's table blocks and at the two
     small-batch steps `blocks_for` takes at DeiT sizes (64 x 64 and 32 x 64, 4 warps)."""
@@ -471,7 +479,7 @@ def fused_spec_makers(capability: int) -> list[tuple[Callable, tuple[int, int, i
         gelu = fusion.get("gelu", False)
         flags = {k: v for k, v in fusion.items() if k != "gelu"}
         _, _, bk, _, stages = base = blocks_for(capability, gelu)
-        for blocks in (base, (64, 64, bk, 4, stages), (32, 64, bk, 4, stages)):
+        for blocks in (base, LinearBlocks(64, 64, bk, 4, stages), LinearBlocks(32, 64, bk, 4, stages)):
             out.append((functools.partial(linear_spec, gelu=gelu, **flags), blocks))
     return out
 
@@ -485,5 +493,5 @@ def layer_norm_specs() -> list:
                        dict(num_warps=4 if c <= 1024 else 8)) for c in (256, 512, 1024)]
 
 
-__all__ = ["FUSIONS", "blocks_for", "fused_spec_makers", "layer_norm_specs", "linear_op", "linear_spec",
+__all__ = ["FUSIONS", "LinearBlocks", "blocks_for", "fused_spec_makers", "layer_norm_specs", "linear_op", "linear_spec",
            "ragged_layer_norm", "ragged_linear", "smaller_blocks"]

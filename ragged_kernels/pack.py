@@ -20,7 +20,8 @@ import triton
 import triton.language as tl
 
 from ragged_kernels.attention.interface import as_host_int
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
+from ragged_kernels.runtime import KernelSpec, device_arch, require_device, traceable_op
+from ragged_kernels.segments import clamped_segment
 
 _BLOCK_C = 128
 # Rows per loop step. Capped at 256: a [256, 128] fp16 tile is what the 197-token bucket uses (1.19x
@@ -55,10 +56,7 @@ def _segment_bounds(CU_IN, i_b, n_rows, SEG_LEN: tl.constexpr, DENSE: tl.constex
         bos = i_b.to(tl.int64) * SEG_LEN
         eos = bos + SEG_LEN
     else:
-        bos = tl.load(CU_IN + i_b).to(tl.int64)
-        eos = tl.load(CU_IN + i_b + 1).to(tl.int64)
-        bos = tl.minimum(tl.maximum(bos, 0), n_rows)
-        eos = tl.minimum(tl.maximum(eos, bos), n_rows)
+        bos, eos = clamped_segment(CU_IN, i_b, n_rows, True)
     return bos, eos
 
 
@@ -189,15 +187,6 @@ def _block_l(max_seqlen: int) -> int:
     return max(16, min(_MAX_BLOCK_L, triton.next_power_of_2(max(1, max_seqlen))))
 
 
-def _check_runnable(t: torch.Tensor) -> None:
-    """Triton kernels need CUDA tensors, or CPU tensors under Triton's interpreter."""
-    if not t.is_cuda and not INTERPRET:
-        raise ValueError(
-            f"pack/unpack need CUDA tensors (got {t.device}); on the CPU they run only in Triton's "
-            "interpreter: set TRITON_INTERPRET=1 before triton is imported"
-        )
-
-
 def _dtype_error(t: torch.Tensor, name: str) -> TypeError:
     names = ", ".join(str(d).removeprefix("torch.") for d in _SUPPORTED_DTYPES)
     return TypeError(f"{name} dtype must be one of {names}; got {t.dtype}")
@@ -325,7 +314,7 @@ def pack_tokens(
     if not isinstance(keep_first, bool):
         raise TypeError(f"keep_first must be a bool, got {keep_first!r}")
     weights = _check_fuse_weights(fuse_weights, x, keep)
-    _check_runnable(rows)
+    require_device(rows, "pack_tokens")
     n_rows, channels = rows.shape
     if capacity is None:
         capacity = n_rows
@@ -410,7 +399,7 @@ def unpack_tokens(
     if packed.dtype not in _SUPPORTED_DTYPE_SET:
         raise _dtype_error(packed, "packed")
     _check_cu(cu_seqlens, packed.device, "cu_seqlens")
-    _check_runnable(packed)
+    require_device(packed, "unpack_tokens")
     if not isinstance(keep, torch.Tensor):
         raise TypeError(f"keep must be a bool mask tensor, got {type(keep).__name__}")
     if not isinstance(keep_first, bool):

@@ -52,8 +52,10 @@ ARCHS: dict[int, Arch] = {
 
 def arch_of(capability: tuple[int, int]) -> int:
     """The `ARCHS` key a device of this compute capability uses: Hopper and later 90, A100 (8.0) 80, the
-    other 8.x parts (consumer Ampere 8.6/8.7 and Ada 8.9: 100 KB of shared memory per SM, 1,536
-    threads) 89; older parts 80 (the smallest-footprint table Triton still compiles for)."""
+    other 8.x parts (consumer Ampere 8.6 and Ada 8.9, 1,536 threads per SM like `ARCHS[89]`) 89; older
+    parts 80, a table nobody compiled or timed for them (`tools.compile_check` covers sm_80, sm_89 and
+    sm_90 only); where a config needs more shared memory than theirs, the attention and linear launches
+    step down (`compile_with_fallback`)."""
     major, minor = capability
     if major >= 9:
         return 90
@@ -82,11 +84,11 @@ class KernelSpec:
         return 32 * self.options.get("num_warps", 4)
 
 
-_ARCH: dict[int, int] = {}  # CUDA device index -> ragged_kernels.aot.arch_of of its compute capability
+_ARCH: dict[int, int] = {}  # CUDA device index -> `arch_of` its compute capability
 
 
 def device_arch(device: torch.device | int | None) -> int:
-    """The architecture key (80, 89 or 90: `ragged_kernels.aot.ARCHS`) whose kernel tables a launch on
+    """The architecture key (80, 89 or 90: a key of `ARCHS`) whose kernel tables a launch on
     `device` uses: read once per CUDA device; 90 (the H200 tables) for the CPU and the interpreter."""
     index = device if isinstance(device, int) else (None if device is None else device.index)
     if INTERPRET or (isinstance(device, torch.device) and device.type != "cuda") or (index is not None and index < 0):

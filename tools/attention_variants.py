@@ -27,8 +27,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.attention.fwd import LOG2E, AttnConfig, attn_tile, ragged_attn_fwd, segment_bounds
+from ragged_kernels.attention.fwd import LOG2E, AttnConfig, attn_tile, ragged_attn_fwd
 from ragged_kernels.runtime import INTERPRET
+from ragged_kernels.segments import clamped_segment
 
 # ---------------------------------------------------------------------------------------------------
 # Persistent programs over a device-side work list
@@ -141,9 +142,8 @@ def tma_attn_kernel(
     i_bh = tl.program_id(1)
     i_b = i_bh // HEADS
     i_h = i_bh % HEADS
-    bos, seqlen = segment_bounds(CU, i_b, total_tokens)
-    bos = bos.to(tl.int32)  # descriptor offsets are 32-bit
-    seqlen = seqlen.to(tl.int32)
+    bos, eos = clamped_segment(CU, i_b, total_tokens, True)
+    bos, seqlen = bos.to(tl.int32), (eos - bos).to(tl.int32)  # descriptor offsets are 32-bit
     start_m = i_m * BLOCK_M
     if start_m >= seqlen:
         return

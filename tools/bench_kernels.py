@@ -165,7 +165,8 @@ def table_host_breakdown(rows: list):
     q, k, v = sets[0]
     out = torch.empty_like(q)
     ragged_attention(q, k, v, cu, 197, out=out)
-    ck, function, metadata, consts, _ = fwd.compiled_launches()[0]
+    launch = fwd.compiled_launches()[0]
+    ck, function, metadata, consts = launch.kernel, launch.function, launch.metadata, launch.constexprs
     ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), cu.data_ptr())
     grid_m = 197 // 64 + 1
     stream = torch._C._cuda_getCurrentRawStream(0)

@@ -23,7 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, KernelSpec, device_arch, traceable_op
+from ragged_kernels.runtime import KernelSpec, device_arch, require_device, traceable_op
+from ragged_kernels.segments import clamped_segment
 
 _TINY = torch.finfo(torch.float32).tiny
 _CHUNK = 16  # targets per step: a [16, BLOCK] comparison tile
@@ -160,9 +161,8 @@ def _ats_sample_fwd_kernel(
 def _image_tokens(CU, b, n_rows, N, BLOCK: tl.constexpr):
     """Image b's packed rows: (first row, length cut to N, token lanes o (token o is position 1 + o, CLS
     excluded), lanes in [0, N-1), lanes holding a token of the image). Offsets are clamped into
-    [0, n_rows] and an end before its start is an empty image, so nothing outside the rows is read."""
-    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), n_rows)
-    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), n_rows)
+    [0, n_rows] (`clamped_segment`), so nothing outside the rows is read."""
+    start, end = clamped_segment(CU, b, n_rows, False)
     length = tl.minimum(end - start, N)
     o = tl.arange(0, BLOCK)
     inb = o < N - 1
@@ -248,9 +248,7 @@ def ats_keep_fused(scores: torch.Tensor, valid: torch.Tensor, n_samples: int,
                             or (out.numel() and out.stride(-1) != 1)):
         raise ValueError(f"out must be bool {tuple(scores.shape)} on {scores.device} with unit stride along M, got "
                          f"{out.dtype} {tuple(out.shape)} on {out.device}")
-    if not scores.is_cuda and not INTERPRET:
-        raise ValueError(f"the fused ATS sampler needs CUDA tensors (got {scores.device}); on the CPU it runs "
-                         "only in Triton's interpreter (TRITON_INTERPRET=1), or use sampler='torch'")
+    require_device(scores, "the fused ATS sampler", "use sampler='torch'")
     b, m = scores.shape
     # Every position in [0, M) of every row is written (the kernel stores a whole permutation), so
     # the buffer needs no zero fill.
@@ -311,9 +309,7 @@ def ats_stage_fused(scores: torch.Tensor, value_sq: torch.Tensor, cu_seqlens: to
         raise ValueError(f"n_rows must be an int in [0, 2**31), got {n_rows!r}")
     if len({scores.device, value_sq.device, cu_seqlens.device}) != 1:
         raise ValueError("scores, value_sq and cu_seqlens must be on one device")
-    if not scores.is_cuda and not INTERPRET:
-        raise ValueError(f"the fused ATS stage needs CUDA tensors (got {scores.device}); on the CPU it runs only "
-                         "in Triton's interpreter (TRITON_INTERPRET=1)")
+    require_device(scores, "the fused ATS stage")
     keep = torch.empty((b, n), dtype=torch.bool, device=scores.device)
     if b == 0 or n == 0:
         return keep

@@ -20,7 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
+from ragged_kernels.runtime import KernelSpec, runs_here, traceable_op
+from ragged_kernels.segments import clamped_segment
 
 
 @triton.jit
@@ -31,8 +32,7 @@ def _cls_scores_fwd_kernel(
 ):
     b = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
-    start = tl.minimum(tl.maximum(tl.load(CU + b), 0), R)
-    end = tl.minimum(tl.maximum(tl.load(CU + b + 1), start), R)
+    start, end = clamped_segment(CU, b, R, False)
     length = end - start
     o_d = tl.arange(0, HEAD_DIM)
     j = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -54,7 +54,7 @@ def _cls_scores_fwd_kernel(
 def supported(q: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether `cls_scores_packed` takes these q/k: [R, H, D] views with unit stride along D, D a power
     of two (DeiT: 64), on CUDA or under Triton's interpreter."""
-    on_device = q.is_cuda or INTERPRET
+    on_device = runs_here(q)
     d = q.shape[-1] if q.dim() == 3 else 0
     return (
         on_device and q.dim() == 3 and k.shape == q.shape and q.device == k.device and d >= 16

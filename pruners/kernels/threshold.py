@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from pruners.kernels.ats_sampling import _image_tokens, _ordered_bits
-from ragged_kernels.runtime import INTERPRET, KernelSpec, traceable_op
+from ragged_kernels.runtime import KernelSpec, require_device, traceable_op
 
 
 @triton.jit
@@ -111,9 +111,7 @@ def threshold_keep_fused(norms: torch.Tensor, cu_seqlens: torch.Tensor, max_seql
     for name, v in ints:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ValueError(f"{name} must be a non-negative int, got {v!r}")
-    if not norms.is_cuda and not INTERPRET:
-        raise ValueError(f"the fused Threshold-L2 stage needs CUDA tensors (got {norms.device}); on the CPU it runs "
-                         "only in Triton's interpreter (TRITON_INTERPRET=1)")
+    require_device(norms, "the fused Threshold-L2 stage")
     b, n = cu_seqlens.shape[0] - 1, max_seqlen
     keep = torch.empty((b, n), dtype=torch.bool, device=norms.device)
     if b == 0 or n == 0:

@@ -231,7 +231,8 @@ def ragged_attention(
         _check_out(out)
         raise
     scale = _SCALES[shape[2]] if scale is None else _check_scale(scale)
-    return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, None, sq, sk, sv, dev)
+    return launch_validated(q, k, v, cu_seqlens, max_seqlen, scale, out, config=None, q_strides=sq, k_strides=sk,
+                            v_strides=sv, device_index=dev)
 
 
 def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int,

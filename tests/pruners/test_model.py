@@ -181,14 +181,14 @@ def test_padding_rows_never_reach_a_valid_row(case, backend, monkeypatch):
     with NaN instead, they must not change a single logit: nothing reads them into a valid row."""
     if not _has_ragged_kernels():
         pytest.skip("ragged_kernels not importable")
-    from pruners import model as model_mod
+    from pruners import packing
 
     model = _model(case, backend)
     images = synthetic_images(2, 224, seed=8)
     with torch.no_grad():
-        monkeypatch.setattr(model_mod, "PADDING_FILL", 0.0)
+        monkeypatch.setattr(packing, "PADDING_FILL", 0.0)
         zero = model(images)
-        monkeypatch.setattr(model_mod, "PADDING_FILL", float("nan"))
+        monkeypatch.setattr(packing, "PADDING_FILL", float("nan"))
         poisoned = model(images)
     assert torch.isfinite(zero).all()
     torch.testing.assert_close(poisoned, zero, rtol=0, atol=0)
@@ -321,8 +321,8 @@ def test_ragged_linear_gives_the_same_logits(case):
     fast = build_pruned_model(TINY, _pruner(case), "triton", ragged_linear=True).to(dev)
     assert fast.ragged_linear and "ragged_linear=True" in repr(fast)
     calls = []
-    real = fast._ragged_linear_fn
-    fast._ragged_linear_fn = lambda *a, **k: (calls.append(k.get("gelu", False)), real(*a, **k))[1]
+    real = fast._layers.linear_fn
+    fast._layers.linear_fn = lambda *a, **k: (calls.append(k.get("gelu", False)), real(*a, **k))[1]
     images = synthetic_images(2, 224, seed=3).to(dev)
     base.record = True
     with torch.no_grad():
@@ -359,8 +359,8 @@ def test_seeded_backbones_are_cached_copies_with_fresh_init_weights():
     """A rebuilt model has exactly the weights of a fresh seeded init, and its own parameters."""
     import timm
 
+    from pruners import backbones as pm
     from pruners import clear_backbone_cache
-    from pruners import model as pm
 
     clear_backbone_cache()
     a = build_pruned_model(TINY, None, "dense", seed=3)
@@ -422,7 +422,7 @@ def test_packer_dense_view_equals_gather_dense(packer, device):
     if packer == "ragged_kernels" and not _has_ragged_kernels():
         pytest.skip("ragged_kernels not importable")
     from pruners._ops import dense_index, gather_dense, pack_dense_torch
-    from pruners.model import _Packer
+    from pruners.packing import Packer
 
     lens = [3, 1, 8, 5]
     total = sum(lens)
@@ -430,7 +430,7 @@ def test_packer_dense_view_equals_gather_dense(packer, device):
     x[total:] = float("nan")
     cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=device)
     index = dense_index(cu, 10, x.shape[0])
-    p = _Packer(packer)
+    p = Packer(packer)
     dense = p.to_dense(x, cu, index)
     assert torch.equal(dense, gather_dense(x, index))
     keep = torch.rand(4, 10, device=device) < 0.5

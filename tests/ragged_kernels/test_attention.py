@@ -64,7 +64,9 @@ def test_matches_oracle(case, device, poison):
     _check(q, k, v, cu, max(lengths) + 5, poison)
 
 
-# Every kernel variant the offline tables can pick: narrower masked tails, small fp32 tiles.
+# Kernel variants: block and tail shapes of the offline tables (`fwd.CONFIGS`, `fwd.FP32_CONFIGS`; a
+# register cap is a compile option the interpreter ignores) and wider tiles from the tuning sweep
+# (`tools.bench_kernels --sweep`, 2026-11-29) that no table ships, kept correct for the next sweep.
 VARIANTS = {
     "tail=block": AttnConfig(64, 64, 4, 3),
     "tail16": AttnConfig(64, 64, 4, 3, TAIL_N=16),
@@ -72,9 +74,9 @@ VARIANTS = {
     "bn32": AttnConfig(64, 32, 4, 3),
     "bm32-bn16-2warps": AttnConfig(32, 16, 2, 3),
     "bn16-2warps": AttnConfig(64, 16, 2, 3),
-    "bm32-bn32-1stage": AttnConfig(32, 32, 4, 1),  # fp32's table entry (FP32_CONFIGS)
-    "bm16-bn32-8warps": AttnConfig(16, 32, 8, 1),
-    "bm128-bn64-tail32": AttnConfig(128, 64, 8, 3, TAIL_N=32),  # session-6 sweep candidates
+    "bm32-bn32-1stage": AttnConfig(32, 32, 4, 1),  # FP32_CONFIGS[64]
+    "bm16-bn32-8warps": AttnConfig(16, 32, 8, 1),  # FP32_CONFIGS[128]
+    "bm128-bn64-tail32": AttnConfig(128, 64, 8, 3, TAIL_N=32),  # sweep candidates, in no table
     "bm128-bn128": AttnConfig(128, 128, 8, 2),
 }
 
@@ -260,9 +262,11 @@ def test_numpy_integer_bounds_are_host_ints(device):
 
 
 def test_cpu_tensors_without_the_interpreter_get_a_clear_error(monkeypatch):
+    from ragged_kernels import runtime
     from ragged_kernels.attention import fwd
 
     monkeypatch.setattr(fwd, "INTERPRET", False)
+    monkeypatch.setattr(runtime, "INTERPRET", False)  # read by require_device, the one check
     q, k, v = torch.randn(3, 10, 2, 64).unbind(0)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         ragged_attention(q, k, v, _cu([4, 6], "cpu"), 8)
@@ -282,8 +286,6 @@ def test_debug_mode_checks_values(cu_values, match):
     finally:
         set_debug(False)
 
-
-# ---- GPU: the full grid, and graph replay with new lengths ----
 
 GPU_LENGTHS = {
     "B1-N197": [197],
