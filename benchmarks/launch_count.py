@@ -50,6 +50,20 @@ _NO_LAUNCH = frozenset({
     "is_contiguous", "is_non_overlapping_and_dense", "dim", "size", "stride", "numel", "storage_offset",
     "conj", "_conj", "_neg_view", "real", "imag", "_nested_tensor_size", "contiguous",
 })
+# One kernel each on CUDA: TensorIterator elementwise and comparison ops (a scalar operand rides along as a
+# kernel argument), fills and factories (`zeros` is `empty` + a fill kernel, `scalar_tensor` on the device a
+# fill), LayerNorm, softmax and GELU kernels, and the indexing kernels (index, index_select, gather, scatter_,
+# searchsorted) with integer indices.
+_ONE_KERNEL = frozenset({
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "pow", "reciprocal", "sigmoid", "tanh",
+    "relu", "gelu", "silu", "ceil", "floor", "round", "trunc", "sign", "clamp", "clamp_", "clamp_min", "clamp_max",
+    "minimum", "maximum", "where", "lt", "le", "gt", "ge", "eq", "ne", "logical_not", "logical_and", "logical_or",
+    "bitwise_and", "bitwise_or", "bitwise_not", "bitwise_xor", "isfinite", "isnan", "masked_fill_",
+    "fill_", "zero_", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "scalar_tensor", "arange",
+    "linspace", "native_layer_norm", "_softmax", "_log_softmax", "_safe_softmax", "index", "index_select", "gather",
+    "scatter_", "scatter_add_", "index_put_", "index_add_", "index_copy_", "searchsorted", "bucketize", "add_",
+    "sub_", "mul_", "div_", "copysign", "erf", "lerp", "addcmul", "addcdiv", "hardtanh", "leaky_relu",
+})
 # Reductions and scans PyTorch runs as one kernel each at these sizes.
 _ONE_KERNEL_REDUCTIONS = frozenset({
     "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "any", "all", "prod", "norm",
@@ -58,7 +72,8 @@ _ONE_KERNEL_REDUCTIONS = frozenset({
 # Reductions that reduce in their output dtype on CUDA (`make_reduction_from_out_ty`).
 _CAST_REDUCTIONS = frozenset({"sum", "mean", "prod", "nansum"})
 # Out-of-place forms whose CUDA implementation copies `self` into a new tensor, then runs the in-place kernel.
-_COPY_THEN_KERNEL = frozenset({"scatter", "scatter_add", "index_add", "index_copy", "index_fill", "masked_scatter"})
+_COPY_THEN_KERNEL = frozenset({"scatter", "scatter_add", "index_add", "index_copy", "index_fill", "masked_scatter",
+                               "masked_fill"})
 
 
 @dataclass(frozen=True)
@@ -203,6 +218,10 @@ def cuda_launches(name: str, overload: str, args: Sequence[Any], kwargs: dict[st
         return [(kind, 1, "copy of self"), ("kernel", 1, name)]
     if name == "sort":
         return _sort(args[0], args, kwargs, outs)
+    if name in _ONE_KERNEL:
+        return [("kernel", 1, "one kernel")]
+    if name == "constant_pad_nd":  # empty, fill with the value, then the input copied into its slice
+        return [("kernel", 1, "pad: fill"), ("kernel", 1, "pad: copy of the input")]
     if name in ("nonzero", "masked_select", "unique", "_unique2", "item", "_local_scalar_dense", "repeat_interleave"):
         return [("kernel", 1, "host sync")]
     return [("kernel", 1, "")]
@@ -242,8 +261,6 @@ def _cat(inputs: list[Any], out: Any) -> list[tuple[str, int, str]]:
     """torch.cat on CUDA: one batched-copy kernel when every non-empty input is contiguous in the
     output's memory format and of its dtype (CatArrayBatchedCopy, up to 64 inputs a launch), else one
     copy per input (`out.narrow(...).copy_(input)`: a memcpy where that slice and the input are dense alike)."""
-    import torch
-
     inputs = [t for t in inputs if _numel(t) > 0 and t.dim() == out.dim()]
     if not inputs:
         return []
@@ -256,8 +273,7 @@ def _cat(inputs: list[Any], out: Any) -> list[tuple[str, int, str]]:
     for t in inputs:
         part = out.narrow(dim, offset, t.shape[dim])
         offset += t.shape[dim]
-        with torch._C._DisableTorchDispatch() if False else contextlib.nullcontext():
-            kind = copy_kind(part, t)
+        kind = copy_kind(part, t)
         if kind:
             res.append((kind, 1, "cat (copy per input)"))
     return res
@@ -275,7 +291,6 @@ class _Counting:
 
 
 def _dispatch_mode(counting: _Counting):
-    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class CountDispatch(TorchDispatchMode):
@@ -300,7 +315,6 @@ def _dispatch_mode(counting: _Counting):
                     counting.result.unmapped[f"aten.{packet}"] += 1
             return out
 
-    del torch
     return CountDispatch()
 
 
@@ -458,7 +472,12 @@ def count_forward(model: Any, images_shape: tuple[int, ...], dtype: Any, forward
     counting = _Counting(result)
     with mode:
         images = torch.empty(images_shape, dtype=dtype, device="cuda")
-    with torch.no_grad(), _as_captured_on_h200(), _triton_counter(counting), mode, _function_mode(counting), \
-            _dispatch_mode(counting):
-        (forward or model)(images)
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+    try:
+        with torch.no_grad(), _as_captured_on_h200(), _triton_counter(counting), mode, _function_mode(counting), \
+                _dispatch_mode(counting):
+            (forward or model)(images)
+    except (DataDependentOutputException, DynamicOutputShapeException) as exc:
+        raise RuntimeError(f"the forward reads a device value on the host ({exc}): a capture would fail") from exc
     return result

@@ -51,7 +51,10 @@ def pruner_options(pruner: str, num_patches: int) -> dict[str, Any]:
     """The pruner options of every exact series: `BUDGET` of the tokens (`token_flops.budget_options`,
     what tools.bench_e2e runs), Threshold-L2 with `max_keep="calibrate"` (its per-stage caps and batch
     budget, as bench_e2e's --calibrated-capacity)."""
-    from token_flops import budget_options
+    try:
+        from token_flops import budget_options  # run as a script: this folder is on sys.path
+    except ImportError:
+        from benchmarks.token_flops import budget_options
 
     options = budget_options(pruner, BUDGET, num_patches)
     if pruner == "threshold_l2":
@@ -75,8 +78,8 @@ def bound_pruner(model_name: str, pruner: str) -> Any:
     return _PRUNERS[key]
 
 
-def _launch_point(label: str, forward: str, mode: str, batch: str) -> dict[str, Any]:
-    """One point of `measure_launches`."""
+def _launch_point(label: str, forward: str, mode: str, batch: str, detail: bool = False) -> dict[str, Any]:
+    """One point of `measure_launches` (`detail`: with every launch, op by op)."""
     import launch_count
     import torch
 
@@ -94,36 +97,42 @@ def _launch_point(label: str, forward: str, mode: str, batch: str) -> dict[str, 
     count = launch_count.count_forward(inner, (int(batch[1:]), 3, 224, 224), torch.float16)
     if count.host_syncs:
         raise RuntimeError(f"host syncs in a captured forward: {count.host_syncs}")
-    return {"value": count.by_kind(), "unmapped": dict(count.unmapped)}
-
-
-def measure_launches(models: list[str] | None = None) -> dict[str, Any]:
-    """Launches per forward of every model x forward x mode x batch (`launch_count`); each model's pruners
-    are built (and calibrated) once."""
-    out: dict[str, Any] = {}
-    for label in models or list(MODELS):
-        for forward in FORWARDS:
-            for mode in MODES:
-                for batch in BATCHES:
-                    point = (label, forward, mode, batch)
-                    out["|".join(point)] = _guard(lambda point=point: _launch_point(*point))
+    out = {"value": count.by_kind(), "unmapped": dict(count.unmapped)}
+    if detail:
+        out["launches"] = [[x.op, x.kind, x.count, x.why, list(x.shape)] for x in count.launches]
     return out
 
 
-def _split_by_model(what: str, out: str, jobs: int | None) -> dict[str, Any]:
+def measure_launches(models: list[str] | None = None, forwards: list[str] | None = None,
+                     modes: list[str] | None = None, batches: list[str] | None = None,
+                     detail: bool = False) -> dict[str, Any]:
+    """Launches per forward of every model x forward x mode x batch (`launch_count`; any subset of each,
+    any batch "B<n>"); each model's pruners are built (and calibrated) once. `detail`: every launch too."""
+    out: dict[str, Any] = {}
+    for label in models or list(MODELS):
+        for forward in forwards or FORWARDS:
+            for mode in modes or MODES:
+                for batch in batches or BATCHES:
+                    point = (label, forward, mode, batch)
+                    out["|".join(point)] = _guard(lambda point=point: _launch_point(*point, detail=detail))
+    return out
+
+
+def _split_by_model(what: str, out: str, jobs: int | None, models: list[str], extra: list[str]) -> dict[str, Any]:
     """`what` measured by one child process of this script per model, `jobs` at a time (default: every CPU
     this process may use), their outputs merged. Children, not a fork of this process: torch's thread pool
     does not survive a fork once it has run (a forked child hung at its first op, 2026-12-05)."""
     import subprocess
     import time
 
-    jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(MODELS)))
-    pending, running, merged = list(MODELS), [], {}
+    jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(models)))
+    pending, running, merged = list(models), [], {}
     while pending or running:
         while pending and len(running) < jobs:
             label = pending.pop(0)
             part = f"{out}.{label}.json"
-            cmd = [sys.executable, os.path.abspath(__file__), what, "--out", part, "--models", label, "--jobs", "1"]
+            cmd = [sys.executable, os.path.abspath(__file__), what, "--out", part, "--models", label, "--jobs", "1",
+                   *extra]
             running.append((part, subprocess.Popen(cmd)))
         time.sleep(0.2)
         for part, proc in list(running):
@@ -223,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--jobs", type=int, default=None, help="processes (default: every CPU this one may use)")
     ap.add_argument("--models", nargs="+", choices=list(MODELS), help="launches: only these models")
+    ap.add_argument("--forwards", nargs="+", choices=FORWARDS, help="launches: only these forwards")
+    ap.add_argument("--modes", nargs="+", choices=MODES, help="launches: only these modes")
+    ap.add_argument("--batches", nargs="+", help="launches: these batches (B<n>) instead of BATCHES")
+    ap.add_argument("--detail", action="store_true", help="launches: every launch of every forward, op by op")
     args = ap.parse_args(argv)
     interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
     if args.what == "kernels" and interpret:
@@ -233,10 +246,14 @@ def main(argv: list[str] | None = None) -> int:
         print("structure_worker launches: set TRITON_INTERPRET=1 (the library then launches through kernel[grid])",
               file=sys.stderr)
         return 2
-    if args.what == "launches" and args.models is None and (args.jobs or 2) > 1:
-        result = _split_by_model("launches", args.out, args.jobs)
+    models = args.models or list(MODELS)
+    if args.what == "launches" and len(models) > 1 and (args.jobs or 2) > 1:
+        extra = [*(["--forwards", *args.forwards] if args.forwards else []),
+                 *(["--modes", *args.modes] if args.modes else []),
+                 *(["--batches", *args.batches] if args.batches else []), *(["--detail"] if args.detail else [])]
+        result = _split_by_model("launches", args.out, args.jobs, models, extra)
     elif args.what == "launches":
-        result = measure_launches(args.models)
+        result = measure_launches(models, args.forwards, args.modes, args.batches, args.detail)
     elif args.what == "tokens":
         result = measure_tokens()
     else:

@@ -16,7 +16,7 @@ No store, no torch.
 """
 
 from ci.verdicts.ab import VerdictSettings, compare, spread_for, spreads, worse
-from ci.verdicts.exact import exact_steps, exact_verdicts, is_exact
+from ci.verdicts.exact import exact_steps, exact_verdicts, is_exact, series_label
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
 from ci.verdicts.groups import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import (
@@ -95,6 +95,7 @@ __all__ = [
     "not_measured",
     "pick_machines",
     "results_with_crashes",
+    "series_label",
     "spread_for",
     "spreads",
     "state_change_points",

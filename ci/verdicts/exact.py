@@ -11,8 +11,8 @@
     but one, which reads "dense") in the same mode, and more over dense than on base: today every pruned
     forward launches more than dense (each stage adds its decision and its pack), so the gate holds that
     excess where it is; a pruned forward that gets closer to dense, or below it, passes;
-  - "tokens": kept tokens changed although no "version" series among its siblings (same machine, its
-    parameters a subset of the tokens series') changed: a pruner's decisions change only with a bump of
+  - "tokens": kept tokens changed although no "version" series beside it (same benchmark file and machine,
+    its parameters a subset of the tokens series') changed: a pruner's decisions change only with a bump of
     its declared version (`pruners.Pruner.decisions_version`, which the suite measures).
 
 Pure functions over `ci.records.Result`; no store.
@@ -121,13 +121,12 @@ class _Sides:
         return mine - theirs
 
     def claims(self, key: tuple[str, str]) -> list[tuple[str, float | None, float | None]]:
-        """The "version" series that can claim a change of `key`: the same benchmark class and machine, their
+        """The "version" series that can claim a change of `key`: the same benchmark file and machine, their
         parameters a subset of its own; (name, base value, head value)."""
         machine, bench = key[0], self.benches[key]
-        suite_class = bench.name.rsplit(".", 1)[0]
         mine = set(bench.params)
         return [(b.name.rsplit(".", 1)[-1], self.base.get(k), self.head.get(k)) for k, b in self.benches.items()
-                if k[0] == machine and b.unit == VERSION_UNIT and b.name.rsplit(".", 1)[0] == suite_class
+                if k[0] == machine and b.unit == VERSION_UNIT and b.suite == bench.suite
                 and b.params and set(b.params) <= mine]
 
 
@@ -194,11 +193,12 @@ def exact_verdicts(base: Sequence[Result], head: Sequence[Result]) -> list[Verdi
             if vb == vh:
                 out.append(verdict(Outcome.UNCHANGED, f"{show(vh)} {bench.unit}{note}"))
             else:
-                out.append(verdict(Outcome.CHANGED, _moved(vb, vh, bench.unit) + note))
+                out.append(verdict(Outcome.CHANGED, moved_text(vb, vh, bench.unit) + note))
     return out
 
 
-def _moved(before: float, after: float, unit: str) -> str:
+def moved_text(before: float, after: float, unit: str) -> str:
+    """"before -> after unit", as a CHANGED verdict's reason starts."""
     return f"{show(before)} -> {show(after)} {unit}"
 
 
@@ -218,21 +218,20 @@ def _gate(sides: _Sides, key: tuple[str, str]) -> str | None:
     if vh is None or not math.isfinite(vh):
         return None
     if bench.unit == SPILL_UNIT and vh > 0:
-        return f"gate: a shipping kernel spills {show(vh)} bytes (no kernel may spill on any architecture)"
+        return f"gate: spills {show(vh)} bytes (no shipping kernel may spill on any architecture)"
     if bench.unit == LAUNCH_UNIT:
         over = sides.over_dense("head", key)
         if over is not None and over > 0:
             before = sides.over_dense("base", key)
             if before is None:
-                return (f"gate: launches {show(vh)}, {show(over)} more than dense in the same mode (a new forward "
-                        "must not launch more than dense)")
+                return f"gate: {show(over)} more than dense in the same mode (a new forward may not launch more)"
             if over > before:
-                return (f"gate: launches {_moved(vb, vh, bench.unit)}: {show(over)} more than dense in the same "
-                        f"mode, {show(before)} on base (a forward may not launch more over dense than before)")
+                return (f"gate: {show(over)} more than dense in the same mode, {show(before)} on base (a forward may "
+                        "not launch more over dense than before)")
     if bench.unit == TOKEN_UNIT and vb is not None and math.isfinite(vb) and vb != vh:
         if not any(b != a for _, b, a in sides.claims(key)):
-            return (f"gate: kept tokens {_moved(vb, vh, bench.unit)} but the pruner's code did not claim it (bump "
-                    "its `decisions_version` in the change that means to change its decisions)")
+            return ("gate: kept tokens changed but the pruner's code did not claim it (bump its `decisions_version` "
+                    "in the change that means to change its decisions)")
     return None
 
 
