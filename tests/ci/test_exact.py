@@ -166,8 +166,6 @@ def test_history_steps_are_the_commits_where_the_value_moved():
 
 
 def test_the_dashboard_shows_where_each_figure_moved(tmp_path, asv_dir):
-    from dashboard import render_site
-
     commits = [sha_for(i) for i in range(4)]
     values = {0: 164, 1: 164, 2: 169, 3: 169}
 
@@ -182,10 +180,32 @@ def test_the_dashboard_shows_where_each_figure_moved(tmp_path, asv_dir):
     root = asv_dir(commits, benchmarks=EXACT_BENCHMARKS, samples=samples)
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
-    with Store(db) as store:
-        render_site(store, tmp_path / "site")
+    assert main(["dashboard", "--db", db, "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "structure.html").read_text()
     assert sha_for(2)[:10] in page and sha_for(1)[:10] not in page.split('id="moves"')[1]
     assert re.search(r"DeiT-S ATS graph B1</a></td><td>launches</td>.*?<td class=\"num\">164</td>"
                      r"<td class=\"num worse\">169</td>", page, re.S)
     assert "Structure" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_an_exact_only_job_replaces_the_structure_section_and_keeps_the_timings(tmp_path, asv_dir):
+    """`ci comment --structure-only` (the fork-safe exact workflow): the sticky comment's Structure section
+    becomes this job's, the GPU job's timings stay; rendered by GitHub's markdown, one Structure heading."""
+    from ci.outputs.structure import SECTION_END, SECTION_START
+
+    db = _ingested(tmp_path, asv_dir, {**BASE, "track_launches": [139, 163]})
+    sticky = tmp_path / "sticky.md"
+    gpu_body = (f"## Benchmarks\n\n**✅ no regression:** 3 series\n\n{SECTION_START}\n### Structure\n\n"
+                f"- DeiT-S ATS graph B1: 170 -> 171 launches\n{SECTION_END}\n\n| Outcome | Benchmark |\n|---|---|\n"
+                "| ✅ unchanged | gpu-timing-row |\n")
+    sticky.write_text(gpu_body)
+    args = ["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "acme/ragged-vit", "--pr",
+            "7", "--dry-run", str(sticky), "--structure-only"]
+    assert main(args) == 0
+    text = re.sub(r"<[^>]+>", "", _html(sticky.read_text()))
+    assert "DeiT-S ATS graph B1: 164 -&gt; 163 launches" in text and "170 -&gt; 171" not in text
+    assert "gpu-timing-row" in text and "3 series" in text
+    assert text.count("Structure") == 1
+    # Without --structure-only the job's own comment replaces the whole file (the GPU job's way).
+    assert main(args[:-1]) == 0
+    assert "gpu-timing-row" not in sticky.read_text() and "164 -&gt; 163" in _html(sticky.read_text())
