@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from ci.records import Outcome, Verdict
+from ci.records import Outcome, Result, Verdict
 from ci.verdicts.exact import is_exact, measure, moved_text, series_label, show
 
 # The markers around the comment's Structure section: a job that measures only the exact tier (a fork's PR
@@ -124,3 +124,39 @@ def merge_section(existing: str, fresh: str) -> str:
     if heading is None:
         return fresh
     return "\n".join([*lines[: heading + 1], "", section, *lines[heading + 1 :]]) + "\n"
+
+
+def head_summary(head: Sequence[Result], base: Sequence[Result] = ()) -> list[str]:
+    """A plain-text table of one commit's measurements, the exact figures beside the timings: one row per
+    benchmark method, with its series count, the range of its values and unit, and (given `base`, the
+    parent's results) how many of its exact series changed. What `python -m ci demo` prints for HEAD.
+
+    Args:
+        head: the commit's results (one machine).
+        base: its parent's results on the same machine ("" in the changed column where empty).
+
+    Returns:
+        The table's lines (none when `head` is empty).
+    """
+    base_values = {r.benchmark.key: r.value for r in base}
+    groups: dict[tuple[bool, str], list[Result]] = {}
+    for r in head:
+        groups.setdefault((not is_exact(r.benchmark), r.benchmark.name), []).append(r)
+    rows = []
+    for (timed, name), rs in sorted(groups.items()):
+        values = [r.value for r in rs if math.isfinite(r.value)]
+        if not values:
+            continue
+        unit = rs[0].benchmark.unit
+        lo, hi = min(values), max(values)
+        shown = (show(lo) if lo == hi else f"{show(lo)}-{show(hi)}") if not timed else (
+            f"{lo:.3g}" if lo == hi else f"{lo:.3g}-{hi:.3g}")
+        changed = "" if timed or not base else str(sum(
+            1 for r in rs if r.benchmark.key in base_values and base_values[r.benchmark.key] != r.value))
+        rows.append(("timing (median)" if timed else "exact", name, str(len(rs)), f"{shown} {unit}", changed))
+    if not rows:
+        return []
+    header = ("kind", "benchmark", "series", "values", "changed vs parent")
+    widths = [max(len(x[i]) for x in (header, *rows)) for i in range(len(header))]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+    return [line(header), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]

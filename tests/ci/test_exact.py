@@ -209,3 +209,22 @@ def test_an_exact_only_job_replaces_the_structure_section_and_keeps_the_timings(
     # Without --structure-only the job's own comment replaces the whole file (the GPU job's way).
     assert main(args[:-1]) == 0
     assert "gpu-timing-row" not in sticky.read_text() and "164 -&gt; 163" in _html(sticky.read_text())
+
+
+def test_the_demos_head_table_puts_the_exact_figures_beside_the_timings(tmp_path, asv_dir):
+    from ci.outputs.structure import head_summary
+
+    db = _ingested(tmp_path, asv_dir, {**BASE, "track_launches": [139, 163]})
+    with Store(db) as store:
+        lines = head_summary(store.results(commit_sha=sha_for(1)), store.results(commit_sha=sha_for(0)))
+        alone = head_summary(store.results(commit_sha=sha_for(1)))
+    rows = {ln.split()[1] if ln.startswith("exact") else ln.split()[2]: ln for ln in lines[2:]}
+    assert lines[0].split() == ["kind", "benchmark", "series", "values", "changed", "vs", "parent"]
+    assert rows["bench_structure.Launches.track_launches"].split()[2:] == ["2", "139-163", "launches", "1"]
+    assert rows["bench_structure.KernelResources.track_spilled_bytes"].split()[2:] == ["1", "0", "spilled", "bytes",
+                                                                                         "0"]
+    assert rows["bench_pack.PackTokens.time_gpu"].startswith("timing (median)")
+    assert rows["bench_pack.PackTokens.time_gpu"].split()[3:] == ["1", "1e-05", "seconds"]  # one series: its median
+    launches = next(ln for ln in alone if "track_launches" in ln)
+    assert launches.split()[-1] == "launches"  # no parent: no changed column
+    assert head_summary([]) == []
