@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import declare, structure_worker
+from . import declare, model_runs, structure_worker
 from .kernel_slots import KERNEL_SLOTS
 
 WORKER = Path(__file__).with_name("structure_worker.py")
@@ -69,16 +69,9 @@ def run_worker(what: str, timeout: float) -> dict[str, Any]:
         return json.loads(out.read_text())
 
 
-def _entry(cache: dict[str, Any], key: str) -> dict[str, Any]:
+def _entry(cache: dict[str, Any], key: str) -> Any:
     """The cache's value for `key`; NotImplementedError (skip) or RuntimeError (fail) as it says."""
-    got = cache.get(key)
-    if got is None:
-        raise NotImplementedError(f"{key}: not measured at this commit")
-    if "skip" in got:
-        raise NotImplementedError(got["skip"])
-    if "error" in got:
-        raise RuntimeError(f"{key}: {got['error']}")
-    return got["value"]
+    return model_runs.entry_values(cache, key, "value")
 
 
 def _exact(fn, unit: str, direction: str):

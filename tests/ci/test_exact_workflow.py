@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.ci.test_workflow import actionlint
 from tests.ci.workflow_rules import (
@@ -19,6 +18,7 @@ from tests.ci.workflow_rules import (
     credentials_in,
     is_checkout,
     isolation_violations,
+    load_workflow,
     machine_violations,
     machines_table,
     runner_of,
@@ -34,20 +34,14 @@ RUNNER_DOC = ROOT / "docs" / "runner.md"
 _WRITES_A_TREE = re.compile(r"\bgit (checkout|switch|reset|restore|worktree|stash|merge(?!-base)|rebase|cherry-pick)\b")
 
 
-def _load(path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text())
-    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the bare key `on` as True
-    return data
-
-
 @pytest.fixture(scope="module")
 def measure() -> dict[str, Any]:
-    return _load(MEASURE)
+    return load_workflow(MEASURE)
 
 
 @pytest.fixture(scope="module")
 def post() -> dict[str, Any]:
-    return _load(COMMENT)
+    return load_workflow(COMMENT)
 
 
 @pytest.mark.parametrize("path", [MEASURE, COMMENT], ids=["exact", "exact-comment"])
@@ -124,7 +118,7 @@ def test_the_comment_job_posts_without_running_pr_code(post):
 def test_the_gpu_workflow_is_untouched_by_the_exact_tier():
     """The GPU workflow keeps its own triggers and jobs (tests/ci/test_workflow.py); the exact tier reaches the
     GPU runner through the quick subset (benchmarks.QUICK_REGEX), not through a job of its own."""
-    gpu = _load(ROOT / ".github" / "workflows" / "benchmarks.yml")
+    gpu = load_workflow(ROOT / ".github" / "workflows" / "benchmarks.yml")
     assert set(gpu["on"]) == {"push", "pull_request_target", "workflow_dispatch"}
     assert set(gpu["jobs"]) == {"history", "deploy-dashboard", "pr-measure", "pr-comment"}
 
