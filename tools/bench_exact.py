@@ -9,8 +9,8 @@ the pull-request workflow run it:
 then prints, from asv's own result file, a table per benchmark class (points, measured, skipped, failed,
 the seconds of its `setup_cache` and of its points), the runner call's wall time against the budget
 (default 300 s: the exact subset must fit in 5 minutes of the project's 2-core CPU box), the machine's
-CPUs and load, and whether Triton's compile cache was warm (compiles are cached by the kernels' source, so
-a warm cache changes no value, only the time). Exit 0 with every point measured or skipped as the suite
+CPUs and load, and the size of Triton's compile cache before and after (compiles are cached by the kernels'
+source, so a warm cache changes no value, only the time). Exit 0 with every point measured or skipped as the suite
 says; 1 on a failed point, when a shipping kernel spills on any architecture (the exact gate that needs no
 base) or, with `--fail-over-budget`, over the budget; 2 when the runner itself failed. `.ci/run` runs it
 without `--fail-over-budget`: the time is a measurement to read in the table, not a test that a loaded
@@ -134,9 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cpus = len(os.sched_getaffinity(0))
     print(f"exact tier of {sha[:8]} ({subject[:60]}), {time.strftime('%Y-%m-%d %H:%M')}, {cpus} CPUs, "
-          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; Triton cache "
-          f"{'warm' if cache_after == cache_before and cache_before else 'cold'} "
-          f"({cache_before} entries before, {cache_after} after)")
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; Triton's cache {cache_before} "
+          f"entries before, {cache_after} after (new entries: compiles, by this call or another process)")
     print()
     print("| class | points | measured | skipped | failed | setup_cache s | points s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
