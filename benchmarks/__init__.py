@@ -10,11 +10,16 @@ from .declare import register_with_asv
 register_with_asv()
 
 # Benchmark-name regexes for `asv run -b REGEX` / `asv continuous -b REGEX` (documented in README.md).
+# The exact tier (bench_structure: launches, kernel resources, kept tokens, FLOPs; no GPU, no noise) runs
+# in every subset: on the GPU runner beside the timings, on a machine without one beside the CPU timings,
+# and alone (`python -m ci run --exact`) where no timing is wanted (a fork's pull request).
+EXACT_REGEX = r"^bench_structure\."
 QUICK_REGEX = (
     r"^bench_attention\.AttentionKernelsPR\.time_gpu|^bench_pack\.PackTokens\.time_gpu"
     r"|^bench_correctness\.(KernelError|ModelCorrectnessPR)\.|^bench_end_to_end\.EndToEndPR\."
-)  # GPU only: without a GPU the runner and the demo use CPU_REGEX
-CPU_REGEX = r"CPU\."
+    r"|^bench_structure\."
+)  # GPU timings: without a GPU the runner and the demo use CPU_REGEX
+CPU_REGEX = r"CPU\.|^bench_structure\."
 # The whole suite less the parameter combinations that can never run: asv matches `-b` against
 # `name(param, ...)` (each param as its repr) and spawns no process for an unselected combination
 # (24 never-running combinations x 2 methods were ~25 s of process spawns per full run on the H200,

@@ -18,6 +18,19 @@ from __future__ import annotations
 HIGHER = "higher"
 LOWER = "lower"
 DIRECTIONS = (HIGHER, LOWER)
+# A track benchmark whose value is exact (the same on every run and machine: a count, a size) declares
+# `exact = EXACT` next to its direction; benchmarks.json carries it and the service then compares the
+# series without noise thresholds or sampling statistics (`ci.records.Kind.EXACT`).
+EXACT = True
+
+
+def declared_exact(attr_sources: list[object]) -> bool:
+    """Whether a benchmark's attribute sources declare `exact = True` (asv's lookup order, as for `unit`)."""
+    for source in attr_sources:
+        value = getattr(source, "exact", None)
+        if value is not None:
+            return value is True
+    return False
 
 
 def declared_direction(attr_sources: list[object]) -> str | None:
@@ -31,7 +44,8 @@ def declared_direction(attr_sources: list[object]) -> str | None:
 
 
 def register_with_asv() -> bool:
-    """Make asv's discovery record a track benchmark's `direction` in benchmarks.json (idempotent).
+    """Make asv's discovery record a track benchmark's `direction` (and `exact`, where declared) in
+    benchmarks.json (idempotent).
 
     Returns:
         True when asv_runner's track type is (now) the recording one; False when asv_runner is not
@@ -48,7 +62,8 @@ def register_with_asv() -> bool:
         return True
 
     class DirectedTrackBenchmark(TrackBenchmark):
-        """asv's track benchmark, plus the declared `direction` (a string, so asv writes it out)."""
+        """asv's track benchmark, plus the declared `direction` (a string, so asv writes it out) and
+        `exact` (a bool, written only where true)."""
 
         records_direction = True
 
@@ -57,6 +72,8 @@ def register_with_asv() -> bool:
             direction = declared_direction(attr_sources)
             if direction is not None:
                 self.direction = str(direction)
+            if declared_exact(attr_sources):
+                self.exact = True
 
     benchmark_types.insert(0, DirectedTrackBenchmark)
     return True

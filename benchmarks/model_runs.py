@@ -223,8 +223,10 @@ def lookup(results: dict, key: str, name: str) -> float:
     return float(entry_values(results, key)[name])
 
 
-def entry_values(results: dict, key: str) -> dict:
-    """All values of entry `key`, with `lookup`'s skip / error behaviour."""
+def entry_values(results: dict, key: str, field: str = "values") -> Any:
+    """Entry `key`'s `field` in a setup_cache's results ({key: {field: ...} | {"skip": why} | {"error": text}},
+    an optional "_global" skip for all): NotImplementedError (asv skips the point) where the entry is missing
+    or skipped, RuntimeError (the point fails) where it failed."""
     if "skip" in results.get("_global", {}):
         raise NotImplementedError(results["_global"]["skip"])
     entry = results.get(key)
@@ -234,7 +236,7 @@ def entry_values(results: dict, key: str) -> dict:
         raise NotImplementedError(entry["skip"])
     if "error" in entry:
         raise RuntimeError(f"{key} failed in setup_cache:\n{entry['error']}")
-    return entry["values"]
+    return entry[field]
 
 
 def key_of(parts: Iterable[str]) -> str:

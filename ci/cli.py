@@ -215,7 +215,13 @@ def cmd_comment(args: argparse.Namespace) -> int:
             print(body)
     if args.repo is not None:
         post = _need("ci.outputs.github", "post_sticky_comment")
-        url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run)
+        merge = None
+        if args.structure_only:  # this job measured the exact tier only: the rest of the comment stays
+            from ci.outputs.structure import merge_section
+
+            merge = lambda existing: merge_section(existing, body)
+        url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run, merge=merge,
+                   head_sha=args.pr_head)
         with reader_may_leave():
             print(url)
     if comparison.problem:  # the comment's headline says it; the check fails as an error
@@ -331,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID)")
             p.add_argument("--repo", help="owner/name: post the sticky comment to this repository's PR")
             p.add_argument("--pr", type=int, help="pull request number (with --repo)")
+            p.add_argument("--structure-only", action="store_true",
+                           help="replace only the sticky comment's Structure section (a job that measured the exact "
+                                "tier alone keeps the timings another job posted)")
+            p.add_argument("--pr-head", help="post only if the pull request's head is this full sha (a PR number "
+                                             "read from an untrusted artifact must name the measured pull request)")
             p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
                            help="GitHub REST API root (default $GITHUB_API_URL or https://api.github.com)")
             p.add_argument("--dry-run", help="write the body to this file instead of calling GitHub")

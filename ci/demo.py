@@ -111,6 +111,25 @@ def suite_commits(repo: Path, count: int) -> list[str]:
     return picked[::-1]
 
 
+def print_head_summary(cfg: RunnerConfig, parent: str, head: str, gpu: bool) -> None:
+    """HEAD's measurements as a table, the exact tier's figures beside the timings
+    (`ci.outputs.structure.head_summary`), from the demo's store."""
+    from ci.outputs.structure import head_summary
+    from ci.store import Store
+
+    with Store(cfg.db) as store:
+        lines = head_summary(store.results(commit_sha=head, machine=cfg.machine),
+                             store.results(commit_sha=parent, machine=cfg.machine))
+    if not lines:
+        return
+    print()
+    print(f"HEAD {head[:8]}: the exact tier (launches, kernel resources, kept tokens, FLOPs: the same on every "
+          "machine, no noise) beside the timings" + ("" if gpu else " (CPU: Triton's interpreter and PyTorch's "
+                                                               "CPU kernels, which prove nothing about GPU speed)"))
+    for line in lines:
+        print(f"  {line}")
+
+
 def run_demo(
     out: Path, *, source: Path = REPO_ROOT, commits: int = 3, gpu: bool | None = None, machine: str | None = None
 ) -> int:
@@ -154,6 +173,7 @@ def run_demo(
     pr = run_pr(cfg, shas[-2], shas[-1])
     print_outcome(pr)
     minutes = (time.monotonic() - t0) / 60
+    print_head_summary(cfg, shas[-2], shas[-1], use_gpu)
     print()
     print(f"Demo done in {minutes:.1f} min. Measured on machine {cfg.machine!r}:")
     print(f"  store:      {cfg.db}")

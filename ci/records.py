@@ -36,6 +36,9 @@ class Kind(StrEnum):
     CORRECTNESS = "correctness"
     MEMORY = "memory"
     OTHER = "other"  # a tracked value whose unit the service does not know
+    # A value the suite declares exact (`exact = True` beside `direction`: a count, a size, the same on
+    # every run and machine): compared without noise thresholds or statistics (`ci.verdicts.exact`).
+    EXACT = "exact"
 
 
 class Outcome(StrEnum):
@@ -44,6 +47,7 @@ class Outcome(StrEnum):
     UNCHANGED = "unchanged"
     INCONCLUSIVE = "inconclusive"  # not enough evidence either way: ask for more samples
     FAILED = "failed"  # a correctness gate failed, or a benchmark failed to run on head: no statistics apply
+    CHANGED = "changed"  # an exact series moved (any size is a change); not a regression by itself
 
 
 # Reasons of the verdicts on series measured on one side only, or crashed, or of unknown direction
@@ -542,7 +546,8 @@ _TIME_TYPES = frozenset({"time", "timeraw"})
 _MEMORY_TYPES = frozenset({"memory", "peakmemory", "mem", "peakmem"})
 
 
-def declared_semantics(bench_type: str, unit: str, direction: object = None) -> tuple[Direction, Kind]:
+def declared_semantics(bench_type: str, unit: str, direction: object = None, exact: object = None
+                       ) -> tuple[Direction, Kind]:
     """Direction and kind of an asv benchmark from its declaration, never a guess.
 
     Args:
@@ -550,17 +555,22 @@ def declared_semantics(bench_type: str, unit: str, direction: object = None) -> 
         unit: asv's `unit` (a unit on `UNIT_SEMANTICS` implies a direction and a kind).
         direction: the suite's explicit `direction` attribute ("higher" / "lower"; None when the
             benchmark declares none, e.g. in result files written before the suite had it).
+        exact: the suite's `exact` attribute (True: the value is exact, `Kind.EXACT`; anything else,
+            or a benchmark type other than track: not).
 
     Returns:
         (direction, kind): the explicit direction wins over the unit's; `Direction.UNKNOWN` when
         neither the declaration, the type nor the unit says, or the declared value is not
-        "higher"/"lower"; `Kind.OTHER` for a unit the service does not know.
+        "higher"/"lower"; `Kind.OTHER` for a unit the service does not know; `Kind.EXACT` for a track
+        benchmark declared exact.
     """
     if bench_type in _TIME_TYPES:
         return Direction.LOWER, Kind.LATENCY
     if bench_type in _MEMORY_TYPES:
         return Direction.LOWER, Kind.MEMORY
     implied, kind = UNIT_SEMANTICS.get(unit, (Direction.UNKNOWN, Kind.OTHER))
+    if exact is True:
+        kind = Kind.EXACT
     if direction is None:
         return implied, kind
     declared = direction.lower() if isinstance(direction, str) else None

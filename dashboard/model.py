@@ -50,6 +50,7 @@ from ci.verdicts import (
     change_points,
     commit_levels,
     detect_all,
+    exact_steps,
     expire,
     group_changes,
     judge_levels,
@@ -958,6 +959,10 @@ def _add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[
         key = (s.benchmark.key, s.machine)
         if s.benchmark.kind == Kind.CORRECTNESS:
             continue  # the gates judge those, not steps
+        if s.benchmark.kind == Kind.EXACT:  # no noise: a step wherever the value moved (ci.verdicts.exact)
+            s.changes.extend(ChangeMark(s.shas[i], after / before if before else math.nan, Outcome.CHANGED)
+                             for i, before, after in exact_steps(s.shas, s.values.tolist()))
+            continue
         shas, levels = _levels(s, raw.get(key))
         if levels.size:
             inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,

@@ -43,9 +43,11 @@ from markupsafe import Markup
 
 from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
-from ci.records import Direction, Kind, Outcome, Project, StoreReader, machine_labels
+from ci.records import Benchmark, Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
 from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack, VerdictSettings
+from ci.verdicts.exact import DENSE, LAUNCH_UNIT, SPILL_UNIT, measure, series_label
+from ci.verdicts.exact import show as fmt_exact
 from dashboard import data, fmt
 from dashboard.model import (
     ColumnsCache,
@@ -183,8 +185,10 @@ class _Site:
         # (another project's, most often) has no correctness page.
         self.has_correctness = any(s.benchmark.kind == Kind.CORRECTNESS for s in snap.series) or any(
             b.kind == Kind.CORRECTNESS for fails in snap.failures_by_sha.values() for b, _, _ in fails)
+        self.n_exact = sum(s.benchmark.kind == Kind.EXACT for s in snap.series)
         self.tabs = [("overview", "index.html", "Overview"), ("regressions", "regressions.html", "Regressions"),
                      *([("correctness", "correctness.html", "Correctness")] if self.has_correctness else []),
+                     *([("structure", "structure.html", "Structure")] if self.n_exact else []),
                      ("commits", "commits.html", "Commits")]
 
     # -- helpers ------------------------------------------------------------------------------
@@ -307,6 +311,8 @@ class _Site:
         open_regs = [r for r in snap.regressions if r.is_open]
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in snap.series:
+            if s.benchmark.kind == Kind.EXACT:
+                continue  # the structure page's (thousands of series, each a count that moves on purpose)
             fin = np.flatnonzero(np.isfinite(s.values)).tolist()  # the runs with a value
             latest = s.point(fin[-1]) if fin else None
             prev = s.point(fin[-2]) if len(fin) > 1 else None
@@ -349,7 +355,7 @@ class _Site:
             "suspects": [self.suspect_row(x, 0) for x in self.open_suspects[:BANNER_LIMIT]],
             "n_suspected": len(self.open_suspects),
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
-            "n_series": len(snap.series), "n_commits": len(snap.commits),
+            "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
             "baseline": snap.baseline_sha[:10] if snap.baseline_sha else "",
@@ -658,6 +664,53 @@ class _Site:
 
         self.emit("correctness.html", "correctness.html", ctx, inputs=[s.points for s in gated], late=late)
 
+    def structure_page(self) -> None:
+        """The exact tier (`ci.records.Kind.EXACT`): every commit where an exact series moved, newest first,
+        with each move's before -> after; and, at the newest commit, what its gates look at (kernels that
+        spill, forwards that launch more than dense)."""
+        snap = self.snap
+        exact = [s for s in snap.series if s.benchmark.kind == Kind.EXACT]
+        moves: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        spilling, over_dense = [], []
+        latest_by_key: dict[tuple[str, str], float] = {}
+        for s in exact:
+            b, steps = s.benchmark, self.steps[id(s)]
+            label, what = series_label(b), measure(b)
+            href = self.series_href(b.key, s.machine, 0)
+            for i in np.flatnonzero(steps.code != 0).tolist():
+                moves[s.shas[i]].append((label, what, self.ml(s.machine), href, fmt_exact(steps.prev[i]),
+                                         fmt_exact(s.values[i]), b.unit, steps.cls(i)))
+            fin = np.flatnonzero(np.isfinite(s.values))
+            if fin.size:
+                latest = float(s.values[fin[-1]])
+                latest_by_key[(b.key, s.machine)] = latest
+                if b.unit == SPILL_UNIT and latest > 0:
+                    spilling.append((label, self.ml(s.machine), href, fmt_exact(latest)))
+        for s in exact:
+            b = s.benchmark
+            if b.unit != LAUNCH_UNIT or (b.key, s.machine) not in latest_by_key:
+                continue
+            for i, (name, value) in enumerate(b.params):
+                if value == DENSE:
+                    break
+                dense = Benchmark(b.name, (*b.params[:i], (name, DENSE), *b.params[i + 1:]), b.unit, b.direction,
+                                  b.kind).key
+                if (dense, s.machine) in latest_by_key:
+                    extra = latest_by_key[(b.key, s.machine)] - latest_by_key[(dense, s.machine)]
+                    if extra > 0:
+                        over_dense.append((series_label(b), self.ml(s.machine),
+                                           self.series_href(b.key, s.machine, 0),
+                                           fmt_exact(latest_by_key[(b.key, s.machine)]), fmt_exact(extra)))
+                    break
+        commits = []
+        for c in reversed(snap.commits):
+            rows = moves.get(c.sha)
+            if rows:
+                commits.append((c.sha[:10], self.commit_href(c.sha, 0), c.subject, sorted(rows)))
+        ctx = {"page": "structure", "n_exact": len(exact), "n_commits": len(snap.commits), "commits": commits,
+               "spilling": sorted(spilling), "over_dense": sorted(over_dense)}
+        self.emit("structure.html", "structure.html", ctx)
+
     def assets(self) -> None:
         for name in ("style.css", "chart.js"):
             text = (_PKG_DIR / "templates" / name).read_text(encoding="utf-8")
@@ -748,6 +801,9 @@ def _steps(s: Series) -> _Steps:
         size = np.abs(np.log(ratio))
         beyond = np.isfinite(size) & np.isfinite(thr) & (size > np.log1p(thr))
     worse = (ratio > 1) == (s.benchmark.direction == Direction.LOWER)
+    if s.benchmark.kind == Kind.EXACT:  # any change is a change (ci.verdicts.exact), also to or from zero
+        beyond = finite & (before >= 0) & (values != prev)
+        worse = (values > prev) == (s.benchmark.direction == Direction.LOWER)
     # A series of unknown direction: a change past its noise is listed (code 2), never coloured either way.
     judged = np.where(worse, 1, -1) if s.benchmark.direction != Direction.UNKNOWN else 2
     code = np.where(beyond, judged, 0)
@@ -870,6 +926,8 @@ def _render(store: StoreReader, out: Path, title: str | None, base_url: str, bas
             site.regressions_page()
             if site.has_correctness:
                 site.correctness_page()
+            if site.n_exact:
+                site.structure_page()
             site.commit_index()
             site.commit_pages()
 

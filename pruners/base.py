@@ -98,6 +98,10 @@ class Pruner(nn.Module):
     # How to bound the tokens an image keeps, for graph mode's warning when no stage does (`tokens_bound`
     # never below its input): the option to name, or "".
     capacity_hint: ClassVar[str] = ""
+    # Bumped (in the subclass) by a change that means to change this pruner's keep decisions: the exact
+    # benchmarks measure it beside the kept tokens, and a pull request whose kept tokens move without a
+    # bump fails its check (`bench_structure.Flops.track_decisions_version`, `ci.verdicts.exact`).
+    decisions_version: ClassVar[int] = 1
 
     def __init__(self, stages: Sequence[int]) -> None:
         super().__init__()

@@ -188,7 +188,8 @@ def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
         benchmark name -> BenchmarkInfo (type, unit, param names, version, direction, kind). The
         direction comes from the benchmark's declaration (`ci.records.declared_semantics`): asv's
         type, the suite's `direction` attribute (benchmarks.declare carries it into this file),
-        else the unit; a benchmark none of them settles has `Direction.UNKNOWN`.
+        else the unit; a benchmark none of them settles has `Direction.UNKNOWN`. A track benchmark that
+        declares `exact` there is of `Kind.EXACT`.
     """
     path = Path(results_dir) / "benchmarks.json"
     data = load_json(path, MAX_BENCHMARKS_BYTES)
@@ -208,7 +209,7 @@ def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
         if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
             raise AsvFormatError(f"{shown}: entry {name!r:.200} has malformed param_names")
         version = entry.get("version")
-        direction, kind = declared_semantics(btype, str(unit), entry.get("direction"))
+        direction, kind = declared_semantics(btype, str(unit), entry.get("direction"), entry.get("exact"))
         out[name] = BenchmarkInfo(
             name=name,
             type=btype,

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ci.format import format_value
+from ci.outputs.structure import exact_only, structure_block, structure_counts, structure_lines
 from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
@@ -75,6 +76,7 @@ _ICON = {
     Outcome.IMPROVED: "🟢",
     Outcome.INCONCLUSIVE: "🟡",
     Outcome.UNCHANGED: "⚪",
+    Outcome.CHANGED: "🔷",
 }
 _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p", "Threshold")
 _SUBJECT_CHARS = 72
@@ -291,10 +293,13 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
             ("unknown", "of unknown direction"), ("improved", "improvement(s)"),
             ("faster", "unconfirmed speed-up(s)"),
             ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
+            ("exact_failed", "structural gate(s) failed"), ("exact_changed", "structural change(s)"),
         ) if n.get(key, 0)
     ]
+    if not parts and n.get("exact"):
+        parts = [f"{n['exact']} exact series unchanged"]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
-    if n.get("gates_failed") or n.get("failed") or n.get("regressed"):
+    if n.get("gates_failed") or n.get("failed") or n.get("regressed") or n.get("exact_failed"):
         return "❌ Performance check failed", detail
     if n.get("missing") or n.get("not_run") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
         return "🟡 No regression confirmed; look at the series below", detail
@@ -480,10 +485,12 @@ def render_comment(
     all_gates = sorted(gate_by_key.values(), key=lambda v: (v.benchmark.key, v.machine))
     gates_failed = [v for v in all_gates if v.outcome != Outcome.UNCHANGED]
     gates_passed = [v for v in all_gates if v.outcome == Outcome.UNCHANGED]
-    perf = [v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS]
+    exact = exact_only(verdicts)  # the Structure section's (ci.outputs.structure), never a timing group
+    perf = [v for v in verdicts if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
     groups = group_verdicts(perf)
     n = {k: len(rows) for k, rows in groups.items()}
     n["gates_failed"] = len(gates_failed)
+    n.update(structure_counts(exact))
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     n_tested = sum(math.isfinite(v.p_value) for v in perf)
     # Series of several machines (environments of one asv machine): each row names its machine.
@@ -527,6 +534,8 @@ def render_comment(
         "new": (cols(("Benchmark", "Params", "Head")), [new_row(v) for v in groups["new"]]),
         "unchanged": (perf_header, perf_rows("unchanged")),
         "environment": (("Key", "Value"), [(_text(k), _code(val)) for k, val in sorted(environment.items())]),
+        "structure": ((), [(line,) for line in structure_lines(
+            exact, _code, _text, (lambda v: ctx.machine_labels.get(v.machine, v.machine)) if several else None)]),
     }
     limits = {name: len(rows) for name, (_, rows) in sections.items()}
     visible = (
@@ -553,6 +562,9 @@ def render_comment(
         if ctx.problem:  # a check that did not run is not a pass: never "no regression"
             status, detail = "❌ Nothing was compared", _text(ctx.problem)
         out = [MARKER, f"## {_text(ctx.project.title)}", "", f"**{status}:** {detail}.", ""]
+        block = structure_block([row[0] for row in sections["structure"][1]], limits["structure"], n)
+        if block:
+            out += [*block, ""]
         if cpu:
             out += [*_cpu_warning(cpu, ctx.settings, len(perf) - sum(cpu.values())), ""]
         out.append(_commit_line(ctx, base_sha, head_sha))
@@ -564,8 +576,9 @@ def render_comment(
                     + "; ".join(_text(c) for c in ctx.environment_changes)
                     + ". Any change below may be the environment's, not the code's."]
         out += ["", _legend(ctx.settings, n_tested)]
-        out += ["", "| Outcome | Series |", "|---|---|"]
-        out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
+        if any(counts.values()):
+            out += ["", "| Outcome | Series |", "|---|---|"]
+            out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
         if not all_gates and ctx.correctness_expected:
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:
@@ -584,8 +597,8 @@ def render_comment(
     body = build()
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
-    for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "improved", "unknown", "withheld",
-                 "unconfirmed", "not_run", "missing", "regressed", "environment", "failed", "gates_failed"):
+    for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "structure", "improved", "unknown",
+                 "withheld", "unconfirmed", "not_run", "missing", "regressed", "environment", "failed", "gates_failed"):
         if len(body) <= max_chars:
             return body
         lo, hi = 0, limits[name]

@@ -45,6 +45,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -448,6 +449,8 @@ def post_sticky_comment(
     timeout: float = 30.0,
     retries: int = 2,
     deadline: float = DEFAULT_DEADLINE_S,
+    merge: Callable[[str], str] | None = None,
+    head_sha: str | None = None,
 ) -> str:
     """Create or update the bot's one comment on a pull request.
 
@@ -462,6 +465,11 @@ def post_sticky_comment(
         timeout: seconds per HTTP read (at most what is left of `deadline`).
         retries: extra attempts on 5xx or connection errors (with backoff).
         deadline: seconds for the whole posting: every request, retry and rate-limit wait.
+        merge: what to post given the sticky comment's current body ("" where there is none; with
+            `dry_run`, the file's current text): a job that measured part of the suite keeps the rest
+            (`ci.outputs.structure.merge_section`). None: post `body` as it is.
+        head_sha: post only if the pull request's head is this commit (a number that came from an
+            untrusted artifact must name the pull request the trusted event says was measured).
 
     Returns:
         The comment's html_url (or the dry-run file's file:// URL).
@@ -488,7 +496,12 @@ def post_sticky_comment(
         raise ValueError(f"body is {len(body)} characters; GitHub accepts at most {GITHUB_MAX_CHARS}")
     if not (isinstance(deadline, int | float) and deadline > 0):
         raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+    if head_sha is not None and not re.fullmatch(r"[0-9a-f]{40}", head_sha):
+        raise ValueError(f"head_sha must be a full commit sha, got {head_sha!r}")
     if dry_run is not None:
+        if merge is not None:
+            path = Path(dry_run)
+            body = merge(path.read_text(encoding="utf-8") if path.is_file() else "")
         return write_dry_run(body, dry_run)
 
     secret = _token(token if token is not None else os.environ.get("GITHUB_TOKEN", ""))
@@ -496,15 +509,32 @@ def post_sticky_comment(
     # The redaction boundary: whatever goes wrong from here on (an HTTP error, a library's exception
     # quoting a header, a malformed answer) leaves as one GitHubError with the token replaced by ***.
     try:
-        return _post(client, repo, pr_number, body, marker)
+        if head_sha is not None:
+            _check_head(client, repo, pr_number, head_sha)
+        return _post(client, repo, pr_number, body, marker, merge)
     except GitHubError as exc:
         raise GitHubError(secret.redact(str(exc)), exc.status) from None
     except Exception as exc:  # noqa: BLE001 - see above
         raise GitHubError(secret.redact(f"posting the comment failed: {type(exc).__name__}: {exc}")) from None
 
 
-def _post(client: _Client, repo: str, pr_number: int, body: str, marker: str) -> str:
+def _check_head(client: _Client, repo: str, pr_number: int, head_sha: str) -> None:
+    """GitHubError unless pull request `pr_number`'s head commit is `head_sha`."""
+    pull, _ = client.request("GET", f"{client.base}/repos/{repo}/pulls/{pr_number}")
+    head = pull.get("head") if isinstance(pull, dict) else None
+    got = head.get("sha") if isinstance(head, dict) else None
+    if got != head_sha:
+        shown = got[:12] if isinstance(got, str) else "unknown"
+        raise GitHubError(f"{repo}#{pr_number}'s head is {shown}, not the measured {head_sha[:12]}: not posting")
+
+
+def _post(client: _Client, repo: str, pr_number: int, body: str, marker: str,
+          merge: Callable[[str], str] | None = None) -> str:
     ours = _find_sticky_comments(client, repo, pr_number, marker)
+    if merge is not None:
+        body = merge(str(ours[0].get("body") or "") if ours else "")
+        if len(body) > GITHUB_MAX_CHARS:
+            raise GitHubError(f"the merged comment is {len(body)} characters; GitHub takes {GITHUB_MAX_CHARS}")
     if ours:
         result, _ = client.request("PATCH", f"{client.base}/repos/{repo}/issues/comments/{int(ours[0]['id'])}",
                                    {"body": body})

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ci.outputs.comment import GROUPS, group_verdicts, headline, side_text
+from ci.outputs.structure import change_text, moved, structure_counts
 from ci.records import Kind, Outcome, Verdict
-from ci.verdicts import Spread, VerdictSettings, spread_for
+from ci.verdicts import Spread, VerdictSettings, series_label, spread_for
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _MARK = {"failed": "!", "regressed": "+", "unconfirmed": "~", "withheld": "x", "unknown": "x", "missing": "x",
@@ -67,13 +68,23 @@ def render_table(
     sides = spreads or {}
     gates = [v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS]
     gates_failed = [v for v in gates if v.outcome != Outcome.UNCHANGED]
-    groups = group_verdicts([v for v in verdicts if v.benchmark.kind != Kind.CORRECTNESS])
+    groups = group_verdicts([v for v in verdicts if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)])
+    exact = structure_counts(verdicts)
     rows = []
     for name in GROUPS:
         if only_changed and name in ("unchanged", "new"):
             continue
         rows += [_row(name, v, spread_for(sides, v)) for v in groups[name]]
     lines = []
+    # The exact tier first, as the comment's Structure section: what moved, then what its gates failed.
+    for v in moved(verdicts):
+        mark = "!" if v.outcome == Outcome.FAILED else "*"
+        why = f"  ({_plain(v.reason)})" if v.outcome == Outcome.FAILED else ""
+        lines.append(f"{mark} {_plain(series_label(v.benchmark))}: {_plain(change_text(v))}{why}")
+    if exact["exact"]:
+        lines.append(f"{exact['exact_changed']} of {exact['exact']} exact series changed, {exact['exact_failed']} "
+                     "failed a gate (exact: no noise, any change is a change).")
+        lines.append("")
     if rows:
         widths = [max(len(r[i]) for r in (_HEADER, *rows)) for i in range(len(_HEADER) - 1)]
         for r in (_HEADER, *rows):
@@ -90,6 +101,7 @@ def render_table(
                  "confidence interval of head/base; p: Mann-Whitney U, corrected for the number of series.")
     n = {k: len(v) for k, v in groups.items()}
     n["gates_failed"] = len(gates_failed)
+    n.update(exact)
     status, detail = headline(n)
     if problem:
         status, detail = "❌ Nothing was compared", _plain(problem)

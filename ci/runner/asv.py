@@ -221,7 +221,7 @@ def run_asv(
     for s in shas:
         if not _SHA_RE.match(s):
             raise ValueError(f"not a full commit sha: {s!r}")
-    # The launch method comes from asv.conf.json (spawn; benchmarks/README.md says why).
+    # The launch method comes from asv.conf.json (forkserver since 2026-12-05; benchmarks/README.md says why).
     args = ["run", "--machine", cfg.machine, "--record-samples", "--show-stderr"]
     if cfg.bench:
         args += ["-b", cfg.bench]

@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--quick", action="store_true", help="only the PR subset (benchmarks.QUICK_REGEX)")
     sel.add_argument("--cpu", action="store_true", help="only what runs without a GPU (benchmarks.CPU_REGEX)")
+    sel.add_argument("--exact", action="store_true",
+                     help="only the exact tier (benchmarks.EXACT_REGEX: launches, kernel resources, kept tokens, "
+                          "FLOPs; no GPU, no timing, every value exact)")
     sel.add_argument("-b", "--bench", help="asv benchmark regex")
     p.add_argument("--dashboard", default=None, help="dashboard folder (default <repo>/.asv/dashboard; '' to skip)")
     p.add_argument("--dashboard-branch", default=None, help="only this branch's history on the dashboard")
@@ -72,7 +75,7 @@ def job_selection(
     """What a job measures and where it stores it, from `--quick` / `--cpu` / `-b` and `--db`.
 
     Args:
-        args: parsed options (quick, cpu, bench, db).
+        args: parsed options (quick, cpu, exact, bench, db).
         repo: the checkout (its suite's regexes; the default store lives in its `.asv/`).
         cpu_without_gpu: no subset given and no GPU here: the CPU subset instead of the whole suite.
 
@@ -88,6 +91,8 @@ def job_selection(
                          "(nvidia-smi lists none): pass --cpu for the subset that runs on the CPU")
     if args.quick:
         bench = suite_regex(repo, "quick")
+    elif getattr(args, "exact", False):
+        bench = suite_regex(repo, "exact")
     elif args.cpu or (cpu_without_gpu and args.bench is None and not gpu):
         bench = suite_regex(repo, "cpu")
         if not args.cpu:

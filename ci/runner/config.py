@@ -19,6 +19,7 @@ from ci.records import Verdict
 # Fallbacks for a checkout whose benchmarks/__init__.py predates the regex constants.
 _QUICK_FALLBACK = r"^bench_attention\.AttentionKernels\.time_gpu|^bench_correctness\.|CPU\."
 _CPU_FALLBACK = r"CPU\."
+_EXACT_FALLBACK = r"^bench_structure\."
 
 
 class RunnerError(RuntimeError):
@@ -32,15 +33,16 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
 
     Args:
         repo: the checkout holding `benchmarks/`.
-        which: "quick" (the PR subset), "cpu" (what runs without a GPU) or "full" (the whole suite
-            less the combinations that can never run).
+        which: "quick" (the PR subset), "cpu" (what runs without a GPU), "exact" (the exact tier alone:
+            no GPU, no timing) or "full" (the whole suite less the combinations that can never run).
 
     Returns:
         The regex for `asv run -b` ("" for "full" at a checkout that has none: no filter).
     """
-    names = {"quick": ("QUICK_REGEX", _QUICK_FALLBACK), "cpu": ("CPU_REGEX", _CPU_FALLBACK), "full": ("FULL_REGEX", "")}
+    names = {"quick": ("QUICK_REGEX", _QUICK_FALLBACK), "cpu": ("CPU_REGEX", _CPU_FALLBACK), "full": ("FULL_REGEX", ""),
+             "exact": ("EXACT_REGEX", _EXACT_FALLBACK)}
     if which not in names:
-        raise ValueError(f"which must be 'quick', 'cpu' or 'full', got {which!r}")
+        raise ValueError(f"which must be 'quick', 'cpu', 'exact' or 'full', got {which!r}")
     const, fallback = names[which]
     path = Path(repo) / "benchmarks" / "__init__.py"
     try:

@@ -42,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--quick", action="store_true", help="only the PR subset (benchmarks.QUICK_REGEX; needs a GPU)")
     sel.add_argument("--cpu", action="store_true",
                      help="only what runs without a GPU (benchmarks.CPU_REGEX; the default on a machine without one)")
+    sel.add_argument("--exact", action="store_true",
+                     help="only the exact tier (benchmarks.EXACT_REGEX: launches, kernel resources, kept tokens, "
+                          "FLOPs; no GPU, no timing, every value exact)")
     sel.add_argument("-b", "--bench", help="asv benchmark regex")
     p.add_argument("--aa", action="store_true",
                    help="BASE and HEAD may be one commit: an A/A check of the rule (first half of the samples "

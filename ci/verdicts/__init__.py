@@ -5,6 +5,8 @@
   its incremental core (per-series states a new commit extends);
 - `suspects`: the newest commits' steps against their recent history, before the detector can see them;
 - `gates`: correctness gates, which fail a PR whatever the timing says;
+- `exact`: exact series (launches, kernel resources, kept tokens, FLOPs): changed or unchanged, their
+  gates, and the commits where they moved, without statistics;
 - `inputs`: one commit's results as the verdicts see them, crashes included; one A/B comparison
   read from a store (`compare_commits`), the one path every entry point decides through;
 - `jobs`: which job measured a result, and a series' drift between jobs;
@@ -16,6 +18,7 @@ No store, no torch.
 """
 
 from ci.verdicts.ab import VerdictSettings, compare, spread_for, spreads, worse
+from ci.verdicts.exact import exact_steps, exact_verdicts, is_exact, series_label
 from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
 from ci.verdicts.groups import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import (
@@ -79,11 +82,14 @@ __all__ = [
     "compare_commits",
     "correctness_gates",
     "detect_all",
+    "exact_steps",
+    "exact_verdicts",
     "exit_code",
     "expire",
     "environment_changes",
     "find_suspects",
     "group_changes",
+    "is_exact",
     "job_relation",
     "judge_levels",
     "machine_keys",
@@ -94,6 +100,7 @@ __all__ = [
     "not_measured",
     "pick_machines",
     "results_with_crashes",
+    "series_label",
     "series_noise",
     "spread_for",
     "spreads",

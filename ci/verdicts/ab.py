@@ -37,7 +37,8 @@ caller passes each series' noise model learned from the machine's history (`betw
 A series measured as one value a side without asv's statistics is then judged on that allowance alone.
 
 Correctness series (`Kind.CORRECTNESS`) are not compared statistically: their head results go
-through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1.
+through `ci.verdicts.gates.correctness_gates`, whose FAILED verdicts make `exit_code` return 1. Nor are
+exact series (`Kind.EXACT`): `ci.verdicts.exact` calls them unchanged or changed, and applies their gates.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from ci.records import (
     Verdict,
     is_worse,
 )
+from ci.verdicts.exact import exact_verdicts, is_exact
 from ci.verdicts.gates import correctness_gates
 from ci.verdicts.noise import SeriesNoise
 from ci.verdicts.stats import (
@@ -395,10 +397,16 @@ def compare(
     final: list[Verdict] = []
     pending: list[_Pending] = []
     gate_results: list[Result] = []
+    exact_base: list[Result] = []
+    exact_head: list[Result] = []
     for series in sorted(base_groups.keys() | head_groups.keys(), key=lambda s: (s[1], s[0])):
         b_rs, h_rs = base_groups.get(series), head_groups.get(series)
         machine, key = series
         bench = (h_rs or b_rs)[0].benchmark  # type: ignore[index]
+        if is_exact(bench):  # exact series: no statistics (ci.verdicts.exact, after the loop)
+            exact_base.extend(b_rs or ())
+            exact_head.extend(h_rs or ())
+            continue
         if bench.kind == Kind.CORRECTNESS:
             if h_rs:
                 gate_results.extend(h_rs)
@@ -425,6 +433,7 @@ def compare(
     adjusted = adjust_pvalues([p.p_raw for p in pending], settings.correction)
     final.extend(_decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
     final.extend(correctness_gates(gate_results))
+    final.extend(exact_verdicts(exact_base, exact_head))
     return sorted(final, key=lambda v: (v.benchmark.key, v.machine))
 
 

@@ -31,6 +31,9 @@ Method (Otava/Hunter-style split then merge):
    reported, where the caller passes it (`floor` / `floor_for`); the detector's own `floor` is the
    least it ever finds.
 
+Exact series (`Kind.EXACT`) are not analysed here: their steps are the commits where the value moved
+(`ci.verdicts.exact.exact_steps`), with no noise to test against.
+
 Over a store that keeps states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), `detect_all`
 keeps each series' detector state in the store and, on the next call, reads and examines only the
 runs after it; the result is exactly that of a computation from scratch (a state that cannot be
@@ -312,7 +315,7 @@ def detect_all(
     if _is_store(source):
         allowed = {c.sha for c in source.commits(branch)} if branch else None  # type: ignore[union-attr]
         for bench in source.benchmarks():  # type: ignore[union-attr]
-            if bench.kind == Kind.CORRECTNESS and not include_correctness:
+            if (bench.kind == Kind.CORRECTNESS and not include_correctness) or bench.kind == Kind.EXACT:
                 continue
             for r in source.results(benchmark_key=bench.key, machine=machine):  # type: ignore[union-attr]
                 if allowed is None or r.commit_sha in allowed:
@@ -335,7 +338,7 @@ def _groups(results: Sequence[Result], machine: str | None, include_correctness:
     for r in results:
         if not isinstance(r, Result):
             raise TypeError(f"source must contain only Result records, got {type(r).__name__}")
-        if r.benchmark.kind == Kind.CORRECTNESS and not include_correctness:
+        if (r.benchmark.kind == Kind.CORRECTNESS and not include_correctness) or r.benchmark.kind == Kind.EXACT:
             continue
         if machine is None or r.machine == machine:
             groups.setdefault((r.benchmark.key, r.machine), []).append(r)
@@ -489,6 +492,8 @@ def _machine_states(
     states: dict[str, tuple[SeriesState, Benchmark]] = {}
     save: dict[tuple[str, str], tuple[int, str, bytes]] = {}
     for col in hist.series:
+        if col.benchmark.kind == Kind.EXACT:
+            continue  # exact series step exactly where their value moves (ci.verdicts.exact), no detector state
         key = col.benchmark.key
         state = None
         if key in valid:
@@ -508,7 +513,7 @@ def _machine_states(
         if key in states or complete:
             continue  # a complete read lists every series that has results
         bench = benches.get(key)
-        if bench is None:
+        if bench is None or bench.kind == Kind.EXACT:
             continue
         try:
             state = SeriesState.from_bytes(mine[key][2], knobs)

@@ -436,7 +436,7 @@ def judge_levels(
     level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
     window_thresholds = _threshold(sigma, settings, floor)  # NaN where the window's sigma is (np.maximum keeps NaN)
     thresholds = np.concatenate([kept, window_thresholds[start - first:]])
-    judged = benchmark.kind != Kind.CORRECTNESS and benchmark.direction != Direction.UNKNOWN
+    judged = benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT) and benchmark.direction != Direction.UNKNOWN
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
     if judged and n > settings.min_history:
         thr = np.log1p(window_thresholds[:-1])

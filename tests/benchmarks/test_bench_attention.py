@@ -146,7 +146,7 @@ def test_more_calls_than_recorded_samples_is_an_error_not_a_repeat(monkeypatch, 
         _take(bench_attention.AttentionKernelsPR, cache, ("p", "triton"), "time_gpu", 1)
 
 
-def test_quick_regex_selects_the_pr_classes_and_nothing_else():
+def test_quick_regex_selects_the_pr_classes_and_the_exact_tier_and_nothing_else():
     import re
 
     from benchmarks import QUICK_REGEX
@@ -165,5 +165,8 @@ def test_quick_regex_selects_the_pr_classes_and_nothing_else():
         "bench_end_to_end.EndToEndPR.time_forward": True,
         "bench_end_to_end.EndToEnd.track_peak_memory": False,
         "bench_end_to_end.EndToEnd.time_forward": False,
+        # the exact tier runs beside the timings (benchmarks.EXACT_REGEX)
+        "bench_structure.Launches.track_launches": True,
+        "bench_structure.KernelResources.track_spilled_bytes": True,
     }
     assert {n: bool(re.search(QUICK_REGEX, n)) for n in names} == names

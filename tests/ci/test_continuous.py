@@ -137,3 +137,60 @@ def test_table_lists_an_unknown_direction_as_not_judged():
     assert _rows(out) == {"bench_io.Copy.track_bandwidth": "x"}, out
     assert out.rstrip().splitlines()[-1] == ("🟡 No regression confirmed; look at the series below: 1 of unknown "
                                              "direction.")
+
+
+EXACT_SUITE = '''
+import toylib
+
+
+class Shape:
+    def track_launches(self):
+        return toylib.LAUNCHES
+
+    track_launches.unit = "launches"
+    track_launches.direction = "lower"
+    track_launches.exact = True
+'''
+
+
+def test_cpu_continuous_tells_the_exact_tier_first(toy, tmp_path, capsys):  # noqa: F811
+    """`ci continuous --cpu`: an exact series (declared through benchmarks.declare, as bench_structure's)
+    is measured beside the CPU timings and told first, before → after, with no threshold; the table and the
+    bot's comment agree."""
+    import shutil
+
+    from tests.ci.test_runner import _git
+
+    repo, shas = toy
+    root = Path(__file__).resolve().parents[2]
+    shutil.copy(root / "benchmarks" / "declare.py", repo / "benchmarks" / "declare.py")
+    (repo / "benchmarks" / "__init__.py").write_text(
+        "from .declare import register_with_asv\n\nregister_with_asv()\n"
+        'CPU_REGEX = r"^bench_toy\\.Toy\\.|^bench_shape\\."\nQUICK_REGEX = r"Toy"\n')
+    (repo / "benchmarks" / "bench_shape.py").write_text(EXACT_SUITE)
+    lib = repo / "toylib" / "__init__.py"
+    lib.write_text(lib.read_text() + "\nLAUNCHES = 139\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "D: the exact toy", when=3)
+    base = _git(repo, "rev-parse", "HEAD")
+    lib.write_text(lib.read_text().replace("LAUNCHES = 139", "LAUNCHES = 142"))
+    _git(repo, "commit", "-q", "-am", "E: three more launches", when=4)
+    head = _git(repo, "rev-parse", "HEAD")
+    db = str(tmp_path / "h.sqlite")
+    code = main(["continuous", "--repo", str(repo), "--db", db, "--machine", "cibox", "--cpu", "--all", base,
+                 head])
+    out = capsys.readouterr().out
+    # The toy's timing on a loaded box decides the exit code either way; the exact change never does (no gate
+    # reads launches without a dense sibling), and the headline counts it apart.
+    assert code in (0, 1), out
+    assert "1 structural change(s)" in out.rstrip().splitlines()[-1], out
+    told = out.split("[runner] exit")[-1] if "[runner] exit" in out else out
+    lines = [ln for ln in told.splitlines() if ln.strip()]
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("* "))
+    assert lines[first] == "* bench_shape.Shape.track_launches: 139 -> 142 launches", lines
+    assert lines[first + 1].startswith("1 of 1 exact series changed, 0 failed a gate")
+    assert any("bench_toy.Toy.time_work" in ln for ln in lines[first + 2:]), "the CPU timing is beside it"
+    comment = tmp_path / "c.md"
+    assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)]) == code
+    body = comment.read_text()
+    assert "- `bench_shape.Shape.track_launches`: 139 -\\> 142 launches" in body.split("### Structure")[1], body

@@ -8,6 +8,7 @@ PR A/B, store, dashboard, comment; then a second demo resumes to nothing.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -28,6 +29,9 @@ def test_demo_measures_stores_renders_and_resumes(toy, tmp_path, capsys):  # noq
     assert f"dashboard:  {out / 'dashboard' / 'index.html'}" in printed
     assert f"PR comment: {out / 'pr-comment.md'}" in printed
     assert "verdict exit code for HEAD: 1" in printed, "C is 4x slower than its parent B"
+    summary = printed.split(f"HEAD {shas['C'][:8]}: the exact tier")[1].split("Demo done")[0]
+    assert "(CPU: Triton's interpreter" in summary
+    assert re.search(r"timing \(median\)\s+bench_toy\.Toy\.time_work\s+\d+\s+\S+ seconds", summary), summary
     assert (out / "dashboard" / "index.html").is_file()
     body = (out / "pr-comment.md").read_text()
     assert shas["B"][:12] in body and shas["C"][:12] in body and "bench_toy.Toy.time_work" in body

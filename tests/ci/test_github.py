@@ -34,6 +34,7 @@ class FakeGitHub:
         # GET /user: 200 with this login, or this status (403 is what a GitHub App installation
         # token, e.g. Actions' GITHUB_TOKEN, gets: "Resource not accessible by integration").
         self.user_status = 200
+        self.heads: dict[int, str] = {}  # pull request number -> its head commit (GET /repos/{o}/{r}/pulls/{n})
 
     def add(self, pr: int, body: str, login: str = "alice", user_type: str = "User") -> dict:
         """A comment by `login` (a human by default; the bot's own comments pass login=BOT)."""
@@ -78,6 +79,11 @@ def _handler(gh: FakeGitHub):
                 if gh.user_status != 200:
                     return self._send(gh.user_status, {"message": "Resource not accessible by integration"})
                 return self._send(200, {"login": BOT, "type": "Bot", "id": 41898282})
+            if method == "GET" and parts[:3] == ["repos", *REPO.split("/")] and parts[3:4] == ["pulls"]:
+                head = gh.heads.get(int(parts[4]))
+                if head is None:
+                    return self._send(404, {"message": "Not Found"})
+                return self._send(200, {"number": int(parts[4]), "head": {"sha": head}})
             # /repos/{o}/{r}/issues/{n}/comments  or  /repos/{o}/{r}/issues/comments/{id}
             if parts[:3] != ["repos", *REPO.split("/")] or parts[3] != "issues":
                 return self._send(404, {"message": "Not Found"})
@@ -599,3 +605,57 @@ def test_an_oversized_response_is_refused_and_not_read(monkeypatch, declared: bo
         stop.set()
         srv.close()
     assert sum(sent) < 16 * 2**20  # the client stopped reading; the kernel's buffers hold the rest
+
+
+
+def test_posting_for_a_measured_head_only(github: FakeGitHub) -> None:
+    """A number read from an untrusted artifact posts only where that pull request's head is the commit the
+    trusted event says was measured; a full sha is required."""
+    github.heads = {7: "a" * 40, 8: "b" * 40}
+    _post(github, "measured a", pr=7, head_sha="a" * 40)
+    assert [c["body"] for c in github.comments[7]] == [f"{MARKER}\nmeasured a"]
+    with pytest.raises(GitHubError, match=r"#8's head is bbbbbbbbbbbb, not the measured aaaaaaaaaaaa: not posting"):
+        _post(github, "measured a", pr=8, head_sha="a" * 40)
+    assert 8 not in github.comments
+    with pytest.raises(GitHubError, match="404"):
+        _post(github, "measured a", pr=9, head_sha="a" * 40)  # no such pull request
+    with pytest.raises(ValueError, match="full commit sha"):
+        _post(github, "x", pr=7, head_sha="a" * 12)
+    assert not [path for method, path, *_ in github.requests if method != "GET" and "/issues/7" not in path]
+
+
+def test_merge_replaces_only_the_structure_section_of_the_sticky_comment(github: FakeGitHub) -> None:
+    from ci.outputs.structure import SECTION_END, SECTION_START, merge_section
+
+    gpu = (f"{MARKER}\n## Benchmarks\n\n**✅ no regression:** 12 series\n\n{SECTION_START}\nold structure\n"
+           f"{SECTION_END}\n\n| Outcome | Benchmark |\n|---|---|\n| ✅ | gpu timing |\n")
+    _post(github, gpu, pr=7)
+    exact = f"{MARKER}\n## Benchmarks\n\n**✅ exact only:**\n\n{SECTION_START}\nnew structure\n{SECTION_END}\n"
+    _post(github, exact, pr=7, merge=lambda existing: merge_section(existing, exact))
+    (comment,) = github.comments[7]
+    assert "new structure" in comment["body"] and "old structure" not in comment["body"]
+    assert "| ✅ | gpu timing |" in comment["body"] and "12 series" in comment["body"]  # the GPU job's timings stay
+    # No sticky comment yet: the exact job's own body whole.
+    _post(github, exact, pr=11, merge=lambda existing: merge_section(existing, exact))
+    assert github.comments[11][0]["body"] == exact
+
+
+def test_ci_comment_posts_for_the_measured_head_only(github: FakeGitHub, tmp_path, asv_dir, monkeypatch, capsys):
+    """`ci comment --pr-head SHA` (exact-comment.yml): a pull request whose head moved on, or a number that
+    names another pull request, gets nothing; the one measured gets the comment."""
+    from ci.cli import main as ci_main
+    from tests.ci.conftest import sha_for
+
+    db = str(tmp_path / "h.sqlite")
+    assert ci_main(["ingest", "--db", db, str(asv_dir([sha_for(0), sha_for(1)]))]) == 0
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    github.heads = {7: sha_for(1), 8: sha_for(2)}
+    args = ["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", REPO, "--api-url",
+            github.base, "--pr-head", sha_for(1), "--structure-only", "--pr"]
+    capsys.readouterr()
+    assert ci_main([*args, "8"]) == 2
+    assert "not the measured" in capsys.readouterr().err and 8 not in github.comments
+    verdict = ci_main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--no-save"])
+    assert ci_main([*args, "7"]) == verdict  # posting changes no verdict
+    (posted,) = github.comments[7]
+    assert posted["body"].startswith(MARKER) and sha_for(1)[:7] in posted["body"]

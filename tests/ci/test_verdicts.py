@@ -225,7 +225,8 @@ def test_summarize_and_exit_code() -> None:
     mk = lambda o: Verdict(LAT, o, 1.0, 1.0, 1.0)
     counts = summarize([mk(Outcome.UNCHANGED), mk(Outcome.UNCHANGED), mk(Outcome.INCONCLUSIVE)])
     assert counts == {Outcome.REGRESSED: 0, Outcome.IMPROVED: 0, Outcome.UNCHANGED: 2, Outcome.INCONCLUSIVE: 1,
-                      Outcome.FAILED: 0}
+                      Outcome.FAILED: 0, Outcome.CHANGED: 0}
+    assert exit_code([mk(Outcome.CHANGED)]) == 0  # an exact series that moved: reported, not a failure
     assert exit_code([mk(Outcome.IMPROVED), mk(Outcome.INCONCLUSIVE)]) == 0
     assert exit_code([mk(Outcome.UNCHANGED), mk(Outcome.REGRESSED)]) == 1
     assert exit_code([mk(Outcome.FAILED)]) == 1

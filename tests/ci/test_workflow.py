@@ -30,6 +30,7 @@ from tests.ci.workflow_rules import (
     git_config_from_env,
     is_checkout,
     isolation_violations,
+    load_workflow,
     machine_violations,
     machines_table,
     markdown_table,
@@ -123,10 +124,7 @@ def test_actionlint_catches_script_injection_and_unknown_labels(tmp_path):
 
 @pytest.fixture(scope="module")
 def wf() -> dict[str, Any]:
-    data = yaml.safe_load(WORKFLOW.read_text())
-    # YAML 1.1 reads the bare key `on` as True.
-    data["on"] = data.pop(True, data.get("on"))
-    return data
+    return load_workflow(WORKFLOW)
 
 
 def test_triggers_and_default_permissions(wf):

@@ -17,7 +17,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 Job = dict[str, Any]
 Workflow = dict[str, Any]
@@ -148,6 +151,13 @@ def git_config_from_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def is_checkout(step: Mapping[str, Any]) -> bool:
     return str(step.get("uses", "")).startswith("actions/checkout")
+
+
+def load_workflow(path: Path) -> Workflow:
+    """A workflow file parsed, its triggers under "on" (YAML 1.1 reads the bare key `on` as True)."""
+    data = yaml.safe_load(path.read_text())
+    data["on"] = data.pop(True, data.get("on"))
+    return data
 
 
 def triggers(wf: Workflow) -> set[str]:

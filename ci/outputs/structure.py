@@ -1,0 +1,162 @@
+"""The exact tier in words: how a structural series is named and a change of it is told ("DeiT-S ATS graph
+B1: 164 -> 167 launches"), and the "Structure" section that opens the PR comment, the CLI table's lines and
+the dashboard's structure page read.
+
+An exact series (`ci.records.Kind.EXACT`) is told by its parameter values joined by spaces (the suite names
+them to read well: model, forward, mode, batch; kernel slot, architecture), then, unless its unit says it
+already, the measure (the benchmark method's name without `track_`), then base -> head and the unit.
+
+Everything a PR's benchmark code controls (names, parameter values, units) reaches the comment as inline
+code or escaped text, as in `ci.outputs.comment`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from ci.records import Outcome, Result, Verdict
+from ci.verdicts.exact import is_exact, measure, moved_text, series_label, show
+
+# The markers around the comment's Structure section: a job that measures only the exact tier (a fork's PR
+# on a GitHub-hosted runner) replaces this part of the sticky comment and keeps the rest.
+SECTION_START = "<!-- ragged-vit-structure -->"
+SECTION_END = "<!-- /ragged-vit-structure -->"
+
+
+def change_text(v: Verdict) -> str:
+    """"[measure ]base -> head unit" of an exact verdict (the measure left out where the unit names it)."""
+    what = measure(v.benchmark)
+    unit = v.benchmark.unit
+    prefix = "" if what.lower() == unit.lower() else f"{what} "
+    if not math.isfinite(v.base_value):
+        return f"{prefix}{show(v.head_value)} {unit} (new)"
+    if not math.isfinite(v.head_value):
+        return f"{prefix}{show(v.base_value)} {unit} -> not measured"
+    change = moved_text(v.base_value, v.head_value, unit)
+    note = v.reason.removeprefix(change) if v.outcome == Outcome.CHANGED and v.reason.startswith(change) else ""
+    return f"{prefix}{change}{note}"
+
+
+def exact_only(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """The verdicts about exact series."""
+    return [v for v in verdicts if is_exact(v.benchmark)]
+
+
+def structure_counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """{"exact_failed": gates failed (or crashed), "exact_changed": series that moved, "exact": compared}."""
+    exact = exact_only(verdicts)
+    return {"exact_failed": sum(v.outcome == Outcome.FAILED for v in exact),
+            "exact_changed": sum(v.outcome == Outcome.CHANGED for v in exact), "exact": len(exact)}
+
+
+def _rank(v: Verdict) -> tuple[int, str, str]:
+    return (0 if v.outcome == Outcome.FAILED else 1, series_label(v.benchmark), v.benchmark.name)
+
+
+def moved(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """The exact verdicts a reader must see: failed gates and crashes first, then every change."""
+    return sorted((v for v in exact_only(verdicts) if v.outcome in (Outcome.FAILED, Outcome.CHANGED)), key=_rank)
+
+
+def structure_lines(verdicts: Sequence[Verdict], code: Callable[[object], str], text: Callable[[object], str],
+                    machine: Callable[[Verdict], str] | None = None) -> list[str]:
+    """One markdown list item per exact series that moved or failed (`moved`), e.g.
+    "- `DeiT-S ATS graph B1`: 164 -> 167 launches", a failed gate with ❌ and its reason.
+
+    Args:
+        verdicts: the comparison's verdicts (others than exact are ignored).
+        code: renders contributor text as inline code (`ci.outputs.comment`'s rule).
+        text: renders contributor text as escaped plain text.
+        machine: where several machines were compared, each row's machine label; None: not shown.
+    """
+    out = []
+    for v in moved(verdicts):
+        where = f" on {code(machine(v))}" if machine is not None else ""
+        line = f"- {code(series_label(v.benchmark))}{where}: {text(change_text(v))}"
+        if v.outcome == Outcome.FAILED:
+            line = f"- ❌ {line[2:]} — **{text(v.reason)}**"
+        out.append(line)
+    return out
+
+
+def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int]) -> list[str]:
+    """The comment's Structure section: a heading, one sentence of counts, the first `limit` lines and an
+    "N more" line, between the section markers; [] when no exact series was compared."""
+    if not counts.get("exact"):
+        return []
+    n, changed, failed = counts["exact"], counts["exact_changed"], counts["exact_failed"]
+    if changed or failed:
+        gist = (f"{changed} of {n} exact series changed" + (f"; {failed} gate(s) failed" if failed else "")
+                + " (exact: measured without a GPU, no noise, any change is a change).")
+    else:
+        gist = f"All {n} exact series unchanged (launches per forward, kernel resources, kept tokens, FLOPs)."
+    body = [SECTION_START, "### Structure", "", gist]
+    shown = list(lines[:limit])
+    if shown:
+        body += ["", *shown]
+    if len(lines) > len(shown):
+        body += ["", f"_… and {len(lines) - len(shown)} more (see the dashboard or the job log)._"]
+    return [*body, SECTION_END]
+
+
+def merge_section(existing: str, fresh: str) -> str:
+    """The sticky comment after a job that measured only the exact tier: `fresh`'s Structure section in place
+    of `existing`'s (or after its heading, when it has none), the rest of `existing` kept. `fresh` whole when
+    `existing` is empty or carries no heading to keep.
+
+    Args:
+        existing: the body the sticky comment has now.
+        fresh: the exact job's own rendering (with its section markers).
+
+    Returns:
+        The body to post.
+    """
+    start, end = fresh.find(SECTION_START), fresh.find(SECTION_END)
+    if start < 0 or end < 0:
+        return fresh
+    section = fresh[start : end + len(SECTION_END)]
+    a, b = existing.find(SECTION_START), existing.find(SECTION_END)
+    if a >= 0 and b > a:
+        return existing[:a] + section + existing[b + len(SECTION_END):]
+    lines = existing.splitlines()
+    heading = next((i for i, ln in enumerate(lines) if ln.startswith("**") and ":**" in ln), None)
+    if heading is None:
+        return fresh
+    return "\n".join([*lines[: heading + 1], "", section, *lines[heading + 1 :]]) + "\n"
+
+
+def head_summary(head: Sequence[Result], base: Sequence[Result] = ()) -> list[str]:
+    """A plain-text table of one commit's measurements, the exact figures beside the timings: one row per
+    benchmark method, with its series count, the range of its values and unit, and (given `base`, the
+    parent's results) how many of its exact series changed. What `python -m ci demo` prints for HEAD.
+
+    Args:
+        head: the commit's results (one machine).
+        base: its parent's results on the same machine ("" in the changed column where empty).
+
+    Returns:
+        The table's lines (none when `head` is empty).
+    """
+    base_values = {r.benchmark.key: r.value for r in base}
+    groups: dict[tuple[bool, str], list[Result]] = {}
+    for r in head:
+        groups.setdefault((not is_exact(r.benchmark), r.benchmark.name), []).append(r)
+    rows = []
+    for (timed, name), rs in sorted(groups.items()):
+        values = [r.value for r in rs if math.isfinite(r.value)]
+        if not values:
+            continue
+        unit = rs[0].benchmark.unit
+        lo, hi = min(values), max(values)
+        shown = (show(lo) if lo == hi else f"{show(lo)}-{show(hi)}") if not timed else (
+            f"{lo:.3g}" if lo == hi else f"{lo:.3g}-{hi:.3g}")
+        changed = "" if timed or not base else str(sum(
+            1 for r in rs if r.benchmark.key in base_values and base_values[r.benchmark.key] != r.value))
+        rows.append(("timing (median)" if timed else "exact", name, str(len(rs)), f"{shown} {unit}", changed))
+    if not rows:
+        return []
+    header = ("kind", "benchmark", "series", "values", "changed vs parent")
+    widths = [max(len(x[i]) for x in (header, *rows)) for i in range(len(header))]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+    return [line(header), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]
