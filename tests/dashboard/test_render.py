@@ -339,11 +339,15 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_empty_store(tmp_path: Path) -> None:
+    """A store with nothing measured says so, never the green "No open regressions" (a check that did
+    not run is not a pass): a new user's ingest of an empty folder lands here."""
     from tools.fixtures import MemoryStore
 
     stats = render_site(MemoryStore(), tmp_path)
     assert stats.series == 0 and stats.commits == 0
-    assert "No open regressions" in (tmp_path / "index.html").read_text()
+    page = (tmp_path / "index.html").read_text()
+    assert "Nothing measured yet" in page and "No open regressions" not in page
+    assert '<section class="banner warn" id="open-regressions">' in page
 
 
 def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
