@@ -46,7 +46,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ci.outputs": ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.verdicts"),
     "ci.runner": (*CORE, "ci.outputs"),
     "ci.cli": (*CORE, "ci.outputs", "ci.runner", "ci.demo"),
-    "ci.demo": (*CORE, "ci.runner"),
+    "ci.demo": (*CORE, "ci.outputs", "ci.runner"),
     "ci": ("ci.cli",),  # ci/__init__.py and `python -m ci`
     "tools": PRODUCT,
 }
