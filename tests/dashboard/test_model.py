@@ -230,7 +230,7 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
 @pytest.mark.slow
 def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ci.verdicts.history")
-    import dashboard.model as dm
+    import dashboard.judge as dm  # the series are judged there (forked workers)
 
     store = synthetic_store(n_commits=40, n_series=8, machines=2)
     monkeypatch.setattr(dm, "_PARALLEL_MIN_SERIES", 10**9)
@@ -245,7 +245,7 @@ def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.timeout(60)  # multiprocessing.Pool waited for the dead worker's series forever
 @pytest.mark.slow
 def test_a_judging_worker_killed_is_an_error_naming_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.model as dm
+    import dashboard.judge as dm  # the series are judged there (forked workers)
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork: the series are always judged in one process")

@@ -470,7 +470,7 @@ def test_a_series_of_2100_commits_renders(tmp_path: Path) -> None:
 
 
 def _force_fork(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.model as dm
+    import dashboard.judge as dm
     import dashboard.render as render
 
     if "fork" not in multiprocessing.get_all_start_methods():

@@ -79,7 +79,9 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
     """A render from a `ci.store.Store` takes its change points from `detect_all`'s kept states (a
     render after one commit extends them by that commit) and shows what the per-series computation
     over the results shows, on a history with steps on two machines."""
+    import dashboard.judge as judge
     import dashboard.model as model
+    import dashboard.snapshot as snapshot
     from ci.verdicts import HistorySettings
 
     mem = synthetic_store(n_commits=40, n_series=6, machines=2)
@@ -97,7 +99,7 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
         new = next_commit(mem, slower=1.5)
         ingest_commits(store, mem, [new.sha])
         seen: list[int] = []
-        real = model.detect_all
+        real = snapshot.detect_all
 
         def counting(source: object, **kw: object) -> object:
             seen.append(1)
@@ -107,8 +109,8 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
             raise AssertionError("a series' change points computed from its results, not the kept states")
 
         with monkeypatch.context() as m:
-            m.setattr(model, "change_points", refuse)
-            m.setattr(model, "detect_all", counting)
+            m.setattr(judge, "change_points", refuse)  # the series are judged in dashboard.judge
+            m.setattr(snapshot, "detect_all", counting)  # the stored change points are read in dashboard.snapshot
             after = marks(model.load_snapshot(store))
         assert seen == [1]
         assert after == marks(model.load_snapshot(mem))
@@ -304,9 +306,10 @@ def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
 def test_damaged_kept_columns_are_not_read() -> None:
     """Bytes that are not a `ColumnsCache` (truncated, foreign, inconsistent) give None: a full read."""
     import dashboard.model as model
+    import dashboard.snapshot as snapshot
 
     mem = synthetic_store(n_commits=8, n_series=2)
-    st = model._Stats(mem.benchmark_list[0], [0, 1], ["v1", None], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3, 3], None)
+    st = snapshot._Stats(mem.benchmark_list[0], [0, 1], ["v1", None], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3, 3], None)
     good = model.ColumnsCache({"m": [("k0", "d0"), ("k1", "d1")]}, {"m": ["a" * 40, "b" * 40]},
                               {(st.benchmark.key, "m"): st}).to_bytes()
     back = model.ColumnsCache.from_bytes(good)

@@ -1,0 +1,223 @@
+"""How the dashboard judges each series: its change points, suspicions and noise thresholds, over
+forked workers when there are many series (`_judge_all`; the children read their inputs from the
+module-level `_FORK_INPUT`), the change-point regressions and whether a later step fixed them
+(`recovery`), and the colouring of a change or a correctness value (`is_worse`, `gate_ok`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ci.forking import fork_map, fork_workers
+from ci.records import (
+    Acknowledgement,
+    Benchmark,
+    Direction,
+    Kind,
+    Outcome,
+    Result,
+)
+from ci.records import is_worse as records_is_worse
+from ci.verdicts import (
+    AlertGroup,
+    ChangePoint,
+    Suspect,
+    SuspectTrack,
+    change_points,
+    commit_levels,
+    exact_steps,
+    expire,
+    group_changes,
+    judge_levels,
+)
+from dashboard.series import ChangeMark, Regression, Series
+
+# Below this many series, starting worker processes costs more than it saves (~0.1 s).
+_PARALLEL_MIN_SERIES = 64
+# The fork children read the series from here (inherited memory, nothing pickled on the way in).
+_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None,
+                SuspectTrack | None, float]
+_FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
+
+
+_Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
+
+
+def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0) -> _Judged:
+    """A series' change points (computed from `results` unless given), suspicions and per-commit
+    noise thresholds (one more at the end: what the next commit will need), the last two only for
+    the commits after `track` when it still matches (`ci.verdicts.judge_levels`); `floor` is the
+    series' threshold from the project."""
+    if cps is None:
+        cps = change_points(results, floor=floor)
+    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track, floor=floor)
+    return cps, found, thresholds.tolist(), track
+
+
+def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
+    return [(k, _judge(*_FORK_INPUT[k])) for k in keys]
+
+
+def _judge_all(
+    inputs: dict[tuple[str, str], _Inputs],
+) -> dict[tuple[str, str], _Judged]:
+    """Change points (`ci.verdicts.change_points`, where not already known), suspicions and noise
+    thresholds of every series, over all CPUs this process may use.
+
+    Computed here, change points were most of a full render's CPU (5.4 ms per 1,000-commit series
+    on an idle box, 2026-11-29; a store that keeps states now gives them, docs/performance.md
+    "Dashboard render"); the work is independent per series, so it is split across forked workers;
+    without fork (macOS/Windows), for few series, or when the previous render's tracks leave only
+    the new commits to judge (0.1 s for 500 series after one commit, 2026-12-02) it runs here.
+    """
+    global _FORK_INPUT
+    keys = sorted(inputs)
+    workers = fork_workers(sum(inputs[k][6] is None for k in keys), _PARALLEL_MIN_SERIES)
+    if workers == 1:
+        return {k: _judge(*inputs[k]) for k in keys}
+    _FORK_INPUT = inputs
+    try:
+        parts = fork_map(_judge_chunk, [keys[i::workers] for i in range(workers)], workers,
+                         names=lambda chunk: (f"{key} on {machine}" for key, machine in chunk),
+                         lost="series not judged (change points, suspicions)")
+    finally:
+        _FORK_INPUT = {}
+    return {k: out for part in parts for k, out in part}
+
+
+def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray]:
+    """The series' per-commit levels as `ci.verdicts` reads them: from the runs' medians when
+    every commit has one result (no second median per result), else pooled from the raw samples."""
+    if raw is None or len(set(s.shas)) == len(s.shas):
+        kept = np.flatnonzero(s.values > 0)  # NaN compares False: dropped too
+        return [s.shas[i] for i in kept.tolist()], s.values[kept]
+    return commit_levels(raw)
+
+
+def track_name(benchmark_key: str, machine: str) -> str:
+    """The name a series' `SuspectTrack` is kept under (`Snapshot.tracks`)."""
+    return f"{benchmark_key}\0{machine}"
+
+
+def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[Result]],
+                         acks: dict[tuple[str, str], Acknowledgement], regressions: list[Regression],
+                         stored: dict[tuple[str, str], list[ChangePoint]] | None = None,
+                         tracks: dict[str, SuspectTrack] | None = None,
+                         runs: tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]] | None = None,
+                         floor_for: Callable[[str], float] | None = None,
+                         ) -> tuple[dict[str, SuspectTrack], list[AlertGroup]]:
+    """Each series' change marks, suspicions and thresholds, and the change-point regressions;
+    returns the series' suspicion tracks for the next snapshot and the crowds of change points
+    (`ci.verdicts.group_changes` over `runs`: each machine's commits and their environments), whose
+    members at a change of the recorded environment are labelled with it instead of left open."""
+    tracks = tracks or {}
+    inputs = {}
+    for s in series:
+        key = (s.benchmark.key, s.machine)
+        if s.benchmark.kind == Kind.CORRECTNESS:
+            continue  # the gates judge those, not steps
+        if s.benchmark.kind == Kind.EXACT:  # no noise: a step wherever the value moved (ci.verdicts.exact)
+            s.changes.extend(ChangeMark(s.shas[i], after / before if before else math.nan, Outcome.CHANGED)
+                             for i, before, after in exact_steps(s.shas, s.values.tolist()))
+            continue
+        shas, levels = _levels(s, raw.get(key))
+        if levels.size:
+            inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
+                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
+                           floor_for(s.benchmark.key) if floor_for is not None else 0.0)
+    found = _judge_all(inputs)
+    order, envs = runs if runs is not None else ({}, {})
+    groups = [g for g in group_changes([cp for key in found for cp in found[key][0]], order, envs if runs else None)
+              if g.crowd]
+    changed = {(cp.benchmark.key, cp.machine, cp.commit_sha): "; ".join(g.environment)
+               for g in groups if g.environment_change for cp in g.members}
+    kept: dict[str, SuspectTrack] = {}
+    for s in series:
+        key = (s.benchmark.key, s.machine)
+        if key not in found:
+            continue
+        cps, s.suspects, thr, kept[track_name(*key)] = found[key]
+        machine_commits = order.get(s.machine, [])
+        if s.suspects and s.shas and s.shas[-1] in machine_commits:
+            # A series that stopped reporting: its open suspicions expire, listed, never open for years.
+            s.suspects = expire(s.suspects, s.shas[-1], machine_commits[machine_commits.index(s.shas[-1]) + 1:])
+        s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
+        s.threshold = thr[-1]
+        for i, cp in enumerate(cps):
+            s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
+            if cp.outcome in (Outcome.REGRESSED, Outcome.FAILED):
+                regressions.append(Regression(
+                    benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
+                    base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
+                    ack=acks.get((s.benchmark.key, cp.commit_sha)),
+                    fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction),
+                    environment=changed.get((s.benchmark.key, s.machine, cp.commit_sha), "")))
+    return kept, groups
+
+
+def recovery(before: float, after: float, later: Sequence[Any], direction: Direction) -> str:
+    """The first later change point that brought the level back (at least three quarters of the way
+    to the level the regression left), or "": a regression is fixed only when its level returns. A
+    later step that leaves the level where the regression put it, or higher, fixes nothing; nor does
+    a series' noise: on a noisy runner a threshold of 37% "closed" +10% regressions whose level
+    stayed up (96 of 124 on a real GitHub-hosted history, 2026-12-05). A change-point regression is
+    shown open (`Regression.is_open`, unless acknowledged) exactly when this is "" (its `fixed_by`).
+
+    Args:
+        before: the regression's level before its step (`ChangePoint.before`).
+        after: its level after the step (`ChangePoint.after`).
+        later: the series' change points after it, oldest first (anything with `after` and `commit_sha`).
+        direction: which way is better for the series (unknown: read as lower is better).
+
+    Returns:
+        The sha of the change point that undid the step, or "".
+    """
+    if not (before > 0 and after > 0):
+        return ""
+    sign = -1.0 if direction == Direction.HIGHER else 1.0
+    rise = sign * math.log(after / before)  # how far worse the regression took the level (> 0)
+    for cp in later:
+        if cp.after > 0 and sign * math.log(cp.after / before) <= rise / 4:
+            return cp.commit_sha
+    return ""
+
+
+def is_worse(ratio: float, direction: Direction, threshold: float) -> bool | None:
+    """Whether a change is bad for this series, for colouring (not a verdict: ci.verdicts decides).
+
+    Args:
+        ratio: new / old.
+        direction: which way is better.
+        threshold: the relative change the series' own noise allows (`Series.thresholds`); NaN
+            when its noise is not known yet (too few runs), which colours nothing.
+
+    Returns:
+        True when worse beyond the threshold, False when better beyond it (both in log terms, so
+        +10% and -9.1% weigh alike), None inside it, when the ratio or threshold is not finite or
+        when the direction is unknown.
+    """
+    if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(threshold)):
+        return None
+    if abs(math.log(ratio)) <= math.log1p(threshold):
+        return None
+    return records_is_worse(direction, ratio)  # None for an unknown direction: shown, never judged
+
+
+def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:
+    """Whether a correctness value passes its gate.
+
+    Args:
+        value: the run's worst sample (see `Point`).
+        gate: (limit, strictly-below) from GATES, or None.
+
+    Returns:
+        True/False, or None when there is no gate or no finite value.
+    """
+    if gate is None or not math.isfinite(value):
+        return None
+    limit, below = gate
+    return value < limit if below else value >= limit
