@@ -154,8 +154,8 @@ def run_demo(
     shas = suite_commits(clone, commits)
     use_gpu = has_gpu() if gpu is None else gpu
     bench = suite_regex(clone, "quick" if use_gpu else "cpu")
-    branch = git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    branch = None if branch == "HEAD" else branch
+    head_name = git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    branch = None if head_name == "HEAD" else head_name
     say(f"demo: {len(shas)} commits of {source} ({shas[0][:8]}..{shas[-1][:8]}), "
         f"{'GPU: PR subset' if use_gpu else 'no GPU: CPU subset'} {bench_option(bench)}")  # fmt: skip
     cfg = RunnerConfig(

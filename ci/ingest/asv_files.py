@@ -22,15 +22,19 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-try:  # a C JSON parser, 4x json's speed on result files (2026-12-02); json alone does the same, slower
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - the service extra installs it
-    _orjson = None
 
 from ci.records import JOB_KEY, Direction, Kind, ParsedRun, declared_semantics
 from ci.text import quote_path
+
+_orjson: ModuleType | None
+try:  # a C JSON parser, 4x json's speed on result files (2026-12-02); json alone does the same, slower
+    import orjson as _orjson_module
+
+    _orjson = _orjson_module
+except ImportError:  # pragma: no cover - the service extra installs it
+    _orjson = None
 
 RESULTS_API_VERSION = 2  # asv.results.Results.api_version
 BENCHMARKS_API_VERSION = 2  # asv.benchmarks.Benchmarks.api_version

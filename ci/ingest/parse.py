@@ -335,7 +335,7 @@ def _parse(
     if not isinstance(params, dict):
         raise _Bad("params (machine info) is not an object")
     machine = params.get("machine")
-    if machine != machine_info.get("machine"):
+    if not isinstance(machine, str) or machine != machine_info.get("machine"):
         raise _Bad(f"machine name {machine!r:.80} does not match machine.json {machine_info.get('machine')!r:.80}")
     columns = data["result_columns"]
     if not isinstance(columns, list) or "result" not in columns or "params" not in columns:

@@ -32,7 +32,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -319,7 +319,7 @@ def _wire(items: list[_Read]) -> tuple[list[_GridKey], list[Any]]:
             out.append(item)
             continue
         run, sidecar = item
-        blocks = []
+        blocks: list[PointBlock | tuple[Any, ...]] = []  # a block as it is, or wired: (grid index, packed, ...)
         for block in run.blocks:
             at = grids.get(id(block.benches))
             if at is None:
@@ -391,7 +391,7 @@ def _read_all(
     benchmarks: dict[str, BenchmarkInfo],
     infos: dict[Path, dict[str, str]],
     known: dict[str, tuple[str, str]],
-) -> Iterator[_Read]:
+) -> Generator[_Read, None, None]:
     """`_read_one` of each path, in order: here for a few files, else in forked parsers (one per CPU,
     at most 8) while this process writes what they parsed, a few tasks ahead of the writer, so that
     memory holds a few dozen parsed files however long the history is. Parsing is about half of a
@@ -572,9 +572,10 @@ def ingest_results_dir(
     # one savepoint per file), so memory stays flat however long the history is.
     written = 0
     readable = [p for p in paths if not isinstance(machine_infos[p.parent], AsvFormatError)]
+    readable_infos = {d: info for d, info in machine_infos.items() if not isinstance(info, AsvFormatError)}
     # Parsing allocates millions of short-lived objects and none in cycles: the collector's passes
     # over them were ~1 s of 1,000 files' ingest, and more in a forked parser's returns (2026-12-02).
-    with contextlib.closing(_read_all(readable, benchmarks, machine_infos, known)) as reads, paused_gc():  # type: ignore[arg-type]
+    with contextlib.closing(_read_all(readable, benchmarks, readable_infos, known)) as reads, paused_gc():
         for first in range(0, len(paths), batch_size):
             if progress is not None and first:
                 progress(IngestProgress(first, len(paths), written, time.perf_counter() - t0))
@@ -600,9 +601,9 @@ def ingest_results_dir(
                     parsed.append(item)
             if not parsed:
                 continue
-            points, notes = _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems, replace)
+            points, batch_notes = _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems, replace)
             written += points
-            replaced.extend(notes)
+            replaced.extend(batch_notes)
     # A file whose bytes the store holds came after another file of its run: that file replaced the
     # run (this one is a stale copy, an error), or was refused (this one is still the stored run).
     refused = {f.path for f in outcomes if f.status == "error"}

@@ -264,7 +264,8 @@ def _read_capped(resp: Any, limit: int, deadline: _Deadline) -> bytes:
     length = resp.headers.get("Content-Length") if resp.headers is not None else None
     if length and length.strip().isdigit() and int(length) > limit:
         raise _TooLarge(f"{int(length):,} bytes")
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         chunk = resp.read1(65536)
         if not chunk:
@@ -413,7 +414,9 @@ def _find_sticky_comments(client: _Client, repo: str, pr_number: int, marker: st
                 continue
             if login is unknown:
                 login = _authenticated_login(client) or os.environ.get("RAGGED_BOT_LOGIN") or ACTIONS_BOT_LOGIN
-            user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
+            user = comment.get("user")
+            if not isinstance(user, dict):
+                user = {}
             if user.get("login") == login and "id" in comment:
                 found.append(comment)
         match = _NEXT_RE.search(headers.get("Link", "") if headers is not None else "")

@@ -89,6 +89,7 @@ def job_selection(
     if args.quick and not gpu:
         raise ValueError("--quick is the GPU subset (benchmarks.QUICK_REGEX) and this machine has no GPU "
                          "(nvidia-smi lists none): pass --cpu for the subset that runs on the CPU")
+    bench: str | None
     if args.quick:
         bench = suite_regex(repo, "quick")
     elif getattr(args, "exact", False):

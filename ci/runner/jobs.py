@@ -131,7 +131,7 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
                 code = EXIT_ERROR
             try:
                 comment, url = write_comment(cfg, store, comparison, base, head)
-                posting = ()
+                posting: tuple[str, ...] = ()
             except CommentNotPosted as exc:
                 comment, url = cfg.comment_path, None
                 posting = (f"error: the PR comment was written to {comment} but not posted: {exc}",)

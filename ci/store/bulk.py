@@ -86,7 +86,9 @@ class ResultInsert:
     def execute(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """Write `rows` on `conn`, inside the caller's transaction."""
         if self.copy_sql:
-            with conn.connection.driver_connection.cursor() as cur, cur.copy(self.copy_sql) as copy:
+            driver = conn.connection.driver_connection
+            assert driver is not None  # an open connection's
+            with driver.cursor() as cur, cur.copy(self.copy_sql) as copy:
                 copy.set_types(self.pg_types)
                 for r in rows:
                     copy.write_row(r)
@@ -97,10 +99,10 @@ class ResultInsert:
         if self.procs:
             fixed = []
             for r in rows:
-                r = list(r)
+                row = list(r)
                 for i, proc in self.procs:
-                    if r[i] is not None:
-                        r[i] = proc(r[i])
-                fixed.append(tuple(r))
+                    if row[i] is not None:
+                        row[i] = proc(row[i])
+                fixed.append(tuple(row))
             rows = fixed
         conn.exec_driver_sql(self.sql, rows)

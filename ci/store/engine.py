@@ -194,12 +194,14 @@ def retry_write(engine: Engine, fn: Callable[[Connection], T]) -> T:
 
 def _dialect_insert(dialect: str, table: Table) -> Any:
     if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    elif dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        return None
-    return dialect_insert(table)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert(table)
+    return None
 
 
 def insert_ignore(dialect: str, table: Table) -> Any:

@@ -14,6 +14,7 @@ be NaN are stored as NULL (SQLite turns NaN into NULL anyway).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import (
     Boolean,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -41,6 +43,11 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+    if TYPE_CHECKING:
+        # Every mapped class here is a plain declarative table, so its __table__ is a Table (which
+        # insert(), delete() and the dialect upserts take), not DeclarativeBase's wider FromClause.
+        __table__: ClassVar[Table]
 
 
 class MachineRow(Base):

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from sqlalchemy import Connection, Engine, String, func, select, text, type_coerce
@@ -250,7 +250,8 @@ def _fetch(conn: Connection, sql: str, params: list[Any]) -> list[tuple[Any, ...
     cur = dbapi.cursor(binary=True) if conn.dialect.driver == "psycopg" else dbapi.cursor()  # type: ignore[union-attr]
     try:
         cur.execute(sql, params)
-        return cur.fetchall()
+        # sqlite3 and psycopg return a list of tuples; PEP 249 (and so SQLAlchemy's type) says a sequence
+        return cast("list[tuple[Any, ...]]", cur.fetchall())
     finally:
         cur.close()
 

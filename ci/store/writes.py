@@ -242,7 +242,7 @@ class StoreWrites(StoreReads):
         return row.id
 
     def _benchmark_ids(
-        self, conn: Connection, pending: dict[str, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
+        self, conn: Connection, pending: dict[Any, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
     ) -> dict[str, int]:
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         # Ids committed before, then those this transaction created or found (`pending`): without the

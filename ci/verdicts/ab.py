@@ -440,8 +440,8 @@ def compare(
 def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | None:
     """Why base and head of a series cannot be compared because asv's benchmark `version` differs
     (the benchmark code measures something else now); None when they match or are unknown."""
-    b = {r.benchmark_version for r in base} - {None}
-    h = {r.benchmark_version for r in head} - {None}
+    b = {r.benchmark_version for r in base if r.benchmark_version is not None}
+    h = {r.benchmark_version for r in head if r.benchmark_version is not None}
     if not b or not h or b == h:
         return None
     return f"the benchmark's version changed ({', '.join(sorted(b))} -> {', '.join(sorted(h))})"

@@ -247,8 +247,8 @@ def _note(sides: _Sides, key: tuple[str, str]) -> str:
     if bench.unit == TOKEN_UNIT:
         for name, b, a in sides.claims(key):
             if b != a:
-                before, after = (show(math.nan if x is None else x) for x in (b, a))
-                return f" (claimed: {name} {before} -> {after})"
+                shown_b, shown_a = (show(math.nan if x is None else x) for x in (b, a))
+                return f" (claimed: {name} {shown_b} -> {shown_a})"
     return ""
 
 

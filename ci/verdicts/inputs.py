@@ -10,6 +10,7 @@ from typing import Any
 
 from ci.records import Kind, Result, Verdict
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
+from ci.verdicts.noise import SeriesNoise
 
 
 def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
@@ -172,7 +173,7 @@ def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[st
     if not h:
         raise ValueError(f"no results for head {head[:12]} on {', '.join(machines)}")
     jobs = job_relation([r for r in b if r.samples], [r for r in h if r.samples])
-    drift: dict[Any, float] | None = None
+    drift: dict[tuple[str, str], SeriesNoise] | None = None
     if not jobs.together:
         drift = {}
         for m in machines:

@@ -153,8 +153,8 @@ def job_levels(history: Sequence[Result], exclude_commits: Collection[str] = ()
             samples_of[i] = samples_of[i] + r.samples
     levels = np.full(len(samples_of), np.nan)
     by_count: dict[int, list[int]] = {}
-    for i, s in enumerate(samples_of):
-        by_count.setdefault(len(s), []).append(i)
+    for i, pooled in enumerate(samples_of):
+        by_count.setdefault(len(pooled), []).append(i)
     for count, idx in by_count.items():
         if count == 0:
             continue

@@ -18,7 +18,7 @@ def summarize(verdicts: Iterable[Verdict]) -> dict[Outcome, int]:
     Returns:
         {Outcome: count} with every Outcome present (0 when absent), in Outcome order.
     """
-    counts = Counter()
+    counts: Counter[Outcome] = Counter()
     for v in verdicts:
         if not isinstance(v, Verdict):
             raise TypeError(f"summarize expects Verdict records, got {type(v).__name__}")

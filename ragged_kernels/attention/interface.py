@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
 import numbers
 import operator
 import os
 from collections.abc import Iterator
+from typing import Final, Literal, Protocol
 
 import torch
 
@@ -20,16 +22,27 @@ _DEBUG = os.environ.get("RAGGED_KERNELS_DEBUG", "0") not in ("", "0")
 # The native entry point (native.py): default where CUDA is available, built (or loaded from torch's
 # extension cache) on the first call that can use it, not at import: importing the library costs no
 # compiler run (the first build takes ~25 s), and a process that never launches never builds.
-_PENDING = object()
-_NATIVE = _PENDING if _native.ENABLED else None
+class _NativeEntry(Protocol):
+    """What the compiled extension offers here (native.cpp)."""
+
+    def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor,
+                  max_seqlen: int, /) -> torch.Tensor: ...
 
 
-def _native_entry():
+class _Pending(enum.Enum):
+    PENDING = enum.auto()
+
+
+_PENDING: Final = _Pending.PENDING  # not yet built: an enum member, so `is not _PENDING` narrows the type
+_NATIVE: _NativeEntry | None | Literal[_Pending.PENDING] = _PENDING if _native.ENABLED else None
+
+
+def _native_entry() -> _NativeEntry | None:
     """The native entry point, built on first use; None where it is disabled or did not build."""
     global _NATIVE
     if _NATIVE is _PENDING:
         _NATIVE = _native.module()
-    return _NATIVE
+    return None if _NATIVE is _PENDING else _NATIVE  # module() is never the sentinel
 
 
 def launch_path() -> str:

@@ -44,7 +44,9 @@ def _convert(source: str, target: str, fn: Callable[[Any], Any]) -> None:
         last = rows[-1][0]
         if conn.dialect.name == "postgresql":
             # One COPY into a scratch table and one joined UPDATE: row-by-row UPDATEs are round trips.
-            cur = conn.connection.driver_connection.cursor()
+            driver = conn.connection.driver_connection
+            assert driver is not None  # an open connection's
+            cur = driver.cursor()
             cur.execute("CREATE TEMP TABLE IF NOT EXISTS samples_0004 (id integer PRIMARY KEY, v bytea, t text)")
             cur.execute("TRUNCATE samples_0004")
             col = "v" if isinstance(values[0][0], bytes) else "t"
