@@ -270,6 +270,11 @@ def change_points(
     return state_change_points(state, bench, machine, floor)
 
 
+def _no_floor(_key: str) -> float:
+    """Every step the detector finds (`detect_all` without a project's thresholds)."""
+    return 0.0
+
+
 def _is_store(source: object) -> bool:
     return all(callable(getattr(source, name, None)) for name in ("results", "benchmarks", "commits", "machines"))
 
@@ -308,9 +313,10 @@ def detect_all(
         TypeError: `source` is neither a store nor a sequence of Result.
     """
     settings = settings or HistorySettings()
+    floor_of = floor_for or _no_floor
     if _keeps_states(source):
         return _detect_stored(source, machine, branch, settings, include_correctness,  # type: ignore[arg-type]
-                              floor_for)
+                              floor_of)
     groups: dict[tuple[str, str], list[Result]] = {}
     if _is_store(source):
         allowed = {c.sha for c in source.commits(branch)} if branch else None  # type: ignore[union-attr]
@@ -328,7 +334,7 @@ def detect_all(
     for key in sorted(groups):
         # A step where the benchmark's code changed is not the library's: judge the current version only.
         out.extend(change_points(current_version(groups[key]), settings=settings,
-                                 floor=floor_for(key[0]) if floor_for is not None else 0.0))
+                                 floor=floor_of(key[0])))
     return out
 
 
@@ -423,7 +429,7 @@ def _column_commits(col: SeriesColumns, first_run: int, version: str | None
 
 def _detect_stored(
     store: HistoryStore, machine: str | None, branch: str | None, settings: HistorySettings, include_correctness: bool,
-    floor_for: Callable[[str], float] | None = None,
+    floor_of: Callable[[str], float],
 ) -> list[ChangePoint]:
     """`detect_all` over a store that keeps states: read each machine's runs after those its states
     cover, extend the states with them, save them back (a machine whose states cannot all be
@@ -449,7 +455,7 @@ def _detect_stored(
             state, bench = states[key]
             if bench.kind != Kind.CORRECTNESS or include_correctness:
                 out.extend(state_change_points(state, bench, hist.machine,
-                                               floor_for(key) if floor_for is not None else 0.0))
+                                               floor_of(key)))
     if save:
         try:
             store.save_change_point_states(where, fingerprint, save)
