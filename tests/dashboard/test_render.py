@@ -140,7 +140,7 @@ def test_series_page_chart_data_marks_and_table(site: tuple[Path, RenderStats]) 
 
 
 def test_series_page_lists_the_newest_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.render as dr
+    import dashboard.pages.series as dr
 
     monkeypatch.setattr(dr, "RUNS_SHOWN", 10)
     store = synthetic_store(n_commits=30, n_series=3)
