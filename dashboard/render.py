@@ -47,7 +47,7 @@ from dashboard.pages.overview import SummaryPages
 from dashboard.pages.series import SeriesPages
 from dashboard.pages.structure import StructurePage
 from dashboard.staging import site_folder, staged
-from dashboard.writer import PagePart, PageWriter, fingerprint
+from dashboard.writer import PagePart, PageWriter, constant, fingerprint
 
 # The bookkeeping file (dashboard.writer.CACHE_DIR) with the store's columns as the last render read them.
 COLUMNS_CACHE = "columns.npz"
@@ -121,10 +121,10 @@ class _Site(SummaryPages, SeriesPages, CommitPages, StructurePage):
     def assets(self) -> None:
         for name in ("style.css", "chart.js"):
             text = (_PKG_DIR / "templates" / name).read_text(encoding="utf-8")
-            self.writer.page(name, text, lambda t=text: t)
+            self.writer.page(name, text, constant(text))
         for rel, name in VENDOR.items():
             text = (_PKG_DIR / "templates" / "vendor" / name).read_text(encoding="utf-8")
-            self.writer.page(rel, text, lambda t=text: t)
+            self.writer.page(rel, text, constant(text))
 
 
 # From this many series on, `_Site.series_pages` forks workers (starting them costs ~0.1 s).
@@ -227,10 +227,10 @@ def _render(store: StoreReader, out: Path, title: str | None, base_url: str, bas
         writer = PageWriter(stage, "")
         # The store's columns as the previous render read them (same code, same branch): only later runs are read.
         columns_key = fingerprint(salt, branch)
-        kept = writer.previous_blob(COLUMNS_CACHE, columns_key)
+        columns = writer.previous_blob(COLUMNS_CACHE, columns_key)
         tracks = writer.previous_blob(TRACKS_CACHE, columns_key)
         snap = load_snapshot(store, branch=branch, baseline_sha=baseline_sha,
-                             columns=ColumnsCache.from_bytes(kept) if kept is not None else None,
+                             columns=ColumnsCache.from_bytes(columns) if columns is not None else None,
                              tracks=SuspectTrack.unpack(tracks) if tracks is not None else None,
                              floor_for=VerdictSettings.for_project(project).floor_for)
         if snap.columns is not None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -36,7 +35,8 @@ GATES: dict[str, tuple[float, bool]] = {
 RECENT_COMMITS = 5
 
 
-class Point(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Point:
     """One run of a series: where it sits in history, its value and interquartile range.
 
     `value` is the median of the samples, except for correctness series, where it is the worst

@@ -133,8 +133,10 @@ class Snapshot:
             last = s.shas[-1]
             if pos[last] < pos[seq[-2]]:
                 stopped.append(NotReporting(s.benchmark, s.machine, last, seq[-1]))
-        key = lambda x: (-pos[x.since], x.benchmark.key, x.machine)  # noqa: E731
-        return sorted(failing, key=key), sorted(stopped, key=key)
+        def newest_first(x: NotReporting) -> tuple[int, str, str]:
+            return -pos[x.since], x.benchmark.key, x.machine
+
+        return sorted(failing, key=newest_first), sorted(stopped, key=newest_first)
 
     def resolved_suspects(self, *, recent_only: bool) -> list[Suspect]:
         """Suspicions confirmed or withdrawn, newest first; `recent_only`: resolved by one of the
@@ -215,8 +217,8 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
             environments[r.commit_sha][env_key] = r.environment
     for key, s in by_series.items():
         # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
-        at, shas, med, lo, hi, n = zip(*collected[key], strict=True)
-        s.set_runs(np.array(at), list(shas), np.array(med), np.array(lo), np.array(hi), np.array(n))
+        at, shas, meds, lows, highs, counts = zip(*collected[key], strict=True)
+        s.set_runs(np.array(at), list(shas), np.array(meds), np.array(lows), np.array(highs), np.array(counts))
     for rs in (raw or {}).values():
         rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
     return by_series, raw, environments
@@ -330,7 +332,6 @@ def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
     return out
 
 
-_STATS_COLUMNS = ("values", "q1", "q3", "ns")
 _Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
 
 
@@ -359,13 +360,15 @@ def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
             if gate is not None:
                 med = largest if gate[1] else smallest
             key = (bench.key, hist.machine)
-            new = _Stats(bench, col.runs, list(col.versions), med, q1, q3, ns, col)
+            new = _Stats(bench, np.asarray(col.runs), list(col.versions), np.asarray(med), np.asarray(q1),
+                         np.asarray(q3), np.asarray(ns), col)
             old = series.get(key)
             if old is not None and cache is not None:
                 if old.benchmark != bench:
                     raise _Stale
                 new = _Stats(bench, np.concatenate([old.runs, new.runs]), old.versions + new.versions,
-                             *(np.concatenate([getattr(old, a), getattr(new, a)]) for a in _STATS_COLUMNS), None)
+                             np.concatenate([old.values, new.values]), np.concatenate([old.q1, new.q1]),
+                             np.concatenate([old.q3, new.q3]), np.concatenate([old.ns, new.ns]), None)
             series[key] = new
     return series, runs, run_shas
 
@@ -574,7 +577,7 @@ def _stored_change_points(store: StoreReader, branch: str | None, floor_for: Cal
     if not all(callable(getattr(store, name, None)) for name in names):
         return None
     out: dict[tuple[str, str], list[ChangePoint]] = defaultdict(list)
-    for cp in detect_all(store, branch=branch, floor_for=floor_for):  # type: ignore[arg-type]
+    for cp in detect_all(store, branch=branch, floor_for=floor_for):
         out[(cp.benchmark.key, cp.machine)].append(cp)
     return out
 

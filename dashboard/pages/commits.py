@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
+from typing import Any
 
 import numpy as np
 from markupsafe import Markup
@@ -34,16 +36,16 @@ class CommitPages(Site):
         for s in snap.series:
             b = s.benchmark
             steps = self.steps[id(s)]
-            rows = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
-            if not rows.size:
+            runs = np.flatnonzero((steps.code != 0) | steps.failed)  # the runs that moved past their noise
+            if not runs.size:
                 continue
             where = esc(self.ml(s.machine))
             heads[s.slug] = (f'<td><a href="../series/{s.slug}.html">{esc(b.name.split(".", 1)[-1])}'
                              f'</a> <span class="params">{esc(b.params_label)}</span>', f"<td>{where}</td>",
                              f' data-machine="{where}"', b.unit)
             for i, fail, code, r, prev, value, thr in zip(
-                    rows.tolist(), steps.failed[rows].tolist(), steps.code[rows].tolist(), steps.ratio[rows].tolist(),
-                    steps.prev[rows].tolist(), s.values[rows].tolist(), steps.threshold[rows].tolist(), strict=True):
+                    runs.tolist(), steps.failed[runs].tolist(), steps.code[runs].tolist(), steps.ratio[runs].tolist(),
+                    steps.prev[runs].tolist(), s.values[runs].tolist(), steps.threshold[runs].tolist(), strict=True):
                 cls = CLASS[code]
                 size = abs(math.log(r)) if math.isfinite(r) and r > 0 else 0.0
                 moved[s.shas[i]].append((-(size + (10.0 if cls == "worse" or fail else 0.0)), b.suite,
@@ -57,6 +59,9 @@ class CommitPages(Site):
                            f'<td>{esc(fmt.fmt_value(prev, unit))}</td><td>{esc(fmt.fmt_value(value, unit))}</td>'
                            f'<td class="{cls}">{fmt.fmt_change(r)}</td><td>{pct(thr) if cls else ""}</td></tr>')
             return "".join(out)
+
+        def moved_context(rows: list[tuple[float, str, _Moved]]) -> dict[str, Any]:
+            return {"moved": Markup(moved_rows(rows))}
         measured = self.counts
         regs_at: dict[str, list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
@@ -101,4 +106,4 @@ class CommitPages(Site):
             facts = [f for _, _, f in rows]
             self.emit(f"commit/{commit_slug(c.sha)}.html", "commit.html", ctx,
                       inputs=(facts, sorted({heads[f[0]] for f in facts})),
-                      late=lambda rows=rows: {"moved": Markup(moved_rows(rows))})
+                      late=partial(moved_context, rows))

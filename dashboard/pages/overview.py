@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -155,10 +156,20 @@ class SummaryPages(Site):
                 div, label = self.axis[id(s)]
                 unit = s.benchmark.unit
                 charts.append(history_chart(
-                    s.points, fmt_axis=lambda v, d=div: f"{v / d:.4g}", href=lambda sha: self.commit_href(sha, 0),
-                    title=lambda p, u=unit: f"{p.sha[:8]}: {fmt.fmt_value(p.value, u)} fails the gate",
+                    s.points, fmt_axis=_axis_tick(div), href=lambda sha: self.commit_href(sha, 0),
+                    title=_fails_the_gate(unit),
                     marks=self.marks(s), gate=s.gate, linked=False, height=220, y_label=label,
                     label=f"{s.benchmark.key} on {self.ml(s.machine)} against its gate"))
             return {"charts": charts}
 
         self.emit("correctness.html", "correctness.html", ctx, inputs=[s.points for s in gated], late=late)
+
+
+def _axis_tick(div: float) -> Callable[[float], str]:
+    """A correctness chart's tick label: the value in the axis' unit (`ci.format.display_scale`)."""
+    return lambda v: f"{v / div:.4g}"
+
+
+def _fails_the_gate(unit: str) -> Callable[[Point], str]:
+    """A correctness chart's tooltip of a run that failed its gate."""
+    return lambda p: f"{p.sha[:8]}: {fmt.fmt_value(p.value, unit)} fails the gate"

@@ -16,6 +16,7 @@ from dashboard import data, fmt
 from dashboard.model import Series
 from dashboard.pages.markup import FAIL_BADGE, FLAG, esc, pct
 from dashboard.pages.site import Site
+from dashboard.writer import constant
 
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
 # made a page ~470 KB and the site 375 MB at 1,000 commits x 500 series (2026-11-29).
@@ -127,7 +128,7 @@ class SeriesPages(Site):
         if got is not None:
             note, text = got
             k = note.get("runs") if isinstance(note, dict) else None
-            if isinstance(k, int) and 0 < k <= len(x) and note.get("digest") == digest(k):
+            if isinstance(note, dict) and isinstance(k, int) and 0 < k <= len(x) and note.get("digest") == digest(k):
                 old = data.arrays_of(text)
                 kept = (old, k) if old is not None else None
         return data.series_arrays(x, values, lows, highs, div, kept=kept), {"runs": len(x), "digest": digest(len(x))}
@@ -145,7 +146,7 @@ class SeriesPages(Site):
             slug = data.params_slug(name, machine)
             text = data.wrap(slug, {"name": name, "machine": self.ml(machine), "series": [
                 [s.slug, s.benchmark.params_label, list(s.benchmark.params)] for s in members]})
-            self.writer.page(f"data/params/{slug}.js", text, lambda t=text: t)
+            self.writer.page(f"data/params/{slug}.js", text, constant(text))
 
 
 def _previous_rows(previous: tuple[object, str] | None) -> dict[str, str]:

@@ -7,6 +7,7 @@ suspicion tables share and the marks a chart points out. The pages are its subcl
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from jinja2 import Environment
@@ -102,8 +103,8 @@ class Site:
     def series_href(self, key: str, machine: str, depth: int) -> str:
         return f"{self.root(depth)}series/{series_slug(key, machine)}.html"
 
-    def emit(self, rel: str, template: str, ctx: dict[str, Any], inputs: object = None, late: Any = None,
-             note: object = None) -> None:
+    def emit(self, rel: str, template: str, ctx: dict[str, Any], inputs: object = None,
+             late: Callable[[], dict[str, Any]] | None = None, note: object = None) -> None:
         """Write page `rel`; `late()` adds expensive context (charts) only when it is rendered; `note`
         is kept for the next render (`PageWriter.previous`)."""
         depth = rel.count("/")
