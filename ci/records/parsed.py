@@ -66,7 +66,7 @@ class PointBlock:
     started_at: datetime | None
     duration: float | None
     # The store's column values of this block (`ci.store.codec.pack_block`) when they were made
-    # already (by ingest's forked parser, `ci.ingest.results_dir`): the same as packing the fields.
+    # already (by ingest's forked parser, `ci.ingest.reading`): the same as packing the fields.
     packed: tuple[bytes, bytes, bytes, bytes] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:

@@ -66,7 +66,7 @@ class Benchmark:
         # Pickled as its fields' texts, unpickled through a cache of instances: a parsed result
         # file names ~500 series, and the default pickle (a dict per instance, each enum member
         # looked up by value) made unpickling a parsed run cost ~9 ms, ~4.6 ms so (2026-12-02,
-        # 2-core box). Ingest's blocks cross in a compacter form (`ci.ingest.results_dir._wire`);
+        # 2-core box). Ingest's blocks cross in a compacter form (`ci.ingest.reading._wire`);
         # this serves the points checked one by one and the dashboard pools' returns.
         return _benchmark, (self.name, self.params, self.unit, str(self.direction), str(self.kind))
 
