@@ -56,7 +56,7 @@ TRACKS_CACHE = "suspects.bin"
 _PKG_DIR = Path(__file__).resolve().parent
 _ROOT = _PKG_DIR.parent
 # Besides the site's own code, what its pages are computed with: the verdicts and the formatter.
-_CODE = ("ci/verdicts", "ci/format.py", "ci/records.py")
+_CODE = ("ci/verdicts", "ci/format.py", "ci/records")
 VENDOR = {  # site path -> file under dashboard/templates/vendor/
     "vendor/uPlot.iife.min.js": "uPlot.iife.min.js",
     "vendor/uPlot.min.css": "uPlot.min.css",
