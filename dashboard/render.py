@@ -45,7 +45,7 @@ from ci.forking import fork_map, fork_workers
 from ci.format import display_scale
 from ci.records import Benchmark, Direction, Kind, Outcome, Project, StoreReader, machine_labels
 from ci.store.reads import paused_gc
-from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack, VerdictSettings
+from ci.verdicts import AlertGroup, Suspect, SuspectState, SuspectTrack, VerdictSettings, passes_gate
 from ci.verdicts.exact import DENSE, LAUNCH_UNIT, SPILL_UNIT, measure, series_label
 from ci.verdicts.exact import show as fmt_exact
 from dashboard import data, fmt
@@ -330,9 +330,9 @@ class _Site:
                 "href": self.series_href(s.benchmark.key, s.machine, 0),
                 "latest": fmt.fmt_value(latest.value, s.benchmark.unit) if latest else "—",
                 "latest_sha": latest.sha[:8] if latest else "",
-                "prev": fmt.fmt_change(r_prev), "prev_cls": _cls(is_worse(r_prev, s.benchmark.direction, thr_latest)),
+                "prev": fmt.fmt_change(r_prev), "prev_cls": _cls(is_worse(s.benchmark.direction, r_prev, thr_latest)),
                 "prev_thr": _pct(thr_latest),
-                "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(r_base, s.benchmark.direction, s.threshold)),
+                "base": fmt.fmt_change(r_base), "base_cls": _cls(is_worse(s.benchmark.direction, r_base, s.threshold)),
                 "base_thr": _pct(s.threshold),
                 "spark": sparkline(s.values[fin].tolist(), bad=bool(flagged) or latest_gate is False),
                 "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s),
@@ -809,8 +809,8 @@ def _steps(s: Series) -> _Steps:
     code = np.where(beyond, judged, 0)
     failed = np.zeros(n, dtype=bool)
     if s.gate is not None:
-        limit, below = s.gate  # as `gate_ok`: a value that is not finite neither passes nor fails
-        failed = finite & ~((values < limit) if below else (values >= limit))
+        # as `gate_ok`: a value that is not finite neither passes nor fails
+        failed = finite & ~passes_gate(values, s.gate)
     return _Steps(ratio, prev, code, thr, failed)
 
 

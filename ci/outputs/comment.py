@@ -51,6 +51,7 @@ from ci.records import (
     Result,
     StoreReader,
     Verdict,
+    is_worse,
     machine_labels,
 )
 from ci.verdicts import (
@@ -62,7 +63,6 @@ from ci.verdicts import (
     environment_changes,
     spread_for,
     spreads,
-    worse,
 )
 
 # The bot finds its previous comment by this marker (`ci.outputs.github.post_sticky_comment`): it
@@ -261,7 +261,8 @@ def _unconfirmed(v: Verdict) -> bool:
     """An unconfirmed slowdown past the threshold (of the median, or of the tail the verdict names):
     worth a look. An unconfirmed speed-up is not an alarm (it is listed, folded, with the other
     inconclusive series)."""
-    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (_past_threshold(v) and worse(v.benchmark, v.ratio))
+    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (
+        _past_threshold(v) and is_worse(v.benchmark.direction, v.ratio) is True)
 
 
 def _reaches_regression(v: Verdict) -> bool:
@@ -269,7 +270,7 @@ def _reaches_regression(v: Verdict) -> bool:
     ruled out, whatever the median ratio says)."""
     if not (math.isfinite(v.ci_low) and math.isfinite(v.ci_high) and math.isfinite(v.threshold)):
         return False
-    if worse(v.benchmark, 2.0):  # lower is better: a ratio above 1 is slower
+    if is_worse(v.benchmark.direction, 2.0):  # lower is better: a ratio above 1 is slower
         return v.ci_high > 1 + v.threshold
     return v.ci_low < 1 / (1 + v.threshold)
 
@@ -277,7 +278,7 @@ def _reaches_regression(v: Verdict) -> bool:
 def _faster(v: Verdict) -> bool:
     """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
     regression. Listed, folded; never an alarm."""
-    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not worse(v.benchmark, v.ratio)
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not is_worse(v.benchmark.direction, v.ratio)
             and not _reaches_regression(v))
 
 
