@@ -38,6 +38,7 @@ from ci.records import (
     StoreReader,
     Verdict,
     current_version,
+    current_versions,
 )
 from ci.verdicts import (
     AlertGroup,
@@ -46,9 +47,11 @@ from ci.verdicts import (
     SuspectState,
     SuspectTrack,
     detect_all,
+    gate_of,
+    gate_value,
 )
 from dashboard.judge import add_history_verdicts
-from dashboard.series import GATES, RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
+from dashboard.series import RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
 from dashboard.stats import median_iqr_all, median_iqr_columns
 
 
@@ -206,9 +209,9 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
         s = by_series.get(key)
         if s is None:
             s = by_series[key] = Series(r.benchmark, r.machine)
-        gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
+        gate = gate_of(r.benchmark)
         if gate is not None:
-            med = largest if gate[1] else smallest
+            med = gate_value(gate, smallest, largest)
         collected[key].append((pos, r.commit_sha, med, lo, hi, n))
         if r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
             raw.setdefault(key, []).append(r)
@@ -356,9 +359,9 @@ def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
                 shas[run] = sha
             med, q1, q3, ns, smallest, largest = _column_stats(col, list(range(len(col.counts))))
             bench = col.benchmark
-            gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
+            gate = gate_of(bench)
             if gate is not None:
-                med = largest if gate[1] else smallest
+                med = gate_value(gate, smallest, largest)
             key = (bench.key, hist.machine)
             new = _Stats(bench, np.asarray(col.runs), list(col.versions), np.asarray(med), np.asarray(q1),
                          np.asarray(q3), np.asarray(ns), col)
@@ -416,10 +419,10 @@ def _columns_built(store: Any, position: dict[str, int], branch: str | None,
             keep = np.arange(at.size)
             if branch is not None and at.size and at.min() < 0:
                 keep = np.argsort(at, kind="stable")
-            versions = set(st.versions) - {None}
-            if len(versions) > 1:  # as `current_version`: the newest version's results (and unknown ones)
-                latest = next(st.versions[i] for i in reversed(keep.tolist()) if st.versions[i] is not None)
-                keep = np.array([i for i in keep.tolist() if st.versions[i] in (latest, None)], dtype=np.int64)
+            # `current_version`'s rule: the newest version's results (and unknown ones), in history order
+            _, current = current_versions([st.versions[i] for i in keep.tolist()])
+            if current is not None:
+                keep = np.array([i for i in keep.tolist() if st.versions[i] in current], dtype=np.int64)
             missing = np.flatnonzero(at[keep] < 0)
             if missing.size and branch is None:
                 sha = shas_of[int(st.runs[keep[missing[0]]])]

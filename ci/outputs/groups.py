@@ -17,8 +17,8 @@ from ci.records import (
     WITHHELD_OTHER_JOB,
     Outcome,
     Verdict,
+    is_worse,
 )
-from ci.verdicts import worse
 
 
 def _sort_key(v: Verdict) -> tuple[float, str]:
@@ -37,7 +37,8 @@ def _unconfirmed(v: Verdict) -> bool:
     """An unconfirmed slowdown past the threshold (of the median, or of the tail the verdict names):
     worth a look. An unconfirmed speed-up is not an alarm (it is listed, folded, with the other
     inconclusive series)."""
-    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (_past_threshold(v) and worse(v.benchmark, v.ratio))
+    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (
+        _past_threshold(v) and is_worse(v.benchmark.direction, v.ratio) is True)
 
 
 def _reaches_regression(v: Verdict) -> bool:
@@ -45,7 +46,7 @@ def _reaches_regression(v: Verdict) -> bool:
     ruled out, whatever the median ratio says)."""
     if not (math.isfinite(v.ci_low) and math.isfinite(v.ci_high) and math.isfinite(v.threshold)):
         return False
-    if worse(v.benchmark, 2.0):  # lower is better: a ratio above 1 is slower
+    if is_worse(v.benchmark.direction, 2.0):  # lower is better: a ratio above 1 is slower
         return v.ci_high > 1 + v.threshold
     return v.ci_low < 1 / (1 + v.threshold)
 
@@ -53,7 +54,7 @@ def _reaches_regression(v: Verdict) -> bool:
 def _faster(v: Verdict) -> bool:
     """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
     regression. Listed, folded; never an alarm."""
-    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not worse(v.benchmark, v.ratio)
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not is_worse(v.benchmark.direction, v.ratio)
             and not _reaches_regression(v))
 
 

@@ -42,6 +42,7 @@ from ci.records.series import (
     Kind,
     Result,
     current_version,
+    current_versions,
     declared_semantics,
     is_worse,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "StoreReader",
     "Verdict",
     "current_version",
+    "current_versions",
     "declared_semantics",
     "is_worse",
     "machine_labels",

@@ -42,7 +42,7 @@ WITHHELD_OTHER_JOB = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """The decision about one series between a base and a head (A/B) or at a change point."""
 
@@ -59,7 +59,7 @@ class Verdict:
     head_sha: str = ""
     reason: str = ""
     # The machine whose results were judged ("" for a verdict stored before verdicts had one,
-    # which applies to every machine's series). Last, with a default, so positional callers keep working.
+    # which applies to every machine's series). Fields are keyword-only: 13 of them read wrongly by position.
     machine: str = ""
 
 

@@ -153,11 +153,23 @@ def current_version(series: Sequence[Result]) -> list[Result]:
     Returns:
         The results to analyse, order kept.
     """
-    versions = {r.benchmark_version for r in series} - {None}
-    if len(versions) <= 1:
-        return list(series)
-    latest = next((r.benchmark_version for r in reversed(series) if r.benchmark_version is not None), None)
-    return [r for r in series if r.benchmark_version in (latest, None)]
+    _, keep = current_versions([r.benchmark_version for r in series])
+    return list(series) if keep is None else [r for r in series if r.benchmark_version in keep]
+
+
+def current_versions(versions: Sequence[str | None]) -> tuple[str | None, frozenset[str | None] | None]:
+    """`current_version`'s rule over a series' benchmark versions alone (one per result, oldest first),
+    for the readers of columns (`ci.store` series columns) rather than of Results.
+
+    Returns:
+        (the current version: the newest known one, None where none is known; the versions whose
+        results count: None where all do, at most one version being known, else the current one and
+        None).
+    """
+    latest = next((v for v in reversed(versions) if v is not None), None)
+    if len(set(versions) - {None}) <= 1:
+        return latest, None
+    return latest, frozenset({latest, None})
 
 
 # The units the asv suite uses for `track_*` benchmarks, which way is better for each and what
@@ -211,9 +223,20 @@ def declared_semantics(bench_type: str, unit: str, direction: object = None, exa
     return Direction.UNKNOWN, kind
 
 
-def is_worse(direction: Direction, ratio: float) -> bool | None:
+def is_worse(direction: Direction, ratio: float, threshold: float | None = None) -> bool | None:
     """Whether `ratio` (new / old) is a change for the worse: True, False, or None when the
-    direction is unknown (the change is reported, not judged)."""
+    direction is unknown (the change is reported, not judged). The one "worse" of the verdicts, the
+    PR comment and the dashboard.
+
+    With `threshold` (the relative change a series' noise allows; the dashboard's colours): None also
+    inside it (in log terms, so +10% and -9.1% weigh alike) and where the ratio or the threshold is
+    not finite (a NaN threshold: the noise is not known yet, which colours nothing).
+    """
+    if threshold is not None:
+        if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(threshold)):
+            return None
+        if abs(math.log(ratio)) <= math.log1p(threshold):
+            return None
     if direction == Direction.LOWER:
         return ratio > 1.0
     if direction == Direction.HIGHER:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ci.records import Direction, Kind
+from ci.verdicts import passes_gate
 from dashboard.model import Series
 
 
@@ -56,8 +57,8 @@ def steps_of(s: Series) -> Steps:
     code = np.where(beyond, judged, 0)
     failed = np.zeros(n, dtype=bool)
     if s.gate is not None:
-        limit, below = s.gate  # as `gate_ok`: a value that is not finite neither passes nor fails
-        failed = finite & ~((values < limit) if below else (values >= limit))
+        # as `gate_ok`: a value that is not finite neither passes nor fails
+        failed = finite & ~passes_gate(values, s.gate)
     return Steps(ratio, prev, code, thr, failed)
 
 

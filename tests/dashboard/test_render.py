@@ -371,7 +371,8 @@ def test_verdict_flags_only_its_machines_series(tmp_path: Path) -> None:
 
     store = synthetic_store(n_commits=8, n_series=4, machines=2)
     bench, head, base = store.benchmark_list[2], store.commit_list[6].sha, store.commit_list[5].sha
-    store.verdict_list = [Verdict(bench, Outcome.REGRESSED, 1.0, 1.3, 1.3, base_sha=base, head_sha=head,
+    store.verdict_list = [Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=1.0, head_value=1.3,
+                                  ratio=1.3, base_sha=base, head_sha=head,
                                   reason="judged on runner-1", machine="runner-1")]
     snap = load_snapshot(store)
     (reg,) = [r for r in snap.regressions if r.source == "verdict"]  # change points are found too
