@@ -15,8 +15,10 @@ history; `Store(db, read_only=True)` opens it for the commands that only read. B
 - `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back
   (samples as packed float64);
 - `limits`: what the store can hold alike on SQLite and PostgreSQL, checked before a write;
-- `reads`: `StoreReads`, the read side (bulk reads as plain DBAPI rows); `writes` and `bulk`:
-  `StoreWrites`, the write side (results by `executemany` on SQLite, binary `COPY` on PostgreSQL);
+- `reads`: `StoreReads`, the read side, over `series_reads` (results and series, bulk reads as
+  plain DBAPI rows), `points` (block rows cut into points) and `read_session` (connections,
+  snapshots); `writes` and `bulk`: `StoreWrites`, the write side (results by `executemany` on
+  SQLite, binary `COPY` on PostgreSQL);
 - `store`: `Store`, both sides on a history opened from a path or URL.
 """
 
