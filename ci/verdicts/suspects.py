@@ -78,8 +78,10 @@ class SuspectSettings:
             suspected (1: the newest commit alone).
         seen: a step to a level that this many commits of its window were already past the
             threshold at is not suspected: the series flips between levels (shared runners'
-            regimes), and the detector judges whether it stays (0: off). On two real histories in a
-            shuffled commit order (no step), suspicions per 1,000 commit-series X -> Y.
+            regimes), and the detector judges whether it stays (0: off). On two real histories with
+            each series' commits shuffled (no step), suspicions per 1,000 commit-series 2.28 -> 0.81
+            (MetPy) and 14.4 -> 1.5 (uxarray); on the real order, confirmed 48% -> 61% and 80% -> 85%
+            (`tools.eval_history`, 2026-12-05).
         history: the change-point detector's settings, whose `floor` and `noise_k` are the threshold.
     """
 
