@@ -6,7 +6,7 @@ Not `multiprocessing.Pool`: a pool worker killed (the kernel's OOM killer sends 
 task's result waited for forever, and `ci run` renders inside the host's GPU lock, so every other
 GPU job waited for the workflow's timeout behind it. `concurrent.futures.ProcessPoolExecutor` sees
 the worker die and fails its futures (`BrokenProcessPool`); ingest's parsers use it too
-(`ci.ingest.results_dir`).
+(`ci.ingest.reading`).
 """
 
 from __future__ import annotations

@@ -25,9 +25,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ci.records import Commit
 
 PREFIX = "raggedDashboard.put("
+# A column of a series' runs as the renderer holds it (a numpy array) or as a test writes it (a list).
+Positions = Sequence[int] | np.ndarray
+Numbers = Sequence[float] | np.ndarray
 
 
 def wrap(key: str, payload: Any) -> str:
@@ -78,7 +83,7 @@ def _numbers(values: Iterable[float], div: float) -> str:
 
 
 def series_arrays(
-    x: Sequence[int], values: Sequence[float], lows: Sequence[float], highs: Sequence[float], div: float,
+    x: Positions, values: Numbers, lows: Numbers, highs: Numbers, div: float,
     *, kept: tuple[tuple[str, str, str, str], int] | None = None,
 ) -> tuple[str, str, str, str]:
     """The text inside the brackets of a series' "x", "v", "lo" and "hi" arrays.
@@ -93,15 +98,16 @@ def series_arrays(
     """
     start = 0 if kept is None else kept[1]
 
-    def tail(a: Sequence[Any]) -> Sequence[Any]:  # numpy columns as Python numbers (faster to format)
+    def tail(a: Positions | Numbers) -> Sequence[Any]:  # numpy columns as Python numbers (faster to format)
         part = a[start:]
-        return part.tolist() if hasattr(part, "tolist") else part
+        return part.tolist() if isinstance(part, np.ndarray) else part
 
     new = (",".join(map(str, tail(x))), _numbers(tail(values), div)[1:-1], _numbers(tail(lows), div)[1:-1],
            _numbers(tail(highs), div)[1:-1])
     if kept is None or start == 0:
         return new
-    return tuple(a + "," + b if a and b else a or b for a, b in zip(kept[0], new, strict=True))  # type: ignore[return-value]
+    xs, vs, lo, hi = (a + "," + b if a and b else a or b for a, b in zip(kept[0], new, strict=True))
+    return xs, vs, lo, hi
 
 
 _ARRAYS = (',"x":[', '],"v":[', '],"lo":[', '],"hi":[', '],"n":')
@@ -118,9 +124,9 @@ def arrays_of(text: str) -> tuple[str, str, str, str] | None:
             return None
         cuts.append(at)
         at += len(marker)
-    parts = tuple(text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))
+    xs, vs, lo, hi = (text[cuts[i] + len(_ARRAYS[i]):cuts[i + 1]] for i in range(4))
     # Only numbers, null and commas: the folder (and so the file) may have been written by anyone.
-    return parts if all(_NUMBER_TEXT.fullmatch(part) for part in parts) else None  # type: ignore[return-value]
+    return (xs, vs, lo, hi) if all(_NUMBER_TEXT.fullmatch(part) for part in (xs, vs, lo, hi)) else None
 
 
 _NUMBER_TEXT = re.compile(r"[0-9.e+\-,nul]*")
@@ -129,10 +135,10 @@ _NUMBER_TEXT = re.compile(r"[0-9.e+\-,nul]*")
 def series_json(
     *,
     meta: dict[str, Any],
-    x: Sequence[int],
-    values: Sequence[float],
-    lows: Sequence[float],
-    highs: Sequence[float],
+    x: Positions,
+    values: Numbers,
+    lows: Numbers,
+    highs: Numbers,
     counts: Sequence[int],
     div: float,
     marks: Sequence[tuple[int, str, str]],

@@ -1,7 +1,7 @@
 """How the dashboard judges each series: its change points, suspicions and noise thresholds, over
 forked workers when there are many series (`_judge_all`; the children read their inputs from the
 module-level `_FORK_INPUT`), the change-point regressions and whether a later step fixed them
-(`recovery`), and the colouring of a change or a correctness value (`is_worse`, `gate_ok`)."""
+(`recovery`), and the colouring of a correctness value (`gate_ok`; a change's is `ci.records.is_worse`'s)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from ci.records import (
     Outcome,
     Result,
 )
-from ci.records import is_worse as records_is_worse
 from ci.verdicts import (
     AlertGroup,
     ChangePoint,
@@ -32,6 +31,7 @@ from ci.verdicts import (
     expire,
     group_changes,
     judge_levels,
+    passes_gate,
 )
 from dashboard.series import ChangeMark, Regression, Series
 
@@ -186,27 +186,6 @@ def recovery(before: float, after: float, later: Sequence[Any], direction: Direc
     return ""
 
 
-def is_worse(ratio: float, direction: Direction, threshold: float) -> bool | None:
-    """Whether a change is bad for this series, for colouring (not a verdict: ci.verdicts decides).
-
-    Args:
-        ratio: new / old.
-        direction: which way is better.
-        threshold: the relative change the series' own noise allows (`Series.thresholds`); NaN
-            when its noise is not known yet (too few runs), which colours nothing.
-
-    Returns:
-        True when worse beyond the threshold, False when better beyond it (both in log terms, so
-        +10% and -9.1% weigh alike), None inside it, when the ratio or threshold is not finite or
-        when the direction is unknown.
-    """
-    if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(threshold)):
-        return None
-    if abs(math.log(ratio)) <= math.log1p(threshold):
-        return None
-    return records_is_worse(direction, ratio)  # None for an unknown direction: shown, never judged
-
-
 def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:
     """Whether a correctness value passes its gate.
 
@@ -219,5 +198,4 @@ def gate_ok(value: float, gate: tuple[float, bool] | None) -> bool | None:
     """
     if gate is None or not math.isfinite(value):
         return None
-    limit, below = gate
-    return value < limit if below else value >= limit
+    return passes_gate(value, gate)

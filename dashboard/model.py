@@ -1,21 +1,22 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records: the public face of
 the snapshot, whose parts live beside it.
 
-- `dashboard.series`: the records (`Series`, `Point`, `Regression`, `ChangeMark`, `NotReporting`)
-  and the correctness gates (`GATES`);
+- `dashboard.series`: the records (`Series`, `Point`, `Regression`, `ChangeMark`, `NotReporting`);
+  the correctness gates (`GATES`) are `ci.verdicts.gates`', a change's "worse" (`is_worse`) `ci.records`';
 - `dashboard.stats`: `median_iqr` and the page slugs (`series_slug`, `commit_slug`);
 - `dashboard.snapshot`: `load_snapshot`, `Snapshot`, the store's two read paths and `ColumnsCache`;
 - `dashboard.judge`: each series' change points, suspicions and thresholds (forked workers for
-  many series), `recovery`, `is_worse` and `gate_ok`.
+  many series), `recovery` and `gate_ok`.
 
 The pages and tools import these names from here.
 """
 
 from __future__ import annotations
 
-from dashboard.judge import gate_ok, is_worse, recovery, track_name
+from ci.records import is_worse
+from ci.verdicts import GATES
+from dashboard.judge import gate_ok, recovery, track_name
 from dashboard.series import (
-    GATES,
     RECENT_COMMITS,
     ChangeMark,
     NotReporting,

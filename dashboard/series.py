@@ -1,42 +1,30 @@
 """The records a dashboard snapshot is made of: a series (a benchmark on one machine) and its runs
 (`Point`), the steps found in it (`ChangeMark`), regressions, series that stopped reporting, and the
-correctness gates drawn on the charts (`dashboard.model` re-exports them)."""
+correctness gate of each (`Series.gate`: `ci.verdicts.gates`' rules, which the charts draw)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from ci.records import (
     Acknowledgement,
     Benchmark,
-    Kind,
     Outcome,
     Verdict,
 )
-from ci.verdicts import (
-    MAX_ABS_DIFF_LIMIT,
-    TOP1_AGREEMENT_LIMIT,
-    Suspect,
-)
+from ci.verdicts import Suspect, gate_of
 from dashboard.stats import series_slug
-
-# Correctness gates drawn on the charts, with ci.verdicts.gates' limits (one source of truth for the PR
-# verdict and the dashboard). unit -> (limit, True when the value must stay strictly below it).
-GATES: dict[str, tuple[float, bool]] = {
-    "max abs diff": (MAX_ABS_DIFF_LIMIT, True),
-    "top-1 agreement": (TOP1_AGREEMENT_LIMIT, False),
-}
 
 # Suspicions withdrawn or confirmed within this many of the newest commits are still listed on the
 # overview (older ones stay on their series page and the regressions page).
 RECENT_COMMITS = 5
 
 
-class Point(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Point:
     """One run of a series: where it sits in history, its value and interquartile range.
 
     `value` is the median of the samples, except for correctness series, where it is the worst
@@ -156,7 +144,7 @@ class Series:
 
     @property
     def gate(self) -> tuple[float, bool] | None:
-        return GATES.get(self.benchmark.unit) if self.benchmark.kind == Kind.CORRECTNESS else None
+        return gate_of(self.benchmark)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from ci.records import (
     StoreReader,
     Verdict,
     current_version,
+    current_versions,
 )
 from ci.verdicts import (
     AlertGroup,
@@ -46,9 +47,11 @@ from ci.verdicts import (
     SuspectState,
     SuspectTrack,
     detect_all,
+    gate_of,
+    gate_value,
 )
 from dashboard.judge import add_history_verdicts
-from dashboard.series import GATES, RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
+from dashboard.series import RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
 from dashboard.stats import median_iqr_all, median_iqr_columns
 
 
@@ -133,8 +136,10 @@ class Snapshot:
             last = s.shas[-1]
             if pos[last] < pos[seq[-2]]:
                 stopped.append(NotReporting(s.benchmark, s.machine, last, seq[-1]))
-        key = lambda x: (-pos[x.since], x.benchmark.key, x.machine)  # noqa: E731
-        return sorted(failing, key=key), sorted(stopped, key=key)
+        def newest_first(x: NotReporting) -> tuple[int, str, str]:
+            return -pos[x.since], x.benchmark.key, x.machine
+
+        return sorted(failing, key=newest_first), sorted(stopped, key=newest_first)
 
     def resolved_suspects(self, *, recent_only: bool) -> list[Suspect]:
         """Suspicions confirmed or withdrawn, newest first; `recent_only`: resolved by one of the
@@ -204,9 +209,9 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
         s = by_series.get(key)
         if s is None:
             s = by_series[key] = Series(r.benchmark, r.machine)
-        gate = GATES.get(r.benchmark.unit) if r.benchmark.kind == Kind.CORRECTNESS else None
+        gate = gate_of(r.benchmark)
         if gate is not None:
-            med = largest if gate[1] else smallest
+            med = gate_value(gate, smallest, largest)
         collected[key].append((pos, r.commit_sha, med, lo, hi, n))
         if r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
             raw.setdefault(key, []).append(r)
@@ -215,8 +220,8 @@ def _from_results(store: StoreReader, position: dict[str, int], branch: str | No
             environments[r.commit_sha][env_key] = r.environment
     for key, s in by_series.items():
         # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
-        at, shas, med, lo, hi, n = zip(*collected[key], strict=True)
-        s.set_runs(np.array(at), list(shas), np.array(med), np.array(lo), np.array(hi), np.array(n))
+        at, shas, meds, lows, highs, counts = zip(*collected[key], strict=True)
+        s.set_runs(np.array(at), list(shas), np.array(meds), np.array(lows), np.array(highs), np.array(counts))
     for rs in (raw or {}).values():
         rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
     return by_series, raw, environments
@@ -330,7 +335,6 @@ def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
     return out
 
 
-_STATS_COLUMNS = ("values", "q1", "q3", "ns")
 _Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
 
 
@@ -355,17 +359,19 @@ def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
                 shas[run] = sha
             med, q1, q3, ns, smallest, largest = _column_stats(col, list(range(len(col.counts))))
             bench = col.benchmark
-            gate = GATES.get(bench.unit) if bench.kind == Kind.CORRECTNESS else None
+            gate = gate_of(bench)
             if gate is not None:
-                med = largest if gate[1] else smallest
+                med = gate_value(gate, smallest, largest)
             key = (bench.key, hist.machine)
-            new = _Stats(bench, col.runs, list(col.versions), med, q1, q3, ns, col)
+            new = _Stats(bench, np.asarray(col.runs), list(col.versions), np.asarray(med), np.asarray(q1),
+                         np.asarray(q3), np.asarray(ns), col)
             old = series.get(key)
             if old is not None and cache is not None:
                 if old.benchmark != bench:
                     raise _Stale
                 new = _Stats(bench, np.concatenate([old.runs, new.runs]), old.versions + new.versions,
-                             *(np.concatenate([getattr(old, a), getattr(new, a)]) for a in _STATS_COLUMNS), None)
+                             np.concatenate([old.values, new.values]), np.concatenate([old.q1, new.q1]),
+                             np.concatenate([old.q3, new.q3]), np.concatenate([old.ns, new.ns]), None)
             series[key] = new
     return series, runs, run_shas
 
@@ -413,10 +419,10 @@ def _columns_built(store: Any, position: dict[str, int], branch: str | None,
             keep = np.arange(at.size)
             if branch is not None and at.size and at.min() < 0:
                 keep = np.argsort(at, kind="stable")
-            versions = set(st.versions) - {None}
-            if len(versions) > 1:  # as `current_version`: the newest version's results (and unknown ones)
-                latest = next(st.versions[i] for i in reversed(keep.tolist()) if st.versions[i] is not None)
-                keep = np.array([i for i in keep.tolist() if st.versions[i] in (latest, None)], dtype=np.int64)
+            # `current_version`'s rule: the newest version's results (and unknown ones), in history order
+            _, current = current_versions([st.versions[i] for i in keep.tolist()])
+            if current is not None:
+                keep = np.array([i for i in keep.tolist() if st.versions[i] in current], dtype=np.int64)
             missing = np.flatnonzero(at[keep] < 0)
             if missing.size and branch is None:
                 sha = shas_of[int(st.runs[keep[missing[0]]])]
@@ -574,7 +580,7 @@ def _stored_change_points(store: StoreReader, branch: str | None, floor_for: Cal
     if not all(callable(getattr(store, name, None)) for name in names):
         return None
     out: dict[tuple[str, str], list[ChangePoint]] = defaultdict(list)
-    for cp in detect_all(store, branch=branch, floor_for=floor_for):  # type: ignore[arg-type]
+    for cp in detect_all(store, branch=branch, floor_for=floor_for):
         out[(cp.benchmark.key, cp.machine)].append(cp)
     return out
 

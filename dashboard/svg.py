@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ci.verdicts import passes_gate
 from dashboard.model import Point
 
 # Sparklines are downsampled to this many buckets: 500 of them must fit the overview's 2 MB
@@ -202,7 +203,7 @@ def history_chart(
     for i, p in enumerate(points):
         if not math.isfinite(p.value):
             continue
-        failing = gate is not None and not (p.value < gate[0] if gate[1] else p.value >= gate[0])
+        failing = gate is not None and not passes_gate(p.value, gate)
         if not linked and not failing:
             continue
         cls = "pt fail" if failing else "pt"

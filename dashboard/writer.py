@@ -23,6 +23,11 @@ CACHE_DIR = ".dashboard-cache"
 _MANIFEST_VERSION = 1
 
 
+def constant(text: str) -> Callable[[], str]:
+    """`PageWriter.page`'s `produce` for a file whose text is already made."""
+    return lambda: text
+
+
 def fingerprint(*parts: object) -> str:
     """A stable hash of `repr(parts)`: records are frozen dataclasses, tuples, str and floats,
     whose reprs are deterministic across processes (unlike `hash()` of a str)."""

@@ -1,5 +1,5 @@
 """`build_pruned_model`: a pruned DeiT from a model name, a pruner and a backend, with its build options as
-one typed record (`BuildOptions`)."""
+one typed record (`BuildOptions`), which gives the model's forward flags (`pruners.options.ForwardOptions`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import torch
 from torch import nn
 
 from pruners.backbones import MODELS, checkpoint_backbone, seeded_backbone
-from pruners.backends import BACKENDS, EXTRA_BACKENDS, check_capturable
+from pruners.backends import BACKENDS, EXTRA_BACKENDS
 from pruners.base import ModelInfo, Pruner, create_pruner
 from pruners.layers import PatchGemm
 from pruners.model import PrunedDeiT
+from pruners.options import ForwardOptions
 from pruners.sample_images import synthetic_images
 
 _FLAGS = ("graph", "exact_capacity", "ragged_linear", "fused_blocks")
@@ -25,8 +26,8 @@ _FLAGS = ("graph", "exact_capacity", "ragged_linear", "fused_blocks")
 @dataclass(frozen=True)
 class BuildOptions:
     """How `build_pruned_model` builds a model; every field has the default the keyword API has. Checked on
-    construction (TypeError/ValueError), except what depends on the backend (`build_pruned_model` checks
-    that) and the checkpoint path (checked when it is read).
+    construction (TypeError/ValueError; the forward's flags by the `ForwardOptions` they make), except what
+    depends on the backend (`build_pruned_model` checks that) and the checkpoint path (checked when it is read).
 
     Attributes:
         seed: weight seed; the same seed gives the same weights under every backend.
@@ -37,8 +38,8 @@ class BuildOptions:
             mode; a str: that mode, see `pruners.compiled.MODES`); with graph=True the compiled forward is
             what is captured.
         exact_capacity: eager only: one host read per stage to size buffers exactly.
-        packer: "ragged_kernels" or "torch" (see PrunedDeiT); None: PrunedDeiT's default for the backend.
-        ragged_linear: experimental, see PrunedDeiT.
+        packer: "ragged_kernels" or "torch" (see ForwardOptions); None: the backend's default.
+        ragged_linear: experimental, see ForwardOptions.
         fused_blocks: each block as five launches and the head as one (`pruners.fused`); any backend, dense
             included; eager, graph mode, compiled or both.
         calibration_images: float [B, 3, H, W] for an uncalibrated threshold_l2 pruner (None: 4 seeded
@@ -70,6 +71,10 @@ class BuildOptions:
         images = self.calibration_images
         if images is not None and not isinstance(images, torch.Tensor):
             raise TypeError(f"calibration_images must be a float [B, 3, H, W] tensor, got {type(images).__name__}")
+        if self.captured and self.exact_capacity:  # what ForwardOptions says of sync_free, in this record's terms
+            raise ValueError("exact_capacity reads counts back to the host and cannot be captured in graph mode or "
+                             "compiled")
+        self.forward_options()
 
     @property
     def compiled(self) -> bool:
@@ -81,13 +86,20 @@ class BuildOptions:
         """Whether the forward must be sync-free: graph mode or compiled."""
         return self.graph or self.compiled
 
+    def forward_options(self) -> ForwardOptions:
+        """The built model's forward flags: these options', sync-free where the forward is captured or compiled."""
+        return ForwardOptions(exact_capacity=self.exact_capacity, packer=self.packer, ragged_linear=self.ragged_linear,
+                              sync_free=self.captured, fused_blocks=self.fused_blocks)
+
     def check_for(self, backend: str) -> None:
-        """ValueError unless these options can build a model on `backend` (capture and compile need a
-        sync-free backend; graph mode takes only some compile modes; exact capacity reads the host)."""
+        """ValueError unless these options can build a model on `backend`: what graph mode and compile take
+        (`ForwardOptions.check_capture`: a sync-free backend; compiled, no ragged_linear), and graph mode only
+        some compile modes."""
+        forward = self.forward_options()
         if self.graph:
-            check_capturable(backend, "graph mode")
+            forward.check_capture(backend, compiled=False)
         if self.compiled:
-            check_capturable(backend, "compile")
+            forward.check_capture(backend, compiled=True)
             from pruners.compiled import CUDAGRAPH_MODES, MODES
 
             if self.compile is not True and self.compile not in MODES:
@@ -95,9 +107,6 @@ class BuildOptions:
             if self.graph and self.compile in CUDAGRAPH_MODES:
                 raise ValueError(f"compile mode {self.compile!r} captures CUDA graphs itself; with graph=True use "
                                  "True or 'max-autotune-no-cudagraphs' (graph mode captures the compiled forward)")
-        if self.captured and self.exact_capacity:
-            raise ValueError("exact_capacity reads counts back to the host and cannot be captured in graph mode or "
-                             "compiled")
 
 
 KNOWN_OPTIONS = frozenset(f.name for f in dataclasses.fields(BuildOptions))
@@ -171,16 +180,7 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         )
     )
     pruner.eval()
-    model = PrunedDeiT(
-        backbone,
-        pruner,
-        backend,
-        exact_capacity=options.exact_capacity,
-        packer=options.packer,
-        ragged_linear=options.ragged_linear,
-        sync_free=options.captured,
-        fused_blocks=options.fused_blocks,
-    ).eval()
+    model = PrunedDeiT(backbone, pruner, backend, options.forward_options()).eval()
     if getattr(pruner, "calibrated", True) is False:
         images = options.calibration_images
         if images is None:

@@ -15,12 +15,14 @@ in `compile_seconds`; the benchmarks report it beside the images/s.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import torch
 import torch._inductor.config  # noqa: F401  (compile_settings reads it)
 from torch import nn
 
-from pruners.backends import check_capturable
+if TYPE_CHECKING:
+    from pruners.model import PrunedDeiT
 
 # torch.compile modes that capture CUDA graphs themselves (cudagraph trees); graph mode captures the
 # compiled forward on its own, so with graph=True a mode must leave graphs to it.
@@ -50,7 +52,8 @@ class CompiledPrunedModel(nn.Module):
     """`torch.compile(fullgraph=True)` of a PrunedDeiT's forward.
 
     Args:
-        model: a PrunedDeiT built with `sync_free=True` (or the dense backend), exact_capacity False.
+        model: a PrunedDeiT whose options compile (`ForwardOptions.check_capture`: a sync-free backend,
+            padded_sdpa built with `sync_free=True`; no exact_capacity, no ragged_linear).
         mode: a torch.compile mode (None: inductor's default).
         backend: the torch.compile backend ("inductor"; the CPU tests trace with "aot_eager", which runs the
             same graph unfused).
@@ -64,19 +67,12 @@ class CompiledPrunedModel(nn.Module):
             then the first run).
     """
 
-    def __init__(self, model: nn.Module, *, mode: str | None = None, backend: str = "inductor",
+    def __init__(self, model: PrunedDeiT, *, mode: str | None = None, backend: str = "inductor",
                  eager_numerics: bool = True) -> None:
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"compile mode must be one of {MODES}, got {mode!r}")
-        if getattr(model, "exact_capacity", False):
-            raise ValueError("compile needs exact_capacity=False (it reads counts back to the host)")
-        check_capturable(getattr(model, "backend", None), "compile")
-        if model.backend not in ("dense", "triton", "reference", "fa2_varlen") and not model.sync_free:
-            raise ValueError(f"compile with {model.backend} needs the model built with sync_free=True")
-        if model.ragged_linear:
-            raise ValueError("compile does not take ragged_linear=True (its LayerNorm kernel is no custom op, and "
-                             "inductor fuses the layers it would replace); fused_blocks=True is the form that compiles")
+        model.options.check_capture(model.backend, compiled=True)
         self.model = model
         self.mode = mode
         self.eager_numerics = eager_numerics

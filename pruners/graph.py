@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from pruners.backends import check_capturable
+if TYPE_CHECKING:
+    from pruners.model import PrunedDeiT
 
 
 @dataclass
@@ -67,8 +69,8 @@ class GraphedPrunedModel(nn.Module):
     """Replay a captured PrunedDeiT forward.
 
     Args:
-        model: a PrunedDeiT with a sync-free backend (`CAPTURABLE_BACKENDS`; padded_sdpa built with
-            `sync_free=True`) and exact_capacity False.
+        model: a PrunedDeiT with a sync-free backend (`CAPTURABLE_BACKENDS`) whose options capture
+            (`ForwardOptions.check_capture`: no exact_capacity; padded_sdpa built with `sync_free=True`).
         forward: what to capture instead of `model` itself: a `CompiledPrunedModel` of it.
         warmup: eager iterations on a side stream before capture (compiles Triton kernels, allocator).
         clone_outputs: return a fresh copy of the logits (True) or the static output buffer itself,
@@ -79,16 +81,10 @@ class GraphedPrunedModel(nn.Module):
             `last_keeps()` available).
     """
 
-    def __init__(self, model: nn.Module, *, forward: nn.Module | None = None, warmup: int = 2,
+    def __init__(self, model: PrunedDeiT, *, forward: nn.Module | None = None, warmup: int = 2,
                  clone_outputs: bool = True) -> None:
         super().__init__()
-        if getattr(model, "exact_capacity", False):
-            raise ValueError("graph mode needs exact_capacity=False (it reads counts back to the host)")
-        backend = getattr(model, "backend", None)
-        check_capturable(backend, "graph mode")
-        if backend == "padded_sdpa" and not model.sync_free:
-            raise ValueError("graph mode with padded_sdpa needs the model built with sync_free=True (it then pads to "
-                             "the capacity instead of reading the longest kept length back to the host)")
+        model.options.check_capture(model.backend, compiled=False)
         if warmup < 1:
             raise ValueError(f"warmup must be >= 1, got {warmup}")
         _warn_if_unbounded(model)

@@ -16,9 +16,10 @@ batches do not spend linear-layer FLOPs on padding rows.
 
 Where the rest lives: the layers and attention backends in `pruners.layers`, the packers and the
 class-token rule in `pruners.packing`, what a stage reads and the replay checks in `pruners.stages`,
-the factory (`build_pruned_model`, `BuildOptions`) in `pruners.build`, backbones in `pruners.backbones`,
-`synthetic_images` in `pruners.sample_images`. The other public names this module held before that split
-(2026-12-05) are still importable from it; the factory is imported from `pruners` (it builds on this
+the forward's flags (`ForwardOptions`) in `pruners.options`, the factory (`build_pruned_model`,
+`BuildOptions`) in `pruners.build`, backbones in `pruners.backbones`, `synthetic_images` in
+`pruners.sample_images`. The other public names this module held before that split (2026-12-05) are
+still importable from it; the factory is imported from `pruners` (it builds on this
 module, so this one cannot name it).
 """
 
@@ -31,10 +32,11 @@ import torch
 from torch import nn
 
 from pruners.backbones import MODELS, clear_backbone_cache
-from pruners.backends import BACKENDS, EXTRA_BACKENDS, check_capturable
+from pruners.backends import BACKENDS, EXTRA_BACKENDS
 from pruners.base import Pruner
 from pruners.layers import AttentionFn, BlockLayers, PatchGemm, attention_fn, reference_attention
-from pruners.packing import PACKERS, LoggingPacker, Packer, PackingLog, applied_mask
+from pruners.options import ForwardOptions
+from pruners.packing import LoggingPacker, Packer, PackingLog, applied_mask
 from pruners.sample_images import synthetic_images
 from pruners.stages import StageInputs, check_override_fits, decide, override_masks, replayed_mask
 
@@ -46,30 +48,11 @@ class PrunedDeiT(nn.Module):
         backbone: a timm VisionTransformer (DeiT, class token, no register tokens).
         pruner: a bound pruner (owned by this module).
         backend: one of BACKENDS or "reference".
-        exact_capacity: eager only: after each stage read the kept total and longest image back to
-            the host (one sync per stage) and size the packed buffer exactly.
-        packer: "ragged_kernels" (the library's pack_tokens) or "torch"; default: torch for the
-            reference backend, ragged_kernels otherwise. Packing is exact data movement, so the choice
-            never changes results.
-        sync_free: every shape from host ints, for CUDA-graph capture and torch.compile: the only
-            backend this changes is padded_sdpa, which then pads to the capacity bound instead of
-            reading the batch's longest kept length back (the others never read anything back).
-        ragged_linear: experimental: on packed tokens, run qkv, proj and the MLP (fc1 with its GELU
-            fused) through `ragged_kernels.linear.ragged_linear`, and the blocks' LayerNorms through
-            `ragged_layer_norm`, which skip the capacity rows past `cu_seqlens[-1]` on the device
-            instead of computing them (graph mode at the kept size).
-            Padding rows then hold uninitialised values, which the packed layout never reads into a
-            valid row. Opt-in: on the H200 it paid for Threshold-L2 only, and since Threshold-L2's batch
-            budget it pays for none (2026-11-29, docs/performance.md "Opt-in paths"): cuBLAS on the tighter
-            buffer is 6-7% faster.
-        fused_blocks: every block as five launches with the LayerNorms, GELU and residual adds fused into the
-            linear layers, and the head as one (`pruners.fused`), the blocks before the first stage included
-            (on the dense batch as rows with uniform segments; `dense` then attends with the library's
-            kernel). For serving batches, where the forward is a chain of small launches. Not with
-            ragged_linear (its unfused form); compiled, the fused layers stay custom ops and inductor fuses
-            what lies between them (embedding, the stages' bookkeeping).
+        options: the forward's flags (exact capacity, packer, ragged linear layers, sync-free shapes, fused
+            blocks) as one record (`ForwardOptions`, checked there); None: the plain eager forward.
 
     Attributes:
+        options: the `ForwardOptions` this model runs, resolved for its backend (the packer filled in).
         record: when True, each forward stores the keep masks it applied in `recorded_keeps`
             (one [B, N] bool tensor per stage, before any EViT fused token).
         keep_override: when set to such a list, the forward applies these masks instead of the
@@ -86,48 +69,31 @@ class PrunedDeiT(nn.Module):
         backbone: nn.Module,
         pruner: Pruner,
         backend: str,
-        *,
-        exact_capacity: bool = False,
-        packer: str | None = None,
-        ragged_linear: bool = False,
-        sync_free: bool = False,
-        fused_blocks: bool = False,
+        options: ForwardOptions | None = None,
     ) -> None:
         super().__init__()
         if backend not in BACKENDS + EXTRA_BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS + EXTRA_BACKENDS}")
-        if packer is None:
-            packer = "torch" if backend == "reference" else "ragged_kernels"
-        if packer not in PACKERS:
-            raise ValueError(f"packer must be 'torch' or 'ragged_kernels', got {packer!r}")
+        if options is None:
+            options = ForwardOptions()
+        elif not isinstance(options, ForwardOptions):
+            raise TypeError(f"options must be a ForwardOptions, got {type(options).__name__}")
+        options = options.for_backend(backend)
         if getattr(backbone, "reg_token", None) is not None or getattr(backbone, "num_prefix_tokens", 1) != 1:
             raise ValueError("only class-token ViTs without register tokens are supported")
         self.backbone = backbone
         self.__dict__["_dtype_device_ref"] = backbone.cls_token  # check_images: not a registered parameter
         self.pruner = pruner
         self.backend = backend
-        self.exact_capacity = bool(exact_capacity)
-        self.packer = packer
-        if ragged_linear and backend == "dense":
-            raise ValueError("ragged_linear applies to packed tokens; the dense backend has none")
-        self.ragged_linear = bool(ragged_linear)
-        if sync_free:
-            check_capturable(backend, "sync_free")
-            if exact_capacity:
-                raise ValueError("sync_free excludes exact_capacity (it reads counts back to the host)")
-        self.sync_free = bool(sync_free)
-        attend = attention_fn(backend, self.sync_free) if backend != "dense" else reference_attention
-        self._layers = BlockLayers(attend, self.ragged_linear)
-        if fused_blocks and ragged_linear:
-            raise ValueError("fused_blocks already runs every linear layer through ragged_linear, fused with its "
-                             "neighbours: choose one of fused_blocks and ragged_linear")
-        self.fused_blocks = bool(fused_blocks)
+        self.options = options
+        attend = attention_fn(backend, options.sync_free) if backend != "dense" else reference_attention
+        self._layers = BlockLayers(attend, options.ragged_linear)
         self._fused = None
-        if fused_blocks:
+        if options.fused_blocks:
             from pruners.fused import FusedBlocks
 
             self._fused = FusedBlocks(backbone, attention_fn("triton") if backend == "dense" else attend)
-        self._pack = Packer(packer)
+        self._pack = Packer(options.packer_for(backend))
         self._stage_at = {blk: s for s, blk in enumerate(pruner.stages)}
         self.record = False
         self.recorded_keeps: list[torch.Tensor] = []
@@ -166,7 +132,7 @@ class PrunedDeiT(nn.Module):
         self._applied += 1
         fuse = self._fusion_weights(stage, inputs)
         on_dense_view = pr.fuses_tokens and fuse is None
-        if not (self.record or self.exact_capacity or on_dense_view):
+        if not (self.record or self.options.exact_capacity or on_dense_view):
             return *self._pack_stage(x, cu, n, keep, cap, fuse), n_out
         keep = applied_mask(keep, inputs.valid)
         if self.record:
@@ -174,7 +140,7 @@ class PrunedDeiT(nn.Module):
         if on_dense_view:  # what is packed is then the dense view with the fused token appended
             x, keep = self._with_extra_token(stage, inputs, keep)
             cu = None
-        if self.exact_capacity:
+        if self.options.exact_capacity:
             counts = keep.sum(1)
             if fuse is not None:  # the packer's fused row, where an image drops a token
                 counts = counts + (inputs.valid & ~keep).any(1)
@@ -192,7 +158,7 @@ class PrunedDeiT(nn.Module):
         first eager forward after it is set, against the packed buffers it must fit."""
         keep = replayed_mask(self._keep_override, self._applied, stage, inputs, B)
         # exact buffers hold any mask; a compiled forward is checked by one eager forward first
-        if not self._override_checked and not self.exact_capacity and not torch.compiler.is_compiling():
+        if not self._override_checked and not self.options.exact_capacity and not torch.compiler.is_compiling():
             check_override_fits(self.pruner, self._applied, keep, inputs, n_out, cap)
         return keep
 
@@ -290,7 +256,7 @@ class PrunedDeiT(nn.Module):
     def override_checked(self) -> bool:
         """False while a `keep_override` is set that no eager forward has checked yet (a compiled or
         captured forward does not check: run one eager forward first, as `CompiledPrunedModel` does)."""
-        return self._keep_override is None or self._override_checked or self.exact_capacity
+        return self._keep_override is None or self._override_checked or self.options.exact_capacity
 
     def logits(self, images: torch.Tensor) -> torch.Tensor:
         """The forward without the input check: what torch.compile traces and graph mode captures."""
@@ -380,9 +346,10 @@ class PrunedDeiT(nn.Module):
         self.pruner.calibrated = True
 
     def extra_repr(self) -> str:
+        o = self.options
         return (
-            f"backend={self.backend!r}, exact_capacity={self.exact_capacity}, packer={self.packer!r}, "
-            f"ragged_linear={self.ragged_linear}, sync_free={self.sync_free}, fused_blocks={self.fused_blocks}"
+            f"backend={self.backend!r}, exact_capacity={o.exact_capacity}, packer={o.packer!r}, "
+            f"ragged_linear={o.ragged_linear}, sync_free={o.sync_free}, fused_blocks={o.fused_blocks}"
         )
 
 

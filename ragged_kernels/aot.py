@@ -98,7 +98,7 @@ def report(spec: KernelSpec, capability: int) -> Report:
     regs, spills, stack = ptxas_usage(compiled.asm["ptx"], capability)
     draft = Report(spec, arch, regs, spills, stack, compiled.metadata.shared, "blocks")
     counts = draft.by_limit()
-    return Report(spec, arch, regs, spills, stack, compiled.metadata.shared, min(counts, key=counts.get))
+    return Report(spec, arch, regs, spills, stack, compiled.metadata.shared, min(counts, key=counts.__getitem__))
 
 
 def fitted(make_spec, cfg, smaller, capability: int) -> KernelSpec:

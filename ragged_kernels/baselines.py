@@ -152,7 +152,9 @@ def varlen_attn_attention(
             raise NotImplementedError("torch.nn.attention.varlen.varlen_attn needs torch >= 2.10") from exc
         if not q.is_cuda:
             raise NotImplementedError("varlen_attn needs a CUDA device")
-        return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, scale=_scale(q, scale))
+        out = varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, scale=_scale(q, scale))
+        assert isinstance(out, torch.Tensor)  # a (output, aux) pair only with return_aux
+        return out
     except Exception as exc:
         _explain(exc, q, k, v, cu_seqlens, max_seqlen)
         raise

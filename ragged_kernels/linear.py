@@ -436,8 +436,8 @@ def ragged_layer_norm(
 FUSIONS = ({"norm": True}, {"residual": True}, {"norm": True, "gelu": True}, {"gather": True, "norm": True})
 
 
-def linear_spec(blocks: LinearBlocks, gelu: bool, *, norm: bool = False, residual: bool = False,
-                gather: bool = False):
+def linear_spec(blocks: LinearBlocks, /, gelu: bool, *, norm: bool = False, residual: bool = False,
+                gather: bool = False) -> KernelSpec:
     """The `ragged_kernels.aot.KernelSpec` of `ragged_linear` with these blocks and fusions (fp16, a bias,
     cu_seqlens)."""
     import inspect
@@ -470,11 +470,11 @@ def linear_spec(blocks: LinearBlocks, gelu: bool, *, norm: bool = False, residua
                       divisible=("n_out", "n_in", "stride_xm", "stride_wn", "stride_ym", "stride_rm"))
 
 
-def fused_spec_makers(capability: int) -> list[tuple[Callable, LinearBlocks]]:
+def fused_spec_makers(capability: int) -> list[tuple[Callable[[LinearBlocks], KernelSpec], LinearBlocks]]:
     """The fused block's compilations on an architecture, as (blocks -> KernelSpec, blocks) for
     `ragged_kernels.aot.fitted`: each of `FUSIONS` at the architecture's table blocks and at the two
     small-batch steps `blocks_for` takes at DeiT sizes (64 x 64 and 32 x 64, 4 warps)."""
-    out = []
+    out: list[tuple[Callable[[LinearBlocks], KernelSpec], LinearBlocks]] = []
     for fusion in FUSIONS:
         gelu = fusion.get("gelu", False)
         flags = {k: v for k, v in fusion.items() if k != "gelu"}

@@ -511,7 +511,11 @@ def _unpack_fake(packed: torch.Tensor, keep: torch.Tensor, cu_seqlens: torch.Ten
     channels = packed.shape[1]
     if keep.dim() == 2 and source_cu_seqlens is None:
         return packed.new_empty((keep.shape[0], keep.shape[1], channels))
-    return packed.new_empty((keep.shape[0] if keep.dim() == 1 else rows, channels))
+    if keep.dim() == 1:
+        return packed.new_empty((keep.shape[0], channels))
+    if rows is None:  # as unpack_tokens refuses it
+        raise TypeError("a per-position keep mask [B, L] needs rows, the source's row count, got None")
+    return packed.new_empty((rows, channels))
 
 
 @traceable_op("ragged_kernels::unpack_tokens", _unpack_fake)

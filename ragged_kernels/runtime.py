@@ -20,8 +20,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -73,9 +74,9 @@ class KernelSpec:
     specialises those too, and an argument equal to 1 becomes a constexpr: list it in `constexprs`)."""
 
     name: str
-    kernel: object  # a triton JITFunction
+    kernel: Any  # a triton JITFunction (triton has no type information: Any)
     args: dict[str, str]
-    constexprs: dict[str, object]
+    constexprs: Mapping[str, object]
     options: dict[str, int] = field(default_factory=dict)
     divisible: tuple[str, ...] = ()
 

@@ -52,6 +52,7 @@ from pruners import (
     MODELS,
     PRUNERS,
     CompiledPrunedModel,
+    ForwardOptions,
     GraphedPrunedModel,
     PrunedDeiT,
     build_pruned_model,
@@ -114,9 +115,9 @@ class ModelCache:
 
     def inner(self, cfg: Config, backend: str | None = None, sync_free: bool | None = None) -> PrunedDeiT:
         backbone, pruner = self.parts(cfg.model, cfg.pruner)
-        return PrunedDeiT(backbone, copy.deepcopy(pruner), backend or cfg.backend, exact_capacity=cfg.exact,
-                          ragged_linear=cfg.rlinear, sync_free=cfg.captured if sync_free is None else sync_free,
-                          fused_blocks=cfg.fused).eval()
+        options = ForwardOptions(exact_capacity=cfg.exact, ragged_linear=cfg.rlinear, fused_blocks=cfg.fused,
+                                 sync_free=cfg.captured if sync_free is None else sync_free)
+        return PrunedDeiT(backbone, copy.deepcopy(pruner), backend or cfg.backend, options).eval()
 
     def make(self, cfg: Config) -> tuple[torch.nn.Module, PrunedDeiT]:
         """(the model to time, its eager PrunedDeiT) for a configuration."""

@@ -1,7 +1,7 @@
 """An in-memory `StoreReader` and synthetic histories, for the render benchmark
 (`tools.bench_render`) and the dashboard's tests.
 
-`MemoryStore` follows the protocol in `ci/records.py` literally (filters, history order) so the
+`MemoryStore` follows the protocol in `ci/records/reader.py` literally (filters, history order) so the
 dashboard is tested against the contract, not against one implementation. `synthetic_store`
 builds a deterministic multi-machine history with steps, regressions, acknowledgements and
 correctness gates; `next_commit` appends one more commit; `to_sqlite` and `ingest_commits` copy a

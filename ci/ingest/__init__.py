@@ -7,18 +7,14 @@
 - `git`: the commits' metadata from a git checkout (parents, time, subject, branch), git's output
   read as data;
 - `results_dir`: a whole results directory into a `ci.store.Store`, file by file, with git's
-  commit metadata.
+  commit metadata;
+- `reading`: its files read and parsed, each inside one boundary, here or in forked parsers;
+- `report`: what it tells its caller (`IngestReport`, each file's `FileOutcome`, `IngestProgress`).
 """
 
 from ci.ingest.asv_files import AsvFormatError
-from ci.ingest.results_dir import (
-    BATCH_FILES,
-    FileOutcome,
-    IngestProgress,
-    IngestReport,
-    ingest_results_dir,
-    throughput,
-)
+from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, throughput
+from ci.ingest.results_dir import BATCH_FILES, ingest_results_dir
 
 __all__ = [
     "BATCH_FILES",

@@ -1,9 +1,9 @@
 """Ingest an asv results directory into the store.
 
-Per file: read and parse inside one boundary (`_read_one`): whatever goes wrong with a file (a
+Per file: read and parse inside one boundary (`ci.ingest.reading`): whatever goes wrong with a file (a
 malformed or truncated one, an irregular file, a value out of range, an error nobody foresaw)
 becomes that file's one-line "FILE: reason" outcome, and every other file still goes in. A long
-history is read and parsed by forked parsers while this process writes (`_read_all`); what is
+history is read and parsed by forked parsers while this process writes (`ci.ingest.reading.read_all`); what is
 decided across files (a second copy of a run, bytes stored before) is decided here, in path
 order, so the outcome and the store are those of one process (tests/ci/test_ingest_forked.py). Parsed
 files are written in batches (`BATCH_FILES`), one transaction per batch and one savepoint per file
@@ -25,119 +25,31 @@ git's history included (history order is git's topology, `ci.records.Commit.posi
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import itertools
-import multiprocessing
 import os
 import time
-from collections import deque
-from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from ci.forking import fork_workers
 from ci.ingest.asv_files import (
-    MAX_RESULT_BYTES,
     SIDECAR_MACHINE_KEYS,
     AsvFormatError,
-    BenchmarkInfo,
     iter_result_files,
     load_benchmarks_json,
     load_machine_json,
-    read_file,
-    read_gpu_sidecar,
-    with_sidecar,
 )
 from ci.ingest.git import CommitLog, branch_log, commit_order_warning, commit_warning, git_commits
-from ci.ingest.parse import parse_result_file
-from ci.records import Benchmark, Commit, Direction, Kind, Machine, ParsedRun, PointBlock
+from ci.ingest.reading import Known, read_all
+from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, file_outcome
+from ci.records import Commit, Machine, ParsedRun
 from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused, Store, StoreLimitError, error_line
-from ci.store.codec import float64s, int64s, pack_block
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
 from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
-# From this many files to parse, forked parsers read and parse them while this process writes the
-# parsed ones (`_read_all`): 1,000 files 9.3 s in one process, 6.3-6.5 s so on 2 cores (2026-12-02,
-# docs/performance.md "Ingest and store"). A commit's ingest (1-20 files) stays in one process: a
-# pool of two forked parsers takes ~35 ms to start and stop, ~8 files' parse.
-PARALLEL_MIN_FILES = 100
-_TASK_FILES = 10  # files per task of a forked parser
-_TASKS_AHEAD = 3  # tasks in flight per parser: what bounds the parsed files held in memory
-
-
-@dataclass(frozen=True)
-class FileOutcome:
-    """What happened to one result file."""
-
-    path: str
-    status: str  # inserted, replaced, unchanged, error
-    points: int = 0  # benchmark points in the file (results plus marked failures)
-    message: str = ""
-    skipped: int = 0  # benchmarks left out: unknown to benchmarks.json, or of another version (as asv does)
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    """The outcome of one ingest call, file by file, and how long it took."""
-
-    files: tuple[FileOutcome, ...]
-    seconds: float = 0.0  # wall time of the whole call
-    # One line per commit whose git record cannot be read, or not all of it (`ci.ingest.git`), then
-    # one per machine this ingest added beside one of the same asv name: another environment, or
-    # another host (`machine_notes`), so that no series is split or kept apart without a word.
-    notes: tuple[str, ...] = ()
-
-    @property
-    def points_written(self) -> int:
-        """Points of the files inserted or replaced."""
-        return sum(f.points for f in self.files if f.status in ("inserted", "replaced"))
-
-    def count(self, status: str) -> int:
-        """Files with the given status."""
-        return sum(1 for f in self.files if f.status == status)
-
-    @property
-    def errors(self) -> tuple[FileOutcome, ...]:
-        return tuple(f for f in self.files if f.status == "error")
-
-    @property
-    def ok(self) -> bool:
-        """True when every file went in (or was already in)."""
-        return not self.errors
-
-    def summary(self) -> str:
-        """One line for humans."""
-        written = self.points_written
-        skipped = sum(f.skipped for f in self.files)
-        return (
-            f"{len(self.files)} result files: {self.count('inserted')} inserted, {self.count('replaced')} replaced, "
-            f"{self.count('unchanged')} unchanged, {len(self.errors)} errors; {written} points written"
-            f" in {self.seconds:.1f} s ({throughput(written, self.seconds)})"
-            + (f"; {skipped} benchmarks skipped (not in benchmarks.json or stale version)" if skipped else "")
-        )
-
-
-def throughput(points: int, seconds: float) -> str:
-    """`points` per second as shown in ingest's messages, e.g. "61,250 points/s"."""
-    return f"{points / seconds:,.0f} points/s" if seconds > 0 else "- points/s"
-
-
-@dataclass(frozen=True)
-class IngestProgress:
-    """Where a running ingest is, after each batch of files (for progress lines on long runs)."""
-
-    files_done: int
-    files_total: int
-    points_written: int
-    seconds: float
 
 
 def _commit(run: ParsedRun, git_info: CommitLog) -> Commit:
@@ -164,11 +76,6 @@ def _machine(run: ParsedRun, info: dict[str, str], sidecar: dict[str, str]) -> M
     )
 
 
-def _outcome(path: Path, status: str, points: int = 0, message: str = "", skipped: int = 0) -> FileOutcome:
-    """A file's outcome; its message is one printable line whatever the file's name or content held."""
-    return FileOutcome(str(path), status, points, printable(message), skipped)
-
-
 def _store_failure(path: Path, exc: Exception) -> str:
     """Why the store did not take a parsed file: its own rule for what it can hold (the same on
     every database), a database error, or anything else as what it is."""
@@ -187,63 +94,6 @@ class _Unchanged:
 
 
 @dataclass(frozen=True)
-class _Known:
-    """A result file whose digest the store holds: what `_claim` needs to place it."""
-
-    commit_sha: str
-    run_key: str
-    digest: str
-
-
-def _read_one(
-    path: Path, benchmarks: dict[str, BenchmarkInfo], info: dict[str, str], known: dict[str, tuple[str, str]]
-) -> FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome]:
-    """One result file read and parsed inside one boundary: the parsed run with its GPU sidecar
-    (or the sidecar's error outcome), `_Known`, or the file's error outcome: any exception but an
-    interrupt becomes one, naming the file. Needs nothing of this ingest's other files, so it runs
-    in a forked parser as well as here (`_read_all`)."""
-    try:
-        raw = read_file(path, MAX_RESULT_BYTES)
-        digest = hashlib.sha256(raw).hexdigest()
-        stored = _stored(digest, known)
-        if stored is not None:  # identical bytes were ingested before: skip the parse (most of a re-ingest)
-            return stored
-        run = parse_result_file(path, benchmarks, info, raw=raw, digest=digest)
-    except AsvFormatError as exc:
-        return _outcome(path, "error", message=str(exc))
-    except Exception as exc:  # noqa: BLE001 - the boundary: one bad file never stops the others
-        return _outcome(path, "error", message=_cannot(path, exc))
-    try:
-        # The sidecar is keyed by the commit, so it is read once the file has parsed; its job marker
-        # applies only where it was recorded for these very bytes.
-        sidecar = read_gpu_sidecar(path.parent, run.commit_hash, path.name, digest)
-        return with_sidecar(run, sidecar), sidecar
-    except AsvFormatError as exc:
-        return run, _outcome(path, "error", message=str(exc))
-    except Exception as exc:  # noqa: BLE001 - as above
-        return run, _outcome(path, "error", message=_cannot(path, exc))
-
-
-def _known(path: Path, known: dict[str, tuple[str, str]]) -> _Known | None:
-    """`_Known` for a file whose bytes the store holds, else None (also for one that cannot be read:
-    `_read_one` then says why)."""
-    try:
-        digest = hashlib.sha256(read_file(path, MAX_RESULT_BYTES)).hexdigest()
-    except Exception:  # noqa: BLE001 - reported by `_read_one`
-        return None
-    return _stored(digest, known)
-
-
-def _stored(digest: str, known: dict[str, tuple[str, str]]) -> _Known | None:
-    entry = known.get(digest)
-    return None if entry is None else _Known(entry[0], entry[1], digest)
-
-
-def _cannot(path: Path, exc: Exception) -> str:
-    return f"{quote_path(path)}: cannot be ingested ({error_line(exc)})"
-
-
-@dataclass(frozen=True)
 class _Clash:
     """A file whose bytes are the stored run's, after an earlier file (path order) with other contents
     of that run: stale if the earlier file replaced the run, still the stored one if the store refused it."""
@@ -255,17 +105,17 @@ class _Clash:
 
 def _placed(
     path: Path,
-    item: FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome],
+    item: FileOutcome | Known | tuple[ParsedRun, dict[str, str] | FileOutcome],
     info: dict[str, str],
     claims: dict[str, tuple[Path, str]],
 ) -> FileOutcome | _Unchanged | _Clash | tuple[ParsedRun, dict[str, str], dict[str, str]]:
-    """A read file (`_read_one`) placed among this ingest's files in path order: (run, machine info,
+    """A read file (`ci.ingest.reading.read_all`) placed among this ingest's files in path order: (run, machine info,
     sidecar) to write, `_Unchanged`, `_Clash` (stored bytes after another file of their run), or its
     outcome (a run another file already holds with other contents is an error, before anything
     about its sidecar)."""
     if isinstance(item, FileOutcome):
         return item
-    if isinstance(item, _Known):
+    if isinstance(item, Known):
         clash = _claim(claims, item.run_key, path, item.digest)
         if clash is None:
             return _Unchanged(item.commit_sha)
@@ -279,172 +129,13 @@ def _placed(
     return run, info, sidecar
 
 
-# What a forked parser reads, set in it by `_fork_input` (inherited memory: a fork pickles nothing
-# on the way in): the benchmarks, each machine folder's info and the stored digests.
-_FORK_INPUT: tuple[dict[str, BenchmarkInfo], dict[Path, dict[str, str]], dict[str, tuple[str, str]]] | None = None
-
-
-def _fork_input(
-    benchmarks: dict[str, BenchmarkInfo], infos: dict[Path, dict[str, str]], known: dict[str, tuple[str, str]]
-) -> None:
-    global _FORK_INPUT
-    _FORK_INPUT = (benchmarks, infos, known)
-
-
-_Read = FileOutcome | _Known | tuple[ParsedRun, dict[str, str] | FileOutcome]
-# A block's series as texts: (name, unit, direction, kind, each point's params).
-_GridKey = tuple[str, str, str, str, tuple[tuple[tuple[str, str], ...], ...]]
-
-
-def _read_task(paths: list[Path]) -> tuple[list[_GridKey], list[Any]]:
-    """A forked parser's task: `_read_one` of each path, in the compact form `_unwire` reads."""
-    assert _FORK_INPUT is not None
-    benchmarks, infos, known = _FORK_INPUT
-    with paused_gc():
-        return _wire([_read_one(p, benchmarks, infos[p.parent], known) for p in paths])
-
-
-def _wire(items: list[_Read]) -> tuple[list[_GridKey], list[Any]]:
-    """Read files as they cross back from a forked parser: each block's series as an index into a
-    table of the task's grids (sent once, not once a file) and its values packed as the store
-    writes them (`pack_block`, done here instead of in the writer). Pickled as Benchmarks and
-    float objects, a parsed run took ~4.6 ms to unpickle; in this form ~0.3 ms, and ~0.5 ms more
-    to rebuild its blocks (`_unwire`; 2026-12-02, 2-core box)."""
-    # id of a block's `benches` (one tuple per grid, `_grid_benchmarks`; `items` keeps each alive) -> index
-    grids: dict[int, int] = {}
-    table: list[_GridKey] = []
-    out: list[Any] = []
-    for item in items:
-        if not isinstance(item, tuple) or not item[0].blocks:
-            out.append(item)
-            continue
-        run, sidecar = item
-        blocks: list[PointBlock | tuple[Any, ...]] = []  # a block as it is, or wired: (grid index, packed, ...)
-        for block in run.blocks:
-            at = grids.get(id(block.benches))
-            if at is None:
-                b0 = block.benches[0][0] if block.benches else None
-                if b0 is None or any((b.name, b.unit, b.direction, b.kind) != (b0.name, b0.unit, b0.direction, b0.kind)
-                                     for b, _ in block.benches):  # fmt: skip
-                    blocks.append(block)  # not one benchmark's grid: as it is
-                    continue
-                at = grids[id(block.benches)] = len(table)
-                params = tuple(b.params for b, _ in block.benches)
-                table.append((b0.name, b0.unit, str(b0.direction), str(b0.kind), params))
-            packed = block.packed or pack_block(block.values, block.samples, block.stats)
-            blocks.append((at, packed, block.has_raw_samples, block.stats, block.benchmark_version, block.started_at,
-                           block.duration))  # fmt: skip
-        out.append(_Wired(replace(run, blocks=()), tuple(blocks), sidecar))
-    return table, out
-
-
-class _Wired(NamedTuple):
-    """A parsed run as `_wire` sends it: the run without its blocks, the blocks, the sidecar."""
-
-    run: ParsedRun
-    blocks: tuple[Any, ...]
-    sidecar: dict[str, str] | FileOutcome
-
-
-@functools.lru_cache(maxsize=4096)
-def _grid(key: _GridKey) -> tuple[tuple[Benchmark, str], ...]:
-    """A block's series from their texts; the same tuple for the same texts (a history repeats its grids)."""
-    name, unit, direction, kind, params = key
-    benches = (Benchmark(name, p, unit, Direction(direction), Kind(kind)) for p in params)
-    return tuple((b, b.key) for b in benches)
-
-
-def _unwire(task: tuple[list[_GridKey], list[Any]]) -> list[_Read]:
-    """`_wire`'s form read back: the same runs, their blocks' values unpacked and their packed
-    columns kept for the store."""
-    table, items = task
-    grids = [_grid(key) for key in table]
-    out: list[_Read] = []
-    for item in items:
-        if not isinstance(item, _Wired):
-            out.append(item)
-            continue
-        blocks = []
-        for w in item.blocks:
-            if isinstance(w, PointBlock):
-                blocks.append(w)
-                continue
-            at, packed, raw, stats, version, started, duration = w
-            benches = grids[at]
-            values = float64s(packed[0]).tolist()
-            if raw:
-                numbers = float64s(packed[1]).tolist()
-                samples: list[Any] = []
-                i = 0
-                for n in int64s(packed[2]):
-                    samples.append(numbers[i : i + n])
-                    i += n
-            else:
-                samples = [(v,) for v in values]
-            blocks.append(PointBlock(benches, values, samples, raw, stats, version, started, duration, packed))
-        out.append((replace(item.run, blocks=tuple(blocks)), item.sidecar))
-    return out
-
-
-def _read_all(
-    paths: list[Path],
-    benchmarks: dict[str, BenchmarkInfo],
-    infos: dict[Path, dict[str, str]],
-    known: dict[str, tuple[str, str]],
-) -> Generator[_Read, None, None]:
-    """`_read_one` of each path, in order: here for a few files, else in forked parsers (one per CPU,
-    at most 8) while this process writes what they parsed, a few tasks ahead of the writer, so that
-    memory holds a few dozen parsed files however long the history is. Parsing is about half of a
-    file's ingest and writing the other half; a parsed run comes back compact (`_wire`), and with
-    one parser on 2 cores the parser, which also packs and pickles, was the slower side (8.3 s for
-    1,000 files against 7.5 s with two, 2026-12-02)."""
-    # Files whose bytes the store holds are known from a read and a hash, here; only the others are
-    # parsed, and only their number decides whether parsers are forked (a commit's ingest of a
-    # long history's folder parses one file: forking for it doubled its 0.17 s, 2026-12-02).
-    seen = [_known(path, known) for path in paths]
-    fresh = [path for path, k in zip(paths, seen, strict=True) if k is None]
-    parsers = fork_workers(len(fresh), PARALLEL_MIN_FILES)
-    if parsers < 2:
-        for path, k in zip(paths, seen, strict=True):
-            yield k or _read_one(path, benchmarks, infos[path.parent], known)
-        return
-    tasks = iter([fresh[i : i + _TASK_FILES] for i in range(0, len(fresh), _TASK_FILES)])
-    parsed: deque[_Read] = deque()
-    # Not multiprocessing.Pool: a pool worker killed (out of memory, say) leaves its task's result
-    # waited for forever; here the future fails and says so.
-    pool = ProcessPoolExecutor(parsers, mp_context=multiprocessing.get_context("fork"), initializer=_fork_input,
-                               initargs=(benchmarks, infos, known))  # fmt: skip
-    try:
-        pending = deque((t, pool.submit(_read_task, t)) for t in itertools.islice(tasks, parsers * _TASKS_AHEAD))
-        for k in seen:
-            if k is not None:
-                yield k
-                continue
-            if not parsed:
-                task_paths, future = pending.popleft()
-                try:
-                    parsed.extend(_unwire(future.result()))
-                except BrokenProcessPool:
-                    raise RuntimeError(
-                        f"a forked parser stopped (killed? out of memory?) before {quote_path(task_paths[0])} and "
-                        f"the {len(task_paths) - 1} files after it were parsed; the batches stored before are kept, "
-                        "and the same command again goes on from there"
-                    ) from None
-                task = next(tasks, None)
-                if task is not None:
-                    pending.append((task, pool.submit(_read_task, task)))
-            yield parsed.popleft()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # at most a task per parser still runs
-
-
 def _claim(claims: dict[str, tuple[Path, str]], run_key: str, path: Path, digest: str) -> FileOutcome | None:
     """Record that `path` holds `run_key`; an error outcome when an earlier file (path order) holds
     the same run with other contents. An identical copy is no conflict."""
     first = claims.setdefault(run_key, (path, digest))
     if first[1] == digest:
         return None
-    return _outcome(
+    return file_outcome(
         path,
         "error",
         message=(
@@ -479,7 +170,7 @@ def _write_batch(
     notes = []
     for (run, _, _), status in zip(items, statuses, strict=True):
         if isinstance(status, Exception):
-            outcomes.append(_outcome(run.path, "error", message=_store_failure(run.path, status)))
+            outcomes.append(file_outcome(run.path, "error", message=_store_failure(run.path, status)))
             continue
         if status == REPLACED_FROM_ANOTHER_SOURCE:
             status = "replaced"
@@ -493,7 +184,7 @@ def _write_batch(
                 f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
                 + ", ".join(repr(name) for name in skipped[:5])
             )
-        outcomes.append(_outcome(run.path, status, run.n_points, note, len(skipped)))
+        outcomes.append(file_outcome(run.path, status, run.n_points, note, len(skipped)))
         if status != "unchanged":
             written += run.n_points
     return written, notes
@@ -575,7 +266,7 @@ def ingest_results_dir(
     readable_infos = {d: info for d, info in machine_infos.items() if not isinstance(info, AsvFormatError)}
     # Parsing allocates millions of short-lived objects and none in cycles: the collector's passes
     # over them were ~1 s of 1,000 files' ingest, and more in a forked parser's returns (2026-12-02).
-    with contextlib.closing(_read_all(readable, benchmarks, readable_infos, known)) as reads, paused_gc():
+    with contextlib.closing(read_all(readable, benchmarks, readable_infos, known)) as reads, paused_gc():
         for first in range(0, len(paths), batch_size):
             if progress is not None and first:
                 progress(IngestProgress(first, len(paths), written, time.perf_counter() - t0))
@@ -587,12 +278,12 @@ def ingest_results_dir(
                     message = str(info)
                     if carrier != path:
                         message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
-                    outcomes.append(_outcome(path, "error", message=message))
+                    outcomes.append(file_outcome(path, "error", message=message))
                     continue
                 item = _placed(path, next(reads), info, claims)
                 if isinstance(item, _Unchanged):
                     known_shas.append(item.commit_sha)
-                    outcomes.append(_outcome(path, "unchanged"))
+                    outcomes.append(file_outcome(path, "unchanged"))
                 elif isinstance(item, _Clash):
                     clashes.append((path, item))
                 elif isinstance(item, FileOutcome):
@@ -610,7 +301,7 @@ def ingest_results_dir(
     for path, clash in clashes:
         if clash.earlier in refused:
             known_shas.append(clash.commit_sha)
-            outcomes.append(_outcome(path, "unchanged"))
+            outcomes.append(file_outcome(path, "unchanged"))
         else:
             outcomes.append(clash.outcome)
 

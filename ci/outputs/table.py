@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ci.outputs.comment import GROUPS, group_verdicts, headline, side_text
+from ci.outputs.comment import side_text
+from ci.outputs.groups import GROUPS, group_verdicts, headline
 from ci.outputs.structure import change_text, moved, structure_counts
 from ci.records import Kind, Outcome, Verdict
 from ci.verdicts import Spread, VerdictSettings, series_label, spread_for

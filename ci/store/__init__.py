@@ -15,17 +15,20 @@ history; `Store(db, read_only=True)` opens it for the commands that only read. B
 - `models`: the SQLAlchemy models, mirroring `ci.records`; `codec`: values to columns and back
   (samples as packed float64);
 - `limits`: what the store can hold alike on SQLite and PostgreSQL, checked before a write;
-- `reads`: `StoreReads`, the read side (bulk reads as plain DBAPI rows); `writes` and `bulk`:
-  `StoreWrites`, the write side (results by `executemany` on SQLite, binary `COPY` on PostgreSQL);
+- `reads`: `StoreReads`, the read side, over `series_reads` (results and series, bulk reads as
+  plain DBAPI rows), `points` (block rows cut into points) and `read_session` (connections,
+  snapshots); `writes`: `StoreWrites`, the write side, over `ingest_writes` (result files) and
+  `upserts` (machines, commits, series, retried transactions), with `bulk` (results by
+  `executemany` on SQLite, binary `COPY` on PostgreSQL);
 - `store`: `Store`, both sides on a history opened from a path or URL.
 """
 
 from ci.store.engine import DEFAULT_DB, StoreError, display_url, error_line, resolve_url
+from ci.store.ingest_writes import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused
 from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
 from ci.store.store import Store
-from ci.store.writes import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused
 
 __all__ = [
     "DEFAULT_DB",

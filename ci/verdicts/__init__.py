@@ -1,6 +1,7 @@
 """Verdicts: pure functions over `ci.records` that decide whether a change is a regression.
 
-- `ab`: A/B verdicts of a pull request's head against its base (`compare`), on `stats`;
+- `ab`: A/B verdicts of a pull request's head against its base (`compare`), each series decided by
+  `decide` on `stats`, with `settings` (`VerdictSettings`, asv's default threshold);
 - `history`: change points on a branch's history (`detect_all`, `newly_detected`), and `segments`,
   its incremental core (per-series states a new commit extends);
 - `suspects`: the newest commits' steps against their recent history, before the detector can see them;
@@ -17,9 +18,18 @@
 No store, no torch.
 """
 
-from ci.verdicts.ab import VerdictSettings, compare, spread_for, spreads, worse
+from ci.verdicts.ab import compare, spread_for, spreads
 from ci.verdicts.exact import exact_steps, exact_verdicts, is_exact, series_label
-from ci.verdicts.gates import MAX_ABS_DIFF_LIMIT, TOP1_AGREEMENT_LIMIT, correctness_gates
+from ci.verdicts.gates import (
+    GATES,
+    MAX_ABS_DIFF_LIMIT,
+    TOP1_AGREEMENT_LIMIT,
+    Gate,
+    correctness_gates,
+    gate_of,
+    gate_value,
+    passes_gate,
+)
 from ci.verdicts.groups import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import (
     ChangePoint,
@@ -42,6 +52,7 @@ from ci.verdicts.inputs import (
 from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, series_noise
 from ci.verdicts.segments import SeriesState
+from ci.verdicts.settings import ASV_DEFAULT_THRESHOLD, VerdictSettings
 from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
 from ci.verdicts.suspects import (
@@ -58,7 +69,10 @@ from ci.verdicts.suspects import (
 )
 
 __all__ = [
+    "ASV_DEFAULT_THRESHOLD",
     "AlertGroup",
+    "GATES",
+    "Gate",
     "MAX_ABS_DIFF_LIMIT",
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
@@ -88,6 +102,8 @@ __all__ = [
     "expire",
     "environment_changes",
     "find_suspects",
+    "gate_of",
+    "gate_value",
     "group_changes",
     "is_exact",
     "job_relation",
@@ -98,6 +114,7 @@ __all__ = [
     "newly_detected",
     "noise_thresholds",
     "not_measured",
+    "passes_gate",
     "pick_machines",
     "results_with_crashes",
     "series_label",
@@ -107,5 +124,4 @@ __all__ = [
     "state_change_points",
     "summarize",
     "suspects_from_levels",
-    "worse",
 ]

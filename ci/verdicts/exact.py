@@ -168,8 +168,8 @@ def exact_verdicts(base: Sequence[Result], head: Sequence[Result]) -> list[Verdi
                     machine: str = machine) -> Verdict:
             hv = math.nan if head_value is None else head_value
             ratio = _ratio(base_value, hv) if math.isfinite(base_value) and math.isfinite(hv) else math.nan
-            return Verdict(bench, outcome, base_value, hv, ratio, threshold=0.0, base_sha=base_sha,
-                           head_sha=head_sha, reason=reason, machine=machine)
+            return Verdict(benchmark=bench, outcome=outcome, base_value=base_value, head_value=hv, ratio=ratio,
+                           threshold=0.0, base_sha=base_sha, head_sha=head_sha, reason=reason, machine=machine)
 
         if not h_rs:
             out.append(verdict(Outcome.INCONCLUSIVE, MISSING_ON_HEAD))

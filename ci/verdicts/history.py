@@ -60,6 +60,7 @@ from ci.records import (
     SeriesColumns,
     StoreReader,
     current_version,
+    current_versions,
     is_worse,
 )
 from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState, safe_exp
@@ -399,12 +400,10 @@ def _column_commits(col: SeriesColumns, first_run: int, version: str | None
     start = 0
     while start < len(col.runs) and col.runs[start] < first_run:
         start += 1
-    versions = col.versions[start:]
-    latest = next((v for v in reversed(versions) if v is not None), version)
+    # `current_version`'s rule, the results before `first_run` standing in as their one version.
+    latest, keep = current_versions([version, *col.versions[start:]])
     if version is not None and latest != version:
         raise NeedFullHistory("the benchmark's version changed")
-    known = (set(versions) | {version}) - {None}
-    keep = {latest, None} if len(known) > 1 else None
     flat = np.frombuffer(col.samples, dtype=np.float64)
     counts = col.counts[start:]
     new_shas = col.commit_shas[start:]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import triton
@@ -281,14 +281,17 @@ class CompiledLaunch(NamedTuple):
     packed metadata, the constexpr arguments it is called with, and the config it was compiled with (the
     table's, or a smaller one where the GPU's shared memory is short)."""
 
-    kernel: object
+    kernel: Any  # a triton CompiledKernel (triton has no type information: Any)
     function: object
     metadata: object
     constexprs: tuple
     config: AttnConfig
 
 
-_compiled: dict[LaunchKey, CompiledLaunch] = {}
+# Keyed by `LaunchKey` records; the hot path looks up a plain tuple of the same fields, hence this type.
+LaunchFields = tuple[torch.dtype, int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                     AttnConfig, int, bool | tuple[bool, ...], int]
+_compiled: dict[LaunchFields, CompiledLaunch] = {}
 
 
 def ragged_attn_fwd(
@@ -342,7 +345,7 @@ def launch_validated(
     aligned = ((p_q | p_k | p_v | p_o | p_cu) & 15) == 0
     align = True if aligned else tuple(p % 16 == 0 for p in (p_q, p_k, p_v, p_o, p_cu))
     so = out.stride()
-    key = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, bucket, align, device_index)  # a LaunchKey's fields
+    key: LaunchFields = (q.dtype, heads, head_dim, sq, sk, sv, so, cfg, bucket, align, device_index)
     entry = _compiled.get(key)
     if entry is None:
 

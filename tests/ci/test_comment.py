@@ -21,8 +21,9 @@ ENV = {"gpu": "NVIDIA H200", "driver": "570.86", "torch": "2.14.1", "triton": "3
 
 def _v(name: str, outcome: Outcome, ratio: float = 1.0, **kw) -> Verdict:
     bench = kw.pop("bench", None) or Benchmark(name, (("B", "8"), ("N", "197")))
-    return Verdict(bench, outcome, 1e-5, 1e-5 * ratio, ratio, ratio * 0.98, ratio * 1.02, 1e-4, 0.02,
-                   "aaaa", "bbbb", kw.pop("reason", "r"))
+    return Verdict(benchmark=bench, outcome=outcome, base_value=1e-5, head_value=1e-5 * ratio, ratio=ratio,
+                   ci_low=ratio * 0.98, ci_high=ratio * 1.02, p_value=1e-4, threshold=0.02,
+                   base_sha="aaaa", head_sha="bbbb", reason=kw.pop("reason", "r"))
 
 
 def _render(verdicts, gates=(), **kw) -> str:
@@ -65,7 +66,8 @@ def test_clean_run_headline_and_sections() -> None:
 
 def test_regressions_improvements_and_gates() -> None:
     diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
-    gate = Verdict(diff, Outcome.FAILED, math.nan, 0.006, 1.5, threshold=0.004, head_sha="b",
+    gate = Verdict(benchmark=diff, outcome=Outcome.FAILED, base_value=math.nan, head_value=0.006, ratio=1.5,
+                   threshold=0.004, head_sha="b",
                    reason="max abs diff = 0.006 (fails)")
     verdicts = [_v("s.B.time_slow", Outcome.REGRESSED, 1.12), _v("s.B.time_fast", Outcome.IMPROVED, 0.8),
                 _v("s.B.time_small", Outcome.REGRESSED, 1.05), _v("s.B.time_x", Outcome.INCONCLUSIVE, 1.3)]
@@ -86,7 +88,8 @@ def test_regressions_improvements_and_gates() -> None:
 def test_gates_passed_in_verdicts_are_not_duplicated() -> None:
     diff = Benchmark("bench_correct.Logits.track_top1", unit="top-1 agreement", direction=Direction.HIGHER,
                      kind=Kind.CORRECTNESS)
-    gate = Verdict(diff, Outcome.UNCHANGED, math.nan, 1.0, 1.0, threshold=1.0, reason="passes")
+    gate = Verdict(benchmark=diff, outcome=Outcome.UNCHANGED, base_value=math.nan, head_value=1.0, ratio=1.0,
+                   threshold=1.0, reason="passes")
     body = _render([gate, _v("s.B.time_a", Outcome.UNCHANGED)], [gate])
     assert body.count("track_top1") == 1
     assert "✅" in body
@@ -113,7 +116,8 @@ def test_contributor_text_cannot_inject_markdown() -> None:
     evil = "`time_tick`@octocat ![i](https://evil.example/n.png)"
     bench = Benchmark(f"s.B.{evil}", (("p", "'@octocat ![p](https://evil.example/px.png) [l](https://x) #123'"),),
                       unit="s ![u](https://evil.example/u.png) @octocat")
-    missing = Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan,
+    missing = Verdict(benchmark=bench, outcome=Outcome.INCONCLUSIVE, base_value=1.0, head_value=math.nan,
+                      ratio=math.nan,
                       reason="missing on head: removed, renamed or skipped")
     body = _render([_v("", Outcome.REGRESSED, 1.2, bench=bench), missing], environment={"m": "`x`@octocat"},
                    dashboard_url="https://x/a) ![t](https://evil.example/t.png")
@@ -144,8 +148,10 @@ def test_contributor_text_is_never_autolinked() -> None:
 
     bench = Benchmark(f"s.B.time_{URLS}", (("p", URLS),), unit=URLS)
     verdicts = [_v("", Outcome.REGRESSED, 1.2, bench=bench),
-                Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan, reason=f"missing on head: {URLS}"),
-                Verdict(Benchmark("s.B.time_new", unit=URLS), Outcome.UNCHANGED, math.nan, 2.0, math.nan,
+                Verdict(benchmark=bench, outcome=Outcome.INCONCLUSIVE, base_value=1.0, head_value=math.nan,
+                        ratio=math.nan, reason=f"missing on head: {URLS}"),
+                Verdict(benchmark=Benchmark("s.B.time_new", unit=URLS), outcome=Outcome.UNCHANGED, base_value=math.nan,
+                        head_value=2.0, ratio=math.nan,
                         reason="new series: no base measurement to compare with")]
     # The header's contributor text too: commit subjects and the jobs' markers (the PR job writes them).
     ctx = _ctx(base_commit=Commit("a" * 40, subject=URLS), head_commit=Commit("b" * 40, subject=f"fix {URLS}"),
@@ -189,11 +195,15 @@ def test_character_references_in_contributor_text_neither_mention_nor_link() -> 
     refs = " ".join(REFS)
     bench = Benchmark(f"s.B.time_{refs}", (("p", refs),), unit=f"s {refs}")
     verdicts = [_v("", Outcome.REGRESSED, 1.2, bench=bench),
-                Verdict(bench, Outcome.INCONCLUSIVE, 1.0, math.nan, math.nan, reason=f"missing on head: {refs}"),
-                Verdict(Benchmark("s.B.time_new", unit=refs), Outcome.UNCHANGED, math.nan, 2.0, math.nan,
+                Verdict(benchmark=bench, outcome=Outcome.INCONCLUSIVE, base_value=1.0, head_value=math.nan,
+                        ratio=math.nan, reason=f"missing on head: {refs}"),
+                Verdict(benchmark=Benchmark("s.B.time_new", unit=refs), outcome=Outcome.UNCHANGED, base_value=math.nan,
+                        head_value=2.0, ratio=math.nan,
                         reason="new series: no base measurement to compare with")]
-    gate = Verdict(Benchmark("s.C.track_diff", unit="max abs diff", kind=Kind.CORRECTNESS), Outcome.FAILED,
-                   math.nan, 0.5, math.nan, threshold=0.004, reason=f"logits differ: {refs}")
+    gate = Verdict(benchmark=Benchmark("s.C.track_diff", unit="max abs diff", kind=Kind.CORRECTNESS),
+                   outcome=Outcome.FAILED,
+                   base_value=math.nan, head_value=0.5, ratio=math.nan, threshold=0.004,
+                   reason=f"logits differ: {refs}")
     ctx = _ctx(base_commit=Commit("a" * 40, subject=refs[:60]), head_commit=Commit("b" * 40, subject=REFS[0]),
                jobs=Jobs(JobRelation.DIFFERENT, base=refs, head=f"{refs} 2"))
     body = _render(verdicts, [gate], environment={refs: refs, "gpu": refs},
@@ -214,7 +224,8 @@ def test_character_references_in_contributor_text_neither_mention_nor_link() -> 
 
 def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
     def v(name, outcome, ratio, reason, base=1e-5, head=1e-5, threshold=0.02):
-        return Verdict(Benchmark(name), outcome, base, head, ratio, threshold=threshold, reason=reason)
+        return Verdict(benchmark=Benchmark(name), outcome=outcome, base_value=base, head_value=head, ratio=ratio,
+                       threshold=threshold, reason=reason)
 
     nan = math.nan
     verdicts = [
@@ -242,7 +253,7 @@ def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
 
 def test_a_skipped_or_crashed_gate_is_not_a_pass() -> None:
     diff = Benchmark("bench_correct.Logits.track_max_abs_diff", unit="max abs diff", kind=Kind.CORRECTNESS)
-    gone = Verdict(diff, Outcome.FAILED, 0.001, math.nan, math.nan,
+    gone = Verdict(benchmark=diff, outcome=Outcome.FAILED, base_value=0.001, head_value=math.nan, ratio=math.nan,
                    reason="correctness check missing on head: removed, renamed or skipped: a check that did not "
                           "run is not a pass")
     body = _render([gone])
@@ -258,9 +269,10 @@ def test_a_same_commit_comparison_says_so() -> None:
 @pytest.mark.parametrize("max_chars", [GITHUB_MAX_CHARS, 30_000, 20_000])
 def test_regressions_outrank_passing_gates_and_fill_the_space(max_chars: int) -> None:
     """Many series, many passing gates, escaped text: the regressions get every row that fits."""
-    passing = [Verdict(Benchmark(f"bench_c.Logits.track_max_abs_diff_{i:03d}", (("m", "a<b|c"),),
+    passing = [Verdict(benchmark=Benchmark(f"bench_c.Logits.track_max_abs_diff_{i:03d}", (("m", "a<b|c"),),
                                  unit="max abs diff", kind=Kind.CORRECTNESS),
-                       Outcome.UNCHANGED, math.nan, 0.001, 0.25, threshold=0.004, reason="passes")
+                       outcome=Outcome.UNCHANGED, base_value=math.nan, head_value=0.001, ratio=0.25, threshold=0.004,
+                       reason="passes")
                for i in range(300)]
     verdicts = [_v(f"bench_module.Reg.time_{i:04d}", Outcome.REGRESSED, 1.1 + i / 1e4,
                    bench=Benchmark(f"bench_module.Reg.time_{i:04d}", (("shape", "<|>" * 5),)))
@@ -345,7 +357,8 @@ def test_an_unconfirmed_speed_up_never_raises_the_alarm() -> None:
     slower = _v("s.B.time_slow", Outcome.INCONCLUSIVE, 1.6, reason="+60.0% beyond the threshold but not significant")
     assert body_headline(_render([slower])).startswith("**🟡 No regression confirmed")
     # A median a little faster whose interval still reaches a regression is not a speed-up (make demo, 2026-12-01).
-    wide = Verdict(Benchmark("s.B.time_wide"), Outcome.INCONCLUSIVE, 1.3e-3, 1.29e-3, 0.987, 0.318, 2.989, 0.97, 1.0,
+    wide = Verdict(benchmark=Benchmark("s.B.time_wide"), outcome=Outcome.INCONCLUSIVE, base_value=1.3e-3,
+                   head_value=1.29e-3, ratio=0.987, ci_low=0.318, ci_high=2.989, p_value=0.97, threshold=1.0,
                    reason="-1.3% within the threshold but the interval reaches a regression")
     assert body_headline(_render([wide])).startswith("**🟡 No regression found, some series need more samples")
     tput = Benchmark("s.B.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)

@@ -111,9 +111,12 @@ def test_a_reader_that_leaves_keeps_the_verdicts_exit_code(toy, tmp_path):  # no
 
 def test_table_marks_and_hides_unchanged_rows():
     b = Benchmark("s.X.time_\x1b[31mred")
-    verdicts = [Verdict(b, Outcome.REGRESSED, 1.0, 1.2, 1.2, 1.1, 1.3, 1e-4, 0.05),
-                Verdict(Benchmark("s.X.time_same"), Outcome.UNCHANGED, 1.0, 1.0, 1.0, 0.99, 1.01, 0.9, 0.05),
-                Verdict(Benchmark("s.X.time_fast"), Outcome.INCONCLUSIVE, 1.0, 0.6, 0.6, 0.3, 0.9, 0.2, 0.05)]
+    verdicts = [Verdict(benchmark=b, outcome=Outcome.REGRESSED, base_value=1.0, head_value=1.2, ratio=1.2, ci_low=1.1,
+                        ci_high=1.3, p_value=1e-4, threshold=0.05),
+                Verdict(benchmark=Benchmark("s.X.time_same"), outcome=Outcome.UNCHANGED, base_value=1.0,
+                        head_value=1.0, ratio=1.0, ci_low=0.99, ci_high=1.01, p_value=0.9, threshold=0.05),
+                Verdict(benchmark=Benchmark("s.X.time_fast"), outcome=Outcome.INCONCLUSIVE, base_value=1.0,
+                        head_value=0.6, ratio=0.6, ci_low=0.3, ci_high=0.9, p_value=0.2, threshold=0.05)]
     out = render_table(verdicts)
     assert "\x1b" not in out and "s.X.time_?[31mred" in out, "control characters cannot reach the terminal"
     assert "time_same" not in out and "1 series unchanged or new, not listed" in out

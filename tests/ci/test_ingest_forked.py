@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ci.ingest import ingest_results_dir, results_dir
+from ci.ingest import FileOutcome, IngestProgress, ingest_results_dir, reading
 from ci.ingest.asv_files import load_benchmarks_json, load_machine_json
 from ci.store import Store
 from ci.store.codec import pack_block
@@ -27,9 +27,9 @@ pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_meth
 
 
 def _forked(monkeypatch, on: bool, parsers: int = 2) -> None:
-    monkeypatch.setattr(results_dir, "PARALLEL_MIN_FILES", 1 if on else 10**9)
-    monkeypatch.setattr(results_dir, "fork_workers", lambda items, least: parsers if items >= least else 1)
-    monkeypatch.setattr(results_dir, "_TASK_FILES", 3)  # several tasks for 10-20 files
+    monkeypatch.setattr(reading, "PARALLEL_MIN_FILES", 1 if on else 10**9)
+    monkeypatch.setattr(reading, "fork_workers", lambda items, least: parsers if items >= least else 1)
+    monkeypatch.setattr(reading, "_TASK_FILES", 3)  # several tasks for 10-20 files
 
 
 def _store_dump(url: str) -> tuple[object, ...]:
@@ -121,10 +121,10 @@ def test_a_parsed_run_crosses_back_equal_with_the_stores_packed_columns(twenty, 
     _edit(files[1], ODD_ROWS["failed-and-skipped-points"])
     _edit(files[2], ODD_ROWS["no-samples-at-all"])
     CASES["nan-duration"][0](files[3])
-    items = [results_dir._read_one(p, benchmarks, info, {}) for p in files]
-    back = results_dir._unwire(pickle.loads(pickle.dumps(results_dir._wire(items))))
+    items = [reading._read_one(p, benchmarks, info, {}) for p in files]
+    back = reading._unwire(pickle.loads(pickle.dumps(reading._wire(items))))
     assert back == items
-    assert isinstance(items[3], results_dir.FileOutcome)
+    assert isinstance(items[3], FileOutcome)
     blocks = [b for item in back if isinstance(item, tuple) for b in item[0].blocks]
     assert len(blocks) >= 10 and all(b.packed == pack_block(b.values, b.samples, b.stats) for b in blocks)
     assert any(not b.has_raw_samples for b in blocks) and any(b.has_raw_samples for b in blocks)
@@ -134,7 +134,7 @@ def test_an_interrupted_forked_ingest_leaves_no_parser_and_keeps_its_batches(tmp
     _forked(monkeypatch, True)
     url = str(tmp_path / "interrupted.sqlite")
 
-    def stop(progress: results_dir.IngestProgress) -> None:
+    def stop(progress: IngestProgress) -> None:
         raise KeyboardInterrupt
 
     with Store(url) as store, pytest.raises(KeyboardInterrupt):
@@ -154,28 +154,28 @@ def test_a_few_files_are_parsed_here_and_many_by_forked_parsers(monkeypatch, twe
     """A commit's ingest forks nothing; a history's does, where there is more than one CPU; a
     history's folder with one new file parses that one here."""
     started = []
-    real = results_dir.multiprocessing.get_context
+    real = reading.multiprocessing.get_context
 
     def spy(method: str):
         started.append(method)
         return real(method)
 
-    monkeypatch.setattr(results_dir.multiprocessing, "get_context", spy)
-    monkeypatch.setattr(results_dir, "fork_workers", lambda items, least: 2 if items >= least else 1)
+    monkeypatch.setattr(reading.multiprocessing, "get_context", spy)
+    monkeypatch.setattr(reading, "fork_workers", lambda items, least: 2 if items >= least else 1)
     benchmarks = load_benchmarks_json(twenty)
     infos = {twenty / "h200": load_machine_json(twenty / "h200")}
     few = _files(twenty)
-    assert len(list(results_dir._read_all(few, benchmarks, infos, {}))) == 20
+    assert len(list(reading.read_all(few, benchmarks, infos, {}))) == 20
     assert started == []
-    monkeypatch.setattr(results_dir, "PARALLEL_MIN_FILES", 20)
-    assert len(list(results_dir._read_all(few, benchmarks, infos, {}))) == 20
+    monkeypatch.setattr(reading, "PARALLEL_MIN_FILES", 20)
+    assert len(list(reading.read_all(few, benchmarks, infos, {}))) == 20
     assert started == ["fork"]
     # Files stored before are known from their hash and are not parsed: they do not count.
     known = {hashlib.sha256(p.read_bytes()).hexdigest(): ("sha", f"run-{i}") for i, p in enumerate(few[1:])}
-    monkeypatch.setattr(results_dir, "PARALLEL_MIN_FILES", 2)
-    got = list(results_dir._read_all(few, benchmarks, infos, known))
+    monkeypatch.setattr(reading, "PARALLEL_MIN_FILES", 2)
+    got = list(reading.read_all(few, benchmarks, infos, known))
     assert started == ["fork"]  # no second fork
-    assert [type(g).__name__ for g in got] == ["tuple"] + ["_Known"] * 19
+    assert [type(g).__name__ for g in got] == ["tuple"] + ["Known"] * 19
 
 
 def test_a_parser_killed_mid_ingest_is_an_error_not_a_hang(tmp_path, monkeypatch, twenty):
@@ -185,19 +185,19 @@ def test_a_parser_killed_mid_ingest_is_an_error_not_a_hang(tmp_path, monkeypatch
     _forked(monkeypatch, True)
     parent = os.getpid()
     victim = _files(twenty)[12]
-    real = results_dir._read_one
+    real = reading._read_one
 
     def dies(path, *args):
         if path == victim and os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(path, *args)
 
-    monkeypatch.setattr(results_dir, "_read_one", dies)
+    monkeypatch.setattr(reading, "_read_one", dies)
     url = str(tmp_path / "killed.sqlite")
     with Store(url) as store, pytest.raises(RuntimeError, match="a forked parser stopped .* were parsed; the batches"):
         ingest_results_dir(store, twenty, batch_size=5)
     assert multiprocessing.active_children() == []
-    monkeypatch.setattr(results_dir, "_read_one", real)
+    monkeypatch.setattr(reading, "_read_one", real)
     with Store(url) as store:
         kept = store.counts()["runs"]
         assert kept >= 5 and kept % 5 == 0 and kept <= 10  # whole batches, none after the dead task

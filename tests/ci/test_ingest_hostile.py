@@ -127,9 +127,9 @@ def test_the_cli_names_the_file_and_exits_2(tmp_path, recorded, capsys):
 def test_an_unforeseen_failure_is_still_one_files_error(store_url, recorded, monkeypatch):
     """The boundary catches what no check foresaw: any exception while reading one file (here a
     bug planted in the parser) is that file's error, never the whole ingest's."""
-    import ci.ingest.results_dir as results_dir
+    import ci.ingest.reading as reading
 
-    real = results_dir.parse_result_file
+    real = reading.parse_result_file
     bad = _files(recorded)[5]
 
     def flaky(path, *args, **kwargs):
@@ -137,7 +137,7 @@ def test_an_unforeseen_failure_is_still_one_files_error(store_url, recorded, mon
             raise MemoryError("out of memory while parsing")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(results_dir, "parse_result_file", flaky)
+    monkeypatch.setattr(reading, "parse_result_file", flaky)
     _one_bad_file(store_url, recorded, bad, "cannot be ingested (MemoryError: out of memory while parsing)")
 
 

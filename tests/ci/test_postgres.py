@@ -90,18 +90,18 @@ def test_verdicts_and_acks_on_postgres(pg_url, asv_dir):
         ingest_results_dir(store, asv_dir([sha_for(0), sha_for(1)]))
         bench = store.benchmarks()[0]
         v = Verdict(
-            bench,
-            Outcome.INCONCLUSIVE,
-            1.0,
-            1.05,
-            1.05,
-            math.nan,
-            math.nan,
-            0.2,
-            0.03,
-            sha_for(0),
-            sha_for(1),
-            "need more samples",
+            benchmark=bench,
+            outcome=Outcome.INCONCLUSIVE,
+            base_value=1.0,
+            head_value=1.05,
+            ratio=1.05,
+            ci_low=math.nan,
+            ci_high=math.nan,
+            p_value=0.2,
+            threshold=0.03,
+            base_sha=sha_for(0),
+            head_sha=sha_for(1),
+            reason="need more samples",
         )
         store.save_verdicts([v])
         (got,) = store.verdicts(head_sha=sha_for(1))
@@ -125,7 +125,8 @@ def test_history_written_by_older_code_migrates_on_postgres(pg_url, revision):
         if revision == "0002":
             (kept,) = store.verdicts(head_sha=sha_for(1))
             assert (kept.outcome, kept.reason, kept.machine) == (Outcome.REGRESSED, "slower", "")
-            store.save_verdicts([Verdict(kept.benchmark, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0),
+            store.save_verdicts([Verdict(benchmark=kept.benchmark, outcome=Outcome.UNCHANGED, base_value=1.0,
+                                         head_value=1.0, ratio=1.0, base_sha=sha_for(0),
                                          head_sha=sha_for(1), machine="gpu-a")])  # fmt: skip
             assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", "gpu-a"]
         with store.engine.connect() as conn:

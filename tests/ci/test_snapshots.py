@@ -149,7 +149,8 @@ def test_a_read_only_store_file_renders_and_compares_and_stays_as_it_was(tmp_pat
         assert store.read_only and store.change_point_states("", "any") == {}
         bench = store.benchmarks()[0]
         with pytest.raises(Exception, match="readonly database"):
-            store.save_verdicts([Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, head_sha=sha_for(3))])
+            store.save_verdicts([Verdict(benchmark=bench, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0,
+                                         ratio=1.0, head_sha=sha_for(3))])
     assert _digest(db) == before
 
 

@@ -121,13 +121,15 @@ def test_results_carry_asvs_statistics_from_blocks_and_rows(store_url, asv_dir):
 def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
     with _filled(db_path, asv_dir, 2) as store:
         bench = store.benchmarks()[0]
-        v = Verdict(bench, Outcome.REGRESSED, 1.0, 1.2, 1.2, 1.1, 1.3, 0.001, 0.05, sha_for(0), sha_for(1), "slower")
+        v = Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=1.0, head_value=1.2, ratio=1.2, ci_low=1.1,
+                    ci_high=1.3, p_value=0.001, threshold=0.05, base_sha=sha_for(0), head_sha=sha_for(1),
+                    reason="slower")
         gate = Verdict(
-            Benchmark("new.gate", (), "max abs diff", Direction.LOWER, Kind.CORRECTNESS),
-            Outcome.FAILED,
-            math.nan,
-            0.01,
-            2.5,
+            benchmark=Benchmark("new.gate", (), "max abs diff", Direction.LOWER, Kind.CORRECTNESS),
+            outcome=Outcome.FAILED,
+            base_value=math.nan,
+            head_value=0.01,
+            ratio=2.5,
             head_sha=sha_for(1),
             reason="too far",
         )
@@ -138,7 +140,8 @@ def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
         assert got[1].outcome is Outcome.FAILED
         # A second verdict for the same (series, base, head) replaces the first.
         store.save_verdicts(
-            [Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1))]
+            [Verdict(benchmark=bench, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0, ratio=1.0,
+                     base_sha=sha_for(0), head_sha=sha_for(1))]
         )
         again = [x for x in store.verdicts(head_sha=sha_for(1)) if x.benchmark == bench]
         assert [x.outcome for x in again] == [Outcome.UNCHANGED]
@@ -147,7 +150,8 @@ def test_verdicts_roundtrip_with_nan_and_replace(db_path, asv_dir):
             store.save_verdicts(["regressed"])  # type: ignore[list-item]
         # Two different verdicts for one (series, base, head) in one call: one would be dropped
         # silently (a FAILED gate hidden by a pass), so the whole call is refused.
-        ok = Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1))
+        ok = Verdict(benchmark=bench, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0, ratio=1.0,
+                     base_sha=sha_for(0), head_sha=sha_for(1))
         with pytest.raises(ValueError, match="two different verdicts"):
             store.save_verdicts([v, ok])
         assert [x.outcome for x in store.verdicts(head_sha=sha_for(1)) if x.benchmark == bench] == [Outcome.UNCHANGED]
@@ -159,8 +163,10 @@ def test_verdicts_of_two_machines_both_survive(db_path, asv_dir):
     """Runners sharing one history judge the same (series, base, head): one verdict per machine."""
     with _filled(db_path, asv_dir, 2) as store:
         bench = store.benchmarks()[0]
-        on_a = Verdict(bench, Outcome.REGRESSED, 1.0, 1.2, 1.2, base_sha=sha_for(0), head_sha=sha_for(1), machine="a")
-        on_b = Verdict(bench, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine="b")
+        on_a = Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=1.0, head_value=1.2, ratio=1.2,
+                       base_sha=sha_for(0), head_sha=sha_for(1), machine="a")
+        on_b = Verdict(benchmark=bench, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0, ratio=1.0,
+                       base_sha=sha_for(0), head_sha=sha_for(1), machine="b")
         assert store.save_verdicts([on_a]) == 1
         assert store.save_verdicts([on_b]) == 1
         got = store.verdicts(head_sha=sha_for(1))
@@ -262,7 +268,8 @@ def test_verdicts_survive_upgrade_from_0002(tmp_path):
         (kept,) = store.verdicts(head_sha=sha_for(1))
         assert (kept.outcome, kept.ratio, kept.reason, kept.machine) == (Outcome.REGRESSED, 1.3, "slower", "")
         mine = Verdict(
-            kept.benchmark, Outcome.UNCHANGED, 1.0, 1.0, 1.0, base_sha=sha_for(0), head_sha=sha_for(1), machine=MACHINE
+            benchmark=kept.benchmark, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0, ratio=1.0,
+            base_sha=sha_for(0), head_sha=sha_for(1), machine=MACHINE
         )
         store.save_verdicts([mine])
         assert sorted(v.machine for v in store.verdicts(head_sha=sha_for(1))) == ["", MACHINE]

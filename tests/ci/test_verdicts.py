@@ -222,7 +222,7 @@ def test_a_correctness_check_that_stopped_running_fails() -> None:
 
 
 def test_summarize_and_exit_code() -> None:
-    mk = lambda o: Verdict(LAT, o, 1.0, 1.0, 1.0)
+    mk = lambda o: Verdict(benchmark=LAT, outcome=o, base_value=1.0, head_value=1.0, ratio=1.0)
     counts = summarize([mk(Outcome.UNCHANGED), mk(Outcome.UNCHANGED), mk(Outcome.INCONCLUSIVE)])
     assert counts == {Outcome.REGRESSED: 0, Outcome.IMPROVED: 0, Outcome.UNCHANGED: 2, Outcome.INCONCLUSIVE: 1,
                       Outcome.FAILED: 0, Outcome.CHANGED: 0}
@@ -298,7 +298,10 @@ def test_verdicts_carry_their_machine() -> None:
     cross = compare([Result(LAT, "a", "m1", (1.0,) * 8)], [Result(LAT, "b", "m2", (1.0,) * 8)],
                     settings=VerdictSettings(allow_cross_machine=True))
     assert cross[0].machine == "m2"  # the head's machine: that is the series the verdict is about
-    assert Verdict(LAT, Outcome.UNCHANGED, 1.0, 1.0, 1.0).machine == ""  # old call sites still work
+    assert Verdict(benchmark=LAT, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0,
+                   ratio=1.0).machine == ""  # "" by default: a verdict stored before verdicts had a machine
+    with pytest.raises(TypeError):  # keyword-only: 13 fields are too many to read by position
+        Verdict(LAT, Outcome.UNCHANGED, 1.0, 1.0, 1.0)  # type: ignore[misc]
 
 
 def test_a_changed_benchmark_version_is_not_compared() -> None:

@@ -184,7 +184,7 @@ def test_is_worse_respects_direction_and_noise(ratio: float, direction: str, thr
                                                want: bool | None) -> None:
     from ci.records import Direction
 
-    assert is_worse(ratio, Direction(direction), threshold) is want
+    assert is_worse(Direction(direction), ratio, threshold) is want
 
 
 def test_colours_follow_each_series_noise() -> None:
@@ -204,7 +204,7 @@ def test_colours_follow_each_series_noise() -> None:
     for name, want in (("b.Quiet.time_x", True), ("b.NoisyCPU.time_x", None)):
         s = by_name[name]
         r = s.points[-1].value / s.points[-2].value
-        assert is_worse(r, s.benchmark.direction, s.thresholds[newest]) is want, (name, r, s.thresholds[newest])
+        assert is_worse(s.benchmark.direction, r, s.thresholds[newest]) is want, (name, r, s.thresholds[newest])
     assert by_name["b.NoisyCPU.time_x"].threshold > 0.3 > 0.02 <= by_name["b.Quiet.time_x"].threshold < 0.1
 
 

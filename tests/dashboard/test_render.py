@@ -140,7 +140,7 @@ def test_series_page_chart_data_marks_and_table(site: tuple[Path, RenderStats]) 
 
 
 def test_series_page_lists_the_newest_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.render as dr
+    import dashboard.pages.series as dr
 
     monkeypatch.setattr(dr, "RUNS_SHOWN", 10)
     store = synthetic_store(n_commits=30, n_series=3)
@@ -371,7 +371,8 @@ def test_verdict_flags_only_its_machines_series(tmp_path: Path) -> None:
 
     store = synthetic_store(n_commits=8, n_series=4, machines=2)
     bench, head, base = store.benchmark_list[2], store.commit_list[6].sha, store.commit_list[5].sha
-    store.verdict_list = [Verdict(bench, Outcome.REGRESSED, 1.0, 1.3, 1.3, base_sha=base, head_sha=head,
+    store.verdict_list = [Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=1.0, head_value=1.3,
+                                  ratio=1.3, base_sha=base, head_sha=head,
                                   reason="judged on runner-1", machine="runner-1")]
     snap = load_snapshot(store)
     (reg,) = [r for r in snap.regressions if r.source == "verdict"]  # change points are found too

@@ -15,6 +15,7 @@ import torch
 from pruners import (
     CAPTURABLE_BACKENDS,
     CompiledPrunedModel,
+    ForwardOptions,
     GraphedPrunedModel,
     PrunedDeiT,
     build_pruned_model,
@@ -67,7 +68,7 @@ def test_the_pruned_forward_traces_without_a_graph_break(pruner):
     """fullgraph=True: one graph for the whole forward (decisions, packing, packed blocks, head), the same
     logits as the eager forward (aot_eager runs the traced graph unfused, so the values are bitwise ours)."""
     base = build_pruned_model(TINY, create_pruner(pruner, **PRUNER_OPTIONS[pruner]), "triton")
-    inner = PrunedDeiT(base.backbone, base.pruner, "triton", sync_free=True).eval()
+    inner = PrunedDeiT(base.backbone, base.pruner, "triton", ForwardOptions(sync_free=True)).eval()
     x = synthetic_images(2, 224, seed=1)
     inner.record = True
     ref = inner(x)
@@ -112,9 +113,9 @@ def test_build_options_for_graph_and_compile():
     with pytest.raises(ValueError, match="ragged_linear"):
         build_pruned_model(TINY, "evit", "triton", compile=True, ragged_linear=True)
     compiled = build_pruned_model(TINY, "evit", "padded_sdpa", compile=True)
-    assert isinstance(compiled, CompiledPrunedModel) and compiled.model.sync_free
+    assert isinstance(compiled, CompiledPrunedModel) and compiled.model.options.sync_free
     graphed = build_pruned_model(TINY, "evit", "padded_sdpa", graph=True)
-    assert isinstance(graphed, GraphedPrunedModel) and graphed.model.sync_free and graphed.compiled is None
+    assert isinstance(graphed, GraphedPrunedModel) and graphed.model.options.sync_free and graphed.compiled is None
     both = build_pruned_model(TINY, None, "dense", graph=True, compile="max-autotune-no-cudagraphs")
     assert isinstance(both.compiled, CompiledPrunedModel) and both.compiled.mode == "max-autotune-no-cudagraphs"
     eager_padded = build_pruned_model(TINY, "evit", "padded_sdpa")
@@ -127,7 +128,7 @@ def test_sync_free_padded_sdpa_equals_the_padded_forward():
     """padded_sdpa padded to the capacity (what graph mode captures) computes the same logits as padding to
     the batch's longest kept length."""
     base = build_pruned_model(TINY, "threshold_l2", "padded_sdpa")
-    bound = PrunedDeiT(base.backbone, base.pruner, "padded_sdpa", sync_free=True).eval()
+    bound = PrunedDeiT(base.backbone, base.pruner, "padded_sdpa", ForwardOptions(sync_free=True)).eval()
     x = synthetic_images(3, 224, seed=3)
     torch.testing.assert_close(bound(x), base(x), rtol=0, atol=1e-4)
 

@@ -8,7 +8,7 @@ import pytest
 import timm
 import torch
 
-from pruners import PrunedDeiT, build_pruned_model, create_pruner, synthetic_images
+from pruners import ForwardOptions, PrunedDeiT, build_pruned_model, create_pruner, synthetic_images
 from pruners.base import ModelInfo
 from pruners.fused import unfusable
 from tests.conftest import HAS_CUDA
@@ -36,7 +36,7 @@ def _small(case: str, fused: bool, seed: int = 0) -> PrunedDeiT:
     pruner = create_pruner(spec[0], **spec[1]) if spec is not None else create_pruner("evit", keep_rate=1.0, stages=())
     pruner.bind(ModelInfo(depth=len(backbone.blocks), num_patches=backbone.patch_embed.num_patches,
                           embed_dim=backbone.embed_dim, num_heads=backbone.blocks[0].attn.num_heads, seed=seed))
-    model = PrunedDeiT(backbone, pruner.eval(), backend, fused_blocks=fused).eval()
+    model = PrunedDeiT(backbone, pruner.eval(), backend, ForwardOptions(fused_blocks=fused)).eval()
     if getattr(pruner, "calibrated", True) is False:
         model.calibrate(synthetic_images(4, SMALL["img_size"], seed=seed))
     return model.to(DEV)
@@ -96,7 +96,7 @@ def test_fused_model_takes_the_unfused_models_decisions_by_itself():
 def test_threshold_calibration_runs_the_unfused_reference_path():
     """Thresholds do not depend on the fused path: calibrating a fused model gives the unfused model's."""
     base, fused = _small("threshold_l2-triton", False), _small("threshold_l2-triton", True)
-    assert fused._fused is not None and fused.fused_blocks
+    assert fused._fused is not None and fused.options.fused_blocks
     thresholds = [(a, b) for a, b in zip(base.pruner.buffers(), fused.pruner.buffers(), strict=True)]
     assert thresholds and all(torch.equal(a, b) for a, b in thresholds)
 
@@ -125,7 +125,7 @@ def test_backbones_the_fused_block_does_not_compute_are_refused_by_name():
     pruner = create_pruner("evit", stages=(1,))
     pruner.bind(ModelInfo(4, 16, 192, 3))
     with pytest.raises(ValueError, match="fused_blocks: block 0 has ls1"):
-        PrunedDeiT(scaled, pruner, "triton", fused_blocks=True)
+        PrunedDeiT(scaled, pruner, "triton", ForwardOptions(fused_blocks=True))
 
 
 def test_options_that_exclude_fused_blocks():

@@ -319,7 +319,7 @@ def test_ragged_linear_gives_the_same_logits(case):
     dev = "cuda" if HAS_CUDA else "cpu"
     base = _model(case, "triton").to(dev)
     fast = build_pruned_model(TINY, _pruner(case), "triton", ragged_linear=True).to(dev)
-    assert fast.ragged_linear and "ragged_linear=True" in repr(fast)
+    assert fast.options.ragged_linear and "ragged_linear=True" in repr(fast)
     calls = []
     real = fast._layers.linear_fn
     fast._layers.linear_fn = lambda *a, **k: (calls.append(k.get("gelu", False)), real(*a, **k))[1]

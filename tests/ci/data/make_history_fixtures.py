@@ -92,9 +92,11 @@ def history_0003(tmp: Path, out: Path) -> None:
         benches = {b.key: b for b in store.benchmarks()}
         gpu = benches["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"]
         store.save_verdicts([
-            Verdict(gpu, Outcome.REGRESSED, 1e-4, 1.3e-4, 1.3, 1.2, 1.4, 1e-6, 0.025, sha_for(2), sha_for(3),
-                    "slower", "h200-runner"),
-            Verdict(gpu, Outcome.INCONCLUSIVE, 1e-4, math.nan, math.nan, base_sha=sha_for(1), head_sha=sha_for(3),
+            Verdict(benchmark=gpu, outcome=Outcome.REGRESSED, base_value=1e-4, head_value=1.3e-4, ratio=1.3,
+                    ci_low=1.2, ci_high=1.4, p_value=1e-6, threshold=0.025, base_sha=sha_for(2), head_sha=sha_for(3),
+                    reason="slower", machine="h200-runner"),
+            Verdict(benchmark=gpu, outcome=Outcome.INCONCLUSIVE, base_value=1e-4, head_value=math.nan, ratio=math.nan,
+                    base_sha=sha_for(1), head_sha=sha_for(3),
                     reason="missing", machine="a100-runner"),
         ])  # fmt: skip
         store.acknowledge(gpu.key, sha_for(3)[:10], "ada", "expected: new tiling",

@@ -25,7 +25,7 @@ import numpy as np
 import timm
 import torch
 
-from pruners import PrunedDeiT, build_pruned_model, create_pruner, synthetic_images
+from pruners import ForwardOptions, PrunedDeiT, build_pruned_model, create_pruner, synthetic_images
 from pruners.base import ModelInfo
 from pruners.model import PatchGemm
 
@@ -93,7 +93,7 @@ def tiny_model(spec: str | None, backend: str, seed: int = 0, **flags) -> Pruned
     pruner = create_pruner(name, **options)
     pruner.bind(ModelInfo(depth=len(backbone.blocks), num_patches=backbone.patch_embed.num_patches,
                           embed_dim=backbone.embed_dim, num_heads=backbone.blocks[0].attn.num_heads, seed=seed))
-    model = PrunedDeiT(backbone, pruner.eval(), backend, **flags).eval()
+    model = PrunedDeiT(backbone, pruner.eval(), backend, ForwardOptions(**flags)).eval()
     if getattr(pruner, "calibrated", True) is False:
         model.calibrate(synthetic_images(4, TINY_BACKBONE["img_size"], seed=seed))
     return model

@@ -1,0 +1,120 @@
+"""Timing verdicts by what the reader should do about them (`group_verdicts`: regressed, unconfirmed
+slowdowns, withheld, faster, ...) and the one-line verdict of a comparison (`headline`): what the PR
+comment and the terminal table (`ci.outputs.table`) both say.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from ci.records import (
+    MISSING_ON_HEAD,
+    NEW_SERIES,
+    NOT_ON_BASE,
+    UNCONFIRMED_SLOWDOWN,
+    UNKNOWN_DIRECTION,
+    WITHHELD_OTHER_JOB,
+    Outcome,
+    Verdict,
+    is_worse,
+)
+
+
+def _sort_key(v: Verdict) -> tuple[float, str]:
+    # Biggest change first within a section.
+    size = abs(math.log(v.ratio)) if math.isfinite(v.ratio) and v.ratio > 0 else -1.0
+    return (-size, v.benchmark.key)
+
+
+def _past_threshold(v: Verdict) -> bool:
+    """Inconclusive, but the ratio moved past the series' threshold (asv's "~")."""
+    return (v.outcome == Outcome.INCONCLUSIVE and math.isfinite(v.ratio) and v.ratio > 0
+            and abs(v.ratio - 1) > (v.threshold if math.isfinite(v.threshold) else 0))
+
+
+def _unconfirmed(v: Verdict) -> bool:
+    """An unconfirmed slowdown past the threshold (of the median, or of the tail the verdict names):
+    worth a look. An unconfirmed speed-up is not an alarm (it is listed, folded, with the other
+    inconclusive series)."""
+    return v.reason.startswith(UNCONFIRMED_SLOWDOWN) or (
+        _past_threshold(v) and is_worse(v.benchmark.direction, v.ratio) is True)
+
+
+def _reaches_regression(v: Verdict) -> bool:
+    """The ratio's interval reaches past the series' threshold on the slow side (a regression is not
+    ruled out, whatever the median ratio says)."""
+    if not (math.isfinite(v.ci_low) and math.isfinite(v.ci_high) and math.isfinite(v.threshold)):
+        return False
+    if is_worse(v.benchmark.direction, 2.0):  # lower is better: a ratio above 1 is slower
+        return v.ci_high > 1 + v.threshold
+    return v.ci_low < 1 / (1 + v.threshold)
+
+
+def _faster(v: Verdict) -> bool:
+    """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
+    regression. Listed, folded; never an alarm."""
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not is_worse(v.benchmark.direction, v.ratio)
+            and not _reaches_regression(v))
+
+
+def headline(n: Mapping[str, int]) -> tuple[str, str]:
+    """The one-line verdict of a comparison: (status, detail), from the series counted per group
+    (`group_verdicts`, plus "gates_failed"). A speed-up never makes the status an alarm."""
+    parts = [
+        f"{n.get(key, 0)} {label}" for key, label in (
+            ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
+            ("regressed", "regression(s)"), ("missing", "not measured on head"),
+            ("not_run", "not compared (failed to run on base)"),
+            ("unconfirmed", "unconfirmed slowdown(s)"), ("withheld", "withheld (not measured in one job)"),
+            ("unknown", "of unknown direction"), ("improved", "improvement(s)"),
+            ("faster", "unconfirmed speed-up(s)"),
+            ("inconclusive", "inconclusive"), ("new", "new"), ("unchanged", "unchanged"),
+            ("exact_failed", "structural gate(s) failed"), ("exact_changed", "structural change(s)"),
+        ) if n.get(key, 0)
+    ]
+    if not parts and n.get("exact"):
+        parts = [f"{n['exact']} exact series unchanged"]
+    detail = ", ".join(parts) if parts else "no benchmarks were compared"
+    if n.get("gates_failed") or n.get("failed") or n.get("regressed") or n.get("exact_failed"):
+        return "❌ Performance check failed", detail
+    if n.get("missing") or n.get("not_run") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
+        return "🟡 No regression confirmed; look at the series below", detail
+    if n.get("inconclusive"):
+        return "🟡 No regression found, some series need more samples", detail
+    return "✅ No significant performance change", detail
+
+
+GROUPS = ("failed", "regressed", "missing", "not_run", "unconfirmed", "withheld", "unknown", "improved", "faster",
+          "inconclusive", "new", "unchanged")
+
+
+def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
+    """Timing verdicts by what the reader should do about them (keys `GROUPS`), biggest change
+    first in each group: an inconclusive speed-up is "faster" (listed, never an alarm), an
+    inconclusive slowdown past the threshold "unconfirmed"."""
+    groups: dict[str, list[Verdict]] = {k: [] for k in GROUPS}
+    for v in perf:
+        if v.outcome == Outcome.INCONCLUSIVE:
+            if v.reason.startswith(NOT_ON_BASE):
+                key = "not_run"
+            elif v.reason.startswith(MISSING_ON_HEAD):
+                key = "missing"
+            elif v.reason == WITHHELD_OTHER_JOB:
+                key = "withheld"
+            elif v.reason.startswith(UNKNOWN_DIRECTION):
+                key = "unknown"
+            elif _unconfirmed(v):
+                key = "unconfirmed"
+            elif _faster(v):
+                key = "faster"
+            else:
+                key = "inconclusive"
+        elif v.outcome == Outcome.UNCHANGED and v.reason == NEW_SERIES:
+            key = "new"
+        else:
+            key = v.outcome.value
+        groups[key].append(v)
+    for rows in groups.values():
+        rows.sort(key=_sort_key)
+    return groups

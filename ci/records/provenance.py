@@ -1,0 +1,160 @@
+"""Where and what was measured: the machine of a series (`Machine`), the commit (`Commit`), the job
+marker of a run (`JOB_KEY`) and the project whose asv.conf.json the service reads (`Project`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+# The key of a run's environment that names the job which measured it: one asv invocation of the
+# runner, unique to it (`ci.runner.config.call_marker`). The runner records it in the commit's GPU
+# sidecar beside the sha256 of each result file that invocation wrote, and ingest sets it only on a
+# run whose file still has that digest (`ci.ingest.asv_files.read_gpu_sidecar`; `ci.verdicts.jobs`).
+# Not "job", the key of the markers written before they were bound to their files: a per-commit
+# marker that any later `asv run` of the commit inherited, so a store's "job" values prove nothing.
+JOB_KEY = "asv_call"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where a series is measured: one asv machine name, one asv environment, one host. asv keys a
+    result by machine and environment (`conda-py3.11-...`, `virtualenv-py3.12`), and one machine name
+    may be given to several hosts: results of two environments or two hosts are never one series.
+
+    `name` is the store's key of it: asv's machine name for the first environment and host a store
+    saw under that name, "<machine> [<environment>]" for another environment and
+    "<machine> [<environment>, host <k>]" for another host (`ci.store.hosts`); `label` is what a
+    reader is shown. The GPU fields come from the GPU sidecar (asv's machine file has none).
+    A record built by hand with only a name is its own asv machine, environment unknown.
+    """
+
+    name: str
+    gpu: str = ""
+    driver: str = ""
+    cuda: str = ""
+    torch: str = ""
+    triton: str = ""
+    cpu: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+    asv_name: str = ""  # asv's machine name ("": the same as `name`)
+    env_name: str = ""  # asv's environment name ("": unknown)
+    host: tuple[tuple[str, str], ...] = ()  # `ci.store.hosts.host_fingerprint` of the host
+
+    @property
+    def machine_name(self) -> str:
+        """asv's machine name."""
+        return self.asv_name or self.name
+
+
+def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:
+    """What a reader is shown for each machine key: asv's machine name where that name has one
+    environment and one host in `machines`, else the name with the environment (and, for a second
+    host under one name, the key's host number).
+
+    Args:
+        machines: the store's machines (`StoreReader.machines`).
+
+    Returns:
+        machine key -> label.
+    """
+    by_name: dict[str, list[Machine]] = {}
+    for m in machines:
+        by_name.setdefault(m.machine_name, []).append(m)
+    out = {}
+    for name, group in by_name.items():
+        for m in group:
+            if len(group) == 1 or m.name != name or not m.env_name:
+                out[m.name] = name if len(group) == 1 else m.name  # a second one's key names it already
+            else:  # the first environment and host seen under the name, among others
+                out[m.name] = f"{name} [{m.env_name}]"
+    return out
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit as the store knows it. `position` is its place in git's history, read by ingest from a
+    checkout (`ci.ingest.git`: its generation, which grows along every line of history); None where
+    no git metadata was read. History order is by position, by `time` only among commits without one."""
+
+    sha: str
+    parents: tuple[str, ...] = ()
+    branch: str = ""
+    time: datetime | None = None
+    subject: str = ""
+    position: int | None = None
+
+
+@dataclass(frozen=True)
+class Project:
+    """What the project's asv.conf.json says that the service uses: its name, its URLs and the
+    thresholds of its regressions. Kept in the store's settings by ingest (`ci.project`), so the
+    commands that decide or write (compare, comment, the runner, the dashboard) read one set.
+
+    Attributes:
+        name: the project's name (asv's `project`); "" unknown.
+        url: its home page (`project_url`); "" none.
+        commit_url: prefix of a commit's web page, the sha appended (`show_commit_url`); "" none.
+        thresholds: `regressions_thresholds` as (regex, relative change) pairs in the file's order.
+        source: the file they were read from ("" none: the built-in defaults).
+    """
+
+    name: str = ""
+    url: str = ""
+    commit_url: str = ""
+    thresholds: tuple[tuple[str, float], ...] = ()
+    source: str = ""
+
+    @property
+    def title(self) -> str:
+        """What the comment's heading and the dashboard's pages call the project's benchmarks."""
+        return f"{self.name} benchmarks" if self.name else "Benchmarks"
+
+    @classmethod
+    def from_asv_conf(cls, conf: object, source: str = "") -> Project:
+        """The project of an asv.conf.json's parsed content (its other keys are ignored).
+
+        Args:
+            conf: the file's top-level object, as asv's loader returns it.
+            source: where it came from, named in errors and kept on the record.
+
+        Returns:
+            A Project; a URL that is not http(s) (asv's default "#", a relative path) reads as none.
+
+        Raises:
+            ValueError: not an object, a name or URL that is not a string, or `regressions_thresholds`
+                that is not an object of regex -> non-negative finite number.
+        """
+        where = f"{source}: " if source else ""
+        if not isinstance(conf, dict):
+            raise ValueError(f"{where}asv.conf.json must hold an object, got {type(conf).__name__}")
+        text = {}
+        for key in ("project", "project_url", "show_commit_url"):
+            value = conf.get(key, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                raise ValueError(f"{where}{key} must be a string, got {value!r}")
+            text[key] = value.strip()
+        raw = conf.get("regressions_thresholds") or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}regressions_thresholds must be an object of regex -> number, got {raw!r}")
+        pairs = []
+        for pattern, value in raw.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{where}regressions_thresholds: {pattern!r} must map to a non-negative number, "
+                                 f"got {value!r}")
+            pairs.append((str(pattern), float(value)))
+
+        def link(url: str) -> str:
+            return url if url.startswith(("http://", "https://")) else ""
+
+        return cls(name=text["project"], url=link(text["project_url"]), commit_url=link(text["show_commit_url"]),
+                   thresholds=tuple(pairs), source=source)  # fmt: skip
+
+    def as_asv_conf(self) -> dict[str, object]:
+        """The inverse of `from_asv_conf`: these fields under asv.conf.json's names (and `source`)."""
+        return {"project": self.name, "project_url": self.url, "show_commit_url": self.commit_url,
+                "regressions_thresholds": dict(self.thresholds), "source": self.source}  # fmt: skip

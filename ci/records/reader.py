@@ -1,0 +1,115 @@
+"""What the readers of the store rely on: `StoreReader` (the verdict code, the PR comment and the
+dashboard) and `HistoryStore` (the history detector: series as columns, its cached states).
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Protocol
+
+from ci.records.decisions import Acknowledgement, Verdict
+from ci.records.provenance import Commit, Machine, Project
+from ci.records.series import Benchmark, Result
+
+
+class StoreReader(Protocol):
+    """What the verdict code, the PR comment and the dashboard read from the store.
+
+    Implemented by `ci.store.StoreReads`, the store's read side (so by `ci.store.Store`); tests and
+    tools may implement it in memory (`tools.fixtures.MemoryStore`).
+    """
+
+    def machines(self) -> list[Machine]: ...
+
+    def commits(self, branch: str | None = None) -> list[Commit]:
+        """Commits in history order (oldest first: git's topology, `Commit.position`, and commit time
+        only for commits without one); with `branch`, only that branch's."""
+        ...
+
+    def benchmarks(self) -> list[Benchmark]: ...
+
+    def results(
+        self,
+        *,
+        benchmark_key: str | None = None,
+        machine: str | None = None,
+        commit_sha: str | None = None,
+    ) -> list[Result]:
+        """Results filtered by any combination of series key, machine and commit, in commit
+        history order (oldest first)."""
+        ...
+
+    def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]: ...
+
+    def acknowledgements(self) -> list[Acknowledgement]: ...
+
+    def project(self) -> Project | None:
+        """What the project's asv.conf.json said at the last ingest that found one; None: nothing known."""
+        ...
+
+
+@dataclass(frozen=True)
+class SeriesColumns:
+    """One series (a benchmark on one machine) as columns, its results in history order: what the
+    history detector reads instead of one `Result` record per measurement.
+
+    Attributes:
+        benchmark: the series' identity.
+        machine: where it was measured.
+        commit_shas: per result, its commit (results of one commit are adjacent).
+        runs: per result, the index of its run in the machine's `MachineHistory.runs`.
+        counts: per result, how many samples it has in `samples`.
+        samples: every result's samples, concatenated in result order (float64, native byte order).
+        versions: per result, asv's benchmark version (None: unknown).
+    """
+
+    benchmark: Benchmark
+    machine: str
+    commit_shas: tuple[str, ...]
+    runs: tuple[int, ...]
+    counts: tuple[int, ...]
+    samples: array
+    versions: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class MachineHistory:
+    """One machine's runs in history order, and its series as columns.
+
+    Attributes:
+        machine: the machine's name.
+        runs: (run key, result file digest) of every run of this machine, history order; a series'
+            results come from these runs.
+        series: the series, by benchmark key; with `runs_after`, only results of the later runs.
+    """
+
+    machine: str
+    runs: tuple[tuple[str, str], ...]
+    series: tuple[SeriesColumns, ...]
+
+
+class HistoryStore(StoreReader, Protocol):
+    """A `StoreReader` that also serves series as columns and keeps the history detector's cached
+    states (`ci.store.Store`); `ci.verdicts.history.detect_all` uses them when its source has them."""
+
+    def series_columns(
+        self,
+        *,
+        machine: str | None = None,
+        branch: str | None = None,
+        runs_after: dict[str, int] | None = None,
+    ) -> list[MachineHistory]:
+        """Every series as columns, per machine; `runs_after` {machine: k} leaves out the results of
+        that machine's first k runs (in history order)."""
+        ...
+
+    def change_point_states(self, branch: str, settings: str) -> dict[tuple[str, str], tuple[int, str, bytes]]:
+        """(benchmark key, machine) -> (runs covered, their digest chain, state bytes)."""
+        ...
+
+    def save_change_point_states(
+        self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]
+    ) -> None:
+        """Store states as `change_point_states` returns them, replacing older ones."""
+        ...

@@ -1,0 +1,242 @@
+"""The rows every write shares: machines, commits and benchmarks (series), found or created inside
+the caller's transaction, and the retried write transaction itself (`UpsertWrites._write_retrying`,
+over `ci.store.engine.retry_write`): all of it or nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from ci.records import Benchmark, Commit, Direction, Machine
+from ci.store.codec import utc
+from ci.store.engine import insert_ignore, retry_write
+from ci.store.hosts import merged, same_host
+from ci.store.limits import column_length
+from ci.store.models import BenchmarkRow, CommitRow, MachineRow
+from ci.store.reads import StoreReads
+
+CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
+_UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
+
+
+def _host(text: str) -> tuple[tuple[str, str], ...]:
+    """A stored host fingerprint (JSON object text) as `ci.store.hosts` takes it."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in value.items())) if isinstance(value, dict) else ()
+
+
+class UpsertWrites(StoreReads):
+    """The shared rows of the write side (machines, commits, series) and its retried transactions.
+
+    Args:
+        engine: from `ci.store.engine.make_engine`, holding the store's schema.
+        read_only: the engine cannot write.
+    """
+
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
+        super().__init__(engine, read_only=read_only)
+        self._bench_ids: dict[str, int] = {}  # benchmark key -> id, only for committed rows
+        # The same for series stored with an unknown direction, used only for a series wanted with
+        # none either (a declared one looks its row up, to store the direction): an id never changes.
+        self._undeclared_ids: dict[str, int] = {}
+
+    def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
+        `pending` collects the ids of rows the attempt saw or made (benchmarks by key, machines by
+        record); the benchmarks' are cached once it committed."""
+        pending: dict[Any, int] = {}
+
+        def attempt(conn: Connection) -> Any:
+            pending.clear()
+            return fn(conn, pending, *args)
+
+        out = retry_write(self.engine, attempt)
+        self._bench_ids.update((k, v) for k, v in pending.items() if isinstance(k, str))  # committed rows only
+        self._undeclared_ids.update((k[1], v) for k, v in pending.items() if isinstance(k, tuple))
+        return out
+
+    def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, Any] | None = None
+                        ) -> tuple[int, str]:
+        if pending is not None and machine in pending:
+            return pending[machine]  # this transaction wrote this very record already (a batch's files share it)
+        found = self._write_machine(conn, machine)
+        if pending is not None:
+            pending[machine] = found
+        return found
+
+    def _write_machine(self, conn: Connection, machine: Machine) -> tuple[int, str]:
+        """The id and key of the machine (`ci.records.Machine`: asv machine name x environment x host)
+        `machine` was measured on: an existing one of the same name, environment and host (its fields
+        refreshed), else a new one, keyed as `ci.records.Machine` says."""
+        asv_name, host = machine.machine_name, machine.host
+        fields = {
+            "gpu": machine.gpu,
+            "driver": machine.driver,
+            "cuda": machine.cuda,
+            "torch": machine.torch,
+            "triton": machine.triton,
+            "cpu": machine.cpu,
+            "extra": json.dumps(dict(machine.extra), sort_keys=True),
+        }
+        rows = conn.execute(select(MachineRow.__table__).where(MachineRow.asv_name == asv_name)
+                            .order_by(MachineRow.id)).all()  # fmt: skip
+        hosts: list[tuple[tuple[str, str], ...]] = []  # the name's hosts, in the order the store met them
+        host_no = 0
+        for row in rows:
+            row_host = _host(row.host)
+            known = next((k for k, h in enumerate(hosts, 1) if same_host(h, row_host)), 0)
+            if not known:
+                hosts.append(row_host)
+                known = len(hosts)
+            if not host_no and same_host(row_host, host):
+                host_no = known
+            if row.env_name == machine.env_name and same_host(row_host, host):
+                # Newer information wins for fields this run knows; an unknown (empty) field never erases one.
+                changes = {k: v for k, v in fields.items() if v not in ("", "{}") and getattr(row, k) != v}
+                full = merged(row_host, host)
+                if full != row_host:
+                    changes["host"] = json.dumps(dict(full), sort_keys=True)
+                if changes:
+                    conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(**changes))
+                return row.id, row.name
+        if not rows:
+            name = asv_name
+        else:
+            host_no = host_no or len(hosts) + 1
+            name = f"{asv_name} [{machine.env_name}" + (f", host {host_no}]" if host_no > 1 else "]")
+        name = self._free_machine_name(conn, name)
+        values = dict(name=name, asv_name=asv_name, env_name=machine.env_name,
+                      host=json.dumps(dict(host), sort_keys=True), **fields)  # fmt: skip
+        stmt = insert_ignore(self.dialect, MachineRow.__table__)
+        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
+        row = conn.execute(select(MachineRow.id, MachineRow.asv_name).where(MachineRow.name == name)).one()
+        if row.asv_name != asv_name:  # another writer took the key meanwhile: a lost race, retried
+            raise IntegrityError("machine key taken by another writer", {"name": name}, Exception(name))
+        return row.id, name
+
+    @staticmethod
+    def _free_machine_name(conn: Connection, name: str) -> str:
+        """`name`, fitted to the column (a long one cut, with a digest of the whole), and numbered
+        where another machine already has it (an asv machine named like a key)."""
+        limit = column_length(MachineRow.name) or 255
+        if len(name) > limit:
+            name = name[: limit - 13] + " " + hashlib.sha256(name.encode()).hexdigest()[:12]
+        candidate, k = name, 2
+        while conn.execute(select(MachineRow.id).where(MachineRow.name == candidate)).first() is not None:
+            suffix = f" #{k}"
+            candidate = name[: limit - len(suffix)] + suffix
+            k += 1
+        return candidate
+
+    def _upsert_commit(self, conn: Connection, commit: Commit) -> int:
+        fields = {
+            "parents": json.dumps(list(commit.parents)),
+            "branch": commit.branch,
+            "time": utc(commit.time),
+            "subject": commit.subject,
+            "position": commit.position,
+        }
+        stmt = insert_ignore(self.dialect, CommitRow.__table__)
+        if stmt is not None and conn.dialect.insert_returning:
+            # A new commit (most files bring one) in one statement; an existing one returns no row.
+            new_id = conn.execute(stmt.values(sha=commit.sha, **fields).returning(CommitRow.id)).scalar()
+            if new_id is not None:
+                return new_id
+        row = conn.execute(select(CommitRow.__table__).where(CommitRow.sha == commit.sha)).one_or_none()
+        if row is None:
+            values = dict(sha=commit.sha, **fields)
+            conn.execute((stmt if stmt is not None else insert(CommitRow.__table__)).values(**values))
+            return conn.execute(select(CommitRow.id).where(CommitRow.sha == commit.sha)).scalar_one()
+        changes: dict[str, Any] = {}
+        if commit.parents and row.parents != fields["parents"]:
+            changes["parents"] = fields["parents"]
+        if commit.subject and row.subject != commit.subject:
+            changes["subject"] = commit.subject
+        if commit.branch and not row.branch:  # the first branch a commit was seen on stays its branch
+            changes["branch"] = commit.branch
+        if commit.position is not None and row.position != commit.position:  # git's, whenever it was read
+            changes["position"] = commit.position
+        # git's time (a record with a subject or parents came from git) beats asv's date.
+        if commit.time is not None and (row.time is None or commit.parents or commit.subject):
+            if utc(row.time) != fields["time"]:
+                changes["time"] = fields["time"]
+        if changes:
+            conn.execute(update(CommitRow).where(CommitRow.id == row.id).values(**changes))
+        return row.id
+
+    def _benchmark_ids(
+        self, conn: Connection, pending: dict[Any, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
+    ) -> dict[str, int]:
+        wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
+        # Ids committed before, then those this transaction created or found (`pending`): without the
+        # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
+        committed = self._bench_ids
+        ids = {k: v for k in wanted if (v := committed.get(k, pending.get(k))) is not None}
+        for k, bench in wanted.items():
+            if k not in ids and bench.direction == Direction.UNKNOWN:
+                known = self._undeclared_ids.get(k, pending.get((_UNDECLARED, k)))
+                if known is not None:
+                    ids[k] = known
+        missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
+        for i in range(0, len(missing), CHUNK):
+            chunk = missing[i : i + CHUNK]
+            rows_ = conn.execute(
+                select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction).where(BenchmarkRow.key.in_(chunk))
+            ).all()
+            found = {k: id_ for k, id_, _ in rows_}
+            # A series stored before its benchmark declared a direction takes the one declared now;
+            # an undeclared one never erases a declared one. Ids of series still of unknown direction
+            # are not cached, so a later declaration is seen.
+            unknown = {k for k, _, d in rows_ if d == Direction.UNKNOWN}
+            for k in sorted(unknown):
+                if wanted[k].direction != Direction.UNKNOWN:
+                    conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == found[k]).values(
+                        direction=str(wanted[k].direction), kind=str(wanted[k].kind)))
+                    unknown.discard(k)
+            new = [k for k in chunk if k not in found]
+            if new:
+                rows = [
+                    {
+                        "key": k,
+                        "name": wanted[k].name,
+                        "params": json.dumps([list(p) for p in wanted[k].params]),
+                        "unit": wanted[k].unit,
+                        "direction": str(wanted[k].direction),
+                        "kind": str(wanted[k].kind),
+                    }
+                    for k in new
+                ]
+                stmt = insert_ignore(self.dialect, BenchmarkRow.__table__)
+                conn.execute(stmt if stmt is not None else insert(BenchmarkRow.__table__), rows)
+                found.update(
+                    conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(new))).all()
+                )
+                unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
+            ids.update(found)
+            pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
+        return ids
+
+    def upsert_commits(self, commits: Sequence[Commit]) -> None:
+        """Create commits or enrich them with parents/branch/time/subject, in one transaction.
+
+        Args:
+            commits: records; empty fields never erase known ones.
+        """
+        for c in commits:
+            if not isinstance(c, Commit):
+                raise TypeError(f"expected Commit records, got {type(c).__name__}")
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> None:
+            for c in commits:
+                self._upsert_commit(conn, c)
+
+        self._write_retrying(tx)

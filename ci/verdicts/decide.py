@@ -1,0 +1,314 @@
+"""One series' A/B decision: what `ci.verdicts.ab.compare` decides per series.
+
+`measure` does everything per series that does not depend on the other series (the threshold, the
+bootstrap interval, the raw Mann-Whitney p; a Verdict where no test applies, asv's rule where a side
+has asv's statistics and too few samples); `decide` turns a `Pending` series into a Verdict once its
+p-value is corrected over the whole comparison. The rules are `ci.verdicts.ab`'s (its docstring).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ci.records import (
+    FAILED_BOTH,
+    FAILED_ON_HEAD,
+    NO_BASE_SAMPLES,
+    UNCONFIRMED_SLOWDOWN,
+    UNKNOWN_DIRECTION,
+    WITHHELD_OTHER_JOB,
+    Benchmark,
+    Direction,
+    Outcome,
+    Result,
+    Verdict,
+    is_worse,
+)
+from ci.verdicts.noise import SeriesNoise
+from ci.verdicts.settings import VerdictSettings
+from ci.verdicts.stats import bootstrap_ci, mwu_pvalue, relative_sigma, slow_tail, spread_pvalue
+
+# A head whose spread is wider than its base's at this Brown-Forsythe p (asv's own significance level)
+# does not pool into its threshold (`_noise_sigma`).
+SAME_SPREAD_P = 0.002
+# asv compare's statistics of one side, as `_is_result_better` takes them: (stats dict, raw samples or None).
+AsvSide = tuple[dict[str, float], list[float] | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pending:
+    """A series measured on both sides, before the PR-wide p-value correction."""
+
+    benchmark: Benchmark
+    base: np.ndarray
+    head: np.ndarray
+    base_sha: str
+    head_sha: str
+    ratio: float
+    ci: tuple[float, float]
+    p_raw: float
+    threshold: float
+    machine: str
+    cross_job: bool = False
+    basis: str = ""  # where the threshold came from, when not the floor or the base's own noise
+
+
+def _asv_side(rs: Sequence[Result]) -> AsvSide | None:
+    """asv compare's statistics of one side of a series: its one result's recorded statistics (the
+    store reads them for a point of one value) and its raw samples (None for a point of one value).
+    None when the side pools several results (their statistics do not pool) or asv recorded no 99 %
+    interval for it: a side of a few raw samples keeps the rule below (too few for a test)."""
+    if len(rs) != 1:
+        return None
+    st = rs[0].asv_stats()
+    if st is None:
+        return None
+    raw = [x for x in rs[0].samples if math.isfinite(x)]
+    return st, (raw if len(raw) > 1 else None)
+
+
+@functools.cache
+def _asv_is_result_better() -> Callable[..., bool]:
+    """asv compare's rule, imported on first use (asv's package import loads its plugins: ~0.3 s)."""
+    from asv.commands.compare import _is_result_better
+
+    return _is_result_better
+
+
+def _noise_sigma(b: np.ndarray, h: np.ndarray, side: AsvSide | None) -> float:
+    """The relative noise behind a series' in-job threshold: the base side's (`_base_sigma`), pooled
+    with the head's only where the two spreads are one noise (the head not significantly wider:
+    Brown-Forsythe p >= SAME_SPREAD_P). A head significantly wider than its base (a bimodal head, a
+    new slow mode) never raises its own bar; pooling two sides of one spread halves the estimate's
+    variance, and a base-only estimate cost a head that was noisier by chance an "inconclusive":
+    synthetic A/A 1.24 -> ~2.0 % inconclusive at n = 20 (tools.bench_verdicts, 2026-12-05)."""
+    sb = _base_sigma(b, side)
+    if b.size < 3 or h.size < 3:
+        return sb
+    sh = relative_sigma(h)
+    if sh > sb and spread_pvalue(b, h) < SAME_SPREAD_P:
+        return sb
+    return _rms(sb, sh)
+
+
+def _base_sigma(b: np.ndarray, side: AsvSide | None) -> float:
+    """The base side's robust relative noise: from its samples, else from asv's recorded quartiles
+    (IQR / 1.349 / median), else 0."""
+    if b.size >= 2:
+        return relative_sigma(b)
+    if side is not None and {"q_25", "q_75"} <= side[0].keys() and b.size:
+        med = float(np.median(b))
+        if med > 0:
+            return max(0.0, (side[0]["q_75"] - side[0]["q_25"]) / 1.349 / med)
+    return 0.0
+
+
+def _allowance(drift: float | SeriesNoise, settings: VerdictSettings) -> tuple[float, str]:
+    """The least threshold between jobs and the words for where it came from ("" in-job)."""
+    if isinstance(drift, SeriesNoise):
+        return drift.allowance, drift.describe
+    if drift:
+        return settings.drift_k * drift, f"between-job drift {drift * 100:.2f}% x {settings.drift_k:g}"
+    return 0.0, ""
+
+
+def measure(
+    bench: Benchmark,
+    b: np.ndarray,
+    h: np.ndarray,
+    base_sha: str,
+    head_sha: str,
+    base_bench: Benchmark,
+    settings: VerdictSettings,
+    machine: str,
+    version_change: str | None = None,
+    drift: float | SeriesNoise | None = 0.0,
+    cross_job: bool = False,
+    results: tuple[Sequence[Result], Sequence[Result]] = ((), ()),
+) -> Verdict | Pending:
+    """Everything per series that does not depend on the other series; a Verdict when no test applies.
+    `results`: the (base, head) results pooled into `b` and `h`, for asv's statistics of each side."""
+
+    def early(outcome: Outcome, ratio: float, reason: str, threshold: float = math.nan,
+              ci: tuple[float, float] = (math.nan, math.nan)) -> Verdict:
+        bv = float(np.median(b)) if b.size else math.nan
+        hv = float(np.median(h)) if h.size else math.nan
+        return Verdict(benchmark=bench, outcome=outcome, base_value=bv, head_value=hv, ratio=ratio, ci_low=ci[0],
+                       ci_high=ci[1], threshold=threshold, base_sha=base_sha, head_sha=head_sha, reason=reason,
+                       machine=machine)
+
+    if version_change is not None:
+        return early(Outcome.INCONCLUSIVE, math.nan, f"not comparable: {version_change}")
+    if base_bench.unit != bench.unit or base_bench.direction != bench.direction:
+        return early(Outcome.INCONCLUSIVE, math.nan,
+                     f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "
+                     f"to {bench.unit}/{bench.direction}")
+    if h.size == 0 and b.size == 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, FAILED_BOTH)
+    if h.size == 0:  # it ran on base: the head broke it
+        return early(Outcome.FAILED, math.nan, FAILED_ON_HEAD)
+    if b.size == 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, NO_BASE_SAMPLES)
+    bm, hm = float(np.median(b)), float(np.median(h))
+    if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
+        return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
+    ratio = hm / bm
+    if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
+        return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
+    floor = settings.floor_for(bench.key)
+    # The allowance comes from the base side (and, across jobs, the history): a regression that adds
+    # noise must not raise its own bar (`_noise_sigma`). In one job, the spread stands in for the
+    # run-to-run drift its samples cannot show.
+    sig = _noise_sigma(b, h, _asv_side(results[0]) if b.size < 2 else None)
+    threshold = max(floor, min(settings.max_threshold, settings.noise_k * sig))
+    if drift is None:
+        return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
+    # Measured in different jobs: their difference carries the series' between-job drift too. A
+    # noise model of the history measured that drift itself, so it replaces the stand-in.
+    allowance, basis = _allowance(drift, settings)
+    if isinstance(drift, SeriesNoise):
+        threshold = floor
+    basis = basis if allowance > threshold else ""
+    threshold = max(threshold, allowance)
+    if min(b.size, h.size) >= settings.min_samples:
+        ci = bootstrap_ci(b, h, key=bench.key, seed=settings.seed, n_resamples=settings.n_resamples,
+                          confidence=settings.confidence)
+        return Pending(benchmark=bench, base=b, head=h, base_sha=base_sha, head_sha=head_sha, ratio=ratio, ci=ci,
+                       p_raw=mwu_pvalue(b, h), threshold=threshold, machine=machine, cross_job=cross_job, basis=basis)
+    where = f"threshold {threshold * 100:.1f}%" + (f" ({basis})" if basis else "")
+    sides = (_asv_side(results[0]), _asv_side(results[1]))
+    if sides[0] is not None and sides[1] is not None:
+        outcome, how, ci = _asv_rule(bench, bm, hm, sides[0], sides[1], threshold)
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how}: {where}", threshold, ci)
+    if cross_job:
+        # One value a side and no statistics of asv's: the history's allowance is the only evidence.
+        outcome, how = _size_outcome(bench, ratio, threshold, "beyond the history's allowance")
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how} (no in-job statistics recorded): {where}",
+                     threshold)
+    within = abs(math.log(ratio)) <= math.log1p(floor)
+    return early(
+        Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
+        f"too few samples for a test ({b.size} base, {h.size} head; need {settings.min_samples}): "
+        + ("ratio within the floor" if within else "measure more samples"),
+        threshold,
+    )
+
+
+def _size_outcome(bench: Benchmark, ratio: float, threshold: float, beyond_words: str,
+                  up: bool | None = None, down: bool | None = None) -> tuple[Outcome, str]:
+    """The outcome of a change judged by its size (`up`/`down`: the change past the threshold upward /
+    downward is significant; None: its size is the evidence), with its words."""
+    up = ratio > 1.0 + threshold if up is None else up
+    down = ratio < 1.0 / (1.0 + threshold) if down is None else down
+    beyond = ratio > 1.0 + threshold or ratio < 1.0 / (1.0 + threshold)
+    if (up or down) and bench.direction == Direction.UNKNOWN:
+        return Outcome.INCONCLUSIVE, f"{beyond_words} ({UNKNOWN_DIRECTION})"
+    if up or down:
+        return (Outcome.REGRESSED if is_worse(bench.direction, ratio) else Outcome.IMPROVED), beyond_words
+    if beyond:
+        return Outcome.INCONCLUSIVE, "beyond the threshold but asv's 99% intervals overlap; measure more samples"
+    return Outcome.UNCHANGED, "within the threshold"
+
+
+def _asv_rule(bench: Benchmark, bm: float, hm: float, base: AsvSide, head: AsvSide, threshold: float
+              ) -> tuple[Outcome, str, tuple[float, float]]:
+    """asv compare's decision with the factor `1 + threshold` (`_is_result_better`: the factor, and the
+    samples' Mann-Whitney test or, without enough samples, non-overlapping 99 % intervals; the factor
+    alone where a side's `repeat` is 1), as (outcome, words, the ratio's interval from asv's intervals)."""
+    better = _asv_is_result_better()
+    factor = 1.0 + threshold
+    up = better(bm, hm, base, head, factor)  # base lower than head / factor: the value rose
+    down = better(hm, bm, head, base, factor)
+    bs, hs = base[0], head[0]
+    ci = (hs["ci_99_a"] / bs["ci_99_b"], hs["ci_99_b"] / bs["ci_99_a"]) if bs["ci_99_a"] > 0 else (math.nan, math.nan)
+    outcome, how = _size_outcome(bench, hm / bm, threshold, "beyond the threshold and significant by asv's rule",
+                                 up, down)
+    return outcome, how, ci
+
+
+def _tail_verdict(p: Pending, p_adj: float, settings: VerdictSettings, stat: str) -> tuple[Outcome, str] | None:
+    """A slower tail where the median stays within the threshold (`ci.verdicts.stats.slow_tail`):
+    the samples significantly different (the Mann-Whitney test) and the slow side's quartile or the
+    mean wholly past the threshold on the bad side (its bootstrap interval). REGRESSED in one job;
+    across jobs an unconfirmed slowdown (INCONCLUSIVE: the history's allowance is of medians). None
+    when no such shift.
+
+    The interval, not the point estimate: a mean or a 90th percentile moves with one outlier, and
+    with the drift between two sides of one job making the test significant, point estimates put 55
+    of 9,500 synthetic A/A series (n = 20) past the threshold (`tools.bench_verdicts`, 2026-12-05)."""
+    if not p_adj < settings.alpha:
+        return None
+    higher = p.benchmark.direction == Direction.HIGHER
+    band = 1.0 / (1.0 + p.threshold) if higher else 1.0 + p.threshold
+    for name, r, fn in slow_tail(p.base, p.head, higher_is_better=higher):
+        if not (r < band if higher else r > band):
+            continue
+        lo, hi = bootstrap_ci(p.base, p.head, key=f"{p.benchmark.key}\0{name}", seed=settings.seed,
+                              n_resamples=settings.n_resamples, confidence=settings.confidence, statistic=fn)
+        if not (hi < band if higher else lo > band):
+            continue
+        what = (f"{(p.ratio - 1) * 100:+.1f}% median, but the {name} {(r - 1) * 100:+.1f}% "
+                f"[{(lo - 1) * 100:+.1f}%, {(hi - 1) * 100:+.1f}%]")
+        if not p.cross_job:
+            return Outcome.REGRESSED, f"{what} beyond the threshold and significant: a slower tail: {stat}"
+        return (Outcome.INCONCLUSIVE, f"{UNCONFIRMED_SLOWDOWN}: {what} beyond the threshold, across jobs, where "
+                f"the history's allowance is of medians: {stat}; measure both in one job")
+    return None
+
+
+def _rms(a: float, b: float) -> float:
+    """sqrt((a^2 + b^2) / 2) of two relative sigmas, as always computed; through `math.hypot` for a
+    sigma whose square is no float (past ~1e154: an IQR of 1e100 around a median of 1e-60, values
+    an ingest accepts), where `a ** 2` raised OverflowError."""
+    if max(a, b) < 1e150:
+        return math.sqrt((a**2 + b**2) / 2)
+    return math.hypot(a, b) / math.sqrt(2)
+
+
+def decide(p: Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
+    hi_band, lo_band = 1.0 + p.threshold, 1.0 / (1.0 + p.threshold)
+    ci_low, ci_high = p.ci
+    beyond = p.ratio > hi_band or p.ratio < lo_band
+    significant = p_adj < settings.alpha
+    pct = f"{(p.ratio - 1) * 100:+.1f}%"
+    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%" + (
+        f" ({p.basis})" if p.basis else "")
+    if p.benchmark.direction == Direction.UNKNOWN:
+        # Neither better nor worse can be said: the change is reported with its size, never judged.
+        # Only an interval inside the band on both sides is "unchanged", whichever way is better.
+        if significant and beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold and significant"
+        elif beyond:
+            outcome, how = Outcome.INCONCLUSIVE, "beyond the threshold but not significant"
+        elif ci_high > hi_band or ci_low < lo_band:
+            outcome, how = Outcome.INCONCLUSIVE, "within the threshold but the interval reaches beyond it"
+        else:
+            outcome, how = Outcome.UNCHANGED, "interval within the threshold on both sides"
+        reason = f"{pct} {how}: {stat}"
+        if outcome == Outcome.INCONCLUSIVE:
+            reason = f"{UNKNOWN_DIRECTION}; {reason}"
+    elif significant and beyond:
+        outcome = Outcome.REGRESSED if is_worse(p.benchmark.direction, p.ratio) else Outcome.IMPROVED
+        reason = f"{pct} beyond the threshold and significant: {stat}"
+    elif (tail := _tail_verdict(p, p_adj, settings, stat)) is not None:
+        outcome, reason = tail
+    elif beyond:
+        outcome = Outcome.INCONCLUSIVE
+        reason = f"{pct} beyond the threshold but not significant: {stat}; measure more samples"
+    elif (ci_high > hi_band) if p.benchmark.direction == Direction.LOWER else (ci_low < lo_band):
+        # Only the regression side asks for a re-run: an unconfirmed improvement costs nothing.
+        outcome = Outcome.INCONCLUSIVE
+        reason = f"{pct} within the threshold but the interval reaches a regression: {stat}; measure more samples"
+    else:
+        outcome = Outcome.UNCHANGED
+        reason = f"{pct}: interval rules out a regression beyond {p.threshold * 100:.1f}%: {stat}"
+    return Verdict(
+        benchmark=p.benchmark, outcome=outcome, base_value=float(np.median(p.base)),
+        head_value=float(np.median(p.head)), ratio=p.ratio, ci_low=ci_low, ci_high=ci_high, p_value=p_adj,
+        threshold=p.threshold, base_sha=p.base_sha, head_sha=p.head_sha, reason=reason, machine=p.machine,
+    )

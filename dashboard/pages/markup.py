@@ -1,0 +1,38 @@
+"""The jinja environment and the HTML the pages build outside jinja (a table row costs ~25 template
+fragments in jinja, several times the cost of one f-string: docs/performance.md "Dashboard render")."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+# A table row of a run that failed its correctness gate, and the badge its verdict cell gets.
+FLAG = ' class="flagged"'
+FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("dashboard", "templates"),
+        autoescape=True,  # every value from the store is text; markup only via `Markup` from svg.py
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env
+
+
+def change_class(worse: bool | None) -> str:
+    return "" if worse is None else ("worse" if worse else "better")
+
+
+def pct(threshold: float) -> str:
+    return f"±{threshold * 100:.1f}%" if math.isfinite(threshold) else "not known yet"
+
+
+def esc(text: str) -> str:
+    """HTML-escape text (quotes too) for rows built outside jinja; html.escape is ~5x cheaper than
+    markupsafe.escape, which wraps every result in a Markup object."""
+    return html.escape(text, quote=True)
