@@ -47,6 +47,14 @@ Definitions (what the printed numbers mean):
 - Regressions per 1,000 commit-series (the un-injected series): REGRESSED change points of
   `change_points` on each whole series, per 1,000 commits summed over the series. asv: the jumps
   `detect_regressions` lists on each whole series, per 1,000 of the same commits.
+- ...of them: the share of those change points where asv's fit of the same series has a boundary
+  within +-NEAR moving the same way, and the share whose step is at least `BIG_STEP` (5) robust
+  sigmas (`ci.verdicts.segments.robust_sigma` of the series' log levels): steps of the data itself,
+  not of the detector.
+- False alarms: each real series with its commits in a seeded random order (`shuffled`: the same
+  values, outliers and mix of runner regimes, but no step anywhere), REGRESSED change points of
+  `change_points`, and the suspicions `judge_levels` raises on it, per 1,000 commit-series; asv:
+  the jumps `detect_regressions` lists on the same shuffled points.
 - Suspicions per 1,000 commit-series: `judge_levels` on each whole series, every suspicion raised
   (whatever its state now); share confirmed: CONFIRMED / (CONFIRMED + WITHDRAWN).
 - Banner up: each series replayed commit by commit; at a commit of a machine (one where any
@@ -54,8 +62,9 @@ Definitions (what the printed numbers mean):
   that machine, as of that commit, has an open suspicion (SUSPECTED) or a change-point regression
   the dashboard shows open (as above; no acknowledgements). Share: such commits / all of them,
   over every machine; split into commits with an open regression and those with suspicions only.
-  The same replay counts the REGRESSED change points some prefix showed that the whole history no
-  longer holds (retracted as later commits arrived).
+  A false warning: a commit whose banner is up for suspicions alone, every one of them withdrawn
+  (or expired) by the whole history. The same replay counts the REGRESSED change points some
+  prefix showed that the whole history no longer holds (retracted as later commits arrived).
 - Adjacent pairs (cross-job A/B): up to `--pairs` seeded pairs of consecutive commits of one
   machine (its commits where it has any result). Service: `compare_commits(store, base, head,
   machine)`, which applies the cross-job rule (between-job drift) unless both sides carry one job
@@ -110,6 +119,7 @@ from ci.verdicts import (
     judge_levels,
     state_change_points,
 )
+from ci.verdicts.segments import robust_sigma
 from dashboard.model import recovery
 
 DEFAULT_STEPS = "+5,+10,+20,-10"
@@ -118,6 +128,7 @@ NEAR = 2  # a step is found at k when flagged within +-NEAR commits of it
 EDGE = 10  # k is at least this many commits from either end
 REPLAY = 30  # prefixes k+1 .. k+REPLAY
 AB_STEP = 0.10
+BIG_STEP = 5.0  # robust sigmas: a step this large against the series' commit-to-commit noise is no accident
 ASV_FACTOR = 1.1  # asv compare's default --factor
 
 
@@ -316,15 +327,48 @@ def service_trial(s: Series, k: int, factor: float, *, replay: bool, settings: H
     return bool(hits), still_open, delay
 
 
-def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.ndarray, set[str]]:
+def shuffled(s: Series, seed: int) -> Series:
+    """A copy of `s` with its commits in a seeded random order: the same values, outliers and mix of
+    runner regimes, but no step at any commit (a null series: what either detector flags on it is a
+    false alarm). asv's points are reordered alike."""
+    ident = zlib.crc32(f"{s.machine}\0{s.benchmark.key}".encode())
+    order = np.random.default_rng([seed, ident, 7]).permutation(s.n).tolist()
+    rank = {s.shas[i]: j for j, i in enumerate(order)}
+    results = sorted(s.results, key=lambda r: rank.get(r.commit_sha, -1))  # stable: a commit's results together
+    shas, levels = commit_levels(results)
+    return Series(s.benchmark, s.machine, results, shas, levels, pooled_commits(results, shas),
+                  [s.asv[i] for i in order], s.asv_threshold, [s.positions[i] for i in order], s.floor)
+
+
+def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
     """Per prefix of the real series (1..n commits), whether it puts the overview's banner up, as of
-    that commit: (a change-point regression shown open, an open suspicion), and the commits of every
-    REGRESSED change point some prefix showed."""
+    that commit: (a change-point regression shown open, an open suspicion, an open suspicion that the
+    whole history does not withdraw), and the commits of every REGRESSED change point some prefix
+    showed."""
     regressed = np.zeros(s.n, dtype=bool)
     suspected = np.zeros(s.n, dtype=bool)
+    founded = np.zeros(s.n, dtype=bool)
     seen: set[str] = set()
     if not s.judged:
-        return regressed, suspected, seen
+        return regressed, suspected, founded, seen
+    state = SeriesState(settings.knobs)
+    track = None
+    open_at: list[set[int]] = []
+    sus: list[Any] = []
+    for p in range(1, s.n + 1):
+        state.extend(s.commits[p - 1:p])
+        cps = state_change_points(state, s.benchmark, s.machine, s.floor)
+        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
+                                       floor=s.floor)
+        regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
+        open_at.append({x.index for x in sus if x.state == SuspectState.SUSPECTED})
+        suspected[p - 1] = bool(open_at[-1])
+        seen.update(cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED)
+    # The whole history's verdict on each suspicion (the last prefix is the whole series).
+    in_vain = {x.index for x in sus if x.state in (SuspectState.WITHDRAWN, SuspectState.EXPIRED)}
+    for p, now in enumerate(open_at):
+        founded[p] = bool(now - in_vain)
+    return regressed, suspected, founded, seen
     state = SeriesState(settings.knobs)
     track = None
     for p in range(1, s.n + 1):
@@ -408,10 +452,15 @@ class SeriesOutcome:
     confirmed: int = 0
     withdrawn: int = 0
     asv_regressions: int = 0
-    banner: tuple[np.ndarray, np.ndarray] | None = None  # `banner_replay`
+    banner: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # `banner_replay`
     retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
     positions: list[int] = field(default_factory=list)
     changes: list[Any] = field(default_factory=list)  # the real series' change points (alert groups)
+    regressed_asv_fit: int = 0  # of `regressed`: asv's fit has a boundary moving the same way within +-NEAR
+    regressed_sigmas: int = 0  # of `regressed`: steps of at least BIG_STEP robust sigmas of the series' noise
+    null_regressed: int = 0  # REGRESSED change points on the shuffled series (`shuffled`)
+    null_suspicions: int = 0
+    null_asv_regressions: int = 0
 
 
 def trial_k(seed: int, s: Series, step: float) -> int:
@@ -446,9 +495,20 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.confirmed = sum(x.state == SuspectState.CONFIRMED for x in sus)
         out.withdrawn = sum(x.state == SuspectState.WITHDRAWN for x in sus)
         out.asv_regressions = len(asv_jumps(asv_steps, s.asv_threshold))
+        sigma = robust_sigma(np.log(s.levels))
+        for cp in cps:
+            if cp.outcome == Outcome.REGRESSED:
+                out.regressed_asv_fit += asv_boundary_near(asv_steps, cp.index, cp.ratio > 1.0)
+                out.regressed_sigmas += abs(math.log(cp.ratio)) >= BIG_STEP * sigma
+        null = shuffled(s, seed)
+        null_cps = change_points(null.results, settings=settings, floor=s.floor)
+        out.null_regressed = sum(cp.outcome == Outcome.REGRESSED for cp in null_cps)
+        out.null_suspicions = len(judge_levels(s.benchmark, s.machine, null.shas, null.levels, null_cps,
+                                               floor=s.floor)[0])
+        out.null_asv_regressions = len(asv_jumps(asv_fit(null.asv), s.asv_threshold))
         if replay:
-            regressed, suspected, seen = banner_replay(s, settings)
-            out.banner = (regressed, suspected)
+            regressed, suspected, founded, seen = banner_replay(s, settings)
+            out.banner = (regressed, suspected, founded)
             out.retracted = len(seen - {cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED})
     return out
 
@@ -746,9 +806,10 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
             "series": len(os_), "commits": sum(o.commits for o in os_),
             **{name: sum(getattr(o, name) for o in os_) for name in (
                 "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
-                "asv_regressions", "retracted")},
+                "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "null_regressed",
+                "null_suspicions", "null_asv_regressions")},
         }
-    up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0}
+    up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0, "in_vain": 0}
     total = 0
     by_machine: dict[str, list[SeriesOutcome]] = defaultdict(list)
     for o in outcomes:
@@ -759,6 +820,7 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
         index = {p: i for i, p in enumerate(cols)}
         regressed = np.zeros(len(cols), dtype=bool)
         suspected = np.zeros(len(cols), dtype=bool)
+        founded = np.zeros(len(cols), dtype=bool)
         for o in group:
             assert o.banner is not None
             # A series' state holds from its commit until its next one.
@@ -767,10 +829,12 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
             last = np.maximum.accumulate(state)
             regressed |= np.where(last >= 0, o.banner[0][np.maximum(last, 0)], False)
             suspected |= np.where(last >= 0, o.banner[1][np.maximum(last, 0)], False)
+            founded |= np.where(last >= 0, o.banner[2][np.maximum(last, 0)], False)
         up["any"] += int((regressed | suspected).sum())
         up["regression"] += int(regressed.sum())
         up["suspicion"] += int((suspected & ~regressed).sum())
         up["suspected"] += int(suspected.sum())
+        up["in_vain"] += int((suspected & ~founded & ~regressed).sum())  # only suspicions the history withdraws
         total += len(cols)
     real["banner_up"], real["banner_commits"] = up, total
     return {"steps": per_step, "real": real}
@@ -831,6 +895,15 @@ def render(report: dict[str, Any]) -> str:
                          f"{per_thousand(j['regressed'], j['commits'])} (open at the newest commit: "
                          f"{per_thousand(j['regressed_open'], j['commits'])})",
                          per_thousand(j["asv_regressions"], j["commits"])))
+            rows.append((f"…of them: asv's fit steps there too / a step of {BIG_STEP:g}+ robust sigmas of the series",
+                         f"{_pct(j['regressed_asv_fit'], j['regressed'])} / "
+                         f"{_pct(j['regressed_sigmas'], j['regressed'])}",
+                         "—"))
+            rows.append(("false alarms: regressions on the same series in a shuffled commit order (no step), "
+                         "per 1,000 commit-series", per_thousand(j["null_regressed"], j["commits"]),
+                         per_thousand(j["null_asv_regressions"], j["commits"])))
+            rows.append(("…suspicions raised on them, per 1,000 commit-series",
+                         per_thousand(j["null_suspicions"], j["commits"]), "—"))
             rows.append(("…as alerts (a crowd of 3+ series at one commit is one alert), per 1,000 commit-series",
                          f"{per_thousand(real.get('alerts', 0), j['commits'])} ({real.get('alert_crowds', 0)} "
                          f"crowds; {real.get('environment_groups', 0)} groups of "
@@ -846,6 +919,8 @@ def render(report: dict[str, Any]) -> str:
                              f"suspicions only: {_pct(up['suspicion'], n)})", "—"))
                 rows.append(("…with an open suspicion (the banner's \"suspected\" line)",
                              _pct(up.get("suspected", 0), n), "—"))
+                rows.append(("…up for suspicions alone that the history later withdraws (a false warning)",
+                             _pct(up.get("in_vain", 0), n), "—"))
     if real_too and report["pairs"]["pairs"]:
         ab = report["pairs"]
         rows.append(("adjacent real commit pairs, cross-job A/B: pairs with a \"regressed\" verdict",

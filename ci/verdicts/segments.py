@@ -37,7 +37,8 @@ from scipy import special, stats
 # Bumped whenever the detector's results or the state's layout change: stored states of another
 # version are ignored (recomputed), never read.
 # 3: steps judged within `span` commits of them, excursions that revert not reported (2026-12-05).
-ALGORITHM = "windowed-pelt-3"
+# 4: a step no larger than the series' recurring flips needs `flip_pvalue` (2026-12-05).
+ALGORITHM = "windowed-pelt-4"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -157,6 +158,7 @@ class Knobs:
     window: int
     span: int = 0  # commits each side of a step that its test reads (0: up to the neighbouring steps)
     revert: int = 0  # a step undone within this many commits is an excursion, not reported (0: off)
+    flip_pvalue: float = 0.0  # p-value a step no larger than the series' recurring flips must reach (0: off)
 
 
 def log_comb(n: int, k: int) -> float:
@@ -220,6 +222,47 @@ def safe_exp(x: float) -> float:
         return math.exp(x)
     except OverflowError:
         return math.inf
+
+
+FLIP_MARGIN = 1.5  # a step up to this many times the series' flip size is judged as a flip might be
+MIN_RUN = 2  # a flip's run at the other level is at least this many commits (one commit is an outlier)
+FLIPS = 2  # a series with at least this many flips (a jump and its return) flips between levels
+
+
+def flip_size(y: np.ndarray, sigma: float, within: int) -> tuple[float, int]:
+    """How far and for how long a series' level leaves its usual level and comes back: the median
+    size of its flips and the longest of them in commits; (0, 0) when it has fewer than `FLIPS`
+    (no recurring flips, as a series with outliers and steps alone has).
+
+    A flip is a run of `MIN_RUN` to `within` successive commits more than 3 robust sigmas
+    (`robust_sigma`) above (or below) the series' median, with commits nearer the median on both
+    sides: a stretch at another level that ended. Shared runners switch between such levels
+    (uxarray's GitHub-hosted history); a single outlier commit is no run, and a step does not
+    come back (its run lasts to the series' end, or longer than `within`).
+
+    Args:
+        y: the series' log levels.
+        sigma: `robust_sigma(y)`.
+        within: the longest run counted (commits).
+
+    Returns:
+        (the median distance of the flips' commits from the median, log scale; the longest flip in
+        commits), or (0.0, 0).
+    """
+    n = y.size
+    if n < MIN_RUN + 2:
+        return 0.0, 0
+    z = y - median(y)
+    side = np.where(z > 3.0 * sigma, 1, np.where(z < -3.0 * sigma, -1, 0))
+    edges = np.flatnonzero(np.diff(side)) + 1
+    starts = np.concatenate(([0], edges))
+    ends = np.concatenate((edges, [n]))
+    length = ends - starts
+    keep = (side[starts] != 0) & (starts > 0) & (ends < n) & (length >= MIN_RUN) & (length <= within)
+    if keep.sum() < FLIPS:
+        return 0.0, 0
+    dist = [median(np.abs(z[a:b])) for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
+    return float(np.median(dist)), int(length[keep].max())
 
 
 @functools.lru_cache(maxsize=64)
@@ -432,9 +475,10 @@ class SeriesState:
         min_log = math.log1p(max(k.floor, k.noise_k * sigma))
         bkps = list(bkps)
         span = k.span or n
+        flip, run = flip_size(y, sigma, span) if k.flip_pvalue else (0.0, 0)
         while True:
             bounds = [0, *bkps, n]
-            tested = []
+            tested, keys = [], []
             for i in range(len(bkps)):
                 # A step is judged where it happened: against at most `span` commits each side, never
                 # against ever wider segments once its neighbours are gone (on a real history a +10%
@@ -446,7 +490,15 @@ class SeriesState:
                     got = self._test(y, *key)
                 used[key] = got
                 tested.append(got)
-            failing = [(p, abs(lr), i) for i, (lr, p) in enumerate(tested) if p >= k.max_pvalue or abs(lr) < min_log]
+                keys.append(key)
+            # A series that flips between levels (shared runners' regimes) shows runs at the other level
+            # by chance, and the segmentation picks exactly those runs, so their p-values are too small:
+            # a step no larger than the series' flips, with a side no longer than its longest flip, needs
+            # the stricter `flip_pvalue`. Held longer than any flip, it is judged as any step.
+            failing = [(p, abs(lr), i) for i, ((lr, p), key) in enumerate(zip(tested, keys, strict=True))
+                       if p >= (k.flip_pvalue if abs(lr) <= FLIP_MARGIN * flip
+                                and min(key[1] - key[0], key[2] - key[1]) < span else k.max_pvalue)
+                       or abs(lr) < min_log]
             if not failing:
                 break
             _, _, worst = max(failing, key=lambda t: (t[0], -t[1]))

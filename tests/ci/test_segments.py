@@ -244,3 +244,49 @@ def test_levels_1e100_apart_give_an_infinite_ratio_not_an_error() -> None:
     state.extend([(f"c{i:03d}", np.array([v, v])) for i, v in enumerate(values)])
     (step,) = state.steps
     assert step.index == 20 and step.log_ratio > 900 and safe_exp(step.log_ratio) == math.inf
+
+
+def _mixture(seed: int, n: int = 160, high: float = 0.25) -> np.ndarray:
+    """Levels that flip at random between 1.0 and 1.75 (a share `high` at 1.75), 1% noise: no step."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(n) < high, 1.75, 1.0) * (1 + 0.01 * rng.standard_normal(n))
+
+
+def _steps_up(levels: np.ndarray, settings: HistorySettings) -> list[segments.Step]:
+    state = SeriesState(settings.knobs)
+    state.extend([(f"c{i:04d}", np.array([v])) for i, v in enumerate(levels)])
+    return [s for s in state.steps if s.log_ratio > 0]
+
+
+def test_flip_size_sees_runs_at_another_level_not_outliers_or_steps() -> None:
+    flat = np.log(1 + 0.01 * np.random.default_rng(0).standard_normal(100))
+    with_outliers = flat.copy()
+    with_outliers[[20, 50, 80]] += math.log(1.5)  # single commits: outliers, not runs
+    step = flat.copy()
+    step[60:] += math.log(1.3)
+    for y in (flat, with_outliers, step):
+        assert segments.flip_size(y, segments.robust_sigma(y), 32) == (0.0, 0)
+    runs = flat.copy()
+    runs[20:25] += math.log(1.2)  # 5 commits at +20%, then back
+    runs[60:63] += math.log(1.2)
+    size, longest = segments.flip_size(runs, segments.robust_sigma(runs), 32)
+    assert size == pytest.approx(math.log(1.2), abs=0.03) and longest == 5
+    assert segments.flip_size(runs, segments.robust_sigma(runs), 4) == (0.0, 0)  # runs longer than `within`
+
+
+def test_a_series_that_flips_between_levels_reports_no_step_by_chance() -> None:
+    """Runs at the other level happen by chance in such a series, and the segmentation picks them:
+    at p < 0.01 they read as steps (17 of 60 such series on 2026-12-05); `flip_pvalue` asks steps no
+    larger than the flips and no longer than the longest of them for p < 0.001."""
+    seeds = range(30)
+    before = sum(bool(_steps_up(_mixture(s), HistorySettings(flip_pvalue=0.0))) for s in seeds)
+    after = sum(bool(_steps_up(_mixture(s), HistorySettings())) for s in seeds)
+    assert before >= 5  # the case is real: without the rule, these series report steps
+    assert after <= 1
+
+
+def test_a_step_held_longer_than_any_flip_is_found_in_a_flipping_series() -> None:
+    levels = _mixture(3, n=200)
+    levels[150:] = 1.75 * (1 + 0.01 * np.random.default_rng(9).standard_normal(50))  # the high level stays
+    found = _steps_up(levels, HistorySettings())
+    assert [s.index for s in found if abs(s.index - 150) <= 2], found

@@ -55,6 +55,20 @@ def test_a_step_held_by_two_commits_is_suspected_at_once() -> None:
     assert len(find_suspects(rs[:-1], settings=SuspectSettings(hold=1))) == 1  # the newest commit alone
 
 
+def test_a_return_to_a_level_the_window_was_at_is_not_suspected() -> None:
+    """A series that flips between levels (a shared runner's regimes): two commits at a level the
+    last 20 commits were already at for 3 commits are the series' habit, not a new step; the
+    detector still judges whether it stays (`seen`)."""
+    plan = [1e-5] * 10 + [1.3e-5] * 3 + [1e-5] * 8 + [1.3e-5] * 2
+    rs = _series(plan)
+    (first,) = find_suspects(rs)  # the first visit is news (withdrawn once the level came back)
+    assert first.commit_sha == _sha(10) and first.state == SuspectState.WITHDRAWN
+    without = find_suspects(rs, settings=SuspectSettings(seen=0))  # without the rule: suspected again
+    assert [x.commit_sha for x in without] == [_sha(10), _sha(21)]
+    with pytest.raises(ValueError, match="seen"):
+        SuspectSettings(seen=-1)
+
+
 @pytest.mark.parametrize("levels", [(5e-324, 1e100), (1e100, 5e-324)], ids=["up-1e424", "down-1e424"])
 def test_levels_far_apart_are_judged_not_an_overflow(levels: tuple[float, float]) -> None:
     """A suspect's ratio from log levels ~975 apart (values an ingest accepts) was math.exp's
@@ -193,10 +207,12 @@ def test_a_track_extended_commit_by_commit_gives_the_answer_from_scratch(bench: 
         return real_windows(y, settings)
 
     worse = 1.3 if bench.direction == Direction.LOWER else 0.7
-    plan = ([1.0] * 24 + [worse] * 8 + [1.0] * 16 + [worse] + [1.0] * 12 + [worse] * 4 + [1.0] * 10
-            + [worse] * 7 + [1.0] * 30)  # confirmed; an excursion; a short step; a step the detector is told to miss
+    # confirmed; an excursion; a short step; a step the detector is told to miss (the steps a window
+    # apart: a level the window was at already is not suspected)
+    plan = ([1.0] * 24 + [worse] * 8 + [1.0] * 16 + [worse] + [1.0] * 12 + [worse] * 4 + [1.0] * 21
+            + [worse] * 7 + [1.0] * 30)
     rs = _series([1e-5 * f for f in plan], bench=bench, noise=0.01, seed=3)
-    missed = _sha(24 + 8 + 16 + 1 + 12 + 4 + 10)  # the detector is told it found nothing there
+    missed = _sha(24 + 8 + 16 + 1 + 12 + 4 + 21)  # the detector is told it found nothing there
     seen: dict[str, set[SuspectState]] = {}
     track = None
     n = 1
