@@ -41,7 +41,7 @@ for step in $STEPS; do
             | tee "$OUT/gpu-tests.log" | tail -n 15
         [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     kernels)
-        "$PYTHON" tools/bench_kernels.py ${BENCH_ARGS:-} --json "$OUT/bench_kernels.json" 2>&1 \
+        "$PYTHON" -m tools.bench_kernels ${BENCH_ARGS:-} --json "$OUT/bench_kernels.json" 2>&1 \
             | tee "$OUT/bench_kernels.md"
         [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     *)
