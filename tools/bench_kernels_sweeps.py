@@ -11,7 +11,7 @@ import time
 import torch
 
 from ragged_kernels import ragged_attention
-from ragged_kernels.attention.fwd import CONFIGS, AttnConfig, default_scale, ragged_attn_fwd
+from ragged_kernels.attention.fwd import H200_CONFIGS, AttnConfig, default_scale, ragged_attn_fwd
 from tools import bench_kernels_measure as measuring
 from tools.bench_kernels_measure import (
     bound_calls,
@@ -102,7 +102,7 @@ def variants(head_dim: int = 64) -> list[AttnConfig]:
     program merges; commit 41bd1de, log 2026-11-29-s8-run8-*) was correct and lost everywhere: B 1 x 40 0.53 -> 0.83,
     B 4 x 99 0.85 -> 1.07-1.09; removed."""
     # The shipping pair (once where both buckets use the same config; AttnConfig compares by identity).
-    table = list({repr(c): c for c in CONFIGS[head_dim]}.values())
+    table = list({repr(c): c for c in H200_CONFIGS[head_dim]}.values())  # the sweeps were of the H200 table
     if head_dim == 128:
         # Head dim 128 keeps the first config of 2026-11-29 (64, 64, 4 warps, 2 stages) with a full-width
         # tail: never swept since. Twice the bytes per key row: fewer stages fit, so tails and 8 warps first.
