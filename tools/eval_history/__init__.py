@@ -1,0 +1,205 @@
+"""Quality of the service's history verdicts on real asv results, beside asv's own methods on the
+same series (a script, not a test).
+
+Run: `python -m tools.eval_history RESULTS_DIR [RESULTS_DIR ...] [--json FILE]`; one markdown table
+per results directory. Every number comes from the service's public functions, the code paths
+`ci run` and the dashboard take, so a changed detector is measured by the same command:
+`ci.ingest.ingest_results_dir` into a temporary SQLite `ci.store.Store`; `ci.verdicts.change_points`,
+`judge_levels`, `SeriesState.extend` + `state_change_points` (a replay, commit by commit) and
+`compare_commits`; `dashboard.model.recovery` (whether the dashboard shows a regression open).
+asv's column calls asv's own functions: `asv.step_detect.detect_steps` on per-commit values with
+`asv._stats.get_weight` weights, then `detect_regressions` with the `regressions_thresholds` of
+asv.conf.json, as `asv publish` does; `asv.commands.compare._is_result_better` with factor 1.1, as
+`asv compare` does.
+
+Definitions (what the printed numbers mean):
+
+- Series: one benchmark point on one machine key (asv machine x environment x host,
+  `ci.records.Machine`), correctness series left out, its current benchmark version only (as
+  `detect_all` reads it); its commits are those with a positive level (`commit_levels`), oldest
+  first. Series with fewer than `--min-commits` commits are skipped. A series of unknown direction
+  (neither declared nor implied by its unit) is never judged by the service (its steps are
+  INCONCLUSIVE); its trials are counted apart.
+- Trial: one series and one step size s, on a copy. A seeded commit index k, 10 <= k <= n - 10
+  (n: the series' commits), and every sample of commits k..n-1 multiplied by a factor: for "+s"
+  (the bad direction) 1 + s on a lower-is-better series and 1 / (1 + s) on a higher-is-better one;
+  for "-s" (an improvement) the inverse. A series of unknown direction takes 1 + s (asv's reading:
+  lower is better). asv's inputs of those commits are scaled alike (value, 99 % interval, quartiles).
+- Found: `change_points` of the whole injected series holds a change point of the right outcome
+  (REGRESSED for +, IMPROVED for -; unknown direction: INCONCLUSIVE with the ratio's direction) at
+  an index within +-2 of k. asv: `detect_steps` fits a segment boundary within +-2 of k whose level
+  moves the way the values were moved (its fitted steps: asv has no direction, so on a
+  higher-is-better series it reads a regression as an improvement).
+- By chance: the same test at the same k on the un-injected series (a change point of that outcome,
+  or an asv boundary of that direction, already there): the share of "found" that needs no step.
+- Still open: of the + trials found, those whose change point the dashboard shows as an open
+  regression at the newest commit: `recovery(cp.before, later change points, direction,
+  threshold)` is "" with the series' threshold for its next commit (`judge_levels`). asv's
+  counterpart: `detect_regressions` lists a jump whose first commit after is within +-2 of k
+  (asv lists only regressions not undone since, so this is its "still open").
+- Delay: the injected series replayed prefix by prefix, p = k+1 .. min(n, k+30) commits
+  (`SeriesState.extend`, `judge_levels(track=...)`); the delay is p - k at the first prefix where
+  the service flags it (a change point of the right outcome within +-2 of k, or, for + steps, a
+  suspicion raised at commits k .. k+2: suspicions at k-2 and k-1 predate the step), so 1 means
+  "flagged when the step's own commit arrived". Not flagged within 30 commits (or by the series'
+  end, when fewer than 30 follow k) is ">30". asv: the first prefix whose `detect_steps` fit has a
+  boundary as in "found". Median and 90th percentile are nearest-rank.
+- Regressions per 1,000 commit-series (the un-injected series): REGRESSED change points of
+  `change_points` on each whole series, per 1,000 commits summed over the series. asv: the jumps
+  `detect_regressions` lists on each whole series, per 1,000 of the same commits.
+- ...of them: the share of those change points where asv's fit of the same series has a boundary
+  within +-NEAR moving the same way, and the share whose step is at least `BIG_STEP` (5) robust
+  sigmas (`ci.verdicts.segments.robust_sigma` of the series' log levels): steps of the data itself,
+  not of the detector.
+- False alarms: each real series with its commits in a seeded random order (`shuffled`: the same
+  values, outliers and mix of runner regimes, but no step anywhere), REGRESSED change points of
+  `change_points`, and the suspicions `judge_levels` raises on it, per 1,000 commit-series; asv:
+  the jumps `detect_regressions` lists on the same shuffled points.
+- Suspicions per 1,000 commit-series: `judge_levels` on each whole series, every suspicion raised
+  (whatever its state now); share confirmed: CONFIRMED / (CONFIRMED + WITHDRAWN).
+- Banner up: each series replayed commit by commit; at a commit of a machine (one where any
+  evaluated series of it has a level), the overview's banner is up when an evaluated series of
+  that machine, as of that commit, has an open suspicion (SUSPECTED) or a change-point regression
+  the dashboard shows open (as above; no acknowledgements). Share: such commits / all of them,
+  over every machine; split into commits with an open regression and those with suspicions only.
+  A false warning: a commit whose banner is up for suspicions alone, every one of them withdrawn
+  (or expired) by the whole history. The same replay counts the REGRESSED change points some
+  prefix showed that the whole history no longer holds (retracted as later commits arrived).
+- Adjacent pairs (cross-job A/B): up to `--pairs` seeded pairs of consecutive commits of one
+  machine (its commits where it has any result). Service: `compare_commits(store, base, head,
+  machine)`, which applies the cross-job rule (between-job drift) unless both sides carry one job
+  marker; a pair counts when any verdict is REGRESSED. asv: asv compare's rule per series in both
+  (correctness left out): "+" (worse by factor 1.1 and, where the results carry statistics,
+  `asv._stats.is_different`); a pair counts when any series is "+". Injected: +10 % (the bad
+  direction) into one seeded series of known direction of the pair's head (through a reader that
+  scales those samples, so `compare_commits` runs unchanged); found: the service's verdict on it is
+  REGRESSED; asv marks it changed in the direction its value moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tools.eval_history.pairs import (
+    InjectedReader,
+    MachineReader,
+    PairOutcome,
+    PairsOutcome,
+    asv_mark,
+    evaluate_pair,
+    evaluate_pairs,
+)
+from tools.eval_history.report import alert_groups, evaluate_dir, nearest_rank, render, summarize
+from tools.eval_history.series import (
+    AB_STEP,
+    ASV_FACTOR,
+    BIG_STEP,
+    DEFAULT_STEPS,
+    EDGE,
+    HEADLINE_STEP,
+    NEAR,
+    REPLAY,
+    AsvPoint,
+    Series,
+    asv_entry_name,
+    asv_thresholds,
+    injected,
+    is_bad,
+    make_series,
+    pooled_commits,
+    read_asv_points,
+    read_series,
+    scaled_points,
+    shuffled,
+    step_factor,
+)
+from tools.eval_history.trials import (
+    SeriesOutcome,
+    Trial,
+    asv_boundary_near,
+    asv_fit,
+    asv_jumps,
+    asv_trial,
+    banner_replay,
+    evaluate_series,
+    fork_map,
+    open_regressions,
+    service_trial,
+    trial_k,
+)
+
+__all__ = [
+    "AB_STEP", "ASV_FACTOR", "BIG_STEP", "DEFAULT_STEPS", "EDGE", "HEADLINE_STEP", "NEAR", "REPLAY",
+    "AsvPoint", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series", "SeriesOutcome", "Trial",
+    "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
+    "asv_trial", "banner_replay", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series", "fork_map",
+    "injected", "is_bad", "main", "make_series", "nearest_rank", "open_regressions", "parse_steps", "pooled_commits",
+    "read_asv_points", "read_series", "render", "scaled_points", "service_trial", "shuffled", "step_factor",
+    "summarize", "trial_k",
+]
+
+
+def parse_steps(text: str) -> list[float]:
+    """'+5,+10,-10' -> [0.05, 0.10, -0.10]; a size needs its sign."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().rstrip("%")
+        if not part or part[0] not in "+-":
+            raise argparse.ArgumentTypeError(f"step {part!r}: give a sign (+ the bad direction, - an improvement)")
+        value = float(part) / 100
+        if value == 0 or not math.isfinite(value) or abs(value) >= 10:
+            raise argparse.ArgumentTypeError(f"step {part!r}: a non-zero percentage below 1000")
+        out.append(value)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every results directory given; print a table each; 0 when all were read."""
+    p = argparse.ArgumentParser(prog="python -m tools.eval_history", description=__doc__.split("\n\n")[0])
+    p.add_argument("results_dirs", nargs="+", type=Path, metavar="RESULTS_DIR", help="asv results directories")
+    p.add_argument("--steps", type=parse_steps, default=parse_steps(DEFAULT_STEPS),
+                   help=f"step sizes in percent, signed (default {DEFAULT_STEPS}: + the bad direction)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--min-commits", type=int, default=30, help="skip series with fewer commits with a value")
+    p.add_argument("--max-series", type=int, default=None, help="sample this many series per machine (seeded)")
+    p.add_argument("--only-steps", action="store_true",
+                   help="only the injected-step trials (no real-series rates, banner or A/B pairs)")
+    p.add_argument("--no-replay", action="store_true", help="skip the commit-by-commit replays (delays, banner)")
+    p.add_argument("--pairs", type=int, default=100, help="adjacent commit pairs for the cross-job A/B")
+    p.add_argument("--asv-conf", type=Path, default=None,
+                   help="asv.conf.json for asv's regressions_thresholds (default: RESULTS_DIR/../asv.conf.json)")
+    p.add_argument("--json", type=Path, default=None, help="write the numbers here")
+    args = p.parse_args(argv)
+    if args.min_commits < 2 * EDGE + 1:
+        p.error(f"--min-commits must be >= {2 * EDGE + 1} (a step at least {EDGE} commits from either end)")
+    if args.max_series is not None and args.max_series < 1:
+        p.error("--max-series must be >= 1")
+    reports = []
+    for d in args.results_dirs:
+        report = evaluate_dir(d, steps=args.steps, seed=args.seed, min_commits=args.min_commits,
+                              max_series=args.max_series, replay=not args.no_replay, only_steps=args.only_steps,
+                              pairs=args.pairs, asv_conf=args.asv_conf)
+        print(render(report), end="\n\n", flush=True)
+        reports.append(report)
+    if args.json is not None:
+        args.json.write_text(json.dumps(_plain(reports), indent=1) + "\n")
+    return 0
+
+
+def _plain(x: Any) -> Any:
+    """`x` as strict JSON: a delay not flagged within the replay is the text ">30", NaN (no trials) null."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    if isinstance(x, float | np.floating):
+        return f">{REPLAY}" if math.isinf(x) else None if math.isnan(x) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    return x

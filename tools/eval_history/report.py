@@ -1,0 +1,317 @@
+"""One results directory measured (`evaluate_dir`), its numbers summed up and rendered as the
+markdown table and the counts behind it."""
+
+from __future__ import annotations
+
+import functools
+import math
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ci.ingest import ingest_results_dir
+from ci.project import project_settings
+from ci.store import Store
+from ci.verdicts import HistorySettings, group_changes
+from tools.eval_history.pairs import PairsOutcome, evaluate_pairs
+from tools.eval_history.series import (
+    AB_STEP,
+    ASV_FACTOR,
+    BIG_STEP,
+    HEADLINE_STEP,
+    NEAR,
+    REPLAY,
+    Series,
+    asv_thresholds,
+    read_asv_points,
+    read_series,
+)
+from tools.eval_history.trials import SeriesOutcome, evaluate_series, fork_map
+
+
+def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_commits: int, max_series: int | None,
+                 replay: bool, only_steps: bool, pairs: int, asv_conf: Path | None) -> dict[str, Any]:
+    """Ingest one results directory into a temporary store and measure everything; the report's numbers."""
+    t0 = time.perf_counter()
+    conf = asv_conf if asv_conf is not None else results_dir.parent / "asv.conf.json"
+    threshold_of = asv_thresholds(conf)
+    # The service's one threshold table, as every command reads it: the project's asv.conf.json.
+    project = project_settings(config=conf) if conf.is_file() else project_settings()
+    settings = HistorySettings()
+    with tempfile.TemporaryDirectory(prefix="eval-history-") as tmp:
+        store = Store(Path(tmp) / "history.sqlite")
+        try:
+            ingest = ingest_results_dir(store, results_dir)
+            asv = read_asv_points(results_dir)
+            series, skipped = read_series(store, asv, threshold_of, min_commits=min_commits, max_series=max_series,
+                                          seed=seed, floor_of=project.floor_for)
+            t1 = time.perf_counter()
+            outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
+                                                  real=not only_steps, settings=settings), series)
+            t2 = time.perf_counter()
+            ab = PairsOutcome()
+            if not only_steps and pairs > 0:
+                ab = evaluate_pairs(store, sorted({s.machine for s in series}), asv, pairs=pairs, seed=seed,
+                                    verdicts=project.verdicts)
+        finally:
+            store.close()
+    report = summarize(outcomes, steps)
+    report["real"].update(alert_groups(outcomes, series))
+    report.update({
+        "results_dir": str(results_dir),
+        "ingest": ingest.summary(),
+        "asv_conf": str(conf) if conf.is_file() else None,
+        "asv_thresholds": sorted({s.asv_threshold for s in series}),
+        "service_floors": sorted({s.floor for s in series}),
+        "machines": len({s.machine for s in series}),
+        "series_judged": sum(s.judged for s in series),
+        "series_unknown_direction": sum(not s.judged for s in series),
+        "skipped": skipped,
+        "settings": {"steps": list(steps), "seed": seed, "min_commits": min_commits, "max_series": max_series,
+                     "replay": replay, "only_steps": only_steps, "pairs": pairs},
+        "pairs": vars(ab),
+        "seconds": {"read": t1 - t0, "series": t2 - t1, "pairs": ab.seconds, "total": time.perf_counter() - t0},
+    })
+    return report
+
+
+def alert_groups(outcomes: Sequence[SeriesOutcome], series: Sequence[Series]) -> dict[str, int]:
+    """The real series' change points as the service reports them (`ci.verdicts.group_changes`, per
+    machine): alerts with a regression (a crowd of series at one commit is one), and the crowds
+    labelled as a change of the recorded environment (not blamed on the commit)."""
+    order: dict[str, list[str]] = {}
+    envs: dict[tuple[str, str], dict[str, str]] = {}
+    for s in series:
+        for r in s.results:
+            envs.setdefault((s.machine, r.commit_sha), dict(r.environment))
+    for machine in {s.machine for s in series}:
+        shas = {sha for (m, sha) in envs if m == machine}
+        position = {sha: p for s in series if s.machine == machine for sha, p in zip(s.shas, s.positions, strict=True)}
+        order[machine] = sorted(shas, key=lambda sha: position.get(sha, -1))
+    groups = group_changes([cp for o in outcomes if o.judged for cp in o.changes], order, envs)
+    return {"alerts": sum(1 for g in groups if g.regressions and not g.environment_change),
+            "alert_crowds": sum(1 for g in groups if g.regressions and g.crowd and not g.environment_change),
+            "environment_groups": sum(1 for g in groups if g.environment_change),
+            "environment_regressions": sum(len(g.regressions) for g in groups if g.environment_change)}
+
+
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    """The nearest-rank q-quantile (NaN for no values)."""
+    if not values:
+        return math.nan
+    v = sorted(values)
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+
+def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict[str, Any]:
+    """The report's numbers from the per-series outcomes."""
+    per_step: dict[str, dict[str, Any]] = {}
+    for judged, label in ((True, "judged"), (False, "unknown")):
+        for step in steps:
+            ts = [t for o in outcomes for t in o.trials if t.step == step and t.judged == judged]
+            delays = [math.inf if t.delay is None else t.delay for t in ts]
+            asv_delays = [math.inf if t.asv_delay is None else t.asv_delay for t in ts]
+            per_step[f"{label} {step:+g}"] = {
+                "trials": len(ts), "found": sum(t.found for t in ts), "chance": sum(t.chance for t in ts),
+                "asv_chance": sum(t.asv_chance for t in ts),
+                "still_open": sum(bool(t.still_open) for t in ts),
+                "delay_median": nearest_rank(delays, 0.5), "delay_p90": nearest_rank(delays, 0.9),
+                "not_flagged": sum(d == math.inf for d in delays),
+                "short_replay": sum(t.after < REPLAY for t in ts),
+                "asv_found": sum(t.asv_found for t in ts), "asv_listed": sum(t.asv_listed for t in ts),
+                "asv_delay_median": nearest_rank(asv_delays, 0.5), "asv_delay_p90": nearest_rank(asv_delays, 0.9),
+                "asv_not_flagged": sum(d == math.inf for d in asv_delays),
+            }
+    real: dict[str, Any] = {}
+    for judged, label in ((True, "judged"), (False, "unknown")):
+        os_ = [o for o in outcomes if o.judged == judged]
+        real[label] = {
+            "series": len(os_), "commits": sum(o.commits for o in os_),
+            **{name: sum(getattr(o, name) for o in os_) for name in (
+                "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
+                "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "null_regressed",
+                "null_suspicions", "null_asv_regressions")},
+        }
+    up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0, "in_vain": 0}
+    total = 0
+    by_machine: dict[str, list[SeriesOutcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.judged and o.banner is not None:
+            by_machine[o.machine].append(o)
+    for group in by_machine.values():
+        cols = sorted({p for o in group for p in o.positions})
+        index = {p: i for i, p in enumerate(cols)}
+        regressed = np.zeros(len(cols), dtype=bool)
+        suspected = np.zeros(len(cols), dtype=bool)
+        founded = np.zeros(len(cols), dtype=bool)
+        for o in group:
+            assert o.banner is not None
+            # A series' state holds from its commit until its next one.
+            state = np.zeros(len(cols), dtype=np.int64) - 1
+            state[[index[p] for p in o.positions]] = np.arange(len(o.positions))
+            last = np.maximum.accumulate(state)
+            regressed |= np.where(last >= 0, o.banner[0][np.maximum(last, 0)], False)
+            suspected |= np.where(last >= 0, o.banner[1][np.maximum(last, 0)], False)
+            founded |= np.where(last >= 0, o.banner[2][np.maximum(last, 0)], False)
+        up["any"] += int((regressed | suspected).sum())
+        up["regression"] += int(regressed.sum())
+        up["suspicion"] += int((suspected & ~regressed).sum())
+        up["suspected"] += int(suspected.sum())
+        up["in_vain"] += int((suspected & ~founded & ~regressed).sum())  # only suspicions the history withdraws
+        total += len(cols)
+    real["banner_up"], real["banner_commits"] = up, total
+    return {"steps": per_step, "real": real}
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.0f}%" if b else "n/a"
+
+
+def _delay(x: float) -> str:
+    return "—" if math.isnan(x) else f">{REPLAY}" if math.isinf(x) else f"{x:g}"
+
+
+def _step(step: float) -> str:
+    return f"{step * 100:+g}%"
+
+
+def render(report: dict[str, Any]) -> str:
+    """The markdown table and the counts behind it."""
+    sets = report["settings"]
+    steps, replay, real_too = sets["steps"], sets["replay"], not sets["only_steps"]
+    head = HEADLINE_STEP if HEADLINE_STEP in steps else steps[0]
+    others = [x for x in steps if x != head]
+    st, real = report["steps"], report["real"]
+    j, u = real["judged"], real["unknown"]
+
+    def row(label: str) -> dict[str, Any]:
+        return st[f"{label} {head:+g}"]
+
+    def found(label: str, key: str) -> str:
+        parts = [f"{_step(x)}: {_pct(st[f'{label} {x:+g}'][key], st[f'{label} {x:+g}']['trials'])}" for x in others]
+        r = row(label)
+        chance = "chance" if key == "found" else "asv_chance"
+        return (_pct(r[key], r["trials"]) + (f" ({', '.join(parts)})" if parts else "")
+                + f"; by chance {_pct(r[chance], r['trials'])}")
+
+    def delays(label: str) -> tuple[str, str]:
+        r = row(label)
+        return (f"{_delay(r['delay_median'])} / {_delay(r['delay_p90'])} commits",
+                f"{_delay(r['asv_delay_median'])} / {_delay(r['asv_delay_p90'])}")
+
+    def per_thousand(x: int, commits: int) -> str:
+        return f"{1000 * x / commits:.2f}" if commits else "n/a"
+
+    rows = []
+    hs = row("judged")
+    if report["series_judged"]:
+        rows.append((f"{_step(head)} steps found within ±{NEAR} commits (change point)", found("judged", "found"),
+                     "its fitted steps: " + found("judged", "asv_found")))
+        if head > 0:
+            rows.append(("…of them still shown open at the newest commit", _pct(hs["still_open"], hs["found"]),
+                         f"— (listed by detect_regressions: {_pct(hs['asv_listed'], hs['trials'])} of all "
+                         f"{_step(head)} steps)"))
+        if replay:
+            rows.append((f"median / 90th-percentile delay before the first flag, {_step(head)}", *delays("judged")))
+        if real_too:
+            rows.append(("regressions flagged on the un-injected real series, per 1,000 commit-series",
+                         f"{per_thousand(j['regressed'], j['commits'])} (open at the newest commit: "
+                         f"{per_thousand(j['regressed_open'], j['commits'])})",
+                         per_thousand(j["asv_regressions"], j["commits"])))
+            rows.append((f"…of them: asv's fit steps there too / a step of {BIG_STEP:g}+ robust sigmas of the series",
+                         f"{_pct(j['regressed_asv_fit'], j['regressed'])} / "
+                         f"{_pct(j['regressed_sigmas'], j['regressed'])}",
+                         "—"))
+            rows.append(("false alarms: regressions on the same series in a shuffled commit order (no step), "
+                         "per 1,000 commit-series", per_thousand(j["null_regressed"], j["commits"]),
+                         per_thousand(j["null_asv_regressions"], j["commits"])))
+            rows.append(("…suspicions raised on them, per 1,000 commit-series",
+                         per_thousand(j["null_suspicions"], j["commits"]), "—"))
+            rows.append(("…as alerts (a crowd of 3+ series at one commit is one alert), per 1,000 commit-series",
+                         f"{per_thousand(real.get('alerts', 0), j['commits'])} ({real.get('alert_crowds', 0)} "
+                         f"crowds; {real.get('environment_groups', 0)} groups of "
+                         f"{real.get('environment_regressions', 0)} regressions at a recorded environment change, "
+                         "not counted)", "—"))
+            rows.append(("suspicions raised per 1,000 commit-series; share later confirmed",
+                         f"{per_thousand(j['suspicions'], j['commits'])}; "
+                         f"{_pct(j['confirmed'], j['confirmed'] + j['withdrawn'])}", "—"))
+            if replay:
+                up, n = real["banner_up"], real["banner_commits"]
+                rows.append(("commits with the overview banner up",
+                             f"{_pct(up['any'], n)} (an open regression: {_pct(up['regression'], n)}; "
+                             f"suspicions only: {_pct(up['suspicion'], n)})", "—"))
+                rows.append(("…with an open suspicion (the banner's \"suspected\" line)",
+                             _pct(up.get("suspected", 0), n), "—"))
+                rows.append(("…up for suspicions alone that the history later withdraws (a false warning)",
+                             _pct(up.get("in_vain", 0), n), "—"))
+    if real_too and report["pairs"]["pairs"]:
+        ab = report["pairs"]
+        rows.append(("adjacent real commit pairs, cross-job A/B: pairs with a \"regressed\" verdict",
+                     f"{ab['service_regressed']} / {ab['pairs']}",
+                     f"{ab['asv_worse']} / {ab['pairs']} (factor {ASV_FACTOR:g})"))
+        none = "— (no series of known direction)"
+        rows.append((f"…with {_step(AB_STEP)} injected into one series: found",
+                     _pct(ab["service_found"], ab["injected"]) if ab["injected"] else none,
+                     _pct(ab["asv_found"], ab["injected"]) if ab["injected"] else none))
+    hu = row("unknown")
+    if hu["trials"]:
+        rows.append((f"series of unknown direction: {_step(head)} steps found (service: INCONCLUSIVE, never judged)",
+                     found("unknown", "found"), "its fitted steps: " + found("unknown", "asv_found")))
+        if replay:
+            rows.append((f"…median / 90th-percentile delay, {_step(head)} (service: an INCONCLUSIVE change point)",
+                         *delays("unknown")))
+        if real_too:
+            rows.append(("…steps on their un-injected series, per 1,000 commit-series",
+                         f"{per_thousand(u['inconclusive'], u['commits'])} (INCONCLUSIVE)",
+                         f"{per_thousand(u['asv_regressions'], u['commits'])} (regressions)"))
+    lines = [f"### {report['results_dir']}", ""]
+    if not report["series_judged"]:
+        lines += ["No evaluated series has a known direction: the service judges none of them better or worse.", ""]
+    lines += ["| | service | asv |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows] + [""]
+    sk, sec = report["skipped"], report["seconds"]
+    trials = ", ".join(f"{_step(x)}: {st[f'judged {x:+g}']['trials']}" for x in steps)
+    utrials = ", ".join(f"{_step(x)}: {st[f'unknown {x:+g}']['trials']}" for x in steps)
+    lines.append(f"- Data: {report['ingest']}")
+    lines.append(f"- Series: {report['series_judged']} of known direction ({j['commits']} commits with a level), "
+                 f"{report['series_unknown_direction']} of unknown direction ({u['commits']}), on "
+                 f"{report['machines']} machine(s); left out: {sk['correctness']} correctness, {sk['short']} with "
+                 f"fewer than {sets['min_commits']} commits, {sk['sampled out']} sampled out (--max-series "
+                 f"{sets['max_series'] or 'off'}); asv points not found: {sk['asv points missing']}.")
+    for label, r, what in (("known", hs, trials), ("unknown", hu, utrials)):
+        if not r["trials"]:
+            continue
+        line = (f"- Trials, series of {label} direction: {what}; {_step(head)}: found {r['found']} "
+                f"(by chance {r['chance']}), asv fitted {r['asv_found']} (by chance {r['asv_chance']})")
+        if label == "known" and head > 0:
+            line += f", still open {r['still_open']}, asv listed {r['asv_listed']}"
+        if replay:
+            line += (f"; not flagged within {REPLAY} commits: service {r['not_flagged']}, asv {r['asv_not_flagged']} "
+                     f"({r['short_replay']} trials had fewer than {REPLAY} commits from k to the series' end)")
+        lines.append(line + ".")
+    if real_too and report["series_judged"]:
+        line = (f"- Real series of known direction: {j['regressed']} REGRESSED change points ({j['regressed_open']} "
+                f"open at the newest commit), asv {j['asv_regressions']} regressions; {j['suspicions']} suspicions, "
+                f"{j['confirmed']} confirmed, {j['withdrawn']} withdrawn")
+        if replay:
+            up = real["banner_up"]
+            line += (f"; banner up at {up['any']} of {real['banner_commits']} machine commits ({up['regression']} "
+                     f"with an open regression); REGRESSED change points shown at some commit of the replay and "
+                     f"gone from the whole history: {j['retracted']}")
+        lines.append(line + ".")
+    if real_too and report["pairs"]["pairs"]:
+        ab = report["pairs"]
+        lines.append(f"- Pairs: {ab['pairs']} ({ab['together']} measured in one job), {ab['injected']} with a "
+                     f"series of known direction to inject into; service found {ab['service_found']}, asv "
+                     f"{ab['asv_found']}.")
+    lines.append(f"- asv regression threshold(s): {', '.join(f'{x:g}' for x in report['asv_thresholds']) or 'n/a'} "
+                 f"({report['asv_conf'] or 'no asv.conf.json: asv default'}); the service's: "
+                 f"{', '.join(f'{x:g}' for x in report.get('service_floors', [])) or 'n/a'} (the same file's "
+                 f"`regressions_thresholds`, else its built-in floor); seed {sets['seed']}.")
+    lines.append(f"- Wall time: {sec['total']:.1f} s (ingest and read {sec['read']:.1f} s, series "
+                 f"{sec['series']:.1f} s, pairs {sec['pairs']:.1f} s).")
+    return "\n".join(lines)

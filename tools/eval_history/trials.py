@@ -1,0 +1,286 @@
+"""The trials (the package docstring's "Trial" to "Banner up"): the service's and asv's answers on
+one series, injected and not, and the forked map the series run over."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from asv.step_detect import detect_regressions, detect_steps
+
+from ci.forking import fork_workers
+from ci.records import Direction, Outcome
+from ci.verdicts import (
+    HistorySettings,
+    SeriesState,
+    SuspectState,
+    change_points,
+    judge_levels,
+    state_change_points,
+)
+from ci.verdicts.segments import robust_sigma
+from dashboard.model import recovery
+from tools.eval_history.series import (
+    BIG_STEP,
+    EDGE,
+    NEAR,
+    REPLAY,
+    AsvPoint,
+    Series,
+    injected,
+    is_bad,
+    scaled_points,
+    shuffled,
+    step_factor,
+)
+
+
+def _right(cp: Any, s: Series, up: bool) -> bool:
+    """Whether change point `cp` is the injected step's outcome (`up`: the values were raised)."""
+    if not s.judged:
+        return cp.outcome == Outcome.INCONCLUSIVE and (cp.ratio > 1.0) == up
+    return cp.outcome == (Outcome.REGRESSED if is_bad(s, up) else Outcome.IMPROVED)
+
+
+def open_regressions(cps: Sequence[Any], direction: Direction, threshold: float) -> list[Any]:
+    """The REGRESSED change points the dashboard shows open (no acknowledgements): `recovery` is ""."""
+    return [cp for i, cp in enumerate(cps)
+            if cp.outcome == Outcome.REGRESSED and recovery(cp.before, cp.after, cps[i + 1:], direction) == ""]
+
+
+def service_trial(s: Series, k: int, factor: float, *, replay: bool, settings: HistorySettings
+                  ) -> tuple[bool, bool | None, int | None]:
+    """(found, still open (None unless a found regression), delay (None: not within the replay))."""
+    inj = injected(s, k, factor)
+    up = factor > 1.0
+    bad = is_bad(s, up)
+    bench, machine = s.benchmark, s.machine
+    cps = change_points(inj.results, settings=settings, floor=s.floor)
+    hits = [cp for cp in cps if _right(cp, s, up) and abs(cp.index - k) <= NEAR]
+    still_open = None
+    if hits and hits[0].outcome == Outcome.REGRESSED:
+        _, thr, _ = judge_levels(bench, machine, inj.shas, inj.levels, cps, floor=s.floor)
+        shown = {cp.commit_sha for cp in open_regressions(cps, bench.direction, float(thr[-1]))}
+        still_open = any(cp.commit_sha in shown for cp in hits)
+    delay = None
+    if replay:
+        state = SeriesState(settings.knobs)
+        state.extend(inj.commits[:k])
+        _, _, track = judge_levels(bench, machine, inj.shas[:k], inj.levels[:k], [], floor=s.floor)
+        for p in range(k + 1, min(inj.n, k + REPLAY) + 1):
+            state.extend(inj.commits[p - 1:p])
+            now = state_change_points(state, bench, machine, s.floor)
+            if any(_right(cp, s, up) and abs(cp.index - k) <= NEAR for cp in now):
+                delay = p - k
+                break
+            sus, _, track = judge_levels(bench, machine, inj.shas[:p], inj.levels[:p], now, track=track,
+                                         floor=s.floor)
+            if bad and any(k <= x.index <= k + NEAR for x in sus):  # suspicions flag regressions only
+                delay = p - k
+                break
+    return bool(hits), still_open, delay
+
+
+def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
+    """Per prefix of the real series (1..n commits), whether it puts the overview's banner up, as of
+    that commit: (a change-point regression shown open, an open suspicion, an open suspicion that the
+    whole history does not withdraw), and the commits of every REGRESSED change point some prefix
+    showed."""
+    regressed = np.zeros(s.n, dtype=bool)
+    suspected = np.zeros(s.n, dtype=bool)
+    founded = np.zeros(s.n, dtype=bool)
+    seen: set[str] = set()
+    if not s.judged:
+        return regressed, suspected, founded, seen
+    state = SeriesState(settings.knobs)
+    track = None
+    open_at: list[set[int]] = []
+    sus: list[Any] = []
+    for p in range(1, s.n + 1):
+        state.extend(s.commits[p - 1:p])
+        cps = state_change_points(state, s.benchmark, s.machine, s.floor)
+        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
+                                       floor=s.floor)
+        regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
+        open_at.append({x.index for x in sus if x.state == SuspectState.SUSPECTED})
+        suspected[p - 1] = bool(open_at[-1])
+        seen.update(cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED)
+    # The whole history's verdict on each suspicion (the last prefix is the whole series).
+    in_vain = {x.index for x in sus if x.state in (SuspectState.WITHDRAWN, SuspectState.EXPIRED)}
+    for p, now in enumerate(open_at):
+        founded[p] = bool(now - in_vain)
+    return regressed, suspected, founded, seen
+    state = SeriesState(settings.knobs)
+    track = None
+    for p in range(1, s.n + 1):
+        state.extend(s.commits[p - 1:p])
+        cps = state_change_points(state, s.benchmark, s.machine, s.floor)
+        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
+                                       floor=s.floor)
+        regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
+        suspected[p - 1] = any(x.state == SuspectState.SUSPECTED for x in sus)
+        seen.update(cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED)
+    return regressed, suspected, seen
+
+
+def asv_fit(points: Sequence[AsvPoint | None]) -> list[tuple[int, int, float, float, float]]:
+    """`detect_steps` on the per-commit values and weights, as `asv publish` calls it (missing: None)."""
+    y = [p.value if p is not None else None for p in points]
+    w = [p.weight if p is not None else None for p in points]
+    if sum(v is not None for v in y) < 2:
+        return []
+    return detect_steps(y, w)
+
+
+def asv_boundary_near(steps: Sequence[tuple[int, int, float, float, float]], k: int, up: bool) -> bool:
+    """Whether the fit has a boundary within +-NEAR of k whose level moves up (`up`) or down."""
+    return any(abs(cur[0] - k) <= NEAR and cur[2] != prev[2] and (cur[2] > prev[2]) == up
+               for prev, cur in zip(steps, steps[1:], strict=False))
+
+
+def asv_jumps(steps: Sequence[tuple[int, int, float, float, float]], threshold: float) -> list[tuple[Any, ...]]:
+    """The regressions `detect_regressions` lists: (last commit before, first commit after, value, best after)."""
+    return (detect_regressions(steps, threshold)[2] or []) if steps else []
+
+
+def asv_trial(s: Series, k: int, factor: float, *, replay: bool) -> tuple[bool, bool, int | None]:
+    """(fitted step found, listed as a regression, delay) for asv on the injected series."""
+    points = scaled_points(s.asv, k, factor)
+    up = factor > 1.0
+    steps = asv_fit(points)
+    found = asv_boundary_near(steps, k, up)
+    listed = any(j[1] is not None and abs(j[1] - k) <= NEAR for j in asv_jumps(steps, s.asv_threshold))
+    delay = None
+    if replay:
+        for p in range(k + 1, min(s.n, k + REPLAY) + 1):
+            if asv_boundary_near(asv_fit(points[:p]), k, up):
+                delay = p - k
+                break
+    return found, listed, delay
+
+
+@dataclass
+class Trial:
+    """One (series, step) trial's outcome for the service and for asv."""
+
+    step: float
+    k: int
+    judged: bool
+    after: int  # commits from k on (the series' end bounds the replay when < REPLAY)
+    found: bool
+    still_open: bool | None
+    delay: int | None
+    asv_found: bool
+    asv_listed: bool
+    asv_delay: int | None
+    chance: bool  # the un-injected series already has such a change point within +-NEAR of k
+    asv_chance: bool  # asv's fit of the un-injected series already has such a boundary there
+
+
+@dataclass
+class SeriesOutcome:
+    """Everything measured on one series."""
+
+    key: str
+    machine: str
+    judged: bool
+    commits: int
+    trials: list[Trial]
+    regressed: int = 0
+    regressed_open: int = 0
+    inconclusive: int = 0
+    suspicions: int = 0
+    confirmed: int = 0
+    withdrawn: int = 0
+    asv_regressions: int = 0
+    banner: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # `banner_replay`
+    retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
+    positions: list[int] = field(default_factory=list)
+    changes: list[Any] = field(default_factory=list)  # the real series' change points (alert groups)
+    regressed_asv_fit: int = 0  # of `regressed`: asv's fit has a boundary moving the same way within +-NEAR
+    regressed_sigmas: int = 0  # of `regressed`: steps of at least BIG_STEP robust sigmas of the series' noise
+    null_regressed: int = 0  # REGRESSED change points on the shuffled series (`shuffled`)
+    null_suspicions: int = 0
+    null_asv_regressions: int = 0
+
+
+def trial_k(seed: int, s: Series, step: float) -> int:
+    """The seeded step position of a trial: stable across runs, samples and the other step sizes."""
+    ident = zlib.crc32(f"{s.machine}\0{s.benchmark.key}".encode())
+    rng = np.random.default_rng([seed, ident, int(round(step * 1000)) + 100_000])
+    return int(rng.integers(EDGE, s.n - EDGE + 1))
+
+
+def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: bool, real: bool,
+                    settings: HistorySettings) -> SeriesOutcome:
+    """The trials of one series and, with `real`, its un-injected measures (and banner, with `replay`)."""
+    cps = change_points(s.results, settings=settings, floor=s.floor)
+    asv_steps = asv_fit(s.asv)
+    trials = []
+    for step in steps:
+        k = trial_k(seed, s, step)
+        f = step_factor(s.benchmark.direction, step)
+        found, still_open, delay = service_trial(s, k, f, replay=replay, settings=settings)
+        a_found, a_listed, a_delay = asv_trial(s, k, f, replay=replay)
+        chance = any(_right(cp, s, f > 1.0) and abs(cp.index - k) <= NEAR for cp in cps)
+        trials.append(Trial(step, k, s.judged, s.n - k, found, still_open, delay, a_found, a_listed, a_delay,
+                            chance, asv_boundary_near(asv_steps, k, f > 1.0)))
+    out = SeriesOutcome(s.benchmark.key, s.machine, s.judged, s.n, trials, positions=s.positions)
+    if real:
+        out.changes = list(cps)
+        out.regressed = sum(cp.outcome == Outcome.REGRESSED for cp in cps)
+        out.inconclusive = sum(cp.outcome == Outcome.INCONCLUSIVE for cp in cps)
+        sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps, floor=s.floor)
+        out.regressed_open = len(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
+        out.suspicions = len(sus)
+        out.confirmed = sum(x.state == SuspectState.CONFIRMED for x in sus)
+        out.withdrawn = sum(x.state == SuspectState.WITHDRAWN for x in sus)
+        out.asv_regressions = len(asv_jumps(asv_steps, s.asv_threshold))
+        sigma = robust_sigma(np.log(s.levels))
+        for cp in cps:
+            if cp.outcome == Outcome.REGRESSED:
+                out.regressed_asv_fit += asv_boundary_near(asv_steps, cp.index, cp.ratio > 1.0)
+                out.regressed_sigmas += abs(math.log(cp.ratio)) >= BIG_STEP * sigma
+        null = shuffled(s, seed)
+        null_cps = change_points(null.results, settings=settings, floor=s.floor)
+        out.null_regressed = sum(cp.outcome == Outcome.REGRESSED for cp in null_cps)
+        out.null_suspicions = len(judge_levels(s.benchmark, s.machine, null.shas, null.levels, null_cps,
+                                               floor=s.floor)[0])
+        out.null_asv_regressions = len(asv_jumps(asv_fit(null.asv), s.asv_threshold))
+        if replay:
+            regressed, suspected, founded, seen = banner_replay(s, settings)
+            out.banner = (regressed, suspected, founded)
+            out.retracted = len(seen - {cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED})
+    return out
+
+
+_FORK_WORK: tuple[Any, list[Any]] | None = None
+
+
+def _run_chunk(indices: list[int]) -> list[tuple[int, Any]]:
+    assert _FORK_WORK is not None
+    fn, items = _FORK_WORK
+    return [(i, fn(items[i])) for i in indices]
+
+
+def fork_map(fn: Any, items: list[Any]) -> list[Any]:
+    """`[fn(x) for x in items]` over forked workers when there are CPUs to spare (`ci.forking`);
+    the children read `fn` and `items` from inherited memory and touch no database."""
+    global _FORK_WORK
+    if fork_workers(len(items), 8) == 1:
+        return [fn(x) for x in items]
+    _FORK_WORK = (fn, items)
+    try:
+        with multiprocessing.get_context("fork").Pool(fork_workers(len(items), 8)) as pool:
+            # Small chunks in order: the long series (or slow pairs) do not all land on one worker.
+            chunks = [list(range(i, min(i + 4, len(items)))) for i in range(0, len(items), 4)]
+            parts = pool.map(_run_chunk, chunks, chunksize=1)
+    finally:
+        _FORK_WORK = None
+    got = dict(item for part in parts for item in part)
+    return [got[i] for i in range(len(items))]
