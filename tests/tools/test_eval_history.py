@@ -143,3 +143,23 @@ def test_main_prints_a_table_and_strict_json(asv_dir, tmp_path, capsys) -> None:
     assert not math.isnan(data[0]["seconds"]["total"])
     with pytest.raises(SystemExit):
         main([str(results), "--steps", "10"])  # a size needs its sign
+
+
+def test_a_step_that_a_later_real_change_undoes_is_not_counted_as_one_that_should_stay_open() -> None:
+    """"Still open" is asked only of injected steps whose level stays up: a real improvement later in
+    the series brings the level back, and the dashboard then rightly shows the regression fixed."""
+    from tools.eval_history import lasts, make_series, shuffled
+
+    bench = Benchmark("bench_k.K.time_k")
+
+    def series(later: float):
+        results = [Result(bench, f"{c:040x}", "m", (1.0 * (later if c >= 40 else 1.0),) * 3) for c in range(50)]
+        return make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)})
+
+    assert lasts(series(1.0), 20, 1.1)  # nothing after: the step stays
+    assert not lasts(series(0.9), 20, 1.1)  # a real -10% at commit 40 undoes the +10% at 20
+    assert lasts(series(0.9), 20, 1.3)  # a +30% step is still more than half up after it
+    flat = series(1.0)
+    null = shuffled(flat, 0)
+    assert sorted(null.shas) == sorted(flat.shas) and null.shas != flat.shas  # a reordering, values kept
+    assert sorted(null.levels.tolist()) == sorted(flat.levels.tolist())

@@ -32,9 +32,13 @@ Definitions (what the printed numbers mean):
   higher-is-better series it reads a regression as an improvement).
 - By chance: the same test at the same k on the un-injected series (a change point of that outcome,
   or an asv boundary of that direction, already there): the share of "found" that needs no step.
-- Still open: of the + trials found, those whose change point the dashboard shows as an open
-  regression at the newest commit: `recovery(cp.before, later change points, direction,
-  threshold)` is "" with the series' threshold for its next commit (`judge_levels`). asv's
+- Still open: of the + trials found whose level stays up (`lasts`: at the newest 5 commits the
+  injected series is still at least half the step away from its 5 commits before k; a later real
+  improvement of the series can bring it back, and the dashboard then rightly shows the regression
+  fixed), those whose change point the dashboard shows as an open regression at the newest commit:
+  `recovery(cp.before, later change points, direction, threshold)` is "" with the series' threshold
+  for its next commit (`judge_levels`). The found trials whose level came back are counted apart,
+  with how many of them are still shown open. asv's
   counterpart: `detect_regressions` lists a jump whose first commit after is within +-2 of k
   (asv lists only regressions not undone since, so this is its "still open").
 - Delay: the injected series replayed prefix by prefix, p = k+1 .. min(n, k+30) commits
@@ -129,6 +133,7 @@ from tools.eval_history.trials import (
     banner_replay,
     evaluate_series,
     fork_map,
+    lasts,
     open_regressions,
     service_trial,
     trial_k,
@@ -139,7 +144,8 @@ __all__ = [
     "AsvPoint", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series", "SeriesOutcome", "Trial",
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
     "asv_trial", "banner_replay", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series", "fork_map",
-    "injected", "is_bad", "main", "make_series", "nearest_rank", "open_regressions", "parse_steps", "pooled_commits",
+    "injected", "is_bad", "lasts", "main", "make_series", "nearest_rank", "open_regressions", "parse_steps",
+    "pooled_commits",
     "read_asv_points", "read_series", "render", "scaled_points", "service_trial", "shuffled", "step_factor",
     "summarize", "trial_k",
 ]

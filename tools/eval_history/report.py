@@ -119,7 +119,10 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
             per_step[f"{label} {step:+g}"] = {
                 "trials": len(ts), "found": sum(t.found for t in ts), "chance": sum(t.chance for t in ts),
                 "asv_chance": sum(t.asv_chance for t in ts),
-                "still_open": sum(bool(t.still_open) for t in ts),
+                "still_open": sum(bool(t.still_open) for t in ts if t.lasting),
+                "found_lasting": sum(t.found and t.lasting for t in ts),
+                "found_back": sum(t.found and not t.lasting for t in ts),
+                "back_open": sum(bool(t.still_open) for t in ts if not t.lasting),
                 "delay_median": nearest_rank(delays, 0.5), "delay_p90": nearest_rank(delays, 0.9),
                 "not_flagged": sum(d == math.inf for d in delays),
                 "short_replay": sum(t.after < REPLAY for t in ts),
@@ -213,7 +216,8 @@ def render(report: dict[str, Any]) -> str:
         rows.append((f"{_step(head)} steps found within ±{NEAR} commits (change point)", found("judged", "found"),
                      "its fitted steps: " + found("judged", "asv_found")))
         if head > 0:
-            rows.append(("…of them still shown open at the newest commit", _pct(hs["still_open"], hs["found"]),
+            rows.append(("…of them still shown open at the newest commit (where the level is still up)",
+                         _pct(hs["still_open"], hs.get("found_lasting", hs["found"])),
                          f"— (listed by detect_regressions: {_pct(hs['asv_listed'], hs['trials'])} of all "
                          f"{_step(head)} steps)"))
         if replay:
@@ -288,7 +292,10 @@ def render(report: dict[str, Any]) -> str:
         line = (f"- Trials, series of {label} direction: {what}; {_step(head)}: found {r['found']} "
                 f"(by chance {r['chance']}), asv fitted {r['asv_found']} (by chance {r['asv_chance']})")
         if label == "known" and head > 0:
-            line += f", still open {r['still_open']}, asv listed {r['asv_listed']}"
+            line += (f", still open {r['still_open']} of the {r.get('found_lasting', r['found'])} whose level stays up "
+                     f"({r.get('found_back', 0)} found steps that a later change of the real series brought back "
+                     f"are not counted; {r.get('back_open', 0)} of them still shown open), "
+                     f"asv listed {r['asv_listed']}")
         if replay:
             line += (f"; not flagged within {REPLAY} commits: service {r['not_flagged']}, asv {r['asv_not_flagged']} "
                      f"({r['short_replay']} trials had fewer than {REPLAY} commits from k to the series' end)")

@@ -83,7 +83,7 @@ def read_asv_points(results_dir: str | Path) -> dict[tuple[str, str], AsvPoint]:
 def asv_thresholds(conf_path: Path | None) -> Any:
     """asv publish's per-series regression threshold (`regressions_thresholds`, the largest match,
     else 0.05) as a function of the entry name; asv.conf.json is read with asv's own loader."""
-    thresholds = {}
+    thresholds: dict[str, float] = {}
     if conf_path is not None and conf_path.is_file():
         thresholds = asv_util.load_json(str(conf_path), js_comments=True).get("regressions_thresholds", {}) or {}
     conf = types.SimpleNamespace(regressions_thresholds=thresholds)
@@ -150,7 +150,7 @@ def make_series(bench: Benchmark, machine: str, results: list[Result], asv: dict
                 threshold: float, position: dict[str, int], floor: float = 0.0) -> Series:
     """A Series from its current-version results."""
     shas, levels = commit_levels(results)
-    by_sha = {}
+    by_sha: dict[str, AsvPoint | None] = {}
     for r in results:
         by_sha.setdefault(r.commit_sha, asv.get((r.run_id, bench.key)))
     return Series(bench, machine, results, shas, levels, pooled_commits(results, shas),

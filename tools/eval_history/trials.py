@@ -115,17 +115,6 @@ def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.
     for p, now in enumerate(open_at):
         founded[p] = bool(now - in_vain)
     return regressed, suspected, founded, seen
-    state = SeriesState(settings.knobs)
-    track = None
-    for p in range(1, s.n + 1):
-        state.extend(s.commits[p - 1:p])
-        cps = state_change_points(state, s.benchmark, s.machine, s.floor)
-        sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
-                                       floor=s.floor)
-        regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
-        suspected[p - 1] = any(x.state == SuspectState.SUSPECTED for x in sus)
-        seen.update(cp.commit_sha for cp in cps if cp.outcome == Outcome.REGRESSED)
-    return regressed, suspected, seen
 
 
 def asv_fit(points: Sequence[AsvPoint | None]) -> list[tuple[int, int, float, float, float]]:
@@ -164,6 +153,16 @@ def asv_trial(s: Series, k: int, factor: float, *, replay: bool) -> tuple[bool, 
     return found, listed, delay
 
 
+def lasts(s: Series, k: int, factor: float, width: int = 5) -> bool:
+    """Whether the series with the step injected at k still sits at least half the step away from
+    its level before k at its newest commits (medians of `width` commits each side): a real later
+    change can bring it back, and a regression the dashboard then shows fixed is shown right."""
+    levels = injected(s, k, factor).levels
+    before = float(np.median(levels[max(0, k - width):k]))
+    end = float(np.median(levels[max(k, levels.size - width):]))
+    return math.log(end / before) / math.log(factor) >= 0.5
+
+
 @dataclass
 class Trial:
     """One (series, step) trial's outcome for the service and for asv."""
@@ -180,6 +179,7 @@ class Trial:
     asv_delay: int | None
     chance: bool  # the un-injected series already has such a change point within +-NEAR of k
     asv_chance: bool  # asv's fit of the un-injected series already has such a boundary there
+    lasting: bool = True  # the level at the newest commits is still at least half the step away (`lasts`)
 
 
 @dataclass
@@ -229,7 +229,7 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         a_found, a_listed, a_delay = asv_trial(s, k, f, replay=replay)
         chance = any(_right(cp, s, f > 1.0) and abs(cp.index - k) <= NEAR for cp in cps)
         trials.append(Trial(step, k, s.judged, s.n - k, found, still_open, delay, a_found, a_listed, a_delay,
-                            chance, asv_boundary_near(asv_steps, k, f > 1.0)))
+                            chance, asv_boundary_near(asv_steps, k, f > 1.0), lasting=lasts(s, k, f)))
     out = SeriesOutcome(s.benchmark.key, s.machine, s.judged, s.n, trials, positions=s.positions)
     if real:
         out.changes = list(cps)
