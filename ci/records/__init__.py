@@ -11,7 +11,7 @@ tested on hand-built records.
   the `Project` of asv.conf.json;
 - `decisions`: `Outcome` and the verdicts' reasons, `Verdict`, `Acknowledgement`, `Alert`;
 - `parsed`: ingest's records (`ParsedRun`, `ParsedPoint`, `PointBlock`) and `RunReplacement`;
-- `reader`: what the store's readers rely on (`StoreReader`, `HistoryStore` and its columns).
+- `reader`: what the store's readers rely on (`ResultSource`, `StoreReader`, `HistoryStore` and its columns).
 """
 
 from ci.records.decisions import (
@@ -33,7 +33,7 @@ from ci.records.decisions import (
 )
 from ci.records.parsed import ParsedPoint, ParsedRun, PointBlock, RunReplacement
 from ci.records.provenance import JOB_KEY, Commit, Machine, Project, machine_labels
-from ci.records.reader import HistoryStore, MachineHistory, SeriesColumns, StoreReader
+from ci.records.reader import HistoryStore, MachineHistory, ResultSource, SeriesColumns, StoreReader
 from ci.records.series import (
     STAT_NAMES,
     UNIT_SEMANTICS,
@@ -79,6 +79,7 @@ __all__ = [
     "Result",
     "RunReplacement",
     "SeriesColumns",
+    "ResultSource",
     "StoreReader",
     "Verdict",
     "current_version",

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ci.records.decisions import Acknowledgement, Verdict
 from ci.records.provenance import Commit, Machine, Project
 from ci.records.series import Benchmark, Result
 
 
-class StoreReader(Protocol):
-    """What the verdict code, the PR comment and the dashboard read from the store.
-
-    Implemented by `ci.store.StoreReads`, the store's read side (so by `ci.store.Store`); tests and
-    tools may implement it in memory (`tools.fixtures.MemoryStore`).
-    """
+@runtime_checkable
+class ResultSource(Protocol):
+    """The series of a store, which is all `ci.verdicts.detect_all` reads: its machines, commits,
+    benchmarks and results (a `StoreReader` is one)."""
 
     def machines(self) -> list[Machine]: ...
 
@@ -39,6 +37,15 @@ class StoreReader(Protocol):
         """Results filtered by any combination of series key, machine and commit, in commit
         history order (oldest first)."""
         ...
+
+
+@runtime_checkable
+class StoreReader(ResultSource, Protocol):
+    """What the verdict code, the PR comment and the dashboard read from the store.
+
+    Implemented by `ci.store.StoreReads`, the store's read side (so by `ci.store.Store`); tests and
+    tools may implement it in memory (`tools.fixtures.MemoryStore`).
+    """
 
     def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]: ...
 
@@ -89,6 +96,7 @@ class MachineHistory:
     series: tuple[SeriesColumns, ...]
 
 
+@runtime_checkable
 class HistoryStore(StoreReader, Protocol):
     """A `StoreReader` that also serves series as columns and keeps the history detector's cached
     states (`ci.store.Store`); `ci.verdicts.history.detect_all` uses them when its source has them."""

@@ -57,8 +57,8 @@ from ci.records import (
     MachineHistory,
     Outcome,
     Result,
+    ResultSource,
     SeriesColumns,
-    StoreReader,
     current_version,
     current_versions,
     is_worse,
@@ -286,17 +286,8 @@ def _no_floor(_key: str) -> float:
     return 0.0
 
 
-def _is_store(source: object) -> bool:
-    return all(callable(getattr(source, name, None)) for name in ("results", "benchmarks", "commits", "machines"))
-
-
-def _keeps_states(source: object) -> bool:
-    names = ("series_columns", "change_point_states", "save_change_point_states")
-    return _is_store(source) and all(callable(getattr(source, name, None)) for name in names)
-
-
 def detect_all(
-    source: StoreReader | Sequence[Result],
+    source: ResultSource | Sequence[Result],
     *,
     machine: str | None = None,
     branch: str | None = None,
@@ -307,9 +298,10 @@ def detect_all(
     """Change points of every series (benchmark x machine) in a store or a list of results.
 
     Args:
-        source: a `StoreReader` (results come back in history order) or results already in
-            history order (oldest first). A store that keeps detector states (`ci.store.Store`)
-            is read as columns and only its new runs are examined (module docstring).
+        source: a store (a `ResultSource`, as every `StoreReader` is; its results come back in
+            history order) or results already in history order (oldest first). A store that keeps
+            detector states (`ci.store.Store`) is read as columns and only its new runs are
+            examined (module docstring).
         machine: only this machine's series.
         branch: with a store, only commits of this branch (e.g. "main"); ignored for a list.
         settings: detector settings.
@@ -325,22 +317,23 @@ def detect_all(
     """
     settings = settings or HistorySettings()
     floor_of = floor_for or _no_floor
-    if _keeps_states(source):
-        return _detect_stored(source, machine, branch, settings, include_correctness,  # type: ignore[arg-type]
+    if isinstance(source, HistoryStore):  # a store that keeps the detector's states
+        return _detect_stored(source, machine, branch, settings, include_correctness,
                               floor_of)
     groups: dict[tuple[str, str], list[Result]] = {}
-    if _is_store(source):
-        allowed = {c.sha for c in source.commits(branch)} if branch else None  # type: ignore[union-attr]
-        for bench in source.benchmarks():  # type: ignore[union-attr]
+    if isinstance(source, ResultSource):
+        allowed = {c.sha for c in source.commits(branch)} if branch else None
+        for bench in source.benchmarks():
             if (bench.kind == Kind.CORRECTNESS and not include_correctness) or bench.kind == Kind.EXACT:
                 continue
-            for r in source.results(benchmark_key=bench.key, machine=machine):  # type: ignore[union-attr]
+            for r in source.results(benchmark_key=bench.key, machine=machine):
                 if allowed is None or r.commit_sha in allowed:
                     groups.setdefault((bench.key, r.machine), []).append(r)
     elif isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
         groups = _groups(source, machine, include_correctness)
     else:
-        raise TypeError(f"source must be a StoreReader or a sequence of Result, got {type(source).__name__}")
+        raise TypeError(f"source must be a store (a StoreReader; any ResultSource) or a sequence of Result, "
+                        f"got {type(source).__name__}")
     out: list[ChangePoint] = []
     for key in sorted(groups):
         # A step where the benchmark's code changed is not the library's: judge the current version only.
