@@ -107,6 +107,7 @@ from ci.ingest.asv_files import iter_result_files, load_benchmarks_json, load_ma
 from ci.ingest.parse import parse_result_file
 from ci.project import project_settings
 from ci.records import Benchmark, Direction, Kind, Outcome, Result, current_version
+from ci.site.model import recovery
 from ci.store import Store
 from ci.verdicts import (
     HistorySettings,
@@ -120,7 +121,6 @@ from ci.verdicts import (
     state_change_points,
 )
 from ci.verdicts.segments import robust_sigma
-from dashboard.model import recovery
 
 DEFAULT_STEPS = "+5,+10,+20,-10"
 HEADLINE_STEP = 0.10
