@@ -28,10 +28,10 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 ## ruff's lint rules; `ruff format` is not enforced (pyproject.toml's [tool.ruff] says why). Then
-## mypy (configured in pyproject.toml's [tool.mypy]) over ci/, dashboard/ and ragged_kernels/.
+## mypy (configured in pyproject.toml's [tool.mypy]) over ci/ (the site included) and ragged_kernels/.
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m mypy ci dashboard ragged_kernels
+	$(BIN)/python -m mypy ci ragged_kernels
 
 ## On a machine with an NVIDIA GPU: gpu-marked tests plus a short benchmark table.
 gpu-check:

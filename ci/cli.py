@@ -231,7 +231,8 @@ def cmd_comment(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    render_site = _need("dashboard", "render_site")
+    from ci.site import render_site  # here, not at the top: jinja2 and scipy load only for this command
+
     if not args.out.strip():
         raise ValueError("--out must name the dashboard's folder")
     with _open(args, read_only=True) as store, store.snapshot():  # one state of the history for the whole site

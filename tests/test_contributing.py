@@ -17,7 +17,7 @@ CODE = re.compile(r"`([^`]+)`")
 
 def layer_table(text: str) -> dict[str, set[str]]:
     """CONTRIBUTING.md's layer table: layer -> what it may import, with "the core" spelled out and
-    the site's entry point as `dashboard.render_site`."""
+    the site's entry point as `ci.site.render_site`."""
     section = text.split("## Layers, and why", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     table: dict[str, set[str]] = {}

@@ -1,10 +1,12 @@
 """The import graph of the product packages and tools/ has only the allowed directions.
 
-An AST scan of every module (nothing is imported): kernels <- pruners <- benchmarks, and the
-service: records <- store <- ingest, records <- verdicts, the site (`dashboard`) over the core,
-the edges (outputs, runner, CLI, demo) over everything, reaching the site only through its one
-entry point; tools/ import any product package, never `tests`; no module imports a
-leading-underscore name from outside its package.
+An AST scan of every module (nothing is imported; a call `importlib.import_module("x")` or the
+CLI's `_need("x", "attr")` with a literal name counts as an import): kernels <- pruners <-
+benchmarks, and the service: records <- store <- ingest, records <- verdicts, the site (`ci.site`)
+over the core, the edges (outputs, runner, CLI, demo) over everything, reaching the site only
+through its one entry point; no module of the core imports the site, and the layers import each
+other in one direction only (no cycle between them); tools/ import any product package, never
+`tests`; no module imports a leading-underscore name from outside its package.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # The packages scanned, where present (others are being reshaped at the same time; scripts/ is not a package).
-PACKAGES = ("ragged_kernels", "pruners", "benchmarks", "ci", "dashboard", "tools")
-PRODUCT = ("ragged_kernels", "pruners", "benchmarks", "ci", "dashboard")
+PACKAGES = ("ragged_kernels", "pruners", "benchmarks", "ci", "tools")
+PRODUCT = ("ragged_kernels", "pruners", "benchmarks", "ci")
 
 # Layer -> the first-party module prefixes it may import besides itself. A module's layer is the
 # longest key that is its name or a dotted prefix of it; an import is allowed when its target is
@@ -33,15 +35,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ci.records": (),
     "ci.exit_codes": (),
     "ci.text": (),  # text fit for a terminal: used by every layer that prints what files and stores hold
-    "ci.format": (),  # how a value is written: the PR comment and the dashboard share it
-    "ci.forking": (),  # how many forked workers: ingest's parsers and the dashboard's pools share it
+    "ci.format": (),  # how a value is written: the PR comment and the site share it
+    "ci.forking": (),  # how many forked workers: ingest's parsers and the site's pools share it
     "ci.store": ("ci.records",),
     "ci.ingest": ("ci.records", "ci.text", "ci.forking", "ci.store"),
     "ci.verdicts": ("ci.records", "ci.exit_codes"),
     # the project's asv.conf.json and the settings every deciding command takes from it
     "ci.project": ("ci.records", "ci.verdicts"),
-    # the site reads the store's read side, the records and the verdict functions
-    "dashboard": ("ci.records", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
+    # the site (the dashboard's static HTML) over the core: the store's read side, the records, the
+    # formatter and the verdict functions; the edges below call it, the core never does
+    "ci.site": ("ci.records", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
     # service edges
     "ci.outputs": ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.verdicts"),
     "ci.runner": (*CORE, "ci.outputs"),
@@ -51,14 +54,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "tools": PRODUCT,
 }
 # The site's one entry point, and the layers that may call it (tools reach it like any product API).
-SITE, SITE_ENTRY = "dashboard", frozenset({"render_site"})
+SITE, SITE_ENTRY = "ci.site", frozenset({"render_site"})
 CALL_SITE = ("ci.outputs", "ci.runner", "ci.cli", "ci.demo")
 # Never imported by the service: it runs on machines without a GPU stack.
-SERVICE = ("ci", "dashboard")
+SERVICE = ("ci",)  # the site included (ci.site)
 GPU_STACK = frozenset({"torch", "torchvision", "triton", "timm", "ragged_kernels", "pruners", "benchmarks"})
 # The service and tools keep STYLE.md's rule inside their packages too: no module imports another
 # module's leading-underscore name (make it public on purpose, or move the caller).
-NO_PRIVATE_AT_ALL = ("ci", "dashboard", "tools")
+NO_PRIVATE_AT_ALL = ("ci", "tools")
 
 # Known violations of the private-name rule, each to be removed by the change that fixes it
 # (importer, owner module, name). Listed, not silenced: the test fails once one is fixed. None left.
@@ -127,6 +130,8 @@ class _Imports:
                         names.append(a.name)
                 if names:
                     self.edges.append((base, tuple(names), node.lineno))
+            elif isinstance(node, ast.Call) and (dynamic := _dynamic_import(node)) is not None:
+                self.edges.append((*dynamic, node.lineno))
 
     def _absolute(self, node: ast.ImportFrom) -> str:
         if not node.level:
@@ -157,6 +162,23 @@ class _Imports:
         return out
 
 
+# Calls that import a module named by a string: `importlib.import_module("x")`, `__import__("x")`, and
+# the CLI's `_need("x", "attr")` (ci/cli.py: the module imported lazily, its attribute returned).
+DYNAMIC_IMPORTS = frozenset({"import_module", "__import__", "_need"})
+
+
+def _dynamic_import(call: ast.Call) -> tuple[str, tuple[str, ...]] | None:
+    """(module, imported names) for a call that imports a literal module name, else None."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in DYNAMIC_IMPORTS or not call.args:
+        return None
+    args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in call.args[:2]]
+    if args[0] is None:
+        return None
+    return args[0], tuple(a for a in args[1:] if a is not None and name == "_need")
+
+
 def _owner(module: str, known: dict[str, Module]) -> str:
     """The package a module's names belong to: the package itself for an `__init__`, else its parent."""
     mod = known.get(module)
@@ -177,7 +199,7 @@ def check(modules: dict[str, Module]) -> list[str]:
             if top == "tests":
                 bad.append(f"{where}{line} imports {target}: product modules and tools never import tests")
                 continue
-            if _under(name, SERVICE[0]) or _under(name, SERVICE[1]):
+            if any(_under(name, s) for s in SERVICE):
                 if top in GPU_STACK:
                     bad.append(f"{where}{line} imports {target}: the service never imports the GPU stack")
                     continue
@@ -225,8 +247,9 @@ def _private_use(
     return [f"{importer}:{line} reads {module}.{name}, a private name, {why}"]
 
 
-def cycles(modules: dict[str, Module]) -> list[list[str]]:
-    """Groups of modules that import each other (directly or round a loop), lazy imports included."""
+def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the scanned modules it imports (the module itself, or its nearest scanned package),
+    lazy and dynamic imports included."""
     graph: dict[str, set[str]] = {}
     for name, mod in modules.items():
         outs = set()
@@ -237,7 +260,36 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
             if found is not None and found != name:
                 outs.add(found)
         graph[name] = outs
-    # Tarjan's strongly connected components; every component of more than one module is a cycle.
+    return graph
+
+
+def cycles(modules: dict[str, Module]) -> list[list[str]]:
+    """Groups of modules that import each other (directly or round a loop), lazy imports included."""
+    return strongly_connected(import_graph(modules))
+
+
+def layer_cycles(modules: dict[str, Module]) -> list[list[str]]:
+    """Groups of layers (ALLOWED's keys: the product packages and the service's packages, the site
+    among them) whose modules import each other round a loop, though no two modules may."""
+    graph: dict[str, set[str]] = {}
+    for name, outs in import_graph(modules).items():
+        layer = _layer(name) or name
+        graph.setdefault(layer, set()).update(t for o in outs if (t := _layer(o) or o) != layer)
+    for outs in list(graph.values()):
+        for t in outs:
+            graph.setdefault(t, set())
+    return strongly_connected(graph)
+
+
+def core_imports_site(modules: dict[str, Module]) -> list[str]:
+    """Every import of the site by a module of the service's core, one line each."""
+    return [f"{name}:{line} imports {target}: the core never imports the site"
+            for name, mod in sorted(modules.items()) if any(_under(name, c) for c in CORE)
+            for target, _names, line in _Imports(name, mod, modules).edges if _under(target, SITE)]
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of `graph`; every component of more than one node is a cycle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -267,12 +319,43 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
 
 def test_the_tree_keeps_the_allowed_directions() -> None:
     modules = scan_tree()
-    assert {"ci.records", "ci.store", "dashboard", "tools"} <= set(modules)  # the scan found the tree
+    assert {"ci.records", "ci.store", "ci.site", "ci.site.render", "tools"} <= set(modules)  # the scan found the tree
     assert check(modules) == []
 
 
 def test_no_two_modules_import_each_other() -> None:
     assert cycles(scan_tree()) == []
+
+
+def test_no_two_layers_import_each_other() -> None:
+    """The packages, not only the modules: the site and the edges that call it were once two
+    top-level packages importing each other (`ci` -> `dashboard` -> `ci`)."""
+    assert layer_cycles(scan_tree()) == []
+
+
+def test_the_core_never_imports_the_site() -> None:
+    modules = scan_tree()
+    assert [n for n in modules if any(_under(n, c) for c in CORE)], "the scan found the core"
+    assert core_imports_site(modules) == []
+
+
+def test_a_layer_cycle_is_reported() -> None:
+    # the CLI's lazy `_need("ci.site", ...)` is an import: a loop through it is a module cycle
+    tree = {"ci": Module("", True), "ci.cli": Module('def f():\n    return _need("ci.site", "render_site")'),
+            "ci.site": Module("from ci.site.render import render_site", True),
+            "ci.site.render": Module("from ci.cli import main")}
+    assert cycles(tree) == [["ci.cli", "ci.site", "ci.site.render"]]
+    # no two modules import each other round a loop, but the two layers still do
+    tree["ci.site.render"] = Module("")
+    tree["ci.site.other"] = Module("from ci.cli import main")
+    assert cycles(tree) == []
+    assert layer_cycles(tree) == [["ci.cli", "ci.site"]]
+
+
+def test_a_core_module_importing_the_site_is_reported() -> None:
+    tree = {"ci": Module("", True), "ci.site": Module("", True), "ci.verdicts": Module("", True),
+            "ci.verdicts.gates": Module("def f():\n    from ci.site import render_site")}
+    assert core_imports_site(tree) == ["ci.verdicts.gates:2 imports ci.site: the core never imports the site"]
 
 
 def test_the_layer_table_has_no_cycle() -> None:
@@ -299,15 +382,19 @@ def test_every_scanned_module_has_a_layer() -> None:
 @pytest.mark.parametrize(
     ("modules", "expected"),
     [
-        ({"ci.store.reads": "from dashboard import render_site"}, "layer ci.store may import only ci.records"),
-        ({"dashboard.model": "from ci.runner.jobs import run_pr"}, "layer dashboard may import only"),
+        ({"ci.store.reads": "from ci.site import render_site"}, "layer ci.store may import only ci.records"),
+        ({"ci.verdicts.ab": "from ci.site.model import recovery"}, "layer ci.verdicts may import only"),
+        ({"ci.site.model": "from ci.runner.jobs import run_pr"}, "layer ci.site may import only"),
+        ({"ci.site.model": "import ci.cli"}, "layer ci.site may import only"),
         ({"ci.verdicts.ab": "import ci.store"}, "layer ci.verdicts may import only"),
-        ({"ci.runner.publish": "from dashboard.render import render_site"}, "the site is called only through"),
-        ({"ci.cli": "from dashboard import model"}, "the site is called only through"),
+        ({"ci.runner.publish": "from ci.site.render import render_site"}, "the site is called only through"),
+        ({"ci.cli": "from ci.site import model"}, "the site is called only through"),
+        ({"ci.cli": 'def f():\n    return _need("ci.site.render", "render_site")'}, "the site is called only through"),
+        ({"ci.demo": 'import importlib\nimportlib.import_module("ci.site.model")'}, "the site is called only through"),
         ({"ragged_kernels.pack": "import pruners"}, "layer ragged_kernels may import only itself"),
         ({"pruners.base": "from benchmarks import presets"}, "layer pruners may import only ragged_kernels"),
         ({"ci.records": "import torch"}, "the service never imports the GPU stack"),
-        ({"dashboard.svg": "from ragged_kernels import pack_tokens"}, "the service never imports the GPU stack"),
+        ({"ci.site.svg": "from ragged_kernels import pack_tokens"}, "the service never imports the GPU stack"),
         ({"tools.bench_x": "from tests.dashboard.fakes import hostile_store"}, "never import tests"),
         ({"benchmarks.bench_x": "import tests.conftest"}, "never import tests"),
         ({"pruners.model": "from ragged_kernels.attention.interface import _check"}, "from outside its package"),
@@ -332,9 +419,10 @@ def test_allowed_imports_pass() -> None:
         "ci": Module("", True), "ci.store": Module("from ci.store.reads import StoreReads", True),
         "ci.store.reads": Module("from ci.records import Result\nfrom ci.store import codec"),
         "ci.store.codec": Module("import json"), "ci.records": Module("import math"),
-        "ci.runner": Module("", True), "ci.runner.publish": Module("from dashboard import render_site"),
-        "dashboard": Module("from dashboard.render import render_site", True),
-        "dashboard.render": Module("from ci.records import Kind\nfrom ci.store.reads import StoreReads"),
+        "ci.runner": Module("", True), "ci.runner.publish": Module("from ci.site import render_site"),
+        "ci.cli": Module('def f():\n    return _need("ci.site", "render_site")'),
+        "ci.site": Module("from ci.site.render import render_site", True),
+        "ci.site.render": Module("from ci.records import Kind\nfrom ci.store.reads import StoreReads"),
         "benchmarks": Module("", True), "benchmarks._timing": Module("import time"),
         "benchmarks.bench_x": Module("from . import _timing\nfrom ._timing import _clock"),
     }

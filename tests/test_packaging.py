@@ -1,7 +1,8 @@
-"""How the service is packaged: `pip install .[service]` installs `ci`, `dashboard` and the asv
-suite's `benchmarks` with their data files and the `ragged-ci` command, no GPU stack, and every
-one of their modules imports without torch (checked in a fresh interpreter, since
-tests/conftest.py imports torch, in which importing torch, torchvision, triton or timm raises)."""
+"""How the service is packaged: `pip install .[service]` installs `ci` (the dashboard's site,
+`ci.site`, included) and the asv suite's `benchmarks` with their data files and the `ragged-ci`
+command, no GPU stack, and every one of their modules imports without torch (checked in a fresh
+interpreter, since tests/conftest.py imports torch, in which importing torch, torchvision, triton or
+timm raises)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class NoGpuStack(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NoGpuStack())
 names = []
-for pkg in ("ci", "dashboard", "benchmarks"):
+for pkg in ("ci", "benchmarks"):
     for path in sorted(pathlib.Path(pkg).rglob("*.py")):
         parts = path.with_suffix("").parts
         if parts[-1] == "__main__" or "migrations" in parts:  # runs the CLI / needs alembic's context
@@ -51,7 +52,7 @@ def test_every_service_module_imports_without_the_gpu_stack() -> None:
     code = CHECK.format(blocked=BLOCKED)
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert int(proc.stdout.split()[0]) > 40  # ci, dashboard and benchmarks were all walked
+    assert int(proc.stdout.split()[0]) > 40  # ci (with ci.site) and benchmarks were all walked
 
 
 def _wheel(tmp_path: Path) -> Path:
@@ -59,7 +60,7 @@ def _wheel(tmp_path: Path) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for pkg in ("ci", "dashboard", "benchmarks", "tools", "tests"):
+    for pkg in ("ci", "benchmarks", "tools", "tests"):
         shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "recorded"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path), str(src)], check=True, capture_output=True, timeout=300)  # fmt: skip
@@ -76,11 +77,12 @@ def test_the_wheel_carries_the_service_and_no_harness(tmp_path: Path) -> None:
         entry_points = zf.read(info.replace("METADATA", "entry_points.txt")).decode()
     migrations = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci/store/migrations").rglob("*") if p.is_file()
                   and "__pycache__" not in p.parts}
-    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "dashboard/templates").rglob("*") if p.is_file()
+    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci/site/templates").rglob("*") if p.is_file()
                  and "__pycache__" not in p.parts}  # the vendored chart library too
     assert migrations and migrations <= names, sorted(migrations - names)
     assert templates and templates <= names, sorted(templates - names)
-    assert {"ci/cli.py", "dashboard/render.py", "benchmarks/gpu_env.py"} <= names
+    assert {"ci/cli.py", "ci/site/render.py", "benchmarks/gpu_env.py"} <= names
+    assert not [n for n in names if n.startswith("dashboard/")]  # the site moved into ci/site/
     assert not [n for n in names if n.startswith(("tools/", "tests/"))]
     assert "ragged-ci = ci.cli:main" in entry_points
     base = [re.split(r"[\s<>=!~;\[]", r)[0] for r in meta.get_all("Requires-Dist") if "extra ==" not in r]

@@ -29,13 +29,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Runs inside the checkout being measured (cwd = that checkout, so its `dashboard` is imported).
+# Runs inside the checkout being measured (cwd = that checkout, so its site is imported): `ci.site`, or
+# `dashboard` in a baseline from before the site moved into the service package.
 _CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
-import dashboard
+try:
+    import ci.site as site
+except ModuleNotFoundError as exc:
+    if exc.name != "ci.site":
+        raise
+    import dashboard as site
 from ci.store import Store
-from dashboard import render_site
+render_site = site.render_site
 
 def cpu():
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -79,7 +85,8 @@ with Store(db) as store:  # the same store gets one more commit, as on a push
     ingest_commits(store, mem, [new.sha])
     ingested = time.perf_counter() - t
 rows.append(step("one new commit", db, out))
-print(json.dumps({"code": str(Path(dashboard.__file__).resolve().parents[1]), "rows": rows,
+code = Path(site.__file__).resolve().parents[len(site.__name__.split("."))]  # the checkout holding the site
+print(json.dumps({"code": str(code), "rows": rows,
                   "results": len(mem.result_list), "built": built, "ingested": ingested}))
 """
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ci.records import Benchmark
-from dashboard.model import series_slug
+from ci.site.model import series_slug
 from tools.chromium import Chromium
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,7 +61,7 @@ def render_dashboard(cfg: RunnerConfig, store: Any) -> Path | None:
     """Render the site into `cfg.dashboard_dir` through the dashboard's one entry point (None: skipped)."""
     if cfg.dashboard_dir is None:
         return None
-    from dashboard import render_site
+    from ci.site import render_site
 
     stats = render_site(store, cfg.dashboard_dir, branch=cfg.dashboard_branch, project=cfg.project_settings.project)
     say(f"dashboard: {stats.pages_written} pages written, {stats.pages_unchanged} unchanged -> {cfg.dashboard_dir}")

@@ -461,7 +461,7 @@ def test_dashboard_exits_2_when_a_render_worker_is_killed(tmp_path, asv_dir, cap
     import multiprocessing
     import signal
 
-    import dashboard.render as render
+    import ci.site.render as render
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork")

@@ -167,7 +167,7 @@ def test_the_comment_shows_unknown_directions_above_the_fold():
 
 
 def test_the_dashboard_colours_an_unknown_direction_neither_way():
-    from dashboard.model import is_worse as dashboard_is_worse
+    from ci.site.model import is_worse as dashboard_is_worse
 
     assert dashboard_is_worse(Direction.UNKNOWN, 0.5, 0.02) is None
     assert dashboard_is_worse(Direction.UNKNOWN, 1.5, 0.02) is None

@@ -74,8 +74,8 @@ def test_the_overview_shows_a_crowd_as_one_alert_and_an_environment_change_as_su
     there, it is labelled an environment change and its steps are not open regressions."""
     from dataclasses import replace
 
-    from dashboard import render_site
-    from dashboard.model import load_snapshot
+    from ci.site import render_site
+    from ci.site.model import load_snapshot
     from tools.fixtures import synthetic_store
 
     store = synthetic_store(n_commits=40, n_series=8)

@@ -195,8 +195,8 @@ def test_history_order_is_git_s_topology_not_the_committers_clocks(tmp_path, cap
     sorted last: its step was blamed on commit 7, and the step at the newest commit was judged
     against it. In git's order the detector blames commit 6, the dashboard lists the commits as git
     does, and the step of the newest commits is the suspicion."""
-    from dashboard.data import unwrap
-    from dashboard.model import load_snapshot
+    from ci.site.data import unwrap
+    from ci.site.model import load_snapshot
 
     repo = _repo(tmp_path)
     line = []

@@ -153,7 +153,7 @@ def test_a_malformed_conf_stops_the_ingest_before_any_result(tmp_path: Path, cap
 
 def _verdicts_on_commit_page(site: Path, sha: str) -> dict[str, str]:
     """(benchmark name and params) -> outcome, as the dashboard's commit page lists its A/B verdicts."""
-    from dashboard.model import commit_slug
+    from ci.site.model import commit_slug
 
     page = (site / "commit" / f"{commit_slug(sha)}.html").read_text()
     rows = re.findall(r'<td class="bench">([^<]*)(?: <span class="params">\(([^)]*)\)</span>)?</td>'
@@ -238,7 +238,7 @@ def test_another_projects_results_carry_its_name_its_links_and_only_its_sections
 
 
 def _commit_page(site: Path, sha: str) -> str:
-    from dashboard.model import commit_slug
+    from ci.site.model import commit_slug
 
     return (site / "commit" / f"{commit_slug(sha)}.html").read_text()
 
@@ -312,7 +312,7 @@ def test_a_suspicion_needs_the_projects_threshold(tmp_path: Path) -> None:
     """The two newest commits +4% up on a quiet series: suspected under a 2.5% threshold (the
     change-point detector cannot judge it yet), not under 6%; the series' threshold shown is the
     project's where the noise asks less."""
-    from dashboard.model import load_snapshot
+    from ci.site.model import load_snapshot
 
     commits = [sha_for(c) for c in range(20)]
     got = {}

@@ -16,8 +16,8 @@ import pytest
 
 from ci.format import format_value
 from ci.records import Benchmark, Commit, Machine, Result
-from dashboard import render_site
-from dashboard.model import commit_slug, series_slug
+from ci.site import render_site
+from ci.site.model import commit_slug, series_slug
 from tests.conftest import requires
 from tools.chromium import Chromium
 from tools.fixtures import T0, MemoryStore, synthetic_store

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from dashboard.data import series_json, unwrap, wrap, wrap_json
+from ci.site.data import series_json, unwrap, wrap, wrap_json
 
 
 def test_series_json_round_trips() -> None:
@@ -31,7 +31,7 @@ def test_unwrap_rejects_other_text(text: str) -> None:
 
 
 def test_arrays_of_reads_back_series_arrays_and_refuses_anything_else() -> None:
-    from dashboard.data import arrays_of, series_arrays
+    from ci.site.data import arrays_of, series_arrays
 
     arrays = series_arrays([0, 2, 3], [1.5, float("nan"), 2e-7], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], 1.0)
     body = series_json(meta={"name": '"x":[ ],"v":[', "gate": None}, x=[0, 2, 3], values=[1.5, float("nan"), 2e-7],

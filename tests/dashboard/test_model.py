@@ -14,7 +14,7 @@ import pytest
 
 from ci.forking import WorkerLost
 from ci.records import Benchmark, Commit, Outcome, Result
-from dashboard.model import (
+from ci.site.model import (
     commit_slug,
     gate_ok,
     is_worse,
@@ -230,7 +230,7 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
 @pytest.mark.slow
 def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ci.verdicts.history")
-    import dashboard.judge as dm  # the series are judged there (forked workers)
+    import ci.site.judge as dm  # the series are judged there (forked workers)
 
     store = synthetic_store(n_commits=40, n_series=8, machines=2)
     monkeypatch.setattr(dm, "_PARALLEL_MIN_SERIES", 10**9)
@@ -245,7 +245,7 @@ def test_parallel_change_points_equal_serial(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.timeout(60)  # multiprocessing.Pool waited for the dead worker's series forever
 @pytest.mark.slow
 def test_a_judging_worker_killed_is_an_error_naming_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.judge as dm  # the series are judged there (forked workers)
+    import ci.site.judge as dm  # the series are judged there (forked workers)
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork: the series are always judged in one process")
@@ -274,7 +274,7 @@ def test_a_regression_is_fixed_only_when_its_level_returns() -> None:
     from types import SimpleNamespace as At
 
     from ci.records import Direction
-    from dashboard.model import recovery
+    from ci.site.model import recovery
 
     up = (1.0, 1.2)  # a +20% regression
     for direction, before, after, later in ((Direction.LOWER, *up, 1.1), (Direction.HIGHER, 1.2, 1.0, 1.1)):

@@ -17,10 +17,10 @@ import pytest
 
 from ci.forking import WorkerLost
 from ci.records import Benchmark, Direction, Kind, Result
-from dashboard import RenderStats, render_site
-from dashboard.data import params_slug, unwrap
-from dashboard.model import commit_slug, load_snapshot, series_slug
-from dashboard.render import VENDOR
+from ci.site import RenderStats, render_site
+from ci.site.data import params_slug, unwrap
+from ci.site.model import commit_slug, load_snapshot, series_slug
+from ci.site.render import VENDOR
 from tests.dashboard.fakes import hostile_store
 from tools.fixtures import next_commit, synthetic_store
 
@@ -140,7 +140,7 @@ def test_series_page_chart_data_marks_and_table(site: tuple[Path, RenderStats]) 
 
 
 def test_series_page_lists_the_newest_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.pages.series as dr
+    import ci.site.pages.series as dr
 
     monkeypatch.setattr(dr, "RUNS_SHOWN", 10)
     store = synthetic_store(n_commits=30, n_series=3)
@@ -260,7 +260,7 @@ def test_only_files_inside_the_output_folder_are_ever_removed(tmp_path: Path) ->
     removed, whatever the manifest says; a stale page of our own still is."""
     import json
 
-    from dashboard.writer import MANIFEST
+    from ci.site.writer import MANIFEST
 
     out, outside = tmp_path / "site", tmp_path / "outside"
     outside.mkdir()
@@ -351,11 +351,12 @@ def test_empty_store(tmp_path: Path) -> None:
 
 
 def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
-    """ci/ and dashboard/ run on machines without torch (conftest imports it, so check in a fresh process)."""
+    """ci/ (the site, ci/site/, included) runs on machines without torch (conftest imports it, so check
+    in a fresh process)."""
     import subprocess
     import sys
 
-    code = ("import sys; from tools.fixtures import synthetic_store; from dashboard import render_site; "
+    code = ("import sys; from tools.fixtures import synthetic_store; from ci.site import render_site; "
             f"render_site(synthetic_store(10, 4), {str(tmp_path)!r}); "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'timm')); "
             "assert not bad, bad")
@@ -471,8 +472,8 @@ def test_a_series_of_2100_commits_renders(tmp_path: Path) -> None:
 
 
 def _force_fork(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.judge as dm
-    import dashboard.render as render
+    import ci.site.judge as dm
+    import ci.site.render as render
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork: the pages are always rendered in one process")
@@ -487,7 +488,7 @@ def test_a_worker_killed_mid_render_is_an_error_naming_what_it_did_not_render(tm
     """The OOM killer's SIGKILL of one forked page worker fails the render within seconds, naming
     the series pages that never came back, and leaves no worker behind (`ci run` renders inside the
     host's GPU lock: a hang held every other GPU job until the workflow's timeout)."""
-    import dashboard.render as render
+    import ci.site.render as render
 
     _force_fork(monkeypatch)
     store = synthetic_store(n_commits=8, n_series=6)
@@ -510,3 +511,33 @@ def test_a_worker_killed_mid_render_is_an_error_naming_what_it_did_not_render(tm
     assert multiprocessing.active_children() == []
     monkeypatch.setattr(render._Site, "series_page", real)
     assert render_site(store, tmp_path / "site").series == 6  # the same render again completes
+
+
+def test_the_code_salt_covers_the_site_and_what_its_pages_are_computed_with(tmp_path: Path, monkeypatch) -> None:
+    """A change in any module of the site (ci/site/, its pages included), in a template, or in the
+    verdicts, records or formatter it computes with re-renders every page: the salt hashes them all,
+    from where they are (a path that names nothing would drop its files from the salt silently)."""
+    import shutil
+
+    import ci.site.render as render
+
+    root = Path(__file__).resolve().parents[2]
+    assert render._PKG_DIR == root / "ci" / "site" and render._ROOT == root
+    assert all((root / rel).exists() for rel in render._CODE), render._CODE
+    copy = tmp_path / "tree"
+    for rel in ("ci/site", *render._CODE):
+        src, dst = root / rel, copy / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+    monkeypatch.setattr(render, "_PKG_DIR", copy / "ci" / "site")
+    monkeypatch.setattr(render, "_ROOT", copy)
+    for rel in ("ci/site/pages/steps.py", "ci/site/model.py", "ci/site/templates/base.html",
+                "ci/site/templates/vendor/uPlot.min.css", "ci/verdicts/gates.py", "ci/format.py",
+                "ci/records/series.py"):
+        before = render._code_salt()
+        path = copy / rel
+        path.write_bytes(path.read_bytes() + b"\n")
+        assert render._code_salt() != before, f"a change in {rel} did not change the salt"

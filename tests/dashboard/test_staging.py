@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-import dashboard.render as render
-from dashboard import render_site, staging
-from dashboard.writer import PageWriter
+import ci.site.render as render
+from ci.site import render_site, staging
+from ci.site.writer import PageWriter
 from tools.fixtures import MemoryStore, next_commit, synthetic_store
 
 

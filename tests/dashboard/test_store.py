@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import render_site
+from ci.site import render_site
 from tools.fixtures import ingest_commits, next_commit, synthetic_store, to_sqlite
 
 store_mod = pytest.importorskip("ci.store")
@@ -79,9 +79,9 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
     """A render from a `ci.store.Store` takes its change points from `detect_all`'s kept states (a
     render after one commit extends them by that commit) and shows what the per-series computation
     over the results shows, on a history with steps on two machines."""
-    import dashboard.judge as judge
-    import dashboard.model as model
-    import dashboard.snapshot as snapshot
+    import ci.site.judge as judge
+    import ci.site.model as model
+    import ci.site.snapshot as snapshot
     from ci.verdicts import HistorySettings
 
     mem = synthetic_store(n_commits=40, n_series=6, machines=2)
@@ -109,8 +109,8 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
             raise AssertionError("a series' change points computed from its results, not the kept states")
 
         with monkeypatch.context() as m:
-            m.setattr(judge, "change_points", refuse)  # the series are judged in dashboard.judge
-            m.setattr(snapshot, "detect_all", counting)  # the stored change points are read in dashboard.snapshot
+            m.setattr(judge, "change_points", refuse)  # the series are judged in ci.site.judge
+            m.setattr(snapshot, "detect_all", counting)  # the stored change points are read in ci.site.snapshot
             after = marks(model.load_snapshot(store))
         assert seen == [1]
         assert after == marks(model.load_snapshot(mem))
@@ -124,7 +124,7 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
     missing samples, uneven sample counts, two runs of one commit and another branch's commits."""
     import dataclasses
 
-    import dashboard.model as model
+    import ci.site.model as model
 
     mem = synthetic_store(n_commits=30, n_series=5, machines=2)
     b0, b1, b2 = mem.benchmark_list[0], mem.benchmark_list[1], mem.benchmark_list[2]
@@ -172,9 +172,9 @@ def test_rerender_after_new_commits_equals_a_render_from_scratch(tmp_path: Path)
     writes, byte for byte; a data file is extended with the new runs, a series page's table formats
     only the new row, and only the new runs are read from the store. A page, a data file or the kept
     columns changed on disk cost a full computation of what they held, never a stale page."""
-    import dashboard.data as data
-    import dashboard.fmt as dfmt
-    from dashboard.writer import CACHE_DIR
+    import ci.site.data as data
+    import ci.site.fmt as dfmt
+    from ci.site.writer import CACHE_DIR
 
     mem = synthetic_store(n_commits=20, n_series=5, machines=2)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
@@ -251,7 +251,7 @@ def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
     series whose levels pool two runs' samples) it reads everything and gives the same."""
     import dataclasses
 
-    import dashboard.model as model
+    import ci.site.model as model
     from ci.store import Store
 
     mem = synthetic_store(n_commits=30, n_series=5, machines=2)
@@ -305,8 +305,8 @@ def test_kept_columns_give_the_snapshot_of_a_full_read(tmp_path: Path) -> None:
 
 def test_damaged_kept_columns_are_not_read() -> None:
     """Bytes that are not a `ColumnsCache` (truncated, foreign, inconsistent) give None: a full read."""
-    import dashboard.model as model
-    import dashboard.snapshot as snapshot
+    import ci.site.model as model
+    import ci.site.snapshot as snapshot
 
     mem = synthetic_store(n_commits=8, n_series=2)
     st = snapshot._Stats(mem.benchmark_list[0], [0, 1], ["v1", None], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3, 3], None)
@@ -363,8 +363,8 @@ def test_kept_columns_of_another_code_version_or_branch_are_not_used(tmp_path: P
     hand-edited manifest, the render reads the store in full."""
     import json
 
-    import dashboard.render as render
-    from dashboard.writer import MANIFEST
+    import ci.site.render as render
+    from ci.site.writer import MANIFEST
 
     mem = synthetic_store(n_commits=12, n_series=3)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
@@ -401,8 +401,8 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
     commits move its median, open again and withdrawn again); a step suspected, then confirmed by
     the change point once four commits hold it."""
     import ci.verdicts.suspects as suspects
+    from ci.site.model import load_snapshot
     from ci.verdicts import SuspectSettings
-    from dashboard.model import load_snapshot
 
     mem = synthetic_store(n_commits=24, n_series=4)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
@@ -458,8 +458,8 @@ def test_series_pages_from_forked_workers_equal_those_rendered_in_process(tmp_pa
     import multiprocessing
     import os
 
-    import dashboard.render as render
-    from dashboard.writer import MANIFEST, PageWriter
+    import ci.site.render as render
+    from ci.site.writer import MANIFEST, PageWriter
 
     if "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("no fork or one CPU: the pages are always rendered in one process")

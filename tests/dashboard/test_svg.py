@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dashboard.model import Point
-from dashboard.svg import SPARK_BUCKETS, Mark, history_chart, nice_ticks, sparkline
+from ci.site.model import Point
+from ci.site.svg import SPARK_BUCKETS, Mark, history_chart, nice_ticks, sparkline
 
 SVG = "{http://www.w3.org/2000/svg}"
 

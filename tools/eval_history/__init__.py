@@ -6,7 +6,7 @@ per results directory. Every number comes from the service's public functions, t
 `ci run` and the dashboard take, so a changed detector is measured by the same command:
 `ci.ingest.ingest_results_dir` into a temporary SQLite `ci.store.Store`; `ci.verdicts.change_points`,
 `judge_levels`, `SeriesState.extend` + `state_change_points` (a replay, commit by commit) and
-`compare_commits`; `dashboard.model.recovery` (whether the dashboard shows a regression open).
+`compare_commits`; `ci.site.model.recovery` (whether the dashboard shows a regression open).
 asv's column calls asv's own functions: `asv.step_detect.detect_steps` on per-commit values with
 `asv._stats.get_weight` weights, then `detect_regressions` with the `regressions_thresholds` of
 asv.conf.json, as `asv publish` does; `asv.commands.compare._is_result_better` with factor 1.1, as

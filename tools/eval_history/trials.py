@@ -15,6 +15,7 @@ from asv.step_detect import detect_regressions, detect_steps
 
 from ci.forking import fork_workers
 from ci.records import Direction, Outcome
+from ci.site.model import recovery
 from ci.verdicts import (
     HistorySettings,
     SeriesState,
@@ -24,7 +25,6 @@ from ci.verdicts import (
     state_change_points,
 )
 from ci.verdicts.segments import robust_sigma
-from dashboard.model import recovery
 from tools.eval_history.series import (
     BIG_STEP,
     EDGE,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ci.site.model import Point
 from ci.verdicts import passes_gate
-from dashboard.model import Point
 
 # Sparklines are downsampled to this many buckets: 500 of them must fit the overview's 2 MB
 # budget (each costs ~7 bytes per vertex) and 48 still shows a step at a glance.

@@ -12,12 +12,12 @@ import numpy as np
 from markupsafe import Markup
 
 from ci.records import Kind
+from ci.site import fmt
+from ci.site.model import Regression, commit_slug
+from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, pct
+from ci.site.pages.site import Site
+from ci.site.pages.steps import CLASS
 from ci.verdicts import Suspect
-from dashboard import fmt
-from dashboard.model import Regression, commit_slug
-from dashboard.pages.markup import FAIL_BADGE, FLAG, esc, pct
-from dashboard.pages.site import Site
-from dashboard.pages.steps import CLASS
 
 # A run that moved past its series' noise, as a commit page lists it: series slug, failed its gate,
 # colour class, ratio to the run before, that run's value, its value, the noise threshold (NaN when not coloured).

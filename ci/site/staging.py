@@ -12,7 +12,7 @@ How:
   bytes copied), so the incremental render finds every page, the manifest and the bookkeeping where
   it always did and skips what is unchanged. A render never writes into an existing file: a page,
   the manifest and each bookkeeping file are written to a new temporary file and renamed over the
-  old name (`dashboard.writer`), which replaces the link in the staging folder and leaves the
+  old name (`ci.site.writer`), which replaces the link in the staging folder and leaves the
   published file as it is. Stale temporary files (`.<name>.tmp`) are not carried over, since they
   would be opened for writing.
 - Once the render is complete, the staging folder and the output folder are exchanged in one

@@ -20,6 +20,7 @@ from ci.records import (
     Outcome,
     Result,
 )
+from ci.site.series import ChangeMark, Regression, Series
 from ci.verdicts import (
     AlertGroup,
     ChangePoint,
@@ -33,7 +34,6 @@ from ci.verdicts import (
     judge_levels,
     passes_gate,
 )
-from dashboard.series import ChangeMark, Regression, Series
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64

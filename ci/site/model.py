@@ -1,11 +1,11 @@
 """What the dashboard shows, read once from a `StoreReader` into plain records: the public face of
 the snapshot, whose parts live beside it.
 
-- `dashboard.series`: the records (`Series`, `Point`, `Regression`, `ChangeMark`, `NotReporting`);
+- `ci.site.series`: the records (`Series`, `Point`, `Regression`, `ChangeMark`, `NotReporting`);
   the correctness gates (`GATES`) are `ci.verdicts.gates`', a change's "worse" (`is_worse`) `ci.records`';
-- `dashboard.stats`: `median_iqr` and the page slugs (`series_slug`, `commit_slug`);
-- `dashboard.snapshot`: `load_snapshot`, `Snapshot`, the store's two read paths and `ColumnsCache`;
-- `dashboard.judge`: each series' change points, suspicions and thresholds (forked workers for
+- `ci.site.stats`: `median_iqr` and the page slugs (`series_slug`, `commit_slug`);
+- `ci.site.snapshot`: `load_snapshot`, `Snapshot`, the store's two read paths and `ColumnsCache`;
+- `ci.site.judge`: each series' change points, suspicions and thresholds (forked workers for
   many series), `recovery` and `gate_ok`.
 
 The pages and tools import these names from here.
@@ -14,9 +14,8 @@ The pages and tools import these names from here.
 from __future__ import annotations
 
 from ci.records import is_worse
-from ci.verdicts import GATES
-from dashboard.judge import gate_ok, recovery, track_name
-from dashboard.series import (
+from ci.site.judge import gate_ok, recovery, track_name
+from ci.site.series import (
     RECENT_COMMITS,
     ChangeMark,
     NotReporting,
@@ -25,8 +24,9 @@ from dashboard.series import (
     Series,
     verdict_machines,
 )
-from dashboard.snapshot import ColumnsCache, Snapshot, load_snapshot, resolve_sha
-from dashboard.stats import commit_slug, median_iqr, median_iqr_all, series_slug
+from ci.site.snapshot import ColumnsCache, Snapshot, load_snapshot, resolve_sha
+from ci.site.stats import commit_slug, median_iqr, median_iqr_all, series_slug
+from ci.verdicts import GATES
 
 __all__ = [
     "GATES",

@@ -15,8 +15,8 @@ from ci.records import (
     Outcome,
     Verdict,
 )
+from ci.site.stats import series_slug
 from ci.verdicts import Suspect, gate_of
-from dashboard.stats import series_slug
 
 # Suspicions withdrawn or confirmed within this many of the newest commits are still listed on the
 # overview (older ones stay on their series page and the regressions page).

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ci.records import Direction, Kind
+from ci.site.model import Series
 from ci.verdicts import passes_gate
-from dashboard.model import Series
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from collections import defaultdict
 import numpy as np
 
 from ci.records import Benchmark, Kind
+from ci.site.pages.site import Site
 from ci.verdicts.exact import DENSE, LAUNCH_UNIT, SPILL_UNIT, measure, series_label
 from ci.verdicts.exact import show as fmt_exact
-from dashboard.pages.site import Site
 
 
 class StructurePage(Site):

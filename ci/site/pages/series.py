@@ -12,11 +12,11 @@ import numpy as np
 from markupsafe import Markup
 
 from ci.records import Kind
-from dashboard import data, fmt
-from dashboard.model import Series
-from dashboard.pages.markup import FAIL_BADGE, FLAG, esc, pct
-from dashboard.pages.site import Site
-from dashboard.writer import constant
+from ci.site import data, fmt
+from ci.site.model import Series
+from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, pct
+from ci.site.pages.site import Site
+from ci.site.writer import constant
 
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
 # made a page ~470 KB and the site 375 MB at 1,000 commits x 500 series (2026-11-29).

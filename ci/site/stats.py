@@ -1,6 +1,6 @@
 """Per-run statistics and file names of the dashboard: the median and interquartile range of a
 run's samples (one at a time, or numpy over many), and the slugs that name the series and commit
-pages (`dashboard.model` re-exports them)."""
+pages (`ci.site.model` re-exports them)."""
 
 from __future__ import annotations
 

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from ci.records import Kind, Outcome
-from dashboard import fmt
-from dashboard.model import Point, Series, commit_slug, gate_ok, is_worse
-from dashboard.pages.markup import change_class, pct
-from dashboard.pages.site import Site
-from dashboard.svg import history_chart, sparkline
+from ci.site import fmt
+from ci.site.model import Point, Series, commit_slug, gate_ok, is_worse
+from ci.site.pages.markup import change_class, pct
+from ci.site.pages.site import Site
+from ci.site.svg import history_chart, sparkline
 
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
 BANNER_LIMIT = 20

@@ -7,7 +7,7 @@ from disk and from any static host):
     index.html  regressions.html  correctness.html  commits.html  style.css  chart.js
     (correctness.html, and its tab, only for a suite with correctness benchmarks)
     series/<hash of benchmark key and machine>.html   commit/<sha>.html
-    data/commits.js  data/series/<series hash>.js  data/params/<benchmark hash>.js   (dashboard.data)
+    data/commits.js  data/series/<series hash>.js  data/params/<benchmark hash>.js   (ci.site.data)
     vendor/uPlot.iife.min.js  vendor/uPlot.min.css  vendor/uPlot-LICENSE.txt       (uPlot 1.6.32, MIT)
 
 Every page renders its tables on the server; the series charts are drawn in the browser by
@@ -19,11 +19,11 @@ series (the site was 375 MB at 1,000 commits x 500 series when each page listed 
 A render whose inputs (the store's commits, runs, verdicts and acknowledgements, the options and
 this code) are those of the previous one rewrites nothing and reads no results. After new runs, a
 render reads only those from the store (the columns the last render read are kept in the folder's
-bookkeeping, `.dashboard-cache/`, checked by a digest in the manifest; `dashboard.model.ColumnsCache`)
+bookkeeping, `.dashboard-cache/`, checked by a digest in the manifest; `ci.site.model.ColumnsCache`)
 and takes the unchanged rows of a series page's table from the page it wrote before.
 
 This module is the render itself: the staging folder, the kept columns and suspicion tracks, which
-process renders which pages, and the static assets. The pages are built in `dashboard.pages` (its
+process renders which pages, and the static assets. The pages are built in `ci.site.pages` (its
 docstring lists them), one module per kind of page over the `Site` they share.
 """
 
@@ -38,26 +38,26 @@ from pathlib import Path
 
 from ci.forking import fork_map, fork_workers
 from ci.records import Project, StoreReader, machine_labels
+from ci.site.model import ColumnsCache, load_snapshot
+from ci.site.pages.commits import CommitPages
+from ci.site.pages.markup import environment
+from ci.site.pages.overview import SummaryPages
+from ci.site.pages.series import SeriesPages
+from ci.site.pages.structure import StructurePage
+from ci.site.staging import site_folder, staged
+from ci.site.writer import PagePart, PageWriter, constant, fingerprint
 from ci.store.reads import paused_gc
 from ci.verdicts import SuspectTrack, VerdictSettings
-from dashboard.model import ColumnsCache, load_snapshot
-from dashboard.pages.commits import CommitPages
-from dashboard.pages.markup import environment
-from dashboard.pages.overview import SummaryPages
-from dashboard.pages.series import SeriesPages
-from dashboard.pages.structure import StructurePage
-from dashboard.staging import site_folder, staged
-from dashboard.writer import PagePart, PageWriter, constant, fingerprint
 
-# The bookkeeping file (dashboard.writer.CACHE_DIR) with the store's columns as the last render read them.
+# The bookkeeping file (ci.site.writer.CACHE_DIR) with the store's columns as the last render read them.
 COLUMNS_CACHE = "columns.npz"
 # The bookkeeping file with each series' suspicion test as the last render left it (`ci.verdicts.SuspectTrack`).
 TRACKS_CACHE = "suspects.bin"
-_PKG_DIR = Path(__file__).resolve().parent
-_ROOT = _PKG_DIR.parent
+_PKG_DIR = Path(__file__).resolve().parent  # ci/site: the site's own code and its templates
+_ROOT = _PKG_DIR.parents[1]  # the folder that holds the `ci` package
 # Besides the site's own code, what its pages are computed with: the verdicts and the formatter.
 _CODE = ("ci/verdicts", "ci/format.py", "ci/records")
-VENDOR = {  # site path -> file under dashboard/templates/vendor/
+VENDOR = {  # site path -> file under ci/site/templates/vendor/
     "vendor/uPlot.iife.min.js": "uPlot.iife.min.js",
     "vendor/uPlot.min.css": "uPlot.min.css",
     "vendor/uPlot-LICENSE.txt": "uPlot-LICENSE.txt",
@@ -91,7 +91,7 @@ def _code_salt() -> str:
 
 
 class _Site(SummaryPages, SeriesPages, CommitPages, StructurePage):
-    """The whole site: every page (`dashboard.pages`), the static assets, and which process renders
+    """The whole site: every page (`ci.site.pages`), the static assets, and which process renders
     the series pages."""
 
     def series_pages(self, meanwhile: Callable[[], None] = lambda: None) -> None:
@@ -171,7 +171,7 @@ def render_site(
         store: any `StoreReader` (the SQLAlchemy `ci.store.Store`, or an in-memory one).
         out_dir: output folder, created when missing; files this function did not write are left alone.
             The site is rendered into a staging folder beside it, which replaces it only once complete
-            (`dashboard.staging`): on any error `out_dir` is left as it was, and no staging folder stays.
+            (`ci.site.staging`): on any error `out_dir` is left as it was, and no staging folder stays.
         title: shown in every page's header; None: the project's (`ci.records.Project.title`).
         base_url: absolute prefix for links (e.g. "https://example.org/perf/"); "" for relative
             links, so the site also opens from disk.

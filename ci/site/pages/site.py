@@ -2,7 +2,7 @@
 environment, and what several pages read of the snapshot, arranged once (links, machine labels,
 verdicts and regressions by series, each series' steps), with the rows the regression and
 suspicion tables share and the marks a chart points out. The pages are its subclasses
-(`dashboard.pages.overview`, `.series`, `.commits`, `.structure`), composed by `dashboard.render`."""
+(`ci.site.pages.overview`, `.series`, `.commits`, `.structure`), composed by `ci.site.render`."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from jinja2 import Environment
 
 from ci.format import display_scale
 from ci.records import Kind, Outcome, Project, machine_labels
-from ci.verdicts import AlertGroup, Suspect, SuspectState
-from dashboard import fmt
-from dashboard.model import (
+from ci.site import fmt
+from ci.site.model import (
     NotReporting,
     Regression,
     Series,
@@ -25,10 +24,11 @@ from dashboard.model import (
     series_slug,
     verdict_machines,
 )
-from dashboard.pages.markup import esc, pct
-from dashboard.pages.steps import steps_of, typical
-from dashboard.svg import Mark
-from dashboard.writer import PageWriter
+from ci.site.pages.markup import esc, pct
+from ci.site.pages.steps import steps_of, typical
+from ci.site.svg import Mark
+from ci.site.writer import PageWriter
+from ci.verdicts import AlertGroup, Suspect, SuspectState
 
 
 class Site:

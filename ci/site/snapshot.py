@@ -9,7 +9,7 @@ queried a fixed number of times however many pages there are.
 
 `load_snapshot` and `Snapshot` live here with the two read paths (`_from_results`, record by record;
 `_from_columns`, the columnar read, with the `ColumnsCache` kept between renders); the series are
-judged by `dashboard.judge` and `dashboard.model` re-exports the public names.
+judged by `ci.site.judge` and `ci.site.model` re-exports the public names.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ from ci.records import (
     current_version,
     current_versions,
 )
+from ci.site.judge import add_history_verdicts
+from ci.site.series import RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
+from ci.site.stats import median_iqr_all, median_iqr_columns
 from ci.verdicts import (
     AlertGroup,
     ChangePoint,
@@ -50,9 +53,6 @@ from ci.verdicts import (
     gate_of,
     gate_value,
 )
-from dashboard.judge import add_history_verdicts
-from dashboard.series import RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
-from dashboard.stats import median_iqr_all, median_iqr_columns
 
 
 @dataclass
@@ -260,7 +260,7 @@ class ColumnsCache:
     the store's runs still begin with exactly these; else it reads everything (`_from_columns`).
 
     Kept as one file in the output folder's bookkeeping (`to_bytes`/`from_bytes`, numpy's npz with
-    no pickles), checked there by a digest in the manifest (`dashboard.writer.PageWriter.blob`).
+    no pickles), checked there by a digest in the manifest (`ci.site.writer.PageWriter.blob`).
     32 bytes per result (16 MB at 1,000 commits x 500 series, 2026-12-02); the samples stay in the store.
     """
 

@@ -15,7 +15,7 @@ FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
 
 def environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("dashboard", "templates"),
+        loader=PackageLoader("ci.site", "templates"),
         autoescape=True,  # every value from the store is text; markup only via `Markup` from svg.py
         undefined=StrictUndefined,
         trim_blocks=True,
