@@ -274,6 +274,7 @@ def test_flip_size_sees_runs_at_another_level_not_outliers_or_steps() -> None:
     assert segments.flip_size(runs, segments.robust_sigma(runs), 4) == (0.0, 0)  # runs longer than `within`
 
 
+@pytest.mark.slow
 def test_a_series_that_flips_between_levels_reports_no_step_by_chance() -> None:
     """Runs at the other level happen by chance in such a series, and the segmentation picks them:
     at p < 0.01 they read as steps (17 of 60 such series on 2026-12-05); `flip_pvalue` asks steps no

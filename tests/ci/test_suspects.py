@@ -57,14 +57,15 @@ def test_a_step_held_by_two_commits_is_suspected_at_once() -> None:
 
 def test_a_return_to_a_level_the_window_was_at_is_not_suspected() -> None:
     """A series that flips between levels (a shared runner's regimes): two commits at a level the
-    last 20 commits were already at for 3 commits are the series' habit, not a new step; the
-    detector still judges whether it stays (`seen`)."""
-    plan = [1e-5] * 10 + [1.3e-5] * 3 + [1e-5] * 8 + [1.3e-5] * 2
+    last 20 commits went to and came back from twice are the series' habit, not a new step; the
+    detector still judges whether it stays (`seen`). One earlier visit is not a habit."""
+    plan = [1e-5] * 6 + [1.3e-5] * 3 + [1e-5] * 4 + [1.3e-5] * 2 + [1e-5] * 5 + [1.3e-5] * 2
     rs = _series(plan)
-    (first,) = find_suspects(rs)  # the first visit is news (withdrawn once the level came back)
-    assert first.commit_sha == _sha(10) and first.state == SuspectState.WITHDRAWN
-    without = find_suspects(rs, settings=SuspectSettings(seen=0))  # without the rule: suspected again
-    assert [x.commit_sha for x in without] == [_sha(10), _sha(21)]
+    # the first and second visits are news (both withdrawn once the level came back); the third is not
+    assert [(x.commit_sha, x.state) for x in find_suspects(rs)] == [(_sha(6), SuspectState.WITHDRAWN),
+                                                                    (_sha(13), SuspectState.WITHDRAWN)]
+    for settings in (SuspectSettings(seen=0), SuspectSettings(seen=3)):  # off, or three visits needed
+        assert [x.commit_sha for x in find_suspects(rs, settings=settings)] == [_sha(6), _sha(13), _sha(20)]
     with pytest.raises(ValueError, match="seen"):
         SuspectSettings(seen=-1)
 
