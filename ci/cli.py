@@ -30,12 +30,16 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
-from ci.project import ConfigError
+from ci.project import ConfigError, ProjectSettings
 from ci.store import DEFAULT_DB, StoreError, StoreLimitError
 from ci.text import printable, reader_may_leave, silence_stdout
+
+if TYPE_CHECKING:
+    from ci.store import Store, StoreReads
+    from ci.verdicts import Comparison, VerdictSettings
 
 
 class Unavailable(RuntimeError):
@@ -50,7 +54,7 @@ def _need(module: str, attr: str) -> Any:
         raise Unavailable(f"not available yet: {module}.{attr}") from None
 
 
-def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> Any:
+def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> Store:
     """The store named by --db. Only `ingest` (and `run`) create one: the commands that read a
     history, or add a verdict or an acknowledgement to it, fail on a mistyped path instead of
     working on a new, empty store (and, for `dashboard`, replacing a published site with it). The
@@ -61,7 +65,8 @@ def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = F
     return Store(args.db, create=create, read_only=read_only)
 
 
-def _comparison(store: Any, args: argparse.Namespace, settings: Any = None) -> tuple[str, str, list[str], Any]:
+def _comparison(store: StoreReads, args: argparse.Namespace, settings: VerdictSettings | None = None
+                ) -> tuple[str, str, list[str], Comparison]:
     """Base/head shas, the machines compared (`ci.verdicts.pick_machines`: one asv machine's
     environments), and their `ci.verdicts.Comparison` (crashed benchmarks included, so the verdicts
     fail them on head instead of never seeing them; the jobs that measured them), decided with
@@ -75,14 +80,14 @@ def _comparison(store: Any, args: argparse.Namespace, settings: Any = None) -> t
     return base, head, machines, compare_commits(store, base, head, machines, settings=settings)
 
 
-def _settings(store: Any, args: argparse.Namespace) -> Any:
+def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
     """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
     from ci.project import project_settings
 
     return project_settings(store, args.config)
 
 
-def _rules_line(rules: Any) -> str:
+def _rules_line(rules: ProjectSettings) -> str:
     """Where the thresholds that decided come from, in one line."""
     project = rules.project
     if not project.source:
@@ -92,7 +97,7 @@ def _rules_line(rules: Any) -> str:
     return f"thresholds: regressions_thresholds{named} in {project.source}"
 
 
-def _machines_line(store: Any, machines: Sequence[str]) -> str:
+def _machines_line(store: StoreReads, machines: Sequence[str]) -> str:
     """The machines a comparison ran on, as a reader knows them (environments named where several)."""
     from ci.records import machine_labels
 
@@ -129,7 +134,7 @@ def ingest_progress_printer(every_s: float | None = None) -> Callable[[Any], Non
     return show
 
 
-def _jobs_line(comparison: Any) -> str:
+def _jobs_line(comparison: Comparison) -> str:
     """One line on how base and head were measured and which rule (in-job or cross-job) decided."""
     return _need("ci.verdicts", "measurement_line")(comparison)
 

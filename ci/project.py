@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci.records import Project
+from ci.records import Project, ProjectKeeper, ProjectSource
 
 if TYPE_CHECKING:
     from ci.verdicts import VerdictSettings
@@ -183,12 +183,14 @@ def verdict_settings(project: Project) -> VerdictSettings:
     return VerdictSettings.for_project(project)
 
 
-def project_settings(store: Any = None, config: str | os.PathLike[str] | None = None) -> ProjectSettings:
+def project_settings(store: ProjectSource | None = None, config: str | os.PathLike[str] | None = None
+                     ) -> ProjectSettings:
     """The settings every command that decides (compare, comment, run, continuous) or shows
     verdicts (the dashboard) works with, from one place.
 
     Args:
-        store: a store (`ci.records.StoreReader`) whose `project` the last ingest kept; None: none.
+        store: a store (`ci.records.ProjectSource`, as every `StoreReader` is) whose `project` the last
+            ingest kept; None: none.
         config: an asv.conf.json that overrides the store's (the runner's checkout, `--config`).
 
     Returns:
@@ -208,13 +210,13 @@ def project_settings(store: Any = None, config: str | os.PathLike[str] | None = 
         raise ConfigError(f"{project.source or 'the stored asv.conf.json'}: {exc}") from None
 
 
-def record_project(store: Any, results_dir: str | os.PathLike[str], config: str | os.PathLike[str] | None = None
-                   ) -> str:
+def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
+                   config: str | os.PathLike[str] | None = None) -> str:
     """Keep the project's asv.conf.json in the store, as ingest does: `config` when given, else the
     one `find_asv_conf` finds for `results_dir`; the store is written only when it changes.
 
     Args:
-        store: a `ci.store.Store` (its `project` and `save_project`).
+        store: a `ci.records.ProjectKeeper` (its `project` and `save_project`), e.g. `ci.store.Store`.
         results_dir: the results directory being ingested.
         config: the project's asv.conf.json (None: found beside `results_dir`).
 

@@ -11,7 +11,8 @@ tested on hand-built records.
   the `Project` of asv.conf.json;
 - `decisions`: `Outcome` and the verdicts' reasons, `Verdict`, `Acknowledgement`, `Alert`;
 - `parsed`: ingest's records (`ParsedRun`, `ParsedPoint`, `PointBlock`) and `RunReplacement`;
-- `reader`: what the store's readers rely on (`ResultSource`, `StoreReader`, `HistoryStore` and its columns).
+- `reader`: what the store's readers rely on (`ResultSource`, `StoreReader`, `HistoryStore` and its columns;
+  `ComparisonSource` and its `PointFailure`, `ProjectSource`, `ProjectKeeper`).
 """
 
 from ci.records.decisions import (
@@ -33,7 +34,17 @@ from ci.records.decisions import (
 )
 from ci.records.parsed import ParsedPoint, ParsedRun, PointBlock, RunReplacement
 from ci.records.provenance import JOB_KEY, Commit, Machine, Project, machine_labels
-from ci.records.reader import HistoryStore, MachineHistory, ResultSource, SeriesColumns, StoreReader
+from ci.records.reader import (
+    ComparisonSource,
+    HistoryStore,
+    MachineHistory,
+    PointFailure,
+    ProjectKeeper,
+    ProjectSource,
+    ResultSource,
+    SeriesColumns,
+    StoreReader,
+)
 from ci.records.series import (
     STAT_NAMES,
     UNIT_SEMANTICS,
@@ -66,6 +77,7 @@ __all__ = [
     "AlertState",
     "Benchmark",
     "Commit",
+    "ComparisonSource",
     "Direction",
     "HistoryStore",
     "Kind",
@@ -75,7 +87,10 @@ __all__ = [
     "ParsedPoint",
     "ParsedRun",
     "PointBlock",
+    "PointFailure",
     "Project",
+    "ProjectKeeper",
+    "ProjectSource",
     "Result",
     "RunReplacement",
     "SeriesColumns",

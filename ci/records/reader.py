@@ -1,10 +1,14 @@
 """What the readers of the store rely on: `StoreReader` (the verdict code, the PR comment and the
-dashboard) and `HistoryStore` (the history detector: series as columns, its cached states).
+dashboard) and `HistoryStore` (the history detector: series as columns, its cached states); and the
+narrower reads of single callers: `ComparisonSource` (an A/B comparison: results and the points
+that did not run, `PointFailure`), `ProjectSource` and `ProjectKeeper` (the project's asv.conf.json
+a store keeps).
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -53,6 +57,78 @@ class StoreReader(ResultSource, Protocol):
 
     def project(self) -> Project | None:
         """What the project's asv.conf.json said at the last ingest that found one; None: nothing known."""
+        ...
+
+
+class PointFailure(Protocol):
+    """A benchmark point asv recorded as failed (null) or skipped (NaN), never a value, as a store's
+    `failures` returns it (`ci.store.FailedPoint`; read-only fields)."""
+
+    @property
+    def benchmark(self) -> Benchmark: ...
+
+    @property
+    def commit_sha(self) -> str: ...
+
+    @property
+    def machine(self) -> str: ...
+
+    @property
+    def status(self) -> str:
+        """Either "failed" or "skipped"."""
+        ...
+
+    @property
+    def run_id(self) -> str: ...
+
+
+class ComparisonSource(Protocol):
+    """What an A/B comparison reads of a store (`ci.verdicts.compare_commits`, `pick_machines`,
+    `machine_keys`, `results_with_crashes`): its machines, and every point of a commit, measured
+    (`results`) or not run (`failures`).
+
+    Implemented by `ci.store.StoreReads` (so by `ci.store.Store`); a reader may serve one machine's
+    points from memory (`tools.eval_history.pairs.MachineReader`).
+    """
+
+    def machines(self) -> list[Machine]: ...
+
+    def results(
+        self,
+        *,
+        benchmark_key: str | None = None,
+        machine: str | None = None,
+        commit_sha: str | None = None,
+    ) -> list[Result]:
+        """As `ResultSource.results`: filtered by series key, machine and commit, history order."""
+        ...
+
+    def failures(
+        self,
+        *,
+        benchmark_key: str | None = None,
+        machine: str | None = None,
+        commit_sha: str | None = None,
+    ) -> Sequence[PointFailure]:
+        """The points asv recorded as failed or skipped, same filters and order as `results`."""
+        ...
+
+
+class ProjectSource(Protocol):
+    """Where the project's settings come from when no asv.conf.json is given: the one a store kept
+    (`ci.project.project_settings`; every `StoreReader` is one)."""
+
+    def project(self) -> Project | None:
+        """As `StoreReader.project`: the asv.conf.json the last ingest kept; None: nothing known."""
+        ...
+
+
+class ProjectKeeper(ProjectSource, Protocol):
+    """A store that keeps the project's asv.conf.json (`ci.project.record_project`): reads it and
+    replaces it (`ci.store.Store`)."""
+
+    def save_project(self, project: Project) -> None:
+        """Keep `project` as the store's, replacing the one kept before."""
         ...
 
 

@@ -13,18 +13,21 @@ commits produced it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ci.records import Alert, AlertKind, Kind, Outcome, Verdict
 from ci.text import printable
 
+if TYPE_CHECKING:
+    from ci.store import Store, StoreReads
 
-def history_alerts(store: Any, machine: str, branch: str | None = None,
+
+def history_alerts(store: Store, machine: str, branch: str | None = None,
                    floor_for: Callable[[str], float] | None = None) -> list[Alert]:
     """Every regression change point and failed correctness gate of one asv machine's history.
 
     Args:
-        store: a `ci.store.Store`.
+        store: a `ci.store.Store` (the detector keeps its states there, `ci.verdicts.detect_all`).
         machine: asv machine name (every environment and host of it, `ci.verdicts.machine_keys`).
         branch: only this branch's commits for the change points (the job's `--dashboard-branch`);
             None for every commit. Gates are judged at every commit of the machine.
@@ -54,7 +57,7 @@ def history_alerts(store: Any, machine: str, branch: str | None = None,
     return regressions + gates
 
 
-def failed_gates(store: Any, machine: str) -> list[Verdict]:
+def failed_gates(store: StoreReads, machine: str) -> list[Verdict]:
     """The failed correctness gates (`ci.verdicts.correctness_gates`) at every commit of one machine.
 
     A commit's correctness results come from the series' reads (a few series, one query each); a
@@ -62,7 +65,7 @@ def failed_gates(store: Any, machine: str) -> list[Verdict]:
     (`ci.verdicts.results_with_crashes`: a crash, or a skipped check that ran elsewhere, fails).
 
     Args:
-        store: a `ci.store.Store`.
+        store: the store's read side (`ci.store.StoreReads`; a `ci.store.Store` is one).
         machine: a machine key.
 
     Returns:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
-from ci.records import Outcome, Verdict
+from ci.records import Alert, Outcome, Verdict
 from ci.runner.asv import ensure_machine
 from ci.runner.config import RunnerConfig, RunnerError, RunOutcome
 from ci.runner.measure import ingest_results, job_lock, measure
@@ -16,8 +16,12 @@ from ci.runner.progress import say
 from ci.runner.publish import CommentNotPosted, render_dashboard, write_comment
 from ci.text import printable
 
+if TYPE_CHECKING:
+    from ci.store import Store, StoreReads
+    from ci.verdicts import Comparison
 
-def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
+
+def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str) -> Comparison:
     """A/B verdicts of head against base on the job's machine, from the store (`compare_commits`,
     the path every entry point decides through, with the checkout's thresholds); saved back to it.
 
@@ -41,7 +45,7 @@ def ab_comparison(cfg: RunnerConfig, store: Any, base: str, head: str) -> Any:
     return comparison
 
 
-def _gates_for(store: Any, sha: str, machine: str) -> list[Verdict]:
+def _gates_for(store: StoreReads, sha: str, machine: str) -> list[Verdict]:
     """The correctness gates of commit `sha` on every environment of asv machine `machine`."""
     from ci.verdicts import correctness_gates, machine_keys, results_with_crashes
 
@@ -142,7 +146,7 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
                       comment, url, notes, comparison)  # fmt: skip
 
 
-def alert_report(store: Any, machine: str, alerts: Sequence[Any]) -> list[tuple[str, bool]]:
+def alert_report(store: StoreReads, machine: str, alerts: Sequence[Alert]) -> list[tuple[str, bool]]:
     """What a history job says of the alerts it reports, line by line, and whether each line's alert
     fails the job. Many series stepping at one commit are one alert: a line names the crowd, its
     members follow indented; a crowd where the runs' recorded environment changed is that change's
@@ -187,7 +191,7 @@ def history_runs(history: Sequence[Any]) -> tuple[dict[str, list[str]], dict[tup
     return order, envs
 
 
-def _not_measured(store: Any, sha: str, machine: str) -> str | None:
+def _not_measured(store: StoreReads, sha: str, machine: str) -> str | None:
     """Why commit `sha` measured nothing on asv machine `machine` (every environment), or None."""
     from ci.verdicts import machine_keys, not_measured, results_with_crashes
 
@@ -195,7 +199,7 @@ def _not_measured(store: Any, sha: str, machine: str) -> str | None:
     return not_measured(results, "commit", sha)
 
 
-def _failure_notes(store: Any, commits: Sequence[str], machine: str) -> tuple[str, ...]:
+def _failure_notes(store: StoreReads, commits: Sequence[str], machine: str) -> tuple[str, ...]:
     """One line per benchmark point asv recorded as failed (not skipped) on the job's commits."""
     from ci.verdicts import machine_keys
 

@@ -11,12 +11,15 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci.runner.asv import gpu_state, mark_call, result_digests, result_files, run_asv, write_sidecar_if_missing
 from ci.runner.config import CommitRun, RunnerConfig, RunnerError, call_marker
 from ci.runner.git import resolve_commit
 from ci.runner.progress import JobProgress, say
+
+if TYPE_CHECKING:
+    from ci.store import Store
 
 
 @contextlib.contextmanager
@@ -47,7 +50,7 @@ def job_lock(cfg: RunnerConfig) -> Iterator[None]:
         os.close(fd)
 
 
-def ingest_results(cfg: RunnerConfig, store: Any) -> str:
+def ingest_results(cfg: RunnerConfig, store: Store) -> str:
     """Ingest the checkout's asv results into the store (files ingested before are skipped unread),
     with the checkout's asv.conf.json as the store's project (`ci.project.record_project`, as `ci
     ingest` keeps it); returns ingest's one-line summary, RunnerError when a file failed."""
@@ -102,7 +105,7 @@ def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> bool:
     return recorded == _pr_job_record(cfg, shas) and bool(recorded.get("files"))
 
 
-def measure(cfg: RunnerConfig, store: Any, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
+def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
     """Run asv once per group, record the GPU state and which call wrote each result file, ingest
     after each; returns what ran.
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ci.runner.config import RunnerConfig
 from ci.runner.progress import say
+
+if TYPE_CHECKING:
+    from ci.store import Store, StoreReads
+    from ci.verdicts import Comparison
 
 
 class CommentNotPosted(RuntimeError):
@@ -15,7 +19,7 @@ class CommentNotPosted(RuntimeError):
 
 
 def write_comment(
-    cfg: RunnerConfig, store: Any, comparison: Any, base: str, head: str
+    cfg: RunnerConfig, store: StoreReads, comparison: Comparison, base: str, head: str
 ) -> tuple[Path | None, str | None]:
     """Render the PR comment; write it to `cfg.comment_path`; post it when a PR and a token are given.
 
@@ -57,8 +61,9 @@ def write_comment(
     return written, url
 
 
-def render_dashboard(cfg: RunnerConfig, store: Any) -> Path | None:
-    """Render the site into `cfg.dashboard_dir` through the dashboard's one entry point (None: skipped)."""
+def render_dashboard(cfg: RunnerConfig, store: Store) -> Path | None:
+    """Render the site into `cfg.dashboard_dir` through the dashboard's one entry point (None: skipped);
+    the store keeps the history detector's states it extends (`ci.verdicts.detect_all`)."""
     if cfg.dashboard_dir is None:
         return None
     from ci.site import render_site

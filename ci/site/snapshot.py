@@ -21,7 +21,7 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from ci.records import (
     Benchmark,
     Commit,
     Direction,
+    HistoryStore,
     Kind,
     Machine,
     Outcome,
@@ -338,7 +339,23 @@ def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
 _Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
 
 
-def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
+class ColumnStore(HistoryStore, Protocol):
+    """A store the snapshot reads as columns (`_from_columns`): one that keeps the history detector's
+    states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), and its runs' recorded environments."""
+
+    def run_environments(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Run key -> the environment its run recorded, as (name, value) pairs."""
+        ...
+
+
+def _keeps_states(store: StoreReader) -> TypeGuard[ColumnStore]:
+    """Whether `store` keeps the history detector's states (its `series_columns`, `change_point_states`
+    and `save_change_point_states`: `ci.store.Store`); such a store serves its runs' environments too."""
+    names = ("series_columns", "change_point_states", "save_change_point_states")
+    return all(callable(getattr(store, name, None)) for name in names)
+
+
+def _read_columns(store: ColumnStore, cache: ColumnsCache | None) -> _Read:
     """Every series' `_Stats`, the machines' runs and each run's commit: the runs after `cache`'s
     read from the store and appended to it when the store's runs begin with the cached ones, else
     all read from the store (`_Stale` when what was read contradicts the cache)."""
@@ -376,7 +393,7 @@ def _read_columns(store: Any, cache: ColumnsCache | None) -> _Read:
     return series, runs, run_shas
 
 
-def _from_columns(store: Any, position: dict[str, int], branch: str | None,
+def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | None,
                   cache: ColumnsCache | None = None) -> tuple[_Built, ColumnsCache]:
     """`_from_results` from the store's columnar read (`series_columns`: a series' samples are one
     float64 array) and its runs' environments, with medians and IQR per series in numpy: the same
@@ -397,7 +414,7 @@ def _from_columns(store: Any, position: dict[str, int], branch: str | None,
     return _columns_built(store, position, branch, None)
 
 
-def _columns_built(store: Any, position: dict[str, int], branch: str | None,
+def _columns_built(store: ColumnStore, position: dict[str, int], branch: str | None,
                    cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
     stats, runs, run_shas = _read_columns(store, cache)
     envs = store.run_environments()
@@ -505,10 +522,11 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         baseline_sha = resolve_sha(commits, baseline_sha)
     machines = sorted(store.machines(), key=lambda m: m.name)
 
-    stored = _stored_change_points(store, branch, floor_for)
+    columnar = store if _keeps_states(store) else None
+    stored = _stored_change_points(columnar, branch, floor_for) if columnar is not None else None
     kept = None
-    if stored is not None:  # a ci.store.Store: its results as columns, no record per result
-        (by_series, raw, environments), kept = _from_columns(store, position, branch, columns)
+    if columnar is not None:  # a ci.store.Store: its results as columns, no record per result
+        (by_series, raw, environments), kept = _from_columns(columnar, position, branch, columns)
     else:
         by_series, raw, environments = _from_results(store, position, branch)
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
@@ -565,20 +583,17 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                     columns=kept, tracks=kept_tracks, groups=groups)
 
 
-def _stored_change_points(store: StoreReader, branch: str | None, floor_for: Callable[[str], float] | None = None
-                          ) -> dict[tuple[str, str], list[ChangePoint]] | None:
+def _stored_change_points(store: HistoryStore, branch: str | None, floor_for: Callable[[str], float] | None = None
+                          ) -> dict[tuple[str, str], list[ChangePoint]]:
     """Every series' change points from `ci.verdicts.detect_all` over a store that keeps the
-    detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), by (series key, machine);
-    None for a store without them (each series is then computed from its results).
+    detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`: `_keeps_states`), by (series
+    key, machine); a store without them is not asked (each series is then computed from its results).
 
     `detect_all` reads only the runs after its stored states and saves the extended states back, so a
     render after one new commit examines that commit's tail of each series, not 1,000 commits of 500
     series; its answer is exactly that of `change_points` over the series' current-version results
     (ci.verdicts.history; `tests/dashboard/test_store.py` compares the two through the dashboard).
     """
-    names = ("series_columns", "change_point_states", "save_change_point_states")
-    if not all(callable(getattr(store, name, None)) for name in names):
-        return None
     out: dict[tuple[str, str], list[ChangePoint]] = defaultdict(list)
     for cp in detect_all(store, branch=branch, floor_for=floor_for):
         out[(cp.benchmark.key, cp.machine)].append(cp)

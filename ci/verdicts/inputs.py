@@ -6,14 +6,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ci.records import Kind, Result, Verdict
+from ci.records import ComparisonSource, Kind, Result, Verdict
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 from ci.verdicts.noise import SeriesNoise
 
+if TYPE_CHECKING:
+    from ci.verdicts.settings import VerdictSettings
 
-def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
+
+def results_with_crashes(store: ComparisonSource, sha: str, machine: str) -> list[Result]:
     """One commit's results on one machine, plus a sample-less Result for every point that did not
     run, so that the verdicts see it: a point asv recorded as failed (crashed), and a correctness
     point recorded as skipped (asv's NaN: the check returned NaN, or skipped itself) whose series has
@@ -22,7 +25,7 @@ def results_with_crashes(store: Any, sha: str, machine: str) -> list[Result]:
     points (asv's NaN for "not on this machine": no GPU, a baseline not installed) stay out.
 
     Args:
-        store: a `ci.store.Store` (its `results` and `failures`).
+        store: a `ci.records.ComparisonSource` (its `results` and `failures`), e.g. `ci.store.Store`.
         sha: full commit sha.
         machine: machine key.
 
@@ -89,12 +92,12 @@ class Comparison:
         return None
 
 
-def machine_keys(store: Any, name: str) -> list[str]:
+def machine_keys(store: ComparisonSource, name: str) -> list[str]:
     """The store's machines that `name` stands for: the machine with that key, else every machine
     (environment, host) that asv machine name has.
 
     Args:
-        store: a `StoreReader`.
+        store: a `ci.records.ComparisonSource` (its `machines`).
         name: a machine key (`ci.records.Machine.name`) or an asv machine name.
 
     Returns:
@@ -106,18 +109,18 @@ def machine_keys(store: Any, name: str) -> list[str]:
     return sorted(m.name for m in machines if m.machine_name == name)
 
 
-def measured_on(store: Any, sha: str) -> set[str]:
+def measured_on(store: ComparisonSource, sha: str) -> set[str]:
     """The machines with results or recorded failures for commit `sha`."""
     return {r.machine for r in store.results(commit_sha=sha)} | {f.machine for f in store.failures(commit_sha=sha)}
 
 
-def pick_machines(store: Any, base: str, head: str, machine: str | None) -> list[str]:
+def pick_machines(store: ComparisonSource, base: str, head: str, machine: str | None) -> list[str]:
     """The machines to compare base and head on: those of one asv machine name that measured
     either side, provided one measured both (an environment measured on one side only is compared
     too: its series are new on head, or missing there).
 
     Args:
-        store: a `StoreReader` with `failures`.
+        store: a `ci.records.ComparisonSource` (its `machines`, `results` and `failures`).
         base: full sha of the base commit.
         head: full sha of the head commit.
         machine: a machine key or asv machine name (None: the one asv machine name that measured
@@ -146,8 +149,8 @@ def pick_machines(store: Any, base: str, head: str, machine: str | None) -> list
     return sorted(wanted & (on_base | on_head))
 
 
-def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[str], *,
-                    settings: Any = None) -> Comparison:
+def compare_commits(store: ComparisonSource, base: str, head: str, machine: str | Sequence[str], *,
+                    settings: VerdictSettings | None = None) -> Comparison:
     """A/B verdicts of `head` against `base` on one machine (or several environments of one), as
     every entry point decides them.
 
@@ -156,7 +159,7 @@ def compare_commits(store: Any, base: str, head: str, machine: str | Sequence[st
     allowance is the series' threshold; series without a model are withheld.
 
     Args:
-        store: a `ci.store.Store` (or any `StoreReader` with `failures`).
+        store: a `ci.records.ComparisonSource` (its `results` and `failures`), e.g. `ci.store.Store`.
         base: full sha of the base commit.
         head: full sha of the head commit.
         machine: a machine key, or several (`pick_machines`): each series is compared within its own.
