@@ -60,6 +60,10 @@ SLOW_FILES = frozenset({
     "tests/test_packaging.py", "tests/tools/test_aa_spread.py", "tests/tools/test_bench_ingest.py",
     "tests/tools/test_bench_render.py", "tests/tools/test_bench_verdicts.py", "tests/tools/test_eval_history.py",
     "tests/tools/test_gpu_scripts.py",
+    # The exact tier's tests build pruned models and compile every kernel (8-33 s each on a quiet box,
+    # 2026-12-05), and one ingests a recorded history (4 s).
+    "tests/benchmarks/test_structure.py", "tests/benchmarks/test_launch_count.py",
+    "tests/dashboard/test_exact_history.py", "tests/ci/test_exact_workflow.py",
 })
 SLOW_FIXTURES = frozenset({"pg_server", "pg_url", "browser", "asv_repo", "template", "toy"})
 SLOW_MARKERS = frozenset({"postgres", "browser", "gpu"})
