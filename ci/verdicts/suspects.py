@@ -28,7 +28,8 @@ median of its pooled samples, commits without a positive finite sample skipped, 
 4. How sure: 1 - p, where p is the one-sided Student-t probability (df = differences - 1) of a
    step at least that large from the window's noise alone, comparing the median of the commits
    measured from j on with the window's median (the variance of a median of k normal values
-   taken as sigma^2 pi / 2k, sigma^2 / k for k <= 2).
+   taken as sigma^2 pi / 2k, sigma^2 / k for k <= 2). A step less than `min_confidence` (0.999)
+   sure is not suspected.
 5. Afterwards: CONFIRMED once `change_points` reports a regression at j or at the next commit;
    WITHDRAWN when the commits after j come back within the threshold of the old level, or when
    `confirm_within` commits (j included) are in and the detector has not confirmed it; otherwise
@@ -82,6 +83,12 @@ class SuspectSettings:
             each series' commits shuffled (no step), suspicions per 1,000 commit-series 2.28 -> 0.94
             (MetPy) and 14.4 -> 2.2 (uxarray); on the real order, confirmed 48% -> 57% and 80% -> 84%
             (`tools.eval_history`, 2026-12-05).
+        min_confidence: a step less sure than this (1 - p, step 4 of the module docstring) is not
+            suspected: a noise estimate from a short or wild window makes a wide threshold uncertain
+            itself. The two suspicions of the H200 history of main, both withdrawn, were 0.995 and
+            0.992 sure (a series with a 52% threshold, 8 commits in); every confirmed suspicion of
+            uxarray's history was above 0.9999 and no suspicion of MetPy's under 0.999
+            (`tools.eval_history`, 2026-12-05).
         history: the change-point detector's settings, whose `floor` and `noise_k` are the threshold.
     """
 
@@ -90,6 +97,7 @@ class SuspectSettings:
     confirm_within: int = 6
     hold: int = 2
     seen: int = 2
+    min_confidence: float = 0.999
     history: HistorySettings = field(default_factory=HistorySettings)
 
     def __post_init__(self) -> None:
@@ -97,6 +105,8 @@ class SuspectSettings:
             raise ValueError(f"min_history must be >= 3, got {self.min_history!r}")
         if self.window < self.min_history:
             raise ValueError(f"window ({self.window!r}) must be >= min_history ({self.min_history!r})")
+        if not 0.0 <= self.min_confidence < 1.0:
+            raise ValueError(f"min_confidence must be in [0, 1), got {self.min_confidence!r}")
         if isinstance(self.seen, bool) or not isinstance(self.seen, int) or self.seen < 0:
             raise ValueError(f"seen must be an int >= 0, got {self.seen!r}")
         if isinstance(self.hold, bool) or not isinstance(self.hold, int) or not 1 <= self.hold <= self.confirm_within:
@@ -463,9 +473,10 @@ def judge_levels(
                 visits = int(past[0]) + int(np.count_nonzero(past[1:] & ~past[:-1]))
                 if visits >= settings.seen:
                     continue  # the window went to that level and back already: a series that flips
-            flags.append(_Flag(j, float(level[i]), float(sigma[i]), float(thr[i]), int(ndiff[i]),
-                               _confidence(float(_median(held)), float(sigma[i]), hold, min(j, settings.window),
-                                           int(ndiff[i]))))
+            sure = _confidence(float(_median(held)), float(sigma[i]), hold, min(j, settings.window), int(ndiff[i]))
+            if sure < settings.min_confidence:
+                continue
+            flags.append(_Flag(j, float(level[i]), float(sigma[i]), float(thr[i]), int(ndiff[i]), sure))
     else:
         flags = []
     if not start:  # nothing kept (or a track that does not match): hash from the first commit

@@ -70,6 +70,17 @@ def test_a_return_to_a_level_the_window_was_at_is_not_suspected() -> None:
         SuspectSettings(seen=-1)
 
 
+def test_a_step_read_against_a_short_wild_window_needs_to_be_sure() -> None:
+    """Seven commits of a ±12% series make a ~30% threshold that is itself uncertain: two commits past
+    it are 0.994 sure, under `min_confidence` (0.999), and not suspected; without the gate they are."""
+    rs = _series([1e-5] * 7 + [1.45e-5] * 2, noise=0.12, seed=2)
+    assert find_suspects(rs) == []
+    (s,) = find_suspects(rs, settings=SuspectSettings(min_confidence=0.0))
+    assert s.index == 7 and 0.99 < s.confidence < 0.999 and s.threshold > 0.25
+    with pytest.raises(ValueError, match="min_confidence"):
+        SuspectSettings(min_confidence=1.0)
+
+
 @pytest.mark.parametrize("levels", [(5e-324, 1e100), (1e100, 5e-324)], ids=["up-1e424", "down-1e424"])
 def test_levels_far_apart_are_judged_not_an_overflow(levels: tuple[float, float]) -> None:
     """A suspect's ratio from log levels ~975 apart (values an ingest accepts) was math.exp's
