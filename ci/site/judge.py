@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,17 +37,37 @@ from ci.verdicts import (
 
 # Below this many series, starting worker processes costs more than it saves (~0.1 s).
 _PARALLEL_MIN_SERIES = 64
+
+
+class SeriesInput(NamedTuple):
+    """What judging one series reads (`_judge`'s arguments, in its order)."""
+
+    benchmark: Benchmark
+    machine: str
+    results: list[Result]
+    shas: list[str]  # its commits with a level
+    levels: np.ndarray
+    stored: list[ChangePoint] | None  # change points a store kept (None: compute them)
+    track: SuspectTrack | None  # the previous render's suspicion test of it (None: from scratch)
+    floor: float  # the series' threshold from the project
+
+
+class Judged(NamedTuple):
+    """One series judged: its change points, suspicions, thresholds (one per commit and one for the
+    next) and the suspicion test to keep."""
+
+    change_points: list[ChangePoint]
+    suspects: list[Suspect]
+    thresholds: list[float]
+    track: SuspectTrack
+
+
 # The fork children read the series from here (inherited memory, nothing pickled on the way in).
-_Inputs = tuple[Benchmark, str, list[Result], list[str], np.ndarray, list[ChangePoint] | None,
-                SuspectTrack | None, float]
-_FORK_INPUT: dict[tuple[str, str], _Inputs] = {}
-
-
-_Judged = tuple[list[Any], list[Suspect], list[float], SuspectTrack]
+_FORK_INPUT: dict[tuple[str, str], SeriesInput] = {}
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
-           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0) -> _Judged:
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0) -> Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
     noise thresholds (one more at the end: what the next commit will need), the last two only for
     the commits after `track` when it still matches (`ci.verdicts.judge_levels`); `floor` is the
@@ -55,16 +75,16 @@ def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str
     if cps is None:
         cps = change_points(results, floor=floor)
     found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track, floor=floor)
-    return cps, found, thresholds.tolist(), track
+    return Judged(cps, found, thresholds.tolist(), track)
 
 
-def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], _Judged]]:
+def _judge_chunk(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], Judged]]:
     return [(k, _judge(*_FORK_INPUT[k])) for k in keys]
 
 
 def _judge_all(
-    inputs: dict[tuple[str, str], _Inputs],
-) -> dict[tuple[str, str], _Judged]:
+    inputs: dict[tuple[str, str], SeriesInput],
+) -> dict[tuple[str, str], Judged]:
     """Change points (`ci.verdicts.change_points`, where not already known), suspicions and noise
     thresholds of every series, over all CPUs this process may use.
 
@@ -76,7 +96,7 @@ def _judge_all(
     """
     global _FORK_INPUT
     keys = sorted(inputs)
-    workers = fork_workers(sum(inputs[k][6] is None for k in keys), _PARALLEL_MIN_SERIES)
+    workers = fork_workers(sum(inputs[k].track is None for k in keys), _PARALLEL_MIN_SERIES)
     if workers == 1:
         return {k: _judge(*inputs[k]) for k in keys}
     _FORK_INPUT = inputs
@@ -115,7 +135,7 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
     (`ci.verdicts.group_changes` over `runs`: each machine's commits and their environments), whose
     members at a change of the recorded environment are labelled with it instead of left open."""
     tracks = tracks or {}
-    inputs = {}
+    inputs: dict[tuple[str, str], SeriesInput] = {}
     for s in series:
         key = (s.benchmark.key, s.machine)
         if s.benchmark.kind == Kind.CORRECTNESS:
@@ -126,13 +146,13 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
             continue
         shas, levels = _levels(s, raw.get(key))
         if levels.size:
-            inputs[key] = (s.benchmark, s.machine, raw.get(key, []), shas, levels,
-                           None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
-                           floor_for(s.benchmark.key) if floor_for is not None else 0.0)
+            inputs[key] = SeriesInput(s.benchmark, s.machine, raw.get(key, []), shas, levels,
+                                      None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
+                                      floor_for(s.benchmark.key) if floor_for is not None else 0.0)
     found = _judge_all(inputs)
     order, envs = runs if runs is not None else ({}, {})
-    groups = [g for g in group_changes([cp for key in found for cp in found[key][0]], order, envs if runs else None)
-              if g.crowd]
+    every = [cp for judged in found.values() for cp in judged.change_points]
+    groups = [g for g in group_changes(every, order, envs if runs else None) if g.crowd]
     changed = {(cp.benchmark.key, cp.machine, cp.commit_sha): "; ".join(g.environment)
                for g in groups if g.environment_change for cp in g.members}
     kept: dict[str, SuspectTrack] = {}
@@ -145,7 +165,7 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
         if s.suspects and s.shas and s.shas[-1] in machine_commits:
             # A series that stopped reporting: its open suspicions expire, listed, never open for years.
             s.suspects = expire(s.suspects, s.shas[-1], machine_commits[machine_commits.index(s.shas[-1]) + 1:])
-        s.thresholds = dict(zip(inputs[key][3], thr[:-1], strict=True))
+        s.thresholds = dict(zip(inputs[key].shas, thr[:-1], strict=True))
         s.threshold = thr[-1]
         for i, cp in enumerate(cps):
             s.changes.append(ChangeMark(cp.commit_sha, cp.ratio, cp.outcome))
