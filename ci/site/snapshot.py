@@ -7,8 +7,9 @@ commits (`ci.verdicts.suspects`), each series' noise threshold per commit (a cha
 past it) and the acknowledgements. Pages are rendered from this snapshot only, so the store is
 queried a fixed number of times however many pages there are.
 
-`load_snapshot` and `Snapshot` live here with the two read paths (`_from_results`, record by record;
-`_from_columns`, the columnar read, with the `ColumnsCache` kept between renders); the series are
+`load_snapshot` and `Snapshot` live here with the one builder of the series (`_columns_built`), fed
+by the store's columnar read (`_from_columns`, with the `ColumnsCache` kept between renders) or, for
+a store without one, by its results read as the same columns (`ci.site.columns`); the series are
 judged by `ci.site.judge` and `ci.site.model` re-exports the public names.
 """
 
@@ -33,14 +34,15 @@ from ci.records import (
     HistoryStore,
     Kind,
     Machine,
+    MachineHistory,
     Outcome,
     Result,
     SeriesColumns,
     StoreReader,
     Verdict,
-    current_version,
     current_versions,
 )
+from ci.site.columns import Env, result_columns
 from ci.site.judge import add_history_verdicts
 from ci.site.series import RECENT_COMMITS, NotReporting, Regression, Series, verdict_machines
 from ci.site.stats import median_iqr_all, median_iqr_columns
@@ -173,59 +175,9 @@ def resolve_sha(commits: list[Commit], sha: str) -> str:
     return matches[0]
 
 
+# (series by key, raw results by key, environments by commit and (machine, run key))
 _Built = tuple[dict[tuple[str, str], Series], dict[tuple[str, str], list[Result]],
-               dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]]]
-
-
-def _from_results(store: StoreReader, position: dict[str, int], branch: str | None) -> _Built:
-    """The series from `store.results()`, one record per result: (series by key, each timing
-    series' current-version results for the change points, environments by commit and run)."""
-    by_series: dict[tuple[str, str], Series] = {}
-    environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
-    raw: dict[tuple[str, str], list[Result]] = {}
-    collected: dict[tuple[str, str], list[tuple[int, str, float, float, float, int]]] = defaultdict(list)
-    key_of: dict[int, str] = {}  # Benchmark.key rebuilds its text on every call; results share Benchmark objects
-    # As asv does, a series shows only its current benchmark version (that of its newest result):
-    # older results were measured by other benchmark code.
-    grouped: dict[tuple[int, str], list[Result]] = defaultdict(list)
-    for r in store.results():
-        grouped[(id(r.benchmark), r.machine)].append(r)
-    results: list[Result] = []
-    for rs in grouped.values():
-        rs.sort(key=lambda r: position.get(r.commit_sha, -1))
-        results.extend(current_version(rs))
-    stats = median_iqr_all([r.samples for r in results])
-    for r, (med, lo, hi, n, smallest, largest) in zip(results, stats, strict=True):
-        bench_id = id(r.benchmark)
-        bench_key = key_of.get(bench_id)
-        if bench_key is None:
-            bench_key = key_of[bench_id] = r.benchmark.key
-        pos = position.get(r.commit_sha)
-        if pos is None:
-            if branch is not None:
-                continue  # a result on another branch's commit
-            raise ValueError(f"result for {bench_key!r} on {r.machine!r} names commit {r.commit_sha!r}, "
-                             "which the store's commit history does not contain")
-        key = (bench_key, r.machine)
-        s = by_series.get(key)
-        if s is None:
-            s = by_series[key] = Series(r.benchmark, r.machine)
-        gate = gate_of(r.benchmark)
-        if gate is not None:
-            med = gate_value(gate, smallest, largest)
-        collected[key].append((pos, r.commit_sha, med, lo, hi, n))
-        if r.benchmark.kind != Kind.CORRECTNESS:  # the gates judge those, not steps
-            raw.setdefault(key, []).append(r)
-        env_key = (r.machine, r.run_id)
-        if env_key not in environments[r.commit_sha]:
-            environments[r.commit_sha][env_key] = r.environment
-    for key, s in by_series.items():
-        # The protocol promises history order; sorting again is cheap and keeps a loose store honest.
-        at, shas, meds, lows, highs, counts = zip(*collected[key], strict=True)
-        s.set_runs(np.array(at), list(shas), np.array(meds), np.array(lows), np.array(highs), np.array(counts))
-    for rs in (raw or {}).values():
-        rs.sort(key=lambda r: position[r.commit_sha])  # change_points reads them oldest first
-    return by_series, raw, environments
+               dict[str, dict[tuple[str, str], Env]]]
 
 
 class _Stale(Exception):
@@ -355,11 +307,10 @@ def _keeps_states(store: StoreReader) -> TypeGuard[ColumnStore]:
     return all(callable(getattr(store, name, None)) for name in names)
 
 
-def _read_columns(store: ColumnStore, cache: ColumnsCache | None) -> _Read:
-    """Every series' `_Stats`, the machines' runs and each run's commit: the runs after `cache`'s
-    read from the store and appended to it when the store's runs begin with the cached ones, else
-    all read from the store (`_Stale` when what was read contradicts the cache)."""
-    hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
+def _read_columns(hists: list[MachineHistory], cache: ColumnsCache | None) -> _Read:
+    """Every series' `_Stats`, the machines' runs and each run's commit from the histories read (with
+    `cache`, those of the runs after its runs, `series_columns(runs_after=...)`): appended to `cache`'s
+    when the store's runs begin with the cached ones (`_Stale` when what was read contradicts it)."""
     if cache is not None:
         names = {h.machine for h in hists}
         if not names >= set(cache.runs) or any(list(h.runs[:len(cache.runs.get(h.machine, []))])
@@ -395,12 +346,12 @@ def _read_columns(store: ColumnStore, cache: ColumnsCache | None) -> _Read:
 
 def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | None,
                   cache: ColumnsCache | None = None) -> tuple[_Built, ColumnsCache]:
-    """`_from_results` from the store's columnar read (`series_columns`: a series' samples are one
-    float64 array) and its runs' environments, with medians and IQR per series in numpy: the same
-    points, bit for bit, without a `Result` per result (they were ~10 of the 18 s of a render after
-    one new commit at 1,000 commits x 500 series, 2026-12-02). The change points come from the
-    store's kept states, so the raw results are built only for a series with several runs of one
-    commit (its levels pool them, `ci.verdicts.commit_levels`).
+    """The series from the store's columnar read (`series_columns`: a series' samples are one
+    float64 array) and its runs' environments, with medians and IQR per series in numpy, without a
+    `Result` per result (they were ~10 of the 18 s of a render after one new commit at 1,000
+    commits x 500 series, 2026-12-02). The change points come from the store's kept states, so the
+    raw results are built only for a series with several runs of one commit (its levels pool them,
+    `ci.verdicts.commit_levels`).
 
     With `cache` (the previous render's `ColumnsCache`), only the runs after it are read from the
     store; the snapshot is the same as from a full read (`tests/dashboard/test_store.py`), and any
@@ -408,24 +359,47 @@ def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | No
     Also returns the cache for the next render."""
     if cache is not None:
         try:
-            return _columns_built(store, position, branch, cache)
+            return _store_built(store, position, branch, cache)
         except _Stale:
             pass
-    return _columns_built(store, position, branch, None)
+    return _store_built(store, position, branch, None)
 
 
-def _columns_built(store: ColumnStore, position: dict[str, int], branch: str | None,
-                   cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
-    stats, runs, run_shas = _read_columns(store, cache)
-    envs = store.run_environments()
+def _store_built(store: ColumnStore, position: dict[str, int], branch: str | None,
+                 cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
+    hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
+    stats, runs, run_shas = _read_columns(hists, cache)
+    by_key = store.run_environments()
+    envs = {m: [by_key.get(run_key, ()) for run_key, _ in rs] for m, rs in runs.items()}
+    built = _columns_built(stats, runs, run_shas, envs, position, branch, every_raw=False)
+    kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
+                                                   None) for k, st in stats.items()})
+    return built, kept
+
+
+def _from_result_columns(store: StoreReader, position: dict[str, int], branch: str | None) -> _Built:
+    """The series of a store without a columnar read: its `results()` as the columns a
+    `ci.store.Store` serves (`ci.site.columns.result_columns`), through the same builder; every
+    timing series' raw results come too, since its change points are computed from them."""
+    cols = result_columns(store)
+    stats, runs, run_shas = _read_columns(cols.histories, None)
+    return _columns_built(stats, runs, run_shas, cols.environments, position, branch, every_raw=True)
+
+
+def _columns_built(stats: dict[tuple[str, str], _Stats], runs: dict[str, list[tuple[str, str]]],
+                   run_shas: dict[str, list[str]], envs: dict[str, list[Env]], position: dict[str, int],
+                   branch: str | None, *, every_raw: bool) -> _Built:
+    """(series by key, raw results by key, environments by commit and run) from every series' `_Stats`,
+    the machines' runs, each run's commit and environment (`envs`, per machine in run order); the raw
+    results of every timing series with `every_raw`, else only of one with several runs of a commit."""
     by_series: dict[tuple[str, str], Series] = {}
     raw: dict[tuple[str, str], list[Result]] = {}
-    environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]] = defaultdict(dict)
+    environments: dict[str, dict[tuple[str, str], Env]] = defaultdict(dict)
     by_machine: dict[str, list[tuple[str, _Stats]]] = defaultdict(list)
     for (key, machine), st in stats.items():
         by_machine[machine].append((key, st))
-    # Every branch's results, as `_from_results` reads them: the current version is that of the
-    # series' newest result in the history shown, results on other branches' commits count first.
+    # Every branch's results: the current version is that of the series' newest result in the
+    # history shown, results on other branches' commits count first.
     for machine in sorted(by_machine):
         shas_of = run_shas[machine]
         pos_of = np.array([position.get(sha, -1) for sha in shas_of], dtype=np.int64)  # per run
@@ -453,7 +427,7 @@ def _columns_built(store: ColumnStore, position: dict[str, int], branch: str | N
             shas = [shas_of[r] for r in runs_kept.tolist()]
             s = by_series[(bench.key, machine)] = Series(bench, machine)
             s.set_runs(at[keep], shas, st.values[keep], st.q1[keep], st.q3[keep], st.ns[keep])
-            if bench.kind != Kind.CORRECTNESS and len(set(shas)) != len(shas):
+            if bench.kind != Kind.CORRECTNESS and (every_raw or len(set(shas)) != len(shas)):
                 if st.col is None:
                     raise _Stale  # its levels pool the samples, which the cache does not hold
                 raw[(bench.key, machine)] = _column_results(st.col, keep.tolist(), position)
@@ -461,10 +435,8 @@ def _columns_built(store: ColumnStore, position: dict[str, int], branch: str | N
         # The runs with a result shown, each once, in the order the series first show them.
         for run in dict.fromkeys(np.concatenate(used).tolist() if used else []):
             run_key = runs[machine][run][0]
-            environments[shas_of[run]][(machine, run_key)] = envs.get(run_key, ())
-    kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
-                                                   None) for k, st in stats.items()})
-    return (by_series, raw, environments), kept
+            environments[shas_of[run]][(machine, run_key)] = envs[machine][run]
+    return by_series, raw, environments
 
 
 def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
@@ -528,7 +500,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     if columnar is not None:  # a ci.store.Store: its results as columns, no record per result
         (by_series, raw, environments), kept = _from_columns(columnar, position, branch, columns)
     else:
-        by_series, raw, environments = _from_results(store, position, branch)
+        by_series, raw, environments = _from_result_columns(store, position, branch)
     series = sorted(by_series.values(), key=lambda s: (s.benchmark.suite, s.benchmark.key, s.machine))
 
     acks = {(a.benchmark_key, a.commit_sha): a for a in store.acknowledgements()}

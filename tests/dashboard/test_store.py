@@ -120,7 +120,8 @@ def test_change_points_come_from_the_stores_kept_states(tmp_path: Path, monkeypa
 
 def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> None:
     """A `ci.store.Store` is read as columns (no record per result); the snapshot, hence the site,
-    is what the per-result read gives, on a history with a benchmark version change, NaN and
+    is what a store without that read gives (its results built into the same columns,
+    `ci.site.columns`, for the one builder), on a history with a benchmark version change, NaN and
     missing samples, uneven sample counts, two runs of one commit and another branch's commits."""
     import dataclasses
 
@@ -162,6 +163,29 @@ def test_snapshot_from_columns_equals_snapshot_from_results(tmp_path: Path) -> N
             assert any(p.n == 1 for p in by_key[(b2.key, "runner-1")].points)
             assert columns.environments[c9.sha][("runner-0", f"runner-0/{c9.sha}/env2")] == (("python", "3.12"),)
             assert sum(p.sha == c9.sha for p in by_key[(b1.key, "runner-0")].points) == 2
+    finally:
+        store.close()
+
+
+def test_result_columns_are_the_store_columns(tmp_path: Path) -> None:
+    """A store without a columnar read is read as the columns a `ci.store.Store` serves of the same
+    history (`ci.site.columns.result_columns`): the same runs and commits, series, samples, counts and
+    versions, and each run's environment (`run_environments`); only the run keys are the store's own."""
+    from ci.site.columns import result_columns
+
+    mem = synthetic_store(n_commits=12, n_series=4, machines=2)
+    store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
+    try:
+        got, want = result_columns(mem), store.series_columns()
+        by_key = store.run_environments()
+        assert [h.machine for h in got.histories] == [h.machine for h in want]
+        for g, w in zip(got.histories, want, strict=True):
+            assert len(g.runs) == len(w.runs)
+            # as its results recorded it (the store keeps it sorted by name)
+            assert [tuple(sorted(e)) for e in got.environments[g.machine]] == [by_key[k] for k, _ in w.runs]
+            assert [(c.benchmark, c.machine, c.commit_shas, c.runs, c.counts, c.samples, c.versions)
+                    for c in g.series] == [(c.benchmark, c.machine, c.commit_shas, c.runs, c.counts, c.samples,
+                                            c.versions) for c in w.series]
     finally:
         store.close()
 
