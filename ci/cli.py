@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -40,18 +39,6 @@ from ci.text import printable, reader_may_leave, silence_stdout
 if TYPE_CHECKING:
     from ci.store import Store, StoreReads
     from ci.verdicts import Comparison, VerdictSettings
-
-
-class Unavailable(RuntimeError):
-    """A command needs a part of the service that does not exist in this tree yet."""
-
-
-def _need(module: str, attr: str) -> Any:
-    """Import `module.attr` lazily, so one missing part only disables the commands that use it."""
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        raise Unavailable(f"not available yet: {module}.{attr}") from None
 
 
 def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> Store:
@@ -71,8 +58,7 @@ def _comparison(store: StoreReads, args: argparse.Namespace, settings: VerdictSe
     environments), and their `ci.verdicts.Comparison` (crashed benchmarks included, so the verdicts
     fail them on head instead of never seeing them; the jobs that measured them), decided with
     `settings` (`ci.verdicts.VerdictSettings`, from `_settings`)."""
-    compare_commits = _need("ci.verdicts", "compare_commits")
-    from ci.verdicts import pick_machines
+    from ci.verdicts import compare_commits, pick_machines
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
@@ -136,7 +122,9 @@ def ingest_progress_printer(every_s: float | None = None) -> Callable[[Any], Non
 
 def _jobs_line(comparison: Comparison) -> str:
     """One line on how base and head were measured and which rule (in-job or cross-job) decided."""
-    return _need("ci.verdicts", "measurement_line")(comparison)
+    from ci.verdicts import measurement_line
+
+    return measurement_line(comparison)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -166,8 +154,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    _need("ci.verdicts", "compare")
-    exit_code = _need("ci.verdicts", "exit_code")
+    from ci.verdicts import exit_code
     with _open(args, read_only=args.no_save) as store:
         with store.snapshot():  # one state of the history for every read, whatever an ingest writes meanwhile
             rules = _settings(store, args)
@@ -187,9 +174,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
-    exit_code = _need("ci.verdicts", "exit_code")
-    render_comment = _need("ci.outputs.comment", "render_comment")
-    from ci.outputs.comment import comment_context, comment_environment, github_urls
+    from ci.outputs.comment import comment_context, comment_environment, github_urls, render_comment
+    from ci.verdicts import exit_code
 
     if (args.repo is None) != (args.pr is None):
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
@@ -219,7 +205,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
         with reader_may_leave():
             print(body)
     if args.repo is not None:
-        post = _need("ci.outputs.github", "post_sticky_comment")
+        from ci.outputs.github import post_sticky_comment as post
         merge = None
         if args.structure_only:  # this job measured the exact tier only: the rest of the comment stays
             from ci.outputs.structure import merge_section
@@ -405,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(BrokenPipeError):
             print("error: the output pipe was closed before the command finished", file=sys.stderr)
         return EXIT_ERROR
-    except (Unavailable, StoreError, StoreLimitError, ConfigError) as exc:
+    except (StoreError, StoreLimitError, ConfigError) as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # every failure is exit 2 with a one-line reason; CI_DEBUG=1 shows the traceback

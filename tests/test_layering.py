@@ -1,7 +1,7 @@
 """The import graph of the product packages and tools/ has only the allowed directions.
 
-An AST scan of every module (nothing is imported; a call `importlib.import_module("x")` or the
-CLI's `_need("x", "attr")` with a literal name counts as an import): kernels <- pruners <-
+An AST scan of every module (nothing is imported; a call `importlib.import_module("x")` or
+`__import__("x")` with a literal name counts as an import): kernels <- pruners <-
 benchmarks, and the service: records <- store <- ingest, records <- verdicts, the site (`ci.site`)
 over the core, the edges (outputs, runner, CLI, demo) over everything, reaching the site only
 through its one entry point; no module of the core imports the site, and the layers import each
@@ -162,9 +162,8 @@ class _Imports:
         return out
 
 
-# Calls that import a module named by a string: `importlib.import_module("x")`, `__import__("x")`, and
-# the CLI's `_need("x", "attr")` (ci/cli.py: the module imported lazily, its attribute returned).
-DYNAMIC_IMPORTS = frozenset({"import_module", "__import__", "_need"})
+# Calls that import a module named by a string: `importlib.import_module("x")`, `__import__("x")`.
+DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
 
 
 def _dynamic_import(call: ast.Call) -> tuple[str, tuple[str, ...]] | None:
@@ -176,7 +175,7 @@ def _dynamic_import(call: ast.Call) -> tuple[str, tuple[str, ...]] | None:
     args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in call.args[:2]]
     if args[0] is None:
         return None
-    return args[0], tuple(a for a in args[1:] if a is not None and name == "_need")
+    return args[0], ()
 
 
 def _owner(module: str, known: dict[str, Module]) -> str:
@@ -340,8 +339,8 @@ def test_the_core_never_imports_the_site() -> None:
 
 
 def test_a_layer_cycle_is_reported() -> None:
-    # the CLI's lazy `_need("ci.site", ...)` is an import: a loop through it is a module cycle
-    tree = {"ci": Module("", True), "ci.cli": Module('def f():\n    return _need("ci.site", "render_site")'),
+    # a lazy `importlib.import_module("ci.site")` is an import: a loop through it is a module cycle
+    tree = {"ci": Module("", True), "ci.cli": Module('def f():\n    return importlib.import_module("ci.site")'),
             "ci.site": Module("from ci.site.render import render_site", True),
             "ci.site.render": Module("from ci.cli import main")}
     assert cycles(tree) == [["ci.cli", "ci.site", "ci.site.render"]]
@@ -389,7 +388,7 @@ def test_every_scanned_module_has_a_layer() -> None:
         ({"ci.verdicts.ab": "import ci.store"}, "layer ci.verdicts may import only"),
         ({"ci.runner.publish": "from ci.site.render import render_site"}, "the site is called only through"),
         ({"ci.cli": "from ci.site import model"}, "the site is called only through"),
-        ({"ci.cli": 'def f():\n    return _need("ci.site.render", "render_site")'}, "the site is called only through"),
+        ({"ci.cli": 'def f():\n    return __import__("ci.site.render")'}, "the site is called only through"),
         ({"ci.demo": 'import importlib\nimportlib.import_module("ci.site.model")'}, "the site is called only through"),
         ({"ragged_kernels.pack": "import pruners"}, "layer ragged_kernels may import only itself"),
         ({"pruners.base": "from benchmarks import presets"}, "layer pruners may import only ragged_kernels"),
@@ -420,7 +419,7 @@ def test_allowed_imports_pass() -> None:
         "ci.store.reads": Module("from ci.records import Result\nfrom ci.store import codec"),
         "ci.store.codec": Module("import json"), "ci.records": Module("import math"),
         "ci.runner": Module("", True), "ci.runner.publish": Module("from ci.site import render_site"),
-        "ci.cli": Module('def f():\n    return _need("ci.site", "render_site")'),
+        "ci.cli": Module('def f():\n    from ci.site import render_site\n    return render_site'),
         "ci.site": Module("from ci.site.render import render_site", True),
         "ci.site.render": Module("from ci.records import Kind\nfrom ci.store.reads import StoreReads"),
         "benchmarks": Module("", True), "benchmarks._timing": Module("import time"),

@@ -2,7 +2,7 @@
 
 An A/B verdict trusts its samples only when base and head were measured together: in one asv call
 with rounds interleaved, drift over the job hits both sides alike. Two asv jobs of the *same*
-commit on the H200, ~7 minutes apart (`benchmarks/recorded/h200-2026-11-29-s3/partA` and `partA2`),
+commit on the H200, ~7 minutes apart (`benchmarks/recorded/h200-2026-11-29-aa-old-timer/partA` and `partA2`),
 read up to +24.8% apart at p = 3.6e-11 with tight in-job intervals: between-job drift is not in
 any job's samples, so no in-job test can see it.
 

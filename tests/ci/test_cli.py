@@ -260,13 +260,6 @@ def test_run_without_a_selection_is_a_usage_error(tmp_path, capsys):
     assert "usage:" in capsys.readouterr().err
 
 
-def test_unavailable_part_exits_2_with_its_name(monkeypatch, capsys):
-    """A command whose implementation is missing says which part, and exits 2 (never a fake result)."""
-    monkeypatch.setitem(sys.modules, "ci.verdicts", None)  # makes `import ci.verdicts` raise ImportError
-    assert main(["compare", "--base", "a" * 40, "--head", "b" * 40]) == 2
-    assert "not available yet: ci.verdicts.compare" in capsys.readouterr().err
-
-
 def test_bad_db_url_exits_2(tmp_path, capsys):
     assert (
         main(["ack", "--db", "nosuchdialect://x", "--benchmark", "b", "--commit", "c" * 8, "--who", "a", "--why", "b"])

@@ -48,7 +48,7 @@ def test_is_worse_never_guesses():
 
 def test_old_recorded_datasets_read_as_before():
     """Result sets recorded before the suite declared `direction` are read through their units."""
-    info = load_benchmarks_json(RECORDED / "h200-2026-11-29-s6" / "quick")
+    info = load_benchmarks_json(RECORDED / "h200-2026-11-29-quick" / "quick")
     assert info["bench_correctness.ModelCorrectnessPR.track_top1_agreement"].direction == Direction.HIGHER
     assert info["bench_correctness.KernelError.track_max_abs_error"].direction == Direction.LOWER
     assert info["bench_end_to_end.EndToEndPR.track_peak_memory"].kind == Kind.MEMORY

@@ -19,7 +19,7 @@ from ci.verdicts import JobRelation, between_job_drift, compare, job_relation
 from tests.ci.conftest import MACHINE, sha_for, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-s3"
+RECORDED = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-aa-old-timer"
 LEGACY = ROOT / "benchmarks" / "recorded" / "h200-2026-12-main"
 LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("B", "8"),))
 

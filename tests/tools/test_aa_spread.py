@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-S3 = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-s3"
+AA = ROOT / "benchmarks" / "recorded" / "h200-2026-11-29-aa-old-timer"
 
 
 def _aa_spread():
@@ -21,7 +21,7 @@ def _rows(out: str) -> dict[str, str]:
 
 def test_two_runs_of_one_commit_are_an_aa_pair(capsys):
     """Two results dirs of the same commit: every GPU-time series of both runs is paired once."""
-    assert _aa_spread().main([str(S3 / "partA"), "d0d5b401", "--also", str(S3 / "partA2"), "--bench", "time_gpu"]) == 0
+    assert _aa_spread().main([str(AA / "partA"), "d0d5b401", "--also", str(AA / "partA2"), "--bench", "time_gpu"]) == 0
     out = capsys.readouterr().out
     rows = _rows(out)
     assert len(rows) == 57  # 45 AttentionKernels + 6 AttentionKernelsPR + 6 PackTokens
@@ -32,5 +32,5 @@ def test_two_runs_of_one_commit_are_an_aa_pair(capsys):
 
 
 def test_one_dir_of_one_commit_has_no_pair(capsys):
-    assert _aa_spread().main([str(S3 / "partA"), "d0d5b401", "--bench", "time_gpu"]) == 0
+    assert _aa_spread().main([str(AA / "partA"), "d0d5b401", "--bench", "time_gpu"]) == 0
     assert "0/0 run pairs" in capsys.readouterr().out
