@@ -131,7 +131,7 @@ class _Imports:
                 if names:
                     self.edges.append((base, tuple(names), node.lineno))
             elif isinstance(node, ast.Call) and (dynamic := _dynamic_import(node)) is not None:
-                self.edges.append((*dynamic, node.lineno))
+                self.edges.append((dynamic, (), node.lineno))
 
     def _absolute(self, node: ast.ImportFrom) -> str:
         if not node.level:
@@ -166,16 +166,14 @@ class _Imports:
 DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
 
 
-def _dynamic_import(call: ast.Call) -> tuple[str, tuple[str, ...]] | None:
-    """(module, imported names) for a call that imports a literal module name, else None."""
+def _dynamic_import(call: ast.Call) -> str | None:
+    """The module a call imports by a literal name, else None."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if name not in DYNAMIC_IMPORTS or not call.args:
         return None
-    args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in call.args[:2]]
-    if args[0] is None:
-        return None
-    return args[0], ()
+    first = call.args[0]
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
 
 
 def _owner(module: str, known: dict[str, Module]) -> str:

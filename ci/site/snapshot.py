@@ -22,7 +22,7 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -291,6 +291,7 @@ def _versions_of(lengths: list[list[Any]]) -> list[str | None]:
 _Read = tuple[dict[tuple[str, str], "_Stats"], dict[str, list[tuple[str, str]]], dict[str, list[str]]]
 
 
+@runtime_checkable
 class ColumnStore(HistoryStore, Protocol):
     """A store the snapshot reads as columns (`_from_columns`): one that keeps the history detector's
     states (`ci.records.HistoryStore`, i.e. `ci.store.Store`), and its runs' recorded environments."""
@@ -298,13 +299,6 @@ class ColumnStore(HistoryStore, Protocol):
     def run_environments(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Run key -> the environment its run recorded, as (name, value) pairs."""
         ...
-
-
-def _keeps_states(store: StoreReader) -> TypeGuard[ColumnStore]:
-    """Whether `store` keeps the history detector's states (its `series_columns`, `change_point_states`
-    and `save_change_point_states`: `ci.store.Store`); such a store serves its runs' environments too."""
-    names = ("series_columns", "change_point_states", "save_change_point_states")
-    return all(callable(getattr(store, name, None)) for name in names)
 
 
 def _read_columns(hists: list[MachineHistory], cache: ColumnsCache | None) -> _Read:
@@ -494,7 +488,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         baseline_sha = resolve_sha(commits, baseline_sha)
     machines = sorted(store.machines(), key=lambda m: m.name)
 
-    columnar = store if _keeps_states(store) else None
+    columnar = store if isinstance(store, ColumnStore) else None
     stored = _stored_change_points(columnar, branch, floor_for) if columnar is not None else None
     kept = None
     if columnar is not None:  # a ci.store.Store: its results as columns, no record per result
@@ -558,7 +552,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
 def _stored_change_points(store: HistoryStore, branch: str | None, floor_for: Callable[[str], float] | None = None
                           ) -> dict[tuple[str, str], list[ChangePoint]]:
     """Every series' change points from `ci.verdicts.detect_all` over a store that keeps the
-    detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`: `_keeps_states`), by (series
+    detector's states (`ci.records.HistoryStore`, i.e. `ci.store.Store`: a `ColumnStore`), by (series
     key, machine); a store without them is not asked (each series is then computed from its results).
 
     `detect_all` reads only the runs after its stored states and saves the extended states back, so a

@@ -157,9 +157,8 @@ def lasts(s: Series, k: int, factor: float, width: int = 5) -> bool:
     """Whether the series with the step injected at k still sits at least half the step away from
     its level before k at its newest commits (medians of `width` commits each side): a real later
     change can bring it back, and a regression the dashboard then shows fixed is shown right."""
-    levels = injected(s, k, factor).levels
-    before = float(np.median(levels[max(0, k - width):k]))
-    end = float(np.median(levels[max(k, levels.size - width):]))
+    before = float(np.median(s.levels[max(0, k - width):k]))
+    end = float(np.median(s.levels[max(k, s.n - width):])) * factor  # the injected step scales commits k..
     return math.log(end / before) / math.log(factor) >= 0.5
 
 
