@@ -66,6 +66,11 @@ from tools.e2e_report import serving_table, target_rows, targets_table, throughp
 from tools.e2e_stats import BUDGET_MAX, BUDGET_MIN, budget_options, image_size, measure_tokens
 
 
+def _no_fusion_weights(stage: int, valid: torch.Tensor, attn: object) -> None:
+    """`Pruner.fusion_weights` that gives none: the model builds the fused token on the dense view."""
+    return None
+
+
 class ModelCache:
     """Backbones per model and bound (calibrated) pruners per (model, pruner), built once, kept on the
     GPU in fp16; `make` wraps them in a fresh PrunedDeiT per configuration (what `build_pruned_model`
@@ -81,17 +86,22 @@ class ModelCache:
         eager_numerics: see `CompiledPrunedModel`.
         ats_tiles: ATS's fused kernels compare their targets in tiles (`ATSPruner(search=False)`), the
             default before 2026-12-05; the binary search otherwise.
+        evit_dense_view: EViT's fused token from a dense view of the tokens (`extra_token`, the path of
+            every backend before 2026-12-02) instead of the pack kernel summing it as it packs; the same
+            decisions and packings, the same logits up to rounding. For timing that change on its own.
     """
 
     def __init__(self, budget: float, device: str = "cuda", dtype: torch.dtype = torch.float16,
                  calibrated_capacity: bool = False, same_decisions: bool = True,
-                 compile_mode: str | None = None, eager_numerics: bool = True, ats_tiles: bool = False) -> None:
+                 compile_mode: str | None = None, eager_numerics: bool = True, ats_tiles: bool = False,
+                 evit_dense_view: bool = False) -> None:
         self.budget, self.device, self.dtype = budget, device, dtype
         self.calibrated_capacity = calibrated_capacity
         self.same_decisions = same_decisions
         self.compile_mode = compile_mode
         self.eager_numerics = eager_numerics
         self.ats_tiles = ats_tiles
+        self.evit_dense_view = evit_dense_view
         self.decisions: dict[tuple, list[torch.Tensor]] = {}
         self.references: dict[tuple, torch.Tensor] = {}
         self.backbones: dict[str, torch.nn.Module] = {}
@@ -107,6 +117,8 @@ class ModelCache:
             if self.ats_tiles and pruner_name == "ats":
                 options["search"] = False
             pr = None if pruner_name is None else create_pruner(pruner_name, **options)
+            if self.evit_dense_view and pruner_name == "evit":
+                pr.fusion_weights = _no_fusion_weights  # the model then fuses on the dense view
             built = build_pruned_model(model_name, pr, "dense" if pr is None else "reference")
             if model_name not in self.backbones:
                 self.backbones[model_name] = built.backbone.to(self.device, self.dtype)
@@ -315,6 +327,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ats-tiles", action="store_true",
                     help="ATS's fused kernels compare every CDF target with every score in tiles (the default "
                     "before 2026-12-05) instead of the binary search; same decisions")
+    ap.add_argument("--evit-dense-view", action="store_true",
+                    help="EViT's fused token from a dense view of the tokens (the path before 2026-12-02) "
+                    "instead of the pack kernel; same decisions and packings")
     ap.add_argument("--own-decisions", action="store_true", help="every backend takes its own keep decisions")
     ap.add_argument("--time-box", type=_positive_seconds, default=None, metavar="SECONDS",
                     help="start no configuration once SECONDS have passed (the running one finishes, then the "
@@ -348,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER)
     cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity,
                        same_decisions=not args.own_decisions, compile_mode=args.compile_mode,
-                       eager_numerics=not args.fast_numerics, ats_tiles=args.ats_tiles)
+                       eager_numerics=not args.fast_numerics, ats_tiles=args.ats_tiles,
+                       evit_dense_view=args.evit_dense_view)
     timing.warm_up_device(torch)
     res = run_plan(
         configs,

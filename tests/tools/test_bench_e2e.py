@@ -166,6 +166,30 @@ def test_model_cache_calibrated_capacity_caps_threshold_l2_only():
 
 @torch.no_grad()
 @pytest.mark.slow
+def test_evit_dense_view_takes_the_dense_view_path_with_the_same_packings(monkeypatch):
+    """--evit-dense-view: EViT's fused token built on the dense view (the path before 2026-12-02) on the
+    triton backend, where the pack kernel writes it by default; same packings, same logits up to rounding."""
+    from pruners.model import PrunedDeiT
+
+    calls = []
+    real = PrunedDeiT._with_extra_token
+    monkeypatch.setattr(PrunedDeiT, "_with_extra_token", lambda self, *a: calls.append(1) or real(self, *a))
+    x = synthetic_images(2, 224, seed=3)
+    outs, logs = [], []
+    for dense_view in (False, True):
+        cache = ModelCache(0.5, device="cpu", dtype=torch.float32, evit_dense_view=dense_view)
+        _, inner = cache.make(Config(TINY, "evit", 2, "triton"))
+        calls.clear()
+        with inner.packing_log() as log:
+            outs.append(inner(x))
+        logs.append(log.lengths())
+        assert len(calls) == (3 if dense_view else 0)  # EViT's three stages
+    assert logs[0] == logs[1]
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=1e-4)
+
+
+@torch.no_grad()
+@pytest.mark.slow
 def test_calibrated_capacity_sizes_a_batch_below_batch_times_the_cap():
     """max_keep="calibrate": a batch's packed buffer is B + the batch budget rows, below B x the
     per-image bound; the budget binds only on overflow, so a batch like the calibration images keeps
