@@ -38,7 +38,8 @@ from scipy import special, stats
 # version are ignored (recomputed), never read.
 # 3: steps judged within `span` commits of them, excursions that revert not reported (2026-12-05).
 # 4: a step no larger than the series' recurring flips needs `flip_pvalue` (2026-12-05).
-ALGORITHM = "windowed-pelt-4"
+# 5: where the rank test cannot reach `max_pvalue` (short sides), the series' noise model decides (2026-12-05).
+ALGORITHM = "windowed-pelt-5"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -159,6 +160,7 @@ class Knobs:
     span: int = 0  # commits each side of a step that its test reads (0: up to the neighbouring steps)
     revert: int = 0  # a step undone within this many commits is an excursion, not reported (0: off)
     flip_pvalue: float = 0.0  # p-value a step no larger than the series' recurring flips must reach (0: off)
+    noise_test: bool = False  # sides too short for the rank test: a z-test against the series' noise
 
 
 def log_comb(n: int, k: int) -> float:
@@ -263,6 +265,33 @@ def flip_size(y: np.ndarray, sigma: float, within: int) -> tuple[float, int]:
         return 0.0, 0
     dist = [median(np.abs(z[a:b])) for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
     return float(np.median(dist)), int(length[keep].max())
+
+
+def noise_pvalue(log_ratio: float, m: int, n: int, sigma: float) -> float:
+    """Two-sided p of a step of `log_ratio` between the medians of m and n per-commit log levels
+    whose commit-to-commit noise is `sigma` (`robust_sigma` of the whole series): a z-test with the
+    variance of a median of normal values, (pi / 2) sigma^2 / m (larger than the exact variance of a
+    median of 3 to 9 values, so conservative there). 1.0 without noise to judge by (sigma <= 0).
+
+    The rank test's smallest two-sided p is 2 / C(m + n, m): 0.057 for 3 commits against 4, so a
+    step 4 commits after another (or 3 before the series' end, against a short side) could not be
+    reported before 6 commits had followed it, however clear. The series' history measures its
+    noise over all its commits; a step many of those sigmas high is then clear on 3 commits.
+
+    Args:
+        log_ratio: log of the ratio of the two sides' median levels.
+        m, n: commits on each side, >= 1.
+        sigma: the series' commit-to-commit noise, log scale.
+
+    Returns:
+        The p-value in [0, 1].
+    """
+    if not sigma > 0 or math.isnan(log_ratio):
+        return 1.0
+    if math.isinf(log_ratio):
+        return 0.0
+    se = sigma * math.sqrt(math.pi / 2 * (1.0 / m + 1.0 / n))
+    return float(min(1.0, 2.0 * special.ndtr(-abs(log_ratio) / se)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -475,7 +504,11 @@ class SeriesState:
         min_log = math.log1p(max(k.floor, k.noise_k * sigma))
         bkps = list(bkps)
         span = k.span or n
-        flip, run = flip_size(y, sigma, span) if k.flip_pvalue else (0.0, 0)
+        flips = flip_size(y, sigma, span)[0] if k.flip_pvalue or k.noise_test else 0.0
+        flip = flips if k.flip_pvalue else 0.0
+        # The noise model is one Gaussian sigma: a series that flips between levels (shared runners'
+        # regimes) is not described by it, and keeps the rank test alone.
+        noise_test = k.noise_test and flips == 0.0 and sigma > 0
         while True:
             bounds = [0, *bkps, n]
             tested, keys = [], []
@@ -489,6 +522,11 @@ class SeriesState:
                 if got is None:
                     got = self._test(y, *key)
                 used[key] = got
+                if noise_test and got[1] >= k.max_pvalue and smallest_p_at_least(mid - key[0], key[2] - mid,
+                                                                                   k.max_pvalue):
+                    # Sides too short for the rank test to reach max_pvalue: the series' noise model
+                    # decides (not memoised: sigma moves as the series grows).
+                    got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, sigma)))
                 tested.append(got)
                 keys.append(key)
             # A series that flips between levels (shared runners' regimes) shows runs at the other level

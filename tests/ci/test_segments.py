@@ -291,3 +291,59 @@ def test_a_step_held_longer_than_any_flip_is_found_in_a_flipping_series() -> Non
     levels[150:] = 1.75 * (1 + 0.01 * np.random.default_rng(9).standard_normal(50))  # the high level stays
     found = _steps_up(levels, HistorySettings())
     assert [s.index for s in found if abs(s.index - 150) <= 2], found
+
+
+def test_noise_pvalue_is_a_z_test_on_medians_against_the_series_noise() -> None:
+    # se = sigma * sqrt(pi / 2 * (1 / m + 1 / n)): 0.05 * sqrt(pi / 3) for 3 against 3
+    se = 0.05 * math.sqrt(math.pi / 3)
+    assert segments.noise_pvalue(0.1, 3, 3, 0.05) == pytest.approx(2 * stats.norm.sf(0.1 / se), rel=1e-12)
+    assert segments.noise_pvalue(-0.1, 3, 3, 0.05) == segments.noise_pvalue(0.1, 3, 3, 0.05)
+    assert segments.noise_pvalue(0.1, 3, 30, 0.05) < segments.noise_pvalue(0.1, 3, 3, 0.05)  # more commits
+    assert segments.noise_pvalue(0.0, 3, 3, 0.05) == 1.0
+    assert segments.noise_pvalue(0.1, 3, 3, 0.0) == 1.0  # no noise measured: nothing to judge by
+    assert segments.noise_pvalue(math.nan, 3, 3, 0.05) == 1.0
+    assert segments.noise_pvalue(math.inf, 3, 3, 0.05) == 0.0
+
+
+def _two_steps(seed: int, gap: int, after: int) -> np.ndarray:
+    """60 commits at 1.0, +30% at 60, +10% more `gap` commits later, held `after` commits; 1% noise."""
+    n = 60 + gap + after
+    levels = np.ones(n)
+    levels[60:] *= 1.3
+    levels[60 + gap:] *= 1.1
+    return levels * (1 + 0.01 * np.random.default_rng(seed).standard_normal(n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_step_four_commits_after_another_is_found_on_three_commits_by_the_noise_model(seed: int) -> None:
+    """4 commits against 3 reach p = 0.057 at best in the rank test, so a +10% step (10 sigmas) 4 commits
+    after a real step waited for 6 commits; the series' noise model judges it on 3."""
+    levels = _two_steps(seed, gap=4, after=3)
+    found = _steps_up(levels, HistorySettings())
+    assert [s.index for s in found] == [60, 64], found
+    assert [s.index for s in _steps_up(levels, HistorySettings(noise_test=False))] == [60]
+    assert [s.index for s in _steps_up(_two_steps(seed, gap=4, after=6), HistorySettings(noise_test=False))] == [60, 64]
+
+
+def test_the_noise_model_adds_no_step_to_quiet_series_or_to_series_that_flip() -> None:
+    """On steady series with 1% noise (100 of them, 120 commits each) and on series that flip between
+    levels, the noise model adds no step, up or down, that the rank test alone does not report."""
+    def steps(levels: np.ndarray, settings: HistorySettings) -> list[segments.Step]:
+        state = SeriesState(settings.knobs)
+        state.extend([(f"c{i:04d}", np.array([v])) for i, v in enumerate(levels)])
+        return state.steps
+
+    rng = np.random.default_rng(11)
+    for i in range(100):
+        levels = 1 + 0.01 * rng.standard_normal(120)
+        assert steps(levels, HistorySettings()) == steps(levels, HistorySettings(noise_test=False)), i
+    for s in range(10):
+        levels = _mixture(s)
+        assert steps(levels, HistorySettings()) == steps(levels, HistorySettings(noise_test=False)), s
+
+
+def test_noise_test_is_a_setting_in_the_fingerprint() -> None:
+    assert "noise_test=True" in HistorySettings().fingerprint
+    assert HistorySettings(noise_test=False).fingerprint != HistorySettings().fingerprint
+    with pytest.raises(ValueError, match="noise_test"):
+        HistorySettings(noise_test=1)  # type: ignore[arg-type]

@@ -163,3 +163,28 @@ def test_a_step_that_a_later_real_change_undoes_is_not_counted_as_one_that_shoul
     null = shuffled(flat, 0)
     assert sorted(null.shas) == sorted(flat.shas) and null.shas != flat.shas  # a reordering, values kept
     assert sorted(null.levels.tolist()) == sorted(flat.levels.tolist())
+
+
+def test_a_step_is_in_the_data_unless_it_is_inside_the_noise_or_a_real_change_undoes_it() -> None:
+    """`detectable`: the trials the recall is also read on. A +10% step at 20 is in a quiet series'
+    data; not where a real -10% at 20 or 21 cancels it, not in a series whose noise is 5%; a real
+    -10% 6 commits later, or a real +10% next to it, leaves it in."""
+    from tools.eval_history import detectable, make_series
+
+    bench = Benchmark("bench_k.K.time_k")
+    rng = np.random.default_rng(0)
+
+    def series(change_at: int | None, change: float = 0.9, noise: float = 0.002):
+        values = 1 + noise * rng.standard_normal(50)
+        if change_at is not None:
+            values[change_at:] *= change
+        results = [Result(bench, f"{c:040x}", "m", (float(v),) * 3) for c, v in enumerate(values)]
+        return make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)})
+
+    assert detectable(series(None), 20, 1.1, 3.0)
+    assert not detectable(series(20), 20, 1.1, 3.0)  # cancelled at its own commit
+    assert not detectable(series(21), 20, 1.1, 3.0)  # one commit at +10%, then back
+    assert not detectable(series(None, noise=0.05), 20, 1.1, 3.0)  # 10% is under 3 sigmas of 5% noise
+    assert detectable(series(26), 20, 1.1, 3.0)  # a later real change: the step held 6 commits
+    assert detectable(series(21, change=1.1), 20, 1.1, 3.0)  # the same way: nothing undone
+    assert detectable(series(21), 20, 1 / 1.1, 3.0)  # an injected improvement the real -10% continues

@@ -20,7 +20,8 @@ Definitions (what the printed numbers mean):
   first. Series with fewer than `--min-commits` commits are skipped. A series of unknown direction
   (neither declared nor implied by its unit) is never judged by the service (its steps are
   INCONCLUSIVE); its trials are counted apart.
-- Trial: one series and one step size s, on a copy. A seeded commit index k, 10 <= k <= n - 10
+- Trial: one series and one step size s, on a copy (`--trials N`: N per series and size, each at
+  its own seeded k; the first is the same for any N). A seeded commit index k, 10 <= k <= n - 10
   (n: the series' commits), and every sample of commits k..n-1 multiplied by a factor: for "+s"
   (the bad direction) 1 + s on a lower-is-better series and 1 / (1 + s) on a higher-is-better one;
   for "-s" (an improvement) the inverse. A series of unknown direction takes 1 + s (asv's reading:
@@ -32,6 +33,11 @@ Definitions (what the printed numbers mean):
   higher-is-better series it reads a regression as an improvement).
 - By chance: the same test at the same k on the un-injected series (a change point of that outcome,
   or an asv boundary of that direction, already there): the share of "found" that needs no step.
+- In the data (`detectable`): trials whose step is at least `noise_k` (3) robust sigmas of the series
+  (the detector's own size guard) and that the real series does not undo: its median level over the
+  5 commits from k does not move the other way by half the step or more against the 5 before k (a
+  real -10% at k cancels an injected +10%; a real -7% at k + 1 leaves it one commit). The found
+  share of these, for the service and asv's fit, is printed beside the share of all trials.
 - Still open: of the + trials found whose level stays up (`lasts`: at the newest 5 commits the
   injected series is still at least half the step away from its 5 commits before k; a later real
   improvement of the series can bring it back, and the dashboard then rightly shows the regression
@@ -131,6 +137,7 @@ from tools.eval_history.trials import (
     asv_jumps,
     asv_trial,
     banner_replay,
+    detectable,
     evaluate_series,
     fork_map,
     lasts,
@@ -143,7 +150,8 @@ __all__ = [
     "AB_STEP", "ASV_FACTOR", "BIG_STEP", "DEFAULT_STEPS", "EDGE", "HEADLINE_STEP", "NEAR", "REPLAY",
     "AsvPoint", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series", "SeriesOutcome", "Trial",
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
-    "asv_trial", "banner_replay", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series", "fork_map",
+    "asv_trial", "banner_replay", "detectable", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series",
+    "fork_map",
     "injected", "is_bad", "lasts", "main", "make_series", "nearest_rank", "open_regressions", "parse_steps",
     "pooled_commits",
     "read_asv_points", "read_series", "render", "scaled_points", "service_trial", "shuffled", "step_factor",
@@ -172,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=parse_steps, default=parse_steps(DEFAULT_STEPS),
                    help=f"step sizes in percent, signed (default {DEFAULT_STEPS}: + the bad direction)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trials", type=int, default=1,
+                   help="trials per series and step size, each at its own seeded commit (default 1)")
     p.add_argument("--min-commits", type=int, default=30, help="skip series with fewer commits with a value")
     p.add_argument("--max-series", type=int, default=None, help="sample this many series per machine (seeded)")
     p.add_argument("--only-steps", action="store_true",
@@ -184,11 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.min_commits < 2 * EDGE + 1:
         p.error(f"--min-commits must be >= {2 * EDGE + 1} (a step at least {EDGE} commits from either end)")
+    if args.trials < 1:
+        p.error("--trials must be >= 1")
     if args.max_series is not None and args.max_series < 1:
         p.error("--max-series must be >= 1")
     reports = []
     for d in args.results_dirs:
-        report = evaluate_dir(d, steps=args.steps, seed=args.seed, min_commits=args.min_commits,
+        report = evaluate_dir(d, steps=args.steps, seed=args.seed, trials=args.trials, min_commits=args.min_commits,
                               max_series=args.max_series, replay=not args.no_replay, only_steps=args.only_steps,
                               pairs=args.pairs, asv_conf=args.asv_conf)
         print(render(report), end="\n\n", flush=True)

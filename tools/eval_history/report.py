@@ -35,6 +35,7 @@ from tools.eval_history.trials import SeriesOutcome, evaluate_series, fork_map
 
 
 def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_commits: int, max_series: int | None,
+                 trials: int = 1,
                  replay: bool, only_steps: bool, pairs: int, asv_conf: Path | None) -> dict[str, Any]:
     """Ingest one results directory into a temporary store and measure everything; the report's numbers."""
     t0 = time.perf_counter()
@@ -52,6 +53,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
                                           seed=seed, floor_of=project.floor_for)
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
+                                                  trials_per_step=trials,
                                                   real=not only_steps, settings=settings), series)
             t2 = time.perf_counter()
             ab = PairsOutcome()
@@ -72,8 +74,8 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         "series_judged": sum(s.judged for s in series),
         "series_unknown_direction": sum(not s.judged for s in series),
         "skipped": skipped,
-        "settings": {"steps": list(steps), "seed": seed, "min_commits": min_commits, "max_series": max_series,
-                     "replay": replay, "only_steps": only_steps, "pairs": pairs},
+        "settings": {"steps": list(steps), "seed": seed, "trials": trials, "min_commits": min_commits,
+                     "max_series": max_series, "replay": replay, "only_steps": only_steps, "pairs": pairs},
         "pairs": vars(ab),
         "seconds": {"read": t1 - t0, "series": t2 - t1, "pairs": ab.seconds, "total": time.perf_counter() - t0},
     })
@@ -127,6 +129,9 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
                 "not_flagged": sum(d == math.inf for d in delays),
                 "short_replay": sum(t.after < REPLAY for t in ts),
                 "asv_found": sum(t.asv_found for t in ts), "asv_listed": sum(t.asv_listed for t in ts),
+                "detectable": sum(t.detectable for t in ts),
+                "found_detectable": sum(t.found and t.detectable for t in ts),
+                "asv_found_detectable": sum(t.asv_found and t.detectable for t in ts),
                 "asv_delay_median": nearest_rank(asv_delays, 0.5), "asv_delay_p90": nearest_rank(asv_delays, 0.9),
                 "asv_not_flagged": sum(d == math.inf for d in asv_delays),
             }
@@ -220,6 +225,10 @@ def render(report: dict[str, Any]) -> str:
                          _pct(hs["still_open"], hs.get("found_lasting", hs["found"])),
                          f"— (listed by detect_regressions: {_pct(hs['asv_listed'], hs['trials'])} of all "
                          f"{_step(head)} steps)"))
+        rows.append((f"…found, of the {_pct(hs['detectable'], hs['trials'])} that are in the data (at least "
+                     f"{HistorySettings().noise_k:g} robust sigmas, not undone by a real change within "
+                     f"±{NEAR} commits)", _pct(hs["found_detectable"], hs["detectable"]),
+                     _pct(hs["asv_found_detectable"], hs["detectable"])))
         if replay:
             rows.append((f"median / 90th-percentile delay before the first flag, {_step(head)}", *delays("judged")))
         if real_too:
@@ -318,7 +327,8 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"- asv regression threshold(s): {', '.join(f'{x:g}' for x in report['asv_thresholds']) or 'n/a'} "
                  f"({report['asv_conf'] or 'no asv.conf.json: asv default'}); the service's: "
                  f"{', '.join(f'{x:g}' for x in report.get('service_floors', [])) or 'n/a'} (the same file's "
-                 f"`regressions_thresholds`, else its built-in floor); seed {sets['seed']}.")
+                 f"`regressions_thresholds`, else its built-in floor); seed {sets['seed']}, "
+                 f"{sets.get('trials', 1)} trial(s) per series and step size.")
     lines.append(f"- Wall time: {sec['total']:.1f} s (ingest and read {sec['read']:.1f} s, series "
                  f"{sec['series']:.1f} s, pairs {sec['pairs']:.1f} s).")
     return "\n".join(lines)

@@ -162,6 +162,20 @@ def lasts(s: Series, k: int, factor: float, width: int = 5) -> bool:
     return math.log(end / before) / math.log(factor) >= 0.5
 
 
+def detectable(s: Series, k: int, factor: float, noise_k: float) -> bool:
+    """Whether the step injected at k is there to be found in the data: at least `noise_k` robust
+    sigmas of the series' commit-to-commit noise (the detector's own size guard), and not undone by
+    the real series, whose median level over the 2 x NEAR + 1 commits from k must not move the other
+    way by half the step or more against the same number of commits before k (a real -7% at k + 1
+    leaves +10% on one commit and +3% after it; a real -10% at k cancels it)."""
+    step = math.log(factor)
+    if abs(step) < noise_k * robust_sigma(np.log(s.levels)):
+        return False
+    width = 2 * NEAR + 1
+    real = math.log(float(np.median(s.levels[k:k + width])) / float(np.median(s.levels[max(0, k - width):k])))
+    return not (real * step < 0 and abs(real) >= 0.5 * abs(step))
+
+
 @dataclass
 class Trial:
     """One (series, step) trial's outcome for the service and for asv."""
@@ -179,6 +193,7 @@ class Trial:
     chance: bool  # the un-injected series already has such a change point within +-NEAR of k
     asv_chance: bool  # asv's fit of the un-injected series already has such a boundary there
     lasting: bool = True  # the level at the newest commits is still at least half the step away (`lasts`)
+    detectable: bool = True  # `detectable`: large enough against the noise, not undone by the real series
 
 
 @dataclass
@@ -208,27 +223,30 @@ class SeriesOutcome:
     null_asv_regressions: int = 0
 
 
-def trial_k(seed: int, s: Series, step: float) -> int:
-    """The seeded step position of a trial: stable across runs, samples and the other step sizes."""
+def trial_k(seed: int, s: Series, step: float, trial: int = 0) -> int:
+    """The seeded step position of a trial: stable across runs, samples and the other step sizes;
+    `trial` numbers a series' trials of one step size (the first is the same for any count)."""
     ident = zlib.crc32(f"{s.machine}\0{s.benchmark.key}".encode())
-    rng = np.random.default_rng([seed, ident, int(round(step * 1000)) + 100_000])
+    key = [seed, ident, int(round(step * 1000)) + 100_000] + ([trial] if trial else [])
+    rng = np.random.default_rng(key)
     return int(rng.integers(EDGE, s.n - EDGE + 1))
 
 
 def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: bool, real: bool,
-                    settings: HistorySettings) -> SeriesOutcome:
+                    settings: HistorySettings, trials_per_step: int = 1) -> SeriesOutcome:
     """The trials of one series and, with `real`, its un-injected measures (and banner, with `replay`)."""
     cps = change_points(s.results, settings=settings, floor=s.floor)
     asv_steps = asv_fit(s.asv)
     trials = []
-    for step in steps:
-        k = trial_k(seed, s, step)
+    for step, t in ((step, t) for step in steps for t in range(trials_per_step)):
+        k = trial_k(seed, s, step, t)
         f = step_factor(s.benchmark.direction, step)
         found, still_open, delay = service_trial(s, k, f, replay=replay, settings=settings)
         a_found, a_listed, a_delay = asv_trial(s, k, f, replay=replay)
         chance = any(_right(cp, s, f > 1.0) and abs(cp.index - k) <= NEAR for cp in cps)
         trials.append(Trial(step, k, s.judged, s.n - k, found, still_open, delay, a_found, a_listed, a_delay,
-                            chance, asv_boundary_near(asv_steps, k, f > 1.0), lasting=lasts(s, k, f)))
+                            chance, asv_boundary_near(asv_steps, k, f > 1.0), lasting=lasts(s, k, f),
+                            detectable=detectable(s, k, f, settings.noise_k)))
     out = SeriesOutcome(s.benchmark.key, s.machine, s.judged, s.n, trials, positions=s.positions)
     if real:
         out.changes = list(cps)
