@@ -531,8 +531,11 @@ class SeriesState:
                 keys.append(key)
             # A series that flips between levels (shared runners' regimes) shows runs at the other level
             # by chance, and the segmentation picks exactly those runs, so their p-values are too small:
-            # a step no larger than the series' flips, with a side no longer than its longest flip, needs
-            # the stricter `flip_pvalue`. Held longer than any flip, it is judged as any step.
+            # a step no larger than 1.5 x the series' flips, with a side shorter than `span`, needs the
+            # stricter `flip_pvalue`; held `span` commits each side, it is judged as any step. (A side
+            # no longer than the series' longest flip instead: false regressions on the shuffled series
+            # 0.11 -> 0.30 per 1,000 commit-series on MetPy's history, 0.12 -> 0.40 on uxarray's, for
+            # +10% found 88.9% -> 90.2% and 86.7% -> 86.7%; 5 seeds each, 2026-12-05.)
             failing = [(p, abs(lr), i) for i, ((lr, p), key) in enumerate(zip(tested, keys, strict=True))
                        if p >= (k.flip_pvalue if abs(lr) <= FLIP_MARGIN * flip
                                 and min(key[1] - key[0], key[2] - key[1]) < span else k.max_pvalue)
