@@ -118,9 +118,18 @@ class UpsertWrites(StoreReads):
                       host=json.dumps(dict(host), sort_keys=True), **fields)  # fmt: skip
         stmt = insert_ignore(self.dialect, MachineRow.__table__)
         conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
-        row = conn.execute(select(MachineRow.id, MachineRow.asv_name).where(MachineRow.name == name)).one()
-        if row.asv_name != asv_name:  # another writer took the key meanwhile: a lost race, retried
-            raise IntegrityError("machine key taken by another writer", {"name": name}, Exception(name))
+        row = conn.execute(select(MachineRow.id, MachineRow.asv_name, MachineRow.env_name, MachineRow.host)
+                           .where(MachineRow.name == name)).one()  # fmt: skip
+        # On PostgreSQL every statement reads what other writers committed before it, so a machine
+        # of this name committed since `rows` was read makes the name chosen above stale: taken by
+        # another writer's machine (the insert did nothing), or chosen without seeing that machine,
+        # which may be this very one (a second "name #2" machine then held a copy of every run).
+        # A lost race: retried, and the retry reads that machine.
+        ours = row.asv_name == asv_name and row.env_name == machine.env_name and same_host(_host(row.host), host)
+        added = set(conn.execute(select(MachineRow.id).where(MachineRow.asv_name == asv_name)).scalars())
+        added -= {r.id for r in rows} | {row.id}
+        if not ours or added:
+            raise IntegrityError("machine added by another writer meanwhile", {"name": name}, Exception(name))
         return row.id, name
 
     @staticmethod

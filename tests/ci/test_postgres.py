@@ -16,7 +16,8 @@ from ci.ingest import ingest_results_dir
 from ci.records import Outcome, Verdict
 from ci.store import Store, head_revision
 from ci.store.models import Base
-from tests.ci.conftest import load_history, sha_for
+from ci.store.upserts import UpsertWrites
+from tests.ci.conftest import MACHINE, load_history, sha_for
 from tests.ci.data.history_reads import reads
 from tests.ci.test_ingest import _ingest_worker, overlapping_result_dirs
 
@@ -71,6 +72,71 @@ def test_concurrent_writers_postgres(pg_url, tmp_path):
     with Store(pg_url) as store:
         counts = store.counts()
     assert counts["runs"] == 12 and counts["results"] == 84 and counts["benchmarks"] == 7 and counts["commits"] == 12
+    assert counts["machines"] == 1
+
+
+def _another_runner_ingests(monkeypatch, pg_url, root, *, after_choice: bool) -> list[str]:
+    """Make another runner (its own store and connection) ingest `root`, and commit, while this one
+    creates a machine: after it read the machines of that name, before it chooses the new one's
+    name (`after_choice` False) or between that choice and its insert (True). Returns the other
+    runner's file statuses."""
+    real = UpsertWrites._free_machine_name
+    statuses: list[str] = []
+
+    def free(conn, name):
+        if statuses:  # the other runner's own machine, or this one's retry
+            return real(conn, name)
+        statuses.append("")  # before the other ingest, which calls this too
+        chosen = real(conn, name) if after_choice else None
+        with Store(pg_url) as other:
+            statuses[:] = [f.status for f in ingest_results_dir(other, root).files]
+        return chosen if after_choice else real(conn, name)
+
+    monkeypatch.setattr(UpsertWrites, "_free_machine_name", staticmethod(free))
+    return statuses
+
+
+def _runs_by_machine(url: str) -> dict[str, list[str]]:
+    """The commits of the stored runs per machine name."""
+    from sqlalchemy import select
+
+    from ci.store.models import CommitRow, MachineRow, RunRow
+
+    with Store(url) as store, store.engine.connect() as conn:
+        rows = conn.execute(select(MachineRow.name, CommitRow.sha).join(RunRow, RunRow.machine_id == MachineRow.id)
+                            .join(CommitRow, RunRow.commit_id == CommitRow.id)).all()  # fmt: skip
+        machines = [m.name for m in store.machines()]
+    return {m: sorted(sha for name, sha in rows if name == m) for m in machines}
+
+
+def test_a_machine_another_runner_commits_meanwhile_is_not_made_twice(pg_url, asv_dir, monkeypatch):
+    """Two runners ingest the same file of a new machine: the one that read no machine of the name
+    and then saw the other's committed one as a taken name made a second machine ("h200-runner #2")
+    and a second copy of the run, reported "inserted" by both. One machine, one run, inserted once."""
+    mine, theirs = asv_dir([sha_for(0)], name="mine"), asv_dir([sha_for(0)], name="theirs")
+    Store(pg_url).close()
+    other = _another_runner_ingests(monkeypatch, pg_url, theirs, after_choice=False)
+    with Store(pg_url) as store:
+        report = ingest_results_dir(store, mine)
+    assert other == ["inserted"] and [f.status for f in report.files] == ["unchanged"], report.summary()
+    assert _runs_by_machine(pg_url) == {MACHINE: [sha_for(0)]}
+
+
+def test_two_new_hosts_of_one_machine_name_at_once_stay_apart(pg_url, asv_dir, monkeypatch):
+    """Two runners on two new hosts of a stored machine name both choose "host 2" for theirs: the
+    one whose insert met the other's committed machine took that machine (the other host's) for its
+    run. Each host keeps its own machine and runs."""
+    with Store(pg_url) as store:
+        ingest_results_dir(store, asv_dir([sha_for(0)], name="first"))
+    mine = asv_dir([sha_for(1)], name="mine", host={"cpu": "AMD EPYC 7763", "ram": "64G", "num_cpu": "4"})
+    theirs = asv_dir([sha_for(2)], name="theirs", host={"cpu": "Xeon 6980P", "ram": "1T", "num_cpu": "128"})
+    other = _another_runner_ingests(monkeypatch, pg_url, theirs, after_choice=True)
+    with Store(pg_url) as store:
+        report = ingest_results_dir(store, mine)
+        cpus = {m.name: dict(m.host)["cpu"] for m in store.machines()}
+    assert other == ["inserted"] and [f.status for f in report.files] == ["inserted"], report.summary()
+    by_cpu = {cpus[m]: shas for m, shas in _runs_by_machine(pg_url).items()}
+    assert by_cpu == {"Xeon 8480": [sha_for(0)], "Xeon 6980P": [sha_for(2)], "AMD EPYC 7763": [sha_for(1)]}
 
 
 def test_concurrent_first_open_migrates_once(pg_url):
