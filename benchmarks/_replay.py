@@ -63,12 +63,17 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
         key = model_runs.key_of(case)
         model_runs.guarded(results, key, lambda case=case: compute(*case), seconds)
         model_runs.report_case(label, i, len(cases), key, seconds[key])
-    for key, entry in list(results.items()):
-        deferred = {m: v for m, v in entry.get("values", {}).items() if callable(v)}
-        if deferred:
-            model_runs.guarded(results, key, lambda entry=entry, deferred=deferred: {
-                **entry["values"], **{m: take() for m, take in deferred.items()}
-            }, seconds)  # fmt: skip
+    later = [(key, entry) for key, entry in results.items()
+             if any(callable(v) for v in entry.get("values", {}).values())]
+    for i, (key, entry) in enumerate(later, start=1):
+        deferred = {m: v for m, v in entry["values"].items() if callable(v)}
+        before = seconds.get(key, 0.0)
+        model_runs.guarded(results, key, lambda entry=entry, deferred=deferred: {
+            **entry["values"], **{m: take() for m, take in deferred.items()}
+        }, seconds)  # fmt: skip
+        # The deferred phase was ~293 s without a line on one H100 (2026-12-05): say where it is.
+        model_runs.report_case(f"{label}, measured last ({', '.join(deferred)})", i, len(later), key,
+                               seconds[key] - before)
     model_runs.report_setup(label, seconds, time.perf_counter() - t0)
     return results
 

@@ -148,8 +148,11 @@ def test_split_samples_discards_the_warm_up_group_and_records_lost_from_its_head
     assert timing.split_samples(trace[4:], 5, 1, warmup=1) is None
 
 
-def test_measure_matrix_runs_deferred_measures_after_every_case():
+def test_measure_matrix_runs_deferred_measures_after_every_case(tmp_path, monkeypatch):
     from benchmarks import _replay
+
+    setup_log = tmp_path / "setup.log"
+    monkeypatch.setenv("RAGGED_SETUP_LOG", str(setup_log))
 
     log = []
 
@@ -169,6 +172,12 @@ def test_measure_matrix_runs_deferred_measures_after_every_case():
     assert cache["p|late"] == {"values": {"time_host": [1.0], "time_gpu": [2.0]}}
     assert cache["p|early"] == {"values": {"time_host": [3.0], "time_gpu": [4.0]}}
     assert "ZeroDivisionError" in cache["p|broken"]["error"]
+    lines = setup_log.read_text().splitlines()
+    # One progress line per case, then one per case measured last (the broken one too), then the total.
+    assert [x.split(": ")[0] for x in lines[3:5]] == [
+        "[setup] measure_matrix, measured last (time_gpu) 1/2", "[setup] measure_matrix, measured last (time_gpu) 2/2"]
+    assert lines[3].split(": ")[1].startswith("p|late ") and lines[4].split(": ")[1].startswith("p|broken ")
+    assert len(lines) == 6 and lines[5].startswith("[setup] measure_matrix: 3 cases")
 
 
 @pytest.mark.gpu
