@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -143,6 +144,30 @@ def test_main_prints_a_table_and_strict_json(asv_dir, tmp_path, capsys) -> None:
     assert not math.isnan(data[0]["seconds"]["total"])
     with pytest.raises(SystemExit):
         main([str(results), "--steps", "10"])  # a size needs its sign
+
+
+def test_an_unreadable_directory_is_named_and_the_others_still_measured(asv_dir, tmp_path, capsys) -> None:
+    """A missing directory, one without benchmarks.json and one whose asv.conf.json is broken each get
+    one line on stderr and exit 2; the readable directory's table and JSON are still written."""
+    from tools.eval_history import main
+
+    results = _flat_dir(asv_dir)
+    empty = tmp_path / "empty" / "results"
+    empty.mkdir(parents=True)
+    broken = tmp_path / "broken"
+    shutil.copytree(results, broken / "results")
+    (broken / "asv.conf.json").write_text("{not json")
+    out_json = tmp_path / "eval.json"
+    args = ["--steps", "+10", "--no-replay", "--pairs", "0", "--max-series", "2", "--json", str(out_json)]
+    assert main([str(tmp_path / "missing"), str(empty), str(broken / "results"), str(results), *args]) == 2
+    captured = capsys.readouterr()
+    errors = captured.err.strip().splitlines()
+    assert len(errors) == 3 and all("not evaluated" in e for e in errors)
+    assert "not a directory" in errors[0] and "benchmarks.json" in errors[1] and "asv.conf.json" in errors[2]
+    assert captured.out.count("| | service | asv |") == 1
+    assert len(json.loads(out_json.read_text())) == 1
+    with pytest.raises(SystemExit):  # checked before minutes of work, not after
+        main([str(results), "--json", str(tmp_path / "no-such-folder" / "eval.json")])
 
 
 def test_a_step_that_a_later_real_change_undoes_is_not_counted_as_one_that_should_stay_open() -> None:

@@ -91,11 +91,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ci.ingest import AsvFormatError
+from ci.project import ConfigError
 from tools.eval_history.pairs import (
     InjectedReader,
     MachineReader,
@@ -116,6 +119,7 @@ from tools.eval_history.series import (
     NEAR,
     REPLAY,
     AsvPoint,
+    EvalInputError,
     Series,
     asv_entry_name,
     asv_thresholds,
@@ -148,7 +152,8 @@ from tools.eval_history.trials import (
 
 __all__ = [
     "AB_STEP", "ASV_FACTOR", "BIG_STEP", "DEFAULT_STEPS", "EDGE", "HEADLINE_STEP", "NEAR", "REPLAY",
-    "AsvPoint", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series", "SeriesOutcome", "Trial",
+    "AsvPoint", "EvalInputError", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series",
+    "SeriesOutcome", "Trial",
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
     "asv_trial", "banner_replay", "detectable", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series",
     "fork_map",
@@ -174,7 +179,8 @@ def parse_steps(text: str) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Measure every results directory given; print a table each; 0 when all were read."""
+    """Measure every results directory given; print a table each; 0 when all were read, 2 when one
+    could not be (its error on stderr; the others are still measured)."""
     p = argparse.ArgumentParser(prog="python -m tools.eval_history", description=__doc__.split("\n\n")[0])
     p.add_argument("results_dirs", nargs="+", type=Path, metavar="RESULTS_DIR", help="asv results directories")
     p.add_argument("--steps", type=parse_steps, default=parse_steps(DEFAULT_STEPS),
@@ -198,16 +204,25 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--trials must be >= 1")
     if args.max_series is not None and args.max_series < 1:
         p.error("--max-series must be >= 1")
-    reports = []
+    if args.json is not None and not args.json.parent.is_dir():
+        p.error(f"--json: {args.json.parent} is not a directory")
+    reports, unread = [], 0
     for d in args.results_dirs:
-        report = evaluate_dir(d, steps=args.steps, seed=args.seed, trials=args.trials, min_commits=args.min_commits,
-                              max_series=args.max_series, replay=not args.no_replay, only_steps=args.only_steps,
-                              pairs=args.pairs, asv_conf=args.asv_conf)
+        try:
+            report = evaluate_dir(d, steps=args.steps, seed=args.seed, trials=args.trials,
+                                  min_commits=args.min_commits, max_series=args.max_series,
+                                  replay=not args.no_replay, only_steps=args.only_steps, pairs=args.pairs,
+                                  asv_conf=args.asv_conf)
+        except (AsvFormatError, ConfigError, EvalInputError, OSError) as exc:
+            # One unreadable directory must not lose the others' tables: say which, go on, exit 2.
+            print(f"python -m tools.eval_history: {d}: not evaluated: {exc}", file=sys.stderr, flush=True)
+            unread += 1
+            continue
         print(render(report), end="\n\n", flush=True)
         reports.append(report)
     if args.json is not None:
         args.json.write_text(json.dumps(_plain(reports), indent=1) + "\n")
-    return 0
+    return 2 if unread else 0
 
 
 def _plain(x: Any) -> Any:

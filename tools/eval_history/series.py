@@ -80,12 +80,20 @@ def read_asv_points(results_dir: str | Path) -> dict[tuple[str, str], AsvPoint]:
     return out
 
 
+class EvalInputError(ValueError):
+    """An input of the evaluation (a results directory, its asv.conf.json) that cannot be read."""
+
+
 def asv_thresholds(conf_path: Path | None) -> Any:
     """asv publish's per-series regression threshold (`regressions_thresholds`, the largest match,
     else 0.05) as a function of the entry name; asv.conf.json is read with asv's own loader."""
     thresholds: dict[str, float] = {}
     if conf_path is not None and conf_path.is_file():
-        thresholds = asv_util.load_json(str(conf_path), js_comments=True).get("regressions_thresholds", {}) or {}
+        try:
+            conf_json = asv_util.load_json(str(conf_path), js_comments=True)
+        except (ValueError, OSError) as exc:  # json5's parse errors are ValueErrors
+            raise EvalInputError(f"{conf_path}: not a readable asv.conf.json: {exc}") from None
+        thresholds = (conf_json.get("regressions_thresholds", {}) if isinstance(conf_json, dict) else {}) or {}
     conf = types.SimpleNamespace(regressions_thresholds=thresholds)
     graph = types.SimpleNamespace(params={})
     flt = _GraphDataFilter(conf, None, {})
