@@ -604,3 +604,12 @@ def test_a_history_job_stopped_after_ingesting_loses_no_alert(toy, tmp_path, mon
     assert "closed 1 alert(s): regression on cibox" in capsys.readouterr().out
     with Store(db) as store:
         assert {a.commit_sha: a.state.value for a in store.alerts()}[line[6]] == "acknowledged"
+
+
+def test_the_suite_readme_states_the_quick_subset_the_runner_uses():
+    """benchmarks/README.md's `QUICK='...'` is what `--quick` selects (it had lost the exact tier)."""
+    from benchmarks import QUICK_REGEX
+
+    root = Path(__file__).resolve().parents[2]
+    stated = re.search(r"QUICK='([^']*)'", (root / "benchmarks" / "README.md").read_text(encoding="utf-8"))
+    assert stated is not None and stated.group(1) == QUICK_REGEX == suite_regex(root, "quick")
