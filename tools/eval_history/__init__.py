@@ -26,12 +26,13 @@ Definitions (what the printed numbers mean):
   (the bad direction) 1 + s on a lower-is-better series and 1 / (1 + s) on a higher-is-better one;
   for "-s" (an improvement) the inverse. A series of unknown direction takes 1 + s (asv's reading:
   lower is better). asv's inputs of those commits are scaled alike (value, 99 % interval, quartiles).
-- Found (the headline step's share with its 95% Wilson interval, which understates the spread where
-  one series holds several trials): `change_points` of the whole injected series holds a change point of the right outcome
-  (REGRESSED for +, IMPROVED for -; unknown direction: INCONCLUSIVE with the ratio's direction) at
-  an index within +-2 of k. asv: `detect_steps` fits a segment boundary within +-2 of k whose level
-  moves the way the values were moved (its fitted steps: asv has no direction, so on a
-  higher-is-better series it reads a regression as an improvement).
+- Found (the headline step's share with its 95% Wilson interval, which understates the spread
+  where one series holds several trials): `change_points` of the whole injected series holds a
+  change point of the right outcome (REGRESSED for +, IMPROVED for -; unknown direction:
+  INCONCLUSIVE with the ratio's direction) at an index within +-2 of k. asv: `detect_steps` fits a
+  segment boundary within +-2 of k whose level moves the way the values were moved (its fitted
+  steps: asv has no direction, so on a higher-is-better series it reads a regression as an
+  improvement).
 - By chance: the same test at the same k on the un-injected series (a change point of that outcome,
   or an asv boundary of that direction, already there): the share of "found" that needs no step.
 - In the data (`detectable`): trials whose step is at least `noise_k` (3) robust sigmas of the series
