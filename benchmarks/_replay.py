@@ -63,10 +63,9 @@ def measure_matrix(params: tuple, make_compute: Callable[[], Callable[..., dict]
         key = model_runs.key_of(case)
         model_runs.guarded(results, key, lambda case=case: compute(*case), seconds)
         model_runs.report_case(label, i, len(cases), key, seconds[key])
-    later = [(key, entry) for key, entry in results.items()
-             if any(callable(v) for v in entry.get("values", {}).values())]
-    for i, (key, entry) in enumerate(later, start=1):
-        deferred = {m: v for m, v in entry["values"].items() if callable(v)}
+    later = [(key, entry, deferred) for key, entry in results.items()
+             if (deferred := {m: v for m, v in entry.get("values", {}).items() if callable(v)})]
+    for i, (key, entry, deferred) in enumerate(later, start=1):
         before = seconds.get(key, 0.0)
         model_runs.guarded(results, key, lambda entry=entry, deferred=deferred: {
             **entry["values"], **{m: take() for m, take in deferred.items()}

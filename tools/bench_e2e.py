@@ -41,6 +41,7 @@ import os
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable
 from dataclasses import asdict
 
@@ -59,16 +60,12 @@ from pruners import (
     create_pruner,
     synthetic_images,
 )
+from pruners.base import Pruner
 from pruners.compiled import CUDAGRAPH_MODES
 from pruners.compiled import MODES as COMPILE_MODES
 from tools.e2e_plan import Config, describe_skipped, grid_configs, run_plan
 from tools.e2e_report import serving_table, target_rows, targets_table, throughput_table
 from tools.e2e_stats import BUDGET_MAX, BUDGET_MIN, budget_options, image_size, measure_tokens
-
-
-def _no_fusion_weights(stage: int, valid: torch.Tensor, attn: object) -> None:
-    """`Pruner.fusion_weights` that gives none: the model builds the fused token on the dense view."""
-    return None
 
 
 class ModelCache:
@@ -118,7 +115,8 @@ class ModelCache:
                 options["search"] = False
             pr = None if pruner_name is None else create_pruner(pruner_name, **options)
             if self.evit_dense_view and pruner_name == "evit":
-                pr.fusion_weights = _no_fusion_weights  # the model then fuses on the dense view
+                # the base class's answer, none: the model then fuses on the dense view (`extra_token`)
+                pr.fusion_weights = types.MethodType(Pruner.fusion_weights, pr)
             built = build_pruned_model(model_name, pr, "dense" if pr is None else "reference")
             if model_name not in self.backbones:
                 self.backbones[model_name] = built.backbone.to(self.device, self.dtype)

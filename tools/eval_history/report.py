@@ -36,8 +36,7 @@ from tools.eval_history.trials import SeriesOutcome, evaluate_series, fork_map
 
 
 def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_commits: int, max_series: int | None,
-                 trials: int = 1,
-                 replay: bool, only_steps: bool, pairs: int, asv_conf: Path | None) -> dict[str, Any]:
+                 replay: bool, only_steps: bool, pairs: int, asv_conf: Path | None, trials: int = 1) -> dict[str, Any]:
     """Ingest one results directory into a temporary store and measure everything; the report's numbers."""
     t0 = time.perf_counter()
     conf = asv_conf if asv_conf is not None else results_dir.parent / "asv.conf.json"
@@ -54,8 +53,8 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
                                           seed=seed, floor_of=project.floor_for)
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
-                                                  trials_per_step=trials,
-                                                  real=not only_steps, settings=settings), series)
+                                                  real=not only_steps, settings=settings,
+                                                  trials_per_step=trials), series)
             t2 = time.perf_counter()
             ab = PairsOutcome()
             if not only_steps and pairs > 0:
