@@ -1,5 +1,5 @@
 /* The series chart: uPlot (vendor/uPlot.iife.min.js, MIT) drawing a series' data file
-   (dashboard/data.py). Hover shows a run's value, spread, commit and subject; a click opens the
+   (ci/site/data.py). Hover shows a run's value, spread, commit and subject; a click opens the
    commit; dragging zooms and the buttons pick a range; "Compare parameter values" overlays the
    benchmark's other parameter points. Nothing comes from the network: the data files are scripts
    beside the pages, so a site opened from disk works too. Text from the store is inserted with
