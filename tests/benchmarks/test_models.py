@@ -188,6 +188,46 @@ def test_setup_report_names_the_slowest_cases(capsys, monkeypatch, tmp_path):
     assert line.index("k2 3.0 s") < line.index("k1")  # slowest first
 
 
+def test_end_to_end_matrix_logs_one_line_per_case(monkeypatch, tmp_path):
+    """The end-to-end matrix says where it is as it goes (470 s without a line on one H100 before), its
+    numbering counts the cases a commit cannot build, and the summary follows the last case."""
+    import contextlib
+    import types
+
+    from benchmarks import bench_end_to_end, gpu_env
+
+    fake_torch = types.SimpleNamespace(
+        float16="fp16", inference_mode=contextlib.nullcontext,
+        cuda=types.SimpleNamespace(empty_cache=lambda: None), compiler=types.SimpleNamespace(reset=lambda: None))
+
+    def build(torch, model, pruner, backend, dtype):
+        if backend == "padded_sdpa":
+            raise NotImplementedError("not at this commit")
+        return lambda x: None
+
+    monkeypatch.setattr(timing, "require_cuda", lambda: fake_torch)
+    monkeypatch.setattr(timing, "warm_up_device", lambda torch: None)
+    monkeypatch.setattr(gpu_env, "write_for_asv_run", lambda: None)
+    monkeypatch.setattr(model_runs, "images", lambda torch, batch, resolution: types.SimpleNamespace(half=lambda: "x"))
+    monkeypatch.setattr(model_runs, "build_model", build)
+    monkeypatch.setattr(bench_end_to_end, "_runner", lambda *case: (lambda: None, None))
+    monkeypatch.setattr(model_runs, "images_per_s_and_peak", lambda torch, run, batch, reps: (100.0, 1, [0.01] * reps))
+    monkeypatch.setattr(timing, "synced_calls", lambda torch, run, n: [0.001] * n)
+    monkeypatch.setenv("RAGGED_SETUP_LOG", str(tmp_path / "setup.log"))
+
+    cache = bench_end_to_end.measure_matrix(["deits224-b1"], ["ats", "evit"], ["triton", "padded_sdpa", "dense"],
+                                            ["eager", "graph"])
+    assert cache["deits224-b1|evit|padded_sdpa|graph"] == {"skip": "not at this commit"}
+    assert cache["deits224-b1|evit|dense|eager"] == cache["deits224-b1|ats|dense|eager"]  # dense: one model
+    logged = [re.sub(r" [0-9.]+ s$", "", ln) for ln in (tmp_path / "setup.log").read_text().splitlines()]
+    label = "[setup] end-to-end matrix (1 presets)"
+    assert logged[:-1] == [
+        f"{label} 1/10: deits224-b1|ats|triton|eager", f"{label} 2/10: deits224-b1|ats|triton|graph",
+        f"{label} 3/10: deits224-b1|evit|triton|eager", f"{label} 4/10: deits224-b1|evit|triton|graph",
+        f"{label} 9/10: deits224-b1|ats|dense|eager", f"{label} 10/10: deits224-b1|ats|dense|graph"]
+    assert logged[-1].startswith(f"{label}: 6 cases, ")
+
+
 def test_end_to_end_modes_skip_what_a_commit_cannot_run(monkeypatch):
     """compile is timed for triton and dense only; padded_sdpa's graph mode and every compile need the
     library's graph/compile builds, and a commit whose build refuses them skips (NotImplementedError),
