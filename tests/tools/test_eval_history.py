@@ -170,6 +170,20 @@ def test_an_unreadable_directory_is_named_and_the_others_still_measured(asv_dir,
         main([str(results), "--json", str(tmp_path / "no-such-folder" / "eval.json")])
 
 
+def test_an_asv_conf_named_but_absent_is_an_error(asv_dir, tmp_path, capsys) -> None:
+    """`--asv-conf` naming no file measured with asv's default thresholds and exited 0; it is now a
+    usage error (exit 2) naming the file, before any work, as `ci ingest --config` is."""
+    from tools.eval_history import main
+
+    missing = tmp_path / "no-such" / "asv.conf.json"
+    with pytest.raises(SystemExit) as exit_:
+        main([str(_flat_dir(asv_dir)), "--no-replay", "--asv-conf", str(missing)])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1].endswith(f"--asv-conf: {missing}: no such file")
+    assert captured.out == ""
+
+
 def test_a_step_that_a_later_real_change_undoes_is_not_counted_as_one_that_should_stay_open() -> None:
     """"Still open" is asked only of injected steps whose level stays up: a real improvement later in
     the series brings the level back, and the dashboard then rightly shows the regression fixed."""

@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-replay", action="store_true", help="skip the commit-by-commit replays (delays, banner)")
     p.add_argument("--pairs", type=int, default=100, help="adjacent commit pairs for the cross-job A/B")
     p.add_argument("--asv-conf", type=Path, default=None,
-                   help="asv.conf.json for asv's regressions_thresholds (default: RESULTS_DIR/../asv.conf.json)")
+                   help="asv.conf.json for asv's regressions_thresholds, which must exist (default: "
+                        "RESULTS_DIR/../asv.conf.json, asv's defaults where there is none)")
     p.add_argument("--json", type=Path, default=None, help="write the numbers here")
     args = p.parse_args(argv)
     if args.min_commits < 2 * EDGE + 1:
@@ -208,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--max-series must be >= 1")
     if args.json is not None and not args.json.parent.is_dir():
         p.error(f"--json: {args.json.parent} is not a directory")
+    # A file named but absent was read as none: asv's default thresholds, with exit 0 (as `ci ingest
+    # --config` and `ci dashboard --config` do, a file named must be there).
+    if args.asv_conf is not None and not args.asv_conf.is_file():
+        p.error(f"--asv-conf: {args.asv_conf}: no such file")
     reports, unread = [], 0
     for d in args.results_dirs:
         try:
