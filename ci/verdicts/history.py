@@ -93,9 +93,10 @@ class HistorySettings:
             commit-series 0.81 -> 0.12 (asv's own 0.47); MetPy's 0.13 either way (asv 0.00); +10%
             steps found 91% -> 90% and 90% -> 89% (`tools.eval_history`, 2026-12-05).
         noise_test: where a step's sides are too short for the rank test to reach `max_pvalue`
-            (2 / C(m + n, m): 3 commits against 4 reach 0.057 at best), judge it by a z-test against
-            the series' commit-to-commit noise (`robust_sigma` of its whole history;
-            `ci.verdicts.segments.noise_pvalue`); not on a series that flips between levels.
+            (2 / C(m + n, m): 3 commits against 4 reach 0.057 at best), judge it against the
+            series' commit-to-commit noise (`robust_sigma` of its whole history, a t-test whose
+            degrees of freedom grow with the series; `ci.verdicts.segments.noise_pvalue`); not on
+            a series that flips between levels.
             90th-percentile delay of +10% steps 9 -> 5 commits (uxarray's history) and 6 -> 4
             (MetPy's), false alarms on the shuffled series unchanged (`tools.eval_history`,
             2026-12-05).
