@@ -328,10 +328,6 @@ def _parse(
     commit_hash = data["commit_hash"]
     if not isinstance(commit_hash, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_hash):
         raise _Bad(f"commit_hash is not a hex commit id: {commit_hash!r:.80}")
-    # git and asv write a sha in lower case and the store finds commits by it (`Store.resolve_commit`):
-    # one spelled in capitals was a second commit beside the same one, and on PostgreSQL no command
-    # found it, typed either way (2026-12-05).
-    commit_hash = commit_hash.lower()
     env_name = data["env_name"]
     if not isinstance(env_name, str):
         raise _Bad("env_name is not a string")

@@ -78,15 +78,23 @@ class StoreReads(SeriesReads):
         if len(prefix) < 7:
             raise ValueError(f"commit {sha_or_prefix!r}: give a sha or a prefix of at least 7 characters")
         with self._read() as conn:
+            # In any case: a result file may name its commit in capitals (asv writes lower case), and the
+            # store keeps a sha as its file wrote it. SQLite's LIKE ignores ASCII case, PostgreSQL's does
+            # not: there such a commit was found by no spelling (2026-12-05).
             found = conn.execute(
-                select(CommitRow.sha).where(CommitRow.sha.startswith(prefix, autoescape=True))
+                select(CommitRow.sha).where(func.lower(CommitRow.sha).startswith(prefix, autoescape=True))
             ).scalars()
             shas = list(found.all())
         if not shas:
             raise ValueError(f"commit {sha_or_prefix!r} is not in the store")
-        if len(shas) > 1 and prefix not in shas:
+        if prefix in shas:
+            return prefix
+        exact = [s for s in shas if s.lower() == prefix]
+        if len(exact) == 1:
+            return exact[0]
+        if len(shas) > 1:
             raise ValueError(f"commit prefix {sha_or_prefix!r} is ambiguous: {', '.join(sorted(shas)[:5])}")
-        return prefix if prefix in shas else shas[0]
+        return shas[0]
 
     def machines(self) -> list[Machine]:
         """Every machine (asv machine name x environment x host, `ci.records.Machine`), by key."""
