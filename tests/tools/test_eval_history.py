@@ -227,3 +227,22 @@ def test_a_step_is_in_the_data_unless_it_is_inside_the_noise_or_a_real_change_un
     assert detectable(series(26), 20, 1.1, 3.0)  # a later real change: the step held 6 commits
     assert detectable(series(21, change=1.1), 20, 1.1, 3.0)  # the same way: nothing undone
     assert detectable(series(21), 20, 1 / 1.1, 3.0)  # an injected improvement the real -10% continues
+
+
+def test_the_targets_are_read_off_the_report_met_or_not(asv_dir) -> None:
+    """Each target is met or not on the numbers the table shows, and one the history cannot answer (no
+    suspicion to confirm) says so instead of passing."""
+    from tools.eval_history.report import render, targets
+
+    report = _evaluate(_flat_dir(asv_dir), steps=[0.1, 0.05])
+    aims = {what: (value, bar, ok) for what, value, bar, ok in targets(report)}
+    assert aims["+10% steps found within ±2 commits"] == ("100.0%", "90.0%", True)
+    assert aims["+5% steps found, at least asv's fitted steps"][2] is True
+    assert aims["…90th-percentile delay before the first flag (commits)"][2] is True
+    assert aims["suspicions later confirmed"] == ("n/a", "50.0%", None)  # a flat history raises none
+    assert aims["regressions on the un-injected series per 1,000 commit-series, at most asv's"][2] is True
+    assert "| +10% steps found within ±2 commits | 100.0% | 90.0% | met |" in render(report)
+    r = report["steps"]["judged +0.1"]
+    r["found"] = int(0.89 * r["trials"])  # under the bar, however it rounds
+    assert dict((w, ok) for w, _, _, ok in targets(report))["+10% steps found within ±2 commits"] is False
+    assert "**not met**" in render(report)

@@ -86,6 +86,14 @@ Definitions (what the printed numbers mean):
   direction) into one seeded series of known direction of the pair's head (through a reader that
   scales those samples, so `compare_commits` runs unchanged); found: the service's verdict on it is
   REGRESSED; asv marks it changed in the direction its value moved.
+- Targets (`report.targets`, the second table): the service's bars for a real history read off the
+  numbers above, each "met", "**not met**" or "cannot say here" (nothing to read it on: no
+  suspicion raised, no step of that size asked for): +10% found >= 90% and still open >= 90%,
+  delay median <= 2 and p90 <= 5, +5% found >= asv's fitted share, regressions per 1,000 <= asv's,
+  suspicions confirmed >= 50%, the banner up for suspicions alone on <= 5% of commits, fewer
+  adjacent pairs called regressed than asv's rule with the injected +10% found at least as often.
+  Read on all trials (not on those in the data); this project's verdict quality on its own samples
+  is `tools.bench_verdicts`' to show.
 """
 
 from __future__ import annotations

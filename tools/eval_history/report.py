@@ -197,8 +197,71 @@ def _step(step: float) -> str:
     return f"{step * 100:+g}%"
 
 
+# The service's targets on a real history, side by side with asv where a target names it: (what, the
+# service's value, the bar, met). Verdict quality on this project's own samples is `tools.bench_verdicts`'.
+TARGET_FOUND = 0.90  # +10% steps found within ±NEAR commits, and still shown open where the level stays up
+TARGET_DELAY = (2.0, 5.0)  # median / 90th-percentile delay before the first flag, commits
+TARGET_CONFIRMED = 0.50  # suspicions later confirmed
+TARGET_BANNER = 0.05  # commits with the overview's banner up for suspicions alone
+
+
+def targets(report: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """Each target of the service on this history: (what, the service's value, the bar it must clear,
+    met; None where this history cannot say: no series of known direction, no step size, no suspicion,
+    no replay). Rates are read on all trials, not on those whose step is in the data."""
+    sets = report["settings"]
+    st, real = report["steps"], report["real"]
+    j = real["judged"]
+    out: list[tuple[str, str, str, bool | None]] = []
+
+    def share(a: int, b: int) -> float:
+        return a / b if b else math.nan
+
+    def add(what: str, value: float, bar: float, met: bool, fmt: Any = "{:.1%}".format) -> None:
+        ok = None if math.isnan(value) or math.isnan(bar) else met
+        out.append((what, "n/a" if math.isnan(value) else fmt(value), "n/a" if math.isnan(bar) else fmt(bar), ok))
+
+    if not report["series_judged"]:
+        return out
+    if HEADLINE_STEP in sets["steps"]:
+        r = st[f"judged {HEADLINE_STEP:+g}"]
+        found = share(r["found"], r["trials"])
+        add(f"{_step(HEADLINE_STEP)} steps found within ±{NEAR} commits", found, TARGET_FOUND, found >= TARGET_FOUND)
+        still = share(r["still_open"], r.get("found_lasting", r["found"]))
+        add("…still shown open where the level stays up", still, TARGET_FOUND, still >= TARGET_FOUND)
+        if sets["replay"]:
+            for name, key, bar in (("median", "delay_median", TARGET_DELAY[0]), ("90th-percentile", "delay_p90",
+                                                                                 TARGET_DELAY[1])):
+                d = float(r[key])
+                add(f"…{name} delay before the first flag (commits)", d, bar, d <= bar, _delay)
+    if 0.05 in sets["steps"]:
+        r = st["judged +0.05"]
+        a, b = share(r["found"], r["trials"]), share(r["asv_found"], r["trials"])
+        add("+5% steps found, at least asv's fitted steps", a, b, a >= b)
+    if not sets["only_steps"]:
+        ours, theirs = share(j["regressed"], j["commits"]) * 1000, share(j["asv_regressions"], j["commits"]) * 1000
+        add("regressions on the un-injected series per 1,000 commit-series, at most asv's", ours, theirs,
+            ours <= theirs, "{:.2f}".format)
+        conf = share(j["confirmed"], j["confirmed"] + j["withdrawn"])
+        add("suspicions later confirmed", conf, TARGET_CONFIRMED, conf >= TARGET_CONFIRMED)
+        if sets["replay"]:
+            up = real["banner_up"]
+            banner = share(up["suspicion"], real["banner_commits"])
+            add("commits with the banner up for suspicions alone, at most", banner, TARGET_BANNER,
+                banner <= TARGET_BANNER)
+        ab = report["pairs"]
+        if ab["pairs"]:
+            add("adjacent real pairs called regressed by cross-job A/B, fewer than asv's rule",
+                float(ab["service_regressed"]), float(ab["asv_worse"]), ab["service_regressed"] < ab["asv_worse"],
+                "{:g}".format)
+            if ab["injected"]:
+                a, b = share(ab["service_found"], ab["injected"]), share(ab["asv_found"], ab["injected"])
+                add(f"…{_step(AB_STEP)} injected into one series found, at least as often as asv", a, b, a >= b)
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
-    """The markdown table and the counts behind it."""
+    """The markdown table, the targets and the counts behind them."""
     sets = report["settings"]
     steps, replay, real_too = sets["steps"], sets["replay"], not sets["only_steps"]
     head = HEADLINE_STEP if HEADLINE_STEP in steps else steps[0]
@@ -295,6 +358,11 @@ def render(report: dict[str, Any]) -> str:
     if not report["series_judged"]:
         lines += ["No evaluated series has a known direction: the service judges none of them better or worse.", ""]
     lines += ["| | service | asv |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows] + [""]
+    aims = targets(report)
+    if aims:
+        verdict = {True: "met", False: "**not met**", None: "cannot say here"}
+        lines += ["| target | service | bar | |", "|---|---|---|---|"]
+        lines += [f"| {what} | {value} | {bar} | {verdict[ok]} |" for what, value, bar, ok in aims] + [""]
     sk, sec = report["skipped"], report["seconds"]
     trials = ", ".join(f"{_step(x)}: {st[f'judged {x:+g}']['trials']}" for x in steps)
     utrials = ", ".join(f"{_step(x)}: {st[f'unknown {x:+g}']['trials']}" for x in steps)
