@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ci.records import Commit
+from ci.text import printable
 
 PREFIX = "raggedDashboard.put("
 # A column of a series' runs as the renderer holds it (a numpy array) or as a test writes it (a list).
@@ -35,9 +36,22 @@ Positions = Sequence[int] | np.ndarray
 Numbers = Sequence[float] | np.ndarray
 
 
+def _shown(value: Any) -> Any:
+    """Text in a data file, with its controls as escapes (`ci.text.printable`), in lists and dicts too."""
+    if type(value) is str:
+        return printable(value)
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    return value
+
+
 def wrap(key: str, payload: Any) -> str:
-    """The text of a data file: `payload` as compact JSON inside one registration call."""
-    return wrap_json(key, json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    """The text of a data file: `payload` as compact JSON inside one registration call, its texts with
+    their controls as escapes (`_shown`: the page inserts them with textContent, where a bidirectional
+    override still reorders what a reader sees)."""
+    return wrap_json(key, json.dumps(_shown(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False))
 
 
 def unwrap(text: str) -> tuple[str, Any]:
@@ -159,8 +173,11 @@ def series_json(
         A JSON object: meta's fields, then "div", "x", "v", "lo", "hi", "n" and "marks".
     """
     n = counts[0] if counts and all(c == counts[0] for c in counts) else list(counts)
+    # Names and labels are shown with textContent: their controls (bidirectional overrides) as escapes.
+    meta = {k: _shown(v) for k, v in meta.items()}
     head = json.dumps({**meta, "div": div}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    tail = json.dumps({"n": n, "marks": [list(m) for m in marks]}, ensure_ascii=False, separators=(",", ":"))
+    tail = json.dumps({"n": n, "marks": [[p, kind, printable(label)] for p, kind, label in marks]},
+                      ensure_ascii=False, separators=(",", ":"))
     xs, vs, lo, hi = arrays if arrays is not None else series_arrays(x, values, lows, highs, div)
     return f'{head[:-1]},"x":[{xs}],"v":[{vs}],"lo":[{lo}],"hi":[{hi}],{tail[1:]}'
 

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import time
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,27 @@ def test_hostile_text_is_escaped(tmp_path: Path) -> None:
     assert seen > 20
     index = (tmp_path / "index.html").read_text()
     assert 'data-machine="m&lt;script&gt;' in index  # attribute values too
+
+
+def test_control_characters_are_shown_as_escapes(tmp_path: Path) -> None:
+    """A bidirectional override reorders what a reader sees (a commit subject or a benchmark name that
+    reads as another), a terminal escape is noise: in the pages and the chart data they are escapes."""
+    store = synthetic_store(n_commits=6, n_series=4)
+    store.commit_list[-1] = replace(store.commit_list[-1], subject="fix \u202egnp.evil\x1b[31m red")
+    bench = Benchmark("bench_ctl.Ctl.time_x", (("p", "a\u202eb"),), unit="seconds")
+    store.benchmark_list.append(bench)
+    for c in store.commit_list:
+        store.result_list.append(Result(benchmark=bench, commit_sha=c.sha, machine="runner-0", samples=(1e-5, 2e-5)))
+    order = {c.sha: i for i, c in enumerate(store.commit_list)}
+    store.result_list.sort(key=lambda r: order[r.commit_sha])
+    render_site(store, tmp_path)
+    texts = {f: f.read_text(encoding="utf-8") for f in tmp_path.rglob("*") if f.suffix in (".html", ".js")}
+    assert not [f for f, t in texts.items() if "\u202e" in t or "\x1b" in t]  # no raw control anywhere
+    html_escape, json_escape = r"fix \u202egnp.evil\x1b[31m red", r"fix \\u202egnp.evil\\x1b[31m red"
+    pages = [f for f, t in texts.items() if f.suffix == ".html" and html_escape in t]
+    data = [f for f, t in texts.items() if f.suffix == ".js" and json_escape in t]
+    assert pages and data, (pages, data)
+    assert any(r"a\u202eb" in t for f, t in texts.items() if f.suffix == ".html")
 
 
 def test_rerender_is_incremental(tmp_path: Path) -> None:

@@ -8,9 +8,20 @@ import math
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from ci.text import printable
+
 # A table row of a run that failed its correctness gate, and the badge its verdict cell gets.
 FLAG = ' class="flagged"'
 FAIL_BADGE = ' <span class="badge failed">gate failed</span>'
+
+
+def shown(value: object) -> object:
+    """A value as a page shows it: text from the store with its controls (terminal escapes, bidirectional
+    overrides that reorder what a reader sees, other non-printable characters) written as visible escapes
+    (`ci.text.printable`); markup and other values as they are."""
+    if type(value) is str and not value.isprintable():
+        return printable(value)
+    return value
 
 
 def environment() -> Environment:
@@ -20,6 +31,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown,
     )
     return env
 
@@ -35,4 +47,4 @@ def pct(threshold: float) -> str:
 def esc(text: str) -> str:
     """HTML-escape text (quotes too) for rows built outside jinja; html.escape is ~5x cheaper than
     markupsafe.escape, which wraps every result in a Markup object."""
-    return html.escape(text, quote=True)
+    return html.escape(text if text.isprintable() else printable(text), quote=True)
