@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ci.text import printable
+
 # `&` too: GitHub decodes character references in plain text (`&commat;`, `&#64;`, `&#x40;`, `&period;`)
 # before it looks for mentions and links, so `&commat;octocat` mentioned @octocat (2026-12-05); escaped,
 # the reference is shown as written.
@@ -19,10 +21,16 @@ _MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!<>|~&])")
 _AUTOLINKS = re.compile(r"(@|#|:(?=//)|www(?=\.)|GH(?=-\d))", re.IGNORECASE)
 
 
+def _one_line(text: object) -> str:
+    """`text` on one line, its other controls (a bidirectional override reorders what a reader sees,
+    also inside a code span) as visible escapes (`ci.text.printable`)."""
+    return printable(str(text).replace("\r", " ").replace("\n", " "))
+
+
 def md_code(text: object) -> str:
     """`text` as an inline code span that nothing inside can close: the fence is one backtick longer
     than the longest run in it. Pipes are escaped for the table (GitHub unescapes them in code)."""
-    t = str(text).replace("\r", " ").replace("\n", " ")
+    t = _one_line(text)
     if not t.strip():
         return "—"
     fence = "`" * (max((len(run) for run in re.findall(r"`+", t)), default=0) + 1)
@@ -35,7 +43,7 @@ def md_text(text: object) -> str:
     HTML, table break or character reference: `&commat;` stays those eight characters instead of
     becoming `@`), a zero-width space after `@`, `#`, the `:` of `://`, `www` before its dot and
     `GH` before `-1` (no mention, no issue reference, no autolinked URL)."""
-    t = _MD_PUNCTUATION.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    t = _MD_PUNCTUATION.sub(r"\\\1", _one_line(text))
     return _AUTOLINKS.sub("\\1\u200b", t)
 
 

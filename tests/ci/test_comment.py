@@ -110,6 +110,15 @@ def test_cells_are_escaped() -> None:
     _tables_are_whole(body)
 
 
+def test_controls_in_contributor_text_show_as_escapes() -> None:
+    """A bidirectional override reorders what a reader sees, in a code span too (a benchmark can read as
+    another); a terminal escape is noise. Both show as escapes, in code spans and plain text alike."""
+    bench = Benchmark("s.B.time_\u202egnp", (("p", "a\x1b[31mb"),))
+    body = _render([_v("", Outcome.REGRESSED, 1.2, bench=bench)], environment={"note": "x\u2066y"})
+    assert "\u202e" not in body and "\x1b" not in body and "\u2066" not in body
+    assert "s.B.time_\\u202egnp" in body and "p=a\\x1b[31mb" in body and "x\\u2066y" in body
+
+
 def test_contributor_text_cannot_inject_markdown() -> None:
     """Names, parameters, units and machine values come from the PR's own benchmark code: a backtick
     must not close the code span, and plain text must not mention, link, embed or reference."""
