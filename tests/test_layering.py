@@ -43,8 +43,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # the project's asv.conf.json and the settings every deciding command takes from it
     "ci.project": ("ci.records", "ci.verdicts"),
     # the site (the dashboard's static HTML) over the core: the store's read side, the records, the
-    # formatter and the verdict functions; the edges below call it, the core never does
-    "ci.site": ("ci.records", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
+    # formatter, stored text made printable and the verdict functions; the edges below call it, the
+    # core never does
+    "ci.site": ("ci.records", "ci.text", "ci.format", "ci.forking", "ci.store.reads", "ci.verdicts"),
     # service edges
     "ci.outputs": ("ci.records", "ci.exit_codes", "ci.text", "ci.format", "ci.verdicts"),
     "ci.runner": (*CORE, "ci.outputs"),
