@@ -19,9 +19,7 @@ def shown(value: object) -> object:
     """A value as a page shows it: text from the store with its controls (terminal escapes, bidirectional
     overrides that reorder what a reader sees, other non-printable characters) written as visible escapes
     (`ci.text.printable`); markup and other values as they are."""
-    if type(value) is str and not value.isprintable():
-        return printable(value)
-    return value
+    return printable(value) if type(value) is str else value
 
 
 def environment() -> Environment:
@@ -47,4 +45,4 @@ def pct(threshold: float) -> str:
 def esc(text: str) -> str:
     """HTML-escape text (quotes too) for rows built outside jinja; html.escape is ~5x cheaper than
     markupsafe.escape, which wraps every result in a Markup object."""
-    return html.escape(text if text.isprintable() else printable(text), quote=True)
+    return html.escape(printable(text), quote=True)
