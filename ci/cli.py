@@ -9,11 +9,13 @@ database problem, an interrupt, or a part of the service that is not available y
     python -m ci comment [--db DB] [--config FILE] --base SHA --head SHA [--machine NAME] [--out FILE]
                          [--dashboard-url URL] [--commit-url URL] [--job-url URL]
                          [--repo OWNER/NAME --pr N [--api-url URL] [--dry-run FILE]]
+                         [--structure-only | --keep-structure] [--pr-head SHA]
     python -m ci continuous BASE [HEAD] [--repo PATH] [--cpu | --quick | -b REGEX] [--aa]
     python -m ci dashboard [--db DB] [--config FILE] --out DIR [--title T] [--base-url URL] [--baseline SHA]
                            [--branch NAME]
     python -m ci ack     [--db DB] --benchmark KEY --commit SHA --who NAME --why TEXT
     python -m ci run  (--range A..B | --commits SHA... | --since-last | --pr --base X --head Y) [--quick]
+                      [--no-exact]
     python -m ci demo [--commits N] [--cpu | --gpu]
 
 `--db` is a path (an SQLite file, default `.asv/history.sqlite`) or any SQLAlchemy URL. The
@@ -179,6 +181,9 @@ def cmd_comment(args: argparse.Namespace) -> int:
 
     if (args.repo is None) != (args.pr is None):
         raise ValueError("--repo and --pr go together (post the comment to that pull request)")
+    if args.keep_structure and args.structure_only:
+        raise ValueError("--keep-structure and --structure-only exclude each other: a job either measured the exact "
+                         "tier alone or left it to another")
     commit_url, job_url = github_urls(os.environ)
     if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
         commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
@@ -198,6 +203,13 @@ def cmd_comment(args: argparse.Namespace) -> int:
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
+    keep: Callable[[str], str] | None = None
+    if args.keep_structure:  # the exact workflow measures this head's exact tier: its section, or "pending"
+        from ci.outputs.structure import keep_section
+
+        own = body
+        keep = lambda existing: keep_section(existing, own, head)
+        body = keep("")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(body)
@@ -206,7 +218,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
             print(body)
     if args.repo is not None:
         from ci.outputs.github import post_sticky_comment as post
-        merge = None
+        merge = keep
         if args.structure_only:  # this job measured the exact tier only: the rest of the comment stays
             from ci.outputs.structure import merge_section
 
@@ -332,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--structure-only", action="store_true",
                            help="replace only the sticky comment's Structure section (a job that measured the exact "
                                 "tier alone keeps the timings another job posted)")
+            p.add_argument("--keep-structure", action="store_true",
+                           help="this job did not measure the exact tier (the exact workflow does): keep the sticky "
+                                "comment's Structure section of this head, or say it is pending")
             p.add_argument("--pr-head", help="post only if the pull request's head is this full sha (a PR number "
                                              "read from an untrusted artifact must name the measured pull request)")
             p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),

@@ -363,7 +363,7 @@ def render_comment(
         if ctx.problem:  # a check that did not run is not a pass: never "no regression"
             status, detail = "❌ Nothing was compared", md_text(ctx.problem)
         out = [MARKER, f"## {md_text(ctx.project.title)}", "", f"**{status}:** {detail}.", ""]
-        block = structure_block([row[0] for row in sections["structure"][1]], limits["structure"], n)
+        block = structure_block([row[0] for row in sections["structure"][1]], limits["structure"], n, head_sha)
         if block:
             out += [*block, ""]
         if cpu:

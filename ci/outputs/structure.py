@@ -13,6 +13,7 @@ code or escaped text, as in `ci.outputs.comment`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from ci.records import Outcome, Result, Verdict
@@ -22,6 +23,10 @@ from ci.verdicts.exact import is_exact, measure, moved_text, series_label, show
 # on a GitHub-hosted runner) replaces this part of the sticky comment and keeps the rest.
 SECTION_START = "<!-- ragged-vit-structure -->"
 SECTION_END = "<!-- /ragged-vit-structure -->"
+# The commit a section's figures are of, on the line after SECTION_START: a job that left the exact tier to
+# another workflow keeps the section only while it is of the head that job measured (`keep_section`).
+SECTION_HEAD = "<!-- ragged-vit-structure-head: {sha} -->"
+_SECTION_HEAD_RE = re.compile(r"<!-- ragged-vit-structure-head: ([0-9a-f]{7,64}) -->")
 
 
 def change_text(v: Verdict) -> str:
@@ -80,9 +85,10 @@ def structure_lines(verdicts: Sequence[Verdict], code: Callable[[object], str], 
     return out
 
 
-def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int]) -> list[str]:
+def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int], head: str | None = None) -> list[str]:
     """The comment's Structure section: a heading, one sentence of counts, the first `limit` lines and an
-    "N more" line, between the section markers; [] when no exact series was compared."""
+    "N more" line, between the section markers (with `head`, the commit the figures are of, marked after
+    the first); [] when no exact series was compared."""
     if not counts.get("exact"):
         return []
     n, changed, failed = counts["exact"], counts["exact_changed"], counts["exact_failed"]
@@ -91,13 +97,73 @@ def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int]) ->
                 + " (exact: measured without a GPU, no noise, any change is a change).")
     else:
         gist = f"All {n} exact series unchanged (launches per forward, kernel resources, kept tokens, FLOPs)."
-    body = [SECTION_START, "### Structure", "", gist]
+    body = [SECTION_START, *_head_mark(head), "### Structure", "", gist]
     shown = list(lines[:limit])
     if shown:
         body += ["", *shown]
     if len(lines) > len(shown):
         body += ["", f"_… and {len(lines) - len(shown)} more (see the dashboard or the job log)._"]
     return [*body, SECTION_END]
+
+
+def _head_mark(head: str | None) -> list[str]:
+    """The section's head mark; none for anything but a lower-case hex commit id (such a section is never
+    carried over by `keep_section`)."""
+    if head is None or not re.fullmatch(r"[0-9a-f]{7,64}", head):
+        return []
+    return [SECTION_HEAD.format(sha=head)]
+
+
+def section_of(body: str) -> str | None:
+    """The Structure section of a comment body, its markers included; None when it has none."""
+    a, b = body.find(SECTION_START), body.find(SECTION_END)
+    return body[a : b + len(SECTION_END)] if a >= 0 and b > a else None
+
+
+def section_head(section: str) -> str | None:
+    """The commit a Structure section's figures are of (`SECTION_HEAD`); None when it names none, as
+    sections posted before the mark existed."""
+    found = _SECTION_HEAD_RE.search(section)
+    return found.group(1) if found else None
+
+
+def pending_block(head: str, by: str = "the `exact` workflow") -> list[str]:
+    """The Structure section of a job that left the exact tier to another job, until that job posts its
+    own: a check that has not run yet is said to be pending, never shown as passed.
+
+    Args:
+        head: the commit this job measured (full sha).
+        by: what measures the exact tier instead (markdown).
+    """
+    return [SECTION_START, *_head_mark(head), "### Structure", "",
+            f"⏳ Not measured in this job: {by} measures the exact tier (launches, kernel resources, kept "
+            f"tokens, FLOPs) of `{head[:12]}` on a CPU runner and puts its figures here. Until it does, no "
+            "structural change of this head has been checked.", SECTION_END]
+
+
+def keep_section(existing: str, fresh: str, head: str) -> str:
+    """The sticky comment after a job that did not measure the exact tier (a pull request's GPU job; the
+    `exact` workflow measures it): `fresh`, with the Structure section `existing` holds for the same
+    `head` (posted by the exact job before this one finished), or else a pending one (`pending_block`).
+    A section of another head, or one that names no head, is never carried over: its figures would sit
+    beside timings of another commit.
+
+    Args:
+        existing: the body the sticky comment has now ("" where there is none).
+        fresh: this job's rendering; returned as it is when it has a Structure section of its own.
+        head: the commit this job measured (full sha).
+
+    Returns:
+        The body to post.
+    """
+    if section_of(fresh) is not None:
+        return fresh
+    old = section_of(existing)
+    kept = old if old is not None and section_head(old) == head else "\n".join(pending_block(head))
+    merged = merge_section(fresh, kept)
+    if merged == kept:  # `fresh` has no headline to put it under: after the whole of it
+        return f"{fresh.rstrip()}\n\n{kept}\n"
+    return merged
 
 
 def merge_section(existing: str, fresh: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -52,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="only the exact tier (benchmarks.EXACT_REGEX: launches, kernel resources, kept tokens, "
                           "FLOPs; no GPU, no timing, every value exact)")
     sel.add_argument("-b", "--bench", help="asv benchmark regex")
+    p.add_argument("--no-exact", action="store_true",
+                   help="leave the exact tier (benchmarks.EXACT_REGEX) out of the selection: a pull request's GPU job, "
+                        "whose exact tier the exact workflow measures on a CPU runner")
     p.add_argument("--dashboard", default=None, help="dashboard folder (default <repo>/.asv/dashboard; '' to skip)")
     p.add_argument("--dashboard-branch", default=None, help="only this branch's history on the dashboard")
     p.add_argument("--comment-out", default=None, help="PR comment file (--pr; default <repo>/.asv/pr-comment.md)")
@@ -67,6 +71,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock", default=os.environ.get("RAGGED_GPU_LOCK"),
                    help="lock file that jobs on this host take turns on (default $RAGGED_GPU_LOCK, else one per "
                         "checkout: <repo>/.asv/runner.lock)")
+
+
+def without(bench: str | None, exclude: str) -> str:
+    """An `asv run -b` regex for what `bench` selects (None: everything) less what `exclude` selects.
+
+    asv keeps a benchmark when `re.search(regex, name)` finds a match; both regexes keep that meaning
+    (unanchored parts match anywhere in the name, `^` at its start).
+
+    Args:
+        bench: the selection, or None for the whole suite.
+        exclude: the names to leave out.
+
+    Returns:
+        One regex: at the name's start, `exclude` found nowhere in it, then `bench` found in it.
+    """
+    for regex in (bench, exclude):
+        if regex is not None:
+            re.compile(regex)  # re.error names the bad part
+    keep = f"(?:{bench})" if bench else ""
+    return f"^(?!.*?(?:{exclude})).*?{keep}"
 
 
 def job_selection(
@@ -100,6 +124,10 @@ def job_selection(
             say(f"no GPU here: the CPU subset ({bench_option(bench)}); its timings show the pipeline, not kernel speed")
     else:
         bench = args.bench if args.bench is not None else (suite_regex(repo, "full") or None)
+    if getattr(args, "no_exact", False):
+        if getattr(args, "exact", False):
+            raise ValueError("--no-exact with --exact selects nothing")
+        bench = without(bench, suite_regex(repo, "exact"))
     db = args.db
     if db == DEFAULT_DB:
         db = str(repo / DEFAULT_DB)

@@ -211,6 +211,54 @@ def test_an_exact_only_job_replaces_the_structure_section_and_keeps_the_timings(
     assert "gpu-timing-row" not in sticky.read_text() and "164 -&gt; 163" in _html(sticky.read_text())
 
 
+def test_a_gpu_job_without_the_exact_tier_keeps_only_its_own_heads_structure_section(tmp_path, asv_dir):
+    """`ci comment --keep-structure` (the PR's GPU job, `ci run --no-exact`: exact.yml measures the exact tier
+    on a CPU runner): the sticky comment keeps the Structure section the exact job posted for the same head;
+    for any other head, or a section naming none, it says the check is pending; never figures of another
+    commit beside this one's timings. The exact job's later `--structure-only` replaces the pending one."""
+    from ci.outputs.structure import SECTION_END, SECTION_HEAD, SECTION_START
+
+    timings = [b for b in EXACT_BENCHMARKS if "time_gpu" in b["name"]]
+    root = asv_dir([sha_for(0), sha_for(1)], name="gpu", benchmarks=timings, samples=_writer(BASE), job="gha-7.1-pr/1")
+    gpu_db = str(tmp_path / "gpu.sqlite")
+    assert main(["ingest", "--db", gpu_db, str(root)]) == 0
+    sticky = tmp_path / "sticky.md"
+    gpu = ["comment", "--db", gpu_db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "acme/ragged-vit", "--pr",
+           "7", "--dry-run", str(sticky), "--keep-structure"]
+
+    def section(head: str | None, line: str) -> str:
+        mark = [SECTION_HEAD.format(sha=head)] if head else []
+        return "\n".join([SECTION_START, *mark, "### Structure", "", line, SECTION_END])
+
+    def post(existing: str) -> str:
+        sticky.write_text(existing)
+        assert main(gpu) == 0
+        return sticky.read_text()
+
+    exact_body = f"## Benchmarks\n\n**✅ exact only:** 5 series\n\n{section(sha_for(1), '- exact-figures-of-head')}\n"
+    body = post(exact_body)  # the exact job finished first, for this head: its figures stay
+    assert "exact-figures-of-head" in body and "bench_pack.PackTokens.time_gpu" in body
+    assert body.count("### Structure") == 1 and "⏳" not in body
+    for older in (section(sha_for(0), "- exact-figures-of-base"), section(None, "- exact-figures-unmarked")):
+        body = post(f"## Benchmarks\n\n**✅ no regression:** 1 series\n\n{older}\n")
+        assert "exact-figures" not in body and body.count("### Structure") == 1
+        assert "⏳ Not measured in this job" in body and sha_for(1)[:12] in body
+    assert post("").count("⏳") == 1  # no sticky comment yet
+    out = tmp_path / "out.md"
+    assert main([*gpu[:7], "--keep-structure", "--out", str(out)]) == 0
+    assert "⏳" in out.read_text() and "bench_pack.PackTokens.time_gpu" in out.read_text()
+    # Then the exact job's own section (of this head) replaces the pending one; the timings stay.
+    exact_db = _ingested(tmp_path, asv_dir, {**BASE, "track_launches": [139, 163]})
+    assert main(["comment", "--db", exact_db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "acme/ragged-vit",
+                 "--pr", "7", "--dry-run", str(sticky), "--structure-only"]) == 0
+    body = sticky.read_text()
+    assert "⏳" not in body and "164 -&gt; 163 launches" in _html(body) and body.count("### Structure") == 1
+    assert SECTION_HEAD.format(sha=sha_for(1)) in body
+    # ... and a GPU job of the same head posting after it keeps those figures.
+    assert "164 -&gt; 163 launches" in _html(post(body))
+    assert main([*gpu, "--structure-only"]) == 2  # a job either measured the exact tier alone or left it
+
+
 def test_the_demos_head_table_puts_the_exact_figures_beside_the_timings(tmp_path, asv_dir):
     from ci.outputs.structure import head_summary
 

@@ -606,6 +606,42 @@ def test_a_history_job_stopped_after_ingesting_loses_no_alert(toy, tmp_path, mon
         assert {a.commit_sha: a.state.value for a in store.alerts()}[line[6]] == "acknowledged"
 
 
+def test_no_exact_leaves_the_exact_tier_out_of_any_selection_and_keeps_the_rest(tmp_path, monkeypatch):
+    """`ci run --quick --no-exact` (a pull request's GPU job: exact.yml measures the exact tier on a CPU
+    runner) selects what the subset selects less the exact tier, read as asv reads `-b` (`re.search` on the
+    name and on the name with its parameters), for each of the suite's selections and a user's `-b`."""
+    import argparse
+
+    import ci.runner.command as command
+    from benchmarks import CPU_REGEX, EXACT_REGEX, FULL_REGEX, QUICK_REGEX
+    from ci.runner.command import without
+
+    root = Path(__file__).resolve().parents[2]
+    names = ["bench_structure.Launches.track_launches('DeiT-S', 'ATS', 'graph', 'B1')",
+             "bench_structure.KernelResources.track_spilled_bytes", "bench_attention.AttentionKernelsPR.time_gpu",
+             "bench_attention.AttentionKernels.time_gpu", "bench_pack.PackTokens.time_gpu",
+             "bench_correctness.KernelError.track_max_abs_error", "bench_correctness.ModelCorrectnessPR.track_top1",
+             "bench_end_to_end.EndToEndPR.track_images_per_second('deits224-b32', 'ats', 'triton', 'graph')",
+             "bench_end_to_end.EndToEnd.track_compile_seconds('deits224-b32', 'ats', 'triton', 'eager')",
+             "bench_attention.AttentionCPU.time_cpu", "bench_toy.Structure.time_x", "bench_structure_extra.X.time_y"]
+    for bench in (QUICK_REGEX, CPU_REGEX, FULL_REGEX, None, r"time_gpu", r"CPU\.|Launches"):
+        want = {n for n in names if (bench is None or re.search(bench, n)) and not re.search(EXACT_REGEX, n)}
+        got = {n for n in names if re.search(without(bench, EXACT_REGEX), n)}
+        assert got == want, bench
+    assert not any(re.search(without(None, "Structure"), n) for n in names if "Structure" in n)  # found anywhere
+    # Through the command line's parsing, on the repository's own suite.
+    monkeypatch.setattr(command, "has_gpu", lambda: True)
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", default=str(tmp_path / "h.sqlite"))
+    command.add_arguments(p)
+    pr = ["--pr", "--base", "a", "--head", "b"]
+    bench, _, _ = command.job_selection(p.parse_args([*pr, "--quick", "--no-exact"]), root)
+    assert bench == without(QUICK_REGEX, EXACT_REGEX) and not re.search(bench, names[0]) and re.search(bench, names[2])
+    assert command.job_selection(p.parse_args([*pr, "--quick"]), root)[0] == QUICK_REGEX
+    with pytest.raises(ValueError, match="selects nothing"):
+        command.job_selection(p.parse_args([*pr, "--exact", "--no-exact"]), root)
+
+
 def test_the_suite_readme_states_the_quick_subset_the_runner_uses():
     """benchmarks/README.md's `QUICK='...'` is what `--quick` selects (it had lost the exact tier)."""
     from benchmarks import QUICK_REGEX
