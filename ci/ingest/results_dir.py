@@ -315,9 +315,22 @@ def ingest_results_dir(
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
         notes += (shallow,)
+    if repo is None and written:
+        notes += (NO_REPO_NOTE,)
     if written:
         notes += machine_notes(machines_before, store.machines())
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
+
+
+# What an ingest without a checkout says: asv's `date` is the commit's author date (`git rev-list --format=%at`,
+# asv 0.6.6), and `asv publish` orders by git (`rev-list --all --date-order`). On MetPy's Jenkins history
+# (read 2026-12-05), a commit dated 2025-02-14 showed, in its one run, the steps its date's neighbours show only
+# from a commit dated 2025-04-29 on: it reached the branch later than its date says, and 11 series "regressed"
+# at it together in date order.
+NO_REPO_NOTE = ("note: no --repo: the commits are in the order of the dates asv recorded (each commit's author "
+                "date), not git's history as `asv publish` reads it; a commit merged long after it was written "
+                "stands where it was written, and a step it brought is shown there. Ingest again with --repo "
+                "CHECKOUT (a full clone) to order every stored commit by git.")
 
 
 def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[str, ...]:

@@ -238,10 +238,12 @@ def test_a_commit_ingested_without_git_first_gets_its_position_later_and_moves(t
     write_results(root, [second, first])  # asv's dates put `second` first
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
+    assert "no --repo: the commits are in the order of the dates asv recorded" in capsys.readouterr().err
     with Store(db) as store:
         assert [(c.sha, c.position) for c in store.commits()] == [(second, None), (first, None)]
     assert main(["ingest", "--db", db, "--repo", str(repo), str(root)]) == 0
-    assert "2 unchanged" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert "2 unchanged" in out.out and "no --repo" not in out.err
     with Store(db) as store:
         assert [(c.sha, c.position) for c in store.commits()] == [(first, 0), (second, 1)]
 
