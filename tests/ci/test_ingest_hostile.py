@@ -16,6 +16,7 @@ import pytest
 
 from ci.cli import main
 from ci.ingest import ingest_results_dir
+from ci.ingest.results_dir import NO_REPO_NOTE
 from ci.store import Store
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "recorded" / "h200-2026-11-29"
@@ -31,6 +32,11 @@ def recorded(tmp_path: Path) -> Path:
     root = tmp_path / "results"
     shutil.copytree(RECORDED, root)
     return root
+
+
+def _err_lines(err: str) -> list[str]:
+    """An ingest's stderr lines less the note every ingest without --repo prints (`NO_REPO_NOTE`)."""
+    return [line for line in err.splitlines() if line != NO_REPO_NOTE]
 
 
 def _files(root: Path, machine: str = "h200") -> list[Path]:
@@ -119,7 +125,7 @@ def test_the_cli_names_the_file_and_exits_2(tmp_path, recorded, capsys):
     CASES["date-1e300-overflow"][0](bad)
     assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 2
     captured = capsys.readouterr()
-    assert captured.err.splitlines() == [f"error: {bad}: date is 1e+300, not a millisecond timestamp between 1970 "
+    assert _err_lines(captured.err) == [f"error: {bad}: date is 1e+300, not a millisecond timestamp between 1970 "
                                          "and 2100"]
     assert "9 inserted" in captured.out and "1 errors" in captured.out
 
@@ -193,7 +199,7 @@ def test_an_irregular_benchmarks_json_is_one_line_naming_it(tmp_path, recorded, 
     db = tmp_path / "h.sqlite"
     assert main(["ingest", "--db", str(db), str(recorded)]) == 2
     captured = capsys.readouterr()
-    assert captured.err.splitlines() == [f"error: {target}: not a regular file (a FIFO); refused unread"]
+    assert _err_lines(captured.err) == [f"error: {target}: not a regular file (a FIFO); refused unread"]
     with Store(str(db)) as store:
         assert store.commits() == []
 
@@ -303,7 +309,7 @@ def test_file_names_cannot_forge_output_lines(tmp_path, recorded, capsys, name):
     (recorded / "h200" / name).write_text("{")
     assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 2
     captured = capsys.readouterr()
-    (line,) = captured.err.splitlines()
+    (line,) = _err_lines(captured.err)
     assert line.startswith('error: "') and line.endswith("not valid JSON, truncated or corrupt (Expecting property "
                                                           "name enclosed in double quotes: line 1 column 2 (char 1))")
     assert all(ch.isprintable() for ch in line)
@@ -312,7 +318,7 @@ def test_file_names_cannot_forge_output_lines(tmp_path, recorded, capsys, name):
 def test_benchmark_names_in_warnings_cannot_forge_lines(tmp_path, recorded, capsys):
     _edit(_files(recorded)[0], lambda d: d["results"].__setitem__("evil\nerror: forged", d["results"][FIRST]))
     assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 0
-    (line,) = capsys.readouterr().err.splitlines()
+    (line,) = _err_lines(capsys.readouterr().err)
     assert line.startswith("warning: ") and "'evil\\nerror: forged'" in line
 
 
