@@ -176,7 +176,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
-    from ci.outputs.comment import comment_context, comment_environment, github_urls, render_comment
+    from ci.outputs.comment import GITHUB_MAX_CHARS, comment_context, comment_environment, github_urls, render_comment
     from ci.verdicts import exit_code
 
     if (args.repo is None) != (args.pr is None):
@@ -203,13 +203,18 @@ def cmd_comment(args: argparse.Namespace) -> int:
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
-    keep: Callable[[str], str] | None = None
+    merge: Callable[[str], str] | None = None
     if args.keep_structure:  # the exact workflow measures this head's exact tier: its section, or "pending"
         from ci.outputs.structure import keep_section
 
         own = body
-        keep = lambda existing: keep_section(existing, own, head)
-        body = keep("")
+        merge = lambda existing: keep_section(existing, own, head, GITHUB_MAX_CHARS)
+        body = merge("")
+    elif args.structure_only:  # this job measured the exact tier only: the rest of the comment stays
+        from ci.outputs.structure import merge_section
+
+        own = body
+        merge = lambda existing: merge_section(existing, own, GITHUB_MAX_CHARS)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(body)
@@ -218,13 +223,19 @@ def cmd_comment(args: argparse.Namespace) -> int:
             print(body)
     if args.repo is not None:
         from ci.outputs.github import post_sticky_comment as post
-        merge = keep
-        if args.structure_only:  # this job measured the exact tier only: the rest of the comment stays
-            from ci.outputs.structure import merge_section
 
-            merge = lambda existing: merge_section(existing, body)
-        url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run, merge=merge,
-                   head_sha=args.pr_head)
+        posted: list[str] = []
+
+        def merged(existing: str) -> str:
+            assert merge is not None
+            posted.append(merge(existing))
+            return posted[-1]
+
+        url = post(args.repo, args.pr, body, api_url=args.api_url, dry_run=args.dry_run,
+                   merge=merged if merge is not None else None, head_sha=args.pr_head)
+        if args.out and posted:  # the file holds what was posted, the kept or merged parts included
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(posted[-1])
         with reader_may_leave():
             print(url)
     if comparison.problem:  # the comment's headline says it; the check fails as an error

@@ -316,7 +316,7 @@ def ingest_results_dir(
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
         notes += (shallow,)
     if repo is None and written:
-        notes += (NO_REPO_NOTE,)
+        notes += no_repo_notes(store.commits())
     if written:
         notes += machine_notes(machines_before, store.machines())
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
@@ -329,8 +329,22 @@ def ingest_results_dir(
 # at it together in date order.
 NO_REPO_NOTE = ("note: no --repo: the commits are in the order of the dates asv recorded (each commit's author "
                 "date), not git's history as `asv publish` reads it; a commit merged long after it was written "
-                "stands where it was written, and a step it brought is shown there. Ingest again with --repo "
-                "CHECKOUT (a full clone) to order every stored commit by git.")
+                "stands where it was written, and a step it brought is shown there. Ingest these files again with "
+                "--repo CHECKOUT (a full clone) to order their commits by git.")
+
+
+def no_repo_notes(commits: Sequence[Commit]) -> tuple[str, ...]:
+    """What an ingest without a checkout says of the store's order (`HISTORY_ORDER`): nothing when every
+    commit has its place in git's history (ingested with --repo before); `NO_REPO_NOTE` when none has;
+    otherwise how many commits without one sort before all those with one."""
+    loose = sum(c.position is None for c in commits)
+    if not loose:
+        return ()
+    if loose == len(commits):
+        return (NO_REPO_NOTE,)
+    return (f"note: no --repo: {loose} of the store's {len(commits)} commits have no place in git's history "
+            "(ingested without --repo) and sort before every commit that has one, in the order of the dates asv "
+            "recorded (author dates); ingest their files again with --repo CHECKOUT to order them by git.",)
 
 
 def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[str, ...]:

@@ -40,7 +40,13 @@ from ci.format import format_value
 from ci.outputs.context import CommentContext, comment_context, comment_environment, github_urls
 from ci.outputs.groups import GROUPS, group_verdicts, headline
 from ci.outputs.markdown import md_code, md_table, md_text, md_url
-from ci.outputs.structure import exact_only, structure_block, structure_counts, structure_lines
+from ci.outputs.structure import (
+    comment_head_mark,
+    exact_only,
+    structure_block,
+    structure_counts,
+    structure_lines,
+)
 from ci.records import UNKNOWN_DIRECTION, Commit, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for
 
@@ -393,7 +399,8 @@ def render_comment(
         out.append(tbl("environment") if environment else "_Not recorded._")
         if dashboard_url:
             out += ["", f"📈 [Dashboard]({md_url(dashboard_url)})"]
-        return "\n".join(out) + "\n"
+        mark = comment_head_mark(head_sha)  # the last line: the commit these timings are of
+        return "\n".join([*out, *([""] + mark if mark else [])]) + "\n"
 
     body = build()
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as

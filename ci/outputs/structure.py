@@ -27,6 +27,13 @@ SECTION_END = "<!-- /ragged-vit-structure -->"
 # another workflow keeps the section only while it is of the head that job measured (`keep_section`).
 SECTION_HEAD = "<!-- ragged-vit-structure-head: {sha} -->"
 _SECTION_HEAD_RE = re.compile(r"<!-- ragged-vit-structure-head: ([0-9a-f]{7,64}) -->")
+# The commit a whole comment's timings are of, on its last line: the exact job puts its section
+# into the sticky comment only while that comment is of the head it measured (`merge_section`).
+COMMENT_HEAD = "<!-- ragged-vit-comment-head: {sha} -->"
+_COMMENT_HEAD_RE = re.compile(r"<!-- ragged-vit-comment-head: ([0-9a-f]{7,64}) -->")
+_START_RE = re.compile(f"^{re.escape(SECTION_START)}$", re.M)
+_END_RE = re.compile(f"^{re.escape(SECTION_END)}$", re.M)
+_HEX = re.compile(r"[0-9a-f]{7,64}")
 
 
 def change_text(v: Verdict) -> str:
@@ -93,7 +100,8 @@ def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int], he
         return []
     n, changed, failed = counts["exact"], counts["exact_changed"], counts["exact_failed"]
     if changed or failed:
-        gist = (f"{changed} of {n} exact series changed" + (f"; {failed} gate(s) failed" if failed else "")
+        gist = (("❌ " if failed else "") + f"{changed} of {n} exact series changed"
+                + (f"; {failed} gate(s) failed" if failed else "")
                 + " (exact: measured without a GPU, no noise, any change is a change).")
     else:
         gist = f"All {n} exact series unchanged (launches per forward, kernel resources, kept tokens, FLOPs)."
@@ -109,21 +117,45 @@ def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int], he
 def _head_mark(head: str | None) -> list[str]:
     """The section's head mark; none for anything but a lower-case hex commit id (such a section is never
     carried over by `keep_section`)."""
-    if head is None or not re.fullmatch(r"[0-9a-f]{7,64}", head):
+    if head is None or not _HEX.fullmatch(head):
         return []
     return [SECTION_HEAD.format(sha=head)]
 
 
+def comment_head_mark(head: str) -> list[str]:
+    """The comment's last line, naming the commit its timings are of (`COMMENT_HEAD`); none for anything
+    but a lower-case hex commit id."""
+    return [COMMENT_HEAD.format(sha=head)] if _HEX.fullmatch(head) else []
+
+
+def comment_head(body: str) -> str | None:
+    """The commit a comment body is of: its last line, when that is a `COMMENT_HEAD` (contributor text
+    never ends the comment: the environment table or the dashboard link comes before the mark); None when
+    it has none, as comments posted before the mark existed."""
+    lines = body.rstrip().splitlines()
+    found = _COMMENT_HEAD_RE.fullmatch(lines[-1]) if lines else None
+    return found.group(1) if found else None
+
+
+def _span(body: str) -> tuple[int, int] | None:
+    # Markers count only as whole lines: contributor text (a parameter value in a table cell, a list item)
+    # starts its line with "|" or "- ", so it can neither open nor close a section.
+    start = _START_RE.search(body)
+    end = _END_RE.search(body, start.end()) if start else None
+    return (start.start(), end.end()) if start and end else None
+
+
 def section_of(body: str) -> str | None:
-    """The Structure section of a comment body, its markers included; None when it has none."""
-    a, b = body.find(SECTION_START), body.find(SECTION_END)
-    return body[a : b + len(SECTION_END)] if a >= 0 and b > a else None
+    """The Structure section of a comment body, its marker lines included; None when it has none."""
+    span = _span(body)
+    return body[span[0] : span[1]] if span else None
 
 
 def section_head(section: str) -> str | None:
-    """The commit a Structure section's figures are of (`SECTION_HEAD`); None when it names none, as
-    sections posted before the mark existed."""
-    found = _SECTION_HEAD_RE.search(section)
+    """The commit a Structure section's figures are of: the `SECTION_HEAD` line right after its start
+    marker; None when it names none, as sections posted before the mark existed."""
+    lines = section.splitlines()
+    found = _SECTION_HEAD_RE.fullmatch(lines[1]) if len(lines) > 1 else None
     return found.group(1) if found else None
 
 
@@ -141,7 +173,35 @@ def pending_block(head: str, by: str = "the `exact` workflow") -> list[str]:
             "structural change of this head has been checked.", SECTION_END]
 
 
-def keep_section(existing: str, fresh: str, head: str) -> str:
+def _fit(body: str, section: str, limit: int) -> str:
+    """`body`, which holds `section`, cut to `limit` characters by dropping the section's last list lines
+    for an "N more" line (the exact workflow's job summary has them all)."""
+    if len(body) <= limit:
+        return body
+    lines = section.splitlines()
+    top = next((i for i, ln in enumerate(lines) if ln == "### Structure"), 0) + 3  # marks, heading, gap, gist
+    items = [ln for ln in lines[top:-1] if ln and not ln.startswith("_… and ")]
+    room = limit - (len(body) - len(section))
+    for keep in range(len(items), -1, -1):
+        rest = len(items) - keep
+        more = [f"_… and {rest} more (see the `exact` workflow's job summary)._"] if rest else []
+        cut = "\n".join([*lines[:top], *([""] + items[:keep] if keep else []), *([""] + more if more else []),
+                         lines[-1]])
+        if len(cut) <= room:
+            return body.replace(section, cut, 1)
+    raise ValueError(f"the comment is {len(body)} characters with its Structure section; GitHub takes {limit}")
+
+
+def _insert(body: str, section: str) -> str:
+    """`section` under `body`'s headline (its first `**...:**` line), or after the whole of it."""
+    lines = body.splitlines()
+    heading = next((i for i, ln in enumerate(lines) if ln.startswith("**") and ":**" in ln), None)
+    if heading is None:
+        return f"{body.rstrip()}\n\n{section}\n"
+    return "\n".join([*lines[: heading + 1], "", section, *lines[heading + 1 :]]) + "\n"
+
+
+def keep_section(existing: str, fresh: str, head: str, limit: int) -> str:
     """The sticky comment after a job that did not measure the exact tier (a pull request's GPU job; the
     `exact` workflow measures it): `fresh`, with the Structure section `existing` holds for the same
     `head` (posted by the exact job before this one finished), or else a pending one (`pending_block`).
@@ -152,6 +212,8 @@ def keep_section(existing: str, fresh: str, head: str) -> str:
         existing: the body the sticky comment has now ("" where there is none).
         fresh: this job's rendering; returned as it is when it has a Structure section of its own.
         head: the commit this job measured (full sha).
+        limit: the most characters the body may have (GitHub's limit); a kept section's last lines give
+            way to an "N more" line.
 
     Returns:
         The body to post.
@@ -160,36 +222,32 @@ def keep_section(existing: str, fresh: str, head: str) -> str:
         return fresh
     old = section_of(existing)
     kept = old if old is not None and section_head(old) == head else "\n".join(pending_block(head))
-    merged = merge_section(fresh, kept)
-    if merged == kept:  # `fresh` has no headline to put it under: after the whole of it
-        return f"{fresh.rstrip()}\n\n{kept}\n"
-    return merged
+    return _fit(_insert(fresh, kept), kept, limit)
 
 
-def merge_section(existing: str, fresh: str) -> str:
-    """The sticky comment after a job that measured only the exact tier: `fresh`'s Structure section in place
-    of `existing`'s (or after its heading, when it has none), the rest of `existing` kept. `fresh` whole when
-    `existing` is empty or carries no heading to keep.
+def merge_section(existing: str, fresh: str, limit: int) -> str:
+    """The sticky comment after a job that measured only the exact tier: `fresh`'s Structure section in
+    place of `existing`'s (or under its headline), the rest of `existing` kept, when both are of the same
+    head (`comment_head`); otherwise `fresh` whole: the timings there are of another commit (an older push,
+    or one whose commit is not marked), and never sit beside this head's figures.
 
     Args:
-        existing: the body the sticky comment has now.
+        existing: the body the sticky comment has now ("" where there is none).
         fresh: the exact job's own rendering (with its section markers).
+        limit: the most characters the body may have; the section's last lines give way to fit.
 
     Returns:
         The body to post.
     """
-    start, end = fresh.find(SECTION_START), fresh.find(SECTION_END)
-    if start < 0 or end < 0:
+    section = section_of(fresh)
+    if section is None or not existing.strip():
         return fresh
-    section = fresh[start : end + len(SECTION_END)]
-    a, b = existing.find(SECTION_START), existing.find(SECTION_END)
-    if a >= 0 and b > a:
-        return existing[:a] + section + existing[b + len(SECTION_END):]
-    lines = existing.splitlines()
-    heading = next((i for i, ln in enumerate(lines) if ln.startswith("**") and ":**" in ln), None)
-    if heading is None:
+    head = comment_head(fresh)
+    if head is None or comment_head(existing) != head:
         return fresh
-    return "\n".join([*lines[: heading + 1], "", section, *lines[heading + 1 :]]) + "\n"
+    span = _span(existing)
+    merged = existing[: span[0]] + section + existing[span[1] :] if span else _insert(existing, section)
+    return _fit(merged, section, limit)
 
 
 def head_summary(head: Sequence[Result], base: Sequence[Result] = ()) -> list[str]:

@@ -86,11 +86,14 @@ def without(bench: str | None, exclude: str) -> str:
     Returns:
         One regex: at the name's start, `exclude` found nowhere in it, then `bench` found in it.
     """
-    for regex in (bench, exclude):
-        if regex is not None:
-            re.compile(regex)  # re.error names the bad part
     keep = f"(?:{bench})" if bench else ""
-    return f"^(?!.*?(?:{exclude})).*?{keep}"
+    combined = f"^(?!(?s:.*?)(?:{exclude}))(?s:.*?){keep}"  # (?s: a parameter's repr may hold a newline
+    try:
+        re.compile(combined)
+    except re.error as exc:  # e.g. a global flag such as (?i) inside: it must be scoped, (?i:...)
+        raise ValueError(f"-b {bench!r} cannot be combined with --no-exact: {exc} "
+                         "(scope its flags: (?i:...))") from None
+    return combined
 
 
 def job_selection(

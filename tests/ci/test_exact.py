@@ -190,15 +190,25 @@ def test_the_dashboard_shows_where_each_figure_moved(tmp_path, asv_dir):
 
 def test_an_exact_only_job_replaces_the_structure_section_and_keeps_the_timings(tmp_path, asv_dir):
     """`ci comment --structure-only` (the fork-safe exact workflow): the sticky comment's Structure section
-    becomes this job's, the GPU job's timings stay; rendered by GitHub's markdown, one Structure heading."""
-    from ci.outputs.structure import SECTION_END, SECTION_START
+    becomes this job's, the GPU job's timings stay; rendered by GitHub's markdown, one Structure heading.
+    Only while the sticky comment is of the head the exact job measured: timings of another commit (an
+    older push), or of an unmarked one, give way to the exact job's own comment whole."""
+    from ci.outputs.structure import COMMENT_HEAD, SECTION_END, SECTION_START
 
     db = _ingested(tmp_path, asv_dir, {**BASE, "track_launches": [139, 163]})
     sticky = tmp_path / "sticky.md"
-    gpu_body = (f"## Benchmarks\n\n**✅ no regression:** 3 series\n\n{SECTION_START}\n### Structure\n\n"
+
+    def gpu_body(head: str | None) -> str:
+        return (f"## Benchmarks\n\n**✅ no regression:** 3 series\n\n{SECTION_START}\n### Structure\n\n"
                 f"- DeiT-S ATS graph B1: 170 -> 171 launches\n{SECTION_END}\n\n| Outcome | Benchmark |\n|---|---|\n"
-                "| ✅ unchanged | gpu-timing-row |\n")
-    sticky.write_text(gpu_body)
+                "| ✅ unchanged | gpu-timing-row |\n" + (f"\n{COMMENT_HEAD.format(sha=head)}\n" if head else ""))
+
+    for other in (sha_for(0), None):
+        sticky.write_text(gpu_body(other))
+        assert main(["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "acme/ragged-vit",
+                     "--pr", "7", "--dry-run", str(sticky), "--structure-only"]) == 0
+        assert "gpu-timing-row" not in sticky.read_text() and "164 -&gt; 163" in _html(sticky.read_text())
+    sticky.write_text(gpu_body(sha_for(1)))
     args = ["comment", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--repo", "acme/ragged-vit", "--pr",
             "7", "--dry-run", str(sticky), "--structure-only"]
     assert main(args) == 0
@@ -254,9 +264,32 @@ def test_a_gpu_job_without_the_exact_tier_keeps_only_its_own_heads_structure_sec
     body = sticky.read_text()
     assert "⏳" not in body and "164 -&gt; 163 launches" in _html(body) and body.count("### Structure") == 1
     assert SECTION_HEAD.format(sha=sha_for(1)) in body
-    # ... and a GPU job of the same head posting after it keeps those figures.
+    # ... and a GPU job of the same head posting after it keeps those figures, in --out too.
     assert "164 -&gt; 163 launches" in _html(post(body))
+    sticky.write_text(body)
+    assert main([*gpu, "--out", str(out)]) == 0
+    assert out.read_text() == sticky.read_text() and "164 -&gt; 163 launches" in _html(out.read_text())
     assert main([*gpu, "--structure-only"]) == 2  # a job either measured the exact tier alone or left it
+
+
+def test_kept_sections_are_found_only_as_whole_lines_and_cut_to_githubs_limit():
+    """Markers inside contributor text (a parameter in a table cell) are no section, so the GPU job's body
+    still gets its pending one; a kept section too long for GitHub beside the timings keeps its first lines
+    and says how many more the exact workflow's job summary holds."""
+    from ci.outputs.structure import SECTION_END, SECTION_HEAD, SECTION_START, keep_section, section_of
+
+    head = sha_for(1)
+    fresh = (f"<!-- ragged-vit-bench -->\n## Benchmarks\n\n**✅ No significant performance change:** 1.\n\n"
+             f"| `p={SECTION_START}` | `{SECTION_END}` |\n")
+    assert section_of(fresh) is None
+    body = keep_section("", fresh, head, 65536)
+    assert "⏳ Not measured in this job" in body and f"| `p={SECTION_START}` |" in body
+    items = [f"- `DeiT-S ATS graph B{i}`: 164 -> 165 launches" for i in range(600)]
+    old = "\n".join([SECTION_START, SECTION_HEAD.format(sha=head), "### Structure", "", "❌ 600 of 900 exact series "
+                     "changed; 1 gate(s) failed.", "", *items, SECTION_END])
+    body = keep_section(f"x\n\n{old}\n", fresh, head, 12_000)
+    assert len(body) <= 12_000 and items[0] in body and items[-1] not in body and "❌ 600 of 900" in body
+    assert re.search(r"_… and \d+ more \(see the `exact` workflow's job summary\)\._\n" + re.escape(SECTION_END), body)
 
 
 def test_the_demos_head_table_puts_the_exact_figures_beside_the_timings(tmp_path, asv_dir):

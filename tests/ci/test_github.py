@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import traceback
 from collections.abc import Iterator
@@ -625,19 +626,34 @@ def test_posting_for_a_measured_head_only(github: FakeGitHub) -> None:
 
 
 def test_merge_replaces_only_the_structure_section_of_the_sticky_comment(github: FakeGitHub) -> None:
-    from ci.outputs.structure import SECTION_END, SECTION_START, merge_section
+    from ci.outputs.structure import COMMENT_HEAD, SECTION_END, SECTION_START, merge_section
 
+    mark = COMMENT_HEAD.format(sha="c" * 40)
     gpu = (f"{MARKER}\n## Benchmarks\n\n**✅ no regression:** 12 series\n\n{SECTION_START}\nold structure\n"
-           f"{SECTION_END}\n\n| Outcome | Benchmark |\n|---|---|\n| ✅ | gpu timing |\n")
+           f"{SECTION_END}\n\n| Outcome | Benchmark |\n|---|---|\n| ✅ | gpu timing |\n\n{mark}\n")
     _post(github, gpu, pr=7)
-    exact = f"{MARKER}\n## Benchmarks\n\n**✅ exact only:**\n\n{SECTION_START}\nnew structure\n{SECTION_END}\n"
-    _post(github, exact, pr=7, merge=lambda existing: merge_section(existing, exact))
+    exact = (f"{MARKER}\n## Benchmarks\n\n**✅ exact only:**\n\n{SECTION_START}\nnew structure\n{SECTION_END}\n"
+             f"\n{mark}\n")
+    _post(github, exact, pr=7, merge=lambda existing: merge_section(existing, exact, 65536))
     (comment,) = github.comments[7]
     assert "new structure" in comment["body"] and "old structure" not in comment["body"]
     assert "| ✅ | gpu timing |" in comment["body"] and "12 series" in comment["body"]  # the GPU job's timings stay
     # No sticky comment yet: the exact job's own body whole.
-    _post(github, exact, pr=11, merge=lambda existing: merge_section(existing, exact))
+    _post(github, exact, pr=11, merge=lambda existing: merge_section(existing, exact, 65536))
     assert github.comments[11][0]["body"] == exact
+    # A section marker inside contributor text (a table cell) is no section: the real one is replaced.
+    cell = f"| ✅ | `x{SECTION_START}` `{SECTION_END}` |"
+    _post(github, gpu.replace("| ✅ | gpu timing |", cell), pr=12)
+    _post(github, exact, pr=12, merge=lambda existing: merge_section(existing, exact, 65536))
+    body = github.comments[12][0]["body"]
+    assert cell in body and "new structure" in body and "old structure" not in body
+    # Over GitHub's limit once merged: the section's last lines give way to an "N more" line.
+    many = "\n".join(f"- line {i} {'x' * 80}" for i in range(400))
+    big = exact.replace("new structure", f"### Structure\n\ngist\n\n{many}")
+    merged = merge_section(gpu, big, 20_000)
+    assert len(merged) <= 20_000 and "- line 0 " in merged and "- line 399" not in merged
+    assert re.search(r"_… and \d+ more \(see the `exact` workflow's job summary\)\._", merged)
+    assert "| ✅ | gpu timing |" in merged
 
 
 def test_ci_comment_posts_for_the_measured_head_only(github: FakeGitHub, tmp_path, asv_dir, monkeypatch, capsys):

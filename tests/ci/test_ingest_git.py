@@ -230,7 +230,8 @@ def test_history_order_is_git_s_topology_not_the_committers_clocks(tmp_path, cap
 
 def test_a_commit_ingested_without_git_first_gets_its_position_later_and_moves(tmp_path, capsys):
     """Ingested without --repo, commits are ordered by asv's dates; the same results ingested again with
-    --repo get git's positions, and the order (the detector's too) becomes git's."""
+    --repo get git's positions, and the order (the detector's too) becomes git's. Ingest says which order
+    the store has whenever it wrote without --repo."""
     repo = _repo(tmp_path)
     first = _commit(repo, b"first\n", day=1)
     second = _commit(repo, b"second\n", day=2)
@@ -246,6 +247,17 @@ def test_a_commit_ingested_without_git_first_gets_its_position_later_and_moves(t
     assert "2 unchanged" in out.out and "no --repo" not in out.err
     with Store(db) as store:
         assert [(c.sha, c.position) for c in store.commits()] == [(first, 0), (second, 1)]
+    # Another machine's files of the same commits, without --repo: their order is git's already, no note.
+    write_results(tmp_path / "other", [first, second], machine="m2")
+    assert main(["ingest", "--db", db, str(tmp_path / "other")]) == 0
+    assert "no --repo" not in capsys.readouterr().err
+    # A new commit without --repo has no place in git's history: it sorts before both, and the note says so.
+    third = _commit(repo, b"third\n", day=3)
+    write_results(tmp_path / "third", [third])
+    assert main(["ingest", "--db", db, str(tmp_path / "third")]) == 0
+    assert "1 of the store's 3 commits have no place in git's history" in capsys.readouterr().err
+    with Store(db) as store:
+        assert [c.sha for c in store.commits()] == [third, first, second]
 
 
 def test_merged_branches_keep_first_parent_order_and_every_commit_its_ancestors_first(tmp_path, capsys):

@@ -629,6 +629,10 @@ def test_no_exact_leaves_the_exact_tier_out_of_any_selection_and_keeps_the_rest(
         got = {n for n in names if re.search(without(bench, EXACT_REGEX), n)}
         assert got == want, bench
     assert not any(re.search(without(None, "Structure"), n) for n in names if "Structure" in n)  # found anywhere
+    odd = "bench_pack.PackTokens.time_gpu('a\nb')"  # a parameter's repr with a newline in it
+    assert re.search(r"b'\)", odd) and re.search(without(r"b'\)", EXACT_REGEX), odd)
+    with pytest.raises(ValueError, match=r"cannot be combined with --no-exact.*\(\?i:"):
+        without("(?i)time_gpu", EXACT_REGEX)
     # Through the command line's parsing, on the repository's own suite.
     monkeypatch.setattr(command, "has_gpu", lambda: True)
     p = argparse.ArgumentParser()
