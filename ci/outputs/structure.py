@@ -26,14 +26,24 @@ SECTION_END = "<!-- /ragged-vit-structure -->"
 # The commit a section's figures are of, on the line after SECTION_START: a job that left the exact tier to
 # another workflow keeps the section only while it is of the head that job measured (`keep_section`).
 SECTION_HEAD = "<!-- ragged-vit-structure-head: {sha} -->"
-_SECTION_HEAD_RE = re.compile(r"<!-- ragged-vit-structure-head: ([0-9a-f]{7,64}) -->")
 # The commit a whole comment's timings are of, on its last line: the exact job puts its section
 # into the sticky comment only while that comment is of the head it measured (`merge_section`).
 COMMENT_HEAD = "<!-- ragged-vit-comment-head: {sha} -->"
-_COMMENT_HEAD_RE = re.compile(r"<!-- ragged-vit-comment-head: ([0-9a-f]{7,64}) -->")
+_HEX = "[0-9a-f]{7,64}"
 _START_RE = re.compile(f"^{re.escape(SECTION_START)}$", re.M)
 _END_RE = re.compile(f"^{re.escape(SECTION_END)}$", re.M)
-_HEX = re.compile(r"[0-9a-f]{7,64}")
+
+
+def _mark(template: str, head: str | None) -> list[str]:
+    """`template`'s line for `head` (SECTION_HEAD, COMMENT_HEAD); none for anything but a lower-case hex
+    commit id (a section or comment without one is never carried over or merged into)."""
+    return [template.format(sha=head)] if head is not None and re.fullmatch(_HEX, head) else []
+
+
+def _marked(template: str, line: str) -> str | None:
+    """The commit `line` names when it is `template`'s line, else None."""
+    found = re.fullmatch(re.escape(template).replace(re.escape("{sha}"), f"({_HEX})"), line)
+    return found.group(1) if found else None
 
 
 def change_text(v: Verdict) -> str:
@@ -105,7 +115,7 @@ def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int], he
                 + " (exact: measured without a GPU, no noise, any change is a change).")
     else:
         gist = f"All {n} exact series unchanged (launches per forward, kernel resources, kept tokens, FLOPs)."
-    body = [SECTION_START, *_head_mark(head), "### Structure", "", gist]
+    body = [SECTION_START, *_mark(SECTION_HEAD, head), "### Structure", "", gist]
     shown = list(lines[:limit])
     if shown:
         body += ["", *shown]
@@ -114,18 +124,10 @@ def structure_block(lines: Sequence[str], limit: int, counts: dict[str, int], he
     return [*body, SECTION_END]
 
 
-def _head_mark(head: str | None) -> list[str]:
-    """The section's head mark; none for anything but a lower-case hex commit id (such a section is never
-    carried over by `keep_section`)."""
-    if head is None or not _HEX.fullmatch(head):
-        return []
-    return [SECTION_HEAD.format(sha=head)]
-
-
 def comment_head_mark(head: str) -> list[str]:
     """The comment's last line, naming the commit its timings are of (`COMMENT_HEAD`); none for anything
     but a lower-case hex commit id."""
-    return [COMMENT_HEAD.format(sha=head)] if _HEX.fullmatch(head) else []
+    return _mark(COMMENT_HEAD, head)
 
 
 def comment_head(body: str) -> str | None:
@@ -133,8 +135,7 @@ def comment_head(body: str) -> str | None:
     never ends the comment: the environment table or the dashboard link comes before the mark); None when
     it has none, as comments posted before the mark existed."""
     lines = body.rstrip().splitlines()
-    found = _COMMENT_HEAD_RE.fullmatch(lines[-1]) if lines else None
-    return found.group(1) if found else None
+    return _marked(COMMENT_HEAD, lines[-1]) if lines else None
 
 
 def _span(body: str) -> tuple[int, int] | None:
@@ -155,21 +156,15 @@ def section_head(section: str) -> str | None:
     """The commit a Structure section's figures are of: the `SECTION_HEAD` line right after its start
     marker; None when it names none, as sections posted before the mark existed."""
     lines = section.splitlines()
-    found = _SECTION_HEAD_RE.fullmatch(lines[1]) if len(lines) > 1 else None
-    return found.group(1) if found else None
+    return _marked(SECTION_HEAD, lines[1]) if len(lines) > 1 else None
 
 
-def pending_block(head: str, by: str = "the `exact` workflow") -> list[str]:
-    """The Structure section of a job that left the exact tier to another job, until that job posts its
-    own: a check that has not run yet is said to be pending, never shown as passed.
-
-    Args:
-        head: the commit this job measured (full sha).
-        by: what measures the exact tier instead (markdown).
-    """
-    return [SECTION_START, *_head_mark(head), "### Structure", "",
-            f"⏳ Not measured in this job: {by} measures the exact tier (launches, kernel resources, kept "
-            f"tokens, FLOPs) of `{head[:12]}` on a CPU runner and puts its figures here. Until it does, no "
+def pending_block(head: str) -> list[str]:
+    """The Structure section of a job that left the exact tier to the `exact` workflow, for `head` (full sha),
+    until that workflow posts its own: a check that has not run yet is said to be pending, never passed."""
+    return [SECTION_START, *_mark(SECTION_HEAD, head), "### Structure", "",
+            "⏳ Not measured in this job: the `exact` workflow measures the exact tier (launches, kernel resources, "
+            f"kept tokens, FLOPs) of `{head[:12]}` on a CPU runner and puts its figures here. Until it does, no "
             "structural change of this head has been checked.", SECTION_END]
 
 
