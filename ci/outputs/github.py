@@ -59,6 +59,12 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _NEXT_RE = re.compile(r'<([^>]+)>;\s*rel="next"')
 _MAX_PAGES = 50  # 5,000 comments: a runaway Link chain stops here
 DEFAULT_DEADLINE_S = 180.0  # the whole posting; GitHub answers each request in well under a second
+# A job that posts part of the comment (`merge`) reads it back this long after writing it and puts its
+# part back where another job's write took it out: two posting jobs of one pull request (the GPU job's
+# timings, the exact workflow's Structure section) each read, merge and write in two requests, so a write
+# of the other job's that missed this one's part lands within about a second of this one's.
+SETTLE_S = 10.0
+SETTLE_ROUNDS = 3
 # A page of 100 comments of at most 65,536 characters each (up to 4 bytes each in UTF-8) is 26 MB
 # at the very most; anything larger is not a comments page.
 MAX_RESPONSE_BYTES = 32 * 2**20
@@ -454,6 +460,7 @@ def post_sticky_comment(
     deadline: float = DEFAULT_DEADLINE_S,
     merge: Callable[[str], str] | None = None,
     head_sha: str | None = None,
+    settle: float | None = None,
 ) -> str:
     """Create or update the bot's one comment on a pull request.
 
@@ -473,6 +480,10 @@ def post_sticky_comment(
             (`ci.outputs.structure.merge_section`). None: post `body` as it is.
         head_sha: post only if the pull request's head is this commit (a number that came from an
             untrusted artifact must name the pull request the trusted event says was measured).
+        settle: with `merge`, seconds after each write to read the comment back (None: `SETTLE_S`): where
+            another job's write of the same commit's comment took this job's part out (both read the
+            comment before either wrote it), `merge` is applied again, up to `SETTLE_ROUNDS` times; a
+            comment of another commit (a newer push's job wrote it) is left as it is. 0: no read-back.
 
     Returns:
         The comment's html_url (or the dry-run file's file:// URL).
@@ -499,6 +510,8 @@ def post_sticky_comment(
         raise ValueError(f"body is {len(body)} characters; GitHub accepts at most {GITHUB_MAX_CHARS}")
     if not (isinstance(deadline, int | float) and deadline > 0):
         raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+    if settle is not None and not (isinstance(settle, int | float) and not isinstance(settle, bool) and settle >= 0):
+        raise ValueError(f"settle must be a number of seconds >= 0, got {settle!r}")
     if head_sha is not None and not re.fullmatch(r"[0-9a-f]{40}", head_sha):
         raise ValueError(f"head_sha must be a full commit sha, got {head_sha!r}")
     if dry_run is not None:
@@ -514,7 +527,11 @@ def post_sticky_comment(
     try:
         if head_sha is not None:
             _check_head(client, repo, pr_number, head_sha)
-        return _post(client, repo, pr_number, body, marker, merge)
+        url, written = _post(client, repo, pr_number, body, marker, merge)
+        if merge is not None:
+            url = _settle(client, repo, pr_number, marker, merge, written, url,
+                          SETTLE_S if settle is None else settle, head_sha)
+        return url
     except GitHubError as exc:
         raise GitHubError(secret.redact(str(exc)), exc.status) from None
     except Exception as exc:  # noqa: BLE001 - see above
@@ -532,7 +549,8 @@ def _check_head(client: _Client, repo: str, pr_number: int, head_sha: str) -> No
 
 
 def _post(client: _Client, repo: str, pr_number: int, body: str, marker: str,
-          merge: Callable[[str], str] | None = None) -> str:
+          merge: Callable[[str], str] | None = None) -> tuple[str, str]:
+    """(the comment's html_url, the body written): the sticky comment created or updated, duplicates gone."""
     ours = _find_sticky_comments(client, repo, pr_number, marker)
     if merge is not None:
         body = merge(str(ours[0].get("body") or "") if ours else "")
@@ -550,7 +568,36 @@ def _post(client: _Client, repo: str, pr_number: int, body: str, marker: str,
             client.request("DELETE", f"{client.base}/repos/{repo}/issues/comments/{int(stale['id'])}")
         except GitHubError as exc:
             print(f"warning: could not delete a duplicate sticky comment: {exc}", file=sys.stderr)
-    return _server_text(str(result["html_url"]), client.token)
+    return _server_text(str(result["html_url"]), client.token), body
+
+
+def _settle(client: _Client, repo: str, pr_number: int, marker: str, merge: Callable[[str], str], written: str,
+            url: str, settle: float, head_sha: str | None) -> str:
+    """Read the sticky comment back `settle` seconds after this job wrote `written`, and write `merge` of it
+    again where another job's write took this job's part out (see `post_sticky_comment`)."""
+    from ci.outputs.structure import comment_head
+
+    for _ in range(SETTLE_ROUNDS if settle > 0 else 0):
+        if settle >= client.deadline.remaining():
+            print(f"warning: not reading the comment back: {settle:g} s would pass the posting's deadline",
+                  file=sys.stderr)
+            return url
+        time.sleep(settle)
+        ours = _find_sticky_comments(client, repo, pr_number, marker)
+        now = str(ours[0].get("body") or "") if ours else ""
+        if not ours or (len(ours) == 1 and (now == written or merge(now) == now)):
+            return url  # this job's part is there (or someone deleted the comment: not put back)
+        if comment_head(now) != comment_head(written):
+            return url  # another commit's comment: a newer push's job wrote it, and it stands
+        if head_sha is not None:
+            _check_head(client, repo, pr_number, head_sha)
+        print("note: another job wrote the comment after this one without its part: merging it in again",
+              file=sys.stderr)
+        url, written = _post(client, repo, pr_number, written, marker, merge)
+    if settle > 0:
+        print(f"warning: the comment still changed {SETTLE_ROUNDS} times after this job wrote it; "
+              "its part may be missing until the job runs again", file=sys.stderr)
+    return url
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import json
 import re
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -36,6 +36,8 @@ class FakeGitHub:
         # token, e.g. Actions' GITHUB_TOKEN, gets: "Resource not accessible by integration").
         self.user_status = 200
         self.heads: dict[int, str] = {}  # pull request number -> its head commit (GET /repos/{o}/{r}/pulls/{n})
+        # Called with (method, path) before a request is served (a test's other job acting in between).
+        self.before: Callable[[str, str], None] | None = None
 
     def add(self, pr: int, body: str, login: str = "alice", user_type: str = "User") -> dict:
         """A comment by `login` (a human by default; the bot's own comments pass login=BOT)."""
@@ -65,6 +67,8 @@ def _handler(gh: FakeGitHub):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode() if length else ""
             gh.requests.append((method, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            if gh.before is not None:
+                gh.before(method, self.path)
             if gh.fail_times.get(method, 0) > 0:
                 gh.fail_times[method] -= 1
                 status, payload = gh.fail[method]
@@ -147,6 +151,12 @@ def github() -> Iterator[FakeGitHub]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def _quick_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merging post reads the comment back `SETTLE_S` (10 s) after writing it; here 10 ms."""
+    monkeypatch.setattr("ci.outputs.github.SETTLE_S", 0.01)
 
 
 def _post(gh: FakeGitHub, body: str, pr: int = 7, **kw) -> str:
@@ -675,3 +685,117 @@ def test_ci_comment_posts_for_the_measured_head_only(github: FakeGitHub, tmp_pat
     assert ci_main([*args, "7"]) == verdict  # posting changes no verdict
     (posted,) = github.comments[7]
     assert posted["body"].startswith(MARKER) and sha_for(1)[:7] in posted["body"]
+
+
+def _two_jobs(head: str = "c" * 40) -> tuple[str, str, Callable[[str], str], Callable[[str], str]]:
+    """(GPU job's body, exact job's body, their merges): one pull request head's timings and Structure section."""
+    from ci.outputs.structure import COMMENT_HEAD, SECTION_END, SECTION_HEAD, SECTION_START, keep_section, merge_section
+
+    mark = COMMENT_HEAD.format(sha=head)
+    gpu = f"{MARKER}\n## Benchmarks\n\n**✅ no regression:** 12 series\n\n| ✅ | gpu timing |\n\n{mark}\n"
+    exact = (f"{MARKER}\n## Benchmarks\n\n**✅ exact only:**\n\n{SECTION_START}\n{SECTION_HEAD.format(sha=head)}\n"
+             f"new structure\n{SECTION_END}\n\n{mark}\n")
+    return gpu, exact, lambda now: keep_section(now, gpu, head, 65536), lambda now: merge_section(now, exact, 65536)
+
+
+@pytest.mark.parametrize("start", ["none", "older head", "same head, pending"])
+def test_two_posting_jobs_that_read_before_either_wrote_keep_both_parts(github: FakeGitHub, start: str) -> None:
+    """The GPU job (timings, `keep_section`) and the exact job (Structure, `merge_section`) of one head both
+    read the comment before either writes it: the second write lacks the first one's part, and each job's
+    read-back puts its own part in again, so the comment ends with both (without the read-back it lost one,
+    or the pull request got two comments)."""
+    gpu, exact, keep, merge = _two_jobs()
+    if start == "older head":
+        github.add(7, _two_jobs("b" * 40)[0], BOT, "Bot")
+    elif start == "same head, pending":
+        github.add(7, keep(""), BOT, "Bot")
+    reads = threading.Barrier(2, timeout=10)
+    first_reads = [0]
+
+    def both_read_first(method: str, path: str) -> None:
+        if method == "GET" and path.split("?")[0].endswith("/issues/7/comments") and first_reads[0] < 2:
+            first_reads[0] += 1
+            reads.wait()
+
+    github.before = both_read_first
+    errors: list[BaseException] = []
+
+    def job(body: str, fold: Callable[[str], str]) -> None:
+        try:
+            _post(github, body, pr=7, merge=fold, settle=0.3)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=(gpu, keep)), threading.Thread(target=job, args=(exact, merge))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors
+    (comment,) = github.comments[7]
+    assert "| ✅ | gpu timing |" in comment["body"] and "new structure" in comment["body"]
+    assert "not yet checked" not in comment["body"] and "b" * 40 not in comment["body"]
+
+
+def _after_write(github: FakeGitHub, body: str) -> None:
+    """Another job's write between this job's write and its read-back: the comment's body becomes `body`."""
+    wrote = [False]
+
+    def hook(method: str, path: str) -> None:
+        if method in ("PATCH", "POST"):
+            wrote[0] = True
+        elif wrote[0] and method == "GET" and path.split("?")[0].endswith("/issues/7/comments"):
+            github.comments[7][0]["body"] = body
+            github.before = None
+
+    github.before = hook
+
+
+def test_read_back_leaves_a_newer_heads_comment_and_stops_when_the_head_moved(github: FakeGitHub, capsys) -> None:
+    """A read-back that finds another commit's comment (a newer push's job wrote it) leaves it; one that
+    finds this head's comment without this job's part writes it again only while the pull request's head is
+    still the measured commit."""
+    gpu, exact, keep, merge = _two_jobs()
+    newer = _two_jobs("d" * 40)[0]
+    _post(github, exact, pr=7, merge=merge, settle=0.05)  # the comment is the exact job's
+    _after_write(github, newer)
+    _post(github, gpu, pr=7, merge=keep, settle=0.05)
+    assert [c["body"] for c in github.comments[7]] == [newer]
+    # This head's comment without the exact job's part, but the head moved on: not written again.
+    github.heads = {7: "e" * 40}
+    github.comments[7][0]["body"] = gpu
+    github.heads = {7: "c" * 40}
+    _after_write(github, gpu)
+    github.before, hook = None, github.before
+
+    def then_moved(method: str, path: str) -> None:
+        assert hook is not None
+        hook(method, path)
+        if github.before is None:  # the other job wrote; then a push moved the head
+            github.heads = {7: "e" * 40}
+
+    github.before = then_moved
+    with pytest.raises(GitHubError, match="not the measured"):
+        _post(github, exact, pr=7, merge=merge, settle=0.05, head_sha="c" * 40)
+    assert github.comments[7][0]["body"] == gpu
+    # The head did not move: the exact job's part is merged in again.
+    github.heads = {7: "c" * 40}
+    _after_write(github, gpu)
+    _post(github, exact, pr=7, merge=merge, settle=0.05, head_sha="c" * 40)
+    assert "new structure" in github.comments[7][0]["body"] and "gpu timing" in github.comments[7][0]["body"]
+    assert "merging it in again" in capsys.readouterr().err
+
+
+def test_read_back_costs_one_read_when_nothing_changed_and_none_without_merge(github: FakeGitHub) -> None:
+    gpu, _, keep, _ = _two_jobs()
+
+    def calls() -> list[str]:
+        return [f"{m} {path.split('?')[0].rsplit('/', 1)[-1]}" for m, path, *_ in github.requests if path != "/user"]
+
+    _post(github, gpu, pr=7, merge=keep, settle=0.01)
+    assert calls() == ["GET comments", "POST comments", "GET comments"]
+    github.requests.clear()
+    _post(github, gpu, pr=7)
+    assert calls() == ["GET comments", "PATCH " + str(github.comments[7][0]["id"])]
+    with pytest.raises(ValueError, match="settle"):
+        _post(github, gpu, pr=7, merge=keep, settle=float("nan"))
