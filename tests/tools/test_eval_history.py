@@ -85,6 +85,26 @@ def test_a_real_step_shows_in_every_rate(asv_dir) -> None:
     assert report["pairs"]["pairs"] == COMMITS - 1 and report["pairs"]["service_regressed"] >= 1
 
 
+def test_a_crowd_is_one_alert_for_both_columns_and_a_fixed_regression_is_not_open(asv_dir) -> None:
+    """Three series step up 30 % together at commit 25 and stay: one alert of 3 regressions, open, and asv's
+    three listed regressions grouped alike are one alert too. A fourth series is 30 % slower over commits
+    10-19 only: a regression of its own, which its return closes (asv, which lists only the steps that
+    still explain the newest value, does not list it)."""
+    rng = np.random.default_rng(11)
+
+    def level(j: int, c: int) -> float:
+        up = (j < 3 and c >= 25) or (j == 3 and 10 <= c < 20)
+        return 1e-3 * (j + 1) * (1.3 if up else 1.0)
+
+    results = asv_dir([sha_for(i) for i in range(COMMITS)], name="crowd", benchmarks=BENCHES[:1],
+                      samples=lambda bench, j, c: _noisy(rng, level(j, c)))
+    real = _evaluate(results, steps=[0.2], pairs=0)["real"]
+    assert real["judged"]["regressed"] == 4 and real["judged"]["regressed_open"] == 3
+    assert real["judged"]["asv_regressions"] == 3
+    assert (real["alerts"], real["alert_crowds"], real["open_alerts"]) == (2, 1, 1)
+    assert (real["asv_alerts"], real["asv_alert_crowds"]) == (1, 1)
+
+
 def test_unknown_direction_series_are_counted_apart(asv_dir) -> None:
     rng = np.random.default_rng(5)
     unknown = [{"name": "bench_u.U.track_metric", "type": "track", "unit": "widgets", "params": [],

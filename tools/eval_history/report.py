@@ -96,10 +96,18 @@ def alert_groups(outcomes: Sequence[SeriesOutcome], series: Sequence[Series]) ->
         position = {sha: p for s in series if s.machine == machine for sha, p in zip(s.shas, s.positions, strict=True)}
         order[machine] = sorted(shas, key=lambda sha: position.get(sha, -1))
     groups = group_changes([cp for o in outcomes if o.judged for cp in o.changes], order, envs)
+    # asv's listed regressions grouped by the same rule, the same crowds at an environment change left out:
+    # what a maintainer would read if asv's list were shown as alerts. That list holds only the steps that
+    # still explain the newest value, so beside it stand the service's alerts of regressions still open.
+    asv = group_changes([cp for o in outcomes if o.judged for cp in o.asv_changes], order, envs)
+    still = group_changes([cp for o in outcomes if o.judged for cp in o.open_changes], order, envs)
     return {"alerts": sum(1 for g in groups if g.regressions and not g.environment_change),
             "alert_crowds": sum(1 for g in groups if g.regressions and g.crowd and not g.environment_change),
             "environment_groups": sum(1 for g in groups if g.environment_change),
-            "environment_regressions": sum(len(g.regressions) for g in groups if g.environment_change)}
+            "environment_regressions": sum(len(g.regressions) for g in groups if g.environment_change),
+            "open_alerts": sum(1 for g in still if g.regressions and not g.environment_change),
+            "asv_alerts": sum(1 for g in asv if not g.environment_change),
+            "asv_alert_crowds": sum(1 for g in asv if g.crowd and not g.environment_change)}
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float:
@@ -322,6 +330,11 @@ def render(report: dict[str, Any]) -> str:
                          f"crowds; {real.get('environment_groups', 0)} groups of "
                          f"{real.get('environment_regressions', 0)} regressions at a recorded environment change, "
                          "not counted)", "—"))
+            rows.append(("…alerts with a regression still open at the newest commit (asv: its listed regressions, "
+                         "which are only those, grouped alike), per 1,000 commit-series",
+                         per_thousand(real.get("open_alerts", 0), j["commits"]),
+                         f"{per_thousand(real.get('asv_alerts', 0), j['commits'])} ({real.get('asv_alert_crowds', 0)} "
+                         "crowds)"))
             rows.append(("suspicions raised per 1,000 commit-series; share later confirmed",
                          f"{per_thousand(j['suspicions'], j['commits'])}; "
                          f"{_pct(j['confirmed'], j['confirmed'] + j['withdrawn'])}", "—"))

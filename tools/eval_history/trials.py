@@ -24,6 +24,7 @@ from ci.verdicts import (
     judge_levels,
     state_change_points,
 )
+from ci.verdicts.history import ChangePoint
 from ci.verdicts.segments import robust_sigma
 from tools.eval_history.series import (
     BIG_STEP,
@@ -137,6 +138,20 @@ def asv_jumps(steps: Sequence[tuple[int, int, float, float, float]], threshold: 
     return (detect_regressions(steps, threshold)[2] or []) if steps else []
 
 
+def asv_points(s: Series, jumps: Sequence[tuple[Any, ...]]) -> list[ChangePoint]:
+    """asv's listed regressions of series `s` (`asv_jumps`) as change points at their first commit after
+    the step, so that they group into alerts as the service's do (`ci.verdicts.group_changes`)."""
+    out = []
+    for jump in jumps:
+        at = jump[1]
+        if at is None or not 0 <= at < len(s.shas):
+            continue
+        before, after = float(jump[2]), float(jump[3])
+        out.append(ChangePoint(s.benchmark, s.shas[at], before, after, after / before if before else math.inf,
+                               Outcome.REGRESSED, machine=s.machine, index=at))
+    return out
+
+
 def asv_trial(s: Series, k: int, factor: float, *, replay: bool) -> tuple[bool, bool, int | None]:
     """(fitted step found, listed as a regression, delay) for asv on the injected series."""
     points = scaled_points(s.asv, k, factor)
@@ -216,6 +231,8 @@ class SeriesOutcome:
     retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
     positions: list[int] = field(default_factory=list)
     changes: list[Any] = field(default_factory=list)  # the real series' change points (alert groups)
+    asv_changes: list[Any] = field(default_factory=list)  # asv's listed regressions as change points (`asv_points`)
+    open_changes: list[Any] = field(default_factory=list)  # `changes` less the regressions the newest commit closed
     regressed_asv_fit: int = 0  # of `regressed`: asv's fit has a boundary moving the same way within +-NEAR
     regressed_sigmas: int = 0  # of `regressed`: steps of at least BIG_STEP robust sigmas of the series' noise
     null_regressed: int = 0  # REGRESSED change points on the shuffled series (`shuffled`)
@@ -253,11 +270,15 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.regressed = sum(cp.outcome == Outcome.REGRESSED for cp in cps)
         out.inconclusive = sum(cp.outcome == Outcome.INCONCLUSIVE for cp in cps)
         sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps, floor=s.floor)
-        out.regressed_open = len(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
+        still = open_regressions(cps, s.benchmark.direction, float(thr[-1]))
+        out.regressed_open = len(still)
+        out.open_changes = [cp for cp in cps if cp.outcome != Outcome.REGRESSED or any(cp is o for o in still)]
         out.suspicions = len(sus)
         out.confirmed = sum(x.state == SuspectState.CONFIRMED for x in sus)
         out.withdrawn = sum(x.state == SuspectState.WITHDRAWN for x in sus)
-        out.asv_regressions = len(asv_jumps(asv_steps, s.asv_threshold))
+        jumps = asv_jumps(asv_steps, s.asv_threshold)
+        out.asv_regressions = len(jumps)
+        out.asv_changes = asv_points(s, jumps)
         sigma = robust_sigma(np.log(s.levels))
         for cp in cps:
             if cp.outcome == Outcome.REGRESSED:
