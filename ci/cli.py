@@ -146,7 +146,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for f in report.files:  # each message is one line: file names in it are quoted where unusual
             if f.status == "error":
                 print(f"error: {f.message}", file=sys.stderr)
-            elif f.skipped:
+            elif f.message:  # benchmarks skipped or left out, an environment name shortened
                 print(f"warning: {f.message}", file=sys.stderr)
         for line in (*report.notes, *([printable(note)] if note else [])):
             print(line, file=sys.stderr)

@@ -58,7 +58,8 @@ class IngestReport:
             f"{len(self.files)} result files: {self.count('inserted')} inserted, {self.count('replaced')} replaced, "
             f"{self.count('unchanged')} unchanged, {len(self.errors)} errors; {written} points written"
             f" in {self.seconds:.1f} s ({throughput(written, self.seconds)})"
-            + (f"; {skipped} benchmarks skipped (not in benchmarks.json or stale version)" if skipped else "")
+            + (f"; {skipped} benchmarks skipped (not in benchmarks.json, of a stale version, or not storable)"
+               if skipped else "")
         )
 
 

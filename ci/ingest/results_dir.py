@@ -46,6 +46,7 @@ from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, file_out
 from ci.records import Commit, Machine, ParsedRun
 from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused, Store, StoreLimitError, error_line
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
+from ci.store.limits import storable
 from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
@@ -161,7 +162,10 @@ def _write_batch(
     written and a note per run replaced from another source (`replace`)."""
     git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, on_branch) if repo else CommitLog()
     problems.update(git_info.problems)
-    items = [(run, _machine(run, info, sidecar), _commit(run, git_info)) for run, info, sidecar in parsed]
+    # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
+    kept = [(storable(run), info, sidecar) for run, info, sidecar in parsed]
+    left_out = {id(run): why for (run, why), _, _ in kept}
+    items = [(run, _machine(run, info, sidecar), _commit(run, git_info)) for (run, _), info, sidecar in kept]
     try:
         statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)
     except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
@@ -177,14 +181,17 @@ def _write_batch(
             notes.append(printable(f"note: {quote_path(run.path)}: replaced the stored run of {run.run_key!r} "
                                    "ingested from another file (--replace; recorded in the store)"))
         skipped = run.skipped_unknown + run.skipped_stale
-        note = ""
+        notes_here = []
         if skipped:
-            note = (
-                f"{quote_path(run.path)}: skipped {len(run.skipped_unknown)} benchmarks missing from "
+            notes_here.append(
+                f"skipped {len(run.skipped_unknown)} benchmarks missing from "
                 f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
                 + ", ".join(repr(name) for name in skipped[:5])
             )
-        outcomes.append(file_outcome(run.path, status, run.n_points, note, len(skipped)))
+        notes_here.extend(left_out[id(run)])
+        note = f"{quote_path(run.path)}: " + "; ".join(notes_here) if notes_here else ""
+        outcomes.append(file_outcome(run.path, status, run.n_points, note,
+                                     len(skipped) + len(run.skipped_unstorable)))
         if status != "unchanged":
             written += run.n_points
     return written, notes

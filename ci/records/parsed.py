@@ -105,6 +105,8 @@ class ParsedRun:
     # asv's machine fields recorded in the file itself (`params`: arch, cpu, num_cpu, os, ram), which
     # describe the host at the time of the run (machine.json holds the latest `asv machine`'s).
     host_info: tuple[tuple[str, str], ...] = ()
+    # Benchmarks left out because the store cannot hold one of their series (`ci.store.limits.storable`).
+    skipped_unstorable: tuple[str, ...] = ()
 
     @property
     def n_points(self) -> int:

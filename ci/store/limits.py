@@ -8,13 +8,19 @@ failed on PostgreSQL. The rule, for every text value bound to a column as it is 
 columns escape every character and are free of it): at most the column's length (read from
 `ci.store.models`, so the check and the schema cannot drift apart), no NUL, valid Unicode. A
 value that breaks it refuses its whole write with `StoreLimitError`, naming what and why: for a
-result file, that file (ingest reports it as "FILE: reason" and goes on with the others).
+result file, that file (ingest reports it as "FILE: reason" and goes on with the others). Ingest
+first takes out of a file what belongs to one benchmark alone (`storable`: a name, a parameter value,
+a unit the store cannot hold) and an environment name too long for its column, so that one such value
+costs that benchmark, not every file of the history.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import String
 
@@ -92,6 +98,63 @@ def _check_series(name: str, key: str, unit: str, version: str | None) -> None:
 
 
 _CHECKED_GRIDS: dict[tuple[int, str | None], tuple[tuple[Benchmark, str], ...]] = {}
+
+
+def _series_problem(bench: Benchmark, key: str, version: str | None) -> str | None:
+    try:
+        _check_series(bench.name, key, bench.unit, version)
+    except StoreLimitError as exc:
+        return str(exc)
+    return None
+
+
+def short_env_name(name: str) -> str:
+    """`name` as the store holds it: as it is where it fits `RunRow.env_name`, else its start and a hash
+    of the whole (asv names such an environment's result file by a hash too): distinct names stay distinct."""
+    limit = column_length(RunRow.env_name)
+    if limit is None or len(name) <= limit:
+        return name
+    tag = "…" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return name[: limit - len(tag)] + tag
+
+
+def storable(run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
+    """`run` less what the store cannot hold of single benchmarks, and what was taken out.
+
+    A benchmark any of whose series the store cannot hold (a 10,000-character name, a parameter value
+    that makes a series key past its column, a lone surrogate) is left out of the run with a message
+    naming it and why; an environment name past its column is shortened (`short_env_name`). What
+    concerns the whole run (machine, commit, file name) stays for `check_run` to refuse.
+
+    Returns:
+        (the run to write, one message per benchmark left out or name shortened).
+    """
+    bad: dict[str, str] = {}
+    for point in run.points:
+        if point.benchmark.name not in bad:
+            problem = _series_problem(point.benchmark, point.key, point.benchmark_version)
+            if problem is not None:
+                bad[point.benchmark.name] = problem
+    for block in run.blocks:
+        if (id(block.benches), block.benchmark_version) in _CHECKED_GRIDS:
+            continue
+        for bench, key in block.benches:
+            problem = _series_problem(bench, key, block.benchmark_version)
+            if problem is not None:
+                bad[bench.name] = problem
+                break
+    notes = [f"left out benchmark {_short(name)}: {why}" for name, why in bad.items()]
+    env_name = short_env_name(run.env_name)
+    changes: dict[str, Any] = {}
+    if env_name != run.env_name:
+        notes.append(f"environment name of {len(run.env_name):,} characters stored as {env_name!r}")
+        prefix = run.run_key[: len(run.run_key) - len(run.env_name)]
+        changes.update(env_name=env_name, run_key=prefix + env_name)
+    if bad:
+        changes.update(points=tuple(p for p in run.points if p.benchmark.name not in bad),
+                       blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in bad),
+                       skipped_unstorable=(*run.skipped_unstorable, *bad))
+    return (dataclasses.replace(run, **changes) if changes else run), tuple(notes)
 
 
 def check_run(run: ParsedRun, machine: Machine, commit: Commit) -> None:

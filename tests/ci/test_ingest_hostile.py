@@ -349,21 +349,26 @@ def _bench_json_rename(root: Path, new: str, **fields) -> None:
 ]])
 def test_what_the_store_cannot_hold_is_refused_alike_on_both_engines(store_url, recorded, case, reason):
     """A series key over 1,024 characters, a name over 512 or a NUL lost the commit's whole run on
-    PostgreSQL while SQLite stored it. Now one rule (ci.store.limits) refuses the file on both,
-    by name and why, and every other file goes in."""
+    PostgreSQL while SQLite stored it. Now one rule (ci.store.limits) holds on both: a value of one
+    benchmark leaves that benchmark out of the file, by name and why, and the file's other points go in
+    (before 2026-12-06 it refused the file, and one such benchmark in every file lost the whole history);
+    a value of the whole run (its environment, its machine) refuses the file, and every other file goes in."""
     files = _files(recorded)
     bad = files[6]
+    left_out = None  # the benchmark the store cannot hold, left out of the files that have it
     if case in ("name-over-512", "nul-in-name", "lone-surrogate-in-name", "unit-over-64"):
         new = {"name-over-512": "bench." + "n" * 594, "nul-in-name": "bench\x00evil",
                "lone-surrogate-in-name": "bench\ud800evil", "unit-over-64": FIRST}[case]
+        left_out = new
         if case == "unit-over-64":
             _edit(recorded / "benchmarks.json", lambda d: d[FIRST].__setitem__("unit", "u" * 65))
-            bad = None  # every file holds the benchmark: all ten are refused
+            bad = None  # every file holds the benchmark: it is left out of all ten
         else:
             _bench_json_rename(recorded, new)
             _edit(bad, lambda d: _rename_first(d, new))
     elif case in ("key-over-1024", "nul-in-param"):
         value = f"'{LONG}'" if case == "key-over-1024" else "'a\x00b'"
+        left_out = FIRST
         _edit(recorded / "benchmarks.json", lambda d: d[FIRST]["params"][1].append(value))
         _edit(bad, lambda d: (d["results"][FIRST][COLUMN["params"]][1].append(value),
                               [d["results"][FIRST][COLUMN[c]].extend(d["results"][FIRST][COLUMN[c]][:3])
@@ -375,6 +380,20 @@ def test_what_the_store_cannot_hold_is_refused_alike_on_both_engines(store_url, 
         _edit(recorded / "h200" / "machine.json", lambda d: d.__setitem__("cpu", "Xeon\x00"))
         bad = None
     report, shas = _ingest(store_url, recorded)
+    if left_out is not None:
+        assert report.count("inserted") == 10 and not report.errors, report.summary()
+        hit = [f for f in report.files if "left out benchmark" in f.message]
+        assert [f.path for f in hit] == ([str(bad)] if bad is not None else [str(f) for f in files])
+        assert all(f"left out benchmark {left_out[:80]!r}"[:40] in f.message and reason in f.message for f in hit), \
+            hit[0].message
+        with Store(store_url) as store:
+            keys = {b.key for b in store.benchmarks()}
+            runs = len(store.run_index())
+            points = store.counts()["results"]
+        assert runs == 10  # every file went in (these files hold one benchmark: the others' points are kept)
+        assert (points > 0) == (case in ("key-over-1024", "nul-in-param"))
+        assert not any(k.startswith(left_out) and (left_out != FIRST or LONG in k or "\x00" in k) for k in keys)
+        return
     if bad is None:
         assert report.count("inserted") == 0 and len(report.errors) == 10
         assert all(reason in e.message for e in report.errors), report.errors[0].message
@@ -384,6 +403,23 @@ def test_what_the_store_cannot_hold_is_refused_alike_on_both_engines(store_url, 
     assert error.path == str(bad) and error.message.startswith(f"{bad}: ")
     assert reason in error.message and "database error" not in error.message, error.message
     assert bad.name[:8] not in {s[:8] for s in shas}
+
+
+def test_an_environment_name_past_its_column_is_stored_shortened(store_url, recorded):
+    """asv keeps a conda environment's whole name in its result files (only the file name is hashed): a name of
+    300 characters stores every file under a shortened name with a hash of the whole, one warning per file."""
+    long_env = "conda-py3.12-" + "-".join(f"package{i}1.2.3" for i in range(20))
+    assert len(long_env) > 255
+    for f in _files(recorded):
+        _edit(f, lambda d: d.__setitem__("env_name", long_env))
+    report, _ = _ingest(store_url, recorded)
+    assert report.count("inserted") == 10 and not report.errors, report.summary()
+    assert all("environment name of" in f.message and "stored as" in f.message for f in report.files)
+    with Store(store_url) as store:
+        envs = {key.split("/", 2)[2] for _, key in store.run_index().values()}
+        assert store.results()  # every file's points went in
+    (env,) = envs
+    assert len(env) == 255 and env.startswith(long_env[:200]) and "…" in env
 
 
 def test_an_acknowledgement_the_store_cannot_hold_is_refused_alike(store_url, recorded):
