@@ -252,8 +252,9 @@ def git_commits(
         on_branch: the branch's log when the caller already has it (`branch_log`).
 
     Returns:
-        A CommitLog keyed by the names given, each Commit's sha the name given (as the store keys
-        the run's commit); a name git does not know as a commit is in neither mapping, one whose
+        A CommitLog keyed by the names given, each Commit's sha the full sha git resolved the name to
+        (ingest stores an abbreviated name's run under it, so that it is the commit other files name in
+        full and its parents'); a name git does not know as a commit is in neither mapping, one whose
         record cannot be read (or not all of it) is in `problems`.
     """
     root = _checkout(repo)
@@ -299,6 +300,6 @@ def _take(found: CommitLog, name: str, log: CommitLog, sha: str) -> None:
     """Put what `log` holds of commit `sha` into `found` under the name the result files use."""
     commit = log.commits.get(sha)
     if commit is not None:
-        found.commits[name] = commit if commit.sha == name else replace(commit, sha=name)
+        found.commits[name] = commit
     if sha in log.problems:
         found.problems[name] = log.problems[sha]

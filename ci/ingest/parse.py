@@ -328,6 +328,7 @@ def _parse(
     commit_hash = data["commit_hash"]
     if not isinstance(commit_hash, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_hash):
         raise _Bad(f"commit_hash is not a hex commit id: {commit_hash!r:.80}")
+    commit_hash = commit_hash.lower()  # git's names are lower case; capitals name the same commit
     env_name = data["env_name"]
     if not isinstance(env_name, str):
         raise _Bad("env_name is not a string")

@@ -25,6 +25,7 @@ git's history included (history order is git's topology, `ci.records.Commit.posi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -162,16 +163,27 @@ def _write_batch(
     written and a note per run replaced from another source (`replace`)."""
     git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, on_branch) if repo else CommitLog()
     problems.update(git_info.problems)
-    # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
-    kept = [(storable(run), info, sidecar) for run, info, sidecar in parsed]
-    left_out = {id(run): why for (run, why), _, _ in kept}
-    items = [(run, _machine(run, info, sidecar), _commit(run, git_info)) for (run, _), info, sidecar in kept]
+    items = []
+    left_out: dict[int, tuple[str, ...]] = {}
+    abbreviated: set[str] = set()
+    for run, info, sidecar in parsed:
+        commit = _commit(run, git_info)
+        if commit.sha != run.commit_hash:  # an abbreviated name: the run is stored under the full sha git gave
+            run = dataclasses.replace(run, commit_hash=commit.sha, run_key=f"{run.machine}/{commit.sha}/{run.env_name}")
+        elif repo is None and len(run.commit_hash) not in (40, 64) and run.commit_hash not in abbreviated:
+            abbreviated.add(run.commit_hash)
+        # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
+        run, why = storable(run)
+        left_out[id(run)] = why
+        items.append((run, _machine(run, info, sidecar), commit))
     try:
         statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)
     except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
         statuses = [exc] * len(items)
     written = 0
-    notes = []
+    notes = [printable(f"warning: commit {name}: named by an abbreviation (asv writes the full sha), so it is stored "
+                       "under it and is not the commit a file naming it in full holds; ingest with --repo CHECKOUT "
+                       "to store it under its full sha") for name in sorted(abbreviated)]
     for (run, _, _), status in zip(items, statuses, strict=True):
         if isinstance(status, Exception):
             outcomes.append(file_outcome(run.path, "error", message=_store_failure(run.path, status)))

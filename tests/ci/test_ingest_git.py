@@ -88,10 +88,10 @@ def test_every_commit_gets_subject_parents_and_time_however_it_is_named(tmp_path
     assert code == 0 and "warning" not in err, err
     with store:
         got = {c.sha: c for c in store.commits()}
-    assert sorted(got) == sorted(names)
+    assert sorted(got) == sorted(shas)  # capitals and abbreviations stored as the commit's full sha
     main_branch = "main" if options else ""
     for name, parent, subject, day, branch in zip(
-        names, [c0, c1, c1], ["change 1", "change 2", "feature work"], [2, 3, 9], [main_branch, main_branch, ""],
+        shas, [c0, c1, c1], ["change 1", "change 2", "feature work"], [2, 3, 9], [main_branch, main_branch, ""],
         strict=True,
     ):
         assert (got[name].subject, got[name].parents, got[name].time, got[name].branch) == (

@@ -463,15 +463,37 @@ def test_only_database_errors_are_called_database_errors(store_url, recorded, mo
 
 def test_a_commit_named_in_capitals_is_found_however_it_is_typed(store_url, recorded):
     """A result file may name its commit in capitals (hand-edited, or another tool's; asv writes lower
-    case). The store keeps the sha as written, and on PostgreSQL, whose LIKE minds case, no spelling of
-    it found the commit; it is found by any spelling of any prefix, on both backends."""
+    case). On PostgreSQL, whose LIKE minds case, no spelling of it found the commit. The store keeps it
+    in git's lower case (since 2026-12-06; as written before), found by any spelling of any prefix, on
+    both backends."""
     original = _files(recorded)[0]
     sha = json.loads(original.read_text())["commit_hash"]
     _edit(original, lambda d: d.update(commit_hash=sha.upper()))
     report, shas = _ingest(store_url, recorded)
     assert report.count("inserted") == 10 and not report.errors, report.summary()
-    assert sha.upper() in shas
+    assert sha in shas and sha.upper() not in shas
     with Store(store_url) as store:
         for typed in (sha, sha[:12], sha[:12].upper(), sha.upper()):
-            assert store.resolve_commit(typed) == sha.upper(), typed
+            assert store.resolve_commit(typed) == sha, typed
 
+
+def test_a_commit_named_in_capitals_is_the_same_commit_and_an_abbreviation_is_warned_of(tmp_path, recorded, capsys):
+    """git's names are lower case: a file naming its commit in capitals (another environment's run of it) adds
+    no commit. Without --repo an abbreviated name cannot be resolved: it is stored as it is, with a warning
+    that says how to store it under its full sha (with --repo, git resolves it: tests/ci/test_ingest_git.py)."""
+    files = _files(recorded)
+    twin = files[0].with_name(files[0].name.replace("virtualenv-py3.12", "virtualenv-py3.13"))
+    shutil.copy(files[0], twin)
+    _edit(twin, lambda d: (d.__setitem__("commit_hash", d["commit_hash"].upper()),
+                           d.__setitem__("env_name", "virtualenv-py3.13")))
+    short = json.loads(files[1].read_text())["commit_hash"][:7]
+    _edit(files[1], lambda d: d.__setitem__("commit_hash", short))
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(recorded)]) == 0
+    err = _err_lines(capsys.readouterr().err)
+    assert [line for line in err if "abbreviation" in line] == [
+        f"warning: commit {short}: named by an abbreviation (asv writes the full sha), so it is stored under it and "
+        "is not the commit a file naming it in full holds; ingest with --repo CHECKOUT to store it under its full sha"]
+    with Store(db) as store:
+        shas = [c.sha for c in store.commits()]
+    assert len(shas) == 10 and all(s == s.lower() for s in shas) and short in shas
