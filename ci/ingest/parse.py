@@ -349,18 +349,21 @@ def _parse(
     blocks: list[PointBlock] = []
     unknown: list[str] = []
     stale: list[str] = []
+    skipped_versions: list[tuple[str, str | None]] = []
     starts: list[datetime] = []
     for name, row in results.items():
         if not isinstance(row, list) or len(row) > len(columns):
             raise _Bad(f"benchmark {name!r}: row does not match result_columns")
         cols = dict(zip(columns, row, strict=False))  # trailing all-None columns are dropped by asv
         info = benchmarks.get(name)
+        version = cols.get("version")
         if info is None:
             unknown.append(name)
+            skipped_versions.append((name, None if version is None else str(version)))
             continue
-        version = cols.get("version")
         if info.version is not None and version is not None and str(version) != info.version:
             stale.append(name)
+            skipped_versions.append((name, str(version)))
             continue
         bparams = cols.get("params") or []
         if not isinstance(bparams, list) or not all(
@@ -487,6 +490,7 @@ def _parse(
         points=tuple(points),
         skipped_unknown=tuple(unknown),
         skipped_stale=tuple(stale),
+        skipped_versions=tuple(skipped_versions),
         blocks=tuple(blocks),
         host_info=tuple(sorted((k, str(v)) for k, v in params.items()
                                if k in HOST_KEYS and isinstance(v, str | int | float) and not isinstance(v, bool))),

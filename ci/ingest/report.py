@@ -34,8 +34,8 @@ class IngestReport:
 
     @property
     def points_written(self) -> int:
-        """Points of the files inserted or replaced."""
-        return sum(f.points for f in self.files if f.status in ("inserted", "replaced"))
+        """Points of the files inserted or replaced, and those a file read again added."""
+        return sum(f.points for f in self.files if f.status in ("inserted", "replaced", "read again"))
 
     def count(self, status: str) -> int:
         """Files with the given status."""
@@ -56,7 +56,9 @@ class IngestReport:
         skipped = sum(f.skipped for f in self.files)
         return (
             f"{len(self.files)} result files: {self.count('inserted')} inserted, {self.count('replaced')} replaced, "
-            f"{self.count('unchanged')} unchanged, {len(self.errors)} errors; {written} points written"
+            f"{self.count('unchanged')} unchanged"
+            + (f", {self.count('read again')} read again" if self.count("read again") else "")
+            + f", {len(self.errors)} errors; {written} points written"
             f" in {self.seconds:.1f} s ({throughput(written, self.seconds)})"
             + (f"; {skipped} benchmarks skipped (not in benchmarks.json, of a stale version, or not storable)"
                if skipped else "")

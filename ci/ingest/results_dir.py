@@ -37,6 +37,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ci.ingest.asv_files import (
     SIDECAR_MACHINE_KEYS,
     AsvFormatError,
+    BenchmarkInfo,
     iter_result_files,
     load_benchmarks_json,
     load_machine_json,
@@ -45,13 +46,20 @@ from ci.ingest.git import CommitLog, branch_log, commit_order_warning, commit_wa
 from ci.ingest.reading import Known, read_all
 from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, file_outcome
 from ci.records import Commit, Machine, ParsedRun
-from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReplacementRefused, Store, StoreLimitError, error_line
+from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused, Store, StoreLimitError, error_line
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
 from ci.store.limits import storable
 from ci.store.reads import paused_gc
 from ci.text import printable, quote_path
 
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
+
+
+def readable_now(name: str, version: str | None, benchmarks: dict[str, BenchmarkInfo]) -> bool:
+    """Whether a benchmark a stored file's parse skipped (`name`, the file's `version` of it) would be read
+    with these `benchmarks` (benchmarks.json): it is there, of the file's version (or either has none)."""
+    info = benchmarks.get(name)
+    return info is not None and (info.version is None or version is None or info.version == version)
 
 
 def _commit(run: ParsedRun, git_info: CommitLog) -> Commit:
@@ -201,11 +209,14 @@ def _write_batch(
                 + ", ".join(repr(name) for name in skipped[:5])
             )
         notes_here.extend(left_out[id(run)])
+        points = status.points if isinstance(status, ReadAgain) else run.n_points
+        if isinstance(status, ReadAgain):
+            notes_here.insert(0, f"read again: {points} points of benchmarks it held that benchmarks.json now "
+                                 "knows went in beside the stored ones")
         note = f"{quote_path(run.path)}: " + "; ".join(notes_here) if notes_here else ""
-        outcomes.append(file_outcome(run.path, status, run.n_points, note,
-                                     len(skipped) + len(run.skipped_unstorable)))
+        outcomes.append(file_outcome(run.path, str(status), points, note, len(skipped) + len(run.skipped_unstorable)))
         if status != "unchanged":
-            written += run.n_points
+            written += points
     return written, notes
 
 
@@ -268,6 +279,11 @@ def ingest_results_dir(
     outcomes: list[FileOutcome] = []
     machines_before = store.machines()
     known = store.run_index()  # one query: a file another runner adds meanwhile is simply not known yet
+    # A stored file whose parse skipped a benchmark benchmarks.json now knows is read again (its points go in
+    # beside the stored ones); one stored before skips were recorded, once.
+    for digest, skips in store.run_skips().items():
+        if skips is None or any(readable_now(name, version, benchmarks) for name, version in skips):
+            known.pop(digest, None)
     known_shas: list[str] = []
     # run key -> (first file in path order holding it, its digest): a second file with the same run
     # and other contents is an error, so two copies of one run never replace each other.

@@ -107,6 +107,9 @@ class ParsedRun:
     host_info: tuple[tuple[str, str], ...] = ()
     # Benchmarks left out because the store cannot hold one of their series (`ci.store.limits.storable`).
     skipped_unstorable: tuple[str, ...] = ()
+    # (name, the file's version of it) of `skipped_unknown` and `skipped_stale`: what a later ingest checks
+    # against benchmarks.json to read the file again (`ci.store.models.RunRow.skipped`).
+    skipped_versions: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def n_points(self) -> int:

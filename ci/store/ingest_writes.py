@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
@@ -31,6 +32,19 @@ _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`);
 _second = itemgetter(1)
 # `ingest_run`'s status for a run that replaced one stored from another file (`replace=True`).
 REPLACED_FROM_ANOTHER_SOURCE = "replaced from another source"
+# A stored file read again whose skipped benchmarks benchmarks.json knows now: their points were added.
+READ_AGAIN = "read again"
+
+
+class ReadAgain(str):
+    """The status `READ_AGAIN` (equal to it), with how many points the file added."""
+
+    points: int
+
+    def __new__(cls, points: int) -> ReadAgain:
+        status = super().__new__(cls, READ_AGAIN)
+        status.points = points
+        return status
 
 
 class ReplacementRefused(ValueError):
@@ -48,6 +62,10 @@ def same_source(stored: str, new: str) -> bool:
         return False
     rel = os.path.normpath(stored)
     return new.endswith(os.sep + rel)
+
+
+def _by_name(item: tuple[str, str | None]) -> tuple[str, str]:
+    return item[0], item[1] or ""
 
 
 def _by_benchmark_id(row: tuple[Any, ...]) -> int:
@@ -201,10 +219,17 @@ class IngestWrites(UpsertWrites):
             "ingested_at": datetime.now(UTC),
             "source": source,
             "environment": json.dumps(dict(run.environment), sort_keys=True),
+            "skipped": json.dumps(sorted(run.skipped_versions, key=_by_name)),
         }
         if existing is not None:
             if existing.digest == run.digest:
-                return "unchanged"
+                # The same file read again (its skipped benchmarks may be known now): what it holds that the
+                # store lacks goes in beside what is stored, which stays as it is.
+                run = self._unstored(conn, existing.id, run)
+                conn.execute(update(RunRow).where(RunRow.id == existing.id).values(skipped=values["skipped"]))
+                if not run.n_points:
+                    return "unchanged"
+                return self._write_points(conn, pending, run, existing.id, ReadAgain(run.n_points))
             # asv rewrote the file: its results replace the stored ones, except those of benchmarks
             # this parse had to skip (missing from benchmarks.json, or of another version): the
             # file could not be read for them, which is no reason to lose what was stored.
@@ -230,6 +255,19 @@ class IngestWrites(UpsertWrites):
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
             ).scalar_one()
             status = "inserted"
+        return self._write_points(conn, pending, run, run_id, status)
+
+    def _unstored(self, conn: Connection, run_id: int, run: ParsedRun) -> ParsedRun:
+        """`run` less the benchmarks whose points the stored run `run_id` holds already."""
+        stored = set(conn.execute(select(ResultBlockRow.name).where(ResultBlockRow.run_id == run_id)).scalars())
+        stored.update(conn.execute(select(BenchmarkRow.name).join(ResultRow, ResultRow.benchmark_id == BenchmarkRow.id)
+                                   .where(ResultRow.run_id == run_id)).scalars())  # fmt: skip
+        return replace(run, points=tuple(p for p in run.points if p.benchmark.name not in stored),
+                       blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in stored))
+
+    def _write_points(self, conn: Connection, pending: dict[Any, int], run: ParsedRun, run_id: int,
+                      status: str) -> str:
+        """Write `run`'s points and blocks as rows of the stored run `run_id`; returns `status`."""
         grid_ids: list[bytes | None] = []  # per block its packed series ids, where known already
         wanted: dict[str, Benchmark] = {}
         for block in run.blocks:

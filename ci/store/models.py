@@ -115,6 +115,10 @@ class RunRow(Base):
     # file's run of the same key replaces it only by `ci ingest --replace` (`RunReplacementRow`).
     source: Mapped[str] = mapped_column(Text, default="")
     environment: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+    # The benchmarks the file held that its parse skipped (not in benchmarks.json, or of another version):
+    # a JSON list of [name, the file's version or null]; NULL for runs written before 2026-12-06. Ingest
+    # reads a stored file again once benchmarks.json knows one of them (`ci.ingest.results_dir`).
+    skipped: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RunReplacementRow(Base):

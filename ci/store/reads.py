@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from ci.records import (
     Acknowledgement,
@@ -296,6 +296,14 @@ class StoreReads(SeriesReads):
         stmt = select(RunRow.digest, CommitRow.sha, RunRow.run_key).join(CommitRow, RunRow.commit_id == CommitRow.id)
         with self._connection() as conn:
             return {digest: (sha, run_key) for digest, sha, run_key in conn.execute(stmt)}
+
+    def run_skips(self) -> dict[str, list[tuple[str, str | None]] | None]:
+        """sha256 of every ingested result file whose parse skipped benchmarks -> their (name, the file's
+        version) pairs; None for a file ingested before that was recorded (2026-12-06)."""
+        stmt = select(RunRow.digest, RunRow.skipped).where(or_(RunRow.skipped.is_(None), RunRow.skipped != "[]"))
+        with self._connection() as conn:
+            return {digest: None if skipped is None else [(n, v) for n, v in json.loads(skipped)]
+                    for digest, skipped in conn.execute(stmt)}
 
     def counts(self) -> dict[str, int]:
         """Row counts per table (ingest summaries and tests)."""

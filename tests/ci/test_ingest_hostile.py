@@ -497,3 +497,48 @@ def test_a_commit_named_in_capitals_is_the_same_commit_and_an_abbreviation_is_wa
     with Store(db) as store:
         shas = [c.sha for c in store.commits()]
     assert len(shas) == 10 and all(s == s.lower() for s in shas) and short in shas
+
+
+@pytest.mark.parametrize("how", ["missing", "another version"])
+def test_a_benchmark_skipped_once_is_read_when_benchmarks_json_knows_it(store_url, recorded, how):
+    """A file is known by its bytes: one ingested while benchmarks.json lacked its benchmark (or held another
+    version of it) stayed "unchanged" on every later ingest, and the benchmark's points never went in, even
+    after benchmarks.json was fixed (`--replace` did not help either). Such a file is now read again once
+    benchmarks.json knows what it skipped: the points go in beside the stored ones, as a fresh ingest has them."""
+    bj = recorded / "benchmarks.json"
+    good = bj.read_text()
+    if how == "missing":
+        _edit(bj, lambda d: d.pop(FIRST))
+    else:
+        _edit(bj, lambda d: d[FIRST].__setitem__("version", "0" * 64))
+    first, _ = _ingest(store_url, recorded)
+    assert first.count("inserted") == 10 and first.points_written == 0
+    again, _ = _ingest(store_url, recorded)  # still unknown: not read again
+    assert again.count("unchanged") == 10 and again.points_written == 0
+    bj.write_text(good)
+    fixed, _ = _ingest(store_url, recorded)
+    assert fixed.count("read again") == 10 and not fixed.errors, fixed.summary()
+    assert fixed.points_written == 60 and "10 read again" in fixed.summary()
+    assert all("read again: 6 points" in f.message for f in fixed.files)
+    last, _ = _ingest(store_url, recorded)
+    assert last.count("unchanged") == 10 and last.points_written == 0
+    with Store(store_url) as store:
+        assert store.counts()["results"] == 60 and not store.run_skips()
+
+
+def test_a_store_from_before_skips_were_recorded_reads_each_file_once_more(store_url, recorded):
+    """Runs written before 2026-12-06 have no record of what their files skipped (NULL): each file is read
+    once more, adds nothing it already stored, and is known by its bytes from then on."""
+    from sqlalchemy import update
+
+    from ci.store.models import RunRow
+
+    _ingest(store_url, recorded)
+    with Store(store_url) as store:
+        with store.engine.begin() as conn:
+            conn.execute(update(RunRow).values(skipped=None))
+        assert len(store.run_skips()) == 10
+    once, _ = _ingest(store_url, recorded)
+    assert once.count("unchanged") == 10 and once.points_written == 0, once.summary()
+    with Store(store_url) as store:
+        assert not store.run_skips() and store.counts()["results"] == 60
