@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -345,7 +346,9 @@ def ingest_results_dir(
         git_info = git_commits(repo, known_shas, branch, on_branch)
         problems.update(git_info.problems)
         # A time git could not give stays what is stored (asv's): empty fields never erase known ones.
-        store.upsert_commits([git_info.commits[s] for s in sorted(set(known_shas)) if s in git_info.commits])
+        # (Under the name they are stored by: an abbreviation stored before stays one commit.)
+        store.upsert_commits([dataclasses.replace(git_info.commits[s], sha=s) for s in sorted(set(known_shas))
+                              if s in git_info.commits])
     outcomes.sort(key=lambda f: f.path)
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
@@ -372,14 +375,39 @@ def no_repo_notes(commits: Sequence[Commit]) -> tuple[str, ...]:
     """What an ingest without a checkout says of the store's order (`HISTORY_ORDER`): nothing when every
     commit has its place in git's history (ingested with --repo before); `NO_REPO_NOTE` when none has;
     otherwise how many commits without one sort before all those with one."""
-    loose = sum(c.position is None for c in commits)
+    loose = [c for c in commits if c.position is None]
     if not loose:
         return ()
-    if loose == len(commits):
-        return (NO_REPO_NOTE,)
-    return (f"note: no --repo: {loose} of the store's {len(commits)} commits have no place in git's history "
-            "(ingested without --repo) and sort before every commit that has one, in the order of the dates asv "
-            "recorded (author dates); ingest their files again with --repo CHECKOUT to order them by git.",)
+    out = [NO_REPO_NOTE if len(loose) == len(commits) else (
+        f"note: no --repo: {len(loose)} of the store's {len(commits)} commits have no place in git's history "
+        "(ingested without --repo) and sort before every commit that has one, in the order of the dates asv "
+        "recorded (author dates); ingest their files again with --repo CHECKOUT to order them by git.")]
+    undated = sorted(c.sha for c in loose if c.time is None)
+    if undated:
+        out.append(printable(
+            f"warning: {len(undated)} commits have no date in their result files (asv's `date`) and no place in "
+            f"git's history (e.g. {undated[0][:12]}): the history has no order for them (they sort by sha), so "
+            "its steps and suspicions there mean nothing; ingest with --repo CHECKOUT to order them by git."))
+    latest = datetime.now(UTC) + timedelta(days=1)
+    odd = sorted((c for c in loose if c.time is not None and not EARLIEST_DATE <= _aware(c.time) <= latest),
+                 key=lambda c: c.sha)
+    if odd:
+        first = odd[0].time
+        assert first is not None
+        out.append(printable(
+            f"warning: {len(odd)} commits are dated before {EARLIEST_DATE:%Y} or after today (e.g. {odd[0].sha[:12]} "
+            f"at {_aware(first):%Y-%m-%d}): asv records milliseconds since the epoch, so a date of 0, or one in "
+            "seconds, puts a commit at the start of the history, where its steps are shown; ingest with --repo "
+            "CHECKOUT to order them by git."))
+    return tuple(out)
+
+
+# asv began in 2013: a commit date before 2000 is a 0 or a date in seconds read as milliseconds.
+EARLIEST_DATE = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[str, ...]:

@@ -542,3 +542,24 @@ def test_a_store_from_before_skips_were_recorded_reads_each_file_once_more(store
     assert once.count("unchanged") == 10 and once.points_written == 0, once.summary()
     with Store(store_url) as store:
         assert not store.run_skips() and store.counts()["results"] == 60
+
+
+@pytest.mark.parametrize("how", ["no date", "date 0", "date in seconds"])
+def test_commits_without_a_usable_date_are_warned_of(tmp_path, recorded, capsys, how):
+    """Without --repo the history's order is asv's `date` (milliseconds since the epoch): files without one
+    sorted by sha, and a date of 0 or in seconds put the newest commit in 1970, at the start of the history,
+    without a word. Ingest now says so, and how to order them by git."""
+    files = _files(recorded)
+    if how == "no date":
+        for f in files:
+            _edit(f, lambda d: d.pop("date", None))
+    else:
+        _edit(files[-1], lambda d: d.__setitem__("date", 0 if how == "date 0" else d["date"] // 1000))
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 0
+    warned = [line for line in _err_lines(capsys.readouterr().err) if line.startswith("warning:")]
+    if how == "no date":
+        assert len(warned) == 1 and warned[0].startswith("warning: 10 commits have no date in their result files")
+    else:
+        assert len(warned) == 1 and warned[0].startswith("warning: 1 commits are dated before 2000 or after today")
+        assert " at 1970-01-" in warned[0]
+    assert "--repo CHECKOUT" in warned[0]
