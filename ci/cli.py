@@ -435,6 +435,8 @@ def _one_line(exc: BaseException, db: str | None = None) -> str:
 
     if isinstance(exc, SQLAlchemyError):
         return f"database {display_url(str(db))}: {error_line(exc)}" if db else f"database: {error_line(exc)}"
+    if type(exc) is ValueError and str(exc).strip():  # the service's own refusals: the message says it all
+        return " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return error_line(exc)
 
 

@@ -177,13 +177,19 @@ def test_an_unreadable_directory_is_named_and_the_others_still_measured(asv_dir,
     broken = tmp_path / "broken"
     shutil.copytree(results, broken / "results")
     (broken / "asv.conf.json").write_text("{not json")
+    refused = tmp_path / "refused"  # every file an error (its machine.json gone): nothing measured, no table
+    shutil.copytree(results, refused / "results")
+    for machine_json in (refused / "results").glob("*/machine.json"):
+        machine_json.unlink()
     out_json = tmp_path / "eval.json"
     args = ["--steps", "+10", "--no-replay", "--pairs", "0", "--max-series", "2", "--json", str(out_json)]
-    assert main([str(tmp_path / "missing"), str(empty), str(broken / "results"), str(results), *args]) == 2
+    assert main([str(tmp_path / "missing"), str(empty), str(broken / "results"), str(refused / "results"),
+                 str(results), *args]) == 2
     captured = capsys.readouterr()
     errors = captured.err.strip().splitlines()
-    assert len(errors) == 3 and all("not evaluated" in e for e in errors)
+    assert len(errors) == 4 and all("not evaluated" in e for e in errors)
     assert "not a directory" in errors[0] and "benchmarks.json" in errors[1] and "asv.conf.json" in errors[2]
+    assert "no series of 30 or more commits" in errors[3] and f"{COMMITS} errors" in errors[3]
     assert captured.out.count("| | service | asv |") == 1
     assert len(json.loads(out_json.read_text())) == 1
     with pytest.raises(SystemExit):  # checked before minutes of work, not after

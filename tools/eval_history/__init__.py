@@ -233,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m tools.eval_history: {d}: not evaluated: {exc}", file=sys.stderr, flush=True)
             unread += 1
             continue
+        if not report["series_judged"] and not report["series_unknown_direction"]:
+            # Nothing measured is no result: every file refused, or no series long enough.
+            print(f"python -m tools.eval_history: {d}: not evaluated: no series of {args.min_commits} or more "
+                  f"commits ({report['ingest']})", file=sys.stderr, flush=True)
+            unread += 1
+            continue
         print(render(report), end="\n\n", flush=True)
         reports.append(report)
     if args.json is not None:
