@@ -356,7 +356,8 @@ def render_comment(
     )
     folded = (
         ("gates_passed", "Correctness gates passed"),
-        ("faster", "Faster, not confirmed (no action needed)"), ("inconclusive", "Inconclusive: need more samples"),
+        ("faster", "Faster, not confirmed (no action needed)"),
+        ("inconclusive", "Inconclusive (each row says why: too few samples, not comparable, no ratio)"),
         ("new", "New series (no base measurement)"), ("unchanged", "Unchanged"),
     )
 

@@ -81,7 +81,7 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
     if n.get("missing") or n.get("not_run") or n.get("unconfirmed") or n.get("withheld") or n.get("unknown"):
         return "🟡 No regression confirmed; look at the series below", detail
     if n.get("inconclusive"):
-        return "🟡 No regression found, some series need more samples", detail
+        return "🟡 No regression found; some series could not be judged (each says why)", detail
     return "✅ No significant performance change", detail
 
 

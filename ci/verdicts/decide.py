@@ -156,7 +156,8 @@ def measure(
         return early(Outcome.INCONCLUSIVE, math.nan, NO_BASE_SAMPLES)
     bm, hm = float(np.median(b)), float(np.median(h))
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
-        return early(Outcome.INCONCLUSIVE, math.nan, "ratio undefined: non-positive values")
+        return early(Outcome.INCONCLUSIVE, math.nan,
+                     "not judged: zero or negative values have no ratio, and every threshold here is relative")
     ratio = hm / bm
     if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
         return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")

@@ -97,7 +97,7 @@ def test_gates_passed_in_verdicts_are_not_duplicated() -> None:
 
 def test_inconclusive_headline() -> None:
     body = _render([_v("s.B.time_a", Outcome.INCONCLUSIVE, 1.01)])
-    assert "🟡 No regression found, some series need more samples" in body
+    assert "🟡 No regression found; some series could not be judged" in body
 
 
 def test_cells_are_escaped() -> None:
@@ -369,7 +369,7 @@ def test_an_unconfirmed_speed_up_never_raises_the_alarm() -> None:
     wide = Verdict(benchmark=Benchmark("s.B.time_wide"), outcome=Outcome.INCONCLUSIVE, base_value=1.3e-3,
                    head_value=1.29e-3, ratio=0.987, ci_low=0.318, ci_high=2.989, p_value=0.97, threshold=1.0,
                    reason="-1.3% within the threshold but the interval reaches a regression")
-    assert body_headline(_render([wide])).startswith("**🟡 No regression found, some series need more samples")
+    assert body_headline(_render([wide])).startswith("**🟡 No regression found; some series could not be judged")
     tput = Benchmark("s.B.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
     more_images = _v("", Outcome.INCONCLUSIVE, 1.6, bench=tput)  # higher is better: a speed-up
     assert body_headline(_render([more_images])).startswith("**✅")
