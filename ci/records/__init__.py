@@ -42,6 +42,7 @@ from ci.records.reader import (
     ProjectKeeper,
     ProjectSource,
     ResultSource,
+    RunWindowSource,
     SeriesColumns,
     StoreReader,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "ProjectSource",
     "Result",
     "RunReplacement",
+    "RunWindowSource",
     "SeriesColumns",
     "ResultSource",
     "StoreReader",

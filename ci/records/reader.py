@@ -1,8 +1,9 @@
 """What the readers of the store rely on: `StoreReader` (the verdict code, the PR comment and the
 dashboard) and `HistoryStore` (the history detector: series as columns, its cached states); and the
 narrower reads of single callers: `ComparisonSource` (an A/B comparison: results and the points
-that did not run, `PointFailure`), `ProjectSource` and `ProjectKeeper` (the project's asv.conf.json
-a store keeps).
+that did not run, `PointFailure`), `RunWindowSource` (a window of one machine's runs as columns, what
+the cross-job noise model reads), `ProjectSource` and `ProjectKeeper` (the project's asv.conf.json a
+store keeps).
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ class MachineHistory:
         machine: the machine's name.
         runs: (run key, result file digest) of every run of this machine, history order; a series'
             results come from these runs.
-        series: the series, by benchmark key; with `runs_after`, only results of the later runs.
+        series: the series, by benchmark key; with `runs_after` / `runs_before`, only results of
+            the runs in that window.
     """
 
     machine: str
@@ -183,9 +185,11 @@ class HistoryStore(StoreReader, Protocol):
         machine: str | None = None,
         branch: str | None = None,
         runs_after: dict[str, int] | None = None,
+        runs_before: dict[str, int] | None = None,
     ) -> list[MachineHistory]:
         """Every series as columns, per machine; `runs_after` {machine: k} leaves out the results of
-        that machine's first k runs (in history order)."""
+        that machine's first k runs (in history order), `runs_before` {machine: k} those of its runs
+        from the k-th on."""
         ...
 
     def change_point_states(self, branch: str, settings: str) -> dict[tuple[str, str], tuple[int, str, bytes]]:
@@ -196,4 +200,27 @@ class HistoryStore(StoreReader, Protocol):
         self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]
     ) -> None:
         """Store states as `change_point_states` returns them, replacing older ones."""
+        ...
+
+
+@runtime_checkable
+class RunWindowSource(Protocol):
+    """A source that serves a window of one machine's runs as columns (`ci.store.Store`): what the
+    cross-job noise model reads (`ci.verdicts.inputs.noise_history`), a bounded part of a history of
+    any length, instead of one `Result` record per point of all of it."""
+
+    def run_commits(self, machine: str) -> list[str]:
+        """The commit of each of `machine`'s runs, in history order (the order of `MachineHistory.runs`)."""
+        ...
+
+    def series_columns(
+        self,
+        *,
+        machine: str | None = None,
+        branch: str | None = None,
+        runs_after: dict[str, int] | None = None,
+        runs_before: dict[str, int] | None = None,
+    ) -> list[MachineHistory]:
+        """As `HistoryStore.series_columns`; `runs_after` and `runs_before` together read only the
+        results of the runs between them."""
         ...

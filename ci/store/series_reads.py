@@ -285,12 +285,26 @@ class SeriesReads(ReadSession):
         return [FailedPoint(benches[row[1]], run.sha, run.machine, row[2], run.run_key)
                 for run in runs for row in grouped.get(run.id, ())]  # fmt: skip
 
+    def run_commits(self, machine: str) -> list[str]:
+        """The commit sha of each run of `machine`, in history order (the order of `series_columns`'
+        `MachineHistory.runs`, which `runs_after` and `runs_before` count in).
+
+        Args:
+            machine: a machine name.
+
+        Returns:
+            One sha per run ([] for a machine without runs).
+        """
+        with self._connection() as conn:
+            return [run.sha for run in self._history_runs(conn, machine=machine)]
+
     def series_columns(
         self,
         *,
         machine: str | None = None,
         branch: str | None = None,
         runs_after: dict[str, int] | None = None,
+        runs_before: dict[str, int] | None = None,
     ) -> list[MachineHistory]:
         """Every series as columns (`ci.records.SeriesColumns`), per machine, results in history order.
 
@@ -299,24 +313,34 @@ class SeriesReads(ReadSession):
             branch: only results on commits of this branch.
             runs_after: {machine name: k}: leave out the results of that machine's first k runs in
                 history order (a caller that holds state for them reads only the new ones).
+            runs_before: {machine name: k}: leave out the results of that machine's runs from the k-th
+                on; a window of runs is read by run id, so its cost is the window's, not the history's
+                (`ci.verdicts.inputs.noise_history`).
 
         Returns:
             One MachineHistory per machine with runs in scope, by machine name; its `runs` are all
-            of them (in scope), whatever `runs_after` says.
+            of them (in scope), whatever `runs_after` and `runs_before` say.
         """
         with paused_gc():
-            return self._series_columns(machine, branch, runs_after or {})
+            return self._series_columns(machine, branch, runs_after or {}, runs_before or {})
 
-    def _series_columns(self, machine: str | None, branch: str | None, skip: dict[str, int]) -> list[MachineHistory]:
+    def _series_columns(self, machine: str | None, branch: str | None, skip: dict[str, int],
+                        stop: dict[str, int]) -> list[MachineHistory]:
         with self._connection() as conn:
             runs = self._history_runs(conn, machine=machine, branch=branch)
             by_machine: dict[str, list[Any]] = {}
             for run in runs:
                 by_machine.setdefault(run.machine, []).append(run)
-            wanted = [r for m, rs in by_machine.items() for r in rs[skip.get(m, 0):]]
-            every = machine is None and branch is None and not any(skip.values())
-            rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
-                                        machine=machine) if wanted else []  # fmt: skip
+            wanted = [r for m, rs in by_machine.items() for r in rs[skip.get(m, 0):stop.get(m, len(rs))]]
+            every = machine is None and branch is None and not any(skip.values()) and not stop
+            rows: list[tuple[Any, ...]] = []
+            if stop:  # a window: its runs by id, _IN_LIST at a time (a machine's rows would be the whole history)
+                for at in range(0, len(wanted), _IN_LIST):
+                    rows += self._select_results(conn, "samples, benchmark_version", ok=True,
+                                                 runs=wanted[at : at + _IN_LIST], every_run=False, machine=None)
+            elif wanted:
+                rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
+                                            machine=machine)  # fmt: skip
         names = sorted(by_machine)
         per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in names}
         if rows:
@@ -330,9 +354,9 @@ class SeriesReads(ReadSession):
             machine_of = np.zeros(size, dtype=np.int64)
             for m, name in enumerate(names):
                 rs = by_machine[name]
-                first = skip.get(name, 0)
-                position[[r.id for r in rs[first:]]] = np.arange(first, len(rs))
-                machine_of[[r.id for r in rs[first:]]] = m
+                first, last = skip.get(name, 0), min(stop.get(name, len(rs)), len(rs))
+                position[[r.id for r in rs[first:last]]] = np.arange(first, max(first, last))
+                machine_of[[r.id for r in rs[first:last]]] = m
             pos = position[ids]
             all_bids = np.fromiter(bids, dtype=np.int64, count=len(rows))
             sel = np.flatnonzero(pos >= 0)  # rows of runs outside the filter are dropped

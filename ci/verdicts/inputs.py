@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ci.records import ComparisonSource, Kind, Result, Verdict
+from ci.records import ComparisonSource, Kind, MachineHistory, Result, RunWindowSource, Verdict
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
-from ci.verdicts.noise import SeriesNoise
+from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
 
 if TYPE_CHECKING:
     from ci.verdicts.settings import VerdictSettings
@@ -149,14 +149,48 @@ def pick_machines(store: ComparisonSource, base: str, head: str, machine: str | 
     return sorted(wanted & (on_base | on_head))
 
 
+def noise_history(store: ComparisonSource, machine: str, base: str, head: str, window: int
+                  ) -> Sequence[Result] | MachineHistory:
+    """What a comparison's noise model of `machine` learns from (`ci.verdicts.noise.series_noise`): the
+    `window` runs of its history nearest the base (`ci.verdicts.noise.job_window`), base's and head's
+    own runs among them for the model to leave out. A store (`ci.records.RunWindowSource`) reads only
+    those runs, as columns: one comparison's cost is bounded by the window, not by the history
+    (a whole 20,000-commit history as `Result` records was 2.8 GB, 2026-12-06). Another source's
+    results are read whole and cut to the same runs.
+
+    Args:
+        store: a `ci.records.ComparisonSource`; a `ci.records.RunWindowSource` too for the bounded read.
+        machine: a machine key.
+        base: full sha of the base commit.
+        head: full sha of the head commit.
+        window: how many runs (`ci.verdicts.noise.NoiseSettings.window`).
+
+    Returns:
+        The machine's series as columns (a `MachineHistory`), or its results in history order.
+    """
+    if isinstance(store, RunWindowSource):
+        start, stop = job_window(store.run_commits(machine), (base, head), window)
+        found = store.series_columns(machine=machine, runs_after={machine: start}, runs_before={machine: stop})
+        return found[0] if found else MachineHistory(machine, (), ())
+    results = store.results(machine=machine)
+    run_of = [r.run_id or r.commit_sha for r in results]
+    runs = list(dict.fromkeys(run_of))  # each run once, history order
+    shas = dict(zip(run_of, (r.commit_sha for r in results), strict=True))
+    start, stop = job_window([shas[run] for run in runs], (base, head), window)
+    if (start, stop) == (0, len(runs)):
+        return results
+    inside = set(runs[start:stop])
+    return [r for r, run in zip(results, run_of, strict=True) if run in inside]
+
+
 def compare_commits(store: ComparisonSource, base: str, head: str, machine: str | Sequence[str], *,
-                    settings: VerdictSettings | None = None) -> Comparison:
+                    settings: VerdictSettings | None = None, noise: NoiseSettings | None = None) -> Comparison:
     """A/B verdicts of `head` against `base` on one machine (or several environments of one), as
     every entry point decides them.
 
     When the two were not recorded as measured in one job (`ci.verdicts.jobs.job_relation`), each
-    series' noise model is learned from its machine's other commits (`ci.verdicts.noise`) and its
-    allowance is the series' threshold; series without a model are withheld.
+    series' noise model is learned from its machine's other commits nearest the base (`ci.verdicts.noise`,
+    `noise_history`) and its allowance is the series' threshold; series without a model are withheld.
 
     Args:
         store: a `ci.records.ComparisonSource` (its `results` and `failures`), e.g. `ci.store.Store`.
@@ -164,6 +198,7 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         head: full sha of the head commit.
         machine: a machine key, or several (`pick_machines`): each series is compared within its own.
         settings: `ci.verdicts.VerdictSettings` (None: the defaults).
+        noise: the noise model's `ci.verdicts.NoiseSettings`, its window included (None: the defaults).
 
     Returns:
         A Comparison (verdicts sorted by series key, then machine; not saved).
@@ -179,8 +214,10 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
     drift: dict[tuple[str, str], SeriesNoise] | None = None
     if not jobs.together:
         drift = {}
+        noise = noise or NoiseSettings()
         for m in machines:
-            found = drift_for(jobs, store.results(machine=m), exclude_commits={base, head}) or {}
+            history = noise_history(store, m, base, head, noise.window)
+            found = drift_for(jobs, history, exclude_commits={base, head}, settings=noise) or {}
             drift.update(((m, key), d) for key, d in found.items())
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)

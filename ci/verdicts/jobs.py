@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ci.records import JOB_KEY, Result
+from ci.records import JOB_KEY, MachineHistory, Result
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, series_noise
 
 
@@ -111,11 +111,12 @@ def between_job_drift(
     return {key: noise.sigma for key, noise in found.items()}
 
 
-def drift_for(jobs: Jobs, history: Sequence[Result], *, exclude_commits: Collection[str],
+def drift_for(jobs: Jobs, history: Sequence[Result] | MachineHistory, *, exclude_commits: Collection[str],
               settings: NoiseSettings | None = None) -> Mapping[str, SeriesNoise] | None:
     """What `ci.verdicts.compare` takes as `between_jobs`: None when base and head were measured in
     one job (the in-job statistics hold), else each series' noise model learned from `history`
-    (`ci.verdicts.noise.series_noise`; a series without one is withheld)."""
+    (`ci.verdicts.noise.series_noise`: results or series as columns, `ci.verdicts.inputs.noise_history`;
+    a series without one is withheld)."""
     if jobs.together:
         return None
     return series_noise(history, exclude_commits=exclude_commits, settings=settings)

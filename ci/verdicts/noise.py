@@ -28,6 +28,19 @@ by nothing on average, so they are centred on zero and a slow trend counts as no
 
     allowance = exp(jump + t * sigma) - 1          (jump = 0 with `outliers` jumps or fewer)
 
+**Window.** The model learns from the `window` (1,000) jobs of the machine nearest the compared
+commits (`job_window`: those just before the base, and the next ones where fewer come before it), not
+from every job of the history: the drift between jobs near the base is what the next pair shows, and
+a history of any length then costs one window to read (`ci.verdicts.inputs.noise_history` reads it
+from the store as columns, `column_levels`). Every history of the real asv results we hold is shorter
+(MetPy 59 jobs, mjwarp 76, uxarray's two GH-Actions environments 198 and 87, the H200's 35), so none
+of their verdicts changes. Past 1,000 jobs more history adds little: the t quantile is 3.098 at 999
+differences and 3.091 at 19,997 (0.2 % of the core allowance), and the core sigma's relative standard
+error is ~2 % (1 / sqrt(2 * 1000)); a series whose differences sit at the jump line can read recurring
+jumps in its window that its whole history's MAD did not (1 of 128 on a 3,000-commit replay of MetPy:
+13.3 -> 26.3 %, no outcome changed). The whole history of a 20,000-job, 128-series store read as
+`Result` records took 23.5 s and 2.8 GB for one comparison (2026-12-06; 2.4 s and 0.3 GB now).
+
 Everything is vectorised over the series of a machine (one pass over the results, one median per
 distinct sample count and a grouped sort). The previous estimate took a `np.median` per run per
 series: 115-138 ms of a 189-214 ms `compare_commits` on MetPy's 7,441-result machine, now 7.3 ms;
@@ -37,6 +50,7 @@ series: 115-138 ms of a 189-214 ms `compare_commits` on MetPy's 7,441-result mac
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -44,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ci.records import Result
+from ci.records import MachineHistory, Result
 
 MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(3/4): the MAD of a normal sample times this is its sigma
 
@@ -64,12 +78,15 @@ class NoiseSettings:
             differences: ~0.15 of 57); fixed, so whether a series has recurring jumps does not
             depend on the false-alarm rate chosen.
         min_jobs: series measured in fewer jobs have no model (absent from the result: withheld).
+        window: the jobs (runs of the machine, the compared commits' own not counted) a model learns
+            from, those nearest the base (`job_window`; module docstring).
     """
 
     false_alarm: float = 0.001
     outliers: int = 3
     jump_sigmas: float = 3.0
     min_jobs: int = 5
+    window: int = 1000
 
     def __post_init__(self) -> None:
         if not 0.0 < self.false_alarm < 0.5:
@@ -80,6 +97,8 @@ class NoiseSettings:
             raise ValueError(f"jump_sigmas must be > 0, got {self.jump_sigmas!r}")
         if self.min_jobs < 3:
             raise ValueError(f"min_jobs must be >= 3 (two successive differences), got {self.min_jobs}")
+        if self.window < self.min_jobs:
+            raise ValueError(f"window must be >= min_jobs ({self.min_jobs}), got {self.window}")
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,30 @@ def clip_factor(c: float) -> float:
     phi = math.exp(-c * c / 2) / math.sqrt(2 * math.pi)
     inside = math.erf(c / math.sqrt(2))
     return math.sqrt(1.0 - 2 * c * phi / inside)
+
+
+def job_window(run_commits: Sequence[str], compared: Sequence[str], window: int) -> tuple[int, int]:
+    """Which of a machine's runs a noise model learns from: the `window` runs nearest the compared
+    commits, their own runs not counted. Those just before the first of `compared` that has a run
+    here (the base, as a rule); where fewer than `window` come before it, the first `window` of the
+    history (all before it, then the nearest after). Every run when there are no more than `window`.
+
+    Args:
+        run_commits: the commit of each of the machine's runs, history order (`run_commits`).
+        compared: the compared commits, the one the window ends at first (base, then head).
+        window: how many runs, `compared`'s own not counted.
+
+    Returns:
+        (start, stop): runs `start` to `stop - 1` (`compared`'s among them are for the model to leave out).
+    """
+    excluded = set(compared)
+    kept = [i for i, sha in enumerate(run_commits) if sha not in excluded]
+    if len(kept) <= window:
+        return 0, len(run_commits)
+    anchor = next((run_commits.index(sha) for sha in compared if sha in run_commits), len(run_commits))
+    before = bisect.bisect_left(kept, anchor)
+    first = max(0, before - window)
+    return kept[first], kept[first + window - 1] + 1
 
 
 def job_levels(history: Sequence[Result], exclude_commits: Collection[str] = ()
@@ -158,30 +201,74 @@ def job_levels(history: Sequence[Result], exclude_commits: Collection[str] = ()
     for count, idx in by_count.items():
         if count == 0:
             continue
-        a = np.array([samples_of[i] for i in idx], dtype=float).reshape(len(idx), count)
-        good = np.isfinite(a) & (a > 0)
-        if good.all():
-            levels[idx] = np.median(a, axis=1)
-        else:
-            a[~good] = np.nan
-            with np.errstate(all="ignore"):
-                rows = good.any(axis=1)
-                levels[np.asarray(idx)[rows]] = np.nanmedian(a[rows], axis=1)
-    sid = np.asarray(series_of, dtype=np.int64)
+        _median_levels(levels, idx, np.array([samples_of[i] for i in idx], dtype=float).reshape(len(idx), count))
+    return list(keys), *_in_series_order(np.asarray(series_of, dtype=np.int64), levels)
+
+
+def _in_series_order(sid: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(series index, log level) of the jobs with a positive finite level, series by series, each
+    series' jobs in history order."""
     with np.errstate(all="ignore"):
         y = np.log(levels)
     ok = np.isfinite(y)
     sid, y = sid[ok], y[ok]
     order = np.argsort(sid, kind="stable")  # each series' jobs stay in history order
-    return list(keys), sid[order], y[order]
+    return sid[order], y[order]
 
 
-def series_noise(history: Sequence[Result], *, exclude_commits: Collection[str] = (),
+def _median_levels(levels: np.ndarray, idx: Sequence[int] | np.ndarray, a: np.ndarray) -> None:
+    """Into `levels[idx]`, the median of each row of `a` over its finite positive samples (NaN for a
+    row without one); `a` is overwritten."""
+    good = np.isfinite(a) & (a > 0)
+    if good.all():
+        levels[idx] = np.median(a, axis=1)
+    else:
+        a[~good] = np.nan
+        with np.errstate(all="ignore"):
+            rows = good.any(axis=1)
+            levels[np.asarray(idx)[rows]] = np.nanmedian(a[rows], axis=1)
+
+
+def column_levels(history: MachineHistory, exclude_commits: Collection[str] = ()
+                  ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """`job_levels` of a machine's series read as columns (`RunWindowSource.series_columns`): the
+    same levels, without one `Result` record per point. A store holds one result per series and run,
+    so each result is one job.
+
+    Args:
+        history: one machine's series (a window of its runs, `job_window`).
+        exclude_commits: commit shas whose runs are not used.
+
+    Returns:
+        As `job_levels`: (series keys, series index per job, log level per job).
+    """
+    excluded = set(exclude_commits)
+    keys = [col.benchmark.key for col in history.series]
+    sizes = [len(col.counts) for col in history.series]
+    sid = np.repeat(np.arange(len(keys), dtype=np.int64), sizes)
+    counts = np.fromiter((c for col in history.series for c in col.counts), dtype=np.int64, count=int(sum(sizes)))
+    keep = np.fromiter((sha not in excluded for col in history.series for sha in col.commit_shas), dtype=bool,
+                       count=int(sum(sizes)))  # fmt: skip
+    samples = np.concatenate([np.frombuffer(col.samples, dtype=np.float64) for col in history.series]
+                             or [np.zeros(0)])  # fmt: skip
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if counts.size else counts
+    levels = np.full(counts.size, np.nan)
+    for count in np.unique(counts[keep]).tolist():
+        if count == 0:
+            continue
+        idx = np.flatnonzero(keep & (counts == count))
+        _median_levels(levels, idx, samples[offsets[idx, None] + np.arange(count)])
+    return keys, *_in_series_order(sid, levels)
+
+
+def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits: Collection[str] = (),
                  settings: NoiseSettings | None = None) -> dict[str, SeriesNoise]:
     """Per series of one machine's history, its job-to-job noise model (module docstring).
 
     Args:
-        history: results of one machine, oldest first (`StoreReader.results(machine=...)`).
+        history: results of one machine, oldest first (`StoreReader.results(machine=...)`), or its
+            series as columns (`ci.verdicts.inputs.noise_history`); all of it is learned from (the
+            caller chooses the window, `job_window`).
         exclude_commits: commit shas whose runs are not used (the comparison's own base and head, so
             a change under test never counts as noise).
         settings: `NoiseSettings()` when None.
@@ -190,7 +277,10 @@ def series_noise(history: Sequence[Result], *, exclude_commits: Collection[str] 
         series key -> SeriesNoise, for every series with at least `settings.min_jobs` jobs.
     """
     settings = settings or NoiseSettings()
-    keys, sid, y = job_levels(history, exclude_commits)
+    if isinstance(history, MachineHistory):
+        keys, sid, y = column_levels(history, exclude_commits)
+    else:
+        keys, sid, y = job_levels(history, exclude_commits)
     if not keys:
         return {}
     n_series = len(keys)

@@ -12,7 +12,7 @@ import pytest
 from ci.records import JOB_KEY, Benchmark, Outcome, Result
 from ci.verdicts import compare, job_relation
 from ci.verdicts.jobs import drift_for
-from ci.verdicts.noise import NoiseSettings, clip_factor, series_noise
+from ci.verdicts.noise import NoiseSettings, clip_factor, job_window, series_noise
 
 PACK = Benchmark("bench_pack.PackTokens.time_gpu", (("preset", "deitb384-b32-keep0.5"), ("op", "pack")))
 MACHINE = "h200"
@@ -154,3 +154,136 @@ def test_settings_are_checked():
     for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             NoiseSettings(**bad)
+
+
+@pytest.mark.parametrize(
+    ("n_runs", "base", "window", "want"),
+    [
+        pytest.param(8, 6, 10, (0, 8), id="short-history-all-of-it"),
+        pytest.param(12, 10, 10, (0, 12), id="window-plus-the-compared-all-of-it"),
+        pytest.param(40, 38, 10, (28, 38), id="long-the-runs-just-before-base"),
+        pytest.param(40, 3, 10, (0, 12), id="early-base-filled-from-after-it"),
+        pytest.param(40, 20, 10, (10, 20), id="middle-base"),
+    ],
+)
+def test_job_window_is_the_runs_nearest_the_base(n_runs, base, window, want):
+    """`window` runs, the compared commits' own not counted: those just before the base, else the
+    history's first ones; every run of a history no longer than the window."""
+    commits = [_sha(i) for i in range(n_runs)]
+    head = _sha(base + 1)
+    assert job_window(commits, (_sha(base), head), window) == want
+    start, stop = want
+    assert sum(sha not in {_sha(base), head} for sha in commits[start:stop]) == min(window, n_runs - 2)
+
+
+def test_job_window_without_the_compared_commits_ends_the_history():
+    commits = [_sha(i) for i in range(30)]
+    assert job_window(commits, ("a" * 40, "b" * 40), 10) == (20, 30)
+    with pytest.raises(ValueError, match="window"):
+        NoiseSettings(window=4)
+
+
+def _noisy(name: str, j: int, c: int) -> list[float] | None:
+    """`write_results` samples: 2 % job-to-job drift, 0.5 % within a job, one failed point every
+    seventh commit (that run's grid is stored point by point, not as a block) and a zero sample of a
+    track series every fifth (left out of its level); the first 40 commits are wild (a level that
+    jumps 3x between jobs: far from any base here)."""
+    rng = np.random.default_rng([c, j, len(name)])
+    if "max_abs_diff" in name:
+        return [0.001] * 6
+    if c % 7 == 3 and j == 1 and "time_" in name:
+        return None
+    wild = 3.0 ** rng.choice([-1, 1]) if c < 40 else 1.0
+    level = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * wild * float(np.exp(rng.normal(0.0, 0.02)))
+    out = [float(x) for x in level * rng.lognormal(0.0, 0.005, 6)]
+    if c % 5 == 0 and "track_" in name:
+        out[2] = 0.0
+    return out
+
+
+def _stored(tmp_path, commits: range) -> tuple[list[str], str]:
+    """A store of commits `commits` (indices into one history: `_noisy` depends on the index only)."""
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    root = tmp_path / f"results-{commits.start}-{commits.stop}"
+    root.mkdir()
+    shas = [sha_for(i) for i in commits]
+    write_results(root, shas, samples=_noisy, first_commit=commits.start)
+    db = str(tmp_path / f"h-{commits.start}-{commits.stop}.sqlite")
+    with Store(db) as store:
+        assert ingest_results_dir(store, root).ok
+    return shas, db
+
+
+class _ResultsOnly:
+    """A `ComparisonSource` without the store's windowed read (as `tools.eval_history`'s reader)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def machines(self):
+        return self._store.machines()
+
+    def results(self, **kw):
+        return self._store.results(**kw)
+
+    def failures(self, **kw):
+        return self._store.failures(**kw)
+
+
+def test_a_comparison_reads_a_window_of_a_long_history_not_all_of_it(tmp_path, monkeypatch):
+    """The noise model of a cross-job comparison learns from the `window` jobs nearest the base: the
+    store rows it reads do not grow with the history (the whole history was read as `Result` records:
+    28 s and 2.8 GB for one comparison on a 20,000-commit store, 2026-12-06), and what the far part of
+    the history holds (here, 40 wild commits) changes nothing: the verdicts of a 100-commit history
+    are those of a store of only its last window."""
+    import ci.store.series_reads as reads
+    from ci.store import Store
+    from ci.verdicts import compare_commits
+
+    fetched: list[int] = []
+    real = reads.fetch_rows
+
+    def counting(conn, sql, params):
+        rows = real(conn, sql, params)
+        if "FROM results" in sql or "FROM result_blocks" in sql:
+            fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(reads, "fetch_rows", counting)
+    window = NoiseSettings(window=12)
+    got, rows = {}, {}
+    for commits in (range(100), range(60, 100), range(86, 100)):
+        shas, db = _stored(tmp_path, commits)
+        with Store(db, read_only=True) as store:
+            fetched.clear()
+            got[commits.start] = compare_commits(store, shas[-2], shas[-1], "h200-runner", noise=window)
+            rows[commits.start] = sum(fetched)
+    # Base's and head's runs are inside the short store's window: the long ones read them apart.
+    assert rows[0] == rows[60] <= rows[86], rows
+    assert got[0].drift_known == got[86].drift_known > 0
+    assert got[0].verdicts == got[86].verdicts
+
+
+def test_the_windowed_store_read_and_a_results_reader_give_one_model(tmp_path):
+    """The store's window read as columns (`noise_history` through `RunWindowSource`) and the same
+    window cut from a reader's `Result` records give the same noise models, failed points, zero samples
+    and one-point blocks included; with a window past the history's length, both are the whole-history
+    model."""
+    from ci.store import Store
+    from ci.verdicts.inputs import noise_history
+
+    shas, db = _stored(tmp_path, range(30, 60))
+    with Store(db, read_only=True) as store:
+        for base, head, size in ((shas[20], shas[21], 8), (shas[2], shas[3], 8), (shas[-2], shas[-1], 1000)):
+            exclude = {base, head}
+            columns = noise_history(store, "h200-runner", base, head, size)
+            records = noise_history(_ResultsOnly(store), "h200-runner", base, head, size)
+            a = series_noise(columns, exclude_commits=exclude)
+            b = series_noise(records, exclude_commits=exclude)
+            assert a and a == b
+            assert max(m.jobs for m in a.values()) == min(size, 28), a  # a series with a failed point: one fewer
+        whole = series_noise(store.results(machine="h200-runner"), exclude_commits=exclude)
+        assert a == whole
