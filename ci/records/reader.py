@@ -174,10 +174,8 @@ class MachineHistory:
     series: tuple[SeriesColumns, ...]
 
 
-@runtime_checkable
-class HistoryStore(StoreReader, Protocol):
-    """A `StoreReader` that also serves series as columns and keeps the history detector's cached
-    states (`ci.store.Store`); `ci.verdicts.history.detect_all` uses them when its source has them."""
+class ColumnSource(Protocol):
+    """A source that serves series as columns (`ci.store.Store`)."""
 
     def series_columns(
         self,
@@ -189,8 +187,14 @@ class HistoryStore(StoreReader, Protocol):
     ) -> list[MachineHistory]:
         """Every series as columns, per machine; `runs_after` {machine: k} leaves out the results of
         that machine's first k runs (in history order), `runs_before` {machine: k} those of its runs
-        from the k-th on."""
+        from the k-th on (together: only the runs between them)."""
         ...
+
+
+@runtime_checkable
+class HistoryStore(StoreReader, ColumnSource, Protocol):
+    """A `StoreReader` that also serves series as columns and keeps the history detector's cached
+    states (`ci.store.Store`); `ci.verdicts.history.detect_all` uses them when its source has them."""
 
     def change_point_states(self, branch: str, settings: str) -> dict[tuple[str, str], tuple[int, str, bytes]]:
         """(benchmark key, machine) -> (runs covered, their digest chain, state bytes)."""
@@ -204,23 +208,11 @@ class HistoryStore(StoreReader, Protocol):
 
 
 @runtime_checkable
-class RunWindowSource(Protocol):
+class RunWindowSource(ColumnSource, Protocol):
     """A source that serves a window of one machine's runs as columns (`ci.store.Store`): what the
     cross-job noise model reads (`ci.verdicts.inputs.noise_history`), a bounded part of a history of
     any length, instead of one `Result` record per point of all of it."""
 
     def run_commits(self, machine: str) -> list[str]:
         """The commit of each of `machine`'s runs, in history order (the order of `MachineHistory.runs`)."""
-        ...
-
-    def series_columns(
-        self,
-        *,
-        machine: str | None = None,
-        branch: str | None = None,
-        runs_after: dict[str, int] | None = None,
-        runs_before: dict[str, int] | None = None,
-    ) -> list[MachineHistory]:
-        """As `HistoryStore.series_columns`; `runs_after` and `runs_before` together read only the
-        results of the runs between them."""
         ...
