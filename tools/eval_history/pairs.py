@@ -143,7 +143,8 @@ def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str
         return PairsOutcome(seconds=time.perf_counter() - t0)
     rng = np.random.default_rng([seed, 0xAB])
     picked = sorted(rng.choice(len(candidates), min(pairs, len(candidates)), replace=False).tolist())
-    got = fork_map(_pair, [(readers[m], asv, a, b, seed, verdicts) for m, a, b in (candidates[i] for i in picked)])
+    got = fork_map(_pair, [(readers[m], asv, a, b, seed, verdicts) for m, a, b in (candidates[i] for i in picked)],
+                   "pairs")
     out = PairsOutcome(pairs=len(got))
     for name in ("together", "service_regressed", "asv_worse", "injected", "service_found", "asv_found"):
         setattr(out, name, sum(getattr(g, name) for g in got))

@@ -54,7 +54,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
                                                   real=not only_steps, settings=settings,
-                                                  trials_per_step=trials), series)
+                                                  trials_per_step=trials), series, "series")
             t2 = time.perf_counter()
             ab = PairsOutcome()
             if not only_steps and pairs > 0:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import sys
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -306,19 +308,39 @@ def _run_chunk(indices: list[int]) -> list[tuple[int, Any]]:
     return [(i, fn(items[i])) for i in indices]
 
 
-def fork_map(fn: Any, items: list[Any]) -> list[Any]:
+PROGRESS_S = 30.0  # a line on stderr at most this often while a long history is measured
+
+
+def fork_map(fn: Any, items: list[Any], what: str = "") -> list[Any]:
     """`[fn(x) for x in items]` over forked workers when there are CPUs to spare (`ci.forking`);
-    the children read `fn` and `items` from inherited memory and touch no database."""
+    the children read `fn` and `items` from inherited memory and touch no database. With `what`
+    ("series", ...), a progress line on stderr every `PROGRESS_S` seconds: a 20,000-commit history
+    measured for more than 15 minutes without a word (2026-12-06)."""
     global _FORK_WORK
+    t0 = last = time.monotonic()
+
+    def tick(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if what and now - last >= PROGRESS_S:
+            last = now
+            print(f"... {done:,} of {len(items):,} {what} measured in {now - t0:.0f} s", file=sys.stderr, flush=True)
+
     if fork_workers(len(items), 8) == 1:
-        return [fn(x) for x in items]
+        out = []
+        for x in items:
+            out.append(fn(x))
+            tick(len(out))
+        return out
     _FORK_WORK = (fn, items)
     try:
         with multiprocessing.get_context("fork").Pool(fork_workers(len(items), 8)) as pool:
             # Small chunks in order: the long series (or slow pairs) do not all land on one worker.
             chunks = [list(range(i, min(i + 4, len(items)))) for i in range(0, len(items), 4)]
-            parts = pool.map(_run_chunk, chunks, chunksize=1)
+            got: dict[int, Any] = {}
+            for part in pool.imap_unordered(_run_chunk, chunks, chunksize=1):
+                got.update(part)
+                tick(len(got))
     finally:
         _FORK_WORK = None
-    got = dict(item for part in parts for item in part)
     return [got[i] for i in range(len(items))]
