@@ -179,7 +179,7 @@ def _write_batch(
         commit = _commit(run, git_info)
         if commit.sha != run.commit_hash:  # an abbreviated name: the run is stored under the full sha git gave
             run = dataclasses.replace(run, commit_hash=commit.sha, run_key=f"{run.machine}/{commit.sha}/{run.env_name}")
-        elif repo is None and len(run.commit_hash) not in (40, 64) and run.commit_hash not in abbreviated:
+        elif repo is None and len(run.commit_hash) not in (40, 64):
             abbreviated.add(run.commit_hash)
         # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
         run, why = storable(run)
@@ -210,8 +210,9 @@ def _write_batch(
                 + ", ".join(repr(name) for name in skipped[:5])
             )
         notes_here.extend(left_out[id(run)])
-        points = status.points if isinstance(status, ReadAgain) else run.n_points
+        points = run.n_points
         if isinstance(status, ReadAgain):
+            points = status.points
             notes_here.insert(0, f"read again: {points} points of benchmarks it held that benchmarks.json now "
                                  "knows went in beside the stored ones")
         note = f"{quote_path(run.path)}: " + "; ".join(notes_here) if notes_here else ""

@@ -577,7 +577,9 @@ def _settle(client: _Client, repo: str, pr_number: int, marker: str, merge: Call
     again where another job's write took this job's part out (see `post_sticky_comment`)."""
     from ci.outputs.structure import comment_head
 
-    for _ in range(SETTLE_ROUNDS if settle > 0 else 0):
+    if settle <= 0:
+        return url
+    for _ in range(SETTLE_ROUNDS):
         if settle >= client.deadline.remaining():
             print(f"warning: not reading the comment back: {settle:g} s would pass the posting's deadline",
                   file=sys.stderr)
@@ -594,9 +596,8 @@ def _settle(client: _Client, repo: str, pr_number: int, marker: str, merge: Call
         print("note: another job wrote the comment after this one without its part: merging it in again",
               file=sys.stderr)
         url, written = _post(client, repo, pr_number, written, marker, merge)
-    if settle > 0:
-        print(f"warning: the comment still changed {SETTLE_ROUNDS} times after this job wrote it; "
-              "its part may be missing until the job runs again", file=sys.stderr)
+    print(f"warning: the comment still changed {SETTLE_ROUNDS} times after this job wrote it; "
+          "its part may be missing until the job runs again", file=sys.stderr)
     return url
 
 

@@ -24,7 +24,7 @@ history; `Store(db, read_only=True)` opens it for the commands that only read. B
 """
 
 from ci.store.engine import DEFAULT_DB, StoreError, display_url, error_line, resolve_url
-from ci.store.ingest_writes import READ_AGAIN, REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused
+from ci.store.ingest_writes import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused
 from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
@@ -32,7 +32,6 @@ from ci.store.store import Store
 
 __all__ = [
     "DEFAULT_DB",
-    "READ_AGAIN",
     "REPLACED_FROM_ANOTHER_SOURCE",
     "ReadAgain",
     "FailedPoint",
