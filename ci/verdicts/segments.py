@@ -40,7 +40,8 @@ from scipy import special, stats
 # 4: a step no larger than the series' recurring flips needs `flip_pvalue` (2026-12-05).
 # 5: where the rank test cannot reach `max_pvalue` (short sides), the series' noise model decides (2026-12-05).
 # 6: that noise model's test is a Student t whose degrees of freedom grow with the series (2026-12-05).
-ALGORITHM = "windowed-pelt-6"
+# 7: a step held `long_side` commits each side needs `long_noise_k` sigmas, not `noise_k` (2026-12-06).
+ALGORITHM = "windowed-pelt-7"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -120,6 +121,13 @@ def medians(pooled: Sequence[np.ndarray]) -> list[float]:
     return out
 
 
+def repeats(y: np.ndarray) -> bool:
+    """Whether the series' successive differences have a MAD of 0 (at least half of them equal: values
+    that repeat), where `robust_sigma` falls back to their mean absolute deviation."""
+    d = np.diff(y)
+    return bool(d.size) and median(np.abs(d - median(d))) == 0.0
+
+
 def robust_sigma(y: np.ndarray) -> float:
     """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
     when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
@@ -162,6 +170,9 @@ class Knobs:
     revert: int = 0  # a step undone within this many commits is an excursion, not reported (0: off)
     flip_pvalue: float = 0.0  # p-value a step no larger than the series' recurring flips must reach (0: off)
     noise_test: bool = False  # sides too short for the rank test: a z-test against the series' noise
+    long_side: int = 0  # a step held this many commits each side needs only `long_noise_k` sigmas (0: off)
+    long_noise_k: float = 0.0
+    long_pvalue: float = 0.0  # ...and a p below this against the series' noise model
 
 
 def log_comb(n: int, k: int) -> float:
@@ -523,11 +534,26 @@ class SeriesState:
         min_log = math.log1p(max(k.floor, k.noise_k * sigma))
         bkps = list(bkps)
         span = k.span or n
-        flips = flip_size(y, sigma, span)[0] if k.flip_pvalue or k.noise_test else 0.0
+        flips = flip_size(y, sigma, span)[0] if k.flip_pvalue or k.noise_test or k.long_side else 0.0
         flip = flips if k.flip_pvalue else 0.0
         # The noise model is one Gaussian sigma: a series that flips between levels (shared runners'
         # regimes) is not described by it, and keeps the rank test alone.
         noise_test = k.noise_test and flips == 0.0 and sigma > 0
+        # A step held `long_side` commits each side is measured by its sides' medians far better than by
+        # one commit's noise: `noise_k` sigmas of that noise is a guard against runs of a few noisy
+        # commits, and kept +5% steps out of every series with more than 1.7% noise. Such a step passes
+        # at `long_noise_k` sigmas when the series' noise model finds it too: not on a series that flips,
+        # nor on one whose values repeat (most successive differences 0: byte counts, coarse timers),
+        # where one Gaussian sigma does not describe values that jump between a few levels.
+        long_ok = k.long_side > 0 and flips == 0.0 and sigma > 0 and not repeats(y)
+        long_log = math.log1p(max(k.floor, k.long_noise_k * sigma)) if long_ok else min_log
+
+        def too_small(lr: float, key: tuple[int, int, int]) -> bool:
+            if abs(lr) >= min_log:
+                return False
+            m, o = key[1] - key[0], key[2] - key[1]
+            return (abs(lr) < long_log or min(m, o) < k.long_side
+                    or noise_pvalue(lr, m, o, sigma, n) >= k.long_pvalue)
         while True:
             bounds = [0, *bkps, n]
             tested, keys = [], []
@@ -558,7 +584,7 @@ class SeriesState:
             failing = [(p, abs(lr), i) for i, ((lr, p), key) in enumerate(zip(tested, keys, strict=True))
                        if p >= (k.flip_pvalue if abs(lr) <= FLIP_MARGIN * flip
                                 and min(key[1] - key[0], key[2] - key[1]) < span else k.max_pvalue)
-                       or abs(lr) < min_log]
+                       or too_small(lr, key)]
             if not failing:
                 break
             _, _, worst = max(failing, key=lambda t: (t[0], -t[1]))

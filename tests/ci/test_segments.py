@@ -379,3 +379,59 @@ def test_noise_test_is_a_setting_in_the_fingerprint() -> None:
     assert HistorySettings(noise_test=False).fingerprint != HistorySettings().fingerprint
     with pytest.raises(ValueError, match="noise_test"):
         HistorySettings(noise_test=1)  # type: ignore[arg-type]
+
+
+def _quiet_step(seed: int, at: int, n: int, size: float = 0.05, noise: float = 0.02) -> np.ndarray:
+    """`n` commits with `noise` Gaussian noise on the log scale, a step of `size` at commit `at`."""
+    y = noise * np.random.default_rng(seed).standard_normal(n)
+    y[at:] += math.log1p(size)
+    return np.exp(y)
+
+
+def _all_steps(levels: np.ndarray, settings: HistorySettings) -> list[segments.Step]:
+    state = SeriesState(settings.knobs)
+    state.extend([(f"c{i:04d}", np.array([v])) for i, v in enumerate(levels)])
+    return state.steps
+
+
+OFF = HistorySettings(long_side=0)
+
+
+def test_a_small_step_held_long_passes_at_long_noise_k_sigmas() -> None:
+    """+5% in a series with 2% commit-to-commit noise is 2.5 sigmas: the 3-sigma guard passes it only
+    where the series' sigma reads low by chance (5 of 20 seeds); held 40 commits each side it is clear,
+    and found at its commit (20 of 20)."""
+    found = off = 0
+    for seed in range(20):
+        levels = _quiet_step(seed, 40, 80)
+        found += any(abs(s.index - 40) <= 2 for s in _steps_up(levels, HistorySettings()))
+        off += any(abs(s.index - 40) <= 2 for s in _steps_up(levels, OFF))
+    assert off <= 6, off
+    assert found >= 18, found
+
+
+def test_a_small_step_with_a_short_side_keeps_the_noise_k_guard() -> None:
+    """The same +5% with 6 commits after it (fewer than `long_side`): judged by the 3-sigma guard alone."""
+    for seed in range(20):
+        levels = _quiet_step(seed, 74, 80)
+        assert _all_steps(levels, HistorySettings()) == _all_steps(levels, OFF), seed
+
+
+def test_long_sides_add_no_step_to_quiet_series_or_to_series_that_flip() -> None:
+    """No step on 100 steady series with 2% noise (160 commits) nor on series that flip between levels
+    that the 3-sigma guard alone does not report."""
+    rng = np.random.default_rng(21)
+    for i in range(100):
+        levels = np.exp(0.02 * rng.standard_normal(160))
+        assert _all_steps(levels, HistorySettings()) == _all_steps(levels, OFF), i
+    for s in range(10):
+        assert _all_steps(_mixture(s), HistorySettings()) == _all_steps(_mixture(s), OFF), s
+
+
+def test_long_side_knobs_are_checked_and_in_the_fingerprint() -> None:
+    assert "long_side=12 long_noise_k=2.0 long_pvalue=0.001" in HistorySettings().fingerprint
+    assert OFF.fingerprint != HistorySettings().fingerprint
+    for bad in ({"long_side": -1}, {"long_side": 1.5}, {"long_noise_k": 4.0}, {"long_noise_k": -1.0},
+                {"long_pvalue": 0.5}, {"long_pvalue": -0.1}):
+        with pytest.raises(ValueError, match="long_"):
+            HistorySettings(**bad)  # type: ignore[arg-type]
