@@ -215,9 +215,11 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
     if not jobs.together:
         drift = {}
         noise = noise or NoiseSettings()
+        # The family a false alarm is counted over: the series this comparison judges, on every machine.
+        family = len({(r.machine, r.benchmark.key) for r in h})
         for m in machines:
             history = noise_history(store, m, base, head, noise.window)
-            found = drift_for(jobs, history, exclude_commits={base, head}, settings=noise) or {}
+            found = drift_for(jobs, history, exclude_commits={base, head}, settings=noise, family=family) or {}
             drift.update(((m, key), d) for key, d in found.items())
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)

@@ -112,11 +112,11 @@ def between_job_drift(
 
 
 def drift_for(jobs: Jobs, history: Sequence[Result] | MachineHistory, *, exclude_commits: Collection[str],
-              settings: NoiseSettings | None = None) -> Mapping[str, SeriesNoise] | None:
+              settings: NoiseSettings | None = None, family: int = 1) -> Mapping[str, SeriesNoise] | None:
     """What `ci.verdicts.compare` takes as `between_jobs`: None when base and head were measured in
     one job (the in-job statistics hold), else each series' noise model learned from `history`
     (`ci.verdicts.noise.series_noise`: results or series as columns, `ci.verdicts.inputs.noise_history`;
-    a series without one is withheld)."""
+    a series without one is withheld), its allowance set for a comparison of `family` series."""
     if jobs.together:
         return None
-    return series_noise(history, exclude_commits=exclude_commits, settings=settings)
+    return series_noise(history, exclude_commits=exclude_commits, settings=settings, family=family)

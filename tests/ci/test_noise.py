@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from ci.records import JOB_KEY, Benchmark, Outcome, Result
 from ci.verdicts import compare, job_relation
@@ -287,3 +288,84 @@ def test_the_windowed_store_read_and_a_results_reader_give_one_model(tmp_path):
             assert max(m.jobs for m in a.values()) == min(size, 28), a  # a series with a failed point: one fewer
         whole = series_noise(store.results(machine="h200-runner"), exclude_commits=exclude)
         assert a == whole
+
+
+def _quiet_jobs(n_series: int, n_jobs: int, seed: int) -> list[Result]:
+    """`n_series` series measured once a job (one value a point, as most CI histories record), 2 %
+    Gaussian job-to-job noise, no step anywhere."""
+    rng = np.random.default_rng(seed)
+    benches = [Benchmark(f"bench_wide.Suite.time_{i}") for i in range(n_series)]
+    base = np.exp(rng.uniform(-10, -3, n_series))
+    out = []
+    for j in range(n_jobs):
+        values = base * np.exp(0.02 * rng.standard_normal(n_series))
+        out += [Result(b, _sha(j), MACHINE, (float(v),), run_id=f"{MACHINE}/{_sha(j)}/env",
+                       environment=((JOB_KEY, f"job-{j}"),)) for b, v in zip(benches, values, strict=True)]
+    return out
+
+
+def test_the_false_alarm_rate_is_shared_by_the_series_a_comparison_judges():
+    """Up to `family_false_alarm / false_alarm` (100) series each keeps the per-series rate; past it,
+    the rate per series falls so that the comparison's own stays put."""
+    history = _quiet_jobs(3, 40, seed=1)
+    default = NoiseSettings()
+    for family, rate in ((1, 0.001), (100, 0.001), (1000, 1e-4), (16_000, 0.1 / 16_000)):
+        for m in series_noise(history, family=family).values():
+            assert m.multiplier == pytest.approx(stats.t.ppf(1 - rate, m.jobs - 2), rel=0.05), family
+    one = series_noise(history, family=100)
+    wide = series_noise(history, family=2000)
+    assert all(wide[k].allowance > one[k].allowance for k in one)
+    assert all(wide[k].sigma == one[k].sigma for k in one)
+    with pytest.raises(ValueError, match="family_false_alarm"):
+        NoiseSettings(family_false_alarm=1.0)
+    assert default.family_false_alarm == 0.1
+
+
+def test_a_wide_unchanged_pair_raises_no_false_alarm_across_jobs():
+    """2,000 quiet series (2 % noise), the next two jobs unchanged: at 0.001 a series some of them
+    read regressed or improved (a wide suite would fail every PR); counted over the comparison's 2,000
+    series, none does. A +25% step of 40 of them (8 sigmas of a job-to-job difference) is still found
+    in each."""
+    history = _quiet_jobs(2000, 42, seed=7)
+    jobs = {r.commit_sha for r in history}
+    base_sha, head_sha = _sha(40), _sha(41)
+    base = [r for r in history if r.commit_sha == base_sha]
+    head = [r for r in history if r.commit_sha == head_sha]
+    past = [r for r in history if r.commit_sha not in (base_sha, head_sha)]
+    assert len(jobs) == 42
+    relation = job_relation(base, head)
+
+    def flagged(head_side, family):
+        model = drift_for(relation, past, exclude_commits={base_sha, head_sha}, family=family)
+        return [v for v in compare(base, head_side, between_jobs=model)
+                if v.outcome in (Outcome.REGRESSED, Outcome.IMPROVED)]
+
+    assert len(flagged(head, 1)) > 0  # the per-series rate alone
+    assert flagged(head, 2000) == []
+    stepped = [Result(r.benchmark, r.commit_sha, r.machine, (r.samples[0] * 1.25,), run_id=r.run_id,
+                      environment=r.environment) if i < 40 else r for i, r in enumerate(head)]
+    found = flagged(stepped, 2000)
+    assert {v.benchmark.key for v in found} == {r.benchmark.key for r in head[:40]}
+    assert all(v.outcome == Outcome.REGRESSED for v in found)
+
+
+def test_compare_commits_counts_every_series_it_judges_as_the_family(tmp_path, monkeypatch):
+    """The family of a cross-job comparison is the series measured on head, on every machine compared."""
+    import ci.verdicts.inputs as inputs
+    from ci.store import Store
+    from ci.verdicts import compare_commits
+
+    seen: list[int] = []
+    real = inputs.drift_for
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["family"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inputs, "drift_for", spy)
+    shas, db = _stored(tmp_path, range(30))
+    with Store(db, read_only=True) as store:
+        got = compare_commits(store, shas[-2], shas[-1], "h200-runner")
+        on_head = {(r.machine, r.benchmark.key) for r in store.results(commit_sha=shas[-1], machine="h200-runner")}
+    assert seen == [len(on_head)] and len(on_head) > 1
+    assert got.drift_known > 0
