@@ -350,7 +350,8 @@ def test_a_wide_unchanged_pair_raises_no_false_alarm_across_jobs():
 
 
 def test_compare_commits_counts_every_series_it_judges_as_the_family(tmp_path, monkeypatch):
-    """The family of a cross-job comparison is the series measured on head, on every machine compared."""
+    """The family of a cross-job comparison is the series measured on head that the allowance judges
+    (not correctness or exact series, nor those of unknown direction), on every machine compared."""
     import ci.verdicts.inputs as inputs
     from ci.store import Store
     from ci.verdicts import compare_commits
@@ -366,6 +367,8 @@ def test_compare_commits_counts_every_series_it_judges_as_the_family(tmp_path, m
     shas, db = _stored(tmp_path, range(30))
     with Store(db, read_only=True) as store:
         got = compare_commits(store, shas[-2], shas[-1], "h200-runner")
-        on_head = {(r.machine, r.benchmark.key) for r in store.results(commit_sha=shas[-1], machine="h200-runner")}
-    assert seen == [len(on_head)] and len(on_head) > 1
+        head = store.results(commit_sha=shas[-1], machine="h200-runner")
+    judged = {r.benchmark.key for r in head if r.benchmark.kind.value not in ("correctness", "exact")
+              and r.benchmark.direction.value != "unknown"}
+    assert seen == [len(judged)] and 1 < len(judged) < len({r.benchmark.key for r in head})
     assert got.drift_known > 0
