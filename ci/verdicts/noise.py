@@ -124,6 +124,8 @@ class SeriesNoise:
         multiplier: Student's t quantile at the false-alarm rate for this many jobs.
         allowance: the relative change (0.05 = 5 %) an unchanged pair of jobs stays within at the
             false-alarm rate: `exp(jump + multiplier * sigma) - 1`.
+        shared_over: the series the false-alarm rate was shared over (`NoiseSettings.family_false_alarm`),
+            0 where each series kept the per-series rate.
     """
 
     sigma: float
@@ -131,6 +133,7 @@ class SeriesNoise:
     jobs: int
     multiplier: float
     allowance: float
+    shared_over: int = 0
 
     @property
     def describe(self) -> str:
@@ -138,6 +141,8 @@ class SeriesNoise:
         text = f"history: {self.allowance * 100:.1f}% between jobs ({self.jobs} jobs"
         if self.jump > 0:
             text += f", recurring jumps of {math.expm1(self.jump) * 100:.1f}%"
+        if self.shared_over:
+            text += f", the false-alarm rate shared over {self.shared_over:,} series"
         return text + ")"
 
 
@@ -316,7 +321,9 @@ def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits:
     squares = np.bincount(ds, weights=np.where(jumps, 0.0, d * d), minlength=n_series)
     with np.errstate(all="ignore"):
         sigma = np.where(has & (inliers > 0), np.sqrt(squares / inliers) / clip_factor(settings.jump_sigmas), 0.0)
-    rate = min(settings.false_alarm, settings.family_false_alarm / max(1, family))
+    shared = settings.family_false_alarm / max(1, family)
+    rate = min(settings.false_alarm, shared)
+    shared_over = max(1, family) if shared < settings.false_alarm else 0
     multiplier = stats.t.ppf(1.0 - rate, np.maximum(1.0, inliers - 1.0))
     core = multiplier * sigma
     beyond = n - inliers
@@ -325,6 +332,7 @@ def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits:
     jump = np.where(has & (beyond > k), sorted_d[kth], 0.0) if d.size else np.zeros(n_series)
     allowance = np.expm1(jump + core)
     return {
-        key: SeriesNoise(float(sigma[i]), float(jump[i]), int(jobs[i]), float(multiplier[i]), float(allowance[i]))
+        key: SeriesNoise(float(sigma[i]), float(jump[i]), int(jobs[i]), float(multiplier[i]), float(allowance[i]),
+                         shared_over)
         for i, key in enumerate(keys) if has[i]
     }

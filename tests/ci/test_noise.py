@@ -316,6 +316,9 @@ def test_the_false_alarm_rate_is_shared_by_the_series_a_comparison_judges():
     wide = series_noise(history, family=2000)
     assert all(wide[k].allowance > one[k].allowance for k in one)
     assert all(wide[k].sigma == one[k].sigma for k in one)
+    assert all(m.shared_over == 0 and "shared" not in m.describe for m in one.values())
+    assert all(m.shared_over == 2000 and "the false-alarm rate shared over 2,000 series" in m.describe
+               for m in wide.values())
     with pytest.raises(ValueError, match="family_false_alarm"):
         NoiseSettings(family_false_alarm=1.0)
     assert default.family_false_alarm == 0.1
