@@ -287,3 +287,29 @@ def test_a_long_measurement_says_how_far_it_is(monkeypatch, capsys) -> None:
     assert lines[-1].startswith("... 40 of 40 series")
     assert trials.fork_map(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4]  # no `what`: nothing printed
     assert not capsys.readouterr().err
+
+
+def test_a_step_measures_past_the_threshold_where_the_detector_measures_it() -> None:
+    """`measures`: the +5% trials the service can report at all (it reports no step under the series'
+    threshold). A +6% step passes a 5% threshold and a +4% one does not; a real +3% step 10 commits
+    after k lifts a +4% step past it over the 32 commits the detector reads, and a real -3% at k pulls
+    a +6% one under it."""
+    from tools.eval_history import make_series, measures
+
+    bench = Benchmark("bench_k.K.time_k")
+    rng = np.random.default_rng(1)
+
+    def series(change_at: int | None = None, change: float = 1.0):
+        values = 1 + 0.001 * rng.standard_normal(80)
+        if change_at is not None:
+            values[change_at:] *= change
+        results = [Result(bench, f"{c:040x}", "m", (float(v),) * 3) for c, v in enumerate(values)]
+        return make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)},
+                           floor=0.05)
+
+    assert measures(series(), 40, 1.06, 32)
+    assert not measures(series(), 40, 1.04, 32)
+    assert measures(series(50, 1.03), 40, 1.04, 32)
+    assert not measures(series(40, 0.97), 40, 1.06, 32)
+    assert measures(series(), 40, 1 / 1.06, 32)  # an improvement measures its own way
+    assert not measures(series(40, 1.2), 40, 1 / 1.06, 32)  # a real +20% turns it into a rise

@@ -40,6 +40,11 @@ Definitions (what the printed numbers mean):
   5 commits from k does not move the other way by half the step or more against the 5 before k (a
   real -10% at k cancels an injected +10%; a real -7% at k + 1 leaves it one commit). The found
   share of these, for the service and asv's fit, is printed beside the share of all trials.
+- Measures past the threshold (`measures`, +5% trials): the injected step together with the real
+  series' own move measures at least the series' threshold (`Series.floor`) where the detector
+  measures it: median of the `span` (32) commits from k against the 32 before. The service reports
+  no step under its threshold, as `asv publish` lists none; asv's fitted steps apply none. The found
+  share of these is printed for both.
 - Still open: of the + trials found whose level stays up (`lasts`: at the newest 5 commits the
   injected series is still at least half the step away from its 5 commits before k; a later real
   improvement of the series can bring it back, and the dashboard then rightly shows the regression
@@ -155,6 +160,7 @@ from tools.eval_history.trials import (
     evaluate_series,
     fork_map,
     lasts,
+    measures,
     open_regressions,
     service_trial,
     trial_k,
@@ -167,7 +173,7 @@ __all__ = [
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
     "asv_trial", "banner_replay", "detectable", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series",
     "fork_map",
-    "injected", "is_bad", "lasts", "main", "make_series", "nearest_rank", "open_regressions", "parse_steps",
+    "injected", "is_bad", "lasts", "main", "make_series", "measures", "nearest_rank", "open_regressions", "parse_steps",
     "pooled_commits",
     "read_asv_points", "read_series", "render", "scaled_points", "service_trial", "shuffled", "step_factor",
     "summarize", "trial_k",

@@ -140,6 +140,9 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float]) -> dict
                 "detectable": sum(t.detectable for t in ts),
                 "found_detectable": sum(t.found and t.detectable for t in ts),
                 "asv_found_detectable": sum(t.asv_found and t.detectable for t in ts),
+                "measured": sum(t.measured for t in ts),
+                "found_measured": sum(t.found and t.measured for t in ts),
+                "asv_found_measured": sum(t.asv_found and t.measured for t in ts),
                 "asv_delay_median": nearest_rank(asv_delays, 0.5), "asv_delay_p90": nearest_rank(asv_delays, 0.9),
                 "asv_not_flagged": sum(d == math.inf for d in asv_delays),
             }
@@ -309,6 +312,13 @@ def render(report: dict[str, Any]) -> str:
                      f"{HistorySettings().noise_k:g} robust sigmas, not undone by a real change within "
                      f"±{NEAR} commits)", _pct(hs["found_detectable"], hs["detectable"]),
                      _pct(hs["asv_found_detectable"], hs["detectable"])))
+        if 0.05 in steps:
+            five = st["judged +0.05"]
+            rows.append((f"+5% steps found, of the {_pct(five['measured'], five['trials'])} that measure at least the "
+                         f"series' threshold (the service applies it, asv's fit does not; median level of the "
+                         f"{HistorySettings().span} commits from the step against as many before)",
+                         _pct(five["found_measured"], five["measured"]),
+                         _pct(five["asv_found_measured"], five["measured"])))
         if replay:
             rows.append((f"median / 90th-percentile delay before the first flag, {_step(head)}", *delays("judged")))
         if real_too:

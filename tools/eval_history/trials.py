@@ -193,6 +193,16 @@ def detectable(s: Series, k: int, factor: float, noise_k: float) -> bool:
     return not (real * step < 0 and abs(real) >= 0.5 * abs(step))
 
 
+def measures(s: Series, k: int, factor: float, span: int) -> bool:
+    """Whether the step injected at k, with the real series' own moves, measures at least the series'
+    threshold (`Series.floor`, which the service applies and asv's fit does not) where the detector
+    measures it: the median level of the `span` commits from k against the `span` before k (fewer at
+    the series' ends), moved the injected way."""
+    real = math.log(float(np.median(s.levels[k:k + span])) / float(np.median(s.levels[max(0, k - span):k])))
+    seen = math.log(factor) + real
+    return seen * math.log(factor) > 0 and abs(seen) >= math.log1p(s.floor)
+
+
 @dataclass
 class Trial:
     """One (series, step) trial's outcome for the service and for asv."""
@@ -211,6 +221,7 @@ class Trial:
     asv_chance: bool  # asv's fit of the un-injected series already has such a boundary there
     lasting: bool = True  # the level at the newest commits is still at least half the step away (`lasts`)
     detectable: bool = True  # `detectable`: large enough against the noise, not undone by the real series
+    measured: bool = True  # `measures`: at least the series' threshold, as the data show it around k
 
 
 @dataclass
@@ -265,7 +276,8 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         chance = any(_right(cp, s, f > 1.0) and abs(cp.index - k) <= NEAR for cp in cps)
         trials.append(Trial(step, k, s.judged, s.n - k, found, still_open, delay, a_found, a_listed, a_delay,
                             chance, asv_boundary_near(asv_steps, k, f > 1.0), lasting=lasts(s, k, f),
-                            detectable=detectable(s, k, f, settings.noise_k)))
+                            detectable=detectable(s, k, f, settings.noise_k),
+                            measured=measures(s, k, f, settings.span or s.n)))
     out = SeriesOutcome(s.benchmark.key, s.machine, s.judged, s.n, trials, positions=s.positions)
     if real:
         out.changes = list(cps)
