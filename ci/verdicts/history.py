@@ -75,7 +75,8 @@ class HistorySettings:
             finds fewer steps.
         min_size: fewest commits on each side of a step.
         floor: smallest relative step reported (0.02 = 2 %).
-        noise_k: a step must also be at least `noise_k` robust sigmas of commit-to-commit noise.
+        noise_k: a step must also be at least `noise_k` robust sigmas of commit-to-commit noise
+            (`long_noise_k` once it has held `long_side` commits each side; below).
         max_pvalue: Mann-Whitney p-value a step's two segments must reach. Otava's default is 0.001;
             0.01 found +10% steps injected into real histories within 2 commits 87% -> 91% (a Jenkins
             container's) and 86% -> 90% (GitHub-hosted runners'), 0 spurious steps on the synthetic
