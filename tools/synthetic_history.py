@@ -11,11 +11,12 @@ benchmarks (all parameter combinations of a chosen one) step up by `--step` at t
 `ci compare` of the two commits around it and the dashboard have known regressions to find. With
 `--slow-share`, that share of the jobs (one commit in one environment) lands on a slower host, as
 shared runners of mixed hardware do: every series of the job is `--slow` slower, and the file records
-that host's `cpu`, as asv records the runner's. Seeded: the same arguments write the same bytes.
+that host's `cpu`, as asv records the runner's (`--hide-host`: it records the same `cpu` for both, as
+when the hardware differs in ways asv does not record). Seeded: the same arguments write the same bytes.
 
 Usage: python -m tools.synthetic_history OUT [--benchmarks 80] [--grids 6] [--commits 150]
                                            [--envs 2] [--noise 0.02] [--step 0.2] [--step-share 0.01]
-                                           [--slow-share 0] [--slow 0.15]
+                                           [--slow-share 0] [--slow 0.15] [--hide-host]
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def commit_sha(i: int) -> str:
 
 
 def write_history(out: Path, *, benchmarks: int, grids: int, commits: int, envs: int, noise: float,
-                  step: float, step_share: float, seed: int, slow_share: float = 0.0, slow: float = 0.15
-                  ) -> dict[str, int]:
+                  step: float, step_share: float, seed: int, slow_share: float = 0.0, slow: float = 0.15,
+                  hide_host: bool = False) -> dict[str, int]:
     """Write the history under `out` (made; must not hold a results directory yet) and return its
     counts: series per environment, stepped series per environment, result files."""
     if benchmarks < 0 or grids < 0 or benchmarks + grids == 0:
@@ -78,7 +79,7 @@ def write_history(out: Path, *, benchmarks: int, grids: int, commits: int, envs:
             env = f"virtualenv-py3.{11 + e}"
             host_slow = slow_share > 0 and bool(rng.random() < slow_share)  # no draw: the default's bytes kept
             slow_jobs += host_slow
-            cpu = "synthetic-slow" if host_slow else "synthetic"
+            cpu = "synthetic-slow" if host_slow and not hide_host else "synthetic"
             res = {}
             for n, p in names:
                 factor = 1.0 + step if n in stepped and c >= commits // 2 else 1.0
@@ -113,12 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step-share", type=float, default=0.01, help="share of benchmarks that step")
     ap.add_argument("--slow-share", type=float, default=0.0, help="share of jobs on a slower host")
     ap.add_argument("--slow", type=float, default=0.15, help="how much slower that host is (0.15: +15%%)")
+    ap.add_argument("--hide-host", action="store_true", help="the slower host records the same cpu")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     try:
         counts = write_history(args.out, benchmarks=args.benchmarks, grids=args.grids, commits=args.commits,
                                envs=args.envs, noise=args.noise, step=args.step, step_share=args.step_share,
-                               seed=args.seed, slow_share=args.slow_share, slow=args.slow)
+                               seed=args.seed, slow_share=args.slow_share, slow=args.slow,
+                               hide_host=args.hide_host)
     except (ValueError, FileExistsError) as exc:
         ap.error(str(exc))
     print(f"{args.out / 'results'}: " + ", ".join(f"{v} {k}" for k, v in counts.items())

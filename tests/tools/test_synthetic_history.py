@@ -60,3 +60,16 @@ def test_jobs_on_a_slower_host_record_its_cpu_and_are_their_own_series(tmp_path)
     with pytest.raises(ValueError, match="slow"):
         write_history(tmp_path / "bad", benchmarks=1, grids=0, commits=2, envs=1, noise=0.0, step=0.0,
                       step_share=0.0, seed=0, slow_share=1.5)
+
+
+def test_a_hidden_slower_host_records_the_same_cpu(tmp_path):
+    """`--hide-host`: the same jobs are slower, but nothing in the files tells the hosts apart."""
+    kw = dict(benchmarks=2, grids=0, commits=40, envs=1, noise=0.0, step=0.0, step_share=0.0, seed=5,
+              slow_share=0.5, slow=0.15)
+    write_history(tmp_path / "h", hide_host=True, **kw)
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        assert ingest_results_dir(store, tmp_path / "h" / "results").ok
+        (machine,) = store.machines()
+        values = sorted({r.samples[0] for r in store.results(machine=machine.name)
+                         if r.benchmark.name.endswith("plain_0")})
+    assert len(values) == 2 and values[1] / values[0] == pytest.approx(1.15)
