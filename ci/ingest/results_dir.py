@@ -173,7 +173,7 @@ def _write_batch(
     git_info = git_commits(repo, [r.commit_hash for r, _, _ in parsed], branch, on_branch) if repo else CommitLog()
     problems.update(git_info.problems)
     items = []
-    left_out: dict[int, tuple[str, ...]] = {}
+    left_out: list[tuple[str, ...]] = []  # per item, what `storable` took out of its run
     abbreviated: set[str] = set()
     for run, info, sidecar in parsed:
         commit = _commit(run, git_info)
@@ -183,7 +183,7 @@ def _write_batch(
             abbreviated.add(run.commit_hash)
         # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
         run, why = storable(run)
-        left_out[id(run)] = why
+        left_out.append(why)
         items.append((run, _machine(run, info, sidecar), commit))
     try:
         statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)
@@ -193,7 +193,7 @@ def _write_batch(
     notes = [printable(f"warning: commit {name}: named by an abbreviation (asv writes the full sha), so it is stored "
                        "under it and is not the commit a file naming it in full holds; ingest with --repo CHECKOUT "
                        "to store it under its full sha") for name in sorted(abbreviated)]
-    for (run, _, _), status in zip(items, statuses, strict=True):
+    for (run, _, _), status, why in zip(items, statuses, left_out, strict=True):
         if isinstance(status, Exception):
             outcomes.append(file_outcome(run.path, "error", message=_store_failure(run.path, status)))
             continue
@@ -209,7 +209,7 @@ def _write_batch(
                 f"benchmarks.json and {len(run.skipped_stale)} of another benchmark version: "
                 + ", ".join(repr(name) for name in skipped[:5])
             )
-        notes_here.extend(left_out[id(run)])
+        notes_here.extend(why)
         points = run.n_points
         if isinstance(status, ReadAgain):
             points = status.points

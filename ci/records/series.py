@@ -50,6 +50,12 @@ class Benchmark:
         """The benchmark file (asv module), used to group series on the dashboard."""
         return self.name.split(".", 1)[0]
 
+    @property
+    def judged(self) -> bool:
+        """Whether its changes are judged better or worse against its noise: a performance series of
+        known direction (correctness and exact series have rules of their own)."""
+        return self.kind not in (Kind.CORRECTNESS, Kind.EXACT) and self.direction != Direction.UNKNOWN
+
     # Cached on the instance (a frozen dataclass's __dict__ takes it; equality, hashing and repr
     # see only the fields): every result of a history names its series by key, and rebuilding the
     # text cost ~1 us a call, 500,000 calls per change-point pass and per dashboard render (2026-12-01).

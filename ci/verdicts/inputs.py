@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ci.records import ComparisonSource, Direction, Kind, MachineHistory, Result, RunWindowSource, Verdict
+from ci.records import ComparisonSource, Kind, MachineHistory, Result, RunWindowSource, Verdict
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
 
@@ -216,10 +216,8 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         drift = {}
         noise = noise or NoiseSettings()
         # The family a false alarm is counted over: the series this comparison judges by the allowance,
-        # on every machine (correctness and exact series have rules of their own; a series of unknown
-        # direction is never called regressed).
-        family = len({(r.machine, r.benchmark.key) for r in h if r.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)
-                      and r.benchmark.direction != Direction.UNKNOWN})
+        # on every machine.
+        family = len({(r.machine, r.benchmark.key) for r in h if r.benchmark.judged})
         for m in machines:
             history = noise_history(store, m, base, head, noise.window)
             found = drift_for(jobs, history, exclude_commits={base, head}, settings=noise, family=family) or {}

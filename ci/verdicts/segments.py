@@ -121,11 +121,20 @@ def medians(pooled: Sequence[np.ndarray]) -> list[float]:
     return out
 
 
+def _difference_deviations(y: np.ndarray) -> tuple[np.ndarray, float]:
+    """The successive differences' absolute deviations from their median, and their median (the MAD)."""
+    d = np.diff(y)
+    if not d.size:
+        return d, 0.0
+    dev = np.abs(d - median(d))
+    return dev, median(dev)
+
+
 def repeats(y: np.ndarray) -> bool:
     """Whether the series' successive differences have a MAD of 0 (at least half of them equal: values
     that repeat), where `robust_sigma` falls back to their mean absolute deviation."""
-    d = np.diff(y)
-    return bool(d.size) and median(np.abs(d - median(d))) == 0.0
+    dev, mad = _difference_deviations(y)
+    return bool(dev.size) and mad == 0.0
 
 
 def robust_sigma(y: np.ndarray) -> float:
@@ -133,11 +142,9 @@ def robust_sigma(y: np.ndarray) -> float:
     when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
     MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
     as noise."""
-    d = np.diff(y)
-    if not d.size:
+    dev, mad = _difference_deviations(y)
+    if not dev.size:
         return 0.0
-    dev = np.abs(d - median(d))
-    mad = median(dev)
     if mad > 0:
         return 1.4826 * mad / math.sqrt(2)
     return float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)

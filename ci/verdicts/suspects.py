@@ -53,7 +53,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 
-from ci.records import Benchmark, Direction, Kind, Outcome, Result
+from ci.records import Benchmark, Direction, Outcome, Result
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
 from ci.verdicts.segments import safe_exp
 
@@ -455,7 +455,7 @@ def judge_levels(
     level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
     window_thresholds = _threshold(sigma, settings, floor)  # NaN where the window's sigma is (np.maximum keeps NaN)
     thresholds = np.concatenate([kept, window_thresholds[start - first:]])
-    judged = benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT) and benchmark.direction != Direction.UNKNOWN
+    judged = benchmark.judged
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
     if judged and n > settings.min_history:
         thr = np.log1p(window_thresholds[:-1])

@@ -188,9 +188,14 @@ def detectable(s: Series, k: int, factor: float, noise_k: float) -> bool:
     step = math.log(factor)
     if abs(step) < noise_k * robust_sigma(np.log(s.levels)):
         return False
-    width = 2 * NEAR + 1
-    real = math.log(float(np.median(s.levels[k:k + width])) / float(np.median(s.levels[max(0, k - width):k])))
+    real = real_move(s, k, 2 * NEAR + 1)
     return not (real * step < 0 and abs(real) >= 0.5 * abs(step))
+
+
+def real_move(s: Series, k: int, width: int) -> float:
+    """How far the real series' level moves at k (log): the median of the `width` commits from k
+    against that of the `width` before k (fewer at the series' ends)."""
+    return math.log(float(np.median(s.levels[k:k + width])) / float(np.median(s.levels[max(0, k - width):k])))
 
 
 def measures(s: Series, k: int, factor: float, span: int) -> bool:
@@ -198,8 +203,7 @@ def measures(s: Series, k: int, factor: float, span: int) -> bool:
     threshold (`Series.floor`, which the service applies and asv's fit does not) where the detector
     measures it: the median level of the `span` commits from k against the `span` before k (fewer at
     the series' ends), moved the injected way."""
-    real = math.log(float(np.median(s.levels[k:k + span])) / float(np.median(s.levels[max(0, k - span):k])))
-    seen = math.log(factor) + real
+    seen = math.log(factor) + real_move(s, k, span)
     return seen * math.log(factor) > 0 and abs(seen) >= math.log1p(s.floor)
 
 
