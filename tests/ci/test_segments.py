@@ -274,6 +274,33 @@ def test_flip_size_sees_runs_at_another_level_not_outliers_or_steps() -> None:
     assert segments.flip_size(runs, segments.robust_sigma(runs), 4) == (0.0, 0)  # runs longer than `within`
 
 
+def test_a_long_series_that_steps_does_not_read_as_flipping() -> None:
+    """Around the whole series' median, a long series that steps by 3.3 sigmas has runs past 3 sigmas
+    on both sides from its noise alone; measured against the level around each commit it has none,
+    and its step is found (20 of 120 such +10% steps were missed on 2026-12-06)."""
+    rng = np.random.default_rng(5)
+    y = 0.03 * rng.standard_normal(1000)
+    y[500:] += math.log(1.1)
+    sigma = segments.robust_sigma(y)
+    assert segments.flip_size(y, sigma, 32) == (0.0, 0)
+    whole = y - np.median(y)  # the old reference: runs of 2+ commits past 3 sigmas that come back
+    side = np.where(whole > 3 * sigma, 1, np.where(whole < -3 * sigma, -1, 0))
+    assert sum(a != 0 and a == b for a, b in zip(side, side[1:])) >= 2
+    found = _steps_up(np.exp(y), HistorySettings())
+    assert [s.index for s in found] == [500]
+    runs = y.copy()
+    for at in (100, 300, 700):  # flips of 4 commits at +15% in the same long series are still flips
+        runs[at:at + 4] += math.log(1.15)
+    size, longest = segments.flip_size(runs, segments.robust_sigma(runs), 32)
+    assert size == pytest.approx(math.log(1.15), abs=0.04) and longest == 4
+
+
+def test_local_median_is_the_median_of_the_neighbourhood() -> None:
+    y = np.arange(10, dtype=float)[::-1]
+    assert segments.local_median(y, 2).tolist() == [8.0, 7.5, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.5, 1.0]
+    assert segments.local_median(y, 5).tolist() == [4.5] * 10  # no longer than 2 x reach + 1: the whole median
+
+
 @pytest.mark.slow
 def test_a_series_that_flips_between_levels_reports_no_step_by_chance() -> None:
     """Runs at the other level happen by chance in such a series, and the segmentation picks them:
