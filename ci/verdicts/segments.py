@@ -42,7 +42,8 @@ from scipy import ndimage, special, stats
 # 6: that noise model's test is a Student t whose degrees of freedom grow with the series (2026-12-05).
 # 7: a step held `long_side` commits each side needs `long_noise_k` sigmas, not `noise_k` (2026-12-06).
 # 8: a flip is measured against the level around it, not the whole series' median (2026-12-06).
-ALGORITHM = "windowed-pelt-8"
+# 9: a step among commits clearly noisier than the series is judged by their own noise (2026-12-06).
+ALGORITHM = "windowed-pelt-9"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -249,6 +250,7 @@ def safe_exp(x: float) -> float:
 FLIP_MARGIN = 1.5  # a step up to this many times the series' flip size is judged as a flip might be
 MIN_RUN = 2  # a flip's run at the other level is at least this many commits (one commit is an outlier)
 FLIPS = 2  # a series with at least this many flips (a jump and its return) flips between levels
+NOISIER = 1.5  # the commits around a step are judged by their own noise once it is this many times the series'
 FLIP_REACH = 2  # the usual level around a commit: the median of this many x `within` commits each side
 
 
@@ -557,7 +559,6 @@ class SeriesState:
         """Remove the weakest failing proposal (highest p, then smallest step) until all pass."""
         k, n = self.k, y.size
         sigma = robust_sigma(y)
-        min_log = math.log1p(max(k.floor, k.noise_k * sigma))
         bkps = list(bkps)
         span = k.span or n
         flips = flip_size(y, sigma, span)[0] if k.flip_pvalue or k.noise_test or k.long_side else 0.0
@@ -572,14 +573,26 @@ class SeriesState:
         # nor on one whose values repeat (most successive differences 0: byte counts, coarse timers),
         # where one Gaussian sigma does not describe values that jump between a few levels.
         long_ok = k.long_side > 0 and flips == 0.0 and sigma > 0 and not repeats(y)
-        long_log = math.log1p(max(k.floor, k.long_noise_k * sigma)) if long_ok else min_log
+        reach = FLIP_REACH * span
+        local: dict[int, float] = {}
+
+        def noise_at(mid: int) -> float:
+            # The series' noise where the step is: its whole history's, unless the commits around the
+            # step are clearly noisier (a runner that turned noisy for a stretch), where the whole
+            # history's sigma would pass the stretch's noise as steps.
+            got = local.get(mid)
+            if got is None:
+                here = robust_sigma(y[max(0, mid - reach):mid + reach])
+                got = local[mid] = here if here > NOISIER * sigma else sigma
+            return got
 
         def too_small(lr: float, key: tuple[int, int, int]) -> bool:
-            if abs(lr) >= min_log:
+            s = noise_at(key[1])
+            if abs(lr) >= math.log1p(max(k.floor, k.noise_k * s)):
                 return False
             m, o = key[1] - key[0], key[2] - key[1]
-            return (abs(lr) < long_log or min(m, o) < k.long_side
-                    or noise_pvalue(lr, m, o, sigma, n) >= k.long_pvalue)
+            return (not long_ok or abs(lr) < math.log1p(max(k.floor, k.long_noise_k * s)) or min(m, o) < k.long_side
+                    or noise_pvalue(lr, m, o, s, n) >= k.long_pvalue)
         while True:
             bounds = [0, *bkps, n]
             tested, keys = [], []
@@ -597,7 +610,7 @@ class SeriesState:
                                                                                    k.max_pvalue):
                     # Sides too short for the rank test to reach max_pvalue: the series' noise model
                     # decides (not memoised: sigma moves as the series grows).
-                    got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, sigma, n)))
+                    got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, noise_at(mid), n)))
                 tested.append(got)
                 keys.append(key)
             # A series that flips between levels (shared runners' regimes) shows runs at the other level

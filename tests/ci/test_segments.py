@@ -295,6 +295,25 @@ def test_a_long_series_that_steps_does_not_read_as_flipping() -> None:
     assert size == pytest.approx(math.log(1.15), abs=0.04) and longest == 4
 
 
+def test_a_stretch_of_noisier_commits_is_judged_by_its_own_noise() -> None:
+    """A runner that turns noisy (1% -> 4% for its last 200 of 1,000 commits) leaves the whole
+    history's sigma near 1%: against it, runs of that stretch's noise passed as steps (+8% and -8%
+    four commits apart here). Around a step whose commits are clearly noisier than the series, their
+    own noise is the guard. A real step in the quiet part is still found."""
+    rng = np.random.default_rng(4)
+    noise = np.where(np.arange(1000) < 800, 0.01, 0.04)
+    levels = np.exp(noise * rng.standard_normal(1000))
+    assert _steps_up(levels, HistorySettings()) == []
+    before = SeriesState(HistorySettings().knobs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(segments, "NOISIER", math.inf)  # the whole history's sigma everywhere
+        before.extend([(f"c{i:04d}", np.array([v])) for i, v in enumerate(levels)])
+    assert [s.index for s in before.steps if abs(s.log_ratio) > math.log(1.05)]  # the case is real
+    stepped = levels.copy()
+    stepped[400:] *= 1.06
+    assert [s.index for s in _steps_up(stepped, HistorySettings())] == [400]
+
+
 def test_local_median_is_the_median_of_the_neighbourhood() -> None:
     y = np.arange(10, dtype=float)[::-1]
     assert segments.local_median(y, 2).tolist() == [8.0, 7.5, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.5, 1.0]
