@@ -250,7 +250,7 @@ def safe_exp(x: float) -> float:
 FLIP_MARGIN = 1.5  # a step up to this many times the series' flip size is judged as a flip might be
 MIN_RUN = 2  # a flip's run at the other level is at least this many commits (one commit is an outlier)
 FLIPS = 2  # a series with at least this many flips (a jump and its return) flips between levels
-NOISIER = 1.5  # the commits around a step are judged by their own noise once it is this many times the series'
+NOISIER = 2.0  # a side of a step noisier than this many times the series: the step is judged by that noise
 FLIP_REACH = 2  # the usual level around a commit: the median of this many x `within` commits each side
 
 
@@ -577,12 +577,14 @@ class SeriesState:
         local: dict[int, float] = {}
 
         def noise_at(mid: int) -> float:
-            # The series' noise where the step is: its whole history's, unless the commits around the
-            # step are clearly noisier (a runner that turned noisy for a stretch), where the whole
-            # history's sigma would pass the stretch's noise as steps.
+            # The series' noise where the step is: its whole history's, unless the `reach` commits on a
+            # side of the step (a side at least half that long) are clearly noisier (a runner that
+            # turned noisy for a stretch), where the whole history's sigma would pass the stretch's
+            # noise as steps.
             got = local.get(mid)
             if got is None:
-                here = robust_sigma(y[max(0, mid - reach):mid + reach])
+                sides = (y[max(0, mid - reach):mid], y[mid:mid + reach])
+                here = max((robust_sigma(side) for side in sides if side.size >= reach // 2), default=0.0)
                 got = local[mid] = here if here > NOISIER * sigma else sigma
             return got
 

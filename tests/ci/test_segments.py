@@ -298,8 +298,9 @@ def test_a_long_series_that_steps_does_not_read_as_flipping() -> None:
 def test_a_stretch_of_noisier_commits_is_judged_by_its_own_noise() -> None:
     """A runner that turns noisy (1% -> 4% for its last 200 of 1,000 commits) leaves the whole
     history's sigma near 1%: against it, runs of that stretch's noise passed as steps (+8% and -8%
-    four commits apart here). Around a step whose commits are clearly noisier than the series, their
-    own noise is the guard. A real step in the quiet part is still found."""
+    four commits apart here). Around a step with a side clearly noisier than the series (64 commits,
+    more than twice its sigma), that side's noise is the guard. A real step in the quiet part is
+    still found."""
     rng = np.random.default_rng(4)
     noise = np.where(np.arange(1000) < 800, 0.01, 0.04)
     levels = np.exp(noise * rng.standard_normal(1000))
