@@ -21,10 +21,11 @@ by nothing on average, so they are centred on zero and a slow trend counts as no
   0.001: asv's two-sided p < 0.002) with `m - 1` degrees of freedom: 3.10 for a long history, 3.25
   at 56 differences, 3.37 at 32, 4.30 at 10.
 - **recurring jumps** (regime switches of shared runners, a level that flips between two modes):
-  more than `outliers` (3) jumps is more than one outlier commit (two differences) and one real
-  step (a third) explain; the series' jump size is then the `outliers + 1`-th largest |d| and the
-  allowance covers it plus the core noise. One outlier commit or one step changes nothing; a mode
-  flip seen four times or more is covered.
+  jumps the level takes back, each with the next jump of its series the other way within
+  `return_within` (32) jobs. More than `outliers` (3) of them is more than one outlier commit (two)
+  explains; the series' jump size is then the `outliers + 1`-th largest of them and the allowance
+  covers it plus the core noise. One outlier commit changes nothing, nor do steps that stay, however
+  many a long history holds; a mode visited twice or more is covered.
 
     allowance = exp(jump + t * sigma) - 1          (jump = 0 with `outliers` jumps or fewer)
 
@@ -81,11 +82,13 @@ class NoiseSettings:
             series (the three real histories we hold compare 28-128) it changes little: the t
             quantile at 0.001 is 3.10, at 0.1 / 128 3.17. The in-job rule's Benjamini-Hochberg
             correction plays this part there.
-        outliers: how many of the largest job-to-job differences may be outliers (an outlier commit
-            makes two, a real step one) before they count as a recurring jump.
+        outliers: how many jumps the level takes back (an outlier commit makes two) may be outliers
+            before they count as a recurring jump.
         jump_sigmas: a difference beyond this many core sigmas is a jump (0.27 % of a normal core's
             differences: ~0.15 of 57); fixed, so whether a series has recurring jumps does not
             depend on the false-alarm rate chosen.
+        return_within: a jump counts towards recurring jumps only where the next jump of its series
+            goes the other way within this many jobs (a step that stays is a change, not noise).
         min_jobs: series measured in fewer jobs have no model (absent from the result: withheld).
         window: the jobs (runs of the machine, the compared commits' own not counted) a model learns
             from, those nearest the base (`job_window`; module docstring).
@@ -95,6 +98,7 @@ class NoiseSettings:
     family_false_alarm: float = 0.1
     outliers: int = 3
     jump_sigmas: float = 3.0
+    return_within: int = 32
     min_jobs: int = 5
     window: int = 1000
 
@@ -107,6 +111,8 @@ class NoiseSettings:
             raise ValueError(f"outliers must be >= 0, got {self.outliers!r}")
         if not self.jump_sigmas > 0:
             raise ValueError(f"jump_sigmas must be > 0, got {self.jump_sigmas!r}")
+        if self.return_within < 1:
+            raise ValueError(f"return_within must be >= 1, got {self.return_within!r}")
         if self.min_jobs < 3:
             raise ValueError(f"min_jobs must be >= 3 (two successive differences), got {self.min_jobs}")
         if self.window < self.min_jobs:
@@ -305,7 +311,8 @@ def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits:
     n_series = len(keys)
     jobs = np.bincount(sid, minlength=n_series)
     same = sid[1:] == sid[:-1]
-    d = np.abs(np.diff(y))[same]
+    signed = np.diff(y)[same]
+    d = np.abs(signed)
     ds = sid[1:][same]
     n = np.bincount(ds, minlength=n_series)
     sorted_d = d[np.lexsort((d, ds))]  # each series' |d| ascending, series after series
@@ -326,10 +333,23 @@ def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits:
     shared_over = max(1, family) if shared < settings.false_alarm else 0
     multiplier = stats.t.ppf(1.0 - rate, np.maximum(1.0, inliers - 1.0))
     core = multiplier * sigma
-    beyond = n - inliers
+    # Recurring jumps are those the level takes back: a jump with the next jump of its series the other
+    # way within `return_within` jobs (an outlier commit, a visit to another mode). A step that stays
+    # is a change, not noise: a long history holds many (each real step of uxarray's history, read
+    # six times over 1,338 commits, made every series "jump" by its largest step, 2026-12-06).
+    at = np.flatnonzero(jumps)
+    back = ((ds[at[1:]] == ds[at[:-1]]) & (at[1:] - at[:-1] <= settings.return_within)
+            & (np.sign(signed[at[1:]]) != np.sign(signed[at[:-1]])))
+    taken = np.zeros(d.size, dtype=bool)
+    taken[at[1:][back]] = taken[at[:-1][back]] = True
+    beyond = np.bincount(ds[taken], minlength=n_series)
     k = settings.outliers
-    kth = np.where(has & (n > k), start + n - 1 - k, 0)
-    jump = np.where(has & (beyond > k), sorted_d[kth], 0.0) if d.size else np.zeros(n_series)
+    legs = np.flatnonzero(taken)
+    legs = legs[np.lexsort((-d[legs], ds[legs]))]  # each series' legs, largest first, series after series
+    first = np.searchsorted(ds[legs], np.arange(n_series))
+    recurring = has & (beyond > k)
+    jump = np.zeros(n_series)
+    jump[recurring] = d[legs[first[recurring] + k]]
     allowance = np.expm1(jump + core)
     return {
         key: SeriesNoise(float(sigma[i]), float(jump[i]), int(jobs[i]), float(multiplier[i]), float(allowance[i]),

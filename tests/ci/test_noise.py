@@ -94,6 +94,27 @@ def test_recurring_jumps_need_more_than_an_outlier_commit_and_a_step():
     assert series_noise(history)[PACK.key].jump > math.log(1.2)
 
 
+def test_steps_that_stay_are_not_recurring_jumps():
+    """A long history holds many real steps: eight of +-12% that stay 40 jobs, in 1% job-to-job noise, are
+    changes, not noise; they must not widen the allowance to their size (they did, 2026-12-06: the
+    allowance of every series of a 1,338-commit history covered its fourth-largest step). A +10%
+    change is still a regression; the same history with two visits to a 12% mode is covered."""
+    rng = np.random.default_rng(8)
+    levels = np.exp(rng.normal(0.0, 0.007, 400))
+    for at in range(40, 360, 40):  # each stays 40 jobs, longer than `return_within`
+        levels[at:] *= 1.12 if (at // 40) % 2 else 1 / 1.12
+    history = [_run(i, 1e-4 * float(x), rng) for i, x in enumerate(levels)]
+    model = series_noise(history, exclude_commits={_sha(398), _sha(399)})[PACK.key]
+    assert model.jump == 0.0 and model.allowance < 0.05
+    head = _run(399, 1.1e-4 * float(levels[398]), rng)
+    v = _verdict(history, history[398], head)
+    assert v.outcome == Outcome.REGRESSED, v.reason
+    flips = levels.copy()
+    flips[[50, 51, 120, 121, 122]] *= 1.12  # twice at another mode and back: four legs taken back
+    history = [_run(i, 1e-4 * float(x), rng) for i, x in enumerate(flips)]
+    assert series_noise(history)[PACK.key].jump == pytest.approx(math.log(1.12), rel=0.2)
+
+
 def _reference(history: list[Result], exclude: set[str], settings: NoiseSettings) -> dict[str, tuple[float, ...]]:
     """The model computed series by series with plain Python and numpy calls (the module docstring)."""
     from scipy import stats
@@ -114,7 +135,14 @@ def _reference(history: list[Result], exclude: set[str], settings: NoiseSettings
         inl = d[d <= settings.jump_sigmas * mad]
         sigma = math.sqrt(float(np.mean(inl ** 2))) / clip_factor(settings.jump_sigmas) if inl.size else 0.0
         t = float(stats.t.ppf(1 - settings.false_alarm, max(1.0, inl.size - 1.0)))
-        jump = float(np.sort(d)[::-1][settings.outliers]) if d.size - inl.size > settings.outliers else 0.0
+        signed = np.diff(np.log(levels))
+        at = np.flatnonzero(d > settings.jump_sigmas * mad)
+        legs = set()
+        for a, b in zip(at, at[1:]):  # jumps the level takes back: the next one the other way, soon
+            if b - a <= settings.return_within and np.sign(signed[a]) != np.sign(signed[b]):
+                legs |= {a, b}
+        back = sorted((float(d[i]) for i in legs), reverse=True)
+        jump = back[settings.outliers] if len(back) > settings.outliers else 0.0
         out[key] = (sigma, jump, len(levels), math.expm1(jump + t * sigma))
     return out
 
@@ -152,7 +180,7 @@ def test_the_vectorised_model_equals_a_plain_loop(seed):
 
 
 def test_settings_are_checked():
-    for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}):
+    for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}, {"return_within": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             NoiseSettings(**bad)
 
