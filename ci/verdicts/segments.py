@@ -43,7 +43,8 @@ from scipy import ndimage, special, stats
 # 7: a step held `long_side` commits each side needs `long_noise_k` sigmas, not `noise_k` (2026-12-06).
 # 8: a flip is measured against the level around it, not the whole series' median (2026-12-06).
 # 9: a step among commits clearly noisier than the series is judged by their own noise (2026-12-06).
-ALGORITHM = "windowed-pelt-9"
+# 10: flips count only within `window` commits of the step judged (2026-12-06).
+ALGORITHM = "windowed-pelt-10"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -267,10 +268,9 @@ def local_median(y: np.ndarray, reach: int) -> np.ndarray:
     return out
 
 
-def flip_size(y: np.ndarray, sigma: float, within: int) -> tuple[float, int]:
-    """How far and for how long a series' level leaves its usual level and comes back: the median
-    size of its flips and the longest of them in commits; (0, 0) when it has fewer than `FLIPS`
-    (no recurring flips, as a series with outliers and steps alone has).
+def flips(y: np.ndarray, sigma: float, within: int) -> list[tuple[int, int, float]]:
+    """Every time a series' level leaves its usual level and comes back: (first commit, end, median
+    distance of its commits from the usual level, log scale), oldest first.
 
     A flip is a run of `MIN_RUN` to `within` successive commits more than 3 robust sigmas
     (`robust_sigma`) above (or below) the usual level around them, with commits nearer it on both
@@ -286,14 +286,10 @@ def flip_size(y: np.ndarray, sigma: float, within: int) -> tuple[float, int]:
         y: the series' log levels.
         sigma: `robust_sigma(y)`.
         within: the longest run counted (commits).
-
-    Returns:
-        (the median distance of the flips' commits from the median, log scale; the longest flip in
-        commits), or (0.0, 0).
     """
     n = y.size
     if n < MIN_RUN + 2:
-        return 0.0, 0
+        return []
     z = y - local_median(y, FLIP_REACH * within)
     side = np.where(z > 3.0 * sigma, 1, np.where(z < -3.0 * sigma, -1, 0))
     edges = np.flatnonzero(np.diff(side)) + 1
@@ -301,10 +297,30 @@ def flip_size(y: np.ndarray, sigma: float, within: int) -> tuple[float, int]:
     ends = np.concatenate((edges, [n]))
     length = ends - starts
     keep = (side[starts] != 0) & (starts > 0) & (ends < n) & (length >= MIN_RUN) & (length <= within)
-    if keep.sum() < FLIPS:
+    return [(a, b, median(np.abs(z[a:b]))) for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
+
+
+def flip_size(y: np.ndarray, sigma: float, within: int, near: tuple[int, int] | None = None) -> tuple[float, int]:
+    """How far and for how long a series' level flips (`flips`): the median size of its flips and the
+    longest of them in commits; (0, 0) when it has fewer than `FLIPS` (no recurring flips, as a
+    series with outliers and steps alone has).
+
+    Args:
+        y: the series' log levels.
+        sigma: `robust_sigma(y)`.
+        within: the longest run counted (commits).
+        near: (first, end): only the flips that reach into commits first..end-1 count (None: all).
+
+    Returns:
+        (the median distance of the flips' commits from the usual level, log scale; the longest flip
+        in commits), or (0.0, 0).
+    """
+    found = flips(y, sigma, within)
+    if near is not None:
+        found = [f for f in found if f[1] > near[0] and f[0] < near[1]]
+    if len(found) < FLIPS:
         return 0.0, 0
-    dist = [median(np.abs(z[a:b])) for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
-    return float(np.median(dist)), int(length[keep].max())
+    return float(np.median([d for _, _, d in found])), max(b - a for a, b, _ in found)
 
 
 # Degrees of freedom of `robust_sigma` per commit of its series. It is the MAD of successive differences:
@@ -561,18 +577,30 @@ class SeriesState:
         sigma = robust_sigma(y)
         bkps = list(bkps)
         span = k.span or n
-        flips = flip_size(y, sigma, span)[0] if k.flip_pvalue or k.noise_test or k.long_side else 0.0
-        flip = flips if k.flip_pvalue else 0.0
+        runs = flips(y, sigma, span) if k.flip_pvalue or k.noise_test or k.long_side else []
+        flipping: dict[int, float] = {}
+
+        def flip_at(mid: int) -> float:
+            # The series' flips near the step (`window` commits each side): a long history's regimes
+            # come and go, and two flips anywhere in a thousand commits said nothing of a step far
+            # from them (a 1,338-commit history made of uxarray's: p90 delay of +10% steps 4 -> 7
+            # commits when they did).
+            got = flipping.get(mid)
+            if got is None:
+                near = [d for a, b, d in runs if b > mid - k.window and a < mid + k.window]
+                got = flipping[mid] = float(np.median(near)) if len(near) >= FLIPS else 0.0
+            return got
+
         # The noise model is one Gaussian sigma: a series that flips between levels (shared runners'
         # regimes) is not described by it, and keeps the rank test alone.
-        noise_test = k.noise_test and flips == 0.0 and sigma > 0
+        noise_test = k.noise_test and sigma > 0
         # A step held `long_side` commits each side is measured by its sides' medians far better than by
         # one commit's noise: `noise_k` sigmas of that noise is a guard against runs of a few noisy
         # commits, and kept +5% steps out of every series with more than 1.7% noise. Such a step passes
         # at `long_noise_k` sigmas when the series' noise model finds it too: not on a series that flips,
         # nor on one whose values repeat (most successive differences 0: byte counts, coarse timers),
         # where one Gaussian sigma does not describe values that jump between a few levels.
-        long_ok = k.long_side > 0 and flips == 0.0 and sigma > 0 and not repeats(y)
+        long_ok = k.long_side > 0 and sigma > 0 and not repeats(y)
         reach = FLIP_REACH * span
         local: dict[int, float] = {}
 
@@ -593,8 +621,8 @@ class SeriesState:
             if abs(lr) >= math.log1p(max(k.floor, k.noise_k * s)):
                 return False
             m, o = key[1] - key[0], key[2] - key[1]
-            return (not long_ok or abs(lr) < math.log1p(max(k.floor, k.long_noise_k * s)) or min(m, o) < k.long_side
-                    or noise_pvalue(lr, m, o, s, n) >= k.long_pvalue)
+            return (not long_ok or flip_at(key[1]) > 0.0 or abs(lr) < math.log1p(max(k.floor, k.long_noise_k * s))
+                    or min(m, o) < k.long_side or noise_pvalue(lr, m, o, s, n) >= k.long_pvalue)
         while True:
             bounds = [0, *bkps, n]
             tested, keys = [], []
@@ -608,8 +636,8 @@ class SeriesState:
                 if got is None:
                     got = self._test(y, *key)
                 used[key] = got
-                if noise_test and got[1] >= k.max_pvalue and smallest_p_at_least(mid - key[0], key[2] - mid,
-                                                                                   k.max_pvalue):
+                if (noise_test and got[1] >= k.max_pvalue and flip_at(mid) == 0.0
+                        and smallest_p_at_least(mid - key[0], key[2] - mid, k.max_pvalue)):
                     # Sides too short for the rank test to reach max_pvalue: the series' noise model
                     # decides (not memoised: sigma moves as the series grows).
                     got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, noise_at(mid), n)))
@@ -623,7 +651,7 @@ class SeriesState:
             # 0.11 -> 0.30 per 1,000 commit-series on MetPy's history, 0.12 -> 0.40 on uxarray's, for
             # +10% found 88.9% -> 90.2% and 86.7% -> 86.7%; 5 seeds each, 2026-12-05.)
             failing = [(p, abs(lr), i) for i, ((lr, p), key) in enumerate(zip(tested, keys, strict=True))
-                       if p >= (k.flip_pvalue if abs(lr) <= FLIP_MARGIN * flip
+                       if p >= (k.flip_pvalue if k.flip_pvalue and abs(lr) <= FLIP_MARGIN * flip_at(key[1])
                                 and min(key[1] - key[0], key[2] - key[1]) < span else k.max_pvalue)
                        or too_small(lr, key)]
             if not failing:

@@ -315,6 +315,25 @@ def test_a_stretch_of_noisier_commits_is_judged_by_its_own_noise() -> None:
     assert [s.index for s in _steps_up(stepped, HistorySettings())] == [400]
 
 
+def test_flips_far_from_a_step_do_not_change_how_it_is_judged() -> None:
+    """A long history's regimes come and go: two flips in its first 130 commits said that every step of
+    its 1,000 flipped, and a +5.5% step held 300 commits (2.75 sigmas of 2% noise) then needed the
+    3-sigma guard. Flips count within `window` commits of the step."""
+    rng = np.random.default_rng(2)
+    y = 0.02 * rng.standard_normal(1000)
+    for at in (50, 120):
+        y[at:at + 3] += math.log(1.15)
+    y[700:] += math.log(1.055)
+    sigma = segments.robust_sigma(y)
+    assert segments.flip_size(y, sigma, 32)[0] > 0  # the series does flip, early on
+    assert segments.flip_size(y, sigma, 32, near=(700 - 128, 700 + 128)) == (0.0, 0)
+    assert [s.index for s in _steps_up(np.exp(y), HistorySettings())] == [700]
+    y[680:683] += math.log(1.15)  # a flip near the step, and another: the step is judged as a flip might be
+    y[760:763] += math.log(1.15)
+    assert segments.flip_size(y, segments.robust_sigma(y), 32, near=(700 - 128, 700 + 128))[0] > 0
+    assert [s.index for s in _steps_up(np.exp(y), HistorySettings())] == []
+
+
 def test_local_median_is_the_median_of_the_neighbourhood() -> None:
     y = np.arange(10, dtype=float)[::-1]
     assert segments.local_median(y, 2).tolist() == [8.0, 7.5, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.5, 1.0]
