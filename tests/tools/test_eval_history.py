@@ -313,3 +313,24 @@ def test_a_step_measures_past_the_threshold_where_the_detector_measures_it() -> 
     assert not measures(series(40, 0.97), 40, 1.06, 32)
     assert measures(series(), 40, 1 / 1.06, 32)  # an improvement measures its own way
     assert not measures(series(40, 1.2), 40, 1 / 1.06, 32)  # a real +20% turns it into a rise
+
+
+def test_jobs_that_move_every_series_together_are_reported(tmp_path) -> None:
+    """Runners of mixed hardware that the files do not tell apart: a fifth of the jobs on a host 15%
+    slower show as commits where every series moved by ~+14% together; a history without them shows
+    none past 5%."""
+    from tools.eval_history.series import job_shifts
+    from tools.synthetic_history import write_history
+
+    for name, share in (("mixed", 0.2), ("plain", 0.0)):
+        write_history(tmp_path / name, benchmarks=12, grids=0, commits=40, envs=1, noise=0.01, step=0.2,
+                      step_share=0.0, seed=5, slow_share=share, hide_host=True)
+    mixed = _evaluate(tmp_path / "mixed" / "results", steps=[0.1], replay=False, only_steps=True, pairs=0)
+    ((machine, shift),) = mixed["job_shifts"].items()
+    assert 4 <= shift["beyond_5pct"] <= 12 and math.expm1(shift["p95"]) > 0.12
+    plain = _evaluate(tmp_path / "plain" / "results", steps=[0.1], replay=False, only_steps=True, pairs=0)
+    assert [v["beyond_5pct"] for v in plain["job_shifts"].values()] == [0]
+    from tools.eval_history.report import render
+
+    assert f"{machine} " in render(mixed) and "moved every series together" in render(mixed)
+    assert job_shifts([]) == {}

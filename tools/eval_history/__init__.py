@@ -91,6 +91,10 @@ Definitions (what the printed numbers mean):
   direction) into one seeded series of known direction of the pair's head (through a reader that
   scales those samples, so `compare_commits` runs unchanged); found: the service's verdict on it is
   REGRESSED; asv marks it changed in the direction its value moved.
+- Jobs that moved every series together (`series.job_shifts`): per machine and commit, the median
+  over its evaluated series of the series' log level minus the median of its 10 commits each side;
+  the 5th and 95th percentiles and the commits past ±5%. Hardware that differs between jobs without
+  the files saying so shows a second mode (the detector judges each series alone: the gap is open).
 - Targets (`report.targets`, the second table): the service's bars for a real history read off the
   numbers above, each "met", "**not met**" or "cannot say here" (nothing to read it on: no
   suspicion raised, no step of that size asked for): +10% found >= 90% and still open >= 90%,

@@ -29,6 +29,7 @@ from tools.eval_history.series import (
     REPLAY,
     Series,
     asv_thresholds,
+    job_shifts,
     read_asv_points,
     read_series,
 )
@@ -64,6 +65,9 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
             store.close()
     report = summarize(outcomes, steps)
     report["real"].update(alert_groups(outcomes, series))
+    report["job_shifts"] = {m: {"jobs": len(v), "p5": float(np.percentile(v, 5)), "p95": float(np.percentile(v, 95)),
+                                "beyond_5pct": int(np.sum(np.abs(v) > math.log1p(0.05)))}
+                            for m, v in job_shifts(series).items() if v}
     report.update({
         "results_dir": str(results_dir),
         "ingest": ingest.summary(),
@@ -419,6 +423,12 @@ def render(report: dict[str, Any]) -> str:
                      f"with an open regression); REGRESSED change points shown at some commit of the replay and "
                      f"gone from the whole history: {j['retracted']}")
         lines.append(line + ".")
+    shifts = report.get("job_shifts") or {}
+    if shifts:
+        lines.append("- Jobs that moved every series together (per machine: the median over its series of a commit's "
+                     "deviation from their 10 commits each side, 5th / 95th percentile; commits past ±5%): "
+                     + "; ".join(f"{m} {math.expm1(v['p5']) * 100:+.1f}% / {math.expm1(v['p95']) * 100:+.1f}% "
+                                 f"({v['beyond_5pct']} of {v['jobs']})" for m, v in shifts.items()) + ".")
     if real_too and report["pairs"]["pairs"]:
         ab = report["pairs"]
         lines.append(f"- Pairs: {ab['pairs']} ({ab['together']} measured in one job), {ab['injected']} with a "
