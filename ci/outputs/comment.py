@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Mapping, Sequence
 
 from ci.format import format_value
@@ -47,7 +48,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import UNKNOWN_DIRECTION, Commit, Kind, Outcome, Verdict
+from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -188,6 +189,39 @@ def _job_line(ctx: CommentContext, withheld: int) -> str:
                "history" if ctx.drift_known else "this machine's history gives no series' between-job drift")
     held = f"; {withheld} series without it are withheld" if withheld else ""
     return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
+
+
+MOVED_SHARE = 0.8  # of the series judged: this share moved the same way ...
+MOVED_MIN_SERIES = 8  # ... of at least this many ...
+MOVED_MIN_SHIFT = 0.03  # ... by a median of at least this much: the jobs, not the code, are the first suspect
+
+
+def moved_together(verdicts: Sequence[Verdict]) -> tuple[int, int, float] | None:
+    """Whether the series of a cross-job comparison moved together: (how many moved the way the median
+    did, of how many judged series, the median change, + slower), or None.
+
+    A runner of another speed moves every series of its job alike (a fifth of the jobs 15% slower on a
+    synthetic shared-runner history: every series +13-14%); a change of the code moves the series that
+    run it. Nothing is decided by it: the verdicts stand, and the comment says which is the first
+    suspect. Series of unknown direction, correctness and exact series are not counted."""
+    worse = [math.log(v.ratio) if v.benchmark.direction == Direction.LOWER else -math.log(v.ratio)
+             for v in verdicts if v.benchmark.judged and math.isfinite(v.ratio) and v.ratio > 0]
+    if len(worse) < MOVED_MIN_SERIES:
+        return None
+    mid = statistics.median(worse)
+    same = sum(w * mid > 0 for w in worse)
+    if abs(mid) < math.log1p(MOVED_MIN_SHIFT) or same < MOVED_SHARE * len(worse):
+        return None
+    return same, len(worse), math.expm1(mid)
+
+
+def _moved_line(moved: tuple[int, int, float], base_sha: str, head_sha: str) -> str:
+    same, n, shift = moved
+    way = "slower" if shift > 0 else "faster"
+    return (f"**⚠️ {same} of {n} series moved the same way between the two jobs** (median {abs(shift) * 100:.1f}% "
+            f"{way}): a runner of another speed moves every series alike, a change of the code seldom does. Benchmarked "
+            f"together by one asv call, base and head tell the two apart: "
+            f"`python -m ci continuous {base_sha[:12]} {head_sha[:12]}`.")
 
 
 def cpu_subset(verdicts: Sequence[Verdict], settings: VerdictSettings) -> dict[tuple[str, float], int]:
@@ -379,6 +413,9 @@ def render_comment(
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
         out += ["", _job_line(ctx, n["withheld"])]
+        moved = None if ctx.jobs is not None and ctx.jobs.together else moved_together(perf)
+        if moved is not None:
+            out += ["", _moved_line(moved, base_sha, head_sha)]
         if ctx.environment_changes:
             out += ["", "**⚠️ Base and head ran in different environments:** "
                     + "; ".join(md_text(c) for c in ctx.environment_changes)

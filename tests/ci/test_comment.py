@@ -496,3 +496,29 @@ def test_a_slower_tail_that_is_not_confirmed_is_listed_as_a_slowdown() -> None:
     assert "1 unconfirmed slowdown(s)" in body.splitlines()[3], body.splitlines()[3]
     section = body[body.index("### 🟡 Slowdowns past the threshold"):]
     assert "time_tail" in section.split("###")[1]
+
+
+def test_series_that_moved_together_across_jobs_name_the_runner_first() -> None:
+    """A runner of another speed moves every series of its job alike: 9 of 10 series 14% slower across
+    jobs reads as such, with the command that measures both in one job; the verdicts themselves stand.
+    In one job, with series moving both ways, with few series or small moves, nothing is said."""
+    from ci.outputs.comment import moved_together
+    from ci.verdicts import JobRelation, Jobs
+
+    slow = [_v(f"s.B.time_{i}", Outcome.REGRESSED, 1.14) for i in range(9)] + [_v("s.B.time_z", Outcome.UNCHANGED, 0.99)]
+    assert moved_together(slow) == (9, 10, pytest.approx(0.14))
+    body = _render(slow)
+    assert "**⚠️ 9 of 10 series moved the same way between the two jobs** (median 14.0% slower)" in body
+    assert f"`python -m ci continuous {'a' * 12} {'b' * 12}`" in body
+    assert " regressed | 9 |" in body  # the verdicts stand
+    same = _render(slow, context=_ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1")))
+    assert "moved the same way" not in same
+    faster = [_v(f"s.B.time_{i}", Outcome.IMPROVED, 0.9) for i in range(8)]
+    assert moved_together(faster) == (8, 8, pytest.approx(-0.1)) and "10.0% faster" in _render(faster)
+    both = [_v(f"s.B.time_{i}", Outcome.INCONCLUSIVE, 1.14 if i % 2 else 0.88) for i in range(10)]
+    few = slow[:7]
+    small = [_v(f"s.B.time_{i}", Outcome.UNCHANGED, 1.02) for i in range(10)]
+    unknown = [_v(f"s.B.time_{i}", Outcome.INCONCLUSIVE, 1.14, bench=Benchmark(f"s.B.other_{i}", direction=Direction.UNKNOWN))
+               for i in range(10)]
+    for quiet in (both, few, small, unknown):
+        assert moved_together(quiet) is None and "moved the same way" not in _render(quiet)
