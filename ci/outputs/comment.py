@@ -219,8 +219,8 @@ def _moved_line(moved: tuple[int, int, float], base_sha: str, head_sha: str) -> 
     same, n, shift = moved
     way = "slower" if shift > 0 else "faster"
     return (f"**⚠️ {same} of {n} series moved the same way between the two jobs** (median {abs(shift) * 100:.1f}% "
-            f"{way}): a runner of another speed moves every series alike, a change of the code seldom does. Benchmarked "
-            f"together by one asv call, base and head tell the two apart: "
+            f"{way}): a runner of another speed moves every series alike, a change of the code seldom does. "
+            f"Benchmarked together by one asv call, base and head tell the two apart: "
             f"`python -m ci continuous {base_sha[:12]} {head_sha[:12]}`.")
 
 

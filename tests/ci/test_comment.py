@@ -505,7 +505,8 @@ def test_series_that_moved_together_across_jobs_name_the_runner_first() -> None:
     from ci.outputs.comment import moved_together
     from ci.verdicts import JobRelation, Jobs
 
-    slow = [_v(f"s.B.time_{i}", Outcome.REGRESSED, 1.14) for i in range(9)] + [_v("s.B.time_z", Outcome.UNCHANGED, 0.99)]
+    slow = [_v(f"s.B.time_{i}", Outcome.REGRESSED, 1.14) for i in range(9)]
+    slow.append(_v("s.B.time_z", Outcome.UNCHANGED, 0.99))
     assert moved_together(slow) == (9, 10, pytest.approx(0.14))
     body = _render(slow)
     assert "**⚠️ 9 of 10 series moved the same way between the two jobs** (median 14.0% slower)" in body
@@ -518,7 +519,7 @@ def test_series_that_moved_together_across_jobs_name_the_runner_first() -> None:
     both = [_v(f"s.B.time_{i}", Outcome.INCONCLUSIVE, 1.14 if i % 2 else 0.88) for i in range(10)]
     few = slow[:7]
     small = [_v(f"s.B.time_{i}", Outcome.UNCHANGED, 1.02) for i in range(10)]
-    unknown = [_v(f"s.B.time_{i}", Outcome.INCONCLUSIVE, 1.14, bench=Benchmark(f"s.B.other_{i}", direction=Direction.UNKNOWN))
-               for i in range(10)]
+    unknown = [_v(f"s.B.time_{i}", Outcome.INCONCLUSIVE, 1.14,
+                  bench=Benchmark(f"s.B.other_{i}", direction=Direction.UNKNOWN)) for i in range(10)]
     for quiet in (both, few, small, unknown):
         assert moved_together(quiet) is None and "moved the same way" not in _render(quiet)

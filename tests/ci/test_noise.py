@@ -138,7 +138,7 @@ def _reference(history: list[Result], exclude: set[str], settings: NoiseSettings
         signed = np.diff(np.log(levels))
         at = np.flatnonzero(d > settings.jump_sigmas * mad)
         legs = set()
-        for a, b in zip(at, at[1:]):  # jumps the level takes back: the next one the other way, soon
+        for a, b in zip(at, at[1:], strict=False):  # jumps the level takes back: the next one the other way, soon
             if b - a <= settings.return_within and np.sign(signed[a]) != np.sign(signed[b]):
                 legs |= {a, b}
         back = sorted((float(d[i]) for i in legs), reverse=True)

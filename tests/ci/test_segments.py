@@ -285,7 +285,7 @@ def test_a_long_series_that_steps_does_not_read_as_flipping() -> None:
     assert segments.flip_size(y, sigma, 32) == (0.0, 0)
     whole = y - np.median(y)  # the old reference: runs of 2+ commits past 3 sigmas that come back
     side = np.where(whole > 3 * sigma, 1, np.where(whole < -3 * sigma, -1, 0))
-    assert sum(a != 0 and a == b for a, b in zip(side, side[1:])) >= 2
+    assert sum(a != 0 and a == b for a, b in zip(side, side[1:], strict=False)) >= 2
     found = _steps_up(np.exp(y), HistorySettings())
     assert [s.index for s in found] == [500]
     runs = y.copy()
