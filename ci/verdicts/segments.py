@@ -262,9 +262,15 @@ def local_median(y: np.ndarray, reach: int) -> np.ndarray:
     if n <= 2 * reach + 1:
         return np.full(n, median(y))
     out = ndimage.median_filter(y, size=2 * reach + 1, mode="nearest")  # exact where the window fits
-    for i in range(reach):  # the ends: the windows that the series cuts short
-        out[i] = median(y[: i + reach + 1])
-        out[n - 1 - i] = median(y[n - 1 - i - reach :])
+    # The ends, whose windows the series cuts short: NaN-padded windows sorted at once (NaN sorts last),
+    # the middle of each window's values (reach + 1 ... 2 x reach of them).
+    pad = np.full(reach, np.nan)
+    rows, sizes = np.arange(reach), np.arange(reach + 1, 2 * reach + 1)
+    for at, values in ((slice(0, reach), np.concatenate((pad, y[: 2 * reach]))),
+                       (slice(n - reach, n), np.concatenate((y[n - 2 * reach :], pad)))):
+        windows = np.sort(np.lib.stride_tricks.sliding_window_view(values, 2 * reach + 1), axis=1)
+        counts = sizes if at.start == 0 else sizes[::-1]
+        out[at] = (windows[rows, (counts - 1) // 2] + windows[rows, counts // 2]) / 2
     return out
 
 
@@ -577,7 +583,8 @@ class SeriesState:
         sigma = robust_sigma(y)
         bkps = list(bkps)
         span = k.span or n
-        runs = flips(y, sigma, span) if k.flip_pvalue or k.noise_test or k.long_side else []
+        use_flips = bool(k.flip_pvalue or k.noise_test or k.long_side)
+        found: list[list[tuple[int, int, float]]] = []  # the series' flips, read once and only if asked
         flipping: dict[int, float] = {}
 
         def flip_at(mid: int) -> float:
@@ -587,7 +594,9 @@ class SeriesState:
             # commits when they did).
             got = flipping.get(mid)
             if got is None:
-                near = [d for a, b, d in runs if b > mid - k.window and a < mid + k.window]
+                if not found:
+                    found.append(flips(y, sigma, span) if use_flips else [])
+                near = [d for a, b, d in found[0] if b > mid - k.window and a < mid + k.window]
                 got = flipping[mid] = float(np.median(near)) if len(near) >= FLIPS else 0.0
             return got
 
