@@ -321,7 +321,12 @@ def flip_size(y: np.ndarray, sigma: float, within: int, near: tuple[int, int] | 
         (the median distance of the flips' commits from the usual level, log scale; the longest flip
         in commits), or (0.0, 0).
     """
-    found = flips(y, sigma, within)
+    return recurring_flip(flips(y, sigma, within), near)
+
+
+def recurring_flip(found: Sequence[tuple[int, int, float]], near: tuple[int, int] | None = None) -> tuple[float, int]:
+    """`flip_size` of flips already found (`flips`): their median size and the longest, (0, 0) when fewer
+    than `FLIPS` of them reach into commits near[0]..near[1]-1 (None: all)."""
     if near is not None:
         found = [f for f in found if f[1] > near[0] and f[0] < near[1]]
     if len(found) < FLIPS:
@@ -583,8 +588,7 @@ class SeriesState:
         sigma = robust_sigma(y)
         bkps = list(bkps)
         span = k.span or n
-        use_flips = bool(k.flip_pvalue or k.noise_test or k.long_side)
-        found: list[list[tuple[int, int, float]]] = []  # the series' flips, read once and only if asked
+        series_flips = functools.cache(lambda: flips(y, sigma, span))  # read once, and only if a step asks
         flipping: dict[int, float] = {}
 
         def flip_at(mid: int) -> float:
@@ -594,10 +598,7 @@ class SeriesState:
             # commits when they did).
             got = flipping.get(mid)
             if got is None:
-                if not found:
-                    found.append(flips(y, sigma, span) if use_flips else [])
-                near = [d for a, b, d in found[0] if b > mid - k.window and a < mid + k.window]
-                got = flipping[mid] = float(np.median(near)) if len(near) >= FLIPS else 0.0
+                got = flipping[mid] = recurring_flip(series_flips(), (mid - k.window, mid + k.window))[0]
             return got
 
         # The noise model is one Gaussian sigma: a series that flips between levels (shared runners'

@@ -25,6 +25,7 @@ from tools.eval_history.series import (
     ASV_FACTOR,
     BIG_STEP,
     HEADLINE_STEP,
+    JOB_NEIGHBOURS,
     NEAR,
     REPLAY,
     Series,
@@ -426,7 +427,8 @@ def render(report: dict[str, Any]) -> str:
     shifts = report.get("job_shifts") or {}
     if shifts:
         lines.append("- Jobs that moved every series together (per machine: the median over its series of a commit's "
-                     "deviation from their 10 commits each side, 5th / 95th percentile; commits past ±5%): "
+                     f"deviation from their {JOB_NEIGHBOURS} commits each side, 5th / 95th percentile; commits past "
+                     "±5%): "
                      + "; ".join(f"{m} {math.expm1(v['p5']) * 100:+.1f}% / {math.expm1(v['p95']) * 100:+.1f}% "
                                  f"({v['beyond_5pct']} of {v['jobs']})" for m, v in shifts.items()) + ".")
     if real_too and report["pairs"]["pairs"]:
