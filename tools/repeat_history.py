@@ -4,12 +4,17 @@ The real histories under evaluation are 59-223 commits long; a project that benc
 for a few years holds thousands, and the detector reads a long history in windows, with whole-series
 statistics (its noise, its flips) that a short one never stresses. This writes such a history from a
 short one: its commits in order (by the files' dates, then commit hash, as `ci ingest` orders them
-without a checkout), `--repeat` times, each copy under new commit hashes and later dates. Every
+without a checkout), `--repeat` times, each copy under new commit hashes and dates. Every
 series (one benchmark point of one environment of one machine folder) of copy t is scaled by r**t,
 where r is that series' level over its last 5 commits against its first 5, so each copy starts where
 the copy before it ended: no step at the joins, the real series' own steps, outliers and noise
 repeated. (Copies alternately reversed would also join without a step, but each real step then comes
-back reversed a few commits later and reads as a flip.)
+back reversed a few commits later and reads as a flip.) A series whose level moves a lot over the real
+history would compound past plausible values (uxarray's import time rises 9x: 9**14 over 15 copies puts
+it at 1e15 s, which ingest refuses with the whole file), so r is bounded to keep the whole history
+within `MAX_DRIFT` of the real levels and `HEADROOM` under ingest's limits: such a series steps back
+at each join, and the count of them is printed. Dates are shifted back, so the last copy ends at the
+real history's last date.
 
 Every command that takes an asv results directory can then run on it: `tools.eval_history`,
 `ci ingest`, `ci dashboard`. The result files keep asv's format and every field; values, their
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -31,11 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from ci.ingest.asv_files import iter_result_files
+from ci.ingest.asv_files import iter_result_files, load_benchmarks_json
+from ci.ingest.parse import magnitude_limit
 
 SCALED = ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75")
 ENDS = 5  # commits at each end of a series whose median levels give its ratio r
 GAP_MS = 3_600_000  # between one copy's last date and the next copy's first
+MAX_DRIFT = 1e12  # the copies scale a series by at most this factor either way over the whole history
+HEADROOM = 10.0  # ...and keep its values this far under what ingest accepts (`magnitude_limit`)
 
 
 def _positive(x: Any) -> bool:
@@ -69,9 +78,12 @@ def _entries(data: dict[str, Any]) -> list[tuple[str, list[Any], int]]:
             if isinstance(row, list) and len(row) > at and isinstance(row[at], list)]
 
 
-def _ratios(runs: list[tuple[Path, dict[str, Any]]], order: dict[str, int]) -> dict[tuple[str, ...], float]:
+def _ratios(runs: list[tuple[Path, dict[str, Any]]], order: dict[str, int], repeat: int,
+            limits: dict[str, float]) -> tuple[dict[tuple[str, ...], float], int]:
     """Per series (machine folder, environment, benchmark, point), its last-`ENDS` over first-`ENDS`
-    median level, for series with at least 2 x `ENDS` commits."""
+    median level, for series with at least 2 x `ENDS` commits, bounded so that `repeat` copies stay
+    within `MAX_DRIFT` and `HEADROOM` under their benchmark's limit in `limits` (by name); and how
+    many series that bound moved."""
     values: dict[tuple[str, ...], list[tuple[int, float]]] = {}
     for path, data in runs:
         for name, row, at in _entries(data):
@@ -79,12 +91,19 @@ def _ratios(runs: list[tuple[Path, dict[str, Any]]], order: dict[str, int]) -> d
                 if _positive(v):
                     key = (path.parent.name, str(data.get("env_name")), name, str(i))
                     values.setdefault(key, []).append((order[data["commit_hash"]], float(v)))
-    out = {}
+    out, bounded = {}, 0
     for key, pts in values.items():
         if len(pts) >= 2 * ENDS:
             v = [x for _, x in sorted(pts)]
-            out[key] = float(np.median(v[-ENDS:]) / np.median(v[:ENDS]))
-    return out
+            r = float(np.median(v[-ENDS:]) / np.median(v[:ENDS]))
+            if repeat > 1:
+                most = limits.get(key[2], math.inf) / HEADROOM
+                top = min(MAX_DRIFT, most / max(v)) ** (1.0 / (repeat - 1))
+                low = MAX_DRIFT ** (-1.0 / (repeat - 1))
+                if not low <= r <= top:
+                    r, bounded = min(max(r, low), max(top, 1.0)), bounded + 1
+            out[key] = r
+    return out, bounded
 
 
 def _scaled(data: dict[str, Any], machine: str, ratios: dict[tuple[str, ...], float], copy: int) -> dict[str, Any]:
@@ -126,7 +145,8 @@ def repeat_history(results_dir: Path, out: Path, repeat: int) -> dict[str, int]:
         first_date[sha] = min(first_date.get(sha, date), date)
     shas = sorted(first_date, key=lambda s: (first_date[s], s))
     order = {sha: i for i, sha in enumerate(shas)}
-    ratios = _ratios(runs, order)
+    limits = {name: magnitude_limit(info)[0] for name, info in load_benchmarks_json(results_dir).items()}
+    ratios, joined = _ratios(runs, order, repeat, limits)
     span = first_date[shas[-1]] - first_date[shas[0]] + GAP_MS
     target.mkdir(parents=True)
     shutil.copy2(results_dir / "benchmarks.json", target / "benchmarks.json")
@@ -145,12 +165,13 @@ def repeat_history(results_dir: Path, out: Path, repeat: int) -> dict[str, int]:
             run = _scaled(data, machine, ratios, copy)
             run["commit_hash"] = new
             if isinstance(run.get("date"), int):
-                run["date"] = run["date"] + copy * span
+                run["date"] = run["date"] - (repeat - 1 - copy) * span
             name = path.name[len(sha[:8]):] if path.name.startswith(sha[:8]) else "-" + path.name
             (target / machine).mkdir(exist_ok=True)
             (target / machine / f"{new[:8]}{name}").write_text(json.dumps(run), encoding="utf-8")
             written += 1
     return {"commits": len(shas) * repeat, "result files": written, "series scaled": len(ratios),
+            f"series stepping back at the joins (past {MAX_DRIFT:g}x or ingest's limits)": joined,
             "files left out": bad}
 
 

@@ -109,7 +109,7 @@ def _number(value: Any, what: str) -> float:
     return number
 
 
-def _magnitude_limit(info: BenchmarkInfo) -> tuple[float, str]:
+def magnitude_limit(info: BenchmarkInfo) -> tuple[float, str]:
     """The largest plausible |value| of a benchmark's results, and its unit for messages."""
     if info.type in _TIME_TYPES or info.unit == "seconds":
         return MAX_SECONDS, "s"
@@ -124,7 +124,7 @@ def _check_measured(value: float, info: BenchmarkInfo, what: str) -> None:
         raise _Bad(f"{what} is not a finite number: {value!r}")
     if value < 0 and info.type in _NON_NEGATIVE_TYPES:
         raise _Bad(f"{what} is negative ({value!r}), impossible for a {info.type!r} benchmark")
-    limit, unit = _magnitude_limit(info)
+    limit, unit = magnitude_limit(info)
     if abs(value) > limit:
         raise _Bad(f"{what} is {value!r}, beyond any plausible measurement (limit {limit:g} {unit})")
 
@@ -155,7 +155,7 @@ def _check_stat_column(
         present = [x for x, v in zip(column, values, strict=True) if x is not None and not _is_na(v)]
     if not present:
         return
-    limit, _ = _magnitude_limit(info)
+    limit, _ = magnitude_limit(info)
     types = set(map(type, present))
     if types <= _NUMBER_TYPES:
         try:
@@ -184,7 +184,7 @@ def _check_stat(stat: str, value: Any, info: BenchmarkInfo, what: str) -> float:
         if number < 1 or number > 1e12 or number != int(number):
             raise _Bad(f"{what} stats_{stat} is {value!r:.40}, not a positive count")
         return number
-    limit, unit = _magnitude_limit(info)
+    limit, unit = magnitude_limit(info)
     if abs(number) > limit:
         raise _Bad(f"{what} stats_{stat} is {number!r}, beyond any plausible measurement (limit {limit:g} {unit})")
     return number
@@ -200,7 +200,7 @@ def _plain_stats(stats_cols: dict[str, list[Any]], info: BenchmarkInfo) -> bool:
     floats = stats_cols["ci_99_a"] + stats_cols["ci_99_b"] + stats_cols["q_25"] + stats_cols["q_75"]
     if set(map(type, floats)) != {float} or not math.isfinite(sum(floats)):
         return False
-    limit, _ = _magnitude_limit(info)
+    limit, _ = magnitude_limit(info)
     return -limit <= min(floats) and max(floats) <= limit
 
 
@@ -229,7 +229,7 @@ def _fast_points(
     if not _all_finite_floats(values):
         return None
     negative_ok = info.type not in _NON_NEGATIVE_TYPES
-    limit, _ = _magnitude_limit(info)
+    limit, _ = magnitude_limit(info)
     lo, hi = min(values), max(values)
     if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
         return None

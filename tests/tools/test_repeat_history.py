@@ -27,7 +27,8 @@ def test_each_copy_starts_where_the_last_ended_and_repeats_the_real_steps(tmp_pa
     write_history(tmp_path / "src", benchmarks=2, grids=0, commits=12, envs=1, noise=0.005, step=0.2,
                   step_share=1.0, seed=1)  # both series step +20% at commit 6
     counts = repeat_history(tmp_path / "src" / "results", tmp_path / "long", 3)
-    assert counts == {"commits": 36, "result files": 36, "series scaled": 2, "files left out": 0}
+    assert counts == {"commits": 36, "result files": 36, "series scaled": 2,
+                      "series stepping back at the joins (past 1e+12x or ingest's limits)": 0, "files left out": 0}
     assert (tmp_path / "long" / "asv.conf.json").is_file()
     src = _levels(tmp_path / "src" / "results", tmp_path / "a")
     long = _levels(tmp_path / "long" / "results", tmp_path / "b")
@@ -39,6 +40,30 @@ def test_each_copy_starts_where_the_last_ended_and_repeats_the_real_steps(tmp_pa
     steps = np.abs(np.diff(np.log(long)))
     assert sorted(np.argsort(steps)[-3:].tolist()) == [5, 17, 29]  # the real step, three times; no join steps
     assert all(steps[i] < 0.03 for i in (11, 23))
+
+
+def test_a_series_that_moves_a_lot_stays_within_bounds_and_dates_end_at_the_real_last(tmp_path):
+    """A series whose level rises 9x over the real history (uxarray's import time does) would compound
+    to 9**(N-1) over N copies, past what ingest accepts; its scaling is bounded (1e12x over the whole
+    history, no value past 1e5), so over 15 copies it steps back at each join, and that is counted.
+    No date passes the real last one."""
+    write_history(tmp_path / "src", benchmarks=1, grids=0, commits=12, envs=1, noise=0.005, step=8.0,
+                  step_share=1.0, seed=1)  # +800% at commit 6: r = 9
+    counts = repeat_history(tmp_path / "src" / "results", tmp_path / "long", 15)
+    assert counts["series stepping back at the joins (past 1e+12x or ingest's limits)"] == 1
+    src = _levels(tmp_path / "src" / "results", tmp_path / "a")
+    long = _levels(tmp_path / "long" / "results", tmp_path / "b")
+    assert long.size == 180
+    bound = min(1e12, 1e5 / src.max()) ** (1 / 14)
+    assert 1.5 < bound < 9
+    for copy in range(15):
+        np.testing.assert_allclose(long[12 * copy:12 * (copy + 1)], src * bound ** copy, rtol=1e-9)
+    assert long.max() <= 1e5 * (1 + 1e-9)
+    dates = [json.loads(p.read_text())["date"] for p in (tmp_path / "long" / "results").rglob("*.json")
+             if p.name not in ("benchmarks.json", "machine.json")]
+    real = [json.loads(p.read_text())["date"] for p in (tmp_path / "src" / "results").rglob("*.json")
+            if p.name not in ("benchmarks.json", "machine.json")]
+    assert max(dates) == max(real) and len(set(dates)) == 180
 
 
 def test_the_same_arguments_write_the_same_bytes(tmp_path):
