@@ -115,6 +115,30 @@ def test_steps_that_stay_are_not_recurring_jumps():
     assert series_noise(history)[PACK.key].jump == pytest.approx(math.log(1.12), rel=0.2)
 
 
+def test_a_longer_window_is_not_stricter_than_a_short_one():
+    """Outlier commits at one rate (a runner's excursions, 1 job in 40 at +8% to +30%) in 1%
+    job-to-job noise: a window of 1,000 jobs holds five times the legs of one of 200, so its fourth
+    largest is larger, and a count alone made the longer window the stricter one. Past 400
+    differences the allowance covers the leg that 1% of them pass (`leg_rate`: the tenth largest of
+    999 here, as the plain loop computes it); below, the fourth largest still decides, unchanged."""
+    def history(n: int) -> list[Result]:
+        rng = np.random.default_rng(n)
+        levels = np.exp(rng.normal(0.0, 0.007, n))
+        for at in range(20, n - 2, 40):
+            levels[at] *= 1.08 + 0.22 * rng.random()
+        return [_run(i, 1e-4 * float(x), rng) for i, x in enumerate(levels)]
+    short, long = history(200), history(1000)
+    a = series_noise(short, exclude_commits={_sha(199)})[PACK.key]
+    b = series_noise(long, exclude_commits={_sha(999)})[PACK.key]
+    count = series_noise(long, exclude_commits={_sha(999)}, settings=NoiseSettings(leg_rate=0.0))[PACK.key]
+    assert a.jump > 0 and b.jump > 0
+    assert count.jump > b.jump and count.allowance > b.allowance  # the fourth largest of ~50 legs, not the tenth
+    assert b.allowance <= a.allowance * 1.15
+    want = _reference(long, {_sha(999)}, NoiseSettings())[PACK.key]
+    assert (b.jump, b.allowance) == (pytest.approx(want[1]), pytest.approx(want[3]))
+    assert series_noise(short, exclude_commits={_sha(199)}, settings=NoiseSettings(leg_rate=0.0))[PACK.key] == a
+
+
 def _reference(history: list[Result], exclude: set[str], settings: NoiseSettings) -> dict[str, tuple[float, ...]]:
     """The model computed series by series with plain Python and numpy calls (the module docstring)."""
     from scipy import stats
@@ -142,7 +166,8 @@ def _reference(history: list[Result], exclude: set[str], settings: NoiseSettings
             if b - a <= settings.return_within and np.sign(signed[a]) != np.sign(signed[b]):
                 legs |= {a, b}
         back = sorted((float(d[i]) for i in legs), reverse=True)
-        jump = back[settings.outliers] if len(back) > settings.outliers else 0.0
+        k = max(settings.outliers, math.floor(settings.leg_rate * d.size))
+        jump = back[k] if len(back) > k else 0.0
         out[key] = (sigma, jump, len(levels), math.expm1(jump + t * sigma))
     return out
 
@@ -180,7 +205,8 @@ def test_the_vectorised_model_equals_a_plain_loop(seed):
 
 
 def test_settings_are_checked():
-    for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}, {"return_within": 0}):
+    for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}, {"return_within": 0},
+                {"leg_rate": 0.5}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             NoiseSettings(**bad)
 
