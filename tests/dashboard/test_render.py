@@ -447,6 +447,31 @@ def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Pa
     assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]
 
 
+def test_runs_at_or_below_zero_are_said_not_analysed(tmp_path: Path) -> None:
+    """A count that goes 0 -> 5 (warnings) and one that is zero throughout: the detector reads ratios,
+    so their zero runs carry no level; the page says how many runs were not analysed instead of showing
+    the series as quiet. A positive series says nothing of the kind."""
+    store = synthetic_store(n_commits=30, n_series=1)
+    for name, low in (("warnings", 0.0), ("errors", 0.0)):
+        bench = Benchmark(f"bench_io.Lint.track_{name}", unit="count", direction=Direction.LOWER, kind=Kind.OTHER)
+        store.benchmark_list.append(bench)
+        for i, c in enumerate(store.commit_list):
+            level = low if i < 20 or name == "errors" else 5.0
+            store.result_list.append(Result(bench, c.sha, "runner-0", (level,)))
+    order = {c.sha: i for i, c in enumerate(store.commit_list)}
+    store.result_list.sort(key=lambda r: order[r.commit_sha])
+    render_site(store, tmp_path)
+
+    def meta(key: str) -> str:
+        page = (tmp_path / "series" / f"{series_slug(key, 'runner-0')}.html").read_text(encoding="utf-8")
+        return page[page.index('<p class="meta">'):page.index("</p>", page.index('<p class="meta">'))]
+
+    assert "<b>20 of 30 runs at or below zero: not analysed</b>" in meta("bench_io.Lint.track_warnings")
+    assert "<b>every run at or below zero: not analysed</b>" in meta("bench_io.Lint.track_errors")
+    positive = next(b.key for b in store.benchmark_list if not b.name.startswith("bench_io.Lint"))
+    assert "not analysed" not in meta(positive)
+
+
 def test_the_site_is_the_projects_and_shows_only_the_pages_its_data_fill(tmp_path: Path) -> None:
     """The title and the commits' links come from the project (asv.conf.json, as the store keeps it);
     a suite without correctness benchmarks gets no correctness page nor tab, and a page that a render

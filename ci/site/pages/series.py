@@ -87,6 +87,9 @@ class SeriesPages(Site):
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
             "threshold": pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
             "n_runs": n, "n_shown": n - first,
+            # The detector and the thresholds read ratios: a run at or below zero has none, and is left
+            # out of them as a failed run is; the page says so rather than show such a series as quiet.
+            "not_analysed": int(np.count_nonzero(s.values <= 0)),
         }
         # The rows' digests name their text: the page's inputs without hashing 100 rows of markup.
         self.emit(rel, "series.html", ctx, inputs=digests, late=lambda: {"rows": Markup("".join(rows))},
