@@ -14,7 +14,7 @@ history would compound past plausible values (uxarray's import time rises 9x: 9*
 it at 1e15 s, which ingest refuses with the whole file), so r is bounded to keep the whole history
 within `MAX_DRIFT` of the real levels and `HEADROOM` under ingest's limits: such a series steps back
 at each join, and the count of them is printed. Dates are shifted back, so the last copy ends at the
-real history's last date.
+real history's last date (forward instead where the first copy would start before 2000).
 
 Every command that takes an asv results directory can then run on it: `tools.eval_history`,
 `ci ingest`, `ci dashboard`. The result files keep asv's format and every field; values, their
@@ -44,6 +44,7 @@ SCALED = ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75"
 ENDS = 5  # commits at each end of a series whose median levels give its ratio r
 GAP_MS = 3_600_000  # between one copy's last date and the next copy's first
 MAX_DRIFT = 1e12  # the copies scale a series by at most this factor either way over the whole history
+EARLIEST_MS = 946_684_800_000  # 2000-01-01: the first copy's first date, at the earliest
 HEADROOM = 10.0  # ...and keep its values this far under what ingest accepts (`magnitude_limit`)
 
 
@@ -148,6 +149,9 @@ def repeat_history(results_dir: Path, out: Path, repeat: int) -> dict[str, int]:
     limits = {name: magnitude_limit(info)[0] for name, info in load_benchmarks_json(results_dir).items()}
     ratios, joined = _ratios(runs, order, repeat, limits)
     span = first_date[shas[-1]] - first_date[shas[0]] + GAP_MS
+    # The last copy ends at the real history's last date, unless the first would then start before
+    # 2000 (ingest warns of such dates, and refuses one before 1970): then the copies follow it.
+    start = -(repeat - 1) * span if first_date[shas[0]] - (repeat - 1) * span >= EARLIEST_MS else 0
     target.mkdir(parents=True)
     shutil.copy2(results_dir / "benchmarks.json", target / "benchmarks.json")
     conf = results_dir.parent / "asv.conf.json"
@@ -165,7 +169,7 @@ def repeat_history(results_dir: Path, out: Path, repeat: int) -> dict[str, int]:
             run = _scaled(data, machine, ratios, copy)
             run["commit_hash"] = new
             if isinstance(run.get("date"), int):
-                run["date"] = run["date"] - (repeat - 1 - copy) * span
+                run["date"] = run["date"] + start + copy * span
             name = path.name[len(sha[:8]):] if path.name.startswith(sha[:8]) else "-" + path.name
             (target / machine).mkdir(exist_ok=True)
             (target / machine / f"{new[:8]}{name}").write_text(json.dumps(run), encoding="utf-8")

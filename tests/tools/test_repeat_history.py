@@ -66,6 +66,25 @@ def test_a_series_that_moves_a_lot_stays_within_bounds_and_dates_end_at_the_real
     assert max(dates) == max(real) and len(set(dates)) == 180
 
 
+def test_copies_of_a_history_from_2000_follow_it_rather_than_predate_it(tmp_path):
+    """Dated back, the first copy of a history starting on 1 January 2000 would start before 2000
+    (ingest warns of such dates, and refuses one before 1970): its copies follow it instead."""
+    write_history(tmp_path / "src", benchmarks=1, grids=0, commits=12, envs=1, noise=0.01, step=0.0,
+                  step_share=0.0, seed=2)
+    runs = [p for p in (tmp_path / "src" / "results").rglob("*.json")
+            if p.name not in ("benchmarks.json", "machine.json")]
+    for p in runs:
+        data = json.loads(p.read_text())
+        data["date"] = data["date"] - 1_600_000_000_000 + 946_688_400_000  # 2000-01-01 01:00 on
+        p.write_text(json.dumps(data))
+    repeat_history(tmp_path / "src" / "results", tmp_path / "long", 3)
+    dates = [json.loads(p.read_text())["date"] for p in (tmp_path / "long" / "results").rglob("*.json")
+             if p.name not in ("benchmarks.json", "machine.json")]
+    real = [json.loads(p.read_text())["date"] for p in runs]
+    assert min(real) < 946_688_400_000 + 3_600_000  # the history starts within 2 hours of 2000
+    assert min(dates) == min(real) and max(dates) > max(real) and len(set(dates)) == 36
+
+
 def test_the_same_arguments_write_the_same_bytes(tmp_path):
     write_history(tmp_path / "src", benchmarks=1, grids=1, commits=10, envs=2, noise=0.02, step=0.1,
                   step_share=0.5, seed=4)
