@@ -22,6 +22,7 @@ Why it is incremental by construction (method in `ci.verdicts.history`):
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import math
 import statistics
@@ -663,23 +664,48 @@ class SeriesState:
             return got, fails
 
         judged: dict[tuple[int, int, int], tuple[tuple[float, float], bool]] = {}
-        while True:
-            bounds = [0, *bkps, n]
-            tested, failing = [], []
-            for i in range(len(bkps)):
-                mid = bounds[i + 1]
-                key = (max(bounds[i], mid - span), mid, min(bounds[i + 2], mid + span))
-                verdict = judged.get(key)
-                if verdict is None:
-                    verdict = judged[key] = judge(key)
-                (lr, p), fails = verdict
-                tested.append((lr, p))
-                if fails:
-                    failing.append((p, abs(lr), i))
-            if not failing:
-                break
-            _, _, worst = max(failing, key=lambda t: (t[0], -t[1]))
-            del bkps[worst]
+        # Remove the weakest failing candidate (highest p, then smallest step, then the earliest) until
+        # none fails. A removal changes only its two neighbours' bounds, so only they are judged again,
+        # and the failing ones wait in a heap: rebuilding the list after every removal took 1.9 s a
+        # commit on a 20,000-commit series that flips (most of its candidates fail), 2026-12-06.
+        m = len(bkps)
+        prev, nxt = list(range(-1, m - 1)), list(range(1, m + 1))  # nxt[i] == m: the series' end
+        alive = [True] * m
+        verdicts: list[tuple[tuple[float, float], bool]] = [((0.0, 0.0), False)] * m
+        version = [0] * m
+        heap: list[tuple[float, float, int, int]] = []
+
+        def bound(i: int) -> None:
+            mid = bkps[i]
+            left = bkps[prev[i]] if prev[i] >= 0 else 0
+            right = bkps[nxt[i]] if nxt[i] < m else n
+            key = (max(left, mid - span), mid, min(right, mid + span))
+            verdict = judged.get(key)
+            if verdict is None:
+                verdict = judged[key] = judge(key)
+            verdicts[i] = verdict
+            version[i] += 1
+            (lr, p), fails = verdict
+            if fails:
+                heapq.heappush(heap, (-p, abs(lr), i, version[i]))
+
+        for i in range(m):
+            bound(i)
+        while heap:
+            _, _, i, v = heapq.heappop(heap)
+            if not alive[i] or v != version[i]:
+                continue  # removed already, or judged again since with other neighbours
+            alive[i] = False
+            before, after = prev[i], nxt[i]
+            if before >= 0:
+                nxt[before] = after
+                bound(before)
+            if after < m:
+                prev[after] = before
+                bound(after)
+        kept = [i for i in range(m) if alive[i]]
+        tested = [verdicts[i][0] for i in kept]
+        bkps = [bkps[i] for i in kept]
         bounds = [0, *bkps, n]
         # A misplaced step still bounds its neighbours' segments (removing it would put its commits
         # at the new level into the segment before it and weaken that step's test), but is not reported.
