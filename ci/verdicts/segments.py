@@ -21,10 +21,12 @@ Why it is incremental by construction (method in `ci.verdicts.history`):
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import json
 import math
+import operator
 import statistics
 import struct
 from collections.abc import Sequence
@@ -326,10 +328,14 @@ def flip_size(y: np.ndarray, sigma: float, within: int, near: tuple[int, int] | 
 
 
 def recurring_flip(found: Sequence[tuple[int, int, float]], near: tuple[int, int] | None = None) -> tuple[float, int]:
-    """`flip_size` of flips already found (`flips`): their median size and the longest, (0, 0) when fewer
-    than `FLIPS` of them reach into commits near[0]..near[1]-1 (None: all)."""
+    """`flip_size` of flips already found (`flips`, in order: runs that do not overlap, so their ends
+    increase too): their median size and the longest, (0, 0) when fewer than `FLIPS` of them reach into
+    commits near[0]..near[1]-1 (None: all)."""
     if near is not None:
-        found = [f for f in found if f[1] > near[0] and f[0] < near[1]]
+        # Two bisections, not a scan: the merge asks this of every candidate step, and a 20,000-commit
+        # series that flips holds thousands of flips (5.8 of 8.5 s of ten new commits, 2026-12-06).
+        first = bisect.bisect_right(found, near[0], key=operator.itemgetter(1))
+        found = found[first:bisect.bisect_left(found, near[1], lo=first, key=operator.itemgetter(0))]
     if len(found) < FLIPS:
         return 0.0, 0
     return float(np.median([d for _, _, d in found])), max(b - a for a, b, _ in found)
