@@ -44,8 +44,8 @@ SCALED = ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75"
 ENDS = 5  # commits at each end of a series whose median levels give its ratio r
 GAP_MS = 3_600_000  # between one copy's last date and the next copy's first
 MAX_DRIFT = 1e12  # the copies scale a series by at most this factor either way over the whole history
-EARLIEST_MS = 946_684_800_000  # 2000-01-01: the first copy's first date, at the earliest
 HEADROOM = 10.0  # ...and keep its values this far under what ingest accepts (`magnitude_limit`)
+EARLIEST_MS = 946_684_800_000  # 2000-01-01: the first copy's first date, at the earliest
 
 
 def _positive(x: Any) -> bool:

@@ -678,6 +678,7 @@ class SeriesState:
         prev, nxt = list(range(-1, m - 1)), list(range(1, m + 1))  # nxt[i] == m: the series' end
         alive = [True] * m
         verdicts: list[tuple[tuple[float, float], bool]] = [((0.0, 0.0), False)] * m
+        keys: list[tuple[int, int, int] | None] = [None] * m
         version = [0] * m
         heap: list[tuple[float, float, int, int]] = []
 
@@ -686,6 +687,9 @@ class SeriesState:
             left = bkps[prev[i]] if prev[i] >= 0 else 0
             right = bkps[nxt[i]] if nxt[i] < m else n
             key = (max(left, mid - span), mid, min(right, mid + span))
+            if key == keys[i]:
+                return  # the removed neighbour lay beyond `span`: the same test, its heap entry stands
+            keys[i] = key
             verdict = judged.get(key)
             if verdict is None:
                 verdict = judged[key] = judge(key)
