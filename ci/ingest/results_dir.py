@@ -46,6 +46,7 @@ from ci.ingest.asv_files import (
 from ci.ingest.git import CommitLog, branch_log, commit_order_warning, commit_warning, git_commits
 from ci.ingest.reading import Known, read_all
 from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, file_outcome
+from ci.ingest.speed import split_off_speed_jobs
 from ci.records import Commit, Machine, ParsedRun
 from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused, Store, StoreLimitError, error_line
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
@@ -357,7 +358,9 @@ def ingest_results_dir(
     if repo is None and written:
         notes += no_repo_notes(store.commits())
     if written:
-        notes += machine_notes(machines_before, store.machines())
+        # Jobs of a host the files do not tell apart first, so that the machines listed are the final ones.
+        speed_notes = split_off_speed_jobs(store)
+        notes += machine_notes(machines_before, store.machines()) + speed_notes
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
 
 
@@ -428,8 +431,8 @@ def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[
         by_name.setdefault(m.machine_name, []).append(m)
     out = []
     for m in after:
-        if m.name in known:
-            continue
+        if m.name in known or m.speed:
+            continue  # a machine of jobs of another speed is told of by `split_off_speed_jobs`
         first = by_name[m.machine_name][0]
         if first.name == m.name:
             continue

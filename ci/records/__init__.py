@@ -33,7 +33,7 @@ from ci.records.decisions import (
     Verdict,
 )
 from ci.records.parsed import ParsedPoint, ParsedRun, PointBlock, RunReplacement
-from ci.records.provenance import JOB_KEY, Commit, Machine, Project, machine_labels
+from ci.records.provenance import JOB_KEY, SHIFT_KEY, SPEED_KEY, Commit, Machine, Project, machine_labels
 from ci.records.reader import (
     ComparisonSource,
     HistoryStore,
@@ -104,4 +104,6 @@ __all__ = [
     "declared_semantics",
     "is_worse",
     "machine_labels",
+    "SHIFT_KEY",
+    "SPEED_KEY",
 ]

@@ -18,6 +18,12 @@ from datetime import datetime
 JOB_KEY = "asv_call"
 
 
+# The host key that marks the jobs of a host of another speed that the result files do not record
+# (`ci.ingest.speed`), and the `extra` field with how far they read off the machine's other jobs.
+SPEED_KEY = "speed"
+SHIFT_KEY = "speed_shift"
+
+
 @dataclass(frozen=True)
 class Machine:
     """Where a series is measured: one asv machine name, one asv environment, one host. asv keys a
@@ -47,6 +53,17 @@ class Machine:
     def machine_name(self) -> str:
         """asv's machine name."""
         return self.asv_name or self.name
+
+    @property
+    def speed(self) -> str:
+        """"slower" or "faster" for the jobs of a host the result files do not record, kept apart by their
+        speed (`ci.ingest.speed`); "" for a machine as asv recorded it."""
+        return dict(self.host).get(SPEED_KEY, "")
+
+    @property
+    def speed_shift(self) -> str:
+        """The median shift those jobs read off the machine's others, e.g. "+14.8%" ("" for others)."""
+        return dict(self.extra).get(SHIFT_KEY, "")
 
 
 def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:

@@ -18,9 +18,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from ci.records import Acknowledgement, Alert, AlertState, Project, Verdict
+from ci.records import Acknowledgement, Alert, AlertState, Machine, Project, Verdict
 from ci.store.codec import nan_to_none, utc
-from ci.store.engine import upsert
+from ci.store.engine import insert_ignore, upsert
 from ci.store.ingest_writes import IngestWrites
 from ci.store.limits import check_acknowledgement, check_text
 from ci.store.models import (
@@ -29,6 +29,7 @@ from ci.store.models import (
     BenchmarkRow,
     ChangePointStateRow,
     MachineRow,
+    RunRow,
     SettingRow,
     VerdictRow,
 )
@@ -191,6 +192,57 @@ class StoreWrites(IngestWrites):
             return changed
 
         return self._write_retrying(tx)
+
+    def move_runs(self, moves: dict[str, Machine]) -> int:
+        """Give stored runs to other machines of their asv machine name and environment: the jobs of a
+        host the result files do not tell apart (`ci.ingest.speed`), or back from them.
+
+        Args:
+            moves: run key -> the machine it belongs to, found by asv name, environment and host (as
+                given: `ci.store.hosts` keys plus what tells it apart), its `extra` fields refreshed;
+                one the store does not have is added with the record's fields.
+
+        Returns:
+            How many runs changed machine.
+        """
+        by_target: dict[str, tuple[Machine, list[str]]] = {}
+        for run_key, machine in moves.items():
+            by_target.setdefault(machine.name, (machine, []))[1].append(run_key)
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> int:
+            moved = 0
+            for _name, (machine, keys) in sorted(by_target.items()):
+                machine_id = self._machine_row(conn, machine)
+                for at in range(0, len(keys), CHUNK):
+                    elsewhere = (RunRow.run_key.in_(keys[at : at + CHUNK]), RunRow.machine_id != machine_id)
+                    moved += conn.execute(update(RunRow).where(*elsewhere).values(machine_id=machine_id)).rowcount
+            return moved
+
+        return self._write_retrying(tx)
+
+    def _machine_row(self, conn: Connection, machine: Machine) -> int:
+        """The id of the stored machine `machine` is: the row of its asv name, environment and host (the
+        whole fingerprint as stored, what tells it apart included), its `extra` fields refreshed from the
+        record; else a new row named `machine.name` (cut to the column, numbered if another machine has
+        that name)."""
+        rows = conn.execute(select(MachineRow.id, MachineRow.host, MachineRow.env_name, MachineRow.extra)
+                            .where(MachineRow.asv_name == machine.machine_name)
+                            .order_by(MachineRow.id)).all()  # fmt: skip
+        host = json.dumps(dict(machine.host), sort_keys=True)
+        extra = json.dumps(dict(machine.extra), sort_keys=True)
+        for row in rows:
+            if row.env_name == machine.env_name and row.host == host:
+                if row.extra != extra:
+                    conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(extra=extra))
+                return int(row.id)
+        name = self._free_machine_name(conn, machine.name)
+        values = dict(name=name, asv_name=machine.machine_name, env_name=machine.env_name, host=host,
+                      gpu=machine.gpu, driver=machine.driver, cuda=machine.cuda, torch=machine.torch,
+                      triton=machine.triton, cpu=machine.cpu,
+                      extra=extra)  # fmt: skip
+        stmt = insert_ignore(self.dialect, MachineRow.__table__)
+        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
+        return int(conn.execute(select(MachineRow.id).where(MachineRow.name == name)).scalar_one())
 
     def save_change_point_states(
         self, branch: str, settings: str, states: dict[tuple[str, str], tuple[int, str, bytes]]

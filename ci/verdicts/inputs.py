@@ -144,9 +144,30 @@ def pick_machines(store: ComparisonSource, base: str, head: str, machine: str | 
         wanted = {k for k in on_base | on_head if names.get(k, k) in both}
     if not wanted & on_base & on_head:
         pair = f"both {base[:12]} (base) and {head[:12]} (head)"
-        raise ValueError(f"no machine has results for {pair}" if machine is None
-                         else f"machine {machine!r} has no results for {pair}")
+        raise ValueError((f"no machine has results for {pair}" if machine is None
+                          else f"machine {machine!r} has no results for {pair}") + _apart(store, on_base, on_head))
     return sorted(wanted & (on_base | on_head))
+
+
+def _apart(store: ComparisonSource, on_base: set[str], on_head: set[str]) -> str:
+    """Where each side was measured, when both were, on machines of one asv machine name that the store
+    keeps apart: another host, or the jobs of a host of another speed that the files do not record."""
+    machines = {m.name: m for m in store.machines()}
+    names_base = {machines[k].machine_name for k in on_base if k in machines}
+    if names_base.isdisjoint(machines[k].machine_name for k in on_head if k in machines):
+        return ""
+
+    def listed(keys: set[str]) -> str:
+        return ", ".join(map(repr, sorted(keys)))
+
+    text = f": base measured on {listed(on_base)}, head on {listed(on_head)}"
+    fast = [machines[k] for k in sorted(on_base | on_head) if k in machines and machines[k].speed]
+    if fast:
+        m = fast[0]
+        text += (f"; {m.name!r} holds the jobs whose every series read {m.speed_shift or 'far'} off the jobs around "
+                 "them (a host of another speed that the result files do not record), and two hosts' levels are not "
+                 "one series: measure both commits in one job (`python -m ci continuous BASE HEAD`)")
+    return text
 
 
 def noise_history(store: ComparisonSource, machine: str, base: str, head: str, window: int

@@ -50,6 +50,9 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         store = Store(Path(tmp) / "history.sqlite")
         try:
             ingest = ingest_results_dir(store, results_dir)
+            # Jobs the store kept apart as a host of another speed that the files do not record (`ci.ingest.speed`).
+            speed_hosts = {m.name: {"jobs": len(store.run_commits(m.name)), "shift": m.speed_shift}
+                           for m in store.machines() if m.speed}
             asv = read_asv_points(results_dir)
             series, skipped = read_series(store, asv, threshold_of, min_commits=min_commits, max_series=max_series,
                                           seed=seed, floor_of=project.floor_for)
@@ -70,6 +73,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
                                 "beyond_5pct": int(np.sum(np.abs(v) > math.log1p(0.05)))}
                             for m, v in job_shifts(series).items() if v}
     report.update({
+        "speed_hosts": speed_hosts,
         "results_dir": str(results_dir),
         "ingest": ingest.summary(),
         "asv_conf": str(conf) if conf.is_file() else None,
@@ -431,6 +435,11 @@ def render(report: dict[str, Any]) -> str:
                      "±5%): "
                      + "; ".join(f"{m} {math.expm1(v['p5']) * 100:+.1f}% / {math.expm1(v['p95']) * 100:+.1f}% "
                                  f"({v['beyond_5pct']} of {v['jobs']})" for m, v in shifts.items()) + ".")
+    speed = report.get("speed_hosts")
+    if speed is not None:
+        lines.append("- Jobs kept apart as a host of another speed that the files do not record (`ci.ingest.speed`): "
+                     + ("; ".join(f"{m}: {v['jobs']} jobs, {v['shift']}" for m, v in sorted(speed.items())) or "none")
+                     + ".")
     if real_too and report["pairs"]["pairs"]:
         ab = report["pairs"]
         lines.append(f"- Pairs: {ab['pairs']} ({ab['together']} measured in one job), {ab['injected']} with a "

@@ -1,0 +1,211 @@
+"""Jobs that ran on a host of another speed that the result files do not record.
+
+Shared runners (GitHub-hosted ones, a pool behind one runner label) land jobs on hardware of
+different speed, and a workflow that writes one machine file for all of them (a fixed `cpu`, a
+copied `~/.asv-machine.json`) makes their results one series: each series then flips by the hosts'
+difference at random commits, and judges itself alone. On a synthetic history where a fifth of
+the jobs ran 15% slower and the files said nothing (`tools.synthetic_history --slow-share 0.2
+--hide-host`, 30 series, 80 commits), +10% steps injected into one series were found within 2
+commits 46% of the time (asv's fit: 68%), +5% steps 2% (2026-12-06).
+
+The jobs say it plainly across series: every series of such a job reads the same ratio off the
+levels around it, before and after. Per run of one machine (asv machine name, environment, and
+recorded host), `job_shifts` reads, over the machine's series, the median of each series' log
+level against the median of its `neighbours` levels before the run, and the same against those
+after it; a run counts as an excursion of the whole job only when both sides agree (at the newest
+or oldest run, the one side there is). A step of every series at one commit (a runner upgrade, a
+change that slows everything) differs from one side only, so it stays a step of the history.
+`off_speed_groups` then keeps the runs whose shift is large (past `least` and `mad_k` robust
+sigmas of the machine's shifts) and alike (within `spread` of their group's median): a group of
+`min_jobs` or more runs, at least `min_share` of the machine's, is a host of another speed.
+Ingest keeps such a group's runs as their own machine (`ci.ingest.speed`), as it keeps a second
+recorded host apart (`ci.store.hosts`), so that neither host's series carries the other's level.
+
+None of the four real histories the service is evaluated on has such a job (MetPy's Jenkins
+container, uxarray's GitHub-hosted runners and workstation, mujoco-warp's GPU runner, the H200:
+the largest shift of any job 2.7%, the threshold 5%; `tools.eval_history`, 2026-12-06).
+
+Pure functions over arrays; no store.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+
+@dataclass(frozen=True)
+class SpeedSettings:
+    """Knobs of the off-speed job rule.
+
+    Attributes:
+        neighbours: levels each side of a run that a series' shift there is read against.
+        least_neighbours: fewest levels on a side for that side to be read.
+        min_series: fewest series with a shift at a run for the run's shift to be read.
+        least: smallest shift of a job that counts (relative: 0.05 = 5%).
+        mad_k: a shift must also be this many robust sigmas of the machine's job shifts.
+        min_jobs: fewest runs in a group of one speed.
+        min_share: least share of the machine's read runs in such a group.
+        spread: a group's runs lie within this share of its median shift (and at least
+            `least_spread` of it) of that median.
+        least_spread: see `spread` (log scale).
+    """
+
+    neighbours: int = 10
+    least_neighbours: int = 3
+    min_series: int = 8
+    least: float = 0.05
+    mad_k: float = 5.0
+    min_jobs: int = 5
+    min_share: float = 0.05
+    spread: float = 0.25
+    least_spread: float = 0.025
+
+
+@dataclass(frozen=True)
+class SpeedGroup:
+    """Runs of one machine whose every series read alike off the runs around them.
+
+    Attributes:
+        runs: the runs' indices (into the `levels` columns `off_speed_groups` read), ascending.
+        shift: the group's median shift on the log scale (> 0: slower, for times).
+        read: how many of the machine's runs had a shift to read.
+    """
+
+    runs: tuple[int, ...]
+    shift: float
+    read: int
+
+    @property
+    def ratio(self) -> float:
+        """The shift as a ratio of levels (1.134: every series 13.4% higher in these jobs)."""
+        return float(np.exp(self.shift))
+
+
+def _side_medians(y: np.ndarray, w: int, least: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per position of `y` (one series' log levels in run order, NaN where it has none or where a run
+    is not to be read as a neighbour), the median of the `w` values before it and of the `w` after it;
+    NaN where a side holds fewer than `least` finite values."""
+    n = y.size
+    pad = np.full(w, np.nan)
+    windows = sliding_window_view(np.concatenate((pad, y, pad)), w)  # windows[i] = padded[i : i + w]
+    out = []
+    for side in (windows[:n], windows[w + 1 : w + 1 + n]):  # y[j - w : j], y[j + 1 : j + 1 + w]
+        count = np.sum(np.isfinite(side), axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window: NaN, as intended
+            med = np.nanmedian(side, axis=1)
+        med[count < least] = np.nan
+        out.append(med)
+    return out[0], out[1]
+
+
+def job_shifts(levels: np.ndarray, settings: SpeedSettings | None = None, *,
+               aside: Sequence[int] = ()) -> np.ndarray:
+    """How far each run moved every series of its machine together.
+
+    Args:
+        levels: series x runs, each series' level at each run of the machine in history order
+            (NaN where the series has none; values > 0).
+        settings: the knobs; `SpeedSettings()` when None.
+        aside: runs not read as another run's neighbours (a group already found: where a fifth of
+            the jobs are slow, a stretch of them would lift the levels around each).
+
+    Returns:
+        Per run, its shift on the log scale: the median over series of the log level against the
+        levels before the run, and the same against those after it; where both sides are read and
+        agree in sign, the smaller of the two, where they disagree 0 (a step, not an excursion);
+        where one side is read, that side's. NaN where fewer than `min_series` series read a side.
+    """
+    k = settings or SpeedSettings()
+    levels = np.asarray(levels, dtype=float)
+    if levels.ndim != 2:
+        raise ValueError(f"levels must be series x runs, got shape {levels.shape}")
+    n_series, n_runs = levels.shape
+    left = np.full((n_series, n_runs), np.nan)
+    right = np.full((n_series, n_runs), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(levels > 0, np.log(levels), np.nan)
+    hidden = np.zeros(n_runs, dtype=bool)
+    hidden[list(aside)] = True
+    for i in range(n_series):
+        cols = np.flatnonzero(np.isfinite(logs[i]))
+        if cols.size < 2:
+            continue
+        y = logs[i, cols]
+        if np.all(y == y[0]):
+            continue  # a constant series (a count) says nothing of the job's speed
+        before, after = _side_medians(np.where(hidden[cols], np.nan, y), k.neighbours, k.least_neighbours)
+        left[i, cols] = y - before
+        right[i, cols] = y - after
+    out = np.full(n_runs, np.nan)
+    for j in range(n_runs):
+        a, b = left[:, j], right[:, j]
+        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+        la = float(np.median(a)) if a.size >= k.min_series else np.nan
+        lb = float(np.median(b)) if b.size >= k.min_series else np.nan
+        if np.isfinite(la) and np.isfinite(lb):
+            out[j] = 0.0 if la * lb <= 0 else (la if abs(la) < abs(lb) else lb)
+        elif np.isfinite(la) or np.isfinite(lb):
+            out[j] = la if np.isfinite(la) else lb
+    return out
+
+
+def find_off_speed(levels: np.ndarray, settings: SpeedSettings | None = None, rounds: int = 3) -> list[SpeedGroup]:
+    """`off_speed_groups` of `job_shifts`, read again with the groups' runs set aside as neighbours
+    until the groups stop changing (at most `rounds` times): the runs of a group are then each read
+    against the other host's levels only.
+
+    Args:
+        levels: as `job_shifts` takes them.
+        settings: the knobs.
+        rounds: most readings.
+
+    Returns:
+        The groups (none on a machine whose jobs do not move its series together).
+    """
+    aside: tuple[int, ...] = ()
+    groups: list[SpeedGroup] = []
+    for _ in range(max(1, rounds)):
+        groups = off_speed_groups(job_shifts(levels, settings, aside=aside), settings)
+        found = tuple(sorted(r for g in groups for r in g.runs))
+        if found == aside:
+            break
+        aside = found
+    return groups
+
+
+def off_speed_groups(shifts: Sequence[float] | np.ndarray, settings: SpeedSettings | None = None) -> list[SpeedGroup]:
+    """The groups of runs that ran on a host of another speed, from `job_shifts`.
+
+    Args:
+        shifts: per run, its shift (NaN: not read).
+        settings: the knobs; `SpeedSettings()` when None.
+
+    Returns:
+        At most one group per sign (slower, faster), largest shift first; none on a machine whose
+        jobs do not move its series together.
+    """
+    k = settings or SpeedSettings()
+    f = np.asarray(shifts, dtype=float)
+    read = np.flatnonzero(np.isfinite(f))
+    if read.size < max(2 * k.min_jobs, 1):
+        return []
+    v = f[read]
+    mad = 1.4826 * float(np.median(np.abs(v - np.median(v))))
+    cut = max(float(np.log1p(k.least)), k.mad_k * mad)
+    groups = []
+    for sign in (1.0, -1.0):
+        cand = read[(sign * f[read]) > cut]
+        if cand.size < k.min_jobs:
+            continue
+        med = float(np.median(f[cand]))
+        members = cand[np.abs(f[cand] - med) <= max(k.least_spread, k.spread * abs(med))]
+        if members.size >= max(k.min_jobs, k.min_share * read.size):
+            groups.append(SpeedGroup(tuple(int(x) for x in members), float(np.median(f[members])), int(read.size)))
+    groups.sort(key=lambda g: -abs(g.shift))
+    return groups
