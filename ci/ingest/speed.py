@@ -14,6 +14,9 @@ both check a machine's runs against what they hold (`ci.verdicts.history`, `ci.s
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -22,7 +25,7 @@ import numpy as np
 from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine, MachineHistory
 from ci.store import Store
 from ci.text import printable
-from ci.verdicts.speed import SpeedSettings, find_off_speed
+from ci.verdicts.speed import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 
 _LABELS = {1: "slower", -1: "faster"}
 
@@ -50,7 +53,7 @@ def _levels(store: Store, hists: Sequence[MachineHistory], order: dict[str, int]
     the median of its finite samples there (NaN where it has none or none above 0); correctness and
     exact series say nothing of a job's speed."""
     where: dict[str, str] = {}
-    at: list[tuple[int, str]] = []
+    at: list[tuple[int, int, str]] = []
     offsets: dict[str, int] = {}
     for hist in hists:
         offsets[hist.machine] = len(at)
@@ -59,11 +62,11 @@ def _levels(store: Store, hists: Sequence[MachineHistory], order: dict[str, int]
             return None  # another writer added runs between the two reads: the next ingest decides
         for (run_key, _digest), sha in zip(hist.runs, shas, strict=True):
             where[run_key] = hist.machine
-            at.append((order.get(sha, len(order)), run_key))
+            at.append((order.get(sha, len(order)), len(at), run_key))
     ranked = sorted(range(len(at)), key=at.__getitem__)
     column = np.empty(len(at), dtype=np.int64)
     column[ranked] = np.arange(len(at))
-    keys = [at[i][1] for i in ranked]
+    keys = [at[i][2] for i in ranked]
     rows: dict[str, int] = {}
     out_rows: list[np.ndarray] = []
     for hist in hists:
@@ -89,6 +92,67 @@ def _levels(store: Store, hists: Sequence[MachineHistory], order: dict[str, int]
     return keys, where, levels
 
 
+_SCAN = "speed scan "  # settings key prefix: a machine's job shifts as last read whole (`_unchanged_tail`)
+
+
+def _scan_key(machine: str) -> str:
+    return _SCAN + hashlib.sha256(machine.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _chain(runs: Sequence[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for run_key, digest in runs:
+        h.update(f"{run_key}\0{digest}\n".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _save_scan(store: Store, machine: Machine, runs: Sequence[tuple[str, str]], shifts: np.ndarray) -> None:
+    """Keep a machine's job shifts with the runs they were read from, for the next ingest's
+    `_unchanged_tail` (a cache: a store that cannot keep it reads the machine whole next time)."""
+    if len(runs) != shifts.size:
+        return
+    value = json.dumps({"runs": len(runs), "chain": _chain(runs),
+                        "shifts": base64.b64encode(np.asarray(shifts, dtype="<f8").tobytes()).decode()})
+    try:
+        store.save_setting(_scan_key(machine.name), value)
+    except Exception:  # noqa: BLE001 - a cache
+        pass
+
+
+def _unchanged_tail(store: Store, machine: Machine, k: SpeedSettings) -> bool:
+    """Whether a machine without a sibling still has no group of off-speed jobs, read from its new
+    runs alone: its job shifts kept by the last whole read (`_save_scan`) cover a prefix of its runs,
+    the runs after them (and the `neighbours` before, whose shifts the new ones change) are read, and
+    the whole vector of shifts, kept and new, gives no group. Exactly the whole read's answer, at
+    the cost of the new runs: the shift of a run depends on its `neighbours` each side alone, and
+    without a group none is set aside. The kept shifts move on to cover the new runs."""
+    text = store.setting(_scan_key(machine.name))
+    if not text:
+        return False
+    try:
+        kept = json.loads(text)
+        old = np.frombuffer(base64.b64decode(kept["shifts"]), dtype="<f8")
+        covered, chain = int(kept["runs"]), str(kept["chain"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    if old.size != covered or not covered:
+        return False
+    start, first_new = max(0, covered - 2 * k.neighbours), max(0, covered - k.neighbours)
+    hists = store.series_columns(machine=machine.name, runs_after={machine.name: start})
+    if len(hists) != 1 or len(hists[0].runs) < covered or _chain(hists[0].runs[:covered]) != chain:
+        return False  # runs were added before the kept ones, replaced or moved: read it whole
+    read = _levels(store, hists, {})
+    if read is None:
+        return False
+    _keys, _where, levels = read
+    tail = job_shifts(levels[:, start:], k)[first_new - start :]  # the runs whose neighbours changed
+    shifts = np.concatenate((old[:first_new], tail))
+    if off_speed_groups(shifts, k):
+        return False
+    _save_scan(store, machine, hists[0].runs, shifts)
+    return True
+
+
 def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) -> tuple[str, ...]:
     """Give each machine's off-speed jobs to a sibling machine, and jobs no longer off-speed back.
 
@@ -105,22 +169,36 @@ def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) ->
     for m in machines:
         families.setdefault(_family_key(m), []).append(m)
     order: dict[str, int] | None = None
+    every: dict[str, MachineHistory] = {}
+    whole: list[tuple[Machine, list[Machine]]] = []  # the families read whole
     notes = []
     for members in families.values():
         bases = [m for m in members if not m.speed]
         if len(bases) != 1:
             continue  # a sibling whose machine is gone, or two rows of one host: nothing to decide
         base = bases[0]
-        hists = [h for m in members for h in store.series_columns(machine=m.name)]
-        if sum(len(h.runs) for h in hists) < 2 * k.min_jobs:
+        total = sum(len(store.run_commits(m.name)) for m in members)
+        if total < 2 * k.min_jobs:
             continue
+        if len(members) == 1 and _unchanged_tail(store, base, k):
+            continue
+        whole.append((base, members))
+    if len(whole) > 1:  # one scan of the store, not one per machine
+        every = {h.machine: h for h in store.series_columns()}
+    for base, members in whole:
         if order is None:
             order = {c.sha: i for i, c in enumerate(store.commits())}
+        if len(whole) > 1:
+            hists = [every[m.name] for m in members if m.name in every]
+        else:
+            hists = [h for m in members for h in store.series_columns(machine=m.name)]
         read = _levels(store, hists, order)
         if read is None:
             continue
         keys, where, levels = read
         groups = find_off_speed(levels, k) if levels.shape[0] >= k.min_series else []
+        if not groups and len(members) == 1:
+            _save_scan(store, base, hists[0].runs if hists else (), job_shifts(levels, k))
         target = {key: base for key in keys}
         for g in groups:
             sibling = _sibling(base, 1 if g.shift > 0 else -1, g.shift)

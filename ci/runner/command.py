@@ -186,8 +186,11 @@ def measured_on_branch(cfg: RunnerConfig, branch: str) -> set[str]:
     from ci.store import Store
 
     with Store(cfg.db) as store:
-        stored = {r.commit_sha for r in store.results(machine=cfg.machine)}
-        stored |= {f.commit_sha for f in store.failures(machine=cfg.machine)}
+        # The machine's jobs that ingest kept apart as a host of another speed (`ci.ingest.speed`) were
+        # measured by it too.
+        keys = [cfg.machine, *(m.name for m in store.machines() if m.speed and m.machine_name == cfg.machine)]
+        stored = {r.commit_sha for k in keys for r in store.results(machine=k)}
+        stored |= {f.commit_sha for k in keys for f in store.failures(machine=k)}
     d = cfg.results_dir / cfg.machine
     files = {p.name.split("-", 1)[0] for p in d.glob("*-*.json") if not p.name.startswith("gpu-env")}
     line = git(cfg.repo, "rev-list", "--first-parent", resolve_commit(cfg.repo, branch)).split()

@@ -237,3 +237,22 @@ def test_blocks_read_with_the_rows_of_an_older_history_on_postgres(pg_url, tmp_p
     from tests.ci.test_store import check_blocks_next_to_older_rows
 
     check_blocks_next_to_older_rows(pg_url, tmp_path)
+
+
+def test_jobs_of_an_unrecorded_host_are_kept_apart_alike_on_postgres(pg_url, tmp_path):
+    """`ci.ingest.speed` on PostgreSQL: the same sibling machine and the same jobs in it as on SQLite,
+    and a second ingest moves nothing."""
+    from tools.synthetic_history import write_history
+
+    write_history(tmp_path / "h", benchmarks=12, grids=0, commits=60, envs=1, noise=0.01, step=0.0,
+                  step_share=0.0, seed=5, slow_share=0.2, hide_host=True)
+    results = tmp_path / "h" / "results"
+    got = {}
+    for url in (pg_url, str(tmp_path / "same.sqlite")):
+        with Store(url) as store:
+            report = ingest_results_dir(store, results)
+            assert any("slower jobs" in n for n in report.notes)
+            got[url] = {m.name: store.run_commits(m.name) for m in store.machines()}
+            assert not any("slower jobs" in n for n in ingest_results_dir(store, results).notes)
+    pg, lite = got.values()
+    assert pg == lite and len(pg) == 2 and pg["runner [virtualenv-py3.11, slower jobs]"]

@@ -74,11 +74,14 @@ def test_what_is_not_read() -> None:
     levels = _levels(n_series=5)  # fewer series than `min_series`
     levels[:, ::5] *= 1.2
     assert np.isnan(job_shifts(levels)).all() and find_off_speed(levels) == []
-    counts = np.full((12, 60), 7.0)  # constant series (counts) say nothing of speed
-    assert np.isnan(job_shifts(counts)).all()
+    counts = np.full((12, 60), 7.0)  # constant series (counts): every job reads 0 off the others
+    assert (job_shifts(counts) == 0).all() and find_off_speed(counts) == []
     gappy = _levels()
     gappy[:, 30:] = np.nan
     assert np.isnan(job_shifts(gappy)[30:]).all()
+    # A run's shift depends on the runs within `neighbours` of it alone: read from a tail, the same.
+    levels = _levels(seed=6)
+    assert np.array_equal(job_shifts(levels[:, 40:])[10:], job_shifts(levels)[50:], equal_nan=True)
     assert off_speed_groups([np.nan] * 40) == []
     with pytest.raises(ValueError, match="series x runs"):
         job_shifts(np.ones(10))
@@ -176,3 +179,44 @@ def test_a_comparison_across_the_two_hosts_says_where_each_side_ran(tmp_path) ->
         assert f"base measured on 'runner', head on '{sibling}'" in text
         assert "read +1" in text and "python -m ci continuous" in text
         assert pick_machines(store, slow[0], slow[1], None) == [sibling]  # one host's two jobs compare
+
+
+def _one_at_a_time(tmp_path, name: str, **kw) -> None:
+    """Ingest a synthetic history into `<name>.sqlite` one job at a time, oldest first."""
+    results = _history(tmp_path, name, step_share=0.0, **kw)
+    files = sorted((p for p in results.glob("runner/*.json") if p.name != "machine.json"),
+                   key=lambda p: json.loads(p.read_text())["date"])
+    held = tmp_path / f"{name}-held"
+    held.mkdir()
+    for p in files:
+        p.rename(held / p.name)
+    with Store(str(tmp_path / f"{name}.sqlite")) as store:
+        for path in files:
+            (held / path.name).rename(path)
+            ingest_results_dir(store, results)
+
+
+@pytest.mark.slow
+def test_ingest_one_job_at_a_time_reads_only_the_new_ones_and_decides_alike(tmp_path, monkeypatch) -> None:
+    """A machine without a sibling keeps its job shifts: the next ingest reads its new runs and the
+    `neighbours` before them and decides as a whole read would; a group that forms among its newest
+    jobs is found all the same."""
+    import base64
+
+    import ci.ingest.speed as speed
+
+    whole_reads = []
+    real = speed.find_off_speed
+    monkeypatch.setattr(speed, "find_off_speed", lambda *a, **kw: whole_reads.append(1) or real(*a, **kw))
+    _one_at_a_time(tmp_path, "plain", slow_share=0.0, commits=45)
+    assert len(whole_reads) <= 21  # until it holds 2 x `neighbours` runs, then from the tail
+    with Store(str(tmp_path / "plain.sqlite")) as store:
+        kept = np.frombuffer(base64.b64decode(json.loads(store.setting(speed._scan_key("runner")))["shifts"]))
+        (hist,) = store.series_columns(machine="runner")
+        _keys, _where, levels = speed._levels(store, [hist], {})
+        assert kept.size == 45 and np.array_equal(kept, job_shifts(levels), equal_nan=True)
+    _one_at_a_time(tmp_path, "mixed", slow_share=0.2, commits=60)
+    with Store(str(tmp_path / "mixed.sqlite")) as store, Store(str(tmp_path / "fresh.sqlite")) as fresh:
+        ingest_results_dir(fresh, tmp_path / "mixed" / "results")
+        got = {m.name: store.run_commits(m.name) for m in store.machines()}
+        assert got == {m.name: fresh.run_commits(m.name) for m in fresh.machines()} and len(got) == 2
