@@ -116,6 +116,12 @@ def test_ingest_keeps_the_hidden_hosts_jobs_apart(tmp_path) -> None:
         step_at = order.index(commit_sha(30))  # `write_history` steps at the middle commit
         first_after = next(sha for sha in store.run_commits("runner") if order.index(sha) >= step_at)
         assert {c.commit_sha for c in found} == {first_after}
+        # The dashboard says what that machine holds.
+        from ci.site import render_site
+
+        render_site(store, tmp_path / "site")
+        overview = (tmp_path / "site" / "index.html").read_text()
+        assert f"Machine <b>{sibling.name}</b> holds the jobs whose every series read {sibling.speed_shift}" in overview
         # Reading it again moves nothing; a second ingest of the same files says nothing new.
         assert split_off_speed_jobs(store) == ()
         again = ingest_results_dir(store, results)

@@ -66,11 +66,13 @@ class SummaryPages(Site):
         for m in snap.machines:
             by_name[m.machine_name].append(self.ml(m.name))
         several = [(name, labels) for name, labels in sorted(by_name.items()) if len(labels) > 1]
+        # Jobs that ingest kept apart by their speed alone (`ci.ingest.speed`): said, with how far they read.
+        speed = [(self.ml(m.name), m.speed, m.speed_shift) for m in snap.machines if m.speed]
         failing, stopped = snap.not_reporting()
         groups = [self.group_row(g) for g in snap.groups[:BANNER_LIMIT]]
         ctx = {
             "groups": groups, "n_groups": len(snap.groups),
-            "page": "overview", "suites": sorted(suites.items()), "several": several,
+            "page": "overview", "suites": sorted(suites.items()), "several": several, "speed": speed,
             "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
             "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),
             "open_regs": [self.reg_row(r, 0) for r in open_regs[:BANNER_LIMIT]], "n_open": len(open_regs),
