@@ -10,17 +10,18 @@ commits 46% of the time (asv's fit: 68%), +5% steps 2% (2026-12-06).
 
 The jobs say it plainly across series: every series of such a job reads the same ratio off the
 levels around it, before and after. Per run of one machine (asv machine name, environment, and
-recorded host), `job_shifts` reads, over the machine's series, the median of each series' log
-level against the median of its levels at the `neighbours` runs before the run, and the same
-against the runs after it; a run counts as an excursion of the whole job only when both sides agree
-(at the newest or oldest run, the one side there is). `find_off_speed` reads again with the jobs
-found set aside as neighbours, since a stretch of them lifts the levels around each. A step of every series at one commit (a runner upgrade, a
-change that slows everything) differs from one side only, so it stays a step of the history.
-`off_speed_groups` then keeps the runs whose shift is large (past `least` and `mad_k` robust
-sigmas of the machine's shifts) and alike (within `spread` of their group's median): a group of
-`min_jobs` or more runs, at least `min_share` of the machine's, is a host of another speed.
-Ingest keeps such a group's runs as their own machine (`ci.ingest.speed`), as it keeps a second
-recorded host apart (`ci.store.hosts`), so that neither host's series carries the other's level.
+recorded host), `job_shifts` reads, over the machine's series, the median of each series' log level
+against the median of its levels at the `neighbours` runs before the run, and the same against the
+runs after it; a run counts as an excursion of the whole job only when both sides agree (at the
+newest or oldest run, the one side there is). A step of every series at one commit (a runner
+upgrade, a change that slows everything) differs from one side only, so it stays a step of the
+history. `off_speed_groups` then keeps the runs whose shift is large (past `least` and `mad_k`
+robust sigmas of the machine's shifts) and alike (within `spread` of their group's median): a group
+of `min_jobs` or more runs, at least `min_share` of the machine's, is a host of another speed;
+`find_off_speed` reads again with the jobs found set aside as neighbours, since a stretch of them
+lifts the levels around each. Ingest keeps such a group's runs as their own machine
+(`ci.ingest.speed`), as it keeps a second recorded host apart (`ci.store.hosts`), so that neither
+host's series carries the other's level.
 
 None of the four real histories the service is evaluated on has such a job (MetPy's Jenkins
 container, uxarray's GitHub-hosted runners and workstation, mujoco-warp's GPU runner, the H200:
