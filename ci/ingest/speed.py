@@ -22,8 +22,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine, MachineHistory
-from ci.store import Store
+from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine
+from ci.store import RunValues, Store
 from ci.text import printable
 from ci.verdicts.speed import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 
@@ -46,49 +46,36 @@ def _sibling(base: Machine, sign: int, shift: float) -> Machine:
     )
 
 
-def _levels(store: Store, hists: Sequence[MachineHistory], order: dict[str, int]
-            ) -> tuple[list[str], dict[str, str], np.ndarray] | None:
+def _levels(reads: Sequence[tuple[str, RunValues]], order: dict[str, int], skip: set[str]
+            ) -> tuple[list[str], dict[str, str], np.ndarray]:
     """(run keys in history order, run key -> the machine holding it, series x runs levels) of a
-    family's runs (None when the store changed while it was read): each series' level at a run is
-    the median of its finite samples there (NaN where it has none or none above 0); correctness and
-    exact series say nothing of a job's speed."""
-    where: dict[str, str] = {}
+    family's runs from each machine's `RunValues`, the series of `skip` left out (correctness and
+    exact series say nothing of a job's speed)."""
     at: list[tuple[int, int, str]] = []
-    offsets: dict[str, int] = {}
-    for hist in hists:
-        offsets[hist.machine] = len(at)
-        shas = store.run_commits(hist.machine)
-        if len(shas) != len(hist.runs):
-            return None  # another writer added runs between the two reads: the next ingest decides
-        for (run_key, _digest), sha in zip(hist.runs, shas, strict=True):
-            where[run_key] = hist.machine
+    where: dict[str, str] = {}
+    for machine, got in reads:
+        for (run_key, _digest), sha in zip(got.runs, got.commit_shas, strict=True):
+            where[run_key] = machine
             at.append((order.get(sha, len(order)), len(at), run_key))
     ranked = sorted(range(len(at)), key=at.__getitem__)
     column = np.empty(len(at), dtype=np.int64)
     column[ranked] = np.arange(len(at))
     keys = [at[i][2] for i in ranked]
     rows: dict[str, int] = {}
-    out_rows: list[np.ndarray] = []
-    for hist in hists:
-        base = offsets[hist.machine]
-        for col in hist.series:
-            if col.benchmark.kind in (Kind.CORRECTNESS, Kind.EXACT) or not col.counts:
-                continue
-            flat = np.frombuffer(col.samples, dtype=np.float64)
-            counts = np.asarray(col.counts)
-            if counts.min() > 0 and (counts == counts[0]).all() and np.isfinite(flat).all():
-                med = np.median(flat.reshape(len(counts), int(counts[0])), axis=1)
-            else:
-                ends = np.cumsum(counts)
-                med = np.array([np.median(p[np.isfinite(p)]) if np.isfinite(p).any() else np.nan
-                                for p in (flat[e - c : e] for e, c in zip(ends, counts, strict=True))])
-            i = rows.get(col.benchmark.key)
-            if i is None:
-                i = rows[col.benchmark.key] = len(out_rows)
-                out_rows.append(np.full(len(keys), np.nan))
-            with np.errstate(invalid="ignore"):
-                out_rows[i][column[base + np.asarray(col.runs)]] = np.where(med > 0, med, np.nan)
-    levels = np.vstack(out_rows) if out_rows else np.empty((0, len(keys)))
+    for _machine, got in reads:
+        for key in got.series:
+            if key not in skip:
+                rows.setdefault(key, len(rows))
+    levels = np.full((len(rows), len(keys)), np.nan)
+    offset = 0
+    for _machine, got in reads:
+        cols = column[offset : offset + len(got.runs)]
+        for i, key in enumerate(got.series):
+            if key in rows:
+                levels[rows[key], cols] = got.levels[i]
+        offset += len(got.runs)
+    with np.errstate(invalid="ignore"):
+        levels[~(levels > 0)] = np.nan
     return keys, where, levels
 
 
@@ -119,7 +106,7 @@ def _save_scan(store: Store, machine: Machine, runs: Sequence[tuple[str, str]], 
         pass
 
 
-def _unchanged_tail(store: Store, machine: Machine, k: SpeedSettings) -> bool:
+def _unchanged_tail(store: Store, machine: Machine, k: SpeedSettings, skip: set[str]) -> bool:
     """Whether a machine without a sibling still has no group of off-speed jobs, read from its new
     runs alone: its job shifts kept by the last whole read (`_save_scan`) cover a prefix of its runs,
     the runs after them (and the `neighbours` before, whose shifts the new ones change) are read, and
@@ -138,18 +125,15 @@ def _unchanged_tail(store: Store, machine: Machine, k: SpeedSettings) -> bool:
     if old.size != covered or not covered:
         return False
     start, first_new = max(0, covered - 2 * k.neighbours), max(0, covered - k.neighbours)
-    hists = store.series_columns(machine=machine.name, runs_after={machine.name: start})
-    if len(hists) != 1 or len(hists[0].runs) < covered or _chain(hists[0].runs[:covered]) != chain:
+    got = store.run_values(machine.name, runs_after=start)
+    if len(got.runs) < covered or _chain(got.runs[:covered]) != chain:
         return False  # runs were added before the kept ones, replaced or moved: read it whole
-    read = _levels(store, hists, {})
-    if read is None:
-        return False
-    _keys, _where, levels = read
+    _keys, _where, levels = _levels([(machine.name, got)], {}, skip)
     tail = job_shifts(levels[:, start:], k)[first_new - start :]  # the runs whose neighbours changed
     shifts = np.concatenate((old[:first_new], tail))
     if off_speed_groups(shifts, k):
         return False
-    _save_scan(store, machine, hists[0].runs, shifts)
+    _save_scan(store, machine, got.runs, shifts)
     return True
 
 
@@ -169,7 +153,7 @@ def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) ->
     for m in machines:
         families.setdefault(_family_key(m), []).append(m)
     order: dict[str, int] | None = None
-    every: dict[str, MachineHistory] = {}
+    skip = {b.key for b in store.benchmarks() if b.kind in (Kind.CORRECTNESS, Kind.EXACT)}
     whole: list[tuple[Machine, list[Machine]]] = []  # the families read whole
     notes = []
     for members in families.values():
@@ -180,25 +164,17 @@ def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) ->
         total = sum(len(store.run_commits(m.name)) for m in members)
         if total < 2 * k.min_jobs:
             continue
-        if len(members) == 1 and _unchanged_tail(store, base, k):
+        if len(members) == 1 and _unchanged_tail(store, base, k, skip):
             continue
         whole.append((base, members))
-    if len(whole) > 1:  # one scan of the store, not one per machine
-        every = {h.machine: h for h in store.series_columns()}
     for base, members in whole:
         if order is None:
             order = {c.sha: i for i, c in enumerate(store.commits())}
-        if len(whole) > 1:
-            hists = [every[m.name] for m in members if m.name in every]
-        else:
-            hists = [h for m in members for h in store.series_columns(machine=m.name)]
-        read = _levels(store, hists, order)
-        if read is None:
-            continue
-        keys, where, levels = read
+        reads = [(m.name, store.run_values(m.name)) for m in members]
+        keys, where, levels = _levels(reads, order, skip)
         groups = find_off_speed(levels, k) if levels.shape[0] >= k.min_series else []
         if not groups and len(members) == 1:
-            _save_scan(store, base, hists[0].runs if hists else (), job_shifts(levels, k))
+            _save_scan(store, base, reads[0][1].runs, job_shifts(levels, k))
         target = {key: base for key in keys}
         for g in groups:
             sibling = _sibling(base, 1 if g.shift > 0 else -1, g.shift)

@@ -28,6 +28,7 @@ from ci.store.ingest_writes import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, Repl
 from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
+from ci.store.series_reads import RunValues
 from ci.store.store import Store
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ReadAgain",
     "FailedPoint",
     "ReplacementRefused",
+    "RunValues",
     "Store",
     "StoreError",
     "StoreLimitError",

@@ -166,6 +166,15 @@ def test_a_machine_without_such_jobs_is_left_alone(tmp_path) -> None:
         report = ingest_results_dir(store, results)
         assert [m.name for m in store.machines()] == ["runner"]
         assert not [n for n in report.notes if "jobs" in n]
+        # What the rule reads: asv's value of every point, by series and run.
+        got = store.run_values("runner")
+        assert got.levels.shape == (12, 60) and got.commit_shas == tuple(store.run_commits("runner"))
+        for r in store.results(machine="runner")[:30]:
+            row, col = got.series.index(r.benchmark.key), got.commit_shas.index(r.commit_sha)
+            assert got.levels[row, col] == r.value
+        tail = store.run_values("runner", runs_after=50)
+        assert tail.runs == got.runs and np.isnan(tail.levels[:, :50]).all()
+        assert np.array_equal(tail.levels[:, 50:], got.levels[:, 50:])
 
 
 def test_a_comparison_across_the_two_hosts_says_where_each_side_ran(tmp_path) -> None:
@@ -218,8 +227,7 @@ def test_ingest_one_job_at_a_time_reads_only_the_new_ones_and_decides_alike(tmp_
     assert len(whole_reads) <= 21  # until it holds 2 x `neighbours` runs, then from the tail
     with Store(str(tmp_path / "plain.sqlite")) as store:
         kept = np.frombuffer(base64.b64decode(json.loads(store.setting(speed._scan_key("runner")))["shifts"]))
-        (hist,) = store.series_columns(machine="runner")
-        _keys, _where, levels = speed._levels(store, [hist], {})
+        _keys, _where, levels = speed._levels([("runner", store.run_values("runner"))], {}, set())
         assert kept.size == 45 and np.array_equal(kept, job_shifts(levels), equal_nan=True)
     _one_at_a_time(tmp_path, "mixed", slow_share=0.2, commits=60)
     with Store(str(tmp_path / "mixed.sqlite")) as store, Store(str(tmp_path / "fresh.sqlite")) as fresh:
