@@ -234,3 +234,17 @@ def test_ingest_one_job_at_a_time_reads_only_the_new_ones_and_decides_alike(tmp_
         ingest_results_dir(fresh, tmp_path / "mixed" / "results")
         got = {m.name: store.run_commits(m.name) for m in store.machines()}
         assert got == {m.name: fresh.run_commits(m.name) for m in fresh.machines()} and len(got) == 2
+
+
+def test_a_failing_check_is_said_and_the_files_stay_stored(tmp_path, monkeypatch) -> None:
+    import ci.ingest.results_dir as results_dir
+
+    def broken(_store):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(results_dir, "split_off_speed_jobs", broken)
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        report = ingest_results_dir(store, _history(tmp_path, "mixed"))
+        assert report.ok and len(store.run_commits("runner")) == 60
+        assert any(n.startswith("warning: the results are stored, but the check for jobs") and "disk on fire" in n
+                   for n in report.notes)
