@@ -9,7 +9,9 @@
 - `results_dir`: a whole results directory into a `ci.store.Store`, file by file, with git's
   commit metadata;
 - `reading`: its files read and parsed, each inside one boundary, here or in forked parsers;
-- `report`: what it tells its caller (`IngestReport`, each file's `FileOutcome`, `IngestProgress`).
+- `report`: what it tells its caller (`IngestReport`, each file's `FileOutcome`, `IngestProgress`);
+- `speed`, `speed_rule`: after an ingest, the jobs of a host the files do not record that ran at
+  another speed, kept as their own machine.
 """
 
 from ci.ingest.asv_files import AsvFormatError

@@ -1,9 +1,9 @@
 """After an ingest: the jobs of each machine that ran on a host of another speed that the result files
-do not record, kept as their own machine (`ci.verdicts.speed` says how they are found, and why).
+do not record, kept as their own machine (`ci.ingest.speed_rule` says how they are found, and why).
 
 A machine here is what the store keys series by (`ci.records.Machine`: asv machine name, environment,
 recorded host). Its jobs that every series reads alike off the jobs around them, many and alike
-enough to be a host (`ci.verdicts.speed.find_off_speed`), are given to a sibling machine, named
+enough to be a host (`ci.ingest.speed_rule.find_off_speed`), are given to a sibling machine, named
 "<machine> [<environment>, slower jobs]" (or "faster jobs"), whose host is the recorded one plus
 `speed`; the other jobs stay. The decision is read again from the whole family (the machine and
 its siblings, in history order) after every ingest that wrote a run, so a job moves back when later
@@ -22,10 +22,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from ci.ingest.speed_rule import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine
 from ci.store import RunValues, Store
 from ci.text import printable
-from ci.verdicts.speed import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 
 _LABELS = {1: "slower", -1: "faster"}
 
@@ -142,7 +142,7 @@ def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) ->
 
     Args:
         store: a store after an ingest.
-        settings: the rule's knobs (`ci.verdicts.speed.SpeedSettings`).
+        settings: the rule's knobs (`ci.ingest.speed_rule.SpeedSettings`).
 
     Returns:
         One note per machine whose jobs moved (empty when none did).

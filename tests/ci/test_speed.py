@@ -1,5 +1,5 @@
 """Jobs on a host of another speed that the result files do not record: found across a machine's
-series (`ci.verdicts.speed`) and kept as their own machine at ingest (`ci.ingest.speed`)."""
+series (`ci.ingest.speed_rule`) and kept as their own machine at ingest (`ci.ingest.speed`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from ci.ingest import ingest_results_dir
 from ci.ingest.speed import split_off_speed_jobs
+from ci.ingest.speed_rule import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 from ci.records import Outcome
 from ci.store import Store
 from ci.verdicts import detect_all
-from ci.verdicts.speed import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
 from tools.synthetic_history import commit_sha, write_history
 
 
