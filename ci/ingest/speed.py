@@ -36,10 +36,13 @@ def _family_key(m: Machine) -> tuple[str, str, tuple[tuple[str, str], ...]]:
 
 def _sibling(base: Machine, sign: int, shift: float) -> Machine:
     label = _LABELS[sign]
-    env = f"{base.env_name}, " if base.env_name else ""
+    if base.name.startswith(f"{base.machine_name} [") and base.name.endswith("]"):
+        name = f"{base.name[:-1]}, {label} jobs]"  # "runner [env, host 2]" -> "runner [env, host 2, slower jobs]"
+    else:
+        name = f"{base.machine_name} [{base.env_name + ', ' if base.env_name else ''}{label} jobs]"
     return replace(
         base,
-        name=f"{base.machine_name} [{env}{label} jobs]",
+        name=name,
         asv_name=base.machine_name,
         host=tuple(sorted((*base.host, (SPEED_KEY, label)))),
         extra=tuple(sorted({**dict(base.extra), SHIFT_KEY: f"{np.expm1(shift) * 100:+.1f}%"}.items())),

@@ -248,3 +248,19 @@ def test_a_failing_check_is_said_and_the_files_stay_stored(tmp_path, monkeypatch
         assert report.ok and len(store.run_commits("runner")) == 60
         assert any(n.startswith("warning: the results are stored, but the check for jobs") and "disk on fire" in n
                    for n in report.notes)
+
+
+def test_a_sibling_is_named_after_its_machine() -> None:
+    from ci.ingest.speed import _sibling
+    from ci.records import Machine
+
+    def base(name: str, env: str = "virtualenv-py3.12") -> Machine:
+        return Machine(name=name, asv_name="runner", env_name=env, host=(("cpu", "x"),))
+
+    assert _sibling(base("runner"), 1, 0.1).name == "runner [virtualenv-py3.12, slower jobs]"
+    assert _sibling(base("runner [virtualenv-py3.12]"), -1, -0.1).name == "runner [virtualenv-py3.12, faster jobs]"
+    assert _sibling(base("runner [virtualenv-py3.12, host 2]"), 1, 0.1).name == \
+        "runner [virtualenv-py3.12, host 2, slower jobs]"
+    assert _sibling(base("runner", env=""), 1, 0.1).name == "runner [slower jobs]"
+    sibling = _sibling(base("runner"), 1, 0.139)
+    assert sibling.speed == "slower" and sibling.speed_shift == "+14.9%" and sibling.machine_name == "runner"
