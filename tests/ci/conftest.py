@@ -280,3 +280,32 @@ def pg_url(pg_server: str | None) -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+class _Flag:
+    """True while the wrapped call runs (`outside_speed_check`)."""
+
+    def __init__(self) -> None:
+        self.on = False
+
+    def __bool__(self) -> bool:
+        return self.on
+
+
+def outside_speed_check(monkeypatch: pytest.MonkeyPatch) -> _Flag:
+    """A flag that is true while ingest's check for jobs of another speed runs (`ci.ingest.speed`,
+    called after a directory's files are written), for tests that count the writes' own queries."""
+    import ci.ingest.results_dir as results_dir
+
+    flag = _Flag()
+    real = results_dir.split_off_speed_jobs
+
+    def wrapped(store):
+        flag.on = True
+        try:
+            return real(store)
+        finally:
+            flag.on = False
+
+    monkeypatch.setattr(results_dir, "split_off_speed_jobs", wrapped)
+    return flag
