@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from ci.ingest.speed_rule import SpeedSettings, find_off_speed, job_shifts, off_speed_groups
-from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine
+from ci.records import SHIFT_KEY, SPEED_KEY, Kind, Machine, run_chain
 from ci.store import RunValues, Store
 from ci.text import printable
 
@@ -89,19 +89,12 @@ def _scan_key(machine: str) -> str:
     return _SCAN + hashlib.sha256(machine.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _chain(runs: Sequence[tuple[str, str]]) -> str:
-    h = hashlib.sha256()
-    for run_key, digest in runs:
-        h.update(f"{run_key}\0{digest}\n".encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
-
-
 def _save_scan(store: Store, machine: Machine, runs: Sequence[tuple[str, str]], shifts: np.ndarray) -> None:
     """Keep a machine's job shifts with the runs they were read from, for the next ingest's
     `_unchanged_tail` (a cache: a store that cannot keep it reads the machine whole next time)."""
     if len(runs) != shifts.size:
         return
-    value = json.dumps({"runs": len(runs), "chain": _chain(runs),
+    value = json.dumps({"runs": len(runs), "chain": run_chain(runs)[-1],
                         "shifts": base64.b64encode(np.asarray(shifts, dtype="<f8").tobytes()).decode()})
     try:
         store.save_setting(_scan_key(machine.name), value)
@@ -129,7 +122,7 @@ def _unchanged_tail(store: Store, machine: Machine, k: SpeedSettings, skip: set[
         return False
     start, first_new = max(0, covered - 2 * k.neighbours), max(0, covered - k.neighbours)
     got = store.run_values(machine.name, runs_after=start)
-    if len(got.runs) < covered or _chain(got.runs[:covered]) != chain:
+    if len(got.runs) < covered or run_chain(got.runs[:covered])[-1] != chain:
         return False  # runs were added before the kept ones, replaced or moved: read it whole
     _keys, _where, levels = _levels([(machine.name, got)], {}, skip)
     tail = job_shifts(levels[:, start:], k)[first_new - start :]  # the runs whose neighbours changed
@@ -191,8 +184,8 @@ def split_off_speed_jobs(store: Store, settings: SpeedSettings | None = None) ->
             continue
         now = {m.name: m.speed for m in store.machines() if _family_key(m) == _family_key(base)}
         for g in groups:
-            label = _LABELS[1 if g.shift > 0 else -1]
-            name = next((n for n, speed in now.items() if speed == label), _sibling(base, 1, 0).name)
+            sibling = _sibling(base, 1 if g.shift > 0 else -1, g.shift)
+            name = next((n for n, speed in now.items() if speed == sibling.speed), sibling.name)
             notes.append(printable(
                 f"note: machine {base.name!r}: {len(g.runs)} of {g.read} jobs read every series "
                 f"{abs(np.expm1(g.shift)) * 100:.1f}% {'higher' if g.shift > 0 else 'lower'} than the jobs around them "

@@ -45,6 +45,7 @@ from ci.records.reader import (
     RunWindowSource,
     SeriesColumns,
     StoreReader,
+    run_chain,
 )
 from ci.records.series import (
     STAT_NAMES,
@@ -104,6 +105,7 @@ __all__ = [
     "declared_semantics",
     "is_worse",
     "machine_labels",
+    "run_chain",
     "SHIFT_KEY",
     "SPEED_KEY",
 ]

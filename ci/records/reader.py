@@ -8,6 +8,7 @@ store keeps).
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -172,6 +173,18 @@ class MachineHistory:
     machine: str
     runs: tuple[tuple[str, str], ...]
     series: tuple[SeriesColumns, ...]
+
+
+def run_chain(runs: Sequence[tuple[str, str]]) -> list[str]:
+    """chain[k]: a digest of the first k runs (run key and result file digest, in history order),
+    what a cache of a machine's history checks its runs against (the history detector's kept states,
+    ingest's kept job shifts). chain[0] is ""."""
+    out = [""]
+    h = hashlib.sha256()
+    for key, digest in runs:
+        h.update(f"{key}\0{digest}\n".encode())
+        out.append(h.copy().hexdigest())
+    return out
 
 
 class ColumnSource(Protocol):

@@ -34,6 +34,12 @@ def _host(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in value.items())) if isinstance(value, dict) else ()
 
 
+def _machine_fields(machine: Machine) -> dict[str, str]:
+    """A machine row's fields besides its identity (name, asv name, environment, host)."""
+    return {"gpu": machine.gpu, "driver": machine.driver, "cuda": machine.cuda, "torch": machine.torch,
+            "triton": machine.triton, "cpu": machine.cpu, "extra": json.dumps(dict(machine.extra), sort_keys=True)}
+
+
 class UpsertWrites(StoreReads):
     """The shared rows of the write side (machines, commits, series) and its retried transactions.
 
@@ -78,15 +84,7 @@ class UpsertWrites(StoreReads):
         `machine` was measured on: an existing one of the same name, environment and host (its fields
         refreshed), else a new one, keyed as `ci.records.Machine` says."""
         asv_name, host = machine.machine_name, machine.host
-        fields = {
-            "gpu": machine.gpu,
-            "driver": machine.driver,
-            "cuda": machine.cuda,
-            "torch": machine.torch,
-            "triton": machine.triton,
-            "cpu": machine.cpu,
-            "extra": json.dumps(dict(machine.extra), sort_keys=True),
-        }
+        fields = _machine_fields(machine)
         rows = conn.execute(select(MachineRow.__table__).where(MachineRow.asv_name == asv_name)
                             .order_by(MachineRow.id)).all()  # fmt: skip
         hosts: list[tuple[tuple[str, str], ...]] = []  # the name's hosts, in the order the store met them
@@ -114,10 +112,7 @@ class UpsertWrites(StoreReads):
             host_no = host_no or len(hosts) + 1
             name = f"{asv_name} [{machine.env_name}" + (f", host {host_no}]" if host_no > 1 else "]")
         name = self._free_machine_name(conn, name)
-        values = dict(name=name, asv_name=asv_name, env_name=machine.env_name,
-                      host=json.dumps(dict(host), sort_keys=True), **fields)  # fmt: skip
-        stmt = insert_ignore(self.dialect, MachineRow.__table__)
-        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
+        self._insert_machine(conn, machine, name)
         row = conn.execute(select(MachineRow.id, MachineRow.asv_name, MachineRow.env_name, MachineRow.host)
                            .where(MachineRow.name == name)).one()  # fmt: skip
         # On PostgreSQL every statement reads what other writers committed before it, so a machine
@@ -131,6 +126,14 @@ class UpsertWrites(StoreReads):
         if not ours or added:
             raise IntegrityError("machine added by another writer meanwhile", {"name": name}, Exception(name))
         return row.id, name
+
+    def _insert_machine(self, conn: Connection, machine: Machine, name: str) -> None:
+        """A machine row named `name` for `machine` (its host and fields as the record gives them);
+        nothing where another writer inserted that name meanwhile (the caller reads it back)."""
+        values = dict(name=name, asv_name=machine.machine_name, env_name=machine.env_name,
+                      host=json.dumps(dict(machine.host), sort_keys=True), **_machine_fields(machine))  # fmt: skip
+        stmt = insert_ignore(self.dialect, MachineRow.__table__)
+        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
 
     @staticmethod
     def _free_machine_name(conn: Connection, name: str) -> str:

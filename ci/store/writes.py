@@ -20,7 +20,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from ci.records import Acknowledgement, Alert, AlertState, Machine, Project, Verdict
 from ci.store.codec import nan_to_none, utc
-from ci.store.engine import insert_ignore, upsert
+from ci.store.engine import upsert
 from ci.store.ingest_writes import IngestWrites
 from ci.store.limits import check_acknowledgement, check_text
 from ci.store.models import (
@@ -236,12 +236,7 @@ class StoreWrites(IngestWrites):
                     conn.execute(update(MachineRow).where(MachineRow.id == row.id).values(extra=extra))
                 return int(row.id)
         name = self._free_machine_name(conn, machine.name)
-        values = dict(name=name, asv_name=machine.machine_name, env_name=machine.env_name, host=host,
-                      gpu=machine.gpu, driver=machine.driver, cuda=machine.cuda, torch=machine.torch,
-                      triton=machine.triton, cpu=machine.cpu,
-                      extra=extra)  # fmt: skip
-        stmt = insert_ignore(self.dialect, MachineRow.__table__)
-        conn.execute((stmt if stmt is not None else insert(MachineRow.__table__)).values(**values))
+        self._insert_machine(conn, machine, name)
         return int(conn.execute(select(MachineRow.id).where(MachineRow.name == name)).scalar_one())
 
     def save_change_point_states(

@@ -42,7 +42,6 @@ extended, or whose runs no longer match the history, is recomputed).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -62,6 +61,7 @@ from ci.records import (
     current_version,
     current_versions,
     is_worse,
+    run_chain,
 )
 from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState, safe_exp
 
@@ -385,16 +385,6 @@ def _groups(results: Sequence[Result], machine: str | None, include_correctness:
     return groups
 
 
-def _chain(runs: Sequence[tuple[str, str]]) -> list[str]:
-    """chain[k]: a digest of the first k runs (run key and file digest, in history order)."""
-    out = [""]
-    h = hashlib.sha256()
-    for key, digest in runs:
-        h.update(f"{key}\0{digest}\n".encode())
-        out.append(h.copy().hexdigest())
-    return out
-
-
 def _extend_from_columns(state: SeriesState, col: SeriesColumns, first_run: int) -> None:
     """Extend `state` with `col`'s results from run `first_run` on (its `tag`: the benchmark version)."""
     commits, version, rows = _column_commits(col, first_run, state.tag)
@@ -522,7 +512,7 @@ def _machine_states(
     the history: a file rewritten, a commit's time or branch changed) or cannot be extended.
     """
     total = len(hist.runs)
-    chain = _chain(hist.runs)
+    chain = run_chain(hist.runs)
     mine = {key: v for (key, m), v in cached.items() if m == hist.machine}
     valid = {key: runs for key, (runs, digest, _) in mine.items() if runs <= total and chain[runs] == digest}
     if not complete and len(valid) < len(mine):
