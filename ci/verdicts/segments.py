@@ -47,7 +47,8 @@ from scipy import ndimage, special, stats
 # 8: a flip is measured against the level around it, not the whole series' median (2026-12-06).
 # 9: a step among commits clearly noisier than the series is judged by their own noise (2026-12-06).
 # 10: flips count only within `window` commits of the step judged (2026-12-06).
-ALGORITHM = "windowed-pelt-10"
+# 11: a step up and back within the stretches the series already took at another level is an excursion (2026-12-06).
+ALGORITHM = "windowed-pelt-11"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -339,6 +340,43 @@ def recurring_flip(found: Sequence[tuple[int, int, float]], near: tuple[int, int
     if len(found) < FLIPS:
         return 0.0, 0
     return float(np.median([d for _, _, d in found])), max(b - a for a, b, _ in found)
+
+
+def excursion_length(found: Sequence[tuple[int, int, float]], y: np.ndarray, span: tuple[int, int], log_ratio: float,
+                     *, near: int, gap: int, edge: int) -> int:
+    """The longest stretch at another level, of a step's size, that a series took near `span` and came
+    back from: how long an excursion of its runner can last, so that a step up and back within it is
+    one more of them (0: the series took fewer than `FLIPS` such stretches there).
+
+    The stretches are the series' flips (`flips`) that start at most `near` commits before span[0] and
+    end at most `near` after span[1], apart from those starting within `span` itself (the excursion
+    judged), and that came back: the level `edge` commits before a flip and `edge` commits after it
+    within half its size (on a staircase of steps, a quiet series read against a moving local median
+    shows "flips" that never return: uxarray's `peakmem_integrate`, 2026-12-06). Flips at most `gap`
+    commits apart are one stretch (a runner's slow hour with a commit or two at the usual level in
+    it). A step larger than `FLIP_MARGIN` x the median size of these flips is not one of them.
+
+    Args:
+        found: the series' flips (`flips`), oldest first.
+        y: the series' log levels.
+        span: (first commit of the excursion, first commit back).
+        log_ratio: the excursion's step (log).
+        near, gap, edge: commits, as above.
+    """
+    lo, hi = span[0] - near, span[1] + near
+    first = bisect.bisect_right(found, lo, key=operator.itemgetter(1))
+    last = bisect.bisect_left(found, hi, lo=first, key=operator.itemgetter(0))
+    back = [(a, b, d) for a, b, d in found[first:last]
+            if not span[0] <= a <= span[1]
+            and abs(median(y[max(0, a - edge):a]) - median(y[b:b + edge])) <= d / 2]
+    if len(back) < FLIPS or abs(log_ratio) > FLIP_MARGIN * float(np.median([d for _, _, d in back])):
+        return 0
+    longest, start, end = 0, back[0][0], back[0][1]
+    for a, b, _ in back[1:]:
+        if a - end > gap:
+            longest, start = max(longest, end - start), a
+        end = b
+    return max(longest, end - start)
 
 
 # Degrees of freedom of `robust_sigma` per commit of its series. It is the MAD of successive differences:
@@ -727,13 +765,17 @@ class SeriesState:
         shown = [not self._misplaced(y, bounds[j], s.index, bounds[j + 2], s.before, s.after)
                  for j, s in enumerate(steps)]
         if k.revert:
-            # An excursion: a step undone (the level back at least half way) within `revert` commits is
-            # noise of the runner, not a change of the code; neither step is reported.
+            # An excursion: a step undone (the level back at least half way) within `revert` commits, or
+            # within the longest stretch at another level that the series took near it and came back
+            # from (`excursion_length`), is noise of the runner, not a change of the code; neither step
+            # is reported.
             for j in range(len(steps) - 1):
                 a, b = steps[j], steps[j + 1]
-                if (b.index - a.index <= k.revert and a.log_ratio * b.log_ratio < 0
-                        and abs(math.log(b.after / a.before)) <= abs(a.log_ratio) / 2):
-                    shown[j] = shown[j + 1] = False
+                if a.log_ratio * b.log_ratio < 0 and abs(math.log(b.after / a.before)) <= abs(a.log_ratio) / 2:
+                    took = b.index - a.index
+                    if took <= k.revert or took <= excursion_length(series_flips(), y, (a.index, b.index), a.log_ratio,
+                                                                    near=k.window, gap=k.revert, edge=k.min_size):
+                        shown[j] = shown[j + 1] = False
         return [s for s, keep in zip(steps, shown, strict=True) if keep]
 
     # ---- storage

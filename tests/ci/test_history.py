@@ -415,3 +415,40 @@ def test_a_step_is_judged_against_the_levels_beside_it() -> None:
         HistorySettings(span=2)
     with pytest.raises(ValueError, match="revert"):
         HistorySettings(revert=-1)
+
+
+def _levels_series(log_levels) -> list[Result]:
+    return [Result(LAT, f"c{i:04d}", "h200", (float(np.exp(v)),)) for i, v in enumerate(log_levels)]
+
+
+def test_a_stretch_at_another_level_like_those_the_series_took_before_is_not_a_step() -> None:
+    """A shared runner that sits 10% slower for stretches of 5-8 commits and comes back: one more such
+    stretch is an excursion of the runner (neither step reported), as a 2-commit one always was; the
+    same series stepping up for good is reported."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(0.0, 0.012, 200)
+    for start, length in ((20, 6), (50, 8), (80, 5), (110, 8)):
+        y[start:start + length] += 0.10
+    back = y.copy()
+    back[150:157] += 0.10  # 7 commits out and back, no longer than the stretches before it
+    assert change_points(_levels_series(back)) == []
+    stays = y.copy()
+    stays[150:] += 0.10
+    (cp,) = change_points(_levels_series(stays))
+    assert cp.index == 150 and cp.outcome == Outcome.REGRESSED
+    # Without such stretches before it, the same 7 commits out and back are two steps.
+    alone = rng.normal(0.0, 0.012, 200)
+    alone[150:157] += 0.10
+    assert [c.outcome for c in change_points(_levels_series(alone))] == [Outcome.REGRESSED, Outcome.IMPROVED]
+
+
+def test_steps_of_a_quiet_staircase_are_not_taken_for_excursions() -> None:
+    """A quiet series that steps up, down and up again (peak memory, 0.05% noise) moves away from a
+    median of its neighbourhood and back: those are steps that never returned, not stretches of a
+    runner, and every step is reported."""
+    rng = np.random.default_rng(5)
+    steps = ((-0.147, 12), (-0.016, 10), (0.0, 36), (0.146, 14), (0.053, 14), (0.159, 19), (0.20, 15), (0.348, 11))
+    y = np.concatenate([[level] * count for level, count in steps]) + rng.normal(0.0, 0.0005, 131)
+    # 22 is +1.6%, under the floor
+    assert [c.index for c in change_points(_levels_series(y))] == [12, 58, 72, 86, 105, 120]
+

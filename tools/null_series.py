@@ -1,0 +1,116 @@
+"""False steps and found steps on seeded synthetic series of several noise kinds: the service's history
+detector beside asv's own `step_detect` on the same values (a script, not a test).
+
+Run: `python -m tools.null_series [--series 80] [--seed 7] [--threshold 0.05] [--step 0.10]`.
+
+Each kind is a noise model with no step in it (`KINDS`): Gaussian, heavy-tailed, autocorrelated,
+drifting, bimodal commits, regime runs (a shared runner that sits at a slower level for stretches of
+3-commit blocks and comes back), and outliers. Per kind, `--series` series of 40-400 commits, one
+value a commit (seeded by kind and series number, so every run and every tree reads the same values).
+
+- **False steps per 1,000 commit-series**: the service, `ci.verdicts.change_points` with the threshold
+  as the series' floor (what `ci run` and the dashboard report); asv, `asv.step_detect.detect_steps`
+  on the same values, every boundary of its fit whose levels differ by at least the threshold (the
+  steps its graph draws; `detect_regressions` lists the upward ones among them).
+- **+step found**: the same series with every commit from a seeded k (10 <= k <= n - 10) raised by
+  `--step`: the service reports a REGRESSED change point within +-2 commits of k; asv's fit has a
+  boundary within +-2 of k whose level goes up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from collections.abc import Callable
+
+import numpy as np
+from asv import step_detect
+
+from ci.records import Benchmark, Outcome, Result
+from ci.verdicts.history import change_points
+
+NEAR = 2
+BENCH = Benchmark("null_series.Synthetic.time_value")
+
+
+def _ar1(r: np.random.Generator, n: int) -> np.ndarray:
+    return np.array(list(itertools.accumulate(r.normal(0, 0.015, n), lambda a, b: 0.7 * a + b)))
+
+
+def _runs(r: np.random.Generator, n: int) -> np.ndarray:
+    return r.normal(0, 0.015, n) + 0.10 * np.repeat(r.random(n // 3 + 1) < 0.3, 3)[:n]
+
+
+# Log levels of n commits of a series with no step.
+KINDS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
+    "Gaussian 2%": lambda r, n: r.normal(0, 0.02, n),
+    "Gaussian 3%": lambda r, n: r.normal(0, 0.03, n),
+    "Student t(3), 2%": lambda r, n: 0.02 * r.standard_t(3, n),
+    "Student t(2), 1.5%": lambda r, n: 0.015 * r.standard_t(2, n),
+    "Cauchy 1%, clipped at e^2": lambda r, n: np.clip(0.01 * r.standard_cauchy(n), -2, 2),
+    "AR(1) 0.7, 1.5%": _ar1,
+    "random walk 0.4% + 2%": lambda r, n: np.cumsum(r.normal(0, 0.004, n)) + r.normal(0, 0.02, n),
+    "bimodal commits (25% at +8%)": lambda r, n: r.normal(0, 0.015, n) + 0.08 * (r.random(n) < 0.25),
+    "regime runs (3-commit blocks, 30% at +10%)": _runs,
+    "5% outliers at +30%": lambda r, n: r.normal(0, 0.02, n) + 0.3 * (r.random(n) < 0.05),
+}
+
+
+def _results(levels: np.ndarray) -> list[Result]:
+    return [Result(BENCH, f"c{i:05d}", "synthetic", (float(v),)) for i, v in enumerate(levels)]
+
+
+def _asv_boundaries(levels: np.ndarray) -> list[tuple[int, float]]:
+    """asv's fit: (first commit after each boundary, log ratio of the levels either side)."""
+    fit = step_detect.detect_steps([float(v) for v in levels])
+    return [(b[0], float(np.log(b[2] / a[2]))) for a, b in zip(fit, fit[1:], strict=False)]
+
+
+def measure(kind: str, *, series: int, seed: int, threshold: float, step: float) -> dict[str, float]:
+    gen = KINDS[kind]
+    least = float(np.log1p(threshold))
+    out = dict.fromkeys(("commits", "service_false", "asv_false", "service_found", "asv_found"), 0.0)
+    for i in range(series):
+        r = np.random.default_rng([seed, i, *kind.encode()])
+        n = int(r.integers(40, 401))
+        y = gen(r, n)
+        k = int(r.integers(10, n - 9))
+        out["commits"] += n
+        levels = np.exp(y)
+        out["service_false"] += len(change_points(_results(levels), floor=threshold))
+        out["asv_false"] += sum(abs(lr) >= least for _, lr in _asv_boundaries(levels))
+        raised = levels * np.where(np.arange(n) >= k, 1.0 + step, 1.0)
+        cps = change_points(_results(raised), floor=threshold)
+        out["service_found"] += any(cp.outcome == Outcome.REGRESSED and abs(cp.index - k) <= NEAR for cp in cps)
+        out["asv_found"] += any(lr > 0 and abs(at - k) <= NEAR for at, lr in _asv_boundaries(raised))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.null_series", description=__doc__.split("\n\n")[0])
+    p.add_argument("--series", type=int, default=80, help="series per kind")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--threshold", type=float, default=0.05, help="smallest step counted (asv's default 5%%)")
+    p.add_argument("--step", type=float, default=0.10, help="the step injected for the found columns")
+    p.add_argument("--kinds", nargs="*", choices=sorted(KINDS), help="only these kinds (default: all)")
+    args = p.parse_args(argv)
+    if args.series < 1 or not 0 < args.threshold < 1 or args.step <= 0:
+        p.error("--series must be >= 1, --threshold in (0, 1), --step > 0")
+    start = time.perf_counter()
+    print(f"Steps of at least {args.threshold:.0%}, {args.series} series of 40-400 commits per kind, "
+          f"seed {args.seed}.\n")
+    print("| noise (no step) | false steps per 1,000 commit-series: service | asv "
+          f"| +{args.step:.0%} found: service | asv |")
+    print("|---|---|---|---|---|")
+    for kind in args.kinds or KINDS:
+        m = measure(kind, series=args.series, seed=args.seed, threshold=args.threshold, step=args.step)
+        per = 1000.0 / m["commits"]
+        print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} "
+              f"| {m['service_found'] / args.series:.0%} | {m['asv_found'] / args.series:.0%} |", flush=True)
+    print(f"\nWall time {time.perf_counter() - start:.0f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
