@@ -12,6 +12,8 @@ value a commit (seeded by kind and series number, so every run and every tree re
   as the series' floor (what `ci run` and the dashboard report); asv, `asv.step_detect.detect_steps`
   on the same values, every boundary of its fit whose levels differ by at least the threshold (the
   steps its graph draws; `detect_regressions` lists the upward ones among them).
+- **Suspicions per 1,000 commit-series**: `ci.verdicts.judge_levels` on the same series (what puts
+  the overview's "suspected" banner up); every one is false here.
 - **+step found**: the same series with every commit from a seeded k (10 <= k <= n - 10) raised by
   `--step`: the service reports a REGRESSED change point within +-2 commits of k; asv's fit has a
   boundary within +-2 of k whose level goes up.
@@ -29,6 +31,7 @@ from asv import step_detect
 
 from ci.records import Benchmark, Outcome, Result
 from ci.verdicts.history import change_points
+from ci.verdicts.suspects import judge_levels
 
 NEAR = 2
 BENCH = Benchmark("null_series.Synthetic.time_value")
@@ -70,7 +73,7 @@ def _asv_boundaries(levels: np.ndarray) -> list[tuple[int, float]]:
 def measure(kind: str, *, series: int, seed: int, threshold: float, step: float) -> dict[str, float]:
     gen = KINDS[kind]
     least = float(np.log1p(threshold))
-    out = dict.fromkeys(("commits", "service_false", "asv_false", "service_found", "asv_found"), 0.0)
+    out = dict.fromkeys(("commits", "service_false", "asv_false", "suspicions", "service_found", "asv_found"), 0.0)
     for i in range(series):
         r = np.random.default_rng([seed, i, *kind.encode()])
         n = int(r.integers(40, 401))
@@ -78,7 +81,11 @@ def measure(kind: str, *, series: int, seed: int, threshold: float, step: float)
         k = int(r.integers(10, n - 9))
         out["commits"] += n
         levels = np.exp(y)
-        out["service_false"] += len(change_points(_results(levels), floor=threshold))
+        results = _results(levels)
+        found = change_points(results, floor=threshold)
+        out["service_false"] += len(found)
+        shas = [r.commit_sha for r in results]
+        out["suspicions"] += len(judge_levels(BENCH, "synthetic", shas, levels, found, floor=threshold)[0])
         out["asv_false"] += sum(abs(lr) >= least for _, lr in _asv_boundaries(levels))
         raised = levels * np.where(np.arange(n) >= k, 1.0 + step, 1.0)
         cps = change_points(_results(raised), floor=threshold)
@@ -100,13 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     print(f"Steps of at least {args.threshold:.0%}, {args.series} series of 40-400 commits per kind, "
           f"seed {args.seed}.\n")
-    print("| noise (no step) | false steps per 1,000 commit-series: service | asv "
+    print("| noise (no step) | false steps per 1,000 commit-series: service | asv | suspicions per 1,000 "
           f"| +{args.step:.0%} found: service | asv |")
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for kind in args.kinds or KINDS:
         m = measure(kind, series=args.series, seed=args.seed, threshold=args.threshold, step=args.step)
         per = 1000.0 / m["commits"]
-        print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} "
+        print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} | {m['suspicions'] * per:.2f} "
               f"| {m['service_found'] / args.series:.0%} | {m['asv_found'] / args.series:.0%} |", flush=True)
     print(f"\nWall time {time.perf_counter() - start:.0f} s.")
     return 0

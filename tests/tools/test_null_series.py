@@ -22,7 +22,7 @@ def test_measure_counts_both_detectors_on_the_same_values() -> None:
     """A quiet kind: neither detector invents a step, both find the injected +20% step."""
     got = null_series.measure("Gaussian 2%", series=3, seed=1, threshold=0.05, step=0.20)
     assert got["commits"] >= 3 * 40
-    assert got["service_false"] == 0 and got["asv_false"] == 0
+    assert got["service_false"] == 0 and got["asv_false"] == 0 and got["suspicions"] == 0
     assert got["service_found"] == 3 and got["asv_found"] == 3
 
 
