@@ -351,9 +351,9 @@ def excursion_length(found: Sequence[tuple[int, int, float]], y: np.ndarray, spa
     back from: how long an excursion of its runner can last, so that a step up and back within it is
     one more of them (0: the series took fewer than `FLIPS` such stretches there).
 
-    The stretches are the series' flips (`flips`) that start at most `near` commits before span[0] and
-    end at most `near` after span[1], apart from those starting within `span` itself (the excursion
-    judged), and that came back: the level `edge` commits before a flip and `edge` commits after it
+    The stretches are the series' flips (`flips`) that reach into the `near` commits before span[0] or
+    the `near` after span[1] (or between), apart from those starting within `span` itself (the
+    excursion judged), and that came back: the level `edge` commits before a flip and `edge` commits after it
     within half its size (on a staircase of steps, a quiet series read against a moving local median
     shows "flips" that never return: uxarray's `peakmem_integrate`, 2026-12-06). Flips at most `gap`
     commits apart are one stretch (a runner's slow hour with a commit or two at the usual level in
