@@ -32,8 +32,9 @@ from asv import step_detect
 from ci.records import Benchmark, Outcome, Result
 from ci.verdicts.history import change_points
 from ci.verdicts.suspects import judge_levels
+from tools.eval_history.series import NEAR
+from tools.eval_history.trials import asv_boundary_near
 
-NEAR = 2
 BENCH = Benchmark("null_series.Synthetic.time_value")
 
 
@@ -64,10 +65,9 @@ def _results(levels: np.ndarray) -> list[Result]:
     return [Result(BENCH, f"c{i:05d}", "synthetic", (float(v),)) for i, v in enumerate(levels)]
 
 
-def _asv_boundaries(levels: np.ndarray) -> list[tuple[int, float]]:
-    """asv's fit: (first commit after each boundary, log ratio of the levels either side)."""
-    fit = step_detect.detect_steps([float(v) for v in levels])
-    return [(b[0], float(np.log(b[2] / a[2]))) for a, b in zip(fit, fit[1:], strict=False)]
+def _asv_fit(levels: np.ndarray) -> list[tuple[int, int, float, float, float]]:
+    """asv's `detect_steps` on one value a commit (its segments: first, end, level, ...)."""
+    return step_detect.detect_steps([float(v) for v in levels])
 
 
 def measure(kind: str, *, series: int, seed: int, threshold: float, step: float) -> dict[str, float]:
@@ -86,11 +86,12 @@ def measure(kind: str, *, series: int, seed: int, threshold: float, step: float)
         out["service_false"] += len(found)
         shas = [r.commit_sha for r in results]
         out["suspicions"] += len(judge_levels(BENCH, "synthetic", shas, levels, found, floor=threshold)[0])
-        out["asv_false"] += sum(abs(lr) >= least for _, lr in _asv_boundaries(levels))
+        fit = _asv_fit(levels)
+        out["asv_false"] += sum(abs(np.log(b[2] / a[2])) >= least for a, b in zip(fit, fit[1:], strict=False))
         raised = levels * np.where(np.arange(n) >= k, 1.0 + step, 1.0)
         cps = change_points(_results(raised), floor=threshold)
         out["service_found"] += any(cp.outcome == Outcome.REGRESSED and abs(cp.index - k) <= NEAR for cp in cps)
-        out["asv_found"] += any(lr > 0 and abs(at - k) <= NEAR for at, lr in _asv_boundaries(raised))
+        out["asv_found"] += asv_boundary_near(_asv_fit(raised), k, True)
     return out
 
 
