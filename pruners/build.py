@@ -20,7 +20,7 @@ from pruners.model import PrunedDeiT
 from pruners.options import ForwardOptions
 from pruners.sample_images import synthetic_images
 
-_FLAGS = ("graph", "exact_capacity", "ragged_linear", "fused_blocks")
+_FLAGS = ("graph", "exact_capacity", "ragged_linear", "fused_blocks", "gelu_epilogue")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class BuildOptions:
         ragged_linear: experimental, see ForwardOptions.
         fused_blocks: each block as five launches and the head as one (`pruners.fused`); any backend, dense
             included; eager, graph mode, compiled or both.
+        gelu_epilogue: fc1 + GELU as one cuBLASLt GEMM on packed tokens (CUDA fp16/bf16), see ForwardOptions.
         calibration_images: float [B, 3, H, W] for an uncalibrated threshold_l2 pruner (None: 4 seeded
             `synthetic_images`).
     """
@@ -55,6 +56,7 @@ class BuildOptions:
     calibration_images: torch.Tensor | None = field(default=None, compare=False)
     ragged_linear: bool = False
     fused_blocks: bool = False
+    gelu_epilogue: bool = False
 
     def __post_init__(self) -> None:
         seed = self.seed
@@ -89,7 +91,8 @@ class BuildOptions:
     def forward_options(self) -> ForwardOptions:
         """The built model's forward flags: these options', sync-free where the forward is captured or compiled."""
         return ForwardOptions(exact_capacity=self.exact_capacity, packer=self.packer, ragged_linear=self.ragged_linear,
-                              sync_free=self.captured, fused_blocks=self.fused_blocks)
+                              sync_free=self.captured, fused_blocks=self.fused_blocks,
+                              gelu_epilogue=self.gelu_epilogue)
 
     def check_for(self, backend: str) -> None:
         """ValueError unless these options can build a model on `backend`: what graph mode and compile take
@@ -124,8 +127,8 @@ def build_pruned_model(model_name: str, pruner: Pruner | str | None, backend: st
         backend: one of BACKENDS ("dense" = the stock timm forward, no pruning) or "reference".
         options: the build options as a record (`BuildOptions`), or None.
         **keywords: the same options as keywords (seed, checkpoint_path, graph, compile, exact_capacity,
-            packer, ragged_linear, fused_blocks, calibration_images; see `BuildOptions`), when `options`
-            is None.
+            packer, ragged_linear, fused_blocks, gelu_epilogue, calibration_images; see `BuildOptions`), when
+            `options` is None.
 
     Returns:
         PrunedDeiT (fp32, CPU, eval mode; move it with .to()), CompiledPrunedModel with compile (no graph), or

@@ -74,6 +74,13 @@ def is_plain_mlp(mlp: nn.Module) -> bool:
     )
 
 
+def epilogue_applies(mlp: nn.Module, h: torch.Tensor) -> bool:
+    """Whether `BlockLayers.mlp` runs fc1 + GELU on rows `h` [R, C] as cuBLASLt's GELU epilogue: a plain
+    MLP with an fc1 bias, on CUDA in fp16/bf16 (where the tanh GELU is within rounding of exact GELU)."""
+    return (h.is_cuda and h.dim() == 2 and h.dtype in (torch.float16, torch.bfloat16) and is_plain_mlp(mlp)
+            and mlp.fc1.bias is not None)
+
+
 class PatchGemm(nn.Conv2d):
     """A patch embedding (Conv2d with stride == kernel, no padding) computed as one GEMM.
 
@@ -122,10 +129,13 @@ class BlockLayers:
         ragged_linear: on packed rows, run qkv, proj and the MLP (fc1 with its GELU fused) through
             `ragged_kernels.linear.ragged_linear` and the LayerNorms through `ragged_layer_norm`, which
             skip the capacity rows past cu_seqlens[-1] on the device.
+        gelu_epilogue: on packed rows of a CUDA fp16/bf16 model, a plain MLP's fc1 + GELU as one cuBLASLt
+            GEMM with its (tanh) GELU epilogue (`ForwardOptions.gelu_epilogue`).
     """
 
-    def __init__(self, attend: AttentionFn, ragged_linear: bool = False) -> None:
+    def __init__(self, attend: AttentionFn, ragged_linear: bool = False, gelu_epilogue: bool = False) -> None:
         self.attend = attend
+        self.gelu_epilogue = gelu_epilogue
         self.linear_fn: Callable[..., torch.Tensor] | None = None
         self.layer_norm_fn: Callable[..., torch.Tensor] | None = None
         if ragged_linear:
@@ -181,6 +191,11 @@ class BlockLayers:
     def mlp(self, blk: nn.Module, x: torch.Tensor, cu: torch.Tensor | None) -> torch.Tensor:
         h = self.norm(blk.norm2, x, cu)
         mlp = blk.mlp
+        if cu is not None and self.gelu_epilogue and epilogue_applies(mlp, h):
+            # cuBLASLt's GEMM with its bias + GELU epilogue: one kernel, no second pass over fc1's output.
+            h = torch._addmm_activation(mlp.fc1.bias, h, mlp.fc1.weight.t(), use_gelu=True)
+            h = mlp.fc2(mlp.norm(mlp.drop1(h)))
+            return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
         if cu is None or self.linear_fn is None or not is_plain_mlp(mlp):
             return x + blk.drop_path2(blk.ls2(mlp(h)))
         # timm Mlp: fc1 -> act -> drop1 -> norm -> fc2 -> drop2; fc1 and its exact GELU in one kernel.
@@ -189,4 +204,5 @@ class BlockLayers:
         return x + blk.drop_path2(blk.ls2(mlp.drop2(h)))
 
 
-__all__ = ["AttentionFn", "BlockLayers", "PatchGemm", "attention_fn", "is_plain_mlp", "reference_attention"]
+__all__ = ["AttentionFn", "BlockLayers", "PatchGemm", "attention_fn", "epilogue_applies", "is_plain_mlp",
+           "reference_attention"]

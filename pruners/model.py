@@ -87,7 +87,7 @@ class PrunedDeiT(nn.Module):
         self.backend = backend
         self.options = options
         attend = attention_fn(backend, options.sync_free) if backend != "dense" else reference_attention
-        self._layers = BlockLayers(attend, options.ragged_linear)
+        self._layers = BlockLayers(attend, options.ragged_linear, options.gelu_epilogue)
         self._fused = None
         if options.fused_blocks:
             from pruners.fused import FusedBlocks
@@ -349,7 +349,8 @@ class PrunedDeiT(nn.Module):
         o = self.options
         return (
             f"backend={self.backend!r}, exact_capacity={o.exact_capacity}, packer={o.packer!r}, "
-            f"ragged_linear={o.ragged_linear}, sync_free={o.sync_free}, fused_blocks={o.fused_blocks}"
+            f"ragged_linear={o.ragged_linear}, sync_free={o.sync_free}, fused_blocks={o.fused_blocks}, "
+            f"gelu_epilogue={o.gelu_epilogue}"
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pruners.backends import check_capturable
 from pruners.packing import PACKERS
 
-_FLAGS = ("exact_capacity", "ragged_linear", "sync_free", "fused_blocks")
+_FLAGS = ("exact_capacity", "ragged_linear", "sync_free", "fused_blocks", "gelu_epilogue")
 # The backends whose attention reads the batch's longest kept length back to the host unless built
 # sync-free (`pruners.layers.attention_fn`): they are captured or compiled only with sync_free=True.
 _SYNC_FREE_ONLY = ("padded_sdpa",)
@@ -51,6 +51,15 @@ class ForwardOptions:
             kernel). For serving batches, where the forward is a chain of small launches. Not with
             ragged_linear (its unfused form); compiled, the fused layers stay custom ops and inductor fuses
             what lies between them (embedding, the stages' bookkeeping).
+        gelu_epilogue: on packed tokens of a CUDA fp16/bf16 model, each plain MLP's fc1 and GELU as one
+            cuBLASLt GEMM with its GELU epilogue (`torch._addmm_activation`), instead of cuBLAS then a
+            GELU kernel reading and writing the 4x-wide intermediate again. cuBLASLt's GELU is the tanh
+            form, not timm's exact one; in fp16 their difference is within rounding (largest difference
+            from fp32 exact GELU 0.00201 against the exact fp16 path's 0.00206, one H100, 2026-12-06,
+            `python -m tools.bench_ragged_linear --epilogue`). Elsewhere (CPU, fp32, the dense layout)
+            the MLP runs as before. Not with ragged_linear or fused_blocks, which fuse fc1 and GELU
+            themselves. torch.compile keeps the op (inductor's fallback for it), so compiled forwards
+            use it too.
 
     Example:
         >>> model = PrunedDeiT(backbone, pruner, "triton", ForwardOptions(sync_free=True, fused_blocks=True))
@@ -61,6 +70,7 @@ class ForwardOptions:
     ragged_linear: bool = False
     sync_free: bool = False
     fused_blocks: bool = False
+    gelu_epilogue: bool = False
 
     def __post_init__(self) -> None:
         for flag in _FLAGS:
@@ -73,6 +83,9 @@ class ForwardOptions:
         if self.fused_blocks and self.ragged_linear:
             raise ValueError("fused_blocks already runs every linear layer through ragged_linear, fused with its "
                              "neighbours: choose one of fused_blocks and ragged_linear")
+        if self.gelu_epilogue and (self.fused_blocks or self.ragged_linear):
+            raise ValueError("gelu_epilogue is fc1 + GELU on cuBLASLt; fused_blocks and ragged_linear fuse them in "
+                             "their own kernels: choose one")
 
     def for_backend(self, backend: str) -> ForwardOptions:
         """These options as a model on `backend` runs them, the packer filled in; ValueError where the backend

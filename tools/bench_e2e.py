@@ -86,12 +86,14 @@ class ModelCache:
         evit_dense_view: EViT's fused token from a dense view of the tokens (`extra_token`, the path of
             every backend before 2026-12-02) instead of the pack kernel summing it as it packs; the same
             decisions and packings, the same logits up to rounding. For timing that change on its own.
+        gelu_epilogue: every pruned configuration without fused blocks or ragged_linear runs fc1 + GELU as
+            cuBLASLt's GELU epilogue (`ForwardOptions.gelu_epilogue`); the dense model is timm's.
     """
 
     def __init__(self, budget: float, device: str = "cuda", dtype: torch.dtype = torch.float16,
                  calibrated_capacity: bool = False, same_decisions: bool = True,
                  compile_mode: str | None = None, eager_numerics: bool = True, ats_tiles: bool = False,
-                 evit_dense_view: bool = False) -> None:
+                 evit_dense_view: bool = False, gelu_epilogue: bool = False) -> None:
         self.budget, self.device, self.dtype = budget, device, dtype
         self.calibrated_capacity = calibrated_capacity
         self.same_decisions = same_decisions
@@ -99,6 +101,7 @@ class ModelCache:
         self.eager_numerics = eager_numerics
         self.ats_tiles = ats_tiles
         self.evit_dense_view = evit_dense_view
+        self.gelu_epilogue = gelu_epilogue
         self.decisions: dict[tuple, list[torch.Tensor]] = {}
         self.references: dict[tuple, torch.Tensor] = {}
         self.backbones: dict[str, torch.nn.Module] = {}
@@ -123,10 +126,14 @@ class ModelCache:
             self.pruners[key] = built.pruner.to(self.device, self.dtype)
         return self.backbones[model_name], self.pruners[key]
 
-    def inner(self, cfg: Config, backend: str | None = None, sync_free: bool | None = None) -> PrunedDeiT:
+    def inner(self, cfg: Config, backend: str | None = None, sync_free: bool | None = None,
+              epilogue: bool | None = None) -> PrunedDeiT:
         backbone, pruner = self.parts(cfg.model, cfg.pruner)
+        epilogue = self.gelu_epilogue if epilogue is None else epilogue
         options = ForwardOptions(exact_capacity=cfg.exact, ragged_linear=cfg.rlinear, fused_blocks=cfg.fused,
-                                 sync_free=cfg.captured if sync_free is None else sync_free)
+                                 sync_free=cfg.captured if sync_free is None else sync_free,
+                                 gelu_epilogue=epilogue and not (cfg.rlinear or cfg.fused)
+                                 and cfg.pruner is not None)
         return PrunedDeiT(backbone, copy.deepcopy(pruner), backend or cfg.backend, options).eval()
 
     def make(self, cfg: Config) -> tuple[torch.nn.Module, PrunedDeiT]:
@@ -141,11 +148,11 @@ class ModelCache:
     @torch.no_grad()
     def reference(self, cfg: Config, x: torch.Tensor) -> torch.Tensor:
         """fp32 logits of the padded_sdpa eager forward replaying this point's masks (dense: the dense
-        eager forward), computed once per (model, pruner, batch)."""
+        eager forward), computed once per (model, pruner, batch); timm's exact GELU throughout."""
         key = (cfg.model, cfg.pruner, cfg.batch)
         if key not in self.references:
             ref = self.inner(Config(cfg.model, cfg.pruner, cfg.batch, cfg.backend),
-                             "dense" if cfg.pruner is None else "padded_sdpa", sync_free=False)
+                             "dense" if cfg.pruner is None else "padded_sdpa", sync_free=False, epilogue=False)
             if cfg.pruner is not None and key in self.decisions:
                 ref.keep_override = self.decisions[key]
             self.references[key] = ref(x).float()
@@ -328,6 +335,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--evit-dense-view", action="store_true",
                     help="EViT's fused token from a dense view of the tokens (the path before 2026-12-02) "
                     "instead of the pack kernel; same decisions and packings")
+    ap.add_argument("--gelu-epilogue", action="store_true",
+                    help="pruned forwards run fc1 + GELU as cuBLASLt's GELU epilogue (tanh GELU, one kernel) on "
+                    "packed tokens; same decisions, logits within fp16 rounding")
     ap.add_argument("--own-decisions", action="store_true", help="every backend takes its own keep decisions")
     ap.add_argument("--time-box", type=_positive_seconds, default=None, metavar="SECONDS",
                     help="start no configuration once SECONDS have passed (the running one finishes, then the "
@@ -362,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = ModelCache(args.budget, calibrated_capacity=args.calibrated_capacity,
                        same_decisions=not args.own_decisions, compile_mode=args.compile_mode,
                        eager_numerics=not args.fast_numerics, ats_tiles=args.ats_tiles,
-                       evit_dense_view=args.evit_dense_view)
+                       evit_dense_view=args.evit_dense_view, gelu_epilogue=args.gelu_epilogue)
     timing.warm_up_device(torch)
     res = run_plan(
         configs,

@@ -13,7 +13,12 @@ next to the dense model (same seeded weights and images; median of 30 synchronis
 With `--sweep`, also the GPU time of a few tile configs per layer at kept 0.5 (the default tiles
 are an unswept guess).
 
-Usage: python -m tools.bench_ragged_linear [--batch 32] [--sweep] [--models]
+With `--epilogue`, also fc1 + GELU of DeiT-S and DeiT-B at B x 99 and B x 197 rows: cuBLAS then
+exact GELU (two kernels, what timm runs), cuBLAS then tanh GELU, and cuBLASLt's GELU epilogue
+(`torch._addmm_activation`, tanh GELU inside the GEMM: one kernel, no round trip of the 4x-wide
+intermediate), with each path's largest difference from exact GELU in fp32.
+
+Usage: python -m tools.bench_ragged_linear [--batch 32] [--sweep] [--models] [--epilogue]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--models", action="store_true", help="also the pruned DeiT-B end to end")
     ap.add_argument("--sweep", action="store_true", help="also sweep tile configs at kept 0.5 per layer")
+    ap.add_argument("--epilogue", action="store_true", help="also fc1 + GELU: cuBLAS + GELU vs cuBLASLt's epilogue")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_ragged_linear: needs a CUDA GPU (this measures GPU time)", file=sys.stderr)
@@ -71,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
               + f" | {cells[2] / t_dense:.2f} | {err:.3g} |")  # fmt: skip
     if args.sweep:
         sweep_table(rows)
+    if args.epilogue:
+        epilogue_table(args.batch)
     if args.models:
         models_table(args.batch)
     return 0
@@ -108,6 +116,31 @@ def sweep_table(rows: int) -> None:
         res.sort()
         cells = ", ".join(f"{cfg}: {t * 1e6:.1f}" for t, cfg in res)
         print(f"- {name}: cuBLAS {t_dense * 1e6:.1f} µs; {cells}")
+
+
+def epilogue_table(batch: int) -> None:
+    """fc1 + GELU per model and row count: two kernels (exact or tanh GELU) against cuBLASLt's epilogue."""
+    print(f"\n# fc1 + GELU, B={batch}: GPU time (µs) and largest |difference| from fp32 exact GELU")
+    print("| model | rows | linear + exact GELU | linear + tanh GELU | cuBLASLt GELU epilogue | epilogue / exact "
+          "| max diff exact | max diff epilogue |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, (k, n) in {"DeiT-S": (384, 1536), "DeiT-B": (768, 3072)}.items():
+        for tokens in (99, 197):
+            rows = batch * tokens
+            xs = [torch.randn(rows, k, device="cuda", dtype=torch.float16) for _ in range(3)]
+            w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
+            b = torch.randn(n, device="cuda", dtype=torch.float16)
+            paths = {
+                "exact": lambda x, w=w, b=b: F.gelu(F.linear(x, w, b)),
+                "tanh": lambda x, w=w, b=b: F.gelu(F.linear(x, w, b), approximate="tanh"),
+                "epilogue": lambda x, w=w, b=b: torch._addmm_activation(b, x, w.t(), use_gelu=True),
+            }
+            times = {name: gpu_time([lambda f=f, x=x: f(x) for x in xs]) for name, f in paths.items()}
+            ref = F.gelu(F.linear(xs[0].float(), w.float(), b.float()))
+            diff = {name: (paths[name](xs[0]).float() - ref).abs().max().item() for name in ("exact", "epilogue")}
+            print(f"| {model} | {rows} | {times['exact'] * 1e6:.1f} | {times['tanh'] * 1e6:.1f} | "
+                  f"{times['epilogue'] * 1e6:.1f} | {times['epilogue'] / times['exact']:.2f} | "
+                  f"{diff['exact']:.3g} | {diff['epilogue']:.3g} |")
 
 
 def models_table(batch: int) -> None:

@@ -540,3 +540,48 @@ def test_evit_fused_token_written_by_the_packer_matches_the_dense_view(monkeypat
     assert log.lengths() == dense_log.lengths()
     assert [set(n) for n in log.lengths()[0]] == [{c} for c in EXPECTED_COUNTS["evit"]]  # fused token included
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-4)
+
+
+def test_gelu_epilogue_leaves_cpu_and_fp32_rows_on_timms_exact_mlp(monkeypatch):
+    """`gelu_epilogue` takes cuBLASLt's tanh GELU only on CUDA fp16/bf16 rows: elsewhere the forward is the
+    exact-GELU one, bit for bit, and the epilogue op is never called."""
+    from pruners.layers import epilogue_applies
+
+    calls = []
+    real = torch._addmm_activation
+    monkeypatch.setattr(torch, "_addmm_activation", lambda *a, **k: calls.append(1) or real(*a, **k))
+    images = synthetic_images(2, 224, seed=3)
+    plain = build_pruned_model(TINY, _pruner("evit"), "reference")
+    epilogue = build_pruned_model(TINY, _pruner("evit"), "reference", gelu_epilogue=True)
+    with torch.no_grad():
+        assert torch.equal(plain(images), epilogue(images))
+    assert calls == []
+    mlp = plain.backbone.blocks[0].mlp
+    assert not epilogue_applies(mlp, torch.zeros(4, 192))
+    assert not epilogue_applies(mlp, torch.zeros(4, 192, dtype=torch.float16))
+    assert not epilogue_applies(mlp, torch.zeros(4, 192, device="meta", dtype=torch.float16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pruner", ["evit", "threshold_l2"])
+def test_gpu_gelu_epilogue_within_the_gate_of_the_exact_gelu_forward(pruner, monkeypatch):
+    """DeiT-S fp16, eager and graph mode: fc1 + GELU as cuBLASLt's epilogue (called once per pruned block
+    and forward) stays within the correctness gate's 0.004 of the exact-GELU padded reference on the
+    same decisions."""
+    model = "deit_small_patch16_224"
+    ref = build_pruned_model(model, pruner, "padded_sdpa").half().cuda()
+    eager = build_pruned_model(model, pruner, "triton", gelu_epilogue=True).half().cuda()
+    graph = build_pruned_model(model, pruner, "triton", gelu_epilogue=True, graph=True).half().cuda()
+    images = synthetic_images(4, 224, seed=5).half().cuda()
+    calls = []
+    real = torch._addmm_activation
+    monkeypatch.setattr(torch, "_addmm_activation", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with torch.no_grad():
+        eager.record = True
+        eager(images)
+        assert calls, "the epilogue path did not run"
+        ref.keep_override = graph.model.keep_override = eager.recorded_keeps
+        eager.record, eager.keep_override = False, eager.recorded_keeps
+        expect = ref(images).float()
+        for got in (eager(images), graph(images), graph(images)):
+            assert (got.float() - expect).abs().max().item() <= 0.004

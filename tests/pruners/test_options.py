@@ -16,8 +16,12 @@ from pruners import BuildOptions, ForwardOptions
         ({"packer": "numpy"}, ValueError, "packer must be 'torch' or 'ragged_kernels'"),
         ({"sync_free": True, "exact_capacity": True}, ValueError, "sync_free excludes exact_capacity"),
         ({"fused_blocks": True, "ragged_linear": True}, ValueError, "choose one of fused_blocks and ragged_linear"),
+        ({"gelu_epilogue": 1}, TypeError, "gelu_epilogue must be True or False"),
+        ({"gelu_epilogue": True, "fused_blocks": True}, ValueError, "fuse them in their own kernels"),
+        ({"gelu_epilogue": True, "ragged_linear": True}, ValueError, "fuse them in their own kernels"),
     ],
-    ids=["int-flag", "str-flag", "bad-packer", "sync_free-exact", "fused-ragged_linear"],
+    ids=["int-flag", "str-flag", "bad-packer", "sync_free-exact", "fused-ragged_linear", "int-epilogue",
+         "epilogue-fused", "epilogue-ragged_linear"],
 )
 def test_the_record_refuses_what_no_backend_takes(fields, error, match):
     with pytest.raises(error, match=match):
