@@ -108,6 +108,8 @@ def _side(value: float, spread: Spread | None, unit: str) -> str:
 
 def _ratio(v: Verdict) -> str:
     if not math.isfinite(v.ratio):
+        if math.isfinite(v.base_value) and math.isfinite(v.head_value) and min(v.base_value, v.head_value) <= 0:
+            return f"{v.head_value - v.base_value:+.4g} (difference)"  # no ratio at or below zero; a number: no markup
         return "n/a"
     # asv's "~": a change past the threshold that the statistics could not confirm (a series of
     # unknown direction is inconclusive for another reason: its own section says which).
@@ -266,7 +268,8 @@ def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSetti
 def _legend(settings: VerdictSettings, n_tested: int) -> str:
     correction = _CORRECTION_NAMES.get(settings.correction)
     corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
-    return (f"Base and head: median ± half the interquartile range, n samples. Ratio = head / base of the medians; "
+    return ("Base and head: median ± half the interquartile range, n samples. Ratio = head / base of the medians "
+            "(their difference where a side is at or below zero); "
             f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; p = Mann-Whitney U"
             f"{corrected}; threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and "
             "adapted to its noise.")

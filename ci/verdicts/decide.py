@@ -29,7 +29,7 @@ from ci.records import (
     Verdict,
     is_worse,
 )
-from ci.verdicts.noise import SeriesNoise
+from ci.verdicts.noise import MAD_TO_SIGMA, SeriesNoise
 from ci.verdicts.settings import VerdictSettings
 from ci.verdicts.stats import bootstrap_ci, mwu_pvalue, relative_sigma, slow_tail, spread_pvalue
 
@@ -156,8 +156,10 @@ def measure(
         return early(Outcome.INCONCLUSIVE, math.nan, NO_BASE_SAMPLES)
     bm, hm = float(np.median(b)), float(np.median(h))
     if bm <= 0 or hm <= 0 or b.min() <= 0 or h.min() <= 0:
-        return early(Outcome.INCONCLUSIVE, math.nan,
-                     "not judged: zero or negative values have no ratio, and every threshold here is relative")
+        if drift is None and not _constant_sides(b, h):
+            return early(Outcome.INCONCLUSIVE, math.nan, WITHHELD_OTHER_JOB)
+        outcome, how = _by_difference(bench, b, h, settings, cross_job, (_asv_side(results[0]), _asv_side(results[1])))
+        return early(outcome, math.nan, how)
     ratio = hm / bm
     if not math.isfinite(ratio) or ratio == 0.0:  # medians many orders of magnitude apart
         return early(Outcome.INCONCLUSIVE, math.nan, f"ratio undefined: medians {bm!r} and {hm!r} too far apart")
@@ -198,6 +200,71 @@ def measure(
         + ("ratio within the floor" if within else "measure more samples"),
         threshold,
     )
+
+
+def _constant_sides(b: np.ndarray, h: np.ndarray) -> bool:
+    """Whether each side holds two or more samples, all one value (a counter): a change is then exact."""
+    return b.size >= 2 and h.size >= 2 and b.min() == b.max() and h.min() == h.max()
+
+
+def _by_difference(bench: Benchmark, b: np.ndarray, h: np.ndarray, settings: VerdictSettings, cross_job: bool,
+                   sides: tuple[AsvSide | None, AsvSide | None]) -> tuple[Outcome, str]:
+    """A series with a value at or below zero (a count that starts at 0, a signed delta): no ratio, so
+    judged by the difference of the medians, as (outcome, words).
+
+    - Each side of two or more samples, every one the same value (a counter): the change is exact, any
+      size, in one job or across jobs.
+    - `min_samples` or more a side, in one job: the Mann-Whitney test at `alpha` and a difference past
+      `noise_k` robust sigmas of the base's samples (its own absolute spread; a head that adds noise
+      does not raise the bar). Across jobs the history's allowance is relative, so such a change is
+      reported as unconfirmed, not judged.
+    - Fewer samples, no value below zero: asv compare's rule (`_is_result_better`, factor 1 + the
+      floor, with asv's statistics where each side has them), so a count going 0 -> 5 reads worse as
+      `asv compare` reads it. With a negative value, inconclusive: asv's factor divides, which on
+      negative values lowers its bar."""
+    bm, hm = float(np.median(b)), float(np.median(h))
+    diff = hm - bm
+    change = f"{bm:.6g} -> {hm:.6g} ({diff:+.6g})"
+    scale = "values at or below zero have no ratio, so the difference is judged"
+
+    def judged(moved: bool, words: str) -> tuple[Outcome, str]:
+        if not moved:
+            return Outcome.UNCHANGED, f"{change}: {words}; {scale}"
+        if bench.direction == Direction.UNKNOWN:
+            return Outcome.INCONCLUSIVE, f"{UNKNOWN_DIRECTION}; {change}: {words}; {scale}"
+        worse = (diff > 0) == (bench.direction == Direction.LOWER)
+        return (Outcome.REGRESSED if worse else Outcome.IMPROVED), f"{change}: {words}; {scale}"
+
+    if _constant_sides(b, h):
+        return judged(diff != 0, "every sample of each side the same value, so the change is exact")
+    if min(b.size, h.size) >= settings.min_samples:
+        allowance = settings.noise_k * MAD_TO_SIGMA * float(np.median(np.abs(b - bm)))
+        p = mwu_pvalue(b, h)
+        stat = f"p={p:.2g} (uncorrected), allowance {allowance:.6g} ({settings.noise_k:g} x the base's spread)"
+        if abs(diff) <= allowance:
+            return judged(False, f"within the allowance: {stat}")
+        if not p < settings.alpha:
+            return Outcome.INCONCLUSIVE, f"{change}: past the allowance but not significant: {stat}; {scale}"
+        if cross_job:
+            worse = bench.direction != Direction.UNKNOWN and (diff > 0) == (bench.direction == Direction.LOWER)
+            lead = UNCONFIRMED_SLOWDOWN if worse else "unconfirmed change"
+            return (Outcome.INCONCLUSIVE, f"{lead}: {change} past the allowance and significant, but measured in "
+                    f"different jobs, and the history's between-job allowance is relative: {stat}; measure both in "
+                    f"one job; {scale}")
+        return judged(True, f"past the allowance and significant: {stat}")
+    if min(b.min(), h.min()) < 0:
+        # asv's rule divides by the factor, which on negative values lowers the bar instead of raising it.
+        return (Outcome.INCONCLUSIVE, f"{change}: too few samples for a test ({b.size} base, {h.size} head; need "
+                f"{settings.min_samples}) and negative values, which no factor can judge; {scale}")
+    factor = 1.0 + settings.floor_for(bench.key)
+    better = _asv_is_result_better()
+    use = sides[0] is not None and sides[1] is not None
+    up = better(bm, hm, sides[0] if use else None, sides[1] if use else None, factor)
+    down = better(hm, bm, sides[1] if use else None, sides[0] if use else None, factor)
+    how = f"by asv compare's rule (factor {factor:g}{', with its statistics' if use else ''})"
+    if up or down:
+        return judged(True, f"changed {how}")
+    return judged(False, f"no change {how}")
 
 
 def _size_outcome(bench: Benchmark, ratio: float, threshold: float, beyond_words: str,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ci.records import Benchmark, Direction, Kind, Outcome, Result, Verdict
+from ci.records import WITHHELD_OTHER_JOB, Benchmark, Direction, Kind, Outcome, Result, Verdict
 from ci.verdicts import VerdictSettings, compare, exit_code, summarize
 
 LAT = Benchmark("bench_attention.GPUTime.time_gpu", (("B", "8"), ("N", "197")))
@@ -174,7 +174,63 @@ def test_failed_side_and_nonpositive_values() -> None:
     assert v.outcome == Outcome.INCONCLUSIVE and "base has no finite samples" in v.reason
     zero = Result(LAT, "a", "h200", (0.0,) * 10)
     (v,) = compare([zero], [Result(LAT, "b", "h200", (1.0,) * 10)])
-    assert v.outcome == Outcome.INCONCLUSIVE and "zero or negative values have no ratio" in v.reason
+    assert v.outcome == Outcome.REGRESSED and "the change is exact" in v.reason and math.isnan(v.ratio)
+
+
+COUNT = Benchmark("bench_io.Counts.track_warnings", (), unit="unit")
+SIGNED = Benchmark("bench_io.Drift.track_offset", (), unit="unit", direction=Direction.UNKNOWN)
+
+
+@pytest.mark.parametrize(
+    "base, head, cross, outcome, words",
+    [
+        ((0.0,) * 4, (5.0,) * 4, False, Outcome.REGRESSED, "the change is exact"),
+        ((0.0,) * 4, (5.0,) * 4, True, Outcome.REGRESSED, "the change is exact"),  # a counter does not drift
+        ((5.0,) * 4, (0.0,) * 4, False, Outcome.IMPROVED, "the change is exact"),
+        ((0.0,) * 4, (0.0,) * 4, True, Outcome.UNCHANGED, "the change is exact"),
+        ((0.0,), (5.0,), True, Outcome.REGRESSED, "changed by asv compare's rule"),  # as `asv compare` reads it
+        ((0.0,), (0.0,), False, Outcome.UNCHANGED, "no change by asv compare's rule"),
+        ((3.0,), (0.0,), False, Outcome.IMPROVED, "changed by asv compare's rule"),
+        ((-3.0,), (-2.0,), False, Outcome.INCONCLUSIVE, "negative values, which no factor can judge"),
+    ],
+    ids=["0-to-5", "0-to-5-across-jobs", "5-to-0", "0-to-0", "one-value-0-to-5", "one-value-0-to-0", "one-value-3-to-0",
+         "one-value-negative"],
+)
+def test_series_at_zero_are_judged_by_their_difference(base, head, cross, outcome, words) -> None:
+    """A count that starts at 0 has no ratio: its difference is judged, exactly where every sample of a side
+    is one value, by asv compare's rule for single values (0 -> 5 is worse, as asv says), never a silent
+    "inconclusive" that hides a new warning."""
+    (v,) = compare([Result(COUNT, "a", "m", base)], [Result(COUNT, "b", "m", head)],
+                   between_jobs={COUNT.key: 0.01} if cross else None)
+    assert v.outcome == outcome and words in v.reason and "no ratio" in v.reason, v.reason
+    assert math.isnan(v.ratio) and v.base_value == float(np.median(base))
+    if not cross:
+        return
+    (v,) = compare([Result(COUNT, "a", "m", base)], [Result(COUNT, "b", "m", head)], between_jobs={})
+    exact = len(base) >= 2
+    assert (v.outcome == outcome) if exact else (v.reason == WITHHELD_OTHER_JOB), v.reason
+
+
+def test_noisy_series_through_zero_need_a_significant_difference_past_the_bases_spread() -> None:
+    """Samples around zero (a signed offset): an A/A pair is never called changed; a shift of five base
+    sigmas is, in one job (REGRESSED for lower-is-better, reported not judged for an unknown direction);
+    across jobs it is an unconfirmed slowdown, since the history's allowance is relative."""
+    rng = np.random.default_rng(11)
+    calls = []
+    for seed in range(40):
+        r = np.random.default_rng(seed)
+        a, b = tuple(r.normal(0, 1, 10)), tuple(r.normal(0, 1, 10))
+        (v,) = compare([Result(COUNT, "a", "m", a)], [Result(COUNT, "b", "m", b)])
+        calls.append(v.outcome)
+    assert Outcome.REGRESSED not in calls and Outcome.IMPROVED not in calls
+    assert calls.count(Outcome.UNCHANGED) >= 30, calls
+    base, head = tuple(rng.normal(0, 1, 12)), tuple(rng.normal(5, 1, 12))
+    (v,) = compare([Result(COUNT, "a", "m", base)], [Result(COUNT, "b", "m", head)])
+    assert v.outcome == Outcome.REGRESSED and "past the allowance and significant" in v.reason, v.reason
+    (v,) = compare([Result(SIGNED, "a", "m", base)], [Result(SIGNED, "b", "m", head)])
+    assert v.outcome == Outcome.INCONCLUSIVE and "past the allowance and significant" in v.reason, v.reason
+    (v,) = compare([Result(COUNT, "a", "m", base)], [Result(COUNT, "b", "m", head)], between_jobs={COUNT.key: 0.01})
+    assert v.outcome == Outcome.INCONCLUSIVE and v.reason.startswith("unconfirmed slowdown"), v.reason
 
 
 def test_noise_of_1e160_times_the_median_is_judged_not_an_overflow() -> None:
@@ -456,3 +512,13 @@ def test_points_without_raw_samples_are_judged_by_asvs_statistics(shift, half_wi
     # asv's `repeat == 1`: no statistics, the factor alone (asv's rule), so the overlap no longer matters.
     (once,) = compare([_one_value(LAT, "a", 2e-5, 0.10, 1.0)], [_one_value(LAT, "b", 2e-5 * 1.15, 0.10, 1.0)])
     assert once.outcome == Outcome.REGRESSED, once.reason
+
+
+def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
+    """The regressions table names the change of a series at zero (0 -> 5: "+5 (difference)"), not "n/a"."""
+    from ci.outputs.comment import render_comment
+
+    (v,) = compare([Result(COUNT, "a" * 40, "m", (0.0,))], [Result(COUNT, "b" * 40, "m", (5.0,))])
+    text = render_comment([v], [], base_sha="a" * 40, head_sha="b" * 40, environment={}, dashboard_url=None)
+    row = next(line for line in text.splitlines() if "track_warnings" in line)
+    assert "+5 (difference)" in row and "1 regression(s)" in text
