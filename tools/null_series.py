@@ -17,6 +17,11 @@ value a commit (seeded by kind and series number, so every run and every tree re
 - **+step found**: the same series with every commit from a seeded k (10 <= k <= n - 10) raised by
   `--step`: the service reports a REGRESSED change point within +-2 commits of k; asv's fit has a
   boundary within +-2 of k whose level goes up.
+
+A second table does the same for series at or through zero (`ZERO_KINDS`: counters and signed
+values, which the service judges by difference, `ci.verdicts.absolute`), with a step added rather
+than multiplied (`ZERO_STEP`: 4 sigmas of the noise, or 5 on a counter) and asv's false steps as every
+boundary of its fit (no relative threshold applies at zero).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from asv import step_detect
@@ -61,6 +66,17 @@ KINDS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
 }
 
 
+# Values of n commits of a series at or through zero with no step, and the step added for the found columns.
+ZERO_KINDS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
+    "counter at 0": lambda r, n: np.zeros(n),
+    "flaky counter (1 on 10% of commits)": lambda r, n: (r.random(n) < 0.1).astype(float),
+    "Gaussian around 0": lambda r, n: r.normal(0, 1, n),
+    "Student t(3) around 0": lambda r, n: r.standard_t(3, n),
+    "AR(1) 0.7 around 0": lambda r, n: _ar1(r, n) / 0.015,
+}
+ZERO_STEP = {"counter at 0": 5.0, "flaky counter (1 on 10% of commits)": 5.0}  # others: 4 (sigmas)
+
+
 def _results(levels: np.ndarray) -> list[Result]:
     return [Result(BENCH, f"c{i:05d}", "synthetic", (float(v),)) for i, v in enumerate(levels)]
 
@@ -70,15 +86,28 @@ def _asv_fit(levels: np.ndarray) -> list[tuple[int, int, float, float, float]]:
     return step_detect.detect_steps([float(v) for v in levels])
 
 
-def measure(kind: str, *, series: int, seed: int, threshold: float, step: float) -> dict[str, float]:
-    gen = KINDS[kind]
-    least = float(np.log1p(threshold))
-    out = dict.fromkeys(("commits", "service_false", "asv_false", "suspicions", "service_found", "asv_found"), 0.0)
+def _draws(kind: str, gen: Callable[[np.random.Generator, int], np.ndarray], series: int, seed: int
+           ) -> Iterator[tuple[int, np.ndarray, int]]:
+    """(n, values, k) per series of a kind: its length (40-400), its values and the commit a step starts at."""
     for i in range(series):
         r = np.random.default_rng([seed, i, *kind.encode()])
         n = int(r.integers(40, 401))
         y = gen(r, n)
-        k = int(r.integers(10, n - 9))
+        yield n, y, int(r.integers(10, n - 9))
+
+
+def _found(raised: np.ndarray, k: int, floor: float = 0.0) -> tuple[bool, bool]:
+    """Whether the service (a REGRESSED change point) and asv's fit (a boundary going up) find a step at
+    k within +-NEAR commits."""
+    cps = change_points(_results(raised), floor=floor)
+    return (any(cp.outcome == Outcome.REGRESSED and abs(cp.index - k) <= NEAR for cp in cps),
+            asv_boundary_near(_asv_fit(raised), k, True))
+
+
+def measure(kind: str, *, series: int, seed: int, threshold: float, step: float) -> dict[str, float]:
+    least = float(np.log1p(threshold))
+    out = dict.fromkeys(("commits", "service_false", "asv_false", "suspicions", "service_found", "asv_found"), 0.0)
+    for n, y, k in _draws(kind, KINDS[kind], series, seed):
         out["commits"] += n
         levels = np.exp(y)
         results = _results(levels)
@@ -88,10 +117,23 @@ def measure(kind: str, *, series: int, seed: int, threshold: float, step: float)
         out["suspicions"] += len(judge_levels(BENCH, "synthetic", shas, levels, found, floor=threshold)[0])
         fit = _asv_fit(levels)
         out["asv_false"] += sum(abs(np.log(b[2] / a[2])) >= least for a, b in zip(fit, fit[1:], strict=False))
-        raised = levels * np.where(np.arange(n) >= k, 1.0 + step, 1.0)
-        cps = change_points(_results(raised), floor=threshold)
-        out["service_found"] += any(cp.outcome == Outcome.REGRESSED and abs(cp.index - k) <= NEAR for cp in cps)
-        out["asv_found"] += asv_boundary_near(_asv_fit(raised), k, True)
+        service, asv = _found(levels * np.where(np.arange(n) >= k, 1.0 + step, 1.0), k, threshold)
+        out["service_found"] += service
+        out["asv_found"] += asv
+    return out
+
+
+def measure_zero(kind: str, *, series: int, seed: int) -> dict[str, float]:
+    """`measure` for a series at or through zero: false steps, and an added step found."""
+    step = ZERO_STEP.get(kind, 4.0)
+    out = dict.fromkeys(("commits", "service_false", "asv_false", "service_found", "asv_found"), 0.0)
+    for n, values, k in _draws(kind, ZERO_KINDS[kind], series, seed):
+        out["commits"] += n
+        out["service_false"] += len(change_points(_results(values)))
+        out["asv_false"] += max(0, len(_asv_fit(values)) - 1)
+        service, asv = _found(values + np.where(np.arange(n) >= k, step, 0.0), k)
+        out["service_found"] += service
+        out["asv_found"] += asv
     return out
 
 
@@ -116,6 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         per = 1000.0 / m["commits"]
         print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} | {m['suspicions'] * per:.2f} "
               f"| {m['service_found'] / args.series:.0%} | {m['asv_found'] / args.series:.0%} |", flush=True)
+    if not args.kinds:
+        print("\nAt or through zero (judged by difference), a step added: 4 sigmas of the noise, 5 on a counter.\n")
+        print("| values (no step) | false steps per 1,000 commit-series: service | asv (every boundary of its fit) "
+              "| step found: service | asv |")
+        print("|---|---|---|---|---|")
+        for kind in ZERO_KINDS:
+            m = measure_zero(kind, series=args.series, seed=args.seed)
+            per = 1000.0 / m["commits"]
+            print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} "
+                  f"| {m['service_found'] / args.series:.0%} | {m['asv_found'] / args.series:.0%} |", flush=True)
     print(f"\nWall time {time.perf_counter() - start:.0f} s.")
     return 0
 

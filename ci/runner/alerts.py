@@ -12,6 +12,7 @@ commits produced it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -46,7 +47,8 @@ def history_alerts(store: Store, machine: str, branch: str | None = None,
     regressions = [
         Alert(AlertKind.REGRESSION, cp.benchmark, cp.machine or m, cp.commit_sha, previous_sha=cp.previous_sha,
               ratio=cp.ratio, p_value=cp.p_value,
-              reason=f"x{cp.ratio:.3f} between {cp.previous_sha[:8]} and {cp.commit_sha[:8]} (p={cp.p_value:.2g})")
+              reason=f"{_step_words(cp.ratio, cp.before, cp.after)} between {cp.previous_sha[:8]} and "
+                     f"{cp.commit_sha[:8]} (p={cp.p_value:.2g})")
         for m in keys for cp in detect_all(store, machine=m, branch=branch, floor_for=floor_for)
         if cp.outcome == Outcome.REGRESSED
     ]  # fmt: skip
@@ -90,5 +92,13 @@ def alert_line(alert: Alert) -> str:
     where = f" on {alert.machine}" if alert.machine else ""
     if alert.kind == AlertKind.GATE:
         return printable(f"correctness FAILED at {alert.commit_sha[:8]}: {alert.benchmark.key} ({alert.reason}){where}")
-    return printable(f"regression at {alert.commit_sha[:8]}: {alert.benchmark.key} x{alert.ratio:.3f} "
+    change = f"x{alert.ratio:.3f}" if math.isfinite(alert.ratio) else alert.reason.split(" between ")[0]
+    return printable(f"regression at {alert.commit_sha[:8]}: {alert.benchmark.key} {change} "
                      f"(p={alert.p_value:.2g}){where}; bisect {alert.previous_sha[:8]}..{alert.commit_sha[:8]}")
+
+
+def _step_words(ratio: float, before: float, after: float) -> str:
+    """A step's size: its ratio, or for a series at or through zero its two levels."""
+    if math.isfinite(ratio):
+        return f"x{ratio:.3f}"
+    return f"{before:.6g} -> {after:.6g} (by difference: no ratio at or below zero)"

@@ -28,6 +28,14 @@ def fmt_change(ratio: float) -> str:
     return format_change(ratio, missing=MISSING)
 
 
+def fmt_step(ratio: float, before: float, after: float) -> str:
+    """A step's change: its ratio as `fmt_change`, or where it has none (a series at or through zero,
+    judged by difference) its two levels ("0 → 5")."""
+    if math.isfinite(ratio) or not (math.isfinite(before) and math.isfinite(after)):
+        return fmt_change(ratio)
+    return f"{fmt_number(before)} → {fmt_number(after)}"
+
+
 def fmt_number(x: float, digits: int = 4) -> str:
     """`x` with `digits` significant digits, "—" when it is NaN or infinite."""
     if not math.isfinite(x):

@@ -145,7 +145,7 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                              for i, before, after in exact_steps(s.shas, s.values.tolist()))
             continue
         shas, levels = _levels(s, raw.get(key))
-        if levels.size:
+        if levels.size or bool(np.any(s.values <= 0)):  # at or through zero: steps by difference only
             inputs[key] = SeriesInput(s.benchmark, s.machine, raw.get(key, []), shas, levels,
                                       None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
                                       floor_for(s.benchmark.key) if floor_for is not None else 0.0)
@@ -196,9 +196,13 @@ def recovery(before: float, after: float, later: Sequence[Any], direction: Direc
     Returns:
         The sha of the change point that undid the step, or "".
     """
-    if not (before > 0 and after > 0):
-        return ""
     sign = -1.0 if direction == Direction.HIGHER else 1.0
+    if not (before > 0 and after > 0):
+        # A series at or through zero (`ci.verdicts.absolute`): the same rule on its levels' difference.
+        rise = sign * (after - before)
+        if not (math.isfinite(rise) and rise > 0):
+            return ""
+        return next((cp.commit_sha for cp in later if sign * (cp.after - before) <= rise / 4), "")
     rise = sign * math.log(after / before)  # how far worse the regression took the level (> 0)
     for cp in later:
         if cp.after > 0 and sign * math.log(cp.after / before) <= rise / 4:

@@ -53,6 +53,7 @@ import numpy as np
 
 from ci.records import (
     Benchmark,
+    Direction,
     HistoryStore,
     Kind,
     MachineHistory,
@@ -65,6 +66,9 @@ from ci.records import (
     is_worse,
     run_chain,
 )
+from ci.verdicts.absolute import P_VALUE as ABSOLUTE_P
+from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
+from ci.verdicts.absolute import AbsoluteTrack
 from ci.verdicts.segments import ALGORITHM, Knobs, NeedFullHistory, SeriesState, safe_exp
 
 
@@ -266,6 +270,17 @@ def state_change_points(state: SeriesState, bench: Benchmark, machine: str, floo
     Returns:
         Change points oldest first.
     """
+    track = state.absolute
+    if track is not None and track.nonpositive >= ABSOLUTE_RUN:
+        # Judged by difference from its first level at or below zero; the ratio detector's steps before it stand.
+        p0 = track.first_index + track.start
+        before = [cp for cp in _ratio_change_points(state, bench, machine, floor) if cp.index < p0]
+        return before + _absolute_change_points(track, bench, machine)
+    return _ratio_change_points(state, bench, machine, floor)
+
+
+def _ratio_change_points(state: SeriesState, bench: Benchmark, machine: str, floor: float) -> list[ChangePoint]:
+    """The ratio detector's steps of a state, as `state_change_points` reports them."""
     out = []
     least = math.log1p(floor) if floor > 0 else 0.0
     # A step with at most `revert` commits after it may still turn out an excursion (the next commit
@@ -318,6 +333,23 @@ def change_points(
     state = SeriesState(settings.knobs)
     state.extend(commits, meds)
     return state_change_points(state, bench, machine, floor)
+
+
+def _absolute_change_points(track: AbsoluteTrack, bench: Benchmark, machine: str) -> list[ChangePoint]:
+    """A series at or through zero: its steps by difference (`ci.verdicts.absolute`), each judged by
+    its sign, with no ratio where a side is at or below zero and no floor (the project's thresholds
+    are relative)."""
+    out = []
+    for step in track.steps:
+        diff = step.after - step.before
+        worse = None if bench.direction == Direction.UNKNOWN else (diff > 0) == (bench.direction == Direction.LOWER)
+        ratio = step.after / step.before if step.before > 0 and step.after > 0 else math.nan
+        out.append(ChangePoint(
+            bench, step.sha, step.before, step.after, ratio,
+            Outcome.INCONCLUSIVE if worse is None else Outcome.REGRESSED if worse else Outcome.IMPROVED,
+            previous_sha=step.previous_sha, p_value=ABSOLUTE_P, machine=machine, index=step.index,
+        ))  # fmt: skip
+    return out
 
 
 def _no_floor(_key: str) -> float:

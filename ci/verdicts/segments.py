@@ -37,6 +37,8 @@ import numpy as np
 import ruptures
 from scipy import ndimage, special, stats
 
+from ci.verdicts.absolute import CONTEXT, AbsoluteTrack
+
 # Bumped whenever the detector's results or the state's layout change: stored states of another
 # version are ignored (recomputed), never read.
 # 3: steps judged within `span` commits of them, excursions that revert not reported (2026-12-05).
@@ -48,7 +50,8 @@ from scipy import ndimage, special, stats
 # 9: a step among commits clearly noisier than the series is judged by their own noise (2026-12-06).
 # 10: flips count only within `window` commits of the step judged (2026-12-06).
 # 11: a step up and back within the stretches the series already took at another level is an excursion (2026-12-06).
-ALGORITHM = "windowed-pelt-11"
+# 12: a series with a level at or below zero keeps its steps by difference (`ci.verdicts.absolute`, 2026-12-06).
+ALGORITHM = "windowed-pelt-12"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
 # of 3 the span would be ~1e100 commits, and the linear search it replaced never ended).
@@ -477,6 +480,9 @@ class SeriesState:
         self.last_raw = ""  # the last commit given, kept or not (a commit is never given twice)
         self.tag: str | None = None  # the caller's note, stored with the state (the benchmark version)
         self.steps: list[Step] = []
+        # From the first commit whose level is at or below zero: the series' steps by difference, over
+        # every commit with a level of either sign (`ci.verdicts.absolute`); None for a positive series.
+        self.absolute: AbsoluteTrack | None = None
 
     @property
     def n(self) -> int:
@@ -523,6 +529,7 @@ class SeriesState:
             return
         if shas[0] == self.last_raw:
             raise NeedFullHistory(f"commit {shas[0]} given twice")
+        self._extend_absolute(shas, sizes > 0, meds)
         self.last_raw = shas[-1]
         keep = meds > 0  # failed or skipped commits (no sample, or no level) carry no level
         if not keep.all():
@@ -536,6 +543,34 @@ class SeriesState:
             self.tail_flat = np.concatenate((self.tail_flat, flat))
             self.values = np.concatenate((self.values, meds))
         self._recompute()
+
+    def _extend_absolute(self, shas: Sequence[str], has: np.ndarray, meds: np.ndarray) -> None:
+        """Extend the steps by difference (`ci.verdicts.absolute`) with the commits that have a level
+        (`has`); at the first level at or below zero, start them with the CONTEXT positive levels
+        before it (the same whether that commit comes alone or within a longer chunk).
+
+        Raises:
+            NeedFullHistory: they start now and a context commit's sha is no longer kept (the state
+                keeps the last CONTEXT commits' shas, so only a state stored by another version).
+        """
+        shas = [sha for sha, h in zip(shas, has.tolist(), strict=True) if h]
+        levels = meds[has]
+        if self.absolute is None:
+            at = np.flatnonzero(levels <= 0)
+            if not at.size:
+                return
+            q = int(at[0])
+            old = min(self.n, max(0, CONTEXT - q))
+            try:
+                context = [self.sha(i) for i in range(self.n - old, self.n)] + shas[:q]
+            except (KeyError, IndexError) as exc:
+                raise NeedFullHistory("the steps by difference start: their context's shas are gone") from exc
+            context, values = context[-CONTEXT:], np.concatenate((self.values[self.n - old:], levels[:q]))[-CONTEXT:]
+            track = AbsoluteTrack(first_index=self.n + q - len(context), start=len(context))
+            track.extend(context, values)
+            self.absolute = track
+            shas, levels = shas[q:], levels[q:]
+        self.absolute.extend(shas, levels)
 
     def _window(self, j: int, y: np.ndarray) -> list[int]:
         """Window j's proposals: PELT on its commits scaled by their own noise, in the part it owns."""
@@ -582,7 +617,8 @@ class SeriesState:
         self.memo = used
         # Keep what the next update may need: raw samples and shas of the last window and of a
         # pooled test's span before it, shas of the final proposals.
-        keep = max(0, last * half - _pooled_span(k.min_size, k.max_pvalue))
+        # (and of the last CONTEXT commits, where the steps by difference would start: `_extend_absolute`).
+        keep = max(0, min(last * half - _pooled_span(k.min_size, k.max_pvalue), n - CONTEXT))
         for c in self.final_cands:
             for i in (c - 1, c):
                 if i not in self.named:
@@ -797,6 +833,7 @@ class SeriesState:
             "named": sorted(self.named.items()), "ends": self.tail_ends,
             "memo": len(keys), "shas": len(shas),
             "steps": [[s.index, *(x.hex() for x in (s.before, s.after, s.log_ratio, s.p_value))] for s in self.steps],
+            "absolute": None if self.absolute is None else self.absolute.to_json(),
         }, separators=(",", ":")).encode()  # fmt: skip
         return b"".join((
             struct.pack("<I", len(head)), head, self.values.astype("<f8").tobytes(),
@@ -833,6 +870,7 @@ class SeriesState:
         st.tail_ends = ends
         st.memo = {(int(a), int(b), int(c)): (float(x), float(y)) for (a, b, c), (x, y) in zip(keys, vals, strict=True)}
         st.steps = [Step(i, *(float.fromhex(x) for x in rest)) for i, *rest in head["steps"]]
+        st.absolute = None if head["absolute"] is None else AbsoluteTrack.from_json(head["absolute"])
         if len(st.tail_shas) != len(ends) or st.keep_from + len(ends) != n:
             raise ValueError("a change-point state whose parts do not agree")
         return st

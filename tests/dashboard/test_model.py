@@ -284,6 +284,29 @@ def test_a_regression_is_fixed_only_when_its_level_returns() -> None:
     assert recovery(*up, [At(after=0.9, commit_sha="below")], Direction.LOWER) == "below"
     assert recovery(1.2, 1.0, [At(after=1.19, commit_sha="back")], Direction.HIGHER) == "back"
     assert recovery(*up, [At(after=1.1, commit_sha="half")], Direction.UNKNOWN) == ""
+    # A series at or through zero: the same rule on the difference (0 -> 4, back to 1 fixes it, to 2 does not).
+    assert recovery(0.0, 4.0, [At(after=2.0, commit_sha="half"), At(after=1.0, commit_sha="back")],
+                    Direction.LOWER) == "back"
+    assert recovery(3.0, 0.0, [At(after=2.0, commit_sha="back")], Direction.HIGHER) == ""
+    assert recovery(3.0, 0.0, [At(after=2.5, commit_sha="back")], Direction.HIGHER) == "back"
+
+
+def test_a_counter_that_starts_at_zero_shows_its_regression() -> None:
+    """A warning count at 0 that goes to 5 (no ratio) is a change-point regression on the dashboard,
+    open until the count returns; a series that never leaves zero or below shows none."""
+    from ci.records import Machine
+
+    counter = Benchmark("bench_io.Counts.track_warnings", (), unit="unit")
+    offset = Benchmark("bench_io.Drift.track_offset", (), unit="unit")
+    shas = [f"{i:040x}" for i in range(30)]
+    results = [Result(counter, sha, "m", (0.0 if i < 12 else 5.0,)) for i, sha in enumerate(shas)]
+    results += [Result(offset, sha, "m", (-1.0 - 0.01 * (i % 2),)) for i, sha in enumerate(shas)]
+    store = MemoryStore(machine_list=[Machine("m")], benchmark_list=[counter, offset], result_list=results,
+                        commit_list=[Commit(sha) for sha in shas])
+    snap = load_snapshot(store)
+    (reg,) = [r for r in snap.regressions if r.source == "change point"]
+    assert reg.benchmark == counter and reg.sha == shas[12] and reg.is_open
+    assert (reg.base_value, reg.head_value) == (0.0, 5.0) and math.isnan(reg.ratio)
 
 
 def test_a_suspicion_on_a_series_that_stopped_reporting_expires() -> None:

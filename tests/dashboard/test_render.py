@@ -447,16 +447,17 @@ def test_a_series_of_unknown_direction_is_listed_but_never_coloured(tmp_path: Pa
     assert "unknown is better" not in series["undeclared"] and "direction not declared" in series["undeclared"]
 
 
-def test_runs_at_or_below_zero_are_said_not_analysed(tmp_path: Path) -> None:
-    """A count that goes 0 -> 5 (warnings) and one that is zero throughout: the detector reads ratios,
-    so their zero runs carry no level; the page says how many runs were not analysed instead of showing
-    the series as quiet. A positive series says nothing of the kind."""
+def test_runs_at_or_below_zero_are_judged_by_difference(tmp_path: Path) -> None:
+    """A count that goes 0 -> 5 (warnings), one that is zero throughout, and a timing with three
+    stray zeros: the detector reads ratios, so zero runs carry no level; from 5 of them on a series'
+    steps are judged by difference (the warnings' step is a regression on the page), and fewer are
+    left out as failed runs. The page says which. A positive series says nothing of the kind."""
     store = synthetic_store(n_commits=30, n_series=1)
-    for name, low in (("warnings", 0.0), ("errors", 0.0)):
+    for name in ("warnings", "errors", "stray"):
         bench = Benchmark(f"bench_io.Lint.track_{name}", unit="count", direction=Direction.LOWER, kind=Kind.OTHER)
         store.benchmark_list.append(bench)
         for i, c in enumerate(store.commit_list):
-            level = low if i < 20 or name == "errors" else 5.0
+            level = {"warnings": 0.0 if i < 20 else 5.0, "errors": 0.0, "stray": 0.0 if i in (3, 9, 15) else 2.0}[name]
             store.result_list.append(Result(bench, c.sha, "runner-0", (level,)))
     order = {c.sha: i for i, c in enumerate(store.commit_list)}
     store.result_list.sort(key=lambda r: order[r.commit_sha])
@@ -466,10 +467,14 @@ def test_runs_at_or_below_zero_are_said_not_analysed(tmp_path: Path) -> None:
         page = (tmp_path / "series" / f"{series_slug(key, 'runner-0')}.html").read_text(encoding="utf-8")
         return page[page.index('<p class="meta">'):page.index("</p>", page.index('<p class="meta">'))]
 
-    assert "<b>20 of 30 runs at or below zero: not analysed</b>" in meta("bench_io.Lint.track_warnings")
-    assert "<b>every run at or below zero: not analysed</b>" in meta("bench_io.Lint.track_errors")
+    assert "<b>20 of 30 runs at or below zero: change points by difference</b>" in meta("bench_io.Lint.track_warnings")
+    assert "<b>every run at or below zero: change points by difference</b>" in meta("bench_io.Lint.track_errors")
+    assert "<b>3 of 30 runs at or below zero: not analysed</b>" in meta("bench_io.Lint.track_stray")
     positive = next(b.key for b in store.benchmark_list if not b.name.startswith("bench_io.Lint"))
-    assert "not analysed" not in meta(positive)
+    assert "at or below zero" not in meta(positive)
+    regressions = (tmp_path / "regressions.html").read_text(encoding="utf-8")
+    row = regressions[regressions.index("bench_io.Lint.track_warnings"):][:3000]
+    assert store.commit_list[20].sha[:10] in row and "0 → 5" in row
 
 
 def test_the_site_is_the_projects_and_shows_only_the_pages_its_data_fill(tmp_path: Path) -> None:

@@ -32,3 +32,10 @@ def test_the_command_prints_one_row_per_kind_and_refuses_bad_options(capsys) -> 
     assert "| Gaussian 2% |" in out and "| 5% outliers at +30% |" in out and "Student" not in out
     with pytest.raises(SystemExit):
         null_series.main(["--series", "0"])
+
+
+def test_series_at_zero_are_measured_by_difference() -> None:
+    """A counter at 0: no false step from either detector, and both find a count going up by 5."""
+    got = null_series.measure_zero("counter at 0", series=3, seed=1)
+    assert got["service_false"] == 0 and got["asv_false"] == 0
+    assert got["service_found"] == 3 and got["asv_found"] == 3

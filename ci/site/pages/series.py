@@ -17,6 +17,7 @@ from ci.site.model import Series
 from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, pct
 from ci.site.pages.site import Site
 from ci.site.writer import constant
+from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
 # made a page ~470 KB and the site 375 MB at 1,000 commits x 500 series (2026-11-29).
@@ -87,9 +88,11 @@ class SeriesPages(Site):
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
             "threshold": pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
             "n_runs": n, "n_shown": n - first,
-            # The detector and the thresholds read ratios: a run at or below zero has none, and is left
-            # out of them as a failed run is; the page says so rather than show such a series as quiet.
-            "not_analysed": int(np.count_nonzero(s.values <= 0)),
+            # The detector and the thresholds read ratios: a run at or below zero has none. From RUN
+            # such runs on, the series' steps are judged by difference (`ci.verdicts.absolute`); fewer
+            # are left out as failed runs are. The page says which rather than show the series as quiet.
+            "not_analysed": (below := int(np.count_nonzero(s.values <= 0))),
+            "by_difference": below >= ABSOLUTE_RUN,
         }
         # The rows' digests name their text: the page's inputs without hashing 100 rows of markup.
         self.emit(rel, "series.html", ctx, inputs=digests, late=lambda: {"rows": Markup("".join(rows))},

@@ -132,7 +132,7 @@ class Site:
             "subject": c.subject if c else "", "when": fmt.fmt_time(c.time) if c else "",
             "outcome": reg.outcome.value, "source": reg.source,
             # a failed gate or a crash has no A/B ratio (a gate's is worst/limit)
-            "change": "—" if reg.outcome == Outcome.FAILED else fmt.fmt_change(reg.ratio),
+            "change": "—" if reg.outcome == Outcome.FAILED else fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value),
             "base": fmt.fmt_value(reg.base_value, unit), "head": fmt.fmt_value(reg.head_value, unit),
             "base_href": self.commit_href(reg.base_sha, depth) if reg.base_sha in self.commit_by_sha else "",
             "p": fmt.fmt_number(reg.p_value, 2), "reason": reg.reason,
@@ -161,7 +161,8 @@ class Site:
     def group_row(self, g: AlertGroup) -> dict[str, Any]:
         """A crowd of series stepping at one commit: one alert (overview)."""
         c = self.commit_by_sha.get(g.commit_sha)
-        movers = [{"name": cp.benchmark.name, "params": cp.benchmark.params_label, "change": fmt.fmt_change(cp.ratio),
+        movers = [{"name": cp.benchmark.name, "params": cp.benchmark.params_label,
+                   "change": fmt.fmt_step(cp.ratio, cp.before, cp.after),
                    "outcome": cp.outcome.value, "href": self.series_href(cp.benchmark.key, cp.machine, 0)}
                   for cp in g.members[:3]]
         return {"headline": g.headline().split(":", 1)[0], "environment": "; ".join(g.environment),
@@ -187,13 +188,15 @@ class Site:
         for reg in self.regs_by_series.get((s.benchmark.key, s.machine), []):
             if reg.ack is not None:
                 out.append(Mark(reg.sha, "ack", f"acknowledged {reg.outcome.value} at {reg.sha[:8]} "
-                                                f"({fmt.fmt_change(reg.ratio)}) by {reg.ack.who}: {reg.ack.why}"))
+                                                f"({fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)}) by "
+                                                f"{reg.ack.who}: {reg.ack.why}"))
             elif reg.fixed_by:
-                label = f"{reg.outcome.value} at {reg.sha[:8]} ({fmt.fmt_change(reg.ratio)})"
+                step = fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)
+                label = f"{reg.outcome.value} at {reg.sha[:8]} ({step})"
                 out.append(Mark(reg.sha, "fixed", f"{label}, level restored at {reg.fixed_by[:8]}"))
             else:
-                out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} "
-                                                f"({fmt.fmt_change(reg.ratio)}): {reg.reason}"))
+                step = fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)
+                out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} ({step}): {reg.reason}"))
         for x in s.suspects:
             kind = {SuspectState.SUSPECTED: "suspect", SuspectState.WITHDRAWN: "withdrawn",
                     SuspectState.EXPIRED: "withdrawn"}.get(x.state, "confirmed")
