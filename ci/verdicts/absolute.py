@@ -135,10 +135,14 @@ class AbsoluteTrack:
 
     @classmethod
     def from_json(cls, data: dict) -> AbsoluteTrack:
-        return cls(int(data["first_index"]), int(data["start"]), int(data["count"]), int(data["checked"]),
-                   int(data["nonpositive"]), [(str(s), float.fromhex(v)) for s, v in data["tail"]],
-                   [AbsoluteStep(int(i), str(s), str(p), float.fromhex(b), float.fromhex(a))
-                    for i, s, p, b, a in data["steps"]])
+        """A track from `to_json`; ValueError (or KeyError) on anything else, as a state's bytes."""
+        try:
+            return cls(int(data["first_index"]), int(data["start"]), int(data["count"]), int(data["checked"]),
+                       int(data["nonpositive"]), [(str(s), float.fromhex(v)) for s, v in data["tail"]],
+                       [AbsoluteStep(int(i), str(s), str(p), float.fromhex(b), float.fromhex(a))
+                        for i, s, p, b, a in data["steps"]])
+        except (TypeError, IndexError, AttributeError) as exc:
+            raise ValueError(f"a steps-by-difference track that is not one: {exc}") from exc
 
 
 __all__ = ["CONTEXT", "P_VALUE", "RUN", "AbsoluteStep", "AbsoluteTrack", "separated_steps"]

@@ -105,3 +105,14 @@ def test_a_store_gives_the_counters_steps_commit_by_commit(tmp_path) -> None:
             assert detect_all(store, settings=settings) == detect_all(store.results(), settings=settings)
         got = [(cp.commit_sha, cp.outcome) for cp in detect_all(store, settings=settings)]
     assert got == [("c0014", Outcome.REGRESSED), ("c0022", Outcome.IMPROVED)]
+
+
+@pytest.mark.parametrize("bad", [[], {"count": 1}, {"first_index": 0, "start": 0, "count": 1, "checked": 0,
+                                                     "nonpositive": 0, "tail": [["a"]], "steps": []}, "x"])
+def test_a_corrupt_stored_track_is_a_value_error_the_store_recomputes(bad) -> None:
+    """A state's track that is not one raises what `SeriesState.from_bytes` promises (ValueError or
+    KeyError), which a store's reader answers by recomputing the state, never a crash."""
+    from ci.verdicts.absolute import AbsoluteTrack
+
+    with pytest.raises((ValueError, KeyError)):
+        AbsoluteTrack.from_json(bad)
