@@ -118,6 +118,21 @@ def test_unknown_direction_series_are_counted_apart(asv_dir) -> None:
     assert report["pairs"]["injected"] == 0  # nothing of known direction to inject into
 
 
+def test_series_at_or_through_zero_are_left_out_and_said_so(asv_dir) -> None:
+    """A warning count at 0 that goes to 3 has no ratio: a relative step injected into it means
+    nothing, so it is left out of the trials under its own name, not as a short series."""
+    rng = np.random.default_rng(6)
+    benches = BENCHES[1:] + [{"name": "bench_w.W.track_warnings", "type": "track", "unit": "count", "params": [],
+                              "param_names": [], "version": "v1"}]
+    def samples(bench: str, j: int, c: int) -> list[float]:
+        return [0.0 if c < 20 else 3.0] if "warnings" in bench else _noisy(rng, 500.0)
+
+    results = asv_dir([sha_for(i) for i in range(COMMITS)], name="zero", benchmarks=benches, samples=samples)
+    report = _evaluate(results, steps=[0.2], pairs=3)
+    assert report["skipped"]["at or through zero"] == 1 and report["skipped"]["short"] == 0
+    assert report["series_judged"] == 1
+
+
 def test_replay_is_the_service_answer_prefix_by_prefix() -> None:
     """The tool's per-commit samples, extended one commit at a time, give `change_points` of each
     prefix: the delays measure what `ci run` would have reported after each commit."""

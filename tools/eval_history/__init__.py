@@ -17,7 +17,9 @@ Definitions (what the printed numbers mean):
 - Series: one benchmark point on one machine key (asv machine x environment x host,
   `ci.records.Machine`), correctness series left out, its current benchmark version only (as
   `detect_all` reads it); its commits are those with a positive level (`commit_levels`), oldest
-  first. Series with fewer than `--min-commits` commits are skipped. A series of unknown direction
+  first. Series with fewer than `--min-commits` commits are skipped, and so are series with 5 or more
+  levels at or below zero (counts at 0, signed deltas: judged by difference, `ci.verdicts.absolute`,
+  where a relative step means nothing; `tools.null_series` measures them). A series of unknown direction
   (neither declared nor implied by its unit) is never judged by the service (its steps are
   INCONCLUSIVE); its trials are counted apart.
 - Trial: one series and one step size s, on a copy (`--trials N`: N per series and size, each at

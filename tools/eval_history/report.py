@@ -401,7 +401,9 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"- Data: {report['ingest']}")
     lines.append(f"- Series: {report['series_judged']} of known direction ({j['commits']} commits with a level), "
                  f"{report['series_unknown_direction']} of unknown direction ({u['commits']}), on "
-                 f"{report['machines']} machine(s); left out: {sk['correctness']} correctness, {sk['short']} with "
+                 f"{report['machines']} machine(s); left out: {sk['correctness']} correctness, "
+                 f"{sk.get('at or through zero', 0)} at or through zero (5+ levels at or below zero: judged by "
+                 f"difference, where a relative step means nothing), {sk['short']} with "
                  f"fewer than {sets['min_commits']} commits, {sk['sampled out']} sampled out (--max-series "
                  f"{sets['max_series'] or 'off'}); asv points not found: {sk['asv points missing']}.")
     for label, r, what in (("known", hs, trials), ("unknown", hu, utrials)):

@@ -4,6 +4,7 @@ series as the service reads them, and the copies the trials run on (injected ste
 from __future__ import annotations
 
 import math
+import statistics
 import types
 import zlib
 from collections import defaultdict
@@ -22,6 +23,7 @@ from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Direction, Kind, Result, current_version
 from ci.store import Store
 from ci.verdicts import commit_levels
+from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 
 DEFAULT_STEPS = "+5,+10,+20,-10"
 HEADLINE_STEP = 0.10
@@ -208,7 +210,7 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
     """Every evaluated series of the store (see the package docstring), and what was left out."""
     position = {c.sha: i for i, c in enumerate(store.commits())}
     series: list[Series] = []
-    skipped = {"correctness": 0, "short": 0, "sampled out": 0, "asv points missing": 0}
+    skipped = {"correctness": 0, "at or through zero": 0, "short": 0, "sampled out": 0, "asv points missing": 0}
     for machine in sorted(m.name for m in store.machines()):
         groups: dict[str, list[Result]] = {}
         for r in store.results(machine=machine):
@@ -220,6 +222,11 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
                 skipped["correctness"] += 1
                 continue
             results = current_version(groups[key])
+            if _at_or_below_zero(results) >= ABSOLUTE_RUN:
+                # Judged by difference (`ci.verdicts.absolute`): a relative step injected means nothing
+                # there; `tools.null_series` measures that detector on its second table.
+                skipped["at or through zero"] += 1
+                continue
             s = make_series(bench, machine, results, asv, threshold_of(asv_entry_name(bench)), position,
                             floor_of(bench.key) if floor_of is not None else 0.0)
             if s.n < min_commits:
@@ -234,6 +241,14 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
             mine = [mine[i] for i in keep]
         series += mine
     return series, skipped
+
+
+def _at_or_below_zero(results: Sequence[Result]) -> int:
+    """How many commits of a series have a level (median of their finite samples) at or below zero."""
+    by_commit: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        by_commit[r.commit_sha].extend(x for x in r.samples if math.isfinite(x))
+    return sum(1 for xs in by_commit.values() if xs and statistics.median(xs) <= 0)
 
 
 JOB_NEIGHBOURS = 10  # commits each side of a job whose median level a series' deviation is read against
