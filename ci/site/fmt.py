@@ -31,7 +31,7 @@ def fmt_change(ratio: float) -> str:
 def fmt_step(ratio: float, before: float, after: float) -> str:
     """A step's change: its ratio as `fmt_change`, or where it has none (a series at or through zero,
     judged by difference) its two levels ("0 → 5")."""
-    if math.isfinite(ratio) or not (math.isfinite(before) and math.isfinite(after)):
+    if math.isfinite(ratio) or not (math.isfinite(before) and math.isfinite(after)) or min(before, after) > 0:
         return fmt_change(ratio)
     return f"{fmt_number(before)} → {fmt_number(after)}"
 
