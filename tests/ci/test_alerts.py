@@ -96,3 +96,20 @@ def test_record_alerts_takes_only_alerts(stepped):
         bench = store.benchmarks()[0]
         one = Alert(AlertKind.GATE, bench, MACHINE, sha_for(1), reason="x")
         assert len(store.record_alerts([one, one])) == 1, "the same alert twice is one"
+
+
+def test_a_counter_going_up_from_zero_is_an_alert_that_names_its_two_values(tmp_path):
+    """A count at 0 that goes to 4 (declared lower-is-better) has no ratio: its history alert says
+    "0 -> 4", never "xnan". Undeclared, a track count's direction is unknown: reported, not an alert."""
+    bench = {"name": "bench_io.Counts.track_warnings", "type": "track", "unit": "count", "params": [],
+             "param_names": [], "version": "v1", "direction": "lower"}
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(20)], benchmarks=[bench],
+                  samples=lambda name, j, c: [0.0 if c < 12 else 4.0] * 3)
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        assert ingest_results_dir(store, root).ok
+        (alert,) = history_alerts(store, MACHINE)
+    assert alert.commit_sha == sha_for(12) and alert.previous_sha == sha_for(11) and math.isnan(alert.ratio)
+    line = alert_line(alert)
+    assert line.startswith(f"regression at {sha_for(12)[:8]}: bench_io.Counts.track_warnings 0 -> 4 (by difference")
+    assert "nan" not in line
