@@ -58,6 +58,7 @@ from ci.records.series import (
     current_versions,
     declared_semantics,
     is_worse,
+    is_worse_step,
 )
 
 __all__ = [
@@ -104,6 +105,7 @@ __all__ = [
     "current_versions",
     "declared_semantics",
     "is_worse",
+    "is_worse_step",
     "machine_labels",
     "run_chain",
     "SHIFT_KEY",

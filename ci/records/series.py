@@ -248,3 +248,13 @@ def is_worse(direction: Direction, ratio: float, threshold: float | None = None)
     if direction == Direction.HIGHER:
         return ratio < 1.0
     return None
+
+
+def is_worse_step(direction: Direction, before: float, after: float) -> bool | None:
+    """`is_worse` for a change from level `before` to `after` where a ratio may not exist (a series
+    at or through zero, judged by difference): True, False, or None when the direction is unknown."""
+    if direction == Direction.LOWER:
+        return after > before
+    if direction == Direction.HIGHER:
+        return after < before
+    return None

@@ -28,6 +28,7 @@ from ci.records import (
     Result,
     Verdict,
     is_worse,
+    is_worse_step,
 )
 from ci.verdicts.noise import MAD_TO_SIGMA, SeriesNoise
 from ci.verdicts.settings import VerdictSettings
@@ -230,9 +231,9 @@ def _by_difference(bench: Benchmark, b: np.ndarray, h: np.ndarray, settings: Ver
     def judged(moved: bool, words: str) -> tuple[Outcome, str]:
         if not moved:
             return Outcome.UNCHANGED, f"{change}: {words}; {scale}"
-        if bench.direction == Direction.UNKNOWN:
+        worse = is_worse_step(bench.direction, bm, hm)
+        if worse is None:
             return Outcome.INCONCLUSIVE, f"{UNKNOWN_DIRECTION}; {change}: {words}; {scale}"
-        worse = (diff > 0) == (bench.direction == Direction.LOWER)
         return (Outcome.REGRESSED if worse else Outcome.IMPROVED), f"{change}: {words}; {scale}"
 
     if _constant_sides(b, h):
@@ -246,8 +247,7 @@ def _by_difference(bench: Benchmark, b: np.ndarray, h: np.ndarray, settings: Ver
         if not p < settings.alpha:
             return Outcome.INCONCLUSIVE, f"{change}: past the allowance but not significant: {stat}; {scale}"
         if cross_job:
-            worse = bench.direction != Direction.UNKNOWN and (diff > 0) == (bench.direction == Direction.LOWER)
-            lead = UNCONFIRMED_SLOWDOWN if worse else "unconfirmed change"
+            lead = UNCONFIRMED_SLOWDOWN if is_worse_step(bench.direction, bm, hm) else "unconfirmed change"
             return (Outcome.INCONCLUSIVE, f"{lead}: {change} past the allowance and significant, but measured in "
                     f"different jobs, and the history's between-job allowance is relative: {stat}; measure both in "
                     f"one job; {scale}")

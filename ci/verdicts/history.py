@@ -53,7 +53,6 @@ import numpy as np
 
 from ci.records import (
     Benchmark,
-    Direction,
     HistoryStore,
     Kind,
     MachineHistory,
@@ -64,6 +63,7 @@ from ci.records import (
     current_version,
     current_versions,
     is_worse,
+    is_worse_step,
     run_chain,
 )
 from ci.verdicts.absolute import P_VALUE as ABSOLUTE_P
@@ -341,8 +341,7 @@ def _absolute_change_points(track: AbsoluteTrack, bench: Benchmark, machine: str
     are relative)."""
     out = []
     for step in track.steps:
-        diff = step.after - step.before
-        worse = None if bench.direction == Direction.UNKNOWN else (diff > 0) == (bench.direction == Direction.LOWER)
+        worse = is_worse_step(bench.direction, step.before, step.after)
         ratio = step.after / step.before if step.before > 0 and step.after > 0 else math.nan
         out.append(ChangePoint(
             bench, step.sha, step.before, step.after, ratio,

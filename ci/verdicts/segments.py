@@ -553,13 +553,12 @@ class SeriesState:
             NeedFullHistory: they start now and a context commit's sha is no longer kept (the state
                 keeps the last CONTEXT commits' shas, so only a state stored by another version).
         """
+        if self.absolute is None and not np.any(has & (meds <= 0)):
+            return  # a positive series (every one until its first level at or below zero): nothing to do
         shas = [sha for sha, h in zip(shas, has.tolist(), strict=True) if h]
         levels = meds[has]
         if self.absolute is None:
-            at = np.flatnonzero(levels <= 0)
-            if not at.size:
-                return
-            q = int(at[0])
+            q = int(np.flatnonzero(levels <= 0)[0])
             old = min(self.n, max(0, CONTEXT - q))
             try:
                 context = [self.sha(i) for i in range(self.n - old, self.n)] + shas[:q]
