@@ -21,7 +21,9 @@ value a commit (seeded by kind and series number, so every run and every tree re
 A second table does the same for series at or through zero (`ZERO_KINDS`: counters and signed
 values, which the service judges by difference, `ci.verdicts.absolute`), with a step added rather
 than multiplied (`ZERO_STEP`: 4 sigmas of the noise, or 5 on a counter) and asv's false steps as every
-boundary of its fit (no relative threshold applies at zero).
+boundary of its fit (no relative threshold applies at zero); its suspicions (`find_suspects`, by
+difference there) on the series without a step, and on the stepped series cut two commits after the
+step, whether one is open at the step (the steps by difference need 5 commits: the blind zone they cover).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from asv import step_detect
 
 from ci.records import Benchmark, Outcome, Result
 from ci.verdicts.history import change_points
-from ci.verdicts.suspects import judge_levels
+from ci.verdicts.suspects import SuspectState, find_suspects, judge_levels
 from tools.eval_history.series import NEAR
 from tools.eval_history.trials import asv_boundary_near
 
@@ -124,16 +126,24 @@ def measure(kind: str, *, series: int, seed: int, threshold: float, step: float)
 
 
 def measure_zero(kind: str, *, series: int, seed: int) -> dict[str, float]:
-    """`measure` for a series at or through zero: false steps, and an added step found."""
+    """`measure` for a series at or through zero: false steps and suspicions, an added step found, and
+    whether a suspicion flags it once two commits hold it (`early`: the steps by difference need 5)."""
     step = ZERO_STEP.get(kind, 4.0)
-    out = dict.fromkeys(("commits", "service_false", "asv_false", "service_found", "asv_found"), 0.0)
+    out = dict.fromkeys(("commits", "service_false", "asv_false", "suspicions", "service_found", "asv_found",
+                         "early"), 0.0)
     for n, values, k in _draws(kind, ZERO_KINDS[kind], series, seed):
         out["commits"] += n
-        out["service_false"] += len(change_points(_results(values)))
+        results = _results(values)
+        found = change_points(results)
+        out["service_false"] += len(found)
+        out["suspicions"] += len(find_suspects(results, found=found))
         out["asv_false"] += max(0, len(_asv_fit(values)) - 1)
-        service, asv = _found(values + np.where(np.arange(n) >= k, step, 0.0), k)
+        raised = values + np.where(np.arange(n) >= k, step, 0.0)
+        service, asv = _found(raised, k)
         out["service_found"] += service
         out["asv_found"] += asv
+        out["early"] += any(abs(x.index - k) <= NEAR and x.state == SuspectState.SUSPECTED
+                            for x in find_suspects(_results(raised[:k + 2])))
     return out
 
 
@@ -161,13 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.kinds:
         print("\nAt or through zero (judged by difference), a step added: 4 sigmas of the noise, 5 on a counter.\n")
         print("| values (no step) | false steps per 1,000 commit-series: service | asv (every boundary of its fit) "
-              "| step found: service | asv |")
-        print("|---|---|---|---|---|")
+              "| suspicions per 1,000 | step found: service | asv | suspected two commits in |")
+        print("|---|---|---|---|---|---|---|")
         for kind in ZERO_KINDS:
             m = measure_zero(kind, series=args.series, seed=args.seed)
             per = 1000.0 / m["commits"]
             print(f"| {kind} | {m['service_false'] * per:.2f} | {m['asv_false'] * per:.2f} "
-                  f"| {m['service_found'] / args.series:.0%} | {m['asv_found'] / args.series:.0%} |", flush=True)
+                  f"| {m['suspicions'] * per:.2f} | {m['service_found'] / args.series:.0%} "
+                  f"| {m['asv_found'] / args.series:.0%} | {m['early'] / args.series:.0%} |", flush=True)
     print(f"\nWall time {time.perf_counter() - start:.0f} s.")
     return 0
 

@@ -26,6 +26,7 @@ from ci.verdicts import (
     ChangePoint,
     Suspect,
     SuspectTrack,
+    by_difference,
     change_points,
     commit_levels,
     exact_steps,
@@ -50,6 +51,7 @@ class SeriesInput(NamedTuple):
     stored: list[ChangePoint] | None  # change points a store kept (None: compute them)
     track: SuspectTrack | None  # the previous render's suspicion test of it (None: from scratch)
     floor: float  # the series' threshold from the project
+    difference: bool = False  # at or through zero: judged by difference (`levels` of either sign)
 
 
 class Judged(NamedTuple):
@@ -67,14 +69,17 @@ _FORK_INPUT: dict[tuple[str, str], SeriesInput] = {}
 
 
 def _judge(bench: Benchmark, machine: str, results: list[Result], shas: list[str], levels: np.ndarray,
-           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0) -> Judged:
+           cps: list[ChangePoint] | None = None, track: SuspectTrack | None = None, floor: float = 0.0,
+           difference: bool = False) -> Judged:
     """A series' change points (computed from `results` unless given), suspicions and per-commit
     noise thresholds (one more at the end: what the next commit will need), the last two only for
     the commits after `track` when it still matches (`ci.verdicts.judge_levels`); `floor` is the
-    series' threshold from the project."""
+    series' threshold from the project; `difference`: judged by difference (a series at or
+    through zero, its `levels` of either sign)."""
     if cps is None:
         cps = change_points(results, floor=floor)
-    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track, floor=floor)
+    found, thresholds, track = judge_levels(bench, machine, shas, levels, cps, track=track, floor=floor,
+                                            difference=difference)
     return Judged(cps, found, thresholds.tolist(), track)
 
 
@@ -109,13 +114,18 @@ def _judge_all(
     return {k: out for part in parts for k, out in part}
 
 
-def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray]:
-    """The series' per-commit levels as `ci.verdicts` reads them: from the runs' medians when
-    every commit has one result (no second median per result), else pooled from the raw samples."""
+def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray, bool]:
+    """The series' per-commit levels as `ci.verdicts` reads them, and whether they are judged by
+    difference (`ci.verdicts.by_difference`: then every finite level, of either sign; else the
+    positive ones): from the runs' medians when every commit has one result (no second median per
+    result), else pooled from the raw samples."""
     if raw is None or len(set(s.shas)) == len(s.shas):
-        kept = np.flatnonzero(s.values > 0)  # NaN compares False: dropped too
-        return [s.shas[i] for i in kept.tolist()], s.values[kept]
-    return commit_levels(raw)
+        shas, levels = s.shas, s.values
+    else:
+        shas, levels = commit_levels(raw, signed=True)
+    difference = by_difference(levels)
+    kept = np.flatnonzero(np.isfinite(levels) if difference else levels > 0)  # NaN compares False: dropped too
+    return [shas[i] for i in kept.tolist()], levels[kept], difference
 
 
 def track_name(benchmark_key: str, machine: str) -> str:
@@ -144,11 +154,12 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
             s.changes.extend(ChangeMark(s.shas[i], after / before if before else math.nan, Outcome.CHANGED)
                              for i, before, after in exact_steps(s.shas, s.values.tolist()))
             continue
-        shas, levels = _levels(s, raw.get(key))
+        shas, levels, difference = _levels(s, raw.get(key))
+        s.by_difference = difference
         if levels.size or bool(np.any(s.values <= 0)):  # at or through zero: steps by difference only
             inputs[key] = SeriesInput(s.benchmark, s.machine, raw.get(key, []), shas, levels,
                                       None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
-                                      floor_for(s.benchmark.key) if floor_for is not None else 0.0)
+                                      floor_for(s.benchmark.key) if floor_for is not None else 0.0, difference)
     found = _judge_all(inputs)
     order, envs = runs if runs is not None else ({}, {})
     every = [cp for judged in found.values() for cp in judged.change_points]

@@ -90,7 +90,9 @@ class Series:
 
     `thresholds` maps a commit sha to the relative change its series' recent noise allowed there
     (`ci.verdicts.noise_thresholds`: the change-point detector's size guard on the window before
-    it); `threshold` is what the next commit will need. A change is coloured only past them.
+    it); `threshold` is what the next commit will need. A change is coloured only past them. A
+    series at or through zero (`by_difference`, `ci.verdicts.by_difference`) has no ratio: its
+    thresholds are differences in its unit, and its changes are judged by difference.
     """
 
     benchmark: Benchmark
@@ -105,6 +107,7 @@ class Series:
     suspects: list[Suspect] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
     threshold: float = math.nan
+    by_difference: bool = False
 
     @property
     def points(self) -> list[Point]:
@@ -123,7 +126,7 @@ class Series:
     def __repr__(self) -> str:  # the runs as records: a snapshot's repr compares what a page shows
         return (f"Series(benchmark={self.benchmark!r}, machine={self.machine!r}, points={self.points!r}, "
                 f"changes={self.changes!r}, suspects={self.suspects!r}, thresholds={self.thresholds!r}, "
-                f"threshold={self.threshold!r})")
+                f"threshold={self.threshold!r}, by_difference={self.by_difference!r})")
 
     def set_runs(self, at: np.ndarray, shas: list[str], values: np.ndarray, lows: np.ndarray, highs: np.ndarray,
                  ns: np.ndarray) -> None:

@@ -9,7 +9,9 @@ of their medians is more than `SPREAD_K` robust sigmas of the noise around them:
 differences of the `HISTORY` commits before them and of the windows themselves, or the spread of the
 levels before b where that is wider (any difference for a counter, whose levels repeat); 3 sigmas, as
 the history detector's own size guard. A boundary within `RUN` commits after a step is part of that
-step (a ramp reads as steps `RUN` apart, not one at every commit). Complete separation of RUN
+step (a ramp reads as steps `RUN` apart, not one at every commit), and the step moves to it where the
+means of its `RUN` levels each side move further the same way (the commit before a noisy step can
+sit above every one before it: complete separation one commit early). Complete separation of RUN
 against RUN values has probability 1 / C(2 RUN, RUN) one-sided without a step (1/252 at RUN 5),
 which is the p-value reported.
 
@@ -54,12 +56,18 @@ class AbsoluteStep:
     after: float
 
 
-def separated_steps(levels: np.ndarray, first: int, last_step: int | None = None) -> list[tuple[int, float, float]]:
-    """(b, median before, median after) for each boundary b >= `first` of `levels` where the RUN
+def separated_steps(levels: np.ndarray, first: int, last_step: int | None = None
+                    ) -> list[tuple[int, float, float, bool]]:
+    """(b, median before, median after, moves) for each boundary b >= `first` of `levels` where the RUN
     levels before b and the RUN from b on are completely separated and their medians differ by more
-    than SPREAD_K robust sigmas of the commit-to-commit noise around them (module docstring); a
-    boundary within RUN commits after the previous step (`last_step`, in `levels`' indices) is
-    part of it. Boundaries need RUN levels each side."""
+    than SPREAD_K robust sigmas of the commit-to-commit noise around them (module docstring). A
+    boundary within RUN commits after the previous step (`last_step`, in `levels`' indices) is part of
+    that step, and where it moves the same way by more (the difference of the RUN levels' means each
+    side), the step is there instead: the first boundary that separates can be a commit early, where
+    the commit before the step happens to sit above every one of the RUN before it (a signed series
+    with Gaussian noise: about one step in six). `moves` is True where the boundary takes the place
+    of `last_step` itself (a step of an earlier call); one found here replaces its own entry.
+    Boundaries need RUN levels each side."""
     n = levels.size
     lo = max(first, RUN)
     if n < 2 * RUN or lo > n - RUN:
@@ -72,6 +80,7 @@ def separated_steps(levels: np.ndarray, first: int, last_step: int | None = None
         return []
     at = b[cand]
     mx, my = np.median(before[cand], axis=1), np.median(after[cand], axis=1)
+    shift = after[cand].mean(axis=1) - before[cand].mean(axis=1)
     # The noise: the commit-to-commit differences of levels[b - RUN - HISTORY : b + RUN], or where
     # larger the spread of the levels before the boundary, levels[b - RUN - HISTORY : b] (an
     # autocorrelated series wanders further than its differences show: AR(1) 0.7 false steps 25 -> 4
@@ -84,12 +93,24 @@ def separated_steps(levels: np.ndarray, first: int, last_step: int | None = None
     hist = np.lib.stride_tricks.sliding_window_view(lv, HISTORY + RUN)[at - RUN]
     spread = MAD_TO_SIGMA * np.nanmedian(np.abs(hist - np.nanmedian(hist, axis=1)[:, None]), axis=1)
     sigma = np.maximum(sigma, spread)
-    out = []
+    last_shift = math.nan
+    if last_step is not None and RUN <= last_step <= n - RUN:
+        last_shift = float(levels[last_step:last_step + RUN].mean() - levels[last_step - RUN:last_step].mean())
+    out: list[tuple[int, float, float, bool]] = []
     for i in np.flatnonzero(np.abs(my - mx) > SPREAD_K * sigma).tolist():
-        if last_step is not None and at[i] - last_step < RUN:
-            continue
-        last_step = int(at[i])
-        out.append((last_step, float(mx[i]), float(my[i])))
+        here, moved = int(at[i]), float(shift[i])
+        if last_step is not None and here - last_step < RUN:
+            if not (moved * last_shift > 0 and abs(moved) > abs(last_shift)):
+                continue
+            # The same step, better placed (NaN: the earlier step's levels are gone, it stays): the
+            # entry found here, or the caller's step (moves: the caller drops it once).
+            if out:
+                out[-1] = (here, float(mx[i]), float(my[i]), out[-1][3])
+            else:
+                out.append((here, float(mx[i]), float(my[i]), True))
+        else:
+            out.append((here, float(mx[i]), float(my[i]), False))
+        last_step, last_shift = here, moved
     return out
 
 
@@ -121,7 +142,9 @@ class AbsoluteTrack:
         values = np.fromiter((v for _, v in rows), dtype=np.float64, count=len(rows))
         last = self.steps[-1].index - self.first_index - base if self.steps else None
         first = max(self.checked + 1, self.start) - base
-        for b, before, after in separated_steps(values, first, last):
+        for b, before, after, moves in separated_steps(values, first, last):
+            if moves:
+                self.steps.pop()  # the last step of an earlier call, better placed here
             self.steps.append(AbsoluteStep(self.first_index + base + b, rows[b][0], rows[b - 1][0], before, after))
         self.count = base + len(rows)
         self.checked = max(self.checked, self.count - RUN)

@@ -35,6 +35,21 @@ median of its pooled samples, commits without a positive finite sample skipped, 
    `confirm_within` commits (j included) are in and the detector has not confirmed it; otherwise
    still SUSPECTED. Every state is a pure function of the history, so the same history always
    gives the same flags, and a withdrawn suspicion stays listed with the commit that withdrew it.
+
+A series at or through zero (a warning count at 0, a signed delta: `by_difference`) has no ratio.
+Its suspicions read the levels' differences instead (`judge_levels(difference=True)`): the same
+steps on the levels themselves, the threshold `noise_k` robust sigmas of the window's differences,
+or of its levels' spread where wider (as the steps by difference read the noise), in the series'
+unit and with no relative floor; a visit of the window counts where it went as far as the held
+commits, and the held commits must be as unlikely as the window's own commits that went as far
+make them. A count that stayed put is suspected at its first move that holds `hold` commits (0, 0,
+0, 0, 0, 3, 3: at the first 3), and confirmed by the history's steps by difference
+(`ci.verdicts.absolute`) once `RUN` commits hold it. On seeded series (`python -m tools.null_series`,
+2026-12-06): 0 suspicions on a counter at 0, 2.4 per 1,000 commit-series on one at 1 on 10% of its
+commits, 0.1 on Gaussian noise around 0 and 3.5 on AR(1) noise; a step of 5 on the flaky counter
+suspected two commits in 96% of the time, 4 sigmas of Gaussian noise 59%. Before this
+(2026-12-06) such a series had no suspicions at all in the blind zone of those `RUN` commits, and
+the dashboard read ratio suspicions and thresholds off its positive levels alone, across the zeros.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 
 from ci.records import Benchmark, Direction, Outcome, Result
+from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
 from ci.verdicts.segments import safe_exp
 
@@ -129,14 +145,16 @@ class Suspect:
         before: level of the recent history (median of the window).
         after: while suspected, the median of the commits measured from the suspect on; once
             confirmed or withdrawn, the suspect's own level (what was seen when it was flagged).
-        ratio: after / before.
-        threshold: the relative change the series' noise required (0.05 = 5 %).
+        ratio: after / before (NaN where either is at or below zero).
+        threshold: the relative change the series' noise required (0.05 = 5 %); by difference, the
+            difference it required, in the series' unit.
         confidence: 1 - p of a step this large from noise alone (see the module docstring), with
             the commits `after` was taken over.
         commits_since: commits measured from the suspect on, itself included.
         reason: one line a reader can act on.
         resolved_sha: the commit whose arrival confirmed or withdrew it ("" while suspected).
         index: position of the suspect among the series' commits.
+        by_difference: judged by the levels' difference (a series at or through zero), not their ratio.
     """
 
     benchmark: Benchmark
@@ -153,14 +171,17 @@ class Suspect:
     reason: str
     resolved_sha: str = ""
     index: int = -1
+    by_difference: bool = False
 
 
-def commit_levels(series: Sequence[Result]) -> tuple[list[str], np.ndarray]:
+def commit_levels(series: Sequence[Result], *, signed: bool = False) -> tuple[list[str], np.ndarray]:
     """Each commit's level: the median of its pooled finite samples, commits without a positive
     level left out (failed or skipped), as `change_points` reads a series.
 
     Args:
         series: results of one benchmark on one machine, oldest commit first.
+        signed: keep every commit with a finite level, of either sign (a series judged by
+            difference: `by_difference`).
 
     Returns:
         (shas, levels), oldest first.
@@ -172,11 +193,17 @@ def commit_levels(series: Sequence[Result]) -> tuple[list[str], np.ndarray]:
         pooled.setdefault(r.commit_sha, []).extend(s for s in r.samples if math.isfinite(s))
     shas, levels = [], []
     for sha, samples in pooled.items():
-        level = statistics.median(samples) if samples else 0.0
-        if level > 0:
+        level = statistics.median(samples) if samples else math.nan
+        if level > 0 or (signed and math.isfinite(level)):
             shas.append(sha)
             levels.append(level)
     return shas, np.asarray(levels, dtype=float)
+
+
+def by_difference(levels: np.ndarray) -> bool:
+    """Whether a series' commits' levels (any sign) are judged by difference: `RUN` of them at or below
+    zero (`ci.verdicts.absolute`), as its change points are; fewer are left out as failed runs."""
+    return int(np.count_nonzero(np.asarray(levels, dtype=float) <= 0)) >= ABSOLUTE_RUN
 
 
 def _row_medians(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -195,10 +222,14 @@ def _robust_sigma(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.where(mad > 0, 1.4826 * mad, mean_dev * math.sqrt(math.pi / 2)) / math.sqrt(2)
 
 
-def _windows(y: np.ndarray, settings: SuspectSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _windows(y: np.ndarray, settings: SuspectSettings, spread: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per position j: the window's median log level, its noise sigma and its number of differences
     (NaN and 0 where fewer than `min_history` commits come before j). Sorted sliding windows, a few
-    numpy calls per series (np.median per window cost ~10 ms a 1,000-commit series, 2026-12-01)."""
+    numpy calls per series (np.median per window cost ~10 ms a 1,000-commit series, 2026-12-01).
+    `spread`: the sigma is at least the window's levels' own robust spread (1.4826 x their MAD), as
+    the steps by difference read it (an autocorrelated series wanders further than its differences
+    show)."""
     n, w = y.size, settings.window
     level = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
@@ -214,12 +245,18 @@ def _windows(y: np.ndarray, settings: SuspectSettings) -> tuple[np.ndarray, np.n
     count = np.minimum(np.arange(lo, n), w)
     level[lo:] = _row_medians(np.sort(wins, axis=1), count)
     sigma[lo:] = _robust_sigma(dwins, count - 1)
+    if spread:
+        mad = _row_medians(np.sort(np.abs(wins - level[lo:, None]), axis=1), count)  # NaN padding sorts last
+        sigma[lo:] = np.maximum(sigma[lo:], 1.4826 * mad)
     ndiff[lo:] = count - 1
     return level, sigma, ndiff
 
 
-def _threshold(sigma: np.ndarray | float, settings: SuspectSettings, floor: float = 0.0) -> np.ndarray:
+def _threshold(sigma: np.ndarray | float, settings: SuspectSettings, floor: float = 0.0,
+               difference: bool = False) -> np.ndarray:
     h = settings.history
+    if difference:  # in the series' unit: the relative floors mean nothing there
+        return h.noise_k * np.asarray(sigma, dtype=float)
     return np.maximum(max(h.floor, floor), h.noise_k * np.asarray(sigma, dtype=float))
 
 
@@ -274,6 +311,7 @@ def suspects_from_levels(
     found: Sequence[ChangePoint],
     settings: SuspectSettings | None = None,
     floor: float = 0.0,
+    difference: bool = False,
 ) -> list[Suspect]:
     """Every suspicion in one series' history, with its state now (see the module docstring).
 
@@ -281,15 +319,17 @@ def suspects_from_levels(
         benchmark: the series.
         machine: its machine.
         shas: its commits, oldest first (those with a level).
-        levels: their levels (positive).
+        levels: their levels (positive; any finite, with `difference`).
         found: `change_points` of the same series (it confirms a suspicion).
         settings: suspicion settings; `SuspectSettings()` when None.
         floor: the series' threshold from the project (`noise_thresholds`).
+        difference: judge by difference (`judge_levels`).
 
     Returns:
         Suspects oldest first.
     """
-    return judge_levels(benchmark, machine, shas, levels, found, settings=settings, floor=floor)[0]
+    return judge_levels(benchmark, machine, shas, levels, found, settings=settings, floor=floor,
+                        difference=difference)[0]
 
 
 @dataclass
@@ -387,8 +427,10 @@ class _TrackDigest:
     """The digest a `SuspectTrack` is checked by, over the first commits and then over all of them in
     one pass (the shas and the levels each hashed as one stream)."""
 
-    def __init__(self, benchmark: Benchmark, settings: SuspectSettings, floor: float = 0.0) -> None:
-        self._head = f"{settings!r}\0{floor!r}\0{benchmark.direction.value}\0{benchmark.kind.value}".encode()
+    def __init__(self, benchmark: Benchmark, settings: SuspectSettings, floor: float = 0.0,
+                 difference: bool = False) -> None:
+        self._head = (f"{settings!r}\0{floor!r}\0{benchmark.direction.value}\0{benchmark.kind.value}"
+                      + ("\0difference" if difference else "")).encode()
         self._shas = hashlib.blake2b(digest_size=16)
         self._levels = hashlib.blake2b(digest_size=16)
         self._count = 0
@@ -413,6 +455,7 @@ def judge_levels(
     track: SuspectTrack | None = None,
     settings: SuspectSettings | None = None,
     floor: float = 0.0,
+    difference: bool = False,
 ) -> tuple[list[Suspect], np.ndarray, SuspectTrack]:
     """A series' suspicions (`suspects_from_levels`) and noise thresholds (`noise_thresholds`, one
     more for the next commit), computed only for the commits after `track` when the series still
@@ -422,25 +465,36 @@ def judge_levels(
         benchmark: the series.
         machine: its machine.
         shas: its commits, oldest first (those with a level).
-        levels: their levels (positive).
+        levels: their levels (positive; finite, of either sign, with `difference`).
         found: `change_points` of the same series now (it confirms a suspicion).
         track: the track a previous call returned for this series; None (or one that no longer
             matches the series' first commits) computes everything.
         settings: suspicion settings; `SuspectSettings()` when None.
         floor: the series' threshold from the project (`noise_thresholds`); a track kept under
             another floor is not reused.
+        difference: judge the levels' differences, not their ratios (a series at or through zero,
+            `by_difference`, the module docstring's last part): the thresholds in the series' unit
+            (0 for a count that stayed put: any move of it), no relative floor. Its suspicions are
+            confirmed by the steps by difference (`ci.verdicts.absolute`), which need `RUN` commits.
 
     Returns:
         (suspects oldest first, thresholds: one per commit and one for the next, the track to pass next time).
+
+    Raises:
+        ValueError: as many shas as levels are not given, or a level is not positive (not finite,
+            with `difference`).
     """
     settings = settings or SuspectSettings()
     levels = np.asarray(levels, dtype=float)
     n = levels.size
     if len(shas) != n:
         raise ValueError(f"{len(shas)} shas for {n} levels")
-    y = np.log(levels)
+    if not (np.isfinite(levels) if difference else levels > 0).all():
+        raise ValueError("levels must be " + ("finite" if difference else "positive (pass difference=True for a "
+                                                                          "series at or through zero)"))
+    y = levels.copy() if difference else np.log(levels)
     start, kept, flags = 0, np.zeros(0), []
-    digest = _TrackDigest(benchmark, settings, floor)
+    digest = _TrackDigest(benchmark, settings, floor, difference)
     if track is not None and 0 < track.count <= n and track.thresholds.size == track.count + 1 \
             and track.digest == digest.add(shas[:track.count], levels[:track.count]):
         # Copies: judging a flag records how far its "came back" search went in this series' commits.
@@ -452,13 +506,13 @@ def judge_levels(
     w = settings.window
     lo = max(first - w, 0)
     ext = np.append(y, y[-1] if n else 0.0)[lo:]  # the next commit's window ignores its (placeholder) level
-    level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings))
-    window_thresholds = _threshold(sigma, settings, floor)  # NaN where the window's sigma is (np.maximum keeps NaN)
+    level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings, spread=difference))
+    window_thresholds = _threshold(sigma, settings, floor, difference)  # NaN where the window's sigma is
     thresholds = np.concatenate([kept, window_thresholds[start - first:]])
     judged = benchmark.judged
     sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
     if judged and n > settings.min_history:
-        thr = np.log1p(window_thresholds[:-1])
+        thr = window_thresholds[:-1] if difference else np.log1p(window_thresholds[:-1])
         worse = sign * (y[first:] - level[:-1]) > thr  # NaN windows compare False
         prior = np.concatenate(([False], worse[:-1]))
         for i in np.flatnonzero(worse & ~prior).tolist():
@@ -468,31 +522,40 @@ def judge_levels(
             held = sign * (y[j:j + hold] - level[i])
             if not (held > thr[i]).all():
                 continue  # a commit or two out and back: the runner's noise, not a step
+            recent = sign * (y[max(j - w, 0):j] - level[i])
             if settings.seen:
-                past = sign * (y[max(j - w, 0):j] - level[i]) > thr[i]
+                # (by difference: a visit goes as far as the held commits; a count's flakes to 1 are no
+                # visit of the 5 it stepped to)
+                past = recent >= held.min() if difference else recent > thr[i]
                 visits = int(past[0]) + int(np.count_nonzero(past[1:] & ~past[:-1]))
                 if visits >= settings.seen:
                     continue  # the window went to that level and back already: a series that flips
             sure = _confidence(float(_median(held)), float(sigma[i]), hold, min(j, settings.window), int(ndiff[i]))
+            if difference:
+                # A count's levels repeat, and one Gaussian sigma does not describe them: `hold` commits
+                # in a row as far out as these are also as unlikely as the window's own commits that went
+                # as far make them (a counter at 1 on 10% of commits: 6.1 suspicions per 1,000
+                # commit-series without this, `python -m tools.null_series`, 2026-12-06).
+                sure = min(sure, 1.0 - (np.count_nonzero(recent >= held.min()) / recent.size) ** hold)
             if sure < settings.min_confidence:
                 continue
             flags.append(_Flag(j, float(level[i]), float(sigma[i]), float(thr[i]), int(ndiff[i]), sure))
     else:
         flags = []
     if not start:  # nothing kept (or a track that does not match): hash from the first commit
-        digest = _TrackDigest(benchmark, settings, floor)
+        digest = _TrackDigest(benchmark, settings, floor, difference)
     new_track = SuspectTrack(n, digest.add(shas[start:], levels[start:]), thresholds, flags)
     if not judged or n <= settings.min_history:
         return [], thresholds, new_track
     confirmed_at = {cp.commit_sha for cp in found if cp.outcome == Outcome.REGRESSED}
-    return [_judge_flag(f, benchmark, machine, shas, y, confirmed_at, sign, settings) for f in flags], thresholds, \
-        new_track
+    return [_judge_flag(f, benchmark, machine, shas, y, confirmed_at, sign, settings, difference) for f in flags], \
+        thresholds, new_track
 
 
 def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str], y: np.ndarray,
-                confirmed_at: set[str], sign: float, settings: SuspectSettings) -> Suspect:
+                confirmed_at: set[str], sign: float, settings: SuspectSettings, difference: bool = False) -> Suspect:
     """A flagged commit's suspicion as the history stands now (steps 4 and 5 of the module docstring);
-    updates `f.back` and `f.searched`."""
+    updates `f.back` and `f.searched`. `y`: the log levels, or with `difference` the levels."""
     j, n = f.index, y.size
     k = n - j
     state, reason, resolved = SuspectState.SUSPECTED, "", ""
@@ -519,7 +582,8 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
                   f"(the detector did not confirm the step)")
     else:
         waiting = max(settings.history.min_size - k, 0)
-        reason = (f"past the {math.expm1(f.thr) * 100:.1f}% that the noise of the {min(j, settings.window)} "
+        allowed = f"a difference of {f.thr:.4g}" if difference else f"{math.expm1(f.thr) * 100:.1f}%"
+        reason = (f"past the {allowed} that the noise of the {min(j, settings.window)} "
                   "commits before allows; " + (
                       f"the change-point detector can judge it after {waiting} more commit"
                       + ("s" if waiting != 1 else "") if waiting else "awaiting the change-point detector"))
@@ -530,11 +594,17 @@ def _judge_flag(f: _Flag, benchmark: Benchmark, machine: str, shas: Sequence[str
     else:
         after_log = _median(y[j:])
         confidence = _confidence(sign * (after_log - f.level), f.sigma, k, min(j, settings.window), f.ndiff)
+    if difference:
+        before, after = f.level, after_log
+        ratio = after / before if before > 0 and after > 0 else math.nan
+        threshold = f.thr
+    else:
+        before, after, ratio = safe_exp(f.level), safe_exp(after_log), safe_exp(after_log - f.level)
+        threshold = math.expm1(f.thr)
     return Suspect(
         benchmark=benchmark, machine=machine, commit_sha=shas[j], previous_sha=shas[j - 1], state=state,
-        before=safe_exp(f.level), after=safe_exp(after_log), ratio=safe_exp(after_log - f.level),
-        threshold=math.expm1(f.thr), confidence=confidence, commits_since=k, reason=reason, resolved_sha=resolved,
-        index=j,
+        before=before, after=after, ratio=ratio, threshold=threshold, confidence=confidence, commits_since=k,
+        reason=reason, resolved_sha=resolved, index=j, by_difference=difference,
     )
 
 
@@ -590,7 +660,12 @@ def find_suspects(
     settings = settings or SuspectSettings()
     if len({r.benchmark.key for r in series}) > 1 or len({r.machine for r in series}) > 1:
         raise ValueError("series mixes benchmarks or machines; pass one benchmark on one machine")
-    shas, levels = commit_levels(series)
+    shas, levels = commit_levels(series, signed=True)
+    difference = by_difference(levels)
+    if not difference:
+        keep = levels > 0
+        shas, levels = [sha for sha, k in zip(shas, keep.tolist(), strict=True) if k], levels[keep]
     if found is None:
         found = change_points(series, settings=settings.history, floor=floor)
-    return suspects_from_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings, floor)
+    return judge_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings=settings, floor=floor,
+                        difference=difference)[0]

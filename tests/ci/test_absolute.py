@@ -54,11 +54,27 @@ def test_one_stray_zero_leaves_a_timing_series_on_the_ratio_detector() -> None:
     assert change_points(stray) == change_points(plain) and len(change_points(plain)) == 1
 
 
+_EARLY = [0.3, -0.8, 0.5, -0.2, 0.1, -0.6, 0.4, -0.1, 0.2, -0.4] * 4 + [0.9, 6.0, 6.4, 5.7, 6.2, 5.9, 6.1, 5.8, 6.3]
+
+
+def test_a_step_is_placed_at_its_commit_when_the_one_before_sits_high() -> None:
+    """The commit before a step sits above the RUN before it (0.9 after 0.4 at most): the RUN levels
+    each side of it are separated too, one commit early. The step is where the RUN levels' means move
+    most, the first commit at the new level (before 2026-12-06: the commit before it, in about one
+    noisy step of six)."""
+    (cp,) = change_points(_results(_EARLY))
+    assert (cp.commit_sha, cp.previous_sha) == ("c0041", "c0040") and cp.outcome == Outcome.REGRESSED
+    # Found as soon as RUN commits hold the early boundary, then moved once the step's own is judged.
+    assert [c.commit_sha for c in change_points(_results(_EARLY[:45]))] == ["c0040"]
+    assert [c.commit_sha for c in change_points(_results(_EARLY[:46]))] == ["c0041"]
+
+
 @pytest.mark.parametrize("levels", [
+    _EARLY,
     [0] * 20 + [5] * 10 + [0] * 8 + [2] * 30,
     [4.0] * 70 + [0, 0, 1, 0, 0, 0] * 10 + [6.0] * 12,  # a long positive history, then zeros
     list(np.random.default_rng(3).normal(0, 1, 150)) + list(np.random.default_rng(4).normal(8, 1, 40)),
-], ids=["counter", "positive-then-zeros", "noise-through-zero"])
+], ids=["early", "counter", "positive-then-zeros", "noise-through-zero"])
 def test_commit_by_commit_equals_at_once_and_survives_storage(levels) -> None:
     """A state extended commit by commit, stored and read back after every commit, holds the same
     bytes and change points as one extended at once."""

@@ -214,9 +214,9 @@ def test_a_track_extended_commit_by_commit_gives_the_answer_from_scratch(bench: 
     windowed: list[int] = []
     real_windows = suspects._windows
 
-    def windows(y: np.ndarray, settings: SuspectSettings) -> object:
+    def windows(y: np.ndarray, settings: SuspectSettings, **kw: object) -> object:
         windowed.append(y.size)
-        return real_windows(y, settings)
+        return real_windows(y, settings, **kw)  # type: ignore[arg-type]
 
     worse = 1.3 if bench.direction == Direction.LOWER else 0.7
     # confirmed; an excursion; a short step; a step the detector is told to miss (the steps a window
@@ -285,3 +285,85 @@ def test_the_median_of_the_later_commits_is_numpys() -> None:
             a = np.log(np.exp(rng.normal(-11.0, 0.05, size)))
             assert _median(a) == float(np.median(a)), size
     assert _median(np.array([1.0, 1.0 + 2**-52])) == float(np.median([1.0, 1.0 + 2**-52]))
+
+
+COUNT = Benchmark("bench_io.Lint.track_warnings", unit="count", kind=Kind.OTHER)
+
+
+def _counts(levels: list[float], bench: Benchmark = COUNT) -> list[Result]:
+    return [Result(bench, _sha(i), "h200", (float(v),)) for i, v in enumerate(levels)]
+
+
+def test_a_count_leaving_zero_is_suspected_by_difference_then_confirmed() -> None:
+    """A warning count at 0 has no ratio: its first move that two commits hold is suspected by
+    difference (threshold 0: a count that stayed put has no noise), "0 → 3", and confirmed once the
+    history's steps by difference (`RUN` commits) find it; one commit out and back is nothing."""
+    (s,) = find_suspects(_counts([0] * 30 + [3] * 2))
+    assert s.state == SuspectState.SUSPECTED and s.by_difference and s.commit_sha == _sha(30)
+    assert (s.before, s.after, s.threshold) == (0.0, 3.0, 0.0) and math.isnan(s.ratio)
+    assert s.previous_sha == _sha(29) and s.confidence == 1.0 and "a difference of 0" in s.reason
+    assert change_points(_counts([0] * 30 + [3] * 2)) == []  # what it covers: the detector needs 5 commits
+    (s,) = find_suspects(_counts([0] * 30 + [3] * 6))
+    assert s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(30)
+    assert find_suspects(_counts([0] * 30 + [3] + [0] * 6)) == []
+    (s,) = find_suspects(_counts([0] * 30 + [3] * 2 + [0] * 5))
+    assert s.state == SuspectState.WITHDRAWN and s.resolved_sha == _sha(33)  # the median of 3, 0, 0 is back
+    # Fewer than `RUN` levels at or below zero: the ratio test on the positive levels, as before.
+    assert not find_suspects(_series([1e-5] * 20 + [1.3e-5] * 2))[0].by_difference
+
+
+def test_a_series_through_zero_is_not_judged_by_ratio_across_its_zeros() -> None:
+    """Positive, then twenty commits at zero, then positive again 40% higher: the ratio test on the
+    positive levels alone read the return as a step from the commit before the zeros; by difference
+    the suspicion is at the return, against the zeros before it, in the series' unit."""
+    rng = np.random.default_rng(1)
+    levels = np.r_[100 + rng.normal(0, 1, 40), np.zeros(20), 140 + rng.normal(0, 1, 2)].tolist()
+    (s,) = find_suspects(_counts(levels))
+    assert s.by_difference and s.commit_sha == _sha(60) and s.previous_sha == _sha(59)
+    assert s.before == 0.0 and s.after == pytest.approx(140, abs=3) and s.threshold == 0.0
+
+
+def test_a_noisy_signed_series_gets_thresholds_in_its_unit() -> None:
+    """A signed delta (Gaussian around zero): the thresholds are 3 robust sigmas of its differences,
+    in its unit (about 3 here), not a percentage of its positive values; a step of 6 is suspected."""
+    from ci.verdicts.suspects import judge_levels
+
+    rng = np.random.default_rng(2)
+    levels = rng.normal(0, 1, 60)
+    _, thresholds, _ = judge_levels(COUNT, "h200", [_sha(i) for i in range(60)], levels, [], difference=True)
+    assert 1.5 < np.nanmedian(thresholds) < 5
+    stepped = np.r_[levels, rng.normal(6, 1, 2)]
+    (s,) = judge_levels(COUNT, "h200", [_sha(i) for i in range(62)], stepped, [], difference=True)[0]
+    assert s.commit_sha == _sha(60) and s.state == SuspectState.SUSPECTED and s.by_difference
+
+
+def test_levels_of_the_wrong_kind_for_the_test_are_refused() -> None:
+    """A ratio test of a level at or below zero, or a test by difference of a NaN: a clear error."""
+    from ci.verdicts.suspects import judge_levels
+
+    shas = [_sha(i) for i in range(3)]
+    with pytest.raises(ValueError, match="positive"):
+        judge_levels(COUNT, "h200", shas, np.array([1.0, 0.0, 1.0]), [])
+    with pytest.raises(ValueError, match="finite"):
+        judge_levels(COUNT, "h200", shas, np.array([1.0, math.nan, 1.0]), [], difference=True)
+
+
+def test_a_track_by_difference_extended_commit_by_commit_gives_the_answer_from_scratch() -> None:
+    """The suspicion track of a count (steps up, back, up again) extended one commit at a time gives
+    the answer from scratch, and a ratio track of the same commits is not reused for it."""
+    from ci.verdicts.suspects import SuspectTrack, judge_levels
+
+    levels = np.array([0.0] * 25 + [2.0] * 8 + [0.0] * 20 + [4.0] * 3 + [1.0] * 10)
+    shas = [_sha(i) for i in range(levels.size)]
+    rs = _counts(levels.tolist())
+    track = None
+    for n in range(1, levels.size + 1):
+        found = change_points(rs[:n])
+        got, thr, track = judge_levels(COUNT, "h200", shas[:n], levels[:n], found, track=track, difference=True)
+        want, want_thr, _ = judge_levels(COUNT, "h200", shas[:n], levels[:n], found, difference=True)
+        assert repr(got) == repr(want) and np.array_equal(thr, want_thr, equal_nan=True), n
+        track = SuspectTrack.unpack(SuspectTrack.pack({"s": track}))["s"]  # type: ignore[index]
+    assert {x.state for x in got} >= {SuspectState.CONFIRMED}
+    positive = levels + 1.0
+    _, _, ratio_track = judge_levels(COUNT, "h200", shas, positive, [])
+    assert ratio_track.digest != track.digest

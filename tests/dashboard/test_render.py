@@ -453,11 +453,12 @@ def test_runs_at_or_below_zero_are_judged_by_difference(tmp_path: Path) -> None:
     steps are judged by difference (the warnings' step is a regression on the page), and fewer are
     left out as failed runs. The page says which. A positive series says nothing of the kind."""
     store = synthetic_store(n_commits=30, n_series=1)
-    for name in ("warnings", "errors", "stray"):
+    for name in ("warnings", "errors", "stray", "fresh"):
         bench = Benchmark(f"bench_io.Lint.track_{name}", unit="count", direction=Direction.LOWER, kind=Kind.OTHER)
         store.benchmark_list.append(bench)
         for i, c in enumerate(store.commit_list):
-            level = {"warnings": 0.0 if i < 20 else 5.0, "errors": 0.0, "stray": 0.0 if i in (3, 9, 15) else 2.0}[name]
+            level = {"warnings": 0.0 if i < 20 else 5.0, "errors": 0.0, "stray": 0.0 if i in (3, 9, 15) else 2.0,
+                     "fresh": 0.0 if i < 28 else 2.0}[name]
             store.result_list.append(Result(bench, c.sha, "runner-0", (level,)))
     order = {c.sha: i for i, c in enumerate(store.commit_list)}
     store.result_list.sort(key=lambda r: order[r.commit_sha])
@@ -475,6 +476,18 @@ def test_runs_at_or_below_zero_are_judged_by_difference(tmp_path: Path) -> None:
     regressions = (tmp_path / "regressions.html").read_text(encoding="utf-8")
     row = regressions[regressions.index("bench_io.Lint.track_warnings"):][:3000]
     assert store.commit_list[20].sha[:10] in row and "0 → 5" in row
+    # Suspicions and thresholds by difference too: a count that stayed put has a threshold of 0, its
+    # step was suspected and confirmed, and the count that moved at the newest two commits is suspected.
+    assert re.search(r"noise threshold now ±[0-9.]+ by difference", meta("bench_io.Lint.track_warnings"))
+    warnings = (tmp_path / "series" / f"{series_slug('bench_io.Lint.track_warnings', 'runner-0')}.html"
+                ).read_text(encoding="utf-8")
+    suspicion = next(r for r in warnings.split("<tr") if "confirmed" in r)
+    assert store.commit_list[20].sha[:10] in suspicion and "0 → 5" in suspicion and "±0 by difference" in suspicion
+    run = next(r for r in warnings.split("<tr") if store.commit_list[20].sha[:7] in r and 'class="worse"' in r)
+    assert 'title="noise threshold ±0 by difference"' in run and "0 → 5" in run
+    overview = (tmp_path / "index.html").read_text(encoding="utf-8")
+    banner = overview[overview.index("track_fresh"):][:2000]
+    assert "0 → 2" in banner and "±0 by difference" in banner
 
 
 def test_the_site_is_the_projects_and_shows_only_the_pages_its_data_fill(tmp_path: Path) -> None:

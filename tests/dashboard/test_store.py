@@ -434,9 +434,9 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
     windowed: list[int] = []
     real_windows = suspects._windows
 
-    def windows(y: Any, settings: Any) -> Any:
+    def windows(y: Any, settings: Any, **kw: Any) -> Any:
         windowed.append(y.size)
-        return real_windows(y, settings)
+        return real_windows(y, settings, **kw)
 
     def files(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from ci.records import Kind
 from ci.site import fmt
 from ci.site.model import Regression, commit_slug
-from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, pct
+from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, threshold_text
 from ci.site.pages.site import Site
 from ci.site.pages.steps import CLASS
 from ci.verdicts import Suspect
@@ -32,7 +32,7 @@ class CommitPages(Site):
         # sha -> (sort key, suite, the row's facts): the rows that moved past their series' noise at
         # that commit, formatted only for the pages rendered (after one new commit: two of 1,001).
         moved: dict[str, list[tuple[float, str, _Moved]]] = defaultdict(list)
-        heads: dict[str, tuple[str, str, str, str]] = {}  # series slug -> its cells and unit
+        heads: dict[str, tuple[str, str, str, str, bool]] = {}  # series slug -> its cells, unit, by difference
         for s in snap.series:
             b = s.benchmark
             steps = self.steps[id(s)]
@@ -42,7 +42,7 @@ class CommitPages(Site):
             where = esc(self.ml(s.machine))
             heads[s.slug] = (f'<td><a href="../series/{s.slug}.html">{esc(b.name.split(".", 1)[-1])}'
                              f'</a> <span class="params">{esc(b.params_label)}</span>', f"<td>{where}</td>",
-                             f' data-machine="{where}"', b.unit)
+                             f' data-machine="{where}"', b.unit, s.by_difference)
             for i, fail, code, r, prev, value, thr in zip(
                     runs.tolist(), steps.failed[runs].tolist(), steps.code[runs].tolist(), steps.ratio[runs].tolist(),
                     steps.prev[runs].tolist(), s.values[runs].tolist(), steps.threshold[runs].tolist(), strict=True):
@@ -54,10 +54,11 @@ class CommitPages(Site):
         def moved_rows(rows: list[tuple[float, str, _Moved]]) -> str:
             out = []
             for _, _, (slug, fail, cls, r, prev, value, thr) in rows:
-                head, machine, attr, unit = heads[slug]
+                head, machine, attr, unit, by_difference = heads[slug]
                 out.append(f'<tr{attr}{FLAG if fail else ""}>{head}{FAIL_BADGE if fail else ""}</td>{machine}'
                            f'<td>{esc(fmt.fmt_value(prev, unit))}</td><td>{esc(fmt.fmt_value(value, unit))}</td>'
-                           f'<td class="{cls}">{fmt.fmt_change(r)}</td><td>{pct(thr) if cls else ""}</td></tr>')
+                           f'<td class="{cls}">{fmt.fmt_step(r, prev, value)}</td>'
+                           f'<td>{threshold_text(thr, by_difference) if cls else ""}</td></tr>')
             return "".join(out)
 
         def moved_context(rows: list[tuple[float, str, _Moved]]) -> dict[str, Any]:

@@ -42,6 +42,14 @@ def pct(threshold: float) -> str:
     return f"±{threshold * 100:.1f}%" if math.isfinite(threshold) else "not known yet"
 
 
+def threshold_text(threshold: float, by_difference: bool = False) -> str:
+    """A noise threshold as a reader sees it: relative ("±4.0%"), or for a series judged by
+    difference (at or through zero) in the series' unit ("±0.5 by difference")."""
+    if by_difference and math.isfinite(threshold):
+        return f"±{threshold:.4g} by difference"
+    return pct(threshold)
+
+
 def esc(text: str) -> str:
     """HTML-escape text (quotes too) for rows built outside jinja; html.escape is ~5x cheaper than
     markupsafe.escape, which wraps every result in a Markup object."""

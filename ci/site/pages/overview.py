@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ci.records import Kind, Outcome
+from ci.records import Kind, Outcome, is_worse_step
 from ci.site import fmt
 from ci.site.model import Point, Series, commit_slug, gate_ok, is_worse
-from ci.site.pages.markup import change_class, pct
+from ci.site.pages.markup import change_class, threshold_text
 from ci.site.pages.site import Site
 from ci.site.svg import history_chart, sparkline
 
@@ -22,6 +22,23 @@ BANNER_LIMIT = 20
 # The regressions page lists at most this many resolved suspicions (newest first).
 RESOLVED_SHOWN = 200
 
+
+
+def _change(name: str, s: Series, old: Point | None, new: Point | None, ratio: float, threshold: float
+            ) -> dict[str, str]:
+    """A change's cells: `name`, its class and threshold (`name`_cls, `name`_thr). A series judged by
+    difference (at or through zero: its thresholds are differences) shows "0 → 5" where there is no
+    ratio, and is coloured past its threshold by difference."""
+    if not s.by_difference:
+        cls = change_class(is_worse(s.benchmark.direction, ratio, threshold))
+        return {name: fmt.fmt_change(ratio), f"{name}_cls": cls, f"{name}_thr": threshold_text(threshold)}
+    before = old.value if old else math.nan
+    after = new.value if new else math.nan
+    past = math.isfinite(threshold) and abs(after - before) > threshold  # NaN compares False
+    cls = change_class(is_worse_step(s.benchmark.direction, before, after) if past else None)
+    shown = ratio if before > 0 and after > 0 else math.nan
+    return {name: fmt.fmt_step(shown, before, after), f"{name}_cls": cls,
+            f"{name}_thr": threshold_text(threshold, by_difference=True)}
 
 class SummaryPages(Site):
     """index.html, regressions.html, correctness.html and commits.html."""
@@ -50,12 +67,8 @@ class SummaryPages(Site):
                 "href": self.series_href(s.benchmark.key, s.machine, 0),
                 "latest": fmt.fmt_value(latest.value, s.benchmark.unit) if latest else "—",
                 "latest_sha": latest.sha[:8] if latest else "",
-                "prev": fmt.fmt_change(r_prev),
-                "prev_cls": change_class(is_worse(s.benchmark.direction, r_prev, thr_latest)),
-                "prev_thr": pct(thr_latest),
-                "base": fmt.fmt_change(r_base),
-                "base_cls": change_class(is_worse(s.benchmark.direction, r_base, s.threshold)),
-                "base_thr": pct(s.threshold),
+                **_change("prev", s, prev, latest, r_prev, thr_latest),
+                **_change("base", s, base, latest, r_base, s.threshold),
                 "spark": sparkline(s.values[fin].tolist(), bad=bool(flagged) or latest_gate is False),
                 "flagged": flagged, "suspected": suspected, "gate_failed": latest_gate is False, "runs": len(s),
             })

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from ci.records import Kind
 from ci.site import data, fmt
 from ci.site.model import Series
-from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, pct
+from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, threshold_text
 from ci.site.pages.site import Site
 from ci.site.writer import constant
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
@@ -42,7 +42,8 @@ class SeriesPages(Site):
         # after one new commit formats one row per series, not 100: 150,000 values, 2026-12-02).
         nums = np.column_stack([
             s.values[first:], s.lows[first:], s.highs[first:], s.ns[first:],
-            steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:]]).astype(float)
+            steps.ratio[first:], steps.code[first:], steps.threshold[first:], steps.failed[first:],
+            steps.prev[first:], np.full(n - first, float(s.by_difference))]).astype(float)
         digests, texts = [], []
         tail = f"\0{unit}".encode()
         cbytes = self.cbytes
@@ -64,9 +65,10 @@ class SeriesPages(Site):
                 continue
             p = s.point(i)
             fail = bool(steps.failed[i])
-            change, cls, thr = fmt.fmt_change(float(steps.ratio[i])), steps.cls(i), float(steps.threshold[i])
+            change = fmt.fmt_step(float(steps.ratio[i]), float(steps.prev[i]), p.value)
+            cls, thr = steps.cls(i), float(steps.threshold[i])
             iqr = esc(fmt.fmt_range(p.low, p.high, unit)) if p.n > 1 else ""
-            title = f' title="noise threshold {pct(thr)}"' if cls else ""
+            title = f' title="noise threshold {threshold_text(thr, s.by_difference)}"' if cls else ""
             # Built here, not in a jinja loop: a table row costs ~25 template fragments in jinja,
             # several times the cost of one f-string (docs/performance.md "Dashboard render").
             rows.append(
@@ -86,13 +88,13 @@ class SeriesPages(Site):
             "siblings": siblings, "slug": s.slug, "params_slug": data.params_slug(b.name, s.machine),
             "gate": fmt.fmt_value(s.gate[0], unit) if s.gate else "",
             "value_label": "Worst sample per run (what the gate judges)" if s.gate else "Median per run",
-            "threshold": pct(s.threshold) if b.kind != Kind.CORRECTNESS else "",
+            "threshold": threshold_text(s.threshold, s.by_difference) if b.kind != Kind.CORRECTNESS else "",
             "n_runs": n, "n_shown": n - first,
             # The detector and the thresholds read ratios: a run at or below zero has none. From RUN
             # such runs on, the series' steps are judged by difference (`ci.verdicts.absolute`); fewer
             # are left out as failed runs are. The page says which rather than show the series as quiet.
             "not_analysed": (below := int(np.count_nonzero(s.values <= 0))),
-            "by_difference": below >= ABSOLUTE_RUN,
+            "by_difference": s.by_difference or below >= ABSOLUTE_RUN,
         }
         # The rows' digests name their text: the page's inputs without hashing 100 rows of markup.
         self.emit(rel, "series.html", ctx, inputs=digests, late=lambda: {"rows": Markup("".join(rows))},

@@ -24,7 +24,7 @@ from ci.site.model import (
     series_slug,
     verdict_machines,
 )
-from ci.site.pages.markup import esc, pct
+from ci.site.pages.markup import esc, threshold_text
 from ci.site.pages.steps import steps_of, typical
 from ci.site.svg import Mark
 from ci.site.writer import PageWriter
@@ -149,10 +149,11 @@ class Site:
             "gpu": self.gpu_of.get(x.machine, ""), "href": self.series_href(x.benchmark.key, x.machine, depth),
             "sha": x.commit_sha[:10], "commit_href": self.commit_href(x.commit_sha, depth),
             "subject": c.subject if c else "", "state": x.state.value,
-            "change": fmt.fmt_change(x.ratio), "before": fmt.fmt_value(x.before, unit),
+            "change": fmt.fmt_step(x.ratio, x.before, x.after), "before": fmt.fmt_value(x.before, unit),
             "after": fmt.fmt_value(x.after, unit), "sure": fmt.fmt_percent(x.confidence),
             # Only an open suspicion counts the commits since (a resolved one's page must not change with every commit).
-            "threshold": pct(x.threshold), "since": x.commits_since if x.state == SuspectState.SUSPECTED else "",
+            "threshold": threshold_text(x.threshold, x.by_difference),
+            "since": x.commits_since if x.state == SuspectState.SUSPECTED else "",
             "reason": x.reason,
             "resolved_sha": x.resolved_sha[:10],
             "resolved_href": self.commit_href(x.resolved_sha, depth) if x.resolved_sha else "",

@@ -49,6 +49,10 @@ def steps_of(s: Series) -> Steps:
         size = np.abs(np.log(ratio))
         beyond = np.isfinite(size) & np.isfinite(thr) & (size > np.log1p(thr))
     worse = (ratio > 1) == (s.benchmark.direction == Direction.LOWER)
+    if s.by_difference:  # at or through zero: its thresholds are differences (ci.verdicts.by_difference)
+        ratio = np.where((prev > 0) & (values > 0), ratio, np.nan)
+        beyond = finite & (before >= 0) & np.isfinite(thr) & (np.abs(values - prev) > thr)
+        worse = (values > prev) == (s.benchmark.direction == Direction.LOWER)
     if s.benchmark.kind == Kind.EXACT:  # any change is a change (ci.verdicts.exact), also to or from zero
         beyond = finite & (before >= 0) & (values != prev)
         worse = (values > prev) == (s.benchmark.direction == Direction.LOWER)
