@@ -339,8 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_config(p)
         p.add_argument("--base", required=True, help="base commit sha (or unique prefix)")
         p.add_argument("--head", required=True, help="head commit sha (or unique prefix)")
-        p.add_argument("--machine", help="asv machine name (every environment of it), or one machine as the "
-                       "dashboard names it; needed when several machines measured both commits")
+        p.add_argument("--machine", help="asv machine name (every environment and host of it), or one other "
+                       "environment as the dashboard names it ('NAME [ENV]'); needed when several machines "
+                       "measured both commits")
         if name == "compare":
             p.add_argument("--no-save", action="store_true", help="do not store the verdicts")
         else:

@@ -93,20 +93,27 @@ class Comparison:
 
 
 def machine_keys(store: ComparisonSource, name: str) -> list[str]:
-    """The store's machines that `name` stands for: the machine with that key, else every machine
-    (environment, host) that asv machine name has.
+    """The store's machines that `name` stands for: every machine (environment, host) of that asv
+    machine name, else the one machine with that key.
+
+    An asv machine's first environment is stored under the plain asv name, so a key lookup first
+    took the name for that environment alone: on a history of two Python environments, `--machine
+    GH-Actions` compared 71 of its 84 series and a regression of the other environment passed
+    (2026-12-06). Another environment (or host) alone is named by its key ("GH-Actions
+    [conda-py3.11-python]").
 
     Args:
         store: a `ci.records.ComparisonSource` (its `machines`).
-        name: a machine key (`ci.records.Machine.name`) or an asv machine name.
+        name: an asv machine name or a machine key (`ci.records.Machine.name`).
 
     Returns:
         Machine keys, sorted; [] when the store knows neither.
     """
     machines = store.machines()
-    if any(m.name == name for m in machines):
-        return [name]
-    return sorted(m.name for m in machines if m.machine_name == name)
+    every = sorted(m.name for m in machines if m.machine_name == name)
+    if every:
+        return every
+    return [name] if any(m.name == name for m in machines) else []
 
 
 def measured_on(store: ComparisonSource, sha: str) -> set[str]:

@@ -58,6 +58,31 @@ def test_environments_of_one_machine_are_compared_apart(tmp_path, capsys):
     assert "improved" not in "\n".join(row)
 
 
+def test_the_asv_machine_name_stands_for_every_environment_of_it(tmp_path, capsys):
+    """`--machine NAME` with an asv machine name compares every environment of it, not only the one
+    stored under the plain name (a regression of the other environment passed so, exit 0, before
+    2026-12-06); another environment's key names it alone."""
+    from ci.verdicts import machine_keys
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(0)], env_name=PY312, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(1)], env_name=PY312, samples=_level(1.5), job="one-call/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        assert machine_keys(store, MACHINE) == sorted([MACHINE, f"{MACHINE} [{PY312}]"])
+        assert machine_keys(store, f"{MACHINE} [{PY312}]") == [f"{MACHINE} [{PY312}]"]
+        assert machine_keys(store, "elsewhere") == []
+    capsys.readouterr()
+    compare = ["compare", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--no-save"]
+    assert main([*compare, "--machine", MACHINE]) == 1
+    out = capsys.readouterr().out
+    assert any(line.startswith("regressed") and f"[{MACHINE} [{PY312}]]" in line for line in out.splitlines()), out
+    assert main([*compare, "--machine", f"{MACHINE} [{PY312}]"]) == 1
+    assert f"[{MACHINE}]" not in capsys.readouterr().out  # that environment alone
+
+
 def test_the_comment_names_each_rows_environment(tmp_path):
     root = tmp_path / "results"
     write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
