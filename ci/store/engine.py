@@ -18,6 +18,7 @@ write lock and never wait on a writer for more than `READ_WAIT_S`: SQLite opened
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -63,6 +64,21 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
     if not text_db.strip():
         raise ValueError("db must not be empty: give a path or a SQLAlchemy URL")
     if "://" in text_db:
+        if not text_db.startswith("sqlite"):
+            from sqlalchemy.engine import make_url
+
+            scheme, _, rest = text_db.partition("://")
+            where = f"{scheme}://{rest.rsplit('@', 1)[-1].split('?', 1)[0]}"  # no user-info part: no password
+            try:
+                parsed = make_url(text_db)
+            except Exception as exc:  # noqa: BLE001 - any parse failure is the same user error
+                # The parser's own message ("invalid literal for int() ...") names neither the option nor
+                # the database.
+                raise StoreError(f"--db {where}: not a database URL ({exc})") from None
+            if parsed.host and "@" in parsed.host:
+                # The parser reads the password's tail as the host, and the driver then prints it.
+                raise StoreError(f"--db {where}: the user-info part holds an unescaped '@': percent-encode "
+                                 "it in the password as %40")
         return text_db
     if text_db == ":memory:":
         return "sqlite://"
@@ -234,9 +250,16 @@ def error_line(exc: BaseException) -> str:
     return " / ".join(lines[:3]) if lines else exc.__class__.__name__
 
 
+# Query options of a database URL that hold a credential (libpq's password, sslpassword, passfile;
+# any driver's token, secret or key): shown as *** like the URL's own password.
+_SECRET_OPTION = re.compile(r"pass|secret|token|key|auth|cred", re.IGNORECASE)
+
+
 def display_url(url: str) -> str:
     """A database (a URL or a bare path) as shown in messages: the file path for SQLite, the URL
-    without its password otherwise."""
+    without its password otherwise, in the user-info part or in a query option (`?password=`), and
+    with a password holding an unescaped "@" hidden whole (the parser reads its tail as the host);
+    "the database" for a URL that does not parse."""
     if "://" not in url:
         return url
     if url.startswith("sqlite:///"):
@@ -246,6 +269,11 @@ def display_url(url: str) -> str:
     try:
         from sqlalchemy.engine import make_url
 
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        if parsed.host and "@" in parsed.host:
+            parsed = parsed.set(host=parsed.host.rsplit("@", 1)[1], password="***")
+        hidden = {k: "SECRET-HIDDEN" if _SECRET_OPTION.search(k) else v for k, v in parsed.query.items()}
+        return parsed.set(query=hidden).render_as_string(hide_password=True).replace("SECRET-HIDDEN", "***")
     except Exception:
         return "the database"
+

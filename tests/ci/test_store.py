@@ -223,6 +223,26 @@ def test_resolve_url(tmp_path):
         resolve_url(42)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql://127.0.0.1:1/x?password=hunter2SECRET",
+    "postgresql:///x?host=127.0.0.1&port=1&user=a&password=hunter2SECRET",
+    "postgresql://127.0.0.1:1/x?sslpassword=hunter2SECRET&sslmode=bogus",
+    "postgresql://alice:hunter2SECRET@127.0.0.1:1/x",
+    "postgresql://alice:hun@ter2SECRET@127.0.0.1:1/x",
+    "postgresql://alice:hunter2SECRET@127.0.0.1:notaport/x",
+])
+def test_a_database_password_is_never_printed(url, capsys):
+    """However the password is given (the user-info part, a query option, an unescaped "@" that the
+    parser splits), no message shows it; a URL that does not parse is an error naming --db."""
+    from ci.cli import main
+    from ci.store.engine import display_url
+
+    assert "hunter2" not in display_url(url) and "ter2SECRET" not in display_url(url)
+    assert main(["compare", "--db", url, "--base", "05baf11f", "--head", "0b76c841"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "ter2SECRET" not in err and "hunter2" not in err, err
+
+
 def test_in_memory_store(asv_dir):
     with Store("sqlite://") as store:
         ingest_results_dir(store, asv_dir([sha_for(0)]))
