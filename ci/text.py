@@ -9,10 +9,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+# GitHub's token formats (classic/OAuth/app/refresh: gh?_, fine-grained: github_pat_) and any bearer
+# credential: never shown, wherever they turn up.
+TOKEN_SHAPES = re.compile(r"\b(?:gh[opusr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|(?i:bearer\s+)[^\s'\"]+")
+# Names of variables that hold a credential: GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, API_KEY, ...
+SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION|(?:^|_)(?:API_?)?KEY(?:$|_)", re.IGNORECASE)
+
+
+def redact_variable(name: str, value: str) -> str:
+    """An environment variable's value as it may be stored or shown: "***" where its name says it holds
+    a credential (`SECRET_NAME`), token-shaped parts of any other value replaced by "***" (asv records a
+    job's `env_vars` in its result files, and the dashboard showed them verbatim until 2026-12-06)."""
+    if SECRET_NAME.search(name):
+        return "***"
+    return TOKEN_SHAPES.sub("***", value)
 
 
 def _escape(ch: str) -> str:

@@ -42,7 +42,7 @@ from ci.ingest.asv_files import (
 )
 from ci.records import STAT_NAMES, Benchmark, Direction, Kind, ParsedPoint, ParsedRun, PointBlock
 from ci.store.hosts import HOST_KEYS
-from ci.text import quote_path
+from ci.text import quote_path, redact_variable
 
 _STAT_COLUMNS = STAT_NAMES
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
@@ -473,7 +473,7 @@ def _parse(
         env.update({f"req:{k}": str(v) for k, v in requirements.items()})
     env_vars = data.get("env_vars")
     if isinstance(env_vars, dict):
-        env.update({f"env:{k}": str(v) for k, v in env_vars.items()})
+        env.update({f"env:{k}": redact_variable(str(k), str(v)) for k, v in env_vars.items()})  # no credentials kept
     for key in SIDECAR_ENV_KEYS:
         if sidecar and key in sidecar:
             env[key] = sidecar[key]

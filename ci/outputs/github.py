@@ -51,8 +51,10 @@ from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER
+from ci.text import TOKEN_SHAPES
 
 DEFAULT_API_URL = "https://api.github.com"
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")  # the only hosts the token may reach over plain http (a test server)
 ACTIONS_BOT_LOGIN = "github-actions[bot]"  # the author of Actions' GITHUB_TOKEN comments
 _MAX_RATE_WAIT_S = 60.0
 _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -72,9 +74,9 @@ _MAX_ERROR_BYTES = 64 * 2**10  # an error response's body: its message is all th
 _MAX_SERVER_TEXT = 500  # characters of server text (a message, a Location) shown in an error
 # Terminal control sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, other `ESC x`, C1 CSI).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
-# GitHub's token formats (classic/OAuth/app/refresh: gh?_, fine-grained: github_pat_), whatever token is
-# configured, and any bearer credential: redacted in every message even when it is not the one sent.
-_TOKEN_SHAPES = re.compile(r"\b(?:gh[opusr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|(?i:bearer\s+)[^\s'\"]+")
+# GitHub's token formats, whatever token is configured, and any bearer credential (`ci.text.TOKEN_SHAPES`):
+# redacted in every message even when it is not the one sent.
+_TOKEN_SHAPES = TOKEN_SHAPES
 
 
 class GitHubError(RuntimeError):
@@ -290,6 +292,10 @@ class _Client:
         parsed = urllib.parse.urlsplit(api_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
+        if parsed.scheme == "http" and (parsed.hostname or "") not in _LOOPBACK:
+            # The token travels in a header: over plain HTTP anyone on the path reads it.
+            raise ValueError(f"api_url must be https (the token would travel in clear), got {api_url!r}; plain "
+                             "http only to this machine (localhost, 127.0.0.1, ::1)")
         self.base = api_url.rstrip("/")
         self.origin = (parsed.scheme, parsed.netloc)
         self.token = token

@@ -340,6 +340,9 @@ def test_bad_arguments(args: tuple, exc: type, match: str) -> None:
 def test_bad_api_url_and_marker() -> None:
     with pytest.raises(ValueError, match="api_url"):
         post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="ftp://x")
+    # The token travels in a header: plain http only to this machine (a test server), never elsewhere.
+    with pytest.raises(ValueError, match="must be https"):
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="http://ghe.example.com/api/v3")
     with pytest.raises(ValueError, match="hidden HTML comment"):
         post_sticky_comment(REPO, 1, "x", token=TOKEN, marker="[bot]")
 

@@ -563,3 +563,29 @@ def test_commits_without_a_usable_date_are_warned_of(tmp_path, recorded, capsys,
         assert len(warned) == 1 and warned[0].startswith("warning: 1 commits are dated before 2000 or after today")
         assert " at 1970-01-" in warned[0]
     assert "--repo CHECKOUT" in warned[0]
+
+
+def test_a_jobs_credentials_among_its_env_vars_are_neither_stored_nor_shown(tmp_path, recorded, capsys):
+    """asv records a job's `env_vars` in its result files: a variable named like a credential
+    (GITHUB_TOKEN, DB_PASSWORD) or holding a token-shaped value is stored as ***, and the dashboard's
+    commit page shows *** for it (also for a store ingested before this was done)."""
+    from ci.site import render_site
+
+    token = "ghp_" + "S3cret" * 5
+    path = sorted(recorded.glob("*/*.json"))[0]
+    if path.name == "machine.json":
+        path = sorted(p for p in recorded.glob("*/*.json") if p.name != "machine.json")[0]
+    data = json.loads(path.read_text())
+    data["env_vars"] = {"GITHUB_TOKEN": token, "DB_PASSWORD": "hunter2", "NOTE": f"bearer {token}",
+                        "OMP_NUM_THREADS": "4"}
+    path.write_text(json.dumps(data))
+    db = tmp_path / "h.sqlite"
+    assert main(["ingest", "--db", str(db), str(recorded)]) == 0
+    with Store(db) as store:
+        stored = {k: v for r in store.results() for k, v in r.environment if k.startswith("env:")}
+        assert stored == {"env:GITHUB_TOKEN": "***", "env:DB_PASSWORD": "***", "env:NOTE": "***",
+                          "env:OMP_NUM_THREADS": "4"}
+        render_site(store, tmp_path / "site")
+    site = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (tmp_path / "site").rglob("*.html"))
+    assert "OMP_NUM_THREADS" in site and token not in site and "hunter2" not in site
+    assert token not in capsys.readouterr().err
