@@ -11,8 +11,11 @@ the worker die and fails its futures (`BrokenProcessPool`); ingest's parsers use
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -20,6 +23,25 @@ from typing import TypeVar
 
 _C = TypeVar("_C")
 _R = TypeVar("_R")
+
+
+def die_with_parent(parent: int) -> None:
+    """A forked worker's first step: on Linux, ask the kernel to kill it when `parent` (the process that
+    forked it) dies, and exit now if that has happened already. A parent killed alone (SIGTERM to its
+    pid, the OOM killer's SIGKILL) left its workers blocked forever on a full pipe, holding the job's
+    stdout and the SQLite file open: `ci ingest ... | tee log` never ended (2026-12-06). Elsewhere a
+    no-op (the workers end when their pipe to the parent breaks, or not)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died between the fork and the request: nothing to work for
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class WorkerLost(RuntimeError):
@@ -64,7 +86,8 @@ def fork_map(
             more". The other workers are stopped; none is left running.
         Exception: what `fn` raised in a worker, or `meanwhile` here.
     """
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent,
+                               initargs=(os.getpid(),))
     try:
         futures = [pool.submit(fn, chunk) for chunk in chunks]
         meanwhile()

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import itertools
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Generator
 from concurrent.futures import ProcessPoolExecutor
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ci.forking import fork_workers
+from ci.forking import die_with_parent, fork_workers
 from ci.ingest.asv_files import (
     MAX_RESULT_BYTES,
     AsvFormatError,
@@ -110,9 +111,11 @@ _FORK_INPUT: tuple[dict[str, BenchmarkInfo], dict[Path, dict[str, str]], dict[st
 
 
 def _fork_input(
-    benchmarks: dict[str, BenchmarkInfo], infos: dict[Path, dict[str, str]], known: dict[str, tuple[str, str]]
+    parent: int, benchmarks: dict[str, BenchmarkInfo], infos: dict[Path, dict[str, str]],
+    known: dict[str, tuple[str, str]]
 ) -> None:
     global _FORK_INPUT
+    die_with_parent(parent)
     _FORK_INPUT = (benchmarks, infos, known)
 
 
@@ -238,7 +241,7 @@ def read_all(
     # Not multiprocessing.Pool: a pool worker killed (out of memory, say) leaves its task's result
     # waited for forever; here the future fails and says so.
     pool = ProcessPoolExecutor(parsers, mp_context=multiprocessing.get_context("fork"), initializer=_fork_input,
-                               initargs=(benchmarks, infos, known))  # fmt: skip
+                               initargs=(os.getpid(), benchmarks, infos, known))  # fmt: skip
     try:
         pending = deque((t, pool.submit(_read_task, t)) for t in itertools.islice(tasks, parsers * _TASKS_AHEAD))
         for k in seen:

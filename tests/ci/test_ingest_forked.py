@@ -203,3 +203,59 @@ def test_a_parser_killed_mid_ingest_is_an_error_not_a_hang(tmp_path, monkeypatch
         assert kept >= 5 and kept % 5 == 0 and kept <= 10  # whole batches, none after the dead task
         report = ingest_results_dir(store, twenty)
     assert report.ok and report.count("unchanged") == kept and report.count("inserted") == 20 - kept
+
+
+_WORKER_SCRIPT = """
+import os, sys, time
+from ci.forking import fork_map
+
+def slow(chunk):
+    with open(os.path.join(sys.argv[1], str(os.getpid())), "w"):
+        pass
+    time.sleep(60)
+    return chunk
+
+fork_map(slow, [1, 2], 2, names=lambda c: [str(c)], lost="chunks")
+"""
+
+
+@pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_of_a_killed_parent_do_not_outlive_it(tmp_path):
+    """The parent alone killed (SIGKILL: the OOM killer; SIGTERM to its pid): its forked workers end
+    with it instead of blocking forever on their pipe, holding the job's stdout and the store open
+    (`ci.forking.die_with_parent`; ingest's parsers start the same way)."""
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER_SCRIPT, str(pids)],
+                            cwd=Path(__file__).resolve().parents[2], env={**os.environ, "PYTHONPATH": "."})
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        try:  # a zombie (dead, not yet reaped by init) counts as gone
+            return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in workers if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left
