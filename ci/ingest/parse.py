@@ -14,7 +14,8 @@ number, raises `AsvFormatError` naming the file and the problem. Wrong numbers i
 - an absurd magnitude (`MAX_SECONDS` for a time, `MAX_BYTES` for a size, `MAX_TRACKED` for any
   other tracked value: beyond it the ratios and spreads the verdicts compute overflow);
 - a result outside the range of its own raw samples (asv's result is their median);
-- a timestamp outside 1970-2100, a parameter grid of more than `MAX_GRID_POINTS` points.
+- a timestamp outside 1970-2100, a parameter grid of more than `MAX_GRID_POINTS` points, more than
+  `MAX_FILE_POINTS` points in one file.
 No SQLAlchemy, no torch.
 """
 
@@ -54,7 +55,13 @@ _SIZE_TYPES = frozenset({"memory", "peakmemory", "mem", "peakmem"})
 MAX_SECONDS = 1e6  # 11.6 days per sample, or for a benchmark's whole run (`duration`); asv's default timeout is 60 s
 MAX_BYTES = float(2**64)  # a size beyond a 64-bit address space
 MAX_TRACKED = 1e100  # any other value: squares and ratios of values this size stay finite
-MAX_GRID_POINTS = 100_000  # the suite's largest grid has a few hundred points (benchmarks/presets.py)
+# The suite's largest grid has a few hundred points (benchmarks/presets.py), MetPy's file 128 points in all.
+# A point costs ~4 KB of memory until it is stored, and a series two dashboard pages: one 3 MB file of
+# three 99,856-point grids took 1.2 GB and 25 s to ingest and 600,000 pages to render (2026-12-06); a
+# benchmark's grid comes from the code measured, so a pull request chooses it. A grid of 20,000 points
+# is hours of asv's time at one second a point.
+MAX_GRID_POINTS = 20_000
+MAX_FILE_POINTS = 100_000
 # JavaScript millisecond timestamps asv writes (`date`, `started_at`): 1970-01-01 to 2100-01-01.
 _MIN_JS_TIME, _MAX_JS_TIME = 0, 4_102_444_800_000
 
@@ -351,6 +358,13 @@ def _parse(
     stale: list[str] = []
     skipped_versions: list[tuple[str, str | None]] = []
     starts: list[datetime] = []
+    # The file's points before any is built (each grid's size from its params' lengths).
+    at = columns.index("params")
+    in_file = sum(math.prod(len(p) if isinstance(p, list) else 1 for p in row[at])
+                  for row in results.values()
+                  if isinstance(row, list) and len(row) > at and isinstance(row[at], list) and row[at])
+    if in_file > MAX_FILE_POINTS:
+        raise _Bad(f"{in_file:,} points in one file, over the limit of {MAX_FILE_POINTS:,}")
     for name, row in results.items():
         if not isinstance(row, list) or len(row) > len(columns):
             raise _Bad(f"benchmark {name!r}: row does not match result_columns")

@@ -58,6 +58,17 @@ def _set(column: str, value) -> callable:
     return change
 
 
+def _more_grids(count: int, params: list) -> callable:
+    """Add `count` rows, each a copy of the FIRST benchmark's with the parameter grid `params`: the
+    file's points past `MAX_FILE_POINTS` while each grid stays under `MAX_GRID_POINTS`."""
+    def change(data: dict) -> None:
+        for i in range(count):
+            row = list(data["results"][FIRST])
+            row[COLUMN["params"]] = params
+            data["results"][f"{FIRST}_{i}"] = row
+    return change
+
+
 def _ingest(store_url: str, root: Path):
     with Store(store_url) as store:
         return ingest_results_dir(store, root), {c.sha for c in store.commits()}
@@ -95,7 +106,11 @@ CASES = {
     "invalid-utf8": (lambda p: p.write_bytes(p.read_bytes().replace(b'"h200"', b'"h\xff200"', 1)),
                      "not valid JSON, truncated or corrupt"),
     "billion-point-grid": (lambda p: _edit(p, _set("params", [[f"'{i}'" for i in range(1000)]] * 3)),
-                           "a parameter grid of 1,000,000,000 points, over the limit of 100,000"),
+                           "1,000,000,000 points in one file, over the limit of 100,000"),
+    "a-40000-point-grid": (lambda p: _edit(p, _set("params", [[f"'{i}'" for i in range(200)]] * 2)),
+                           "a parameter grid of 40,000 points, over the limit of 20,000"),
+    "six-more-grids-of-19600-points": (lambda p: _edit(p, _more_grids(6, [[f"'{i}'" for i in range(140)]] * 2)),
+                                       "117,606 points in one file, over the limit of 100,000"),
     # Non-finite statistics and durations (stored as ok before, later an inf ratio):
     "inf-stats_q_25": (lambda p: _edit(p, _set("stats_q_25", math.inf)), "stats_q_25 is not a finite number: inf"),
     "nan-stats_ci_99_a": (lambda p: _edit(p, _set("stats_ci_99_a", math.nan)), "stats_ci_99_a is not a finite"),
