@@ -16,6 +16,7 @@ costs that benchmark, not every file of the history.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -143,6 +144,18 @@ def storable(run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
             if problem is not None:
                 bad[bench.name] = problem
                 break
+    # One series, one key: a grid whose values repeat or differ only in quoting ('a' and a), or a
+    # benchmark named like another's parameterised series ("X(function=f)": asv's names never hold
+    # parentheses), made two points of one file one series. The store refused the whole file
+    # ("UNIQUE constraint failed"), or mixed two benchmarks in one series (2026-12-06).
+    pairs = [(p.benchmark, p.key) for p in run.points] + [pair for block in run.blocks for pair in block.benches]
+    counts = collections.Counter(key for bench, key in pairs if "(" not in bench.name and ")" not in bench.name)
+    for bench, key in pairs:
+        if "(" in bench.name or ")" in bench.name:
+            bad.setdefault(bench.name, "a name with parentheses reads as a parameterised series of another benchmark")
+        elif counts[key] > 1:
+            bad.setdefault(bench.name, f"series {_short(key)} is {counts[key]} points of this file (parameter values "
+                                       "that read the same)")
     notes = [f"left out benchmark {_short(name)}: {why}" for name, why in bad.items()]
     env_name = short_env_name(run.env_name)
     changes: dict[str, Any] = {}

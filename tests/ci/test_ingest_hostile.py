@@ -604,3 +604,30 @@ def test_a_jobs_credentials_among_its_env_vars_are_neither_stored_nor_shown(tmp_
     site = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (tmp_path / "site").rglob("*.html"))
     assert "OMP_NUM_THREADS" in site and token not in site and "hunter2" not in site
     assert token not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["values-that-read-the-same", "a-name-like-a-parameterised-series"])
+def test_two_points_of_one_series_in_a_file_leave_that_benchmark_out(store_url, recorded, case):
+    """A grid whose values differ only in quoting ('triton' and triton: one series key), or a benchmark
+    named like another's parameterised series ("X(preset=...)", which asv's names never are): the
+    store refused the whole file with a raw "UNIQUE constraint failed", or mixed two benchmarks in one
+    series. Now that benchmark is left out with a message and the file goes in."""
+    files = _files(recorded)
+    bad = files[6]
+    if case == "values-that-read-the-same":
+        _edit(bad, lambda d: d["results"][FIRST][COLUMN["params"]][1].__setitem__(1, "triton"))
+        left_out, reason = FIRST, "is 2 points of this file"
+    else:
+        fake = f"{FIRST}(preset=deitb224-b8-keep0.5, backend=triton)"
+        _edit(recorded / "benchmarks.json", lambda d: d.__setitem__(fake, {**d[FIRST], "name": fake,
+                                                                          "params": [], "param_names": []}))
+        _edit(bad, lambda d: d["results"].__setitem__(fake, [[1.0], [], *d["results"][FIRST][2:3]]))
+        left_out, reason = fake, "a name with parentheses"
+    report, _ = _ingest(store_url, recorded)
+    assert report.count("inserted") == 10 and not report.errors, report.summary()
+    (hit,) = [f for f in report.files if "left out benchmark" in f.message]
+    assert hit.path == str(bad) and reason in hit.message and "UNIQUE" not in hit.message, hit.message
+    with Store(store_url) as store:
+        names = {b.name for b in store.benchmarks()}
+        mixed = [r for r in store.results() if r.commit_sha.startswith(bad.stem[:8]) and r.benchmark.name == left_out]
+    assert FIRST in names and not mixed
