@@ -11,8 +11,26 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import regex
+
 from ci.records import Project
 from ci.verdicts.stats import CORRECTIONS
+
+# How long one `regressions_thresholds` pattern may take on one series name. A pattern that backtracks
+# catastrophically ("(.*.*)*X") held compare and the dashboard at 100% CPU with no output until killed
+# (2026-12-06); a name of a few hundred characters takes microseconds under any sane pattern.
+MATCH_TIMEOUT_S = 0.25
+
+
+def _matches(pattern: str, key: str) -> bool:
+    """`re.match(pattern, key)` (as asv matches `regressions_thresholds`), refused with a ValueError
+    naming the pattern where it runs past `MATCH_TIMEOUT_S` (the `regex` module's timeout; the
+    standard `re` has none)."""
+    try:
+        return regex.match(pattern, key, timeout=MATCH_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise ValueError(f"regressions_thresholds: the pattern {pattern!r} ran past {MATCH_TIMEOUT_S:g} s on one "
+                         f"series name ({key[:80]!r}): catastrophic backtracking; simplify it") from None
 
 # asv's regression threshold for a series that `regressions_thresholds` does not match (asv's
 # `_GraphDataFilter._get_threshold`; its documentation: "the default threshold is 0.05").
@@ -90,7 +108,8 @@ class VerdictSettings:
                 raise TypeError(f"overrides must be (regex, floor) pairs, got {item!r}")
             try:
                 re.compile(item[0])
-            except re.error as exc:
+                regex.compile(item[0])
+            except (re.error, regex.error) as exc:
                 raise ValueError(f"overrides: bad regex {item[0]!r}: {exc}") from None
             # A per-series floor may exceed 100 %: 1.0 calls only a halving or a doubling.
             if isinstance(item[1], bool) or not isinstance(item[1], int | float) or not 0.0 <= item[1] < 100.0:
@@ -105,7 +124,7 @@ class VerdictSettings:
     def override_for(self, key: str) -> tuple[str, float] | None:
         """The override that sets series `key`'s floor: the (regex, floor) pair of the largest floor
         whose regex matches the key's start (the first of equal ones); None where `floor` applies."""
-        matched = [(pattern, f) for pattern, f in self.overrides if re.match(pattern, key)]
+        matched = [(pattern, f) for pattern, f in self.overrides if _matches(pattern, key)]
         return max(matched, key=lambda pair: pair[1]) if matched else None
 
     @classmethod

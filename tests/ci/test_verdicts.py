@@ -334,6 +334,20 @@ def test_settings_validation(kwargs: dict, match: str) -> None:
         VerdictSettings(**kwargs)
 
 
+def test_a_threshold_pattern_that_backtracks_is_an_error_not_a_hang() -> None:
+    """A `regressions_thresholds` pattern is matched with a time limit: one that backtracks without
+    end on a series name is a ValueError naming it, within a fraction of a second; the pattern that
+    held compare at 100% CPU under `re` ("(.*.*)*X") matches nothing at once."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="catastrophic backtracking"):
+        VerdictSettings.from_thresholds({"(a|a)*$": 0.1}).floor_for("a" * 40 + "!")
+    assert VerdictSettings.from_thresholds({"(.*.*)*X": 0.1}).floor_for("bench_io." * 20) == VerdictSettings().floor
+    assert VerdictSettings.from_thresholds({"bench_io": 0.1}).floor_for("bench_io.Copy.time_copy") == 0.1
+    assert time.monotonic() - t0 < 5
+
+
 def test_settings_override_must_be_pairs() -> None:
     with pytest.raises(TypeError, match="pairs"):
         VerdictSettings(overrides=("GPUTime",))  # type: ignore[arg-type]
