@@ -23,6 +23,7 @@ from typing import TypeVar
 
 _C = TypeVar("_C")
 _R = TypeVar("_R")
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent(parent: int) -> None:
@@ -39,9 +40,6 @@ def die_with_parent(parent: int) -> None:
             return
     if os.getppid() != parent:
         os._exit(1)  # the parent died between the fork and the request: nothing to work for
-
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class WorkerLost(RuntimeError):

@@ -74,9 +74,6 @@ _MAX_ERROR_BYTES = 64 * 2**10  # an error response's body: its message is all th
 _MAX_SERVER_TEXT = 500  # characters of server text (a message, a Location) shown in an error
 # Terminal control sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, other `ESC x`, C1 CSI).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
-# GitHub's token formats, whatever token is configured, and any bearer credential (`ci.text.TOKEN_SHAPES`):
-# redacted in every message even when it is not the one sent.
-_TOKEN_SHAPES = TOKEN_SHAPES
 
 
 class GitHubError(RuntimeError):
@@ -103,7 +100,7 @@ class _Secret:
         if self._value:
             for form in {self._value, urllib.parse.quote(self._value, safe=""), urllib.parse.quote_plus(self._value)}:
                 text = text.replace(form, "***")
-        return _TOKEN_SHAPES.sub("***", text)
+        return TOKEN_SHAPES.sub("***", text)  # any token shape, even one that is not the token sent
 
     def __repr__(self) -> str:
         return "_Secret('***')"

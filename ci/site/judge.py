@@ -26,13 +26,13 @@ from ci.verdicts import (
     ChangePoint,
     Suspect,
     SuspectTrack,
-    by_difference,
     change_points,
     commit_levels,
     exact_steps,
     expire,
     group_changes,
     judge_levels,
+    levels_to_judge,
     passes_gate,
 )
 
@@ -120,12 +120,8 @@ def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray,
     positive ones): from the runs' medians when every commit has one result (no second median per
     result), else pooled from the raw samples."""
     if raw is None or len(set(s.shas)) == len(s.shas):
-        shas, levels = s.shas, s.values
-    else:
-        shas, levels = commit_levels(raw, signed=True)
-    difference = by_difference(levels)
-    kept = np.flatnonzero(np.isfinite(levels) if difference else levels > 0)  # NaN compares False: dropped too
-    return [shas[i] for i in kept.tolist()], levels[kept], difference
+        return levels_to_judge(s.shas, s.values)
+    return levels_to_judge(*commit_levels(raw, signed=True))
 
 
 def track_name(benchmark_key: str, machine: str) -> str:

@@ -276,4 +276,3 @@ def display_url(url: str) -> str:
         return parsed.set(query=hidden).render_as_string(hide_password=True).replace("SECRET-HIDDEN", "***")
     except Exception:
         return "the database"
-

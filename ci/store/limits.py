@@ -149,9 +149,10 @@ def storable(run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
     # parentheses), made two points of one file one series. The store refused the whole file
     # ("UNIQUE constraint failed"), or mixed two benchmarks in one series (2026-12-06).
     pairs = [(p.benchmark, p.key) for p in run.points] + [pair for block in run.blocks for pair in block.benches]
-    counts = collections.Counter(key for bench, key in pairs if "(" not in bench.name and ")" not in bench.name)
+    parenthesised = {b.name for b, _ in pairs if "(" in b.name or ")" in b.name}
+    counts = collections.Counter(key for bench, key in pairs if bench.name not in parenthesised)
     for bench, key in pairs:
-        if "(" in bench.name or ")" in bench.name:
+        if bench.name in parenthesised:
             bad.setdefault(bench.name, "a name with parentheses reads as a parameterised series of another benchmark")
         elif counts[key] > 1:
             bad.setdefault(bench.name, f"series {_short(key)} is {counts[key]} points of this file (parameter values "

@@ -65,6 +65,7 @@ from ci.verdicts.suspects import (
     expire,
     find_suspects,
     judge_levels,
+    levels_to_judge,
     noise_thresholds,
     suspects_from_levels,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "is_exact",
     "job_relation",
     "judge_levels",
+    "levels_to_judge",
     "machine_keys",
     "measured",
     "measurement_line",

@@ -206,6 +206,15 @@ def by_difference(levels: np.ndarray) -> bool:
     return int(np.count_nonzero(np.asarray(levels, dtype=float) <= 0)) >= ABSOLUTE_RUN
 
 
+def levels_to_judge(shas: Sequence[str], levels: np.ndarray) -> tuple[list[str], np.ndarray, bool]:
+    """Of a series' commits and levels (any value, NaN for a commit without one), those its suspicions
+    and thresholds read and whether they read them by difference (`by_difference`): every finite
+    level then, else the positive ones."""
+    difference = by_difference(levels)
+    kept = np.flatnonzero(np.isfinite(levels) if difference else levels > 0)  # NaN compares False: dropped too
+    return [shas[i] for i in kept.tolist()], levels[kept], difference
+
+
 def _row_medians(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Median of each row's first `counts` entries, the rows sorted (NaN padding sorts last)."""
     rows = np.arange(sorted_rows.shape[0])
@@ -660,11 +669,7 @@ def find_suspects(
     settings = settings or SuspectSettings()
     if len({r.benchmark.key for r in series}) > 1 or len({r.machine for r in series}) > 1:
         raise ValueError("series mixes benchmarks or machines; pass one benchmark on one machine")
-    shas, levels = commit_levels(series, signed=True)
-    difference = by_difference(levels)
-    if not difference:
-        keep = levels > 0
-        shas, levels = [sha for sha, k in zip(shas, keep.tolist(), strict=True) if k], levels[keep]
+    shas, levels, difference = levels_to_judge(*commit_levels(series, signed=True))
     if found is None:
         found = change_points(series, settings=settings.history, floor=floor)
     return judge_levels(series[0].benchmark, series[0].machine, shas, levels, found, settings=settings, floor=floor,
