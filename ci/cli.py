@@ -64,6 +64,9 @@ def _comparison(store: StoreReads, args: argparse.Namespace, settings: VerdictSe
 
     base = store.resolve_commit(args.base)
     head = store.resolve_commit(args.head)
+    if base == head:  # one stored result read twice would compare "unchanged" everywhere, a pass by construction
+        raise ValueError(f"base {args.base} and head {args.head} are the same commit ({base[:12]}): nothing to compare "
+                         "(`python -m ci continuous --aa` measures one commit against itself as an A/A check)")
     machines = pick_machines(store, base, head, args.machine)
     return base, head, machines, compare_commits(store, base, head, machines, settings=settings)
 
@@ -151,6 +154,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for line in (*report.notes, *([printable(note)] if note else [])):
             print(line, file=sys.stderr)
         print(report.summary())
+        if not report.files:  # a mistyped or empty folder: nothing was read, which is not a pass
+            print(printable(f"error: no asv result files under {args.results_dir}: asv writes each run as "
+                            "MACHINE/COMMIT-ENVIRONMENT.json beside benchmarks.json and MACHINE/machine.json"),
+                  file=sys.stderr)
+            return EXIT_ERROR
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR
 
@@ -187,7 +195,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
     commit_url, job_url = github_urls(os.environ)
     if args.repo is not None and "GITHUB_REPOSITORY" not in os.environ:
         commit_url = github_urls({**os.environ, "GITHUB_REPOSITORY": args.repo})[0]
-    with _open(args) as store:
+    with _open(args, read_only=args.no_save) as store:
         with store.snapshot():  # the comparison and the comment's context from one state of the history
             rules = _settings(store, args)
             # Decided afresh (compare is deterministic), not read back: older stored verdicts carry no
@@ -199,7 +207,8 @@ def cmd_comment(args: argparse.Namespace) -> int:
             context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
                                       job_url=args.job_url or job_url, settings=rules.verdicts,
                                       project=rules.project)  # fmt: skip
-        store.save_verdicts(comparison.verdicts)
+        if not args.no_save:
+            store.save_verdicts(comparison.verdicts)
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
                           dashboard_url=args.dashboard_url, context=context)  # fmt: skip
@@ -342,9 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--machine", help="asv machine name (every environment and host of it), or one other "
                        "environment as the dashboard names it ('NAME [ENV]'); needed when several machines "
                        "measured both commits")
-        if name == "compare":
-            p.add_argument("--no-save", action="store_true", help="do not store the verdicts")
-        else:
+        p.add_argument("--no-save", action="store_true",
+                       help="do not store the verdicts (opens the store read-only: a copied or read-only database)")
+        if name == "comment":
             p.add_argument("--out", help="write the markdown here instead of stdout")
             p.add_argument("--dashboard-url", help="link to the dashboard (http/https)")
             p.add_argument("--commit-url", help="prefix of a commit's web page, e.g. https://github.com/o/r/commit/ "

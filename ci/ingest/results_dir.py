@@ -48,7 +48,15 @@ from ci.ingest.reading import Known, read_all
 from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, file_outcome
 from ci.ingest.speed import split_off_speed_jobs
 from ci.records import Commit, Machine, ParsedRun
-from ci.store import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused, Store, StoreLimitError, error_line
+from ci.store import (
+    REPLACED_FROM_ANOTHER_SOURCE,
+    ReadAgain,
+    Replaced,
+    ReplacementRefused,
+    Store,
+    StoreLimitError,
+    error_line,
+)
 from ci.store.hosts import describe, host_differences, host_fingerprint, same_host
 from ci.store.limits import storable
 from ci.store.reads import paused_gc
@@ -198,6 +206,13 @@ def _write_batch(
         if isinstance(status, Exception):
             outcomes.append(file_outcome(run.path, "error", message=_store_failure(run.path, status)))
             continue
+        dropped = status.dropped if isinstance(status, Replaced) else ()
+        if dropped:  # asv drops a benchmark's results when it leaves the suite or changes version
+            shown = ", ".join(repr(name) for name in dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5
+                                                                    else "")
+            notes.append(printable(f"warning: {quote_path(run.path)}: rewritten without {len(dropped)} benchmark(s) "
+                                   f"the stored run held ({shown}): their points at this commit were removed with it "
+                                   "(recorded in the store's run replacements)"))
         if status == REPLACED_FROM_ANOTHER_SOURCE:
             status = "replaced"
             notes.append(printable(f"note: {quote_path(run.path)}: replaced the stored run of {run.run_key!r} "
@@ -295,6 +310,7 @@ def ingest_results_dir(
     # of git per batch. A commit whose record cannot be read is warned of once, whichever batches name it.
     on_branch = branch_log(repo, branch) if repo is not None and branch else CommitLog()
     problems: dict[str, str] = {}
+    dates: dict[str, dict[datetime, Path | str]] = {}  # without --repo: per commit, each date a file gave
     replaced: list[str] = []  # notes on runs replaced from another source
     clashes: list[tuple[Path, _Clash]] = []  # stored bytes after another file of their run: decided at the end
     # Files go in batch by batch (parsed runs of one batch in memory, one transaction per batch,
@@ -330,6 +346,10 @@ def ingest_results_dir(
                     parsed.append(item)
             if not parsed:
                 continue
+            if repo is None:  # asv's dates order the commits: what each file says, to warn where files disagree
+                for run, _, _ in parsed:
+                    if run.commit_time is not None:
+                        dates.setdefault(run.commit_hash, {}).setdefault(_aware(run.commit_time), run.path)
             points, batch_notes = _write_batch(store, parsed, outcomes, repo, branch, on_branch, problems, replace)
             written += points
             replaced.extend(batch_notes)
@@ -356,7 +376,8 @@ def ingest_results_dir(
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
         notes += (shallow,)
     if repo is None and written:
-        notes += no_repo_notes(store.commits())
+        commits = store.commits()
+        notes += no_repo_notes(commits) + date_conflicts(dates, commits)
     if written:
         # Jobs of a host the files do not tell apart first, so that the machines listed are the final ones.
         try:
@@ -408,6 +429,32 @@ def no_repo_notes(commits: Sequence[Commit]) -> tuple[str, ...]:
             "seconds, puts a commit at the start of the history, where its steps are shown; ingest with --repo "
             "CHECKOUT to order them by git."))
     return tuple(out)
+
+
+def date_conflicts(dates: dict[str, dict[datetime, Path | str]], commits: Sequence[Commit]) -> tuple[str, ...]:
+    """A warning when result files ingested without a checkout date one commit differently (asv's
+    `date`, which orders the commits without git): the store keeps the first date it was given, so
+    the commit stands where that one puts it, and a forged or rewritten file's date changed nothing
+    without a word (2026-12-06).
+
+    Args:
+        dates: per commit sha, each date the files of this ingest gave it, with the first file giving it.
+        commits: the store's commits after the ingest (`Store.commits`).
+
+    Returns:
+        () or one printable warning line naming an example.
+    """
+    stored = {c.sha: _aware(c.time) for c in commits if c.position is None and c.time is not None}
+    split = sorted(sha for sha, seen in dates.items() if sha in stored and set(seen) - {stored[sha]})
+    if not split:
+        return ()
+    sha = split[0]
+    other = min(set(dates[sha]) - {stored[sha]})
+    return (printable(
+        f"warning: {len(split)} commits are dated differently by their result files (e.g. {sha[:12]}: "
+        f"{other:%Y-%m-%d %H:%M} in {quote_path(dates[sha][other])}, stored as {stored[sha]:%Y-%m-%d %H:%M}): "
+        "a commit is ordered by the first date the store was given; ingest with --repo CHECKOUT to order "
+        "them by git."),)
 
 
 # asv began in 2013: a commit date before 2000 is a 0 or a date in seconds read as milliseconds.

@@ -24,7 +24,7 @@ history; `Store(db, read_only=True)` opens it for the commands that only read. B
 """
 
 from ci.store.engine import DEFAULT_DB, StoreError, display_url, error_line, resolve_url
-from ci.store.ingest_writes import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, ReplacementRefused
+from ci.store.ingest_writes import REPLACED_FROM_ANOTHER_SOURCE, ReadAgain, Replaced, ReplacementRefused
 from ci.store.limits import StoreLimitError
 from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_DB",
     "REPLACED_FROM_ANOTHER_SOURCE",
     "ReadAgain",
+    "Replaced",
     "FailedPoint",
     "ReplacementRefused",
     "RunValues",

@@ -47,6 +47,18 @@ class ReadAgain(str):
         return status
 
 
+class Replaced(str):
+    """The status "replaced" or `REPLACED_FROM_ANOTHER_SOURCE` (equal to it), with the benchmarks
+    the stored run held that the rewritten file does not: their points went with the stored run."""
+
+    dropped: tuple[str, ...]
+
+    def __new__(cls, status: str, dropped: tuple[str, ...]) -> Replaced:
+        out = super().__new__(cls, status)
+        out.dropped = dropped
+        return out
+
+
 class ReplacementRefused(ValueError):
     """A file holds a different run of a stored (machine, environment, commit) than the one stored,
     from another file: not replaced without `replace=True` (`ci ingest --replace`)."""
@@ -234,6 +246,8 @@ class IngestWrites(UpsertWrites):
             # this parse had to skip (missing from benchmarks.json, or of another version): the
             # file could not be read for them, which is no reason to lose what was stored.
             unreadable = sorted(set(run.skipped_unknown) | set(run.skipped_stale))
+            dropped = self._stored_names(conn, existing.id) - set(unreadable) - \
+                {p.benchmark.name for p in run.points} - {b.benches[0][0].name for b in run.blocks}
             gone = delete(ResultRow).where(ResultRow.run_id == existing.id)
             gone_blocks = delete(ResultBlockRow).where(ResultBlockRow.run_id == existing.id)
             if unreadable:
@@ -249,7 +263,7 @@ class IngestWrites(UpsertWrites):
             conn.execute(insert(RunReplacementRow.__table__).values(
                 run_key=run_key, old_source=existing.source, new_source=source, old_digest=existing.digest,
                 new_digest=run.digest, forced=forced, replaced_at=values["ingested_at"]))  # fmt: skip
-            status = REPLACED_FROM_ANOTHER_SOURCE if forced else "replaced"
+            status: str = Replaced(REPLACED_FROM_ANOTHER_SOURCE if forced else "replaced", tuple(sorted(dropped)))
         else:
             run_id = conn.execute(
                 insert(RunRow.__table__).values(**values).returning(RunRow.__table__.c.id)
@@ -257,11 +271,17 @@ class IngestWrites(UpsertWrites):
             status = "inserted"
         return self._write_points(conn, pending, run, run_id, status)
 
-    def _unstored(self, conn: Connection, run_id: int, run: ParsedRun) -> ParsedRun:
-        """`run` less the benchmarks whose points the stored run `run_id` holds already."""
+    @staticmethod
+    def _stored_names(conn: Connection, run_id: int) -> set[str]:
+        """The benchmark names (asv's, without parameters) the stored run `run_id` holds points of."""
         stored = set(conn.execute(select(ResultBlockRow.name).where(ResultBlockRow.run_id == run_id)).scalars())
         stored.update(conn.execute(select(BenchmarkRow.name).join(ResultRow, ResultRow.benchmark_id == BenchmarkRow.id)
                                    .where(ResultRow.run_id == run_id)).scalars())  # fmt: skip
+        return stored
+
+    def _unstored(self, conn: Connection, run_id: int, run: ParsedRun) -> ParsedRun:
+        """`run` less the benchmarks whose points the stored run `run_id` holds already."""
+        stored = self._stored_names(conn, run_id)
         return replace(run, points=tuple(p for p in run.points if p.benchmark.name not in stored),
                        blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in stored))
 

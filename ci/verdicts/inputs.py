@@ -9,6 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ci.records import ComparisonSource, Kind, MachineHistory, Result, RunWindowSource, Verdict
+from ci.records.decisions import (
+    FAILED_ON_HEAD,
+    MISSING_ON_HEAD,
+    NEW_SERIES,
+    NOT_ON_BASE,
+    WITHHELD_OTHER_JOB,
+)
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
 
@@ -68,6 +75,30 @@ def not_measured(results: Sequence[Result], side: str, sha: str) -> str | None:
             f"({shown}); see the job log (asv's output) for why")
 
 
+def not_judged(verdicts: Sequence[Verdict]) -> str | None:
+    """Why a comparison whose sides were both measured still decides nothing: of the series measured
+    on both sides, not one timing series was judged. Every timing series was withheld (base and head
+    not measured in one job, and no between-job noise model in the history: a cross-job compare on a
+    young history). Such a comparison used to exit 0 with "no regression confirmed" (2026-12-06).
+    A series of unknown direction counts as judged when it was (changed or not: which is better is
+    not asked), and correctness or exact series beside withheld timing series do not make it a
+    performance comparison. None when something was judged.
+
+    Args:
+        verdicts: one comparison's verdicts (`ci.verdicts.compare`).
+
+    Returns:
+        A one-line reason, or None.
+    """
+    both = [v for v in verdicts if not v.reason.startswith((NEW_SERIES, MISSING_ON_HEAD, NOT_ON_BASE, FAILED_ON_HEAD))]
+    timing = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
+    if timing and all(v.reason == WITHHELD_OTHER_JOB for v in timing):
+        return (f"no timing series was judged: all {len(timing)} were withheld. Base and head were not measured in "
+                "one job, and this machine's history holds too few jobs for a between-job noise model of any of "
+                f"them, which needs {NoiseSettings().min_jobs}; measure both in one job with python -m ci continuous")
+    return None
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One A/B comparison read from a store: what was compared, how it was measured, the verdicts."""
@@ -89,7 +120,7 @@ class Comparison:
             why = not_measured(rs, side, sha or (rs[0].commit_sha if rs else "?"))
             if why is not None:
                 return why
-        return None
+        return not_judged(self.verdicts)
 
 
 def machine_keys(store: ComparisonSource, name: str) -> list[str]:

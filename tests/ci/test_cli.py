@@ -81,6 +81,14 @@ def test_ingest_exit_codes(tmp_path, asv_dir, capsys):
     assert "00000009-x.json: not valid JSON, truncated" in err
     assert main(["ingest", "--db", db, str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err
+    # benchmarks.json and no result file (a folder one level too high, or asv never wrote one): exit 2,
+    # since nothing was read (it was exit 0, "0 result files", 2026-12-06)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "benchmarks.json").write_bytes((root / "benchmarks.json").read_bytes())
+    (empty / MACHINE).mkdir()
+    assert main(["ingest", "--db", db, str(empty)]) == 2
+    assert f"error: no asv result files under {empty}" in capsys.readouterr().err
     with Store(db) as store:
         assert store.counts()["runs"] == 2  # nothing lost, nothing partial
 
@@ -154,6 +162,24 @@ def test_compare_errors_exit_2(tmp_path, asv_dir, capsys):
     assert main(["compare", "--db", db, "--base", "feedfacefeed", "--head", sha_for(0)]) == 2
     assert "not in the store" in capsys.readouterr().err
     assert main(["compare", "--db", db, "--base", sha_for(0)]) == 2  # usage error
+    # One commit as base and head read its one stored result twice: "unchanged" everywhere, exit 0
+    # (2026-12-06). Refused, by compare and comment alike.
+    for command in ("compare", "comment"):
+        assert main([command, "--db", db, "--base", sha_for(0)[:8], "--head", sha_for(0)]) == 2
+        assert "are the same commit" in capsys.readouterr().err
+    with Store(db) as store:
+        assert store.verdicts() == []
+
+
+def test_comment_no_save_leaves_the_store_as_it_was(tmp_path, asv_dir):
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job="gha-1.1-pr/1")
+    db = tmp_path / "h.sqlite"
+    main(["ingest", "--db", str(db), str(root)])
+    before = db.read_bytes()
+    out = tmp_path / "comment.md"
+    code = main(["comment", "--db", str(db), "--base", sha_for(0), "--head", sha_for(1), "--out", str(out), "--no-save"])
+    assert code == 1 and "Regressions (1)" in out.read_text()
+    assert db.read_bytes() == before, "opened read-only: not a byte written"
 
 
 def test_comment_writes_markdown_and_dry_run_post(tmp_path, asv_dir, capsys):

@@ -170,6 +170,54 @@ def test_rewritten_file_replaces_its_run(asv_dir, store_url):
         assert {r.samples for r in store.results()} == {(5.0, 5.0, 5.0, 5.0)}
 
 
+def test_a_rewritten_file_without_some_benchmarks_says_their_points_went(tmp_path, store_url, capsys):
+    """asv rewrites a commit's file without a benchmark it dropped (removed from the suite, or of a new
+    version): the stored run is replaced and that benchmark's points at the commit go with it. That
+    happened without a word (2026-12-06); ingest now warns, naming what went."""
+    from ci.cli import main
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)])
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    write_results(root, [sha_for(1)], benchmarks=BENCHMARKS[:2], first_commit=1)
+    capsys.readouterr()
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 replaced" in out
+    (line,) = [ln for ln in err.splitlines() if "rewritten without" in ln]
+    assert line.startswith("warning: ") and "rewritten without 1 benchmark(s) the stored run held" in line, line
+    assert "'bench_correctness.Logits.track_max_abs_diff'" in line
+    with Store(store_url) as store:
+        names = {r.benchmark.name for r in store.results(commit_sha=sha_for(1))}
+        assert names == {b["name"] for b in BENCHMARKS[:2]}
+        assert len(store.replacements()) == 1
+    # a rewrite with every benchmark it held says nothing of the kind
+    write_results(root, [sha_for(1)], benchmarks=BENCHMARKS[:2], first_commit=1,
+                  samples=lambda n, j, c: [5.0] * 4)
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    assert "rewritten without" not in capsys.readouterr().err
+
+
+def test_result_files_dating_one_commit_differently_are_warned_of(tmp_path, store_url, capsys):
+    """Without a checkout asv's `date` orders the commits; two environments' files of one commit that
+    disagree on it (a file rewritten by hand, or forged) left the commit at the first date, silently
+    (2026-12-06). Ingest warns, naming the file and both dates."""
+    from ci.cli import main
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)])
+    (other,) = write_results(root, [sha_for(1)], env_name="virtualenv-py3.12-other", first_commit=1)
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    assert "dated differently" not in capsys.readouterr().err, "files that agree say nothing"
+    data = json.loads(other.read_text())
+    data["date"] += 40 * 86_400_000  # 40 days later, in asv's milliseconds
+    other.write_text(json.dumps(data))
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if "dated differently" in ln]
+    assert line.startswith(f"warning: 1 commits are dated differently by their result files (e.g. {sha_for(1)[:12]}: ")
+    assert f" in {other}, stored as " in line and "--repo CHECKOUT" in line
+
+
 def test_a_run_from_another_results_folder_is_refused_unless_replace(tmp_path, store_url, capsys):
     """Another results folder's file of a stored (machine, environment, commit) with other contents
     replaced the stored run with exit 0 ("1 replaced"). It is now an error naming both files, the

@@ -16,6 +16,7 @@ from ci.ingest import ingest_results_dir
 from ci.records import JOB_KEY, WITHHELD_OTHER_JOB, Benchmark, Outcome, Result
 from ci.store import Store
 from ci.verdicts import JobRelation, between_job_drift, compare, job_relation
+from ci.verdicts.inputs import not_judged
 from tests.ci.conftest import MACHINE, sha_for, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +74,19 @@ def test_across_jobs_a_series_is_withheld_without_drift_and_judged_past_its_drif
     assert past.outcome == Outcome.REGRESSED and past.threshold == pytest.approx(0.09)
 
 
+def test_a_comparison_whose_every_timing_series_was_withheld_judged_nothing():
+    other = Benchmark("bench_attention.GPUTime.time_gpu", (("B", "64"),))
+    base = [_result("a" * 40, 1.0, job="j-1/1", seed=1), _result("a" * 40, 1.0, job="j-1/1", seed=3, bench=other)]
+    head = [_result("b" * 40, 1.0, job="j-2/1", seed=2), _result("b" * 40, 1.0, job="j-2/1", seed=4, bench=other)]
+    why = not_judged(compare(base, head, between_jobs={}))
+    assert why is not None and why.startswith("no timing series was judged: all 2 were withheld"), why
+    # one series with a between-job model is judged: the other's withholding is listed, not an error
+    assert not_judged(compare(base, head, between_jobs={LAT.key: 0.03})) is None
+    assert not_judged(compare(base, head)) is None, "measured in one job: nothing is withheld"
+    # a series new on head is not a series withheld
+    assert not_judged(compare(base[:1], head, between_jobs={LAT.key: 0.03})) is None
+
+
 def _rewrite(src: Path, dest: Path, sha: str) -> Path:
     """A copy of a recorded asv results folder whose commit is `sha` (file names follow)."""
     shutil.copytree(src, dest)
@@ -97,18 +111,22 @@ def test_two_jobs_of_one_commit_are_not_passed_off_as_an_ab(tmp_path, capsys):
     assert main(["ingest", "--db", db, str(_rewrite(RECORDED / "partA", tmp_path / "a", base))]) == 0
     assert main(["ingest", "--db", db, str(_rewrite(RECORDED / "partA2", tmp_path / "b", head))]) == 0
     capsys.readouterr()
-    assert main(["compare", "--db", db, "--base", base, "--head", head, "--no-save"]) == 0
-    out = capsys.readouterr().out
+    # Two jobs and no other history: every timing series is withheld, so nothing was judged, which
+    # is an error (exit 2), never a pass.
+    assert main(["compare", "--db", db, "--base", base, "--head", head, "--no-save"]) == 2
+    out, err = capsys.readouterr()
     assert "not measured in one job" in out
     lines = [ln for ln in out.splitlines() if ln.startswith(("regressed", "improved"))]
     assert lines == [], lines
+    assert "error: no timing series was judged: all" in err and "were withheld" in err, err
     comment = tmp_path / "c.md"
-    assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)]) == 0
+    assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)]) == 2
     body = comment.read_text()
     assert "same job" not in body and "Measured in one job" not in body
     assert "Nothing records that base and head were measured in one job" in body
     assert "### ⚠️ Withheld: base and head not measured in one job" in body
-    assert "🟡 No regression confirmed" in body
+    assert "**❌ Nothing was compared:** no timing series was judged" in body
+    assert "No regression" not in body
 
 
 def _slower_head(name: str, j: int, c: int) -> list[float]:
@@ -150,7 +168,8 @@ def test_only_a_marker_bound_to_the_files_gives_the_in_job_rule(tmp_path, capsys
         assert code == 1 and "in-job rule: base and head were measured in one job" in out, out
         assert "**In-job rule.** Measured in one job (`gha-1.1-pr/3f9a0c5d2e71`)" in body
         return
-    assert code == 0 and "warning: cross-job rule: base and head were not measured in one job" in out, out
+    # every timing series withheld (the gates passed): nothing was judged, an error
+    assert code == 2 and "warning: cross-job rule: base and head were not measured in one job" in out, out
     assert "a side has no verified job marker" in out and "in-job rule" not in out
     assert "**Cross-job rule.** **⚠️ Nothing records that base and head were measured in one job**" in body
     assert "In-job rule" not in body and "Measured in one job" not in body
