@@ -185,6 +185,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_comment(args: argparse.Namespace) -> int:
     from ci.outputs.comment import GITHUB_MAX_CHARS, comment_context, comment_environment, github_urls, render_comment
+    from ci.outputs.structure import SECTION_ROOM
     from ci.verdicts import exit_code
 
     if (args.repo is None) != (args.pr is None):
@@ -210,8 +211,8 @@ def cmd_comment(args: argparse.Namespace) -> int:
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
     verdicts = comparison.verdicts
-    body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env,
-                          dashboard_url=args.dashboard_url, context=context)  # fmt: skip
+    body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url,
+                          context=context, section_room=SECTION_ROOM)  # fmt: skip
     merge: Callable[[str], str] | None = None
     if args.keep_structure:  # the exact workflow measures this head's exact tier: its section, or "pending"
         from ci.outputs.structure import keep_section

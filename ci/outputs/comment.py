@@ -44,6 +44,7 @@ from ci.outputs.markdown import md_code, md_table, md_text, md_url
 from ci.outputs.structure import (
     comment_head_mark,
     exact_only,
+    section_of,
     structure_block,
     structure_counts,
     structure_lines,
@@ -285,6 +286,7 @@ def render_comment(
     dashboard_url: str | None,
     max_chars: int = GITHUB_MAX_CHARS,
     context: CommentContext | None = None,
+    section_room: int = 0,
 ) -> str:
     """The sticky PR comment in GitHub markdown.
 
@@ -298,6 +300,10 @@ def render_comment(
         max_chars: the body's size limit (GitHub's is 65,536); tables are cut whole rows to fit.
         context: commits, job relation and log link, per-side spreads, CPU-only flag and settings
             (`CommentContext`); None says only what the verdicts hold (and that the job is unknown).
+        section_room: characters a body without a Structure section of its own leaves free for the one
+            another job puts in (`ci.outputs.structure.SECTION_ROOM`: a pending section, or the exact
+            job's cut to its gist). Without it a comment whose tables filled `max_chars` could not take
+            that section, and none was posted (2026-12-07, 2,000 series).
 
     Returns:
         Markdown starting with the hidden marker `<!-- ragged-vit-bench -->`, at most `max_chars` long.
@@ -444,6 +450,8 @@ def render_comment(
         return "\n".join([*out, *([""] + mark if mark else [])]) + "\n"
 
     body = build()
+    if section_of(body) is None:
+        max_chars -= section_room
     # Cut the least important tables first, whole rows at a time, keeping as many rows of each as
     # fit (a binary search: row lengths vary); never the headline or the counts.
     for name in ("unchanged", "new", "inconclusive", "faster", "gates_passed", "structure", "improved", "unknown",

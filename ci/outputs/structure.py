@@ -29,6 +29,10 @@ SECTION_HEAD = "<!-- ragged-vit-structure-head: {sha} -->"
 # The commit a whole comment's timings are of, on its last line: the exact job puts its section
 # into the sticky comment only while that comment is of the head it measured (`merge_section`).
 COMMENT_HEAD = "<!-- ragged-vit-comment-head: {sha} -->"
+# What a comment without a Structure section leaves free for one (`ci.outputs.comment.render_comment`'s
+# `section_room`): the pending section is 450 characters, an exact job's section cut to its gist
+# (`_fit`) about as much; twice the larger, for long shas and counts.
+SECTION_ROOM = 1_200
 _HEX = "[0-9a-f]{7,64}"
 _START_RE = re.compile(f"^{re.escape(SECTION_START)}$", re.M)
 _END_RE = re.compile(f"^{re.escape(SECTION_END)}$", re.M)

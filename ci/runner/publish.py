@@ -34,6 +34,7 @@ def write_comment(
         (the file written or None, the posted comment's URL or None).
     """
     from ci.outputs.comment import comment_context, comment_environment, github_urls, render_comment
+    from ci.outputs.structure import SECTION_ROOM
 
     env = comment_environment(store, comparison.machines or cfg.machine, [r for r in comparison.head if r.samples])
     commit_url, job_url = github_urls(os.environ)
@@ -41,7 +42,7 @@ def write_comment(
     context = comment_context(store, comparison, env, commit_url=commit_url, job_url=job_url, settings=rules.verdicts,
                               project=rules.project)  # fmt: skip
     body = render_comment(list(comparison.verdicts), [], base_sha=base, head_sha=head, environment=env,
-                          dashboard_url=cfg.dashboard_url, context=context)  # fmt: skip
+                          dashboard_url=cfg.dashboard_url, context=context, section_room=SECTION_ROOM)  # fmt: skip
     written = None
     if cfg.comment_path is not None:
         cfg.comment_path.parent.mkdir(parents=True, exist_ok=True)

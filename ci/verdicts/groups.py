@@ -82,11 +82,26 @@ def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> 
         after: the later run's.
 
     Returns:
-        "key: old → new" per changed key, sorted ("(none)" for a key one side lacks).
+        "key: old → new" per changed key, sorted ("(none)" for a key one side lacks), at most
+        `SHOWN_CHANGES` of them, each cut to `CHANGE_CHARS` characters, then "and N more changes".
+        The runs' environments come from their result files, which a pull request's job writes:
+        700 variables of 100 characters made a comment headline of 87,283 characters, over
+        GitHub's limit, and no comment was posted (2026-12-07).
     """
     keys = sorted((before.keys() | after.keys()) - VOLATILE_KEYS)
-    return tuple(f"{k}: {before.get(k, '(none)')} → {after.get(k, '(none)')}"
-                 for k in keys if before.get(k) != after.get(k))
+    changed = [k for k in keys if before.get(k) != after.get(k)]
+    out = [_cut(f"{k}: {before.get(k, '(none)')} → {after.get(k, '(none)')}") for k in changed[:SHOWN_CHANGES]]
+    if len(changed) > SHOWN_CHANGES:
+        out.append(f"and {len(changed) - SHOWN_CHANGES} more changes")
+    return tuple(out)
+
+
+SHOWN_CHANGES = 8
+CHANGE_CHARS = 160
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CHANGE_CHARS else text[:CHANGE_CHARS - 1] + "…"
 
 
 def group_changes(

@@ -486,6 +486,22 @@ def test_the_fuller_comment_still_fits_githubs_limit() -> None:
     _tables_are_whole(body)
 
 
+def test_a_comment_whose_tables_fill_the_limit_still_takes_a_structure_section() -> None:
+    """2,000 series cut the tables to GitHub's limit; the pending Structure section the GPU job adds
+    (`--keep-structure`) then had no room: exit 2 and no comment (2026-12-07). `section_room` leaves it."""
+    from ci.outputs.structure import SECTION_ROOM, keep_section, section_of
+
+    verdicts = [_v(f"bench_module.Same.time_{i:04d}", Outcome.UNCHANGED, 1.0 + i / 1e5) for i in range(2000)]
+    verdicts += [_v(f"bench_module.Reg.time_{i:04d}", Outcome.REGRESSED, 1.2) for i in range(300)]
+    full = _render(verdicts)
+    assert len(full) > GITHUB_MAX_CHARS - SECTION_ROOM, "the tables fill the limit"
+    body = _render(verdicts, section_room=SECTION_ROOM)
+    assert len(body) <= GITHUB_MAX_CHARS - SECTION_ROOM and "300 regression(s)" in body
+    head = "b" * 40
+    kept = keep_section("", body, head, GITHUB_MAX_CHARS)
+    assert len(kept) <= GITHUB_MAX_CHARS and section_of(kept) is not None
+
+
 def test_a_slower_tail_that_is_not_confirmed_is_listed_as_a_slowdown() -> None:
     """Across jobs a slower tail (the upper quartile past the threshold) is INCONCLUSIVE with the median
     within it: the comment lists it with the slowdowns, not folded with the series that need samples."""

@@ -50,6 +50,18 @@ def test_environment_changes_name_each_key() -> None:
     assert isinstance(group_changes([], ORDER), list) and AlertGroup("m", "c1", ()).headline().startswith("0 series")
 
 
+def test_environment_changes_are_bounded_whatever_the_files_record() -> None:
+    """A pull request's job writes the head's environment: 700 variables of 100 characters made the
+    comment's headline 87,283 characters, over GitHub's limit (2026-12-07)."""
+    from ci.verdicts.groups import CHANGE_CHARS, SHOWN_CHANGES
+
+    after = {f"env:V{i:03d}": "x" * 100 for i in range(700)}
+    out = environment_changes({}, after)
+    assert len(out) == SHOWN_CHANGES + 1 and out[-1] == f"and {700 - SHOWN_CHANGES} more changes"
+    assert out[0].startswith("env:V000: (none) → xxx") and all(len(c) <= CHANGE_CHARS for c in out)
+    assert environment_changes({"a": "1"}, {"a": "y" * 500})[0].endswith("y…")
+
+
 @pytest.mark.slow
 def test_the_comment_says_when_base_and_head_ran_in_different_environments(tmp_path) -> None:
     from ci.cli import main
