@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -375,6 +376,8 @@ def ingest_results_dir(
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
         notes += (shallow,)
+    elif repo is not None:
+        notes += unplaced_notes(store.commits(), repo)
     if repo is None and written:
         commits = store.commits()
         notes += no_repo_notes(commits) + date_conflicts(dates, commits)
@@ -417,6 +420,13 @@ def no_repo_notes(commits: Sequence[Commit]) -> tuple[str, ...]:
             f"warning: {len(undated)} commits have no date in their result files (asv's `date`) and no place in "
             f"git's history (e.g. {undated[0][:12]}): the history has no order for them (they sort by sha), so "
             "its steps and suspicions there mean nothing; ingest with --repo CHECKOUT to order them by git."))
+    times = Counter(_aware(c.time) for c in loose if c.time is not None)
+    tied = sorted(c.sha for c in loose if c.time is not None and times[_aware(c.time)] > 1)
+    if tied:
+        out.append(printable(
+            f"warning: {len(tied)} commits share their date with another (e.g. {tied[0][:12]}): asv's dates cannot "
+            "order them, so they stand in the order their files were read, and a step among them may be read as "
+            "flips; ingest with --repo CHECKOUT to order them by git."))
     latest = datetime.now(UTC) + timedelta(days=1)
     odd = sorted((c for c in loose if c.time is not None and not EARLIEST_DATE <= _aware(c.time) <= latest),
                  key=lambda c: c.sha)
@@ -429,6 +439,33 @@ def no_repo_notes(commits: Sequence[Commit]) -> tuple[str, ...]:
             "seconds, puts a commit at the start of the history, where its steps are shown; ingest with --repo "
             "CHECKOUT to order them by git."))
     return tuple(out)
+
+
+def unplaced_notes(commits: Sequence[Commit], repo: str | os.PathLike[str]) -> tuple[str, ...]:
+    """What an ingest with a checkout says of the store's commits that have no place in its history:
+    the checkout lacks them (not fetched yet, a stale or partial clone, or another repository), so
+    they sort before every commit that has a place, by date. The newest three commits of a folder
+    whose checkout lacked them stood at the start of the history without a word, and the dashboard
+    lost the slowdown they held (2026-12-07).
+
+    Args:
+        commits: the store's commits after the ingest (`Store.commits`).
+        repo: the checkout, for the message.
+
+    Returns:
+        () or one printable warning line naming an example.
+    """
+    loose = sorted(c.sha for c in commits if c.position is None)
+    if not loose:
+        return ()
+    if len(loose) == len(commits):
+        return (printable(
+            f"warning: none of the store's {len(loose)} commits is in the history of {repo} (e.g. {loose[0][:12]}): "
+            "is it this project's checkout? They are ordered by the dates asv recorded."),)
+    return (printable(
+        f"warning: {len(loose)} of the store's {len(commits)} commits have no place in the history of {repo} (e.g. "
+        f"{loose[0][:12]}): not fetched there, or not this project's; they sort before every commit that has one, "
+        "by date, and a step they hold is shown there. Fetch them (a full clone) and ingest again."),)
 
 
 def date_conflicts(dates: dict[str, dict[datetime, Path | str]], commits: Sequence[Commit]) -> tuple[str, ...]:

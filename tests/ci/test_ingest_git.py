@@ -260,6 +260,29 @@ def test_a_commit_ingested_without_git_first_gets_its_position_later_and_moves(t
         assert [c.sha for c in store.commits()] == [third, first, second]
 
 
+def test_commits_the_checkout_lacks_are_warned_of(tmp_path, capsys):
+    """Results of commits a stale checkout has not fetched have no place in its history and sort before
+    every commit that has one: the newest commits' slowdown then sat at the start of the history, without a
+    word (2026-12-07). Ingest names them, and says so again until the checkout has them."""
+    repo = _repo(tmp_path)
+    known = [_commit(repo, f"c{d}\n".encode(), day=d) for d in (1, 2)]
+    unfetched = "f" * 40
+    code, err, store = _ingest(tmp_path, repo, [*known, unfetched], capsys=capsys)
+    assert code == 0
+    (line,) = [ln for ln in err.splitlines() if "no place in the history of" in ln]
+    assert line.startswith(f"warning: 1 of the store's 3 commits have no place in the history of {repo} (e.g. ffffffffffff)")
+    with store:
+        assert [c.sha for c in store.commits()] == [unfetched, *known]
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), "--repo", str(repo), str(tmp_path / "results")]) == 0
+    assert "no place in the history of" in capsys.readouterr().err, "said again, though nothing new was written"
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q", "-b", "main")
+    _commit(other, b"unrelated\n", day=3)
+    assert main(["ingest", "--db", str(tmp_path / "h2.sqlite"), "--repo", str(other), str(tmp_path / "results")]) == 0
+    assert f"none of the store's 3 commits is in the history of {other}" in capsys.readouterr().err
+
+
 def test_merged_branches_keep_first_parent_order_and_every_commit_its_ancestors_first(tmp_path, capsys):
     """Main's first-parent line stays in order, and a merged branch's commits come after their
     ancestors and before the merge, whatever their clocks say; the same with or without --branch."""

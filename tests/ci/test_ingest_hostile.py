@@ -559,7 +559,7 @@ def test_a_store_from_before_skips_were_recorded_reads_each_file_once_more(store
         assert not store.run_skips() and store.counts()["results"] == 60
 
 
-@pytest.mark.parametrize("how", ["no date", "date 0", "date in seconds"])
+@pytest.mark.parametrize("how", ["no date", "date 0", "date in seconds", "one date"])
 def test_commits_without_a_usable_date_are_warned_of(tmp_path, recorded, capsys, how):
     """Without --repo the history's order is asv's `date` (milliseconds since the epoch): files without one
     sorted by sha, and a date of 0 or in seconds put the newest commit in 1970, at the start of the history,
@@ -568,12 +568,17 @@ def test_commits_without_a_usable_date_are_warned_of(tmp_path, recorded, capsys,
     if how == "no date":
         for f in files:
             _edit(f, lambda d: d.pop("date", None))
+    elif how == "one date":  # scripted commits, or a stack whose dates were reset: the files' order decides
+        for f in files[-3:]:
+            _edit(f, lambda d: d.__setitem__("date", 1_790_000_000_000))
     else:
         _edit(files[-1], lambda d: d.__setitem__("date", 0 if how == "date 0" else d["date"] // 1000))
     assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(recorded)]) == 0
     warned = [line for line in _err_lines(capsys.readouterr().err) if line.startswith("warning:")]
     if how == "no date":
         assert len(warned) == 1 and warned[0].startswith("warning: 10 commits have no date in their result files")
+    elif how == "one date":
+        assert len(warned) == 1 and warned[0].startswith("warning: 3 commits share their date with another")
     else:
         assert len(warned) == 1 and warned[0].startswith("warning: 1 commits are dated before 2000 or after today")
         assert " at 1970-01-" in warned[0]
