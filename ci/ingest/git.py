@@ -153,9 +153,17 @@ def _record(sha: str, body: bytes, branch: str) -> tuple[Commit | None, str]:
         time: datetime | None = datetime.fromisoformat(text).astimezone(UTC)
     except (ValueError, OverflowError):
         time, problem = None, f"git's commit time {text!r:.80} is not a date: it is stored with asv's date"
-    commit = Commit(sha=sha, parents=tuple(parents.decode().split()), branch=branch, time=time,
-                    subject=subject.decode("utf-8", "replace"))  # fmt: skip
+    text = subject[:4 * SUBJECT_CHARS + 4].decode("utf-8", "replace")  # enough bytes for one character more
+    if len(text) > SUBJECT_CHARS:
+        text = text[:SUBJECT_CHARS - 1] + "…"
+    commit = Commit(sha=sha, parents=tuple(parents.decode().split()), branch=branch, time=time, subject=text)
     return commit, problem
+
+
+# The most characters of a subject stored. git's %s is the message's whole first paragraph: a message
+# without a blank line after its first was one 1 MB "subject", copied into every series page's rows
+# (500 series: a 494 MB dashboard, 2026-12-07). GitHub shows 72.
+SUBJECT_CHARS = 200
 
 
 def parse_log(out: bytes, branch: str) -> CommitLog:

@@ -106,8 +106,11 @@ def test_every_commit_gets_subject_parents_and_time_however_it_is_named(tmp_path
         (b"a\x1fb\x1fc\n", "a\x1fb\x1fc"),
         (b"both\x1f\x1e\tand a tab\n\nbody \x1e\x1f\n", "both\x1f\x1e\tand a tab"),
         (b"\x1e\n", "\x1e"),
+        # git's subject is the whole first paragraph: 1 MB without a blank line is stored as 200 characters
+        (b"long line\n" * 100_000, ("long line " * 20)[:199] + "\u2026"),
+        ("é".encode() * 300 + b"\n", "é" * 199 + "\u2026"),
     ],
-    ids=["RS-0x1e", "US-0x1f", "both-and-a-body", "RS-alone"],
+    ids=["RS-0x1e", "US-0x1f", "both-and-a-body", "RS-alone", "1-MB-paragraph", "two-byte-characters"],
 )
 def test_subjects_holding_git_data_separators_ingest_every_time(tmp_path, capsys, message, subject, branch):
     """A subject holding 0x1e or 0x1f (the separators of the old `git log` format) made every later
