@@ -5,6 +5,7 @@ marker of a run (`JOB_KEY`) and the project whose asv.conf.json the service read
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -87,7 +88,10 @@ def machine_labels(machines: Sequence[Machine]) -> dict[str, str]:
                 out[m.name] = name if len(group) == 1 else m.name  # a second one's key names it already
             else:  # the first environment and host seen under the name, among others
                 out[m.name] = f"{name} [{m.env_name}]"
-    return out
+    # An asv machine literally named like another's environment ("m1 [envB]" beside m1's envB) got that
+    # one's label too (2026-12-07): a label two machines share is each one's key, which is unique.
+    shared = Counter(out.values())
+    return {key: key if shared[label] > 1 else label for key, label in out.items()}
 
 
 @dataclass(frozen=True)

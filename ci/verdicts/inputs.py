@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ci.records import ComparisonSource, Kind, MachineHistory, Result, RunWindowSource, Verdict
+from ci.records import ComparisonSource, Kind, MachineHistory, Outcome, Result, RunWindowSource, Verdict
 from ci.records.decisions import (
     FAILED_ON_HEAD,
     MISSING_ON_HEAD,
@@ -81,8 +81,9 @@ def not_judged(verdicts: Sequence[Verdict]) -> str | None:
     not measured in one job, and no between-job noise model in the history: a cross-job compare on a
     young history). Such a comparison used to exit 0 with "no regression confirmed" (2026-12-06).
     A series of unknown direction counts as judged when it was (changed or not: which is better is
-    not asked), and correctness or exact series beside withheld timing series do not make it a
-    performance comparison. None when something was judged.
+    not asked), and correctness or exact series that passed beside withheld timing series do not
+    make it a performance comparison; a failure found (a gate failed, a crash on head, a regression)
+    does, and its exit 1 stands. None when something was judged.
 
     Args:
         verdicts: one comparison's verdicts (`ci.verdicts.compare`).
@@ -90,6 +91,8 @@ def not_judged(verdicts: Sequence[Verdict]) -> str | None:
     Returns:
         A one-line reason, or None.
     """
+    if any(v.outcome in (Outcome.FAILED, Outcome.REGRESSED) for v in verdicts):
+        return None  # a failure was found (a gate, a crash on head): exit 1 says so, the withheld rows are listed
     both = [v for v in verdicts if not v.reason.startswith((NEW_SERIES, MISSING_ON_HEAD, NOT_ON_BASE, FAILED_ON_HEAD))]
     timing = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
     if timing and all(v.reason == WITHHELD_OTHER_JOB for v in timing):
@@ -141,6 +144,10 @@ def machine_keys(store: ComparisonSource, name: str) -> list[str]:
         Machine keys, sorted; [] when the store knows neither.
     """
     machines = store.machines()
+    if any(m.name == name and m.machine_name != name for m in machines):
+        # the key of another asv machine's environment, whatever asv machine bears that name as well
+        # ("m1 [envB]" beside an asv machine literally named so, whose own key is then "m1 [envB] #2")
+        return [name]
     every = sorted(m.name for m in machines if m.machine_name == name)
     if every:
         return every

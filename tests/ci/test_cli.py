@@ -177,7 +177,8 @@ def test_comment_no_save_leaves_the_store_as_it_was(tmp_path, asv_dir):
     main(["ingest", "--db", str(db), str(root)])
     before = db.read_bytes()
     out = tmp_path / "comment.md"
-    code = main(["comment", "--db", str(db), "--base", sha_for(0), "--head", sha_for(1), "--out", str(out), "--no-save"])
+    code = main(["comment", "--db", str(db), "--base", sha_for(0), "--head", sha_for(1), "--out", str(out),
+                 "--no-save"])
     assert code == 1 and "Regressions (1)" in out.read_text()
     assert db.read_bytes() == before, "opened read-only: not a byte written"
 

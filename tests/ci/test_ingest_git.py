@@ -273,7 +273,8 @@ def test_commits_the_checkout_lacks_are_warned_of(tmp_path, capsys):
     code, err, store = _ingest(tmp_path, repo, [*known, unfetched], capsys=capsys)
     assert code == 0
     (line,) = [ln for ln in err.splitlines() if "no place in the history of" in ln]
-    assert line.startswith(f"warning: 1 of the store's 3 commits have no place in the history of {repo} (e.g. ffffffffffff)")
+    assert line.startswith(f"warning: 1 of the store's 3 commits have no place in the history of {repo} "
+                           "(e.g. ffffffffffff)")
     with store:
         assert [c.sha for c in store.commits()] == [unfetched, *known]
     assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), "--repo", str(repo), str(tmp_path / "results")]) == 0

@@ -83,6 +83,34 @@ def test_the_asv_machine_name_stands_for_every_environment_of_it(tmp_path, capsy
     assert f"[{MACHINE}]" not in capsys.readouterr().out  # that environment alone
 
 
+def test_an_asv_machine_named_like_another_machines_environment_is_told_apart(tmp_path, capsys):
+    """An asv machine literally named "m [py312]" beside machine m's environment py312, whose key that
+    is: both were labelled "m [py312]" and `--machine "m [py312]"` reached only the literal one
+    (2026-12-07). A key names its machine; a label two machines share is each one's key."""
+    from ci.records import machine_labels
+    from ci.verdicts import machine_keys
+
+    twin = f"{MACHINE} [{PY312}]"
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(0), sha_for(1)], env_name=PY312, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(0)], machine=twin, env_name=PY310, samples=_level(1.0), job="one-call/1")
+    write_results(root, [sha_for(1)], machine=twin, env_name=PY310, samples=_level(1.5), job="one-call/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        machines = store.machines()
+        keys = sorted(m.name for m in machines)
+        labels = machine_labels(machines)
+        assert len(set(labels.values())) == len(keys) == 3, labels
+        literal = next(m.name for m in machines if m.machine_name == twin)
+        assert literal != twin and machine_keys(store, twin) == [twin] and machine_keys(store, literal) == [literal]
+    compare = ["compare", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--no-save"]
+    assert main([*compare, "--machine", twin]) == 0  # m's py312: unchanged
+    assert main([*compare, "--machine", literal]) == 1  # the machine named "m [py312]": slower
+    capsys.readouterr()
+
+
 def test_the_comment_names_each_rows_environment(tmp_path):
     root = tmp_path / "results"
     write_results(root, [sha_for(0), sha_for(1)], env_name=PY310, samples=_level(1.0), job="one-call/1")
@@ -219,7 +247,7 @@ def test_series_that_failed_on_both_sides_are_listed_as_not_compared(tmp_path, c
         return None if "Throughput" in name else _level(1.0)(name, j, c)
 
     root = tmp_path / "results"
-    write_results(root, [sha_for(0), sha_for(1)], samples=both_fail)
+    write_results(root, [sha_for(0), sha_for(1)], samples=both_fail, job="one-call/1")
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     out = tmp_path / "c.md"
@@ -251,6 +279,8 @@ def test_a_correctness_check_that_returned_nan_fails_where_it_ran_before(tmp_pat
         assert {f.status for f in store.failures(commit_sha=sha_for(1))} == {"skipped"}
         gates = correctness_gates(results_with_crashes(store, sha_for(1), MACHINE))
     assert [g.outcome for g in gates] == [Outcome.FAILED, Outcome.FAILED]
+    # Its timing series were withheld (two jobs, no history to learn their drift from), and a failed gate
+    # is still a failure found: exit 1, not "nothing was judged".
     assert main(["compare", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12], "--no-save"]) == 1
 
 
