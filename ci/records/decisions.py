@@ -30,7 +30,10 @@ UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` an
 # A series with no measurement on base (it failed there, on head too or not): nothing to compare it
 # with. Not a pass: the comment lists it as not compared.
 NOT_ON_BASE = "not compared: failed to run on base"
-FAILED_BOTH = f"{NOT_ON_BASE} and on head (see the job log)"
+# A series that crashed on head and on base: the check did not run on head, whoever broke it, so it fails
+# (a benchmark a pull request added that crashes was run on both sides by asv, which runs the head's suite
+# on base too, and passed as "not compared" with exit 0, 2026-12-07).
+FAILED_BOTH = "failed to run on head, and on base: asv recorded an error on both (see the job log)"
 NO_BASE_SAMPLES = f"{NOT_ON_BASE}: base has no finite samples (benchmark failed or skipped there)"
 # A slower tail (the upper quartile or the mean past the threshold) that the rule cannot confirm as a
 # regression (`ci.verdicts.ab`): a slowdown shown as such, never "unchanged", whatever the median says.

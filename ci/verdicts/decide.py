@@ -150,7 +150,7 @@ def measure(
                      f"not comparable: unit/direction changed from {base_bench.unit}/{base_bench.direction} "
                      f"to {bench.unit}/{bench.direction}")
     if h.size == 0 and b.size == 0:
-        return early(Outcome.INCONCLUSIVE, math.nan, FAILED_BOTH)
+        return early(Outcome.FAILED, math.nan, FAILED_BOTH)
     if h.size == 0:  # it ran on base: the head broke it
         return early(Outcome.FAILED, math.nan, FAILED_ON_HEAD)
     if b.size == 0:

@@ -175,7 +175,7 @@ def exact_verdicts(base: Sequence[Result], head: Sequence[Result]) -> list[Verdi
             out.append(verdict(Outcome.INCONCLUSIVE, MISSING_ON_HEAD))
         elif vh is None:  # crashed on head (a sample-less result)
             if b_rs and vb is None:
-                out.append(verdict(Outcome.INCONCLUSIVE, FAILED_BOTH))
+                out.append(verdict(Outcome.FAILED, FAILED_BOTH))
             else:
                 out.append(verdict(Outcome.FAILED, FAILED_ON_HEAD))
         elif (gate := _gate(sides, key)) is not None:

@@ -242,7 +242,10 @@ def test_a_comparison_whose_head_measured_nothing_exits_2_naming_what_failed(tmp
     assert "No regression" not in body
 
 
-def test_series_that_failed_on_both_sides_are_listed_as_not_compared(tmp_path, capsys):
+def test_series_that_failed_on_both_sides_fail(tmp_path, capsys):
+    """A series that crashed on base and on head did not run on head: it fails, whoever broke it. asv runs
+    the head's suite on base too, so a benchmark a pull request adds that crashes fails on both sides, and
+    it passed as "not compared" with exit 0 before 2026-12-07."""
     def both_fail(name: str, j: int, c: int) -> list[float] | None:
         return None if "Throughput" in name else _level(1.0)(name, j, c)
 
@@ -251,14 +254,13 @@ def test_series_that_failed_on_both_sides_are_listed_as_not_compared(tmp_path, c
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(root)]) == 0
     out = tmp_path / "c.md"
-    # Not a regression of head (it failed on base too), and not "fine" either: listed, in the headline.
     assert main(["comment", "--db", db, "--base", sha_for(0)[:12], "--head", sha_for(1)[:12],
-                 "--out", str(out)]) == 0  # fmt: skip
+                 "--out", str(out)]) == 1  # fmt: skip
     body = out.read_text()
-    assert "### ⚠️ Not compared: failed to run on base (see the job log) (1)" in body
     headline = body.splitlines()[3]
-    assert headline.startswith("**🟡 No regression confirmed; look at the series below:**"), headline
-    assert "1 not compared (failed to run on base)" in headline
+    assert headline.startswith("**❌ Performance check failed:**"), headline
+    assert "1 benchmark(s) failed to run on head" in headline
+    assert "failed to run on head, and on base" in body
 
 
 def test_a_correctness_check_that_returned_nan_fails_where_it_ran_before(tmp_path):
