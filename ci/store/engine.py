@@ -43,6 +43,10 @@ class StoreError(RuntimeError):
     """The database cannot serve as a results store: missing, not a store, or from a newer schema."""
 
 
+# A libpq connection string's keywords (`host=`, `dbname=`, ...) at the start or after a space.
+_LIBPQ_DSN = re.compile(r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|sslmode|service)\s*=")
+
+
 def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) -> str:
     """The SQLAlchemy URL for a `--db` argument.
 
@@ -82,6 +86,12 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
         return text_db
     if text_db == ":memory:":
         return "sqlite://"
+    if _LIBPQ_DSN.search(text_db) and not Path(text_db).expanduser().exists():
+        # "host=... dbname=... password=..." made an SQLite file of that name, the password in its name,
+        # and the shared history got nothing (2026-12-07). Nothing of it is echoed: it may hold a password.
+        raise StoreError("--db looks like a libpq connection string (key=value ...), not a path or URL: give a "
+                         "SQLAlchemy URL, postgresql+psycopg://USER@HOST:PORT/DBNAME (the password in PGPASSWORD or "
+                         "~/.pgpass)")
     path = Path(text_db).expanduser().resolve()
     if path.is_dir():
         raise StoreError(f"{text_db} is a folder, not an SQLite file: give the database file's path")

@@ -296,6 +296,19 @@ def test_bad_db_url_exits_2(tmp_path, capsys):
     assert "error:" in capsys.readouterr().err
 
 
+def test_a_libpq_connection_string_is_refused_not_made_a_file(tmp_path, asv_dir, capsys, monkeypatch):
+    """`--db "host=... dbname=... password=..."` (libpq's own form) made an SQLite file of that name, the
+    password in it, and exit 0: the shared history got nothing (2026-12-07)."""
+    monkeypatch.chdir(tmp_path)
+    root = asv_dir([sha_for(0)])
+    dsn = "host=127.0.0.1 port=5432 user=ci password=s3cr3tPW dbname=hist"
+    assert main(["ingest", "--db", dsn, str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "libpq connection string" in err and "postgresql+psycopg://" in err and "s3cr3tPW" not in err
+    assert not any("s3cr3t" in p.name for p in tmp_path.iterdir())
+    assert main(["ingest", "--db", "hosts=1.sqlite", str(root)]) == 0, "a file name with '=' is still a file"
+
+
 def _ingested(tmp_path: Path, asv_dir, commits=(0, 1)) -> str:
     db = str(tmp_path / "h.sqlite")
     assert main(["ingest", "--db", db, str(asv_dir([sha_for(c) for c in commits]))]) == 0
