@@ -272,21 +272,39 @@ def test_a_step_is_in_the_data_unless_it_is_inside_the_noise_or_a_real_change_un
 
 def test_the_targets_are_read_off_the_report_met_or_not(asv_dir) -> None:
     """Each target is met or not on the numbers the table shows, and one the history cannot answer (no
-    suspicion to confirm) says so instead of passing."""
-    from tools.eval_history.report import render, targets
+    suspicion to confirm, or too few trials behind a rate) says so instead of passing."""
+    from tools.eval_history.report import MIN_TRIALS, render, targets
 
     report = _evaluate(_flat_dir(asv_dir), steps=[0.1, 0.05])
+    aims = {what: (value, bar, ok) for what, value, bar, ok in targets(report)}
+    r = report["steps"]["judged +0.1"]
+    assert r["trials"] == 5 < MIN_TRIALS
+    # 5 of 5 found is 100%, but its 95% interval runs from 48%: a rate on 5 trials meets nothing
+    assert aims["+10% steps found within ±2 commits"] == ("100.0%", "90.0%", None)
+    assert aims["suspicions later confirmed"] == ("n/a", "50.0%", None)  # a flat history raises none
+    assert aims["regressions on the un-injected series per 1,000 commit-series, at most asv's"][2] is True
+    # neither side calls a pair regressed: there is nothing to be fewer than
+    assert aims["adjacent real pairs called regressed by cross-job A/B, fewer than asv's rule"][2] is None
+    for step in ("judged +0.1", "judged +0.05"):  # as if read on 100 trials each
+        for key in ("trials", "found", "asv_found", "found_lasting", "still_open"):
+            report["steps"][step][key] *= 20
     aims = {what: (value, bar, ok) for what, value, bar, ok in targets(report)}
     assert aims["+10% steps found within ±2 commits"] == ("100.0%", "90.0%", True)
     assert aims["+5% steps found, at least asv's fitted steps"][2] is True
     assert aims["…90th-percentile delay before the first flag (commits)"][2] is True
-    assert aims["suspicions later confirmed"] == ("n/a", "50.0%", None)  # a flat history raises none
-    assert aims["regressions on the un-injected series per 1,000 commit-series, at most asv's"][2] is True
     assert "| +10% steps found within ±2 commits | 100.0% | 90.0% | met |" in render(report)
-    r = report["steps"]["judged +0.1"]
     r["found"] = int(0.89 * r["trials"])  # under the bar, however it rounds
     assert dict((w, ok) for w, _, _, ok in targets(report))["+10% steps found within ±2 commits"] is False
     assert "**not met**" in render(report)
+
+
+def test_without_the_replay_no_delay_is_reported_as_measured(asv_dir) -> None:
+    """--no-replay measures no delay: the JSON said ">30" and every trial "not flagged" (2026-12-07)."""
+    report = _evaluate(_flat_dir(asv_dir), steps=[0.1], replay=False, pairs=0)
+    r = report["steps"]["judged +0.1"]
+    assert r["found"] > 0
+    assert all(math.isnan(r[k]) for k in ("delay_median", "delay_p90", "not_flagged", "asv_delay_median",
+                                          "asv_delay_p90", "asv_not_flagged"))
 
 
 def test_a_long_measurement_says_how_far_it_is(monkeypatch, capsys) -> None:
