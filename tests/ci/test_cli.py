@@ -279,8 +279,25 @@ def test_ack_command(tmp_path, asv_dir, capsys):
         "alice",
         "expected: new tiling",
     )
+    assert "shows no regression of" in capsys.readouterr().err, "a one-commit history has none to acknowledge"
     assert main(["ack", "--db", db, "--benchmark", "nope", "--commit", sha_for(0), "--who", "a", "--why", "b"]) == 2
     assert "unknown benchmark series" in capsys.readouterr().err
+
+
+def test_ack_says_nothing_more_where_the_history_has_the_regression(tmp_path, asv_dir, capsys):
+    def step(name: str, j: int, c: int) -> list[float]:
+        return _samples()(name, j, c) if not ("time_gpu" in name and j == 0 and c >= 8) else \
+            [1.5e-4 * (1 + 0.002 * k) for k in range(12)]
+
+    root = asv_dir([sha_for(c) for c in range(16)], samples=step)
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    ack = ["ack", "--db", db, "--benchmark", SLOW_KEY, "--who", "a", "--why", "expected"]
+    assert main([*ack, "--commit", sha_for(8)]) == 0
+    assert "shows no regression" not in capsys.readouterr().err
+    assert main([*ack, "--commit", sha_for(5)]) == 0  # stored, but a commit without the step: said so
+    assert "shows no regression of" in capsys.readouterr().err
 
 
 def test_run_without_a_selection_is_a_usage_error(tmp_path, capsys):
