@@ -38,6 +38,12 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
         capture_output=True, text=True, errors="replace", check=False,
     )  # fmt: skip
     if proc.returncode != 0:
+        if not Path(repo).is_dir():
+            raise ValueError(f"--repo {repo}: no such folder")
+        inside = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"], capture_output=True,
+                                text=True, errors="replace", check=False)
+        if inside.returncode != 0:
+            raise ValueError(f"--repo {repo}: not a git checkout")
         raise ValueError(f"unknown commit {name!r} in {repo}")
     return proc.stdout.strip()
 

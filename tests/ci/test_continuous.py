@@ -61,6 +61,13 @@ def test_base_equal_to_head_is_refused_naming_both(toy, tmp_path, capsys):  # no
     assert not os.path.exists(repo / ".asv" / "results") and not os.path.exists(db), "nothing ran"
 
 
+def test_a_repo_that_is_no_checkout_is_named_as_such(tmp_path, capsys):
+    """`--repo` naming a missing folder or one outside git said "unknown commit 'HEAD~1'" (2026-12-07)."""
+    for repo, why in ((tmp_path / "missing", "no such folder"), (tmp_path, "not a git checkout")):
+        assert main(["continuous", "--repo", str(repo), "--db", str(tmp_path / "h.sqlite"), "HEAD~1", "HEAD"]) == 2
+        assert f"error: --repo {repo}: {why}" in capsys.readouterr().err
+
+
 def test_aa_check_measures_one_commit_once_and_says_so(toy, tmp_path, capsys):  # noqa: F811
     repo, shas = toy
     db = str(tmp_path / "h.sqlite")
