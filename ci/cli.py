@@ -281,13 +281,13 @@ def cmd_ack(args: argparse.Namespace) -> int:
         this = (ack.benchmark_key, ack.commit_sha, ack.when)
         closed = [a for a in store.alerts(state=AlertState.ACKNOWLEDGED)
                   if (a.benchmark.key, a.commit_sha, a.acknowledged_at) == this]
-        steps = [] if closed else _regressions_at(store, ack.benchmark_key, ack.commit_sha)
+        found = bool(closed) or _regression_at(store, ack.benchmark_key, ack.commit_sha)
     with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
         if closed:
             print(printable(f"closed {len(closed)} alert(s): " + ", ".join(
                 f"{a.kind.value} on {a.machine}" for a in closed)))
-        elif not steps:  # stored all the same: a regression the history finds there later is acknowledged
+        elif not found:  # stored all the same: a regression the history finds there later is acknowledged
             print(printable(f"warning: the history shows no regression of {ack.benchmark_key} at "
                             f"{ack.commit_sha[:12]} now, so this acknowledges nothing yet (the dashboard shows "
                             "an acknowledgement beside the regression it closes); check the series and commit"),
@@ -295,9 +295,10 @@ def cmd_ack(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _regressions_at(store: Store, key: str, sha: str) -> list[str]:
-    """The machines whose history of series `key` has a regression at commit `sha` (the change points the
-    dashboard shows): an acknowledgement elsewhere closes nothing, which `ack` said nothing of (2026-12-07)."""
+def _regression_at(store: Store, key: str, sha: str) -> bool:
+    """Whether the history of series `key`, on any machine, has a regression at commit `sha` (the change
+    points the dashboard shows): an acknowledgement elsewhere closes nothing, which `ack` said nothing of
+    (2026-12-07)."""
     from ci.project import project_settings
     from ci.records import Outcome
     from ci.verdicts import change_points
@@ -306,9 +307,8 @@ def _regressions_at(store: Store, key: str, sha: str) -> list[str]:
     by_machine: dict[str, list[Any]] = {}
     for r in store.results(benchmark_key=key):
         by_machine.setdefault(r.machine, []).append(r)
-    return sorted(m for m, rs in by_machine.items()
-                  if any(cp.commit_sha == sha and cp.outcome == Outcome.REGRESSED
-                         for cp in change_points(rs, floor=floor)))
+    return any(cp.commit_sha == sha and cp.outcome == Outcome.REGRESSED
+               for rs in by_machine.values() for cp in change_points(rs, floor=floor))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,13 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ci.records import ComparisonSource, Kind, MachineHistory, Outcome, Result, RunWindowSource, Verdict
-from ci.records.decisions import (
+from ci.records import (
     FAILED_ON_HEAD,
     MISSING_ON_HEAD,
     NEW_SERIES,
     NOT_ON_BASE,
     WITHHELD_OTHER_JOB,
+    ComparisonSource,
+    Kind,
+    MachineHistory,
+    Outcome,
+    Result,
+    RunWindowSource,
+    Verdict,
 )
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
