@@ -245,6 +245,27 @@ def test_a_step_that_a_later_real_change_undoes_is_not_counted_as_one_that_shoul
     assert sorted(null.levels.tolist()) == sorted(flat.levels.tolist())
 
 
+def test_a_series_trials_of_one_step_size_sit_at_distinct_commits() -> None:
+    """Two trials at one commit are one trial counted twice: each of a series' trials of a step size
+    has its own commit while the series has enough, the first is the same for any count, and a series
+    with fewer commits than trials still gets a commit for each."""
+    from tools.eval_history import EDGE, make_series, trial_k
+
+    bench = Benchmark("bench_k.K.time_k")
+
+    def series(n: int):
+        results = [Result(bench, f"{c:040x}", "m", (1.0,) * 3) for c in range(n)]
+        return make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)})
+
+    short = series(2 * EDGE + 4)  # 5 commits to draw from
+    for seed in range(40):
+        ks = [trial_k(seed, short, 0.1, t) for t in range(5)]
+        assert sorted(ks) == list(range(EDGE, EDGE + 5)), ks
+        assert all(trial_k(seed, short, 0.1, t) == k for t, k in enumerate(ks))  # stable
+    tiny = series(2 * EDGE + 1)  # 2 commits, 4 trials: the last ones repeat, nothing hangs
+    assert {trial_k(0, tiny, 0.1, t) for t in range(4)} <= {EDGE, EDGE + 1}
+
+
 def test_a_step_is_in_the_data_unless_it_is_inside_the_noise_or_a_real_change_undoes_it() -> None:
     """`detectable`: the trials the recall is also read on. A +10% step at 20 is in a quiet series'
     data; not where a real -10% at 20 or 21 cancels it, not in a series whose noise is 5%; a real

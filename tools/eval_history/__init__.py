@@ -22,12 +22,13 @@ Definitions (what the printed numbers mean):
   where a relative step means nothing; `tools.null_series` measures them). A series of unknown direction
   (neither declared nor implied by its unit) is never judged by the service (its steps are
   INCONCLUSIVE); its trials are counted apart.
-- Trial: one series and one step size s, on a copy (`--trials N`: N per series and size, each at
-  its own seeded k; the first is the same for any N). A seeded commit index k, 10 <= k <= n - 10
-  (n: the series' commits), and every sample of commits k..n-1 multiplied by a factor: for "+s"
-  (the bad direction) 1 + s on a lower-is-better series and 1 / (1 + s) on a higher-is-better one;
-  for "-s" (an improvement) the inverse. A series of unknown direction takes 1 + s (asv's reading:
-  lower is better). asv's inputs of those commits are scaled alike (value, 99 % interval, quartiles).
+- Trial: one series and one step size s, on a copy (`--trials N`: N per series and size, each at its
+  own seeded k, distinct while the series has N places for one; the first is the same for any N). A
+  seeded commit index k, 10 <= k <= n - 10 (n: the series' commits), and every sample of commits
+  k..n-1 multiplied by a factor: for "+s" (the bad direction) 1 + s on a lower-is-better series and
+  1 / (1 + s) on a higher-is-better one; for "-s" (an improvement) the inverse. A series of unknown
+  direction takes 1 + s (asv's reading: lower is better). asv's inputs of those commits are scaled
+  alike (value, 99 % interval, quartiles).
 - Found (the headline step's share with its 95% Wilson interval, which understates the spread
   where one series holds several trials): `change_points` of the whole injected series holds a
   change point of the right outcome (REGRESSED for +, IMPROVED for -; unknown direction:
