@@ -80,11 +80,16 @@ def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
 
 def _rules_line(rules: ProjectSettings) -> str:
     """Where the thresholds that decided come from, in one line."""
+    from ci.verdicts.settings import ASV_DEFAULT_THRESHOLD
+
     project = rules.project
     if not project.source:
         return ("thresholds: built in (the store holds no asv.conf.json: ingest with --config FILE, or pass it "
                 "here)")
     named = f" of {project.name!r}" if project.name else ""
+    if not project.thresholds:  # the file sets none: asv's own default decides, as `asv publish` reads it
+        return (f"thresholds: asv's default, {ASV_DEFAULT_THRESHOLD:.0%} ({project.source}{named} sets no "
+                "regressions_thresholds)")
     return f"thresholds: regressions_thresholds{named} in {project.source}"
 
 

@@ -269,7 +269,8 @@ def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSetti
 def _legend(settings: VerdictSettings, n_tested: int) -> str:
     correction = _CORRECTION_NAMES.get(settings.correction)
     corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
-    return ("Base and head: median ± half the interquartile range, n samples. Ratio = head / base of the medians "
+    return ("Base and head: median ± half the interquartile range, n samples (asv's repeats and quartiles where it "
+            "recorded one value a point). Ratio = head / base of the medians "
             "(their difference where a side is at or below zero); "
             f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; p = Mann-Whitney U"
             f"{corrected}; threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and "

@@ -98,7 +98,8 @@ def render_table(
         lines.append(f"{hidden} series unchanged or new, not listed (--all lists them).")
     lines.append(f"{len(gates) - len(gates_failed)} of {len(gates)} correctness gates passed." if gates
                  else "No correctness results.")
-    lines.append(f"Base and head: median ± half the IQR, n samples; interval: {settings.confidence * 100:g}% bootstrap "
+    lines.append("Base and head: median ± half the IQR, n samples (asv's repeats and quartiles where it "
+                 f"recorded one value a point); interval: {settings.confidence * 100:g}% bootstrap "
                  "confidence interval of head/base; p: Mann-Whitney U, corrected for the number of series.")
     n = {k: len(v) for k, v in groups.items()}
     n["gates_failed"] = len(gates_failed)

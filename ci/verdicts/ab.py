@@ -53,6 +53,7 @@ from ci.records import (
     FAILED_ON_HEAD,
     MISSING_ON_HEAD,
     NEW_SERIES,
+    STAT_NAMES,
     Benchmark,
     Kind,
     Outcome,
@@ -107,9 +108,26 @@ def spreads(base: Sequence[Result], head: Sequence[Result]
     b, h = _group(base, "base"), _group(head, "head")
     out = {}
     for key in b.keys() | h.keys():
-        sides = [spread_of(finite(s for r in g.get(key, []) for s in r.samples)) for g in (b, h)]
+        sides = [side_spread(g.get(key, [])) for g in (b, h)]
         out[key] = (sides[0], sides[1])
     return out
+
+
+def side_spread(rs: Sequence[Result]) -> Spread | None:
+    """One side's Spread: of its raw samples; of asv's recorded quartiles and `repeat` where the side
+    is one point that asv recorded without raw samples (asv without `--record-samples`, as most CI
+    histories are). Its value alone read "n=1" with no spread beside asv's own 5 repeats and their
+    quartiles on a real history (PyLops', 2026-12-07). None without a finite sample."""
+    samples = finite(s for r in rs for s in r.samples)
+    if samples.size == 1:
+        recorded = [r for r in rs if r.stats is not None and finite(r.samples).size]
+        if len(recorded) == 1 and len(stats := recorded[0].stats or ()) == len(STAT_NAMES):
+            st = dict(zip(STAT_NAMES, stats, strict=True))
+            value, q25, q75, repeat = float(samples[0]), st["q_25"], st["q_75"], st["repeat"]
+            if math.isfinite(q25) and math.isfinite(q75) and math.isfinite(repeat) and repeat >= 2 \
+                    and q25 <= value <= q75:
+                return Spread(value, float(q25), float(q75), int(repeat))
+    return spread_of(samples)
 
 
 def spread_for(sides: Mapping[Any, tuple[Spread | None, Spread | None]], v: Verdict

@@ -82,14 +82,15 @@ def not_measured(results: Sequence[Result], side: str, sha: str) -> str | None:
 
 
 def not_judged(verdicts: Sequence[Verdict]) -> str | None:
-    """Why a comparison whose sides were both measured still decides nothing: of the series measured
-    on both sides, not one timing series was judged. Every timing series was withheld (base and head
-    not measured in one job, and no between-job noise model in the history: a cross-job compare on a
-    young history). Such a comparison used to exit 0 with "no regression confirmed" (2026-12-06).
-    A series of unknown direction counts as judged when it was (changed or not: which is better is
-    not asked), and correctness or exact series that passed beside withheld timing series do not
-    make it a performance comparison; a failure found (a gate failed, a crash on head, a regression)
-    does, and its exit 1 stands. None when something was judged.
+    """Why a comparison whose sides were both measured still decides nothing: of the series measured on both
+    sides, not one performance series (a time, a peak memory, a tracked value) was judged. Every one
+    was withheld (base and head not measured in one job, and no between-job noise model in the
+    history: a cross-job compare on a young history). Such a comparison used to exit 0 with "no
+    regression confirmed" (2026-12-06). A series of unknown direction counts as judged when it was
+    (changed or not: which is better is not asked), and correctness or exact series that passed beside
+    withheld performance series do not make it a performance comparison; a failure found (a gate
+    failed, a crash on head, a regression) does, and its exit 1 stands. None when something was
+    judged.
 
     Args:
         verdicts: one comparison's verdicts (`ci.verdicts.compare`).
@@ -100,10 +101,10 @@ def not_judged(verdicts: Sequence[Verdict]) -> str | None:
     if any(v.outcome in (Outcome.FAILED, Outcome.REGRESSED) for v in verdicts):
         return None  # a failure was found (a gate, a crash on head): exit 1 says so, the withheld rows are listed
     both = [v for v in verdicts if not v.reason.startswith((NEW_SERIES, MISSING_ON_HEAD, NOT_ON_BASE, FAILED_ON_HEAD))]
-    timing = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
-    if timing and all(v.reason == WITHHELD_OTHER_JOB for v in timing):
-        return (f"no timing series was judged: all {len(timing)} were withheld. Base and head were not measured in "
-                "one job, and this machine's history holds too few jobs for a between-job noise model of any of "
+    measured = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
+    if measured and all(v.reason == WITHHELD_OTHER_JOB for v in measured):
+        return (f"no performance series was judged: all {len(measured)} were withheld. Base and head were not measured "
+                "in one job, and this machine's history holds too few jobs for a between-job noise model of any of "
                 f"them, which needs {NoiseSettings().min_jobs}; measure both in one job with python -m ci continuous")
     return None
 

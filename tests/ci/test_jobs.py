@@ -79,7 +79,7 @@ def test_a_comparison_whose_every_timing_series_was_withheld_judged_nothing():
     base = [_result("a" * 40, 1.0, job="j-1/1", seed=1), _result("a" * 40, 1.0, job="j-1/1", seed=3, bench=other)]
     head = [_result("b" * 40, 1.0, job="j-2/1", seed=2), _result("b" * 40, 1.0, job="j-2/1", seed=4, bench=other)]
     why = not_judged(compare(base, head, between_jobs={}))
-    assert why is not None and why.startswith("no timing series was judged: all 2 were withheld"), why
+    assert why is not None and why.startswith("no performance series was judged: all 2 were withheld"), why
     # one series with a between-job model is judged: the other's withholding is listed, not an error
     assert not_judged(compare(base, head, between_jobs={LAT.key: 0.03})) is None
     assert not_judged(compare(base, head)) is None, "measured in one job: nothing is withheld"
@@ -118,14 +118,14 @@ def test_two_jobs_of_one_commit_are_not_passed_off_as_an_ab(tmp_path, capsys):
     assert "not measured in one job" in out
     lines = [ln for ln in out.splitlines() if ln.startswith(("regressed", "improved"))]
     assert lines == [], lines
-    assert "error: no timing series was judged: all" in err and "were withheld" in err, err
+    assert "error: no performance series was judged: all" in err and "were withheld" in err, err
     comment = tmp_path / "c.md"
     assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)]) == 2
     body = comment.read_text()
     assert "same job" not in body and "Measured in one job" not in body
     assert "Nothing records that base and head were measured in one job" in body
     assert "### ⚠️ Withheld: base and head not measured in one job" in body
-    assert "**❌ Nothing was compared:** no timing series was judged" in body
+    assert "**❌ Nothing was compared:** no performance series was judged" in body
     assert "No regression" not in body
 
 

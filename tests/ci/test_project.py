@@ -341,3 +341,10 @@ def test_an_asv_conf_without_thresholds_means_asvs_five_percent(tmp_path: Path) 
                                          regressions_thresholds={"bench_attention.GPUTime": 0.01}))
     assert some.floor_for(SLOW_KEY) == 0.01 and some.floor_for("bench_pack.Pack.time_host") == 0.05
     assert project_settings().floor_for(SLOW_KEY) == 0.025
+    # What compare and comment print of it: a file that sets none is not said to set them.
+    from ci.cli import _rules_line
+
+    bare_conf = tmp_path / "bare" / "asv.conf.json"
+    assert _rules_line(bare) == f"thresholds: asv's default, 5% ({bare_conf} of 'bare' sets no regressions_thresholds)"
+    assert _rules_line(some) == f"thresholds: regressions_thresholds in {tmp_path / 'some' / 'asv.conf.json'}"
+    assert _rules_line(project_settings()).startswith("thresholds: built in")

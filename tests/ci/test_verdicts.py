@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -529,6 +530,28 @@ def test_points_without_raw_samples_are_judged_by_asvs_statistics(shift, half_wi
     # asv's `repeat == 1`: no statistics, the factor alone (asv's rule), so the overlap no longer matters.
     (once,) = compare([_one_value(LAT, "a", 2e-5, 0.10, 1.0)], [_one_value(LAT, "b", 2e-5 * 1.15, 0.10, 1.0)])
     assert once.outcome == Outcome.REGRESSED, once.reason
+
+
+def test_a_point_without_raw_samples_shows_asvs_repeats_and_quartiles() -> None:
+    """One value a side: the comment's spread is asv's recorded quartiles and its `repeat` count, not
+    "n=1" with no spread; raw samples, several points a side, a point asv measured once (`repeat` 1)
+    or quartiles that do not hold the value keep the samples' own spread."""
+    from ci.verdicts import spreads
+    from ci.verdicts.ab import side_spread
+
+    point = _one_value(LAT, "a", 2e-5, 0.03, repeat=5.0)
+    got = side_spread([point])
+    assert got is not None and (got.median, got.q25, got.q75, got.n) == (2e-5, 2e-5 * 0.99, 2e-5 * 1.01, 5)
+    assert got.half_iqr == pytest.approx(0.01)
+    assert spreads([point], [_one_value(LAT, "b", 3e-5, 0.03)])[("h200", LAT.key)][1].n == 10
+    assert side_spread([_one_value(LAT, "a", 2e-5, 0.03, repeat=1.0)]).n == 1
+    raw = Result(LAT, "a", "h200", (1.0, 2.0, 3.0))
+    assert side_spread([raw]).n == 3
+    two = [point, _one_value(LAT, "a", 3e-5, 0.03)]
+    assert side_spread(two).n == 2  # two points: their own spread
+    odd = replace(point, stats=(1.0, 2.0, 5e-5, 6e-5, 1.0, 5.0))  # quartiles above the value: not asv's
+    assert side_spread([odd]).n == 1
+    assert side_spread([]) is None
 
 
 def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
