@@ -266,15 +266,27 @@ def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSetti
     ]
 
 
-def _legend(settings: VerdictSettings, n_tested: int) -> str:
-    correction = _CORRECTION_NAMES.get(settings.correction)
-    corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
-    return ("Base and head: median ± half the interquartile range, n samples (asv's repeats and quartiles where it "
-            "recorded one value a point). Ratio = head / base of the medians "
-            "(their difference where a side is at or below zero); "
-            f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; p = Mann-Whitney U"
-            f"{corrected}; threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and "
-            "adapted to its noise.")
+def _legend(settings: VerdictSettings, n_tested: int, n_asv: int = 0) -> str:
+    """What the table's columns mean, for the rules that decided its rows: the bootstrap and the
+    Mann-Whitney test where series had raw samples (`n_tested`), asv compare's rule where they had one
+    value a side with asv's statistics (`n_asv`: no p, the interval from asv's 99% intervals). A
+    comment whose every row was asv's said "90% bootstrap" and "corrected over the 0 series tested"
+    (a real history, 2026-12-07)."""
+    parts = ["Base and head: median ± half the interquartile range, n samples (asv's repeats and quartiles where it "
+             "recorded one value a point). Ratio = head / base of the medians (their difference where a side is at "
+             "or below zero)"]
+    if n_tested or not n_asv:
+        correction = _CORRECTION_NAMES.get(settings.correction)
+        corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
+        parts.append(f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; "
+                     f"p = Mann-Whitney U{corrected}")
+    if n_asv:
+        parts.append(f"{'every series' if not n_tested else f'{n_asv} series'} with one value a side (asv without "
+                     "--record-samples) by asv compare's rule: no p; interval = the ratio of asv's 99% intervals of "
+                     "the medians, which must not overlap")
+    parts.append(f"threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and adapted to its "
+                 "noise.")
+    return "; ".join(parts)
 
 
 def render_comment(
@@ -344,6 +356,8 @@ def render_comment(
     n.update(structure_counts(exact))
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     n_tested = sum(math.isfinite(v.p_value) for v in perf)
+    # asv compare's rule decided these (one value a side): no p, an interval from asv's 99% intervals.
+    n_asv = sum(not math.isfinite(v.p_value) and math.isfinite(v.ci_low) for v in perf)
     # Series of several machines (environments of one asv machine): each row names its machine.
     several = len({v.machine for v in (*perf, *all_gates)}) > 1
 
@@ -430,7 +444,7 @@ def render_comment(
             out += ["", "**⚠️ Base and head ran in different environments:** "
                     + "; ".join(md_text(c) for c in ctx.environment_changes)
                     + ". Any change below may be the environment's, not the code's."]
-        out += ["", _legend(ctx.settings, n_tested)]
+        out += ["", _legend(ctx.settings, n_tested, n_asv)]
         if any(counts.values()):
             out += ["", "| Outcome | Series |", "|---|---|"]
             out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]

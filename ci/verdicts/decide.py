@@ -184,7 +184,7 @@ def measure(
                           confidence=settings.confidence)
         return Pending(benchmark=bench, base=b, head=h, base_sha=base_sha, head_sha=head_sha, ratio=ratio, ci=ci,
                        p_raw=mwu_pvalue(b, h), threshold=threshold, machine=machine, cross_job=cross_job, basis=basis)
-    where = f"threshold {threshold * 100:.1f}%" + (f" ({basis})" if basis else "")
+    where = threshold_text(threshold, ratio) + (f" ({basis})" if basis else "")
     sides = (_asv_side(results[0]), _asv_side(results[1]))
     if sides[0] is not None and sides[1] is not None:
         outcome, how, ci = _asv_rule(bench, bm, hm, sides[0], sides[1], threshold)
@@ -267,6 +267,17 @@ def _by_difference(bench: Benchmark, b: np.ndarray, h: np.ndarray, settings: Ver
     return judged(False, f"no change {how}")
 
 
+def threshold_text(threshold: float, ratio: float) -> str:
+    """A verdict's threshold in its reason, beside a change of `ratio`: "threshold 30.8%", and where the
+    change is downward also the band's lower edge, 1 / (1 + threshold), which a decrease is measured
+    against ("threshold 30.8% (-23.5% downward)"). Printed alone, a -26.1% speed-up read as inside a
+    30.8% threshold that it is beyond (a real history, 2026-12-07)."""
+    text = f"threshold {threshold * 100:.1f}%"
+    if ratio < 1.0 and threshold > 0:
+        text += f" ({(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}% downward)"
+    return text
+
+
 def _size_outcome(bench: Benchmark, ratio: float, threshold: float, beyond_words: str,
                   up: bool | None = None, down: bool | None = None) -> tuple[Outcome, str]:
     """The outcome of a change judged by its size (`up`/`down`: the change past the threshold upward /
@@ -344,7 +355,7 @@ def decide(p: Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     beyond = p.ratio > hi_band or p.ratio < lo_band
     significant = p_adj < settings.alpha
     pct = f"{(p.ratio - 1) * 100:+.1f}%"
-    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), threshold {p.threshold * 100:.1f}%" + (
+    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), {threshold_text(p.threshold, p.ratio)}" + (
         f" ({p.basis})" if p.basis else "")
     if p.benchmark.direction == Direction.UNKNOWN:
         # Neither better nor worse can be said: the change is reported with its size, never judged.

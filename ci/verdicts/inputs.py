@@ -104,8 +104,9 @@ def not_judged(verdicts: Sequence[Verdict]) -> str | None:
     measured = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
     if measured and all(v.reason == WITHHELD_OTHER_JOB for v in measured):
         return (f"no performance series was judged: all {len(measured)} were withheld. Base and head were not measured "
-                "in one job, and this machine's history holds too few jobs for a between-job noise model of any of "
-                f"them, which needs {NoiseSettings().min_jobs}; measure both in one job with python -m ci continuous")
+                "in one job, and this machine's history holds too few jobs besides theirs (which a noise model "
+                f"leaves out) for a between-job noise model of any of them, which needs {NoiseSettings().min_jobs}; "
+                "measure both in one job with python -m ci continuous")
     return None
 
 

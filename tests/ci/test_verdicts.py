@@ -554,6 +554,42 @@ def test_a_point_without_raw_samples_shows_asvs_repeats_and_quartiles() -> None:
     assert side_spread([]) is None
 
 
+def test_a_decrease_is_stated_against_the_bands_lower_edge() -> None:
+    """The band is 1 / (1 + t) .. 1 + t: a -26% change is beyond a 30.8% threshold, and its reason
+    names the lower edge (-23.5%) it passed, not only the 30.8% it reads as inside."""
+    from ci.verdicts.decide import threshold_text
+
+    assert threshold_text(0.308, 1.2) == "threshold 30.8%"
+    assert threshold_text(0.308, 0.739) == "threshold 30.8% (-23.5% downward)"
+    assert threshold_text(0.0, 0.5) == "threshold 0.0%"
+    v = _one(LAT, 0.739)
+    assert v.outcome == Outcome.IMPROVED and "% beyond the threshold" in v.reason
+    assert "downward)" in v.reason, v.reason
+    point = _one_value(LAT, "a", 2e-5, 0.01)
+    (one,) = compare([point], [_one_value(LAT, "b", 2e-5 * 0.739, 0.01)])
+    assert one.outcome == Outcome.IMPROVED and "% downward)" in one.reason, one.reason
+
+
+def test_the_legend_names_the_rule_that_decided_the_rows() -> None:
+    """Rows of one value a side are asv compare's: the legend says so (no p, asv's 99% intervals)
+    instead of a bootstrap interval and a correction over 0 series tested; beside rows with raw
+    samples it names both."""
+    from ci.outputs.comment import render_comment
+
+    def legend(base: list[Result], head: list[Result]) -> str:
+        text = render_comment(compare(base, head), [], base_sha="a" * 40, head_sha="b" * 40, environment={},
+                              dashboard_url=None)
+        return next(line for line in text.splitlines() if line.startswith("Base and head:"))
+
+    points = ([_one_value(LAT, "a", 2e-5, 0.01)], [_one_value(LAT, "b", 2.6e-5, 0.01)])
+    only = legend(*points)
+    assert "every series with one value a side" in only and "asv's 99% intervals" in only
+    assert "bootstrap" not in only and "series tested" not in only
+    raw = _pair(TPUT, 1.0)
+    both = legend([points[0][0], raw[0]], [points[1][0], raw[1]])
+    assert "bootstrap" in both and "over the 1 series tested" in both and "1 series with one value a side" in both
+
+
 def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
     """The regressions table names the change of a series at zero (0 -> 5: "+5 (difference)"), not "n/a"."""
     from ci.outputs.comment import render_comment
