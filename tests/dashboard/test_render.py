@@ -372,6 +372,29 @@ def test_empty_store(tmp_path: Path) -> None:
     assert '<section class="banner warn" id="open-regressions">' in page
 
 
+def test_a_history_too_short_to_judge_is_not_called_clean(tmp_path: Path) -> None:
+    """Three commits: no series has a noise threshold yet, so nothing can be called a regression, and
+    the overview says so instead of the green "No open regressions" (a real 3-commit history read as
+    clean, 2026-12-07); a longer history is judged and its banner is green again."""
+    from ci.cli import main
+    from tests.ci.conftest import sha_for, write_results
+
+    def overview(commits: int) -> str:
+        root = tmp_path / f"c{commits}"
+        write_results(root / "results", [sha_for(i) for i in range(commits)])
+        db = str(root / "h.sqlite")
+        assert main(["ingest", "--db", db, str(root / "results")]) == 0
+        assert main(["dashboard", "--db", db, "--out", str(root / "site")]) == 0
+        return " ".join((root / "site" / "index.html").read_text().split())
+
+    short = overview(3)
+    assert "Too little history to judge yet" in short and "No open regressions" not in short
+    assert '<section class="banner warn" id="open-regressions">' in short
+    long = overview(10)
+    assert "Too little history to judge yet" not in long and "too short a history" not in long
+    assert "No open regressions" in long
+
+
 def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
     """ci/ (the site, ci/site/, included) runs on machines without torch (conftest imports it, so check
     in a fresh process)."""

@@ -16,6 +16,7 @@ from ci.site.model import Point, Series, commit_slug, gate_ok, is_worse
 from ci.site.pages.markup import change_class, threshold_text
 from ci.site.pages.site import Site
 from ci.site.svg import history_chart, sparkline
+from ci.verdicts import SuspectSettings
 
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
 BANNER_LIMIT = 20
@@ -47,6 +48,9 @@ class SummaryPages(Site):
         snap = self.snap
         open_regs = [r for r in snap.regressions if r.is_open]
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        # Series measured at their newest commit with no noise threshold there yet (too short a history):
+        # nothing about them can be called a regression, so "No open regressions" is not said of them.
+        judged = unjudged = 0
         for s in snap.series:
             if s.benchmark.kind == Kind.EXACT:
                 continue  # the structure page's (thousands of series, each a count that moves on purpose)
@@ -57,6 +61,9 @@ class SummaryPages(Site):
             r_prev = fmt.ratio(latest.value, prev.value) if latest and prev else math.nan
             r_base = fmt.ratio(latest.value, base.value) if latest and base else math.nan
             thr_latest = s.thresholds.get(latest.sha, math.nan) if latest else math.nan
+            if latest is not None and s.benchmark.kind != Kind.CORRECTNESS:
+                judged += math.isfinite(thr_latest)
+                unjudged += not math.isfinite(thr_latest)
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
             suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
@@ -93,6 +100,7 @@ class SummaryPages(Site):
             "n_suspected": len(self.open_suspects),
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
+            "n_judged": judged, "n_unjudged": unjudged, "min_history": SuspectSettings().min_history,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
             "baseline": snap.baseline_sha[:10] if snap.baseline_sha else "",
