@@ -49,7 +49,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
+from ci.records import UNKNOWN_DIRECTION, WITHHELD_OTHER_JOB, Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -174,9 +174,12 @@ def _commit_line(ctx: CommentContext, base_sha: str, head_sha: str) -> str:
     return f"{one('Base', base_sha, ctx.base_commit)} → {one('head', head_sha, ctx.head_commit)}."
 
 
-def _job_line(ctx: CommentContext, withheld: int) -> str:
+def _job_line(ctx: CommentContext, withheld: int, wide: Sequence[float] = ()) -> str:
     """How base and head were measured and which rule decided (in-job or cross-job); "one job" only
-    when both sides' runs carry the marker of one asv call, verified against their result files."""
+    when both sides' runs carry the marker of one asv call, verified against their result files.
+    `wide`: the cross-job thresholds past the settings' `max_threshold` (a young or jumpy history's
+    between-job drift; ±69% on 8 jobs of a real history, 2026-12-07), said with how far they go, since
+    "unchanged" there only rules out a change past them."""
     jobs = ctx.jobs
     log = f" [Job log]({md_url(ctx.job_url)})." if ctx.job_url else ""
     if jobs is not None and jobs.relation == JobRelation.SAME:
@@ -191,6 +194,10 @@ def _job_line(ctx: CommentContext, withheld: int) -> str:
     widened = (f"{ctx.drift_known} series' thresholds include their between-job drift measured on this machine's "
                "history" if ctx.drift_known else "this machine's history gives no series' between-job drift")
     held = f"; {withheld} series without it are withheld" if withheld else ""
+    if wide:
+        held += (f"; {len(wide)} series' thresholds are wider than ±{ctx.settings.max_threshold * 100:g}% (up to "
+                 f"±{max(wide) * 100:.0f}%), so a smaller change there cannot be told from the drift: measure base "
+                 "and head in one job (`python -m ci continuous`) to judge them closely")
     return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
 
@@ -436,7 +443,9 @@ def render_comment(
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
-        out += ["", _job_line(ctx, n["withheld"])]
+        wide = [v.threshold for v in perf if v.benchmark.judged and math.isfinite(v.threshold)
+                and v.threshold > ctx.settings.max_threshold and v.reason != WITHHELD_OTHER_JOB]
+        out += ["", _job_line(ctx, n["withheld"], wide)]
         moved = None if ctx.jobs is not None and ctx.jobs.together else moved_together(perf)
         if moved is not None:
             out += ["", _moved_line(moved, base_sha, head_sha)]

@@ -411,6 +411,22 @@ def test_the_same_job_is_claimed_only_when_both_sides_say_so() -> None:
         assert "same job" not in body and "Measured in one job" not in body and "In-job rule" not in body
 
 
+def test_a_cross_job_threshold_too_wide_to_judge_is_said_with_its_size() -> None:
+    """Across jobs, a young history's drift can allow ±69%: "unchanged" there only rules out a change
+    past it, and the job line says how many series are that wide and how far, with what to do."""
+    from dataclasses import replace as with_
+
+    wide = with_(_v("s.B.time_wide", Outcome.UNCHANGED, 1.1), threshold=0.689)
+    narrow = with_(_v("s.B.time_narrow", Outcome.UNCHANGED, 1.01), threshold=0.05)
+    apart = _ctx(jobs=Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), drift_known=2)
+    body = _render([wide, narrow], context=apart)
+    assert "1 series' thresholds are wider than ±25% (up to ±69%)" in body
+    assert "`python -m ci continuous`" in body
+    assert "wider than" not in _render([narrow], context=apart)
+    together = _ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1"))
+    assert "wider than" not in _render([wide, narrow], context=together)  # in-job: the rule is not the drift's
+
+
 def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:
     from ci.verdicts import Spread
 
