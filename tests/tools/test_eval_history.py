@@ -204,7 +204,7 @@ def test_an_unreadable_directory_is_named_and_the_others_still_measured(asv_dir,
     errors = captured.err.strip().splitlines()
     assert len(errors) == 4 and all("not evaluated" in e for e in errors)
     assert "not a directory" in errors[0] and "benchmarks.json" in errors[1] and "asv.conf.json" in errors[2]
-    assert "no series of 30 or more commits" in errors[3] and f"{COMMITS} errors" in errors[3]
+    assert "no series of 30 or more commits (the longest has 0;" in errors[3] and f"{COMMITS} errors" in errors[3]
     assert captured.out.count("| | service | asv |") == 1
     assert len(json.loads(out_json.read_text())) == 1
     with pytest.raises(SystemExit):  # checked before minutes of work, not after

@@ -248,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if not report["series_judged"] and not report["series_unknown_direction"]:
             # Nothing measured is no result: every file refused, or no series long enough.
+            longest = report["skipped"].get("longest", 0)
             print(f"python -m tools.eval_history: {d}: not evaluated: no series of {args.min_commits} or more "
-                  f"commits ({report['ingest']})", file=sys.stderr, flush=True)
+                  f"commits (the longest has {longest}; --min-commits takes {2 * EDGE + 1} or more). Read: "
+                  f"{report['ingest']}", file=sys.stderr, flush=True)
             unread += 1
             continue
         print(render(report), end="\n\n", flush=True)

@@ -210,7 +210,8 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
     """Every evaluated series of the store (see the package docstring), and what was left out."""
     position = {c.sha: i for i, c in enumerate(store.commits())}
     series: list[Series] = []
-    skipped = {"correctness": 0, "at or through zero": 0, "short": 0, "sampled out": 0, "asv points missing": 0}
+    skipped = {"correctness": 0, "at or through zero": 0, "short": 0, "sampled out": 0, "asv points missing": 0,
+               "longest": 0}  # the most commits of any series read (what --min-commits could take)
     for machine in sorted(m.name for m in store.machines()):
         groups: dict[str, list[Result]] = {}
         for r in store.results(machine=machine):
@@ -229,6 +230,7 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
                 continue
             s = make_series(bench, machine, results, asv, threshold_of(asv_entry_name(bench)), position,
                             floor_of(bench.key) if floor_of is not None else 0.0)
+            skipped["longest"] = max(skipped["longest"], s.n)
             if s.n < min_commits:
                 skipped["short"] += 1
                 continue
