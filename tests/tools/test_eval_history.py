@@ -266,6 +266,24 @@ def test_a_series_trials_of_one_step_size_sit_at_distinct_commits() -> None:
     assert {trial_k(0, tiny, 0.1, t) for t in range(4)} <= {EDGE, EDGE + 1}
 
 
+def test_asvs_worsening_steps_count_the_ones_undone_later_too() -> None:
+    """`asv_worsening`: the fit's steps the bad way past the threshold, a later fix or not (the
+    service's count of regressions holds both); `detect_regressions` lists only the one not undone."""
+    from tools.eval_history import asv_jumps, asv_worsening, make_series
+
+    def series(direction: Direction):
+        bench = Benchmark("bench_k.K.time_k", direction=direction)
+        results = [Result(bench, f"{c:040x}", "m", (1.0,) * 3) for c in range(40)]
+        return make_series(bench, "m", results, {}, 0.05, {r.commit_sha: i for i, r in enumerate(results)})
+
+    # asv's fit: 1.0, then +20% (undone), back to 1.0, then +3% (under 5%), then +10% (stays)
+    steps = [(0, 10, 1.0, 1.0, 0.0), (10, 20, 1.2, 1.2, 0.0), (20, 30, 1.0, 1.0, 0.0), (30, 35, 1.03, 1.03, 0.0),
+             (35, 40, 1.133, 1.133, 0.0)]
+    assert asv_worsening(series(Direction.LOWER), steps) == 2
+    assert len(asv_jumps(steps, 0.05)) == 1  # the +20% was undone: not listed
+    assert asv_worsening(series(Direction.HIGHER), steps) == 1  # there the fall at 20 is the bad way
+
+
 def test_a_step_is_in_the_data_unless_it_is_inside_the_noise_or_a_real_change_undoes_it() -> None:
     """`detectable`: the trials the recall is also read on. A +10% step at 20 is in a quiet series'
     data; not where a real -10% at 20 or 21 cancels it, not in a series whose noise is 5%; a real

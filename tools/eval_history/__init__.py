@@ -66,7 +66,9 @@ Definitions (what the printed numbers mean):
   boundary as in "found". Median and 90th percentile are nearest-rank.
 - Regressions per 1,000 commit-series (the un-injected series): REGRESSED change points of
   `change_points` on each whole series, per 1,000 commits summed over the series. asv: the jumps
-  `detect_regressions` lists on each whole series, per 1,000 of the same commits.
+  `detect_regressions` lists on each whole series, per 1,000 of the same commits (only those not
+  undone since); beside it, its fit's steps the bad way past the threshold whether undone later or
+  not (`asv_worsening`), which is what the service's count holds.
 - ...of them: the share of those change points where asv's fit of the same series has a boundary
   within +-NEAR moving the same way, and the share whose step is at least `BIG_STEP` (5) robust
   sigmas (`ci.verdicts.segments.robust_sigma` of the series' log levels): steps of the data itself,
@@ -162,6 +164,7 @@ from tools.eval_history.trials import (
     asv_fit,
     asv_jumps,
     asv_trial,
+    asv_worsening,
     banner_replay,
     detectable,
     evaluate_series,
@@ -178,8 +181,8 @@ __all__ = [
     "AsvPoint", "EvalInputError", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series",
     "SeriesOutcome", "Trial",
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
-    "asv_trial", "banner_replay", "detectable", "evaluate_dir", "evaluate_pair", "evaluate_pairs", "evaluate_series",
-    "fork_map",
+    "asv_trial", "asv_worsening", "banner_replay", "detectable", "evaluate_dir", "evaluate_pair", "evaluate_pairs",
+    "evaluate_series", "fork_map",
     "injected", "is_bad", "lasts", "main", "make_series", "measures", "nearest_rank", "open_regressions", "parse_steps",
     "pooled_commits",
     "read_asv_points", "read_series", "render", "scaled_points", "service_trial", "shuffled", "step_factor",

@@ -164,7 +164,7 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float], *, repl
             **{name: sum(getattr(o, name) for o in os_) for name in (
                 "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
                 "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "null_regressed",
-                "null_suspicions", "null_asv_regressions")},
+                "null_suspicions", "null_asv_regressions", "asv_fit_worse")},
         }
     up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0, "in_vain": 0}
     total = 0
@@ -348,7 +348,8 @@ def render(report: dict[str, Any]) -> str:
             rows.append(("regressions flagged on the un-injected real series, per 1,000 commit-series",
                          f"{per_thousand(j['regressed'], j['commits'])} (open at the newest commit: "
                          f"{per_thousand(j['regressed_open'], j['commits'])})",
-                         per_thousand(j["asv_regressions"], j["commits"])))
+                         f"{per_thousand(j['asv_regressions'], j['commits'])} (its fit's steps the bad way past "
+                         f"the threshold, undone later or not: {per_thousand(j['asv_fit_worse'], j['commits'])})"))
             rows.append((f"…of them: asv's fit steps there too / a step of {BIG_STEP:g}+ robust sigmas of the series",
                          f"{_pct(j['regressed_asv_fit'], j['regressed'])} / "
                          f"{_pct(j['regressed_sigmas'], j['regressed'])}",

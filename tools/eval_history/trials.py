@@ -140,6 +140,17 @@ def asv_jumps(steps: Sequence[tuple[int, int, float, float, float]], threshold: 
     return (detect_regressions(steps, threshold)[2] or []) if steps else []
 
 
+def asv_worsening(s: Series, steps: Sequence[tuple[int, int, float, float, float]]) -> int:
+    """The steps of asv's fit that move the series the bad way past its threshold, whether or not a
+    later step undoes them: what the service's count of REGRESSED change points holds, where asv's
+    `detect_regressions` lists only the ones not undone since (uxarray's history, 2026-12-07: 64 of
+    these against 49 listed). A series of unknown direction reads a rise as worse (asv's reading)."""
+    t = s.asv_threshold
+    higher = s.benchmark.direction == Direction.HIGHER
+    return sum((b[2] < a[2] / (1 + t)) if higher else (b[2] > a[2] * (1 + t))
+               for a, b in zip(steps, steps[1:], strict=False))
+
+
 def asv_points(s: Series, jumps: Sequence[tuple[Any, ...]]) -> list[ChangePoint]:
     """asv's listed regressions of series `s` (`asv_jumps`) as change points at their first commit after
     the step, so that they group into alerts as the service's do (`ci.verdicts.group_changes`)."""
@@ -244,6 +255,7 @@ class SeriesOutcome:
     confirmed: int = 0
     withdrawn: int = 0
     asv_regressions: int = 0
+    asv_fit_worse: int = 0  # `asv_worsening`: the fit's steps the bad way past the threshold, later undone or not
     banner: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # `banner_replay`
     retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
     positions: list[int] = field(default_factory=list)
@@ -307,6 +319,7 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.withdrawn = sum(x.state == SuspectState.WITHDRAWN for x in sus)
         jumps = asv_jumps(asv_steps, s.asv_threshold)
         out.asv_regressions = len(jumps)
+        out.asv_fit_worse = asv_worsening(s, asv_steps)
         out.asv_changes = asv_points(s, jumps)
         sigma = robust_sigma(np.log(s.levels))
         for cp in cps:
