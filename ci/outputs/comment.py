@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 
 from ci.format import format_value
 from ci.outputs.context import CommentContext, comment_context, comment_environment, github_urls
-from ci.outputs.groups import GROUPS, group_verdicts, headline
+from ci.outputs.groups import GROUPS, group_verdicts, headline, rule_clauses, rule_counts
 from ci.outputs.markdown import md_code, md_table, md_text, md_url
 from ci.outputs.structure import (
     comment_head_mark,
@@ -51,6 +51,7 @@ from ci.outputs.structure import (
 )
 from ci.records import UNKNOWN_DIRECTION, WITHHELD_OTHER_JOB, Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for
+from ci.verdicts.decide import band_text
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
 __all__ = [
@@ -84,7 +85,6 @@ _ICON = {
 _PERF_HEADER = ("Benchmark", "Params", "Base", "Head", "Ratio", "Interval", "p", "Threshold")
 _SUBJECT_CHARS = 72
 _SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
-_CORRECTION_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
 # A threshold override whose regex names the CPU (this project's `.*CPU\.`) is the floor of a suite's
 # CPU subset: when no GPU ran the job, its series get the CPU banner (`cpu_subset`).
 _NAMES_CPU = re.compile(r"cpu", re.IGNORECASE)
@@ -196,7 +196,7 @@ def _job_line(ctx: CommentContext, withheld: int, wide: Sequence[float] = ()) ->
     held = f"; {withheld} series without it are withheld" if withheld else ""
     if wide:
         held += (f"; {len(wide)} series' thresholds are wider than ±{ctx.settings.max_threshold * 100:g}% (up to "
-                 f"±{max(wide) * 100:.0f}%), so a smaller change there cannot be told from the drift: measure base "
+                 f"{band_text(max(wide))}), so a smaller change there cannot be told from the drift: measure base "
                  "and head in one job (`python -m ci continuous`) to judge them closely")
     return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
@@ -273,26 +273,13 @@ def _cpu_warning(subset: Mapping[tuple[str, float], int], settings: VerdictSetti
     ]
 
 
-def _legend(settings: VerdictSettings, n_tested: int, n_asv: int = 0) -> str:
-    """What the table's columns mean, for the rules that decided its rows: the bootstrap and the
-    Mann-Whitney test where series had raw samples (`n_tested`), asv compare's rule where they had one
-    value a side with asv's statistics (`n_asv`: no p, the interval from asv's 99% intervals). A
-    comment whose every row was asv's said "90% bootstrap" and "corrected over the 0 series tested"
-    (a real history, 2026-12-07)."""
+def _legend(settings: VerdictSettings, rules: Mapping[str, int]) -> str:
+    """What the table's columns mean, for the rules that decided its rows (`rule_counts`)."""
     parts = ["Base and head: median ± half the interquartile range, n samples (asv's repeats and quartiles where it "
              "recorded one value a point). Ratio = head / base of the medians (their difference where a side is at "
-             "or below zero)"]
-    if n_tested or not n_asv:
-        correction = _CORRECTION_NAMES.get(settings.correction)
-        corrected = f", {correction}-corrected over the {n_tested} series tested" if correction else ", uncorrected"
-        parts.append(f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; "
-                     f"p = Mann-Whitney U{corrected}")
-    if n_asv:
-        parts.append(f"{'every series' if not n_tested else f'{n_asv} series'} with one value a side (asv without "
-                     "--record-samples) by asv compare's rule: no p; interval = the ratio of asv's 99% intervals of "
-                     "the medians, which must not overlap")
-    parts.append(f"threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and adapted to its "
-                 "noise.")
+             "or below zero)", *rule_clauses(settings, rules),
+             f"threshold = the change a series must pass, at least ±{settings.floor * 100:g}% and adapted to its "
+             "noise."]
     return "; ".join(parts)
 
 
@@ -362,9 +349,7 @@ def render_comment(
     n["gates_failed"] = len(gates_failed)
     n.update(structure_counts(exact))
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
-    n_tested = sum(math.isfinite(v.p_value) for v in perf)
-    # asv compare's rule decided these (one value a side): no p, an interval from asv's 99% intervals.
-    n_asv = sum(not math.isfinite(v.p_value) and math.isfinite(v.ci_low) for v in perf)
+    rules = rule_counts(perf)
     # Series of several machines (environments of one asv machine): each row names its machine.
     several = len({v.machine for v in (*perf, *all_gates)}) > 1
 
@@ -443,8 +428,8 @@ def render_comment(
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
-        wide = [v.threshold for v in perf if v.benchmark.judged and math.isfinite(v.threshold)
-                and v.threshold > ctx.settings.max_threshold and v.reason != WITHHELD_OTHER_JOB]
+        wide = [v.threshold for v in perf if math.isfinite(v.threshold) and v.threshold > ctx.settings.max_threshold
+                and v.reason != WITHHELD_OTHER_JOB]
         out += ["", _job_line(ctx, n["withheld"], wide)]
         moved = None if ctx.jobs is not None and ctx.jobs.together else moved_together(perf)
         if moved is not None:
@@ -453,7 +438,7 @@ def render_comment(
             out += ["", "**⚠️ Base and head ran in different environments:** "
                     + "; ".join(md_text(c) for c in ctx.environment_changes)
                     + ". Any change below may be the environment's, not the code's."]
-        out += ["", _legend(ctx.settings, n_tested, n_asv)]
+        out += ["", _legend(ctx.settings, rules)]
         if any(counts.values()):
             out += ["", "| Outcome | Series |", "|---|---|"]
             out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]

@@ -19,6 +19,10 @@ from ci.records import (
     Verdict,
     is_worse,
 )
+from ci.verdicts import VerdictSettings
+from ci.verdicts.decide import ASV_RULE, SIZE_ONLY, TOO_FEW
+
+_CORRECTION_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
 
 
 def _sort_key(v: Verdict) -> tuple[float, str]:
@@ -118,3 +122,47 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
     for rows in groups.values():
         rows.sort(key=_sort_key)
     return groups
+
+
+def rule_counts(perf: Sequence[Verdict]) -> dict[str, int]:
+    """How many of a comparison's rows each rule decided: "tested" (a p: the tests on raw samples),
+    "asv" (asv compare's rule: one value a side with asv's statistics), "size" (one value a side and
+    no statistics, across jobs: its size against the history's allowance alone), "few" (too few
+    samples for any test). Rows no rule decided (withheld, new, missing, failed) are in none."""
+    out = {"tested": 0, "asv": 0, "size": 0, "few": 0}
+    for v in perf:
+        if math.isfinite(v.p_value):
+            out["tested"] += 1
+        elif ASV_RULE in v.reason:
+            out["asv"] += 1
+        elif SIZE_ONLY in v.reason:
+            out["size"] += 1
+        elif TOO_FEW in v.reason:
+            out["few"] += 1
+    return out
+
+
+def rule_clauses(settings: VerdictSettings, counts: Mapping[str, int]) -> list[str]:
+    """The legend's clauses for the rules that decided rows (`rule_counts`): what the interval and p
+    columns hold under each, "every series" where one rule decided them all. A comment whose every
+    row was asv compare's said "90% bootstrap" and "corrected over the 0 series tested"; one whose rows
+    were all judged by size against the history said it too (real histories, 2026-12-07)."""
+    used = {k: n for k, n in counts.items() if n}
+    def who(key: str) -> str:
+        return "every series" if len(used) == 1 else f"{used[key]} series"
+    out = []
+    if counts.get("tested") or not used:
+        correction = _CORRECTION_NAMES.get(settings.correction)
+        corrected = (f", {correction}-corrected over the {counts.get('tested', 0)} series tested" if correction
+                     else ", uncorrected")
+        out.append(f"interval = {settings.confidence * 100:g}% bootstrap confidence interval of the ratio; "
+                   f"p = Mann-Whitney U{corrected}")
+    if used.get("asv"):
+        out.append(f"{who('asv')} with one value a side (asv without --record-samples): {ASV_RULE}, its 99% "
+                   "intervals of the medians must not overlap; no p; interval = the ratio of those intervals")
+    if used.get("size"):
+        out.append(f"{who('size')} with one value a side and no statistics of asv's, measured in different jobs: "
+                   "judged by its size against the history's allowance alone; no p, no interval")
+    if used.get("few"):
+        out.append(f"{who('few')} with {TOO_FEW}: unchanged within the floor, else measure more samples")
+    return out

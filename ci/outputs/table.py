@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ci.outputs.comment import side_text
-from ci.outputs.groups import GROUPS, group_verdicts, headline
+from ci.outputs.groups import GROUPS, group_verdicts, headline, rule_clauses, rule_counts
 from ci.outputs.structure import change_text, moved, structure_counts
 from ci.records import Kind, Outcome, Verdict
 from ci.verdicts import Spread, VerdictSettings, series_label, spread_for
@@ -69,7 +69,8 @@ def render_table(
     sides = spreads or {}
     gates = [v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS]
     gates_failed = [v for v in gates if v.outcome != Outcome.UNCHANGED]
-    groups = group_verdicts([v for v in verdicts if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)])
+    perf = [v for v in verdicts if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
+    groups = group_verdicts(perf)
     exact = structure_counts(verdicts)
     rows = []
     for name in GROUPS:
@@ -98,9 +99,8 @@ def render_table(
         lines.append(f"{hidden} series unchanged or new, not listed (--all lists them).")
     lines.append(f"{len(gates) - len(gates_failed)} of {len(gates)} correctness gates passed." if gates
                  else "No correctness results.")
-    lines.append("Base and head: median ± half the IQR, n samples (asv's repeats and quartiles where it "
-                 f"recorded one value a point); interval: {settings.confidence * 100:g}% bootstrap "
-                 "confidence interval of head/base; p: Mann-Whitney U, corrected for the number of series.")
+    lines.append("; ".join(["Base and head: median ± half the IQR, n samples (asv's repeats and quartiles where it "
+                            "recorded one value a point)", *rule_clauses(settings, rule_counts(perf))]) + ".")
     n = {k: len(v) for k, v in groups.items()}
     n["gates_failed"] = len(gates_failed)
     n.update(exact)

@@ -73,6 +73,14 @@ def _asv_side(rs: Sequence[Result]) -> AsvSide | None:
     return st, (raw if len(raw) > 1 else None)
 
 
+# What each rule that decides a one-value series writes in its reason, so a reader (the comment's legend,
+# `rule_counts`) can tell which decided: asv compare's rule (asv's statistics), the size alone against
+# the history's allowance (across jobs, no statistics), or too few samples for any test.
+ASV_RULE = "asv compare's rule"
+SIZE_ONLY = "no in-job statistics recorded"
+TOO_FEW = "too few samples for a test"
+
+
 @functools.cache
 def _asv_is_result_better() -> Callable[..., bool]:
     """asv compare's rule, imported on first use (asv's package import loads its plugins: ~0.3 s)."""
@@ -184,20 +192,19 @@ def measure(
                           confidence=settings.confidence)
         return Pending(benchmark=bench, base=b, head=h, base_sha=base_sha, head_sha=head_sha, ratio=ratio, ci=ci,
                        p_raw=mwu_pvalue(b, h), threshold=threshold, machine=machine, cross_job=cross_job, basis=basis)
-    where = threshold_text(threshold, ratio) + (f" ({basis})" if basis else "")
+    where = threshold_text(threshold) + (f" ({basis})" if basis else "")
     sides = (_asv_side(results[0]), _asv_side(results[1]))
     if sides[0] is not None and sides[1] is not None:
         outcome, how, ci = _asv_rule(bench, bm, hm, sides[0], sides[1], threshold)
-        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how}: {where}", threshold, ci)
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how} ({ASV_RULE}): {where}", threshold, ci)
     if cross_job:
         # One value a side and no statistics of asv's: the history's allowance is the only evidence.
         outcome, how = _size_outcome(bench, ratio, threshold, "beyond the history's allowance")
-        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how} (no in-job statistics recorded): {where}",
-                     threshold)
+        return early(outcome, ratio, f"{(ratio - 1) * 100:+.1f}% {how} ({SIZE_ONLY}): {where}", threshold)
     within = abs(math.log(ratio)) <= math.log1p(floor)
     return early(
         Outcome.UNCHANGED if within else Outcome.INCONCLUSIVE, ratio,
-        f"too few samples for a test ({b.size} base, {h.size} head; need {settings.min_samples}): "
+        f"{TOO_FEW} ({b.size} base, {h.size} head; need {settings.min_samples}): "
         + ("ratio within the floor" if within else "measure more samples"),
         threshold,
     )
@@ -267,15 +274,27 @@ def _by_difference(bench: Benchmark, b: np.ndarray, h: np.ndarray, settings: Ver
     return judged(False, f"no change {how}")
 
 
-def threshold_text(threshold: float, ratio: float) -> str:
-    """A verdict's threshold in its reason, beside a change of `ratio`: "threshold 30.8%", and where the
-    change is downward also the band's lower edge, 1 / (1 + threshold), which a decrease is measured
-    against ("threshold 30.8% (-23.5% downward)"). Printed alone, a -26.1% speed-up read as inside a
-    30.8% threshold that it is beyond (a real history, 2026-12-07)."""
-    text = f"threshold {threshold * 100:.1f}%"
-    if ratio < 1.0 and threshold > 0:
-        text += f" ({(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}% downward)"
-    return text
+def band_text(threshold: float) -> str:
+    """A relative threshold as the band it sets, both edges: "+30.8% / -23.5%" (1 + t up, 1 / (1 + t)
+    down). One number read as symmetric: a -26.1% speed-up looked inside a 30.8% threshold that it is
+    beyond, and a throughput series' regression edge (down) was never named (a real history,
+    2026-12-07)."""
+    return f"+{threshold * 100:.1f}% / {(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}%"
+
+
+def threshold_text(threshold: float) -> str:
+    """A verdict's threshold in its reason: "threshold +30.8% / -23.5%" (`band_text`)."""
+    return f"threshold {band_text(threshold)}"
+
+
+def regression_edge(threshold: float, direction: Direction) -> str:
+    """The edge of the band a regression passes: "+8.6%" up for lower-is-better, "-7.9%" down for
+    higher-is-better (a series of unknown direction: the band)."""
+    if direction == Direction.LOWER:
+        return f"+{threshold * 100:.1f}%"
+    if direction == Direction.HIGHER:
+        return f"{(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}%"
+    return band_text(threshold)
 
 
 def _size_outcome(bench: Benchmark, ratio: float, threshold: float, beyond_words: str,
@@ -305,7 +324,7 @@ def _asv_rule(bench: Benchmark, bm: float, hm: float, base: AsvSide, head: AsvSi
     down = better(hm, bm, head, base, factor)
     bs, hs = base[0], head[0]
     ci = (hs["ci_99_a"] / bs["ci_99_b"], hs["ci_99_b"] / bs["ci_99_a"]) if bs["ci_99_a"] > 0 else (math.nan, math.nan)
-    outcome, how = _size_outcome(bench, hm / bm, threshold, "beyond the threshold and significant by asv's rule",
+    outcome, how = _size_outcome(bench, hm / bm, threshold, "beyond the threshold and significant",
                                  up, down)
     return outcome, how, ci
 
@@ -355,7 +374,7 @@ def decide(p: Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     beyond = p.ratio > hi_band or p.ratio < lo_band
     significant = p_adj < settings.alpha
     pct = f"{(p.ratio - 1) * 100:+.1f}%"
-    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), {threshold_text(p.threshold, p.ratio)}" + (
+    stat = f"p={p_adj:.2g} (raw {p.p_raw:.2g}), {threshold_text(p.threshold)}" + (
         f" ({p.basis})" if p.basis else "")
     if p.benchmark.direction == Direction.UNKNOWN:
         # Neither better nor worse can be said: the change is reported with its size, never judged.
@@ -385,7 +404,8 @@ def decide(p: Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
         reason = f"{pct} within the threshold but the interval reaches a regression: {stat}; measure more samples"
     else:
         outcome = Outcome.UNCHANGED
-        reason = f"{pct}: interval rules out a regression beyond {p.threshold * 100:.1f}%: {stat}"
+        edge = regression_edge(p.threshold, p.benchmark.direction)
+        reason = f"{pct}: interval rules out a regression beyond {edge}: {stat}"
     return Verdict(
         benchmark=p.benchmark, outcome=outcome, base_value=float(np.median(p.base)),
         head_value=float(np.median(p.head)), ratio=p.ratio, ci_low=ci_low, ci_high=ci_high, p_value=p_adj,

@@ -420,9 +420,12 @@ def test_a_cross_job_threshold_too_wide_to_judge_is_said_with_its_size() -> None
     narrow = with_(_v("s.B.time_narrow", Outcome.UNCHANGED, 1.01), threshold=0.05)
     apart = _ctx(jobs=Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), drift_known=2)
     body = _render([wide, narrow], context=apart)
-    assert "1 series' thresholds are wider than ±25% (up to ±69%)" in body
+    assert "1 series' thresholds are wider than ±25% (up to +68.9% / -40.8%)" in body
     assert "`python -m ci continuous`" in body
     assert "wider than" not in _render([narrow], context=apart)
+    unknown = with_(wide, benchmark=Benchmark("s.B.track_wide", unit="widgets", direction=Direction.UNKNOWN))
+    assert not unknown.benchmark.judged
+    assert "1 series' thresholds are wider" in _render([unknown, narrow], context=apart)
     together = _ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1"))
     assert "wider than" not in _render([wide, narrow], context=together)  # in-job: the rule is not the drift's
 

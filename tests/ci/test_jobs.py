@@ -222,7 +222,7 @@ def test_one_value_points_are_judged_across_jobs_with_asvs_statistics(tmp_path):
         regressed = [v for v in stepped.verdicts if v.outcome == Outcome.REGRESSED]
         assert [v.benchmark.key for v in regressed] == ["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"], [
             (v.benchmark.key, v.outcome, v.reason) for v in stepped.verdicts]
-        assert regressed[0].ratio == pytest.approx(1.15, rel=0.03) and "asv's rule" in regressed[0].reason
+        assert regressed[0].ratio == pytest.approx(1.15, rel=0.03) and "asv compare's rule" in regressed[0].reason
         unchanged = compare_commits(store, shas[27], shas[28], MACHINE)
         assert not [v for v in unchanged.verdicts if v.outcome in (Outcome.REGRESSED, Outcome.IMPROVED)], [
             (v.benchmark.key, v.outcome, v.reason) for v in unchanged.verdicts]

@@ -554,40 +554,55 @@ def test_a_point_without_raw_samples_shows_asvs_repeats_and_quartiles() -> None:
     assert side_spread([]) is None
 
 
-def test_a_decrease_is_stated_against_the_bands_lower_edge() -> None:
+def test_a_threshold_is_stated_as_its_band_and_a_regression_by_its_edge() -> None:
     """The band is 1 / (1 + t) .. 1 + t: a -26% change is beyond a 30.8% threshold, and its reason
-    names the lower edge (-23.5%) it passed, not only the 30.8% it reads as inside."""
-    from ci.verdicts.decide import threshold_text
+    names both edges (+30.8% / -23.5%), not one number it reads as inside; "rules out a regression"
+    names the edge a regression passes: down (-7.9%) for a throughput series, up for a time."""
+    from ci.verdicts.decide import regression_edge, threshold_text
 
-    assert threshold_text(0.308, 1.2) == "threshold 30.8%"
-    assert threshold_text(0.308, 0.739) == "threshold 30.8% (-23.5% downward)"
-    assert threshold_text(0.0, 0.5) == "threshold 0.0%"
+    assert threshold_text(0.308) == "threshold +30.8% / -23.5%"
+    assert threshold_text(0.0) == "threshold +0.0% / +0.0%"
+    assert regression_edge(0.086, Direction.HIGHER) == "-7.9%" and regression_edge(0.086, Direction.LOWER) == "+8.6%"
     v = _one(LAT, 0.739)
-    assert v.outcome == Outcome.IMPROVED and "% beyond the threshold" in v.reason
-    assert "downward)" in v.reason, v.reason
+    assert v.outcome == Outcome.IMPROVED and "% beyond the threshold" in v.reason and "/ -2.4%" in v.reason, v.reason
     point = _one_value(LAT, "a", 2e-5, 0.01)
     (one,) = compare([point], [_one_value(LAT, "b", 2e-5 * 0.739, 0.01)])
-    assert one.outcome == Outcome.IMPROVED and "% downward)" in one.reason, one.reason
+    assert one.outcome == Outcome.IMPROVED and "threshold +" in one.reason and "% / -" in one.reason, one.reason
+    flat = _one(TPUT, 1.0)
+    assert flat.outcome == Outcome.UNCHANGED and "rules out a regression beyond -" in flat.reason, flat.reason
 
 
 def test_the_legend_names_the_rule_that_decided_the_rows() -> None:
     """Rows of one value a side are asv compare's: the legend says so (no p, asv's 99% intervals)
     instead of a bootstrap interval and a correction over 0 series tested; beside rows with raw
-    samples it names both."""
+    samples it names both; rows judged across jobs by their size alone (one value, no statistics of
+    asv's) are named as that, never as asv's rule."""
     from ci.outputs.comment import render_comment
+    from ci.outputs.table import render_table
+    from ci.verdicts.noise import SeriesNoise
 
-    def legend(base: list[Result], head: list[Result]) -> str:
-        text = render_comment(compare(base, head), [], base_sha="a" * 40, head_sha="b" * 40, environment={},
+    def legend(verdicts: list[Verdict]) -> str:
+        text = render_comment(verdicts, [], base_sha="a" * 40, head_sha="b" * 40, environment={},
                               dashboard_url=None)
         return next(line for line in text.splitlines() if line.startswith("Base and head:"))
 
     points = ([_one_value(LAT, "a", 2e-5, 0.01)], [_one_value(LAT, "b", 2.6e-5, 0.01)])
-    only = legend(*points)
-    assert "every series with one value a side" in only and "asv's 99% intervals" in only
+    only = legend(compare(*points))
+    assert "every series with one value a side (asv without --record-samples): asv compare's rule" in only
     assert "bootstrap" not in only and "series tested" not in only
     raw = _pair(TPUT, 1.0)
-    both = legend([points[0][0], raw[0]], [points[1][0], raw[1]])
+    both = legend(compare([points[0][0], raw[0]], [points[1][0], raw[1]]))
     assert "bootstrap" in both and "over the 1 series tested" in both and "1 series with one value a side" in both
+    # One plain value a side, no statistics, across jobs: the history's allowance alone.
+    plain = ([Result(TPUT, "a", "h200", (100.0,))], [Result(TPUT, "b", "h200", (101.0,))])
+    noise = {("h200", TPUT.key): SeriesNoise(sigma=0.01, jump=0.0, jobs=40, multiplier=3.3, allowance=0.05)}
+    sized = compare(*plain, between_jobs=noise)
+    assert "no in-job statistics recorded" in sized[0].reason, sized[0].reason
+    text = legend(sized)
+    assert "every series with one value a side and no statistics of asv's" in text
+    assert "bootstrap" not in text and "asv compare's rule" not in text
+    table = render_table(sized)
+    assert "no statistics of asv's" in table and "bootstrap" not in table
 
 
 def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:

@@ -392,7 +392,33 @@ def test_a_history_too_short_to_judge_is_not_called_clean(tmp_path: Path) -> Non
     assert '<section class="banner warn" id="open-regressions">' in short
     long = overview(10)
     assert "Too little history to judge yet" not in long and "too short a history" not in long
-    assert "No open regressions" in long
+    assert "No open regressions" in long and "were judged" not in long
+
+
+def test_a_history_of_series_without_a_direction_is_not_called_clean(tmp_path: Path) -> None:
+    """Every series a track_ benchmark in a unit the service does not know: none can regress, and the
+    overview says so instead of "No open regressions" (mujoco-warp's real history read as clean,
+    2026-12-07); beside a judged series the count of them is said under the green banner."""
+    from ci.cli import main
+    from tests.ci.conftest import BENCHMARKS, sha_for, write_results
+
+    unknown = {"name": "bench_u.U.track_metric", "type": "track", "unit": "widgets", "params": [],
+               "param_names": [], "version": "v1"}
+
+    def overview(name: str, benchmarks: list) -> str:
+        root = tmp_path / name
+        write_results(root / "results", [sha_for(i) for i in range(10)], benchmarks=benchmarks,
+                      samples=lambda bench, j, c: [3.0 + 0.01 * k for k in range(5)])
+        db = str(root / "h.sqlite")
+        assert main(["ingest", "--db", db, str(root / "results")]) == 0
+        assert main(["dashboard", "--db", db, "--out", str(root / "site")]) == 0
+        return " ".join((root / "site" / "index.html").read_text().split())
+
+    alone = overview("alone", [unknown])
+    assert "Nothing here can be called a regression" in alone and "No open regressions" not in alone
+    timed = next(b for b in BENCHMARKS if b["name"].split(".")[-1].startswith("time_"))
+    mixed = overview("mixed", [timed, unknown])
+    assert "No open regressions" in mixed and "1 declare no direction" in mixed
 
 
 def test_dashboard_never_imports_torch(tmp_path: Path) -> None:

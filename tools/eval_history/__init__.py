@@ -67,8 +67,8 @@ Definitions (what the printed numbers mean):
 - Regressions per 1,000 commit-series (the un-injected series): REGRESSED change points of
   `change_points` on each whole series, per 1,000 commits summed over the series. asv: the jumps
   `detect_regressions` lists on each whole series, per 1,000 of the same commits (only those not
-  undone since); beside it, its fit's steps the bad way past the threshold whether undone later or
-  not (`asv_worsening`), which is what the service's count holds.
+  undone since); beside it, its fit's rises past the threshold between adjacent levels, whether a
+  later step undid them or not (`asv_worsening`), nearer what the service's count holds.
 - ...of them: the share of those change points where asv's fit of the same series has a boundary
   within +-NEAR moving the same way, and the share whose step is at least `BIG_STEP` (5) robust
   sigmas (`ci.verdicts.segments.robust_sigma` of the series' log levels): steps of the data itself,
@@ -251,10 +251,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if not report["series_judged"] and not report["series_unknown_direction"]:
             # Nothing measured is no result: every file refused, or no series long enough.
-            longest = report["skipped"].get("longest", 0)
+            sk = report["skipped"]
+            apart = [f"{sk[k]} {k}" for k in ("correctness", "at or through zero") if sk.get(k)]
+            never = f"; never evaluated: {', '.join(apart)}" if apart else ""
             print(f"python -m tools.eval_history: {d}: not evaluated: no series of {args.min_commits} or more "
-                  f"commits (the longest has {longest}; --min-commits takes {2 * EDGE + 1} or more). Read: "
-                  f"{report['ingest']}", file=sys.stderr, flush=True)
+                  f"commits (the longest of those it evaluates has {report['longest_series']}; --min-commits takes "
+                  f"{2 * EDGE + 1} or more{never}). Read: {report['ingest']}", file=sys.stderr, flush=True)
             unread += 1
             continue
         print(render(report), end="\n\n", flush=True)

@@ -56,6 +56,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
             asv = read_asv_points(results_dir)
             series, skipped = read_series(store, asv, threshold_of, min_commits=min_commits, max_series=max_series,
                                           seed=seed, floor_of=project.floor_for)
+            longest = skipped.pop("longest", 0)  # a length, not a count: the report keeps it apart
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
                                                   real=not only_steps, settings=settings,
@@ -83,6 +84,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
         "series_judged": sum(s.judged for s in series),
         "series_unknown_direction": sum(not s.judged for s in series),
         "skipped": skipped,
+        "longest_series": longest,
         "settings": {"steps": list(steps), "seed": seed, "trials": trials, "min_commits": min_commits,
                      "max_series": max_series, "replay": replay, "only_steps": only_steps, "pairs": pairs},
         "pairs": vars(ab),
@@ -348,8 +350,9 @@ def render(report: dict[str, Any]) -> str:
             rows.append(("regressions flagged on the un-injected real series, per 1,000 commit-series",
                          f"{per_thousand(j['regressed'], j['commits'])} (open at the newest commit: "
                          f"{per_thousand(j['regressed_open'], j['commits'])})",
-                         f"{per_thousand(j['asv_regressions'], j['commits'])} (its fit's steps the bad way past "
-                         f"the threshold, undone later or not: {per_thousand(j['asv_fit_worse'], j['commits'])})"))
+                         f"{per_thousand(j['asv_regressions'], j['commits'])} (its fit's rises past the threshold "
+                         "between adjacent levels, undone later or not: "
+                         f"{per_thousand(j['asv_fit_worse'], j['commits'])})"))
             rows.append((f"…of them: asv's fit steps there too / a step of {BIG_STEP:g}+ robust sigmas of the series",
                          f"{_pct(j['regressed_asv_fit'], j['regressed'])} / "
                          f"{_pct(j['regressed_sigmas'], j['regressed'])}",

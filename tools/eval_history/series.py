@@ -211,7 +211,7 @@ def read_series(store: Store, asv: dict[tuple[str, str], AsvPoint], threshold_of
     position = {c.sha: i for i, c in enumerate(store.commits())}
     series: list[Series] = []
     skipped = {"correctness": 0, "at or through zero": 0, "short": 0, "sampled out": 0, "asv points missing": 0,
-               "longest": 0}  # the most commits of any series read (what --min-commits could take)
+               "longest": 0}  # not a count: the most commits of a series it evaluates (`evaluate_dir` takes it out)
     for machine in sorted(m.name for m in store.machines()):
         groups: dict[str, list[Result]] = {}
         for r in store.results(machine=machine):

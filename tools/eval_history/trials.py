@@ -141,14 +141,14 @@ def asv_jumps(steps: Sequence[tuple[int, int, float, float, float]], threshold: 
 
 
 def asv_worsening(s: Series, steps: Sequence[tuple[int, int, float, float, float]]) -> int:
-    """The steps of asv's fit that move the series the bad way past its threshold, whether or not a
-    later step undoes them: what the service's count of REGRESSED change points holds, where asv's
-    `detect_regressions` lists only the ones not undone since (uxarray's history, 2026-12-07: 64 of
-    these against 49 listed). A series of unknown direction reads a rise as worse (asv's reading)."""
+    """The steps between adjacent levels of asv's fit that rise past the series' threshold (asv's
+    reading: a rise is worse; `detect_regressions` reads alike), whether or not a later step undid
+    them: the service's count of REGRESSED change points holds those undone later too, while
+    `detect_regressions` lists only the rises still standing against the best level after them (so a
+    climb in steps each under the threshold is listed there and not counted here). On uxarray's
+    history, 2026-12-07: 64 of these, 49 listed."""
     t = s.asv_threshold
-    higher = s.benchmark.direction == Direction.HIGHER
-    return sum((b[2] < a[2] / (1 + t)) if higher else (b[2] > a[2] * (1 + t))
-               for a, b in zip(steps, steps[1:], strict=False))
+    return sum(b[2] > a[2] * (1 + t) for a, b in zip(steps, steps[1:], strict=False))
 
 
 def asv_points(s: Series, jumps: Sequence[tuple[Any, ...]]) -> list[ChangePoint]:
@@ -255,7 +255,7 @@ class SeriesOutcome:
     confirmed: int = 0
     withdrawn: int = 0
     asv_regressions: int = 0
-    asv_fit_worse: int = 0  # `asv_worsening`: the fit's steps the bad way past the threshold, later undone or not
+    asv_fit_worse: int = 0  # `asv_worsening`: the fit's rises past the threshold, later undone or not
     banner: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # `banner_replay`
     retracted: int = 0  # REGRESSED change points some prefix showed that the whole history does not hold
     positions: list[int] = field(default_factory=list)

@@ -48,9 +48,13 @@ class SummaryPages(Site):
         snap = self.snap
         open_regs = [r for r in snap.regressions if r.is_open]
         suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        # Series measured at their newest commit with no noise threshold there yet (too short a history):
-        # nothing about them can be called a regression, so "No open regressions" is not said of them.
-        judged = unjudged = 0
+        # What the banner may say of the series measured at their newest commit: judged there (a known
+        # direction and a noise threshold), too short a history for a threshold, or of unknown direction
+        # (their changes are never called better or worse). "No open regressions" is said only of the
+        # first: a 3-commit history, and one whose every series declares no direction, read as clean
+        # (real histories, 2026-12-07).
+        judged = short = undirected = 0
+        min_history = SuspectSettings().min_history
         for s in snap.series:
             if s.benchmark.kind == Kind.EXACT:
                 continue  # the structure page's (thousands of series, each a count that moves on purpose)
@@ -62,8 +66,12 @@ class SummaryPages(Site):
             r_base = fmt.ratio(latest.value, base.value) if latest and base else math.nan
             thr_latest = s.thresholds.get(latest.sha, math.nan) if latest else math.nan
             if latest is not None and s.benchmark.kind != Kind.CORRECTNESS:
-                judged += math.isfinite(thr_latest)
-                unjudged += not math.isfinite(thr_latest)
+                if not s.benchmark.judged:
+                    undirected += 1
+                elif len(fin) <= min_history:  # a commit is judged once `min_history` commits come before it
+                    short += 1
+                else:
+                    judged += math.isfinite(thr_latest)  # none at a newest value at or below zero: neither
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
             suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
@@ -100,7 +108,7 @@ class SummaryPages(Site):
             "n_suspected": len(self.open_suspects),
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
-            "n_judged": judged, "n_unjudged": unjudged, "min_history": SuspectSettings().min_history,
+            "n_judged": judged, "n_short": short, "n_undirected": undirected, "min_history": min_history,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
             "baseline": snap.baseline_sha[:10] if snap.baseline_sha else "",
