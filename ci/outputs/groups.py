@@ -133,6 +133,8 @@ def rule_counts(perf: Sequence[Verdict]) -> dict[str, int]:
     for v in perf:
         if math.isfinite(v.p_value):
             out["tested"] += 1
+        elif not math.isfinite(v.ratio):
+            continue  # no ratio: not comparable, failed, or judged by difference (its reason says which)
         elif ASV_RULE in v.reason:
             out["asv"] += 1
         elif SIZE_ONLY in v.reason:

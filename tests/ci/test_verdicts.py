@@ -603,6 +603,12 @@ def test_the_legend_names_the_rule_that_decided_the_rows() -> None:
     assert "bootstrap" not in text and "asv compare's rule" not in text
     table = render_table(sized)
     assert "no statistics of asv's" in table and "bootstrap" not in table
+    # A row with no ratio is counted under no rule, whatever its reason quotes (a benchmark version
+    # string from a result file is in a "not comparable" reason).
+    from ci.outputs.groups import rule_counts
+
+    quoted = replace(sized[0], ratio=math.nan, reason="not comparable: version asv compare's rule -> x")
+    assert rule_counts([quoted]) == {"tested": 0, "asv": 0, "size": 0, "few": 0}
 
 
 def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
