@@ -130,11 +130,12 @@ def ingest_progress_printer(every_s: float | None = None) -> Callable[[Any], Non
     return show
 
 
-def _jobs_line(comparison: Comparison) -> str:
-    """One line on how base and head were measured and which rule (in-job or cross-job) decided."""
+def _jobs_line(comparison: Comparison, settings: VerdictSettings | None = None) -> str:
+    """One line on how base and head were measured and which rule (in-job or cross-job) decided, with
+    the cross-job thresholds wider than the settings' cap counted."""
     from ci.verdicts import measurement_line
 
-    return measurement_line(comparison)
+    return measurement_line(comparison, settings.max_threshold if settings is not None else None)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -181,7 +182,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with reader_may_leave():
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
         print(printable(_rules_line(rules)))
-        print(printable(_jobs_line(comparison)))
+        print(printable(_jobs_line(comparison, rules.verdicts)))
         _print_verdicts(comparison.verdicts, several=len(machines) > 1)
         if problem:  # a check that did not run is not a pass: never "no regression"
             print(printable(f"error: {problem}"), file=sys.stderr)

@@ -49,8 +49,8 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import UNKNOWN_DIRECTION, WITHHELD_OTHER_JOB, Commit, Direction, Kind, Outcome, Verdict
-from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for
+from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
+from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_thresholds
 from ci.verdicts.decide import band_text
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -428,9 +428,7 @@ def render_comment(
         out.append(_commit_line(ctx, base_sha, head_sha))
         if base_sha == head_sha:
             out += ["", "⚠️ Base and head are the same commit: an A/A comparison, so every difference is noise."]
-        wide = [v.threshold for v in perf if math.isfinite(v.threshold) and v.threshold > ctx.settings.max_threshold
-                and v.reason != WITHHELD_OTHER_JOB]
-        out += ["", _job_line(ctx, n["withheld"], wide)]
+        out += ["", _job_line(ctx, n["withheld"], wide_thresholds(perf, ctx.settings.max_threshold))]
         moved = None if ctx.jobs is not None and ctx.jobs.together else moved_together(perf)
         if moved is not None:
             out += ["", _moved_line(moved, base_sha, head_sha)]

@@ -22,6 +22,7 @@ from ci.records import (
     RunWindowSource,
     Verdict,
 )
+from ci.verdicts.decide import band_text
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
 from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
 
@@ -300,13 +301,25 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
 
 
-def measurement_line(comparison: Comparison) -> str:
+def wide_thresholds(verdicts: Sequence[Verdict], max_threshold: float) -> list[float]:
+    """The thresholds past `max_threshold` of a comparison's decided performance series (withheld ones
+    have none): across jobs a young or jumpy history's drift can allow ±69% (8 jobs of a real history,
+    2026-12-07), and "unchanged" there rules out no smaller change, so the comment and the terminal say
+    how many and how wide."""
+    return [v.threshold for v in verdicts
+            if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT) and math.isfinite(v.threshold)
+            and v.threshold > max_threshold and v.reason != WITHHELD_OTHER_JOB]
+
+
+def measurement_line(comparison: Comparison, max_threshold: float | None = None) -> str:
     """One line of plain text on how base and head were measured and so which rule decided the
     verdicts (`Jobs.rule`): what `python -m ci compare`, `python -m ci continuous` and the runner's
     PR summary print.
 
     Args:
         comparison: from `compare_commits`.
+        max_threshold: the settings' cap on an in-job threshold (`VerdictSettings.max_threshold`):
+            across jobs, the series whose thresholds are wider are counted (`wide_thresholds`).
 
     Returns:
         "in-job rule: ..." or "warning: cross-job rule: ..." (one line, markers as recorded).
@@ -321,5 +334,10 @@ def measurement_line(comparison: Comparison) -> str:
     else:
         which = ("a side has no verified job marker: measured outside the runner, rewritten since the runner "
                  "measured it, or marked before markers were bound to their result files")
-    return (f"warning: cross-job rule: base and head were not measured in one job ({which}): thresholds widened by "
+    line = (f"warning: cross-job rule: base and head were not measured in one job ({which}): thresholds widened by "
             f"the between-job drift of {comparison.drift_known} series, {withheld} series withheld")
+    wide = wide_thresholds(comparison.verdicts, max_threshold) if max_threshold is not None else []
+    if wide and max_threshold is not None:
+        line += (f"; {len(wide)} series' thresholds are wider than ±{max_threshold * 100:g}% (up to "
+                 f"{band_text(max(wide))}): a smaller change there cannot be told from the drift")
+    return line

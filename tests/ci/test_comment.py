@@ -428,6 +428,13 @@ def test_a_cross_job_threshold_too_wide_to_judge_is_said_with_its_size() -> None
     assert "1 series' thresholds are wider" in _render([unknown, narrow], context=apart)
     together = _ctx(jobs=Jobs(JobRelation.SAME, "gha-1.1-pr/1", "gha-1.1-pr/1"))
     assert "wider than" not in _render([wide, narrow], context=together)  # in-job: the rule is not the drift's
+    # The terminal's line (`python -m ci compare`) says it too, given the settings' cap.
+    from ci.verdicts import Comparison, measurement_line
+
+    cross = Comparison([], [], Jobs(JobRelation.DIFFERENT, "gha-1.1-pr/1", "gha-2.1-pr/1"), [wide, narrow], 2)
+    line = measurement_line(cross, 0.25)
+    assert line.startswith("warning: cross-job rule") and "1 series' thresholds are wider than ±25%" in line
+    assert "(up to +68.9% / -40.8%)" in line and "wider" not in measurement_line(cross)
 
 
 def test_each_side_shows_median_spread_and_sample_count_and_the_interval_level_is_stated() -> None:
