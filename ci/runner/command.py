@@ -218,7 +218,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not commits:
             say("nothing new to measure")
         out = run_history(cfg, commits)
-    print_outcome(out)
+    # PR mode decided with these settings already (a history job reads no thresholds here).
+    print_outcome(out, cfg.settings.max_threshold if out.comparison is not None else None)
     return out.exit_code
 
 

@@ -112,7 +112,7 @@ def cmd_continuous(args: argparse.Namespace) -> int:
             comparison = ab_comparison(cfg, store, base, head)
             verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
             problem = comparison.problem
-            rule = measurement_line(comparison)  # in-job, or cross-job when a side's marker is missing
+            rule = measurement_line(comparison, settings.max_threshold)  # in-job, or cross-job (a marker missing)
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
         f"({args.head})"
     code = exit_code(verdicts)

@@ -211,8 +211,9 @@ def _failure_notes(store: StoreReads, commits: Sequence[str], machine: str) -> t
     return tuple(notes)
 
 
-def print_outcome(out: RunOutcome) -> None:
-    """The job's summary: counts per outcome, where the artefacts are, the exit code."""
+def print_outcome(out: RunOutcome, max_threshold: float | None = None) -> None:
+    """The job's summary: counts per outcome, where the artefacts are, the exit code; `max_threshold`
+    (the verdicts' settings' cap): the cross-job line counts the thresholds past it."""
     from ci.verdicts import measurement_line, summarize
 
     counts = summarize(out.verdicts)
@@ -222,7 +223,7 @@ def print_outcome(out: RunOutcome) -> None:
         if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
             say(f"  {v.outcome.value}: {v.benchmark.key} ratio {v.ratio:.3f} {v.reason}")
     if out.comparison is not None:  # PR mode: which rule (in-job or cross-job) the verdicts used
-        say(printable(measurement_line(out.comparison)))
+        say(printable(measurement_line(out.comparison, max_threshold)))
     for note in out.notes:
         say(note)
     if out.dashboard:
