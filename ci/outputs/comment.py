@@ -50,8 +50,7 @@ from ci.outputs.structure import (
     structure_lines,
 )
 from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
-from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_thresholds
-from ci.verdicts.decide import band_text
+from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
 __all__ = [
@@ -195,9 +194,8 @@ def _job_line(ctx: CommentContext, withheld: int, wide: Sequence[float] = ()) ->
                "history" if ctx.drift_known else "this machine's history gives no series' between-job drift")
     held = f"; {withheld} series without it are withheld" if withheld else ""
     if wide:
-        held += (f"; {len(wide)} series' thresholds are wider than ±{ctx.settings.max_threshold * 100:g}% (up to "
-                 f"{band_text(max(wide))}), so a smaller change there cannot be told from the drift: measure base "
-                 "and head in one job (`python -m ci continuous`) to judge them closely")
+        held += (f"; {wide_text(wide, ctx.settings.max_threshold)}, so a smaller change there cannot be told from "
+                 "the drift: measure base and head in one job (`python -m ci continuous`) to judge them closely")
     return f"**Cross-job rule.** {why}: drift between jobs is not in either side's samples, so {widened}{held}.{log}"
 
 

@@ -48,6 +48,7 @@ from ci.verdicts.inputs import (
     not_measured,
     pick_machines,
     results_with_crashes,
+    wide_text,
     wide_thresholds,
 )
 from ci.verdicts.jobs import JobRelation, Jobs, between_job_drift, job_relation
@@ -129,5 +130,6 @@ __all__ = [
     "state_change_points",
     "summarize",
     "suspects_from_levels",
+    "wide_text",
     "wide_thresholds",
 ]

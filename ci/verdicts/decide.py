@@ -279,7 +279,12 @@ def band_text(threshold: float) -> str:
     down). One number read as symmetric: a -26.1% speed-up looked inside a 30.8% threshold that it is
     beyond, and a throughput series' regression edge (down) was never named (a real history,
     2026-12-07)."""
-    return f"+{threshold * 100:.1f}% / {(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}%"
+    return f"+{threshold * 100:.1f}% / {_lower_edge(threshold)}"
+
+
+def _lower_edge(threshold: float) -> str:
+    """The band's lower edge, 1 / (1 + t) - 1, as a signed percentage ("-23.5%")."""
+    return f"{(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}%"
 
 
 def threshold_text(threshold: float) -> str:
@@ -293,7 +298,7 @@ def regression_edge(threshold: float, direction: Direction) -> str:
     if direction == Direction.LOWER:
         return f"+{threshold * 100:.1f}%"
     if direction == Direction.HIGHER:
-        return f"{(1.0 / (1.0 + threshold) - 1.0) * 100:+.1f}%"
+        return _lower_edge(threshold)
     return band_text(threshold)
 
 

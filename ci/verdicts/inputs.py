@@ -311,6 +311,14 @@ def wide_thresholds(verdicts: Sequence[Verdict], max_threshold: float) -> list[f
             and v.threshold > max_threshold and v.reason != WITHHELD_OTHER_JOB]
 
 
+def wide_text(wide: Sequence[float], max_threshold: float) -> str:
+    """How many thresholds are past the cap and how far the widest goes (`wide_thresholds`), the words
+    the comment and the terminal share: "10 series' thresholds are wider than ±25% (up to +68.9% /
+    -40.8%)"."""
+    return (f"{len(wide)} series' thresholds are wider than ±{max_threshold * 100:g}% (up to "
+            f"{band_text(max(wide))})")
+
+
 def measurement_line(comparison: Comparison, max_threshold: float | None = None) -> str:
     """One line of plain text on how base and head were measured and so which rule decided the
     verdicts (`Jobs.rule`): what `python -m ci compare`, `python -m ci continuous` and the runner's
@@ -336,8 +344,6 @@ def measurement_line(comparison: Comparison, max_threshold: float | None = None)
                  "measured it, or marked before markers were bound to their result files")
     line = (f"warning: cross-job rule: base and head were not measured in one job ({which}): thresholds widened by "
             f"the between-job drift of {comparison.drift_known} series, {withheld} series withheld")
-    wide = wide_thresholds(comparison.verdicts, max_threshold) if max_threshold is not None else []
-    if wide and max_threshold is not None:
-        line += (f"; {len(wide)} series' thresholds are wider than ±{max_threshold * 100:g}% (up to "
-                 f"{band_text(max(wide))}): a smaller change there cannot be told from the drift")
+    if max_threshold is not None and (wide := wide_thresholds(comparison.verdicts, max_threshold)):
+        line += f"; {wide_text(wide, max_threshold)}: a smaller change there cannot be told from the drift"
     return line
