@@ -49,7 +49,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
+from ci.records import FAILED_BOTH, UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -345,6 +345,7 @@ def render_comment(
     groups = group_verdicts(perf)
     n = {k: len(rows) for k, rows in groups.items()}
     n["gates_failed"] = len(gates_failed)
+    n["failed_both"] = sum(v.reason == FAILED_BOTH for v in groups["failed"])
     n.update(structure_counts(exact))
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     rules = rule_counts(perf)

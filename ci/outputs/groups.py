@@ -64,7 +64,8 @@ def _faster(v: Verdict) -> bool:
 
 def headline(n: Mapping[str, int]) -> tuple[str, str]:
     """The one-line verdict of a comparison: (status, detail), from the series counted per group
-    (`group_verdicts`, plus "gates_failed"). A speed-up never makes the status an alarm."""
+    (`group_verdicts`, plus "gates_failed" and "failed_both", the failed ones that failed on base too). A
+    speed-up never makes the status an alarm."""
     parts = [
         f"{n.get(key, 0)} {label}" for key, label in (
             ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
@@ -77,6 +78,14 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
             ("exact_failed", "structural gate(s) failed"), ("exact_changed", "structural change(s)"),
         ) if n.get(key, 0)
     ]
+    both = n.get("failed_both", 0)
+    if both and parts and n.get("failed"):
+        # Series that crashed on base too fail the check as well (it did not run on head), but the reader
+        # is told this change did not break them: 174 of 174 "failed to run on head" on a real history
+        # read as a pull request that broke them all (2026-12-07).
+        i = 1 if n.get("gates_failed") else 0
+        also = "all of them" if both == n["failed"] else f"{both} of them"
+        parts[i] += f" ({also} failed on base too)"
     if not parts and n.get("exact"):
         parts = [f"{n['exact']} exact series unchanged"]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"
@@ -148,12 +157,16 @@ def rule_clauses(settings: VerdictSettings, counts: Mapping[str, int]) -> list[s
     """The legend's clauses for the rules that decided rows (`rule_counts`): what the interval and p
     columns hold under each, "every series" where one rule decided them all. A comment whose every
     row was asv compare's said "90% bootstrap" and "corrected over the 0 series tested"; one whose rows
-    were all judged by size against the history said it too (real histories, 2026-12-07)."""
+    were all judged by size against the history said it too, and one whose every row was withheld, failed
+    or missing (no rule decided any) still named the tests (real histories, 2026-12-07)."""
     used = {k: n for k, n in counts.items() if n}
     def who(key: str) -> str:
         return "every series" if len(used) == 1 else f"{used[key]} series"
     out = []
-    if counts.get("tested") or not used:
+    if not used:
+        return ["no row was decided by a rule (each row's reason says why: withheld, failed, missing or new); "
+                "no interval, no p"]
+    if counts.get("tested"):
         correction = _CORRECTION_NAMES.get(settings.correction)
         corrected = (f", {correction}-corrected over the {counts.get('tested', 0)} series tested" if correction
                      else ", uncorrected")

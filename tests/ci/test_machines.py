@@ -259,7 +259,7 @@ def test_series_that_failed_on_both_sides_fail(tmp_path, capsys):
     body = out.read_text()
     headline = body.splitlines()[3]
     assert headline.startswith("**❌ Performance check failed:**"), headline
-    assert "1 benchmark(s) failed to run on head" in headline
+    assert "1 benchmark(s) failed to run on head (all of them failed on base too)" in headline
     assert "failed to run on head, and on base" in body
 
 

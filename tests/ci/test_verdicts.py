@@ -609,6 +609,14 @@ def test_the_legend_names_the_rule_that_decided_the_rows() -> None:
 
     quoted = replace(sized[0], ratio=math.nan, reason="not comparable: version asv compare's rule -> x")
     assert rule_counts([quoted]) == {"tested": 0, "asv": 0, "size": 0, "few": 0}
+    # No row decided by any rule (every one withheld, failed or missing): the legend names no test.
+    text = legend([quoted])
+    assert "no row was decided by a rule" in text and "bootstrap" not in text and "series tested" not in text
+    # The terminal table (`continuous`) says which failures crashed on base too, as the comment does.
+    from ci.records import FAILED_BOTH
+
+    crashed = replace(quoted, outcome=Outcome.FAILED, reason=FAILED_BOTH)
+    assert "1 benchmark(s) failed to run on head (all of them failed on base too)" in render_table([crashed])
 
 
 def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
