@@ -500,7 +500,7 @@ def test_long_sides_add_no_step_to_quiet_series_or_to_series_that_flip() -> None
 
 
 def test_long_side_knobs_are_checked_and_in_the_fingerprint() -> None:
-    assert "long_side=12 long_noise_k=2.0 long_pvalue=0.001" in HistorySettings().fingerprint
+    assert "long_side=10 long_noise_k=2.0 long_pvalue=0.001" in HistorySettings().fingerprint
     assert OFF.fingerprint != HistorySettings().fingerprint
     for bad in ({"long_side": -1}, {"long_side": 1.5}, {"long_noise_k": 4.0}, {"long_noise_k": -1.0},
                 {"long_pvalue": 0.5}, {"long_pvalue": -0.1}):
