@@ -438,7 +438,15 @@ def render_comment(
         out += ["", _legend(ctx.settings, rules)]
         if any(counts.values()):
             out += ["", "| Outcome | Series |", "|---|---|"]
-            out += [f"| {_ICON[o]} {o.value} | {counts[o]} |" for o in Outcome if counts[o]]
+            # A new series (no base measurement) is not an unchanged one: the headline counts them apart,
+            # and a Django history's comment read "42 unchanged, 7 new" above "unchanged 49" (2026-12-07).
+            fresh = n.get("new", 0)
+            for o in Outcome:
+                shown = counts[o] - fresh if o == Outcome.UNCHANGED else counts[o]
+                if shown:
+                    out.append(f"| {_ICON[o]} {o.value} | {shown} |")
+                if o == Outcome.UNCHANGED and fresh:
+                    out.append(f"| {_ICON[o]} new (no base measurement) | {fresh} |")
         if not all_gates and ctx.correctness_expected:
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:

@@ -257,6 +257,8 @@ def test_failed_missing_new_and_unconfirmed_series_are_shown_as_such() -> None:
     assert "time_2x" in section.split("###")[1] and "~2.000×" in section
     assert "<details><summary>New series (no base measurement) (1)</summary>" in body
     assert body.index("time_new") > body.index("<details><summary>New series")
+    # The outcome table counts the new series apart from the unchanged one, as the headline does.
+    assert "| ⚪ unchanged | 1 |" in body and "| ⚪ new (no base measurement) | 1 |" in body
     _tables_are_whole(body)
 
 
