@@ -400,6 +400,24 @@ def test_an_excursion_of_a_few_commits_is_not_a_regression() -> None:
     assert cp.commit_sha == "c0040" and cp.outcome == Outcome.REGRESSED
 
 
+def test_an_excursion_that_comes_back_only_part_of_the_way_is_a_step() -> None:
+    """Slow jobs on the commits of a real +10% step (+70%, +30%, +15%, then +10% for good): the
+    excursion's two steps are not reported, the step they sit on is, at the commit where the level
+    left, at the size it kept (both were dropped as one excursion before 2026-12-07, which lost
+    a Django history's +10% steps that landed on such jobs). An excursion that comes all the way back
+    stays nothing."""
+    rng = np.random.default_rng(11)
+    y = rng.normal(0.0, 0.01, 60)
+    stays = y.copy()
+    stays[30:] += np.log(1.10)
+    stays[30:33] += np.log(np.array([1.7, 1.3, 1.15]) / 1.1)
+    (cp,) = change_points(_levels_series(stays))
+    assert cp.index == 30 and cp.outcome == Outcome.REGRESSED and cp.ratio == pytest.approx(1.10, abs=0.02)
+    back = y.copy()
+    back[30:33] += np.log(np.array([1.7, 1.3, 1.15]))
+    assert change_points(_levels_series(back)) == []
+
+
 def test_a_step_is_judged_against_the_levels_beside_it() -> None:
     """A +8% step after a long slow drift: against all 400 commits before it the drift dilutes its
     test; against the `span` commits beside it, it stands."""
