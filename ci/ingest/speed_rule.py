@@ -28,9 +28,9 @@ container, uxarray's GitHub-hosted runners and workstation, mujoco-warp's GPU ru
 the largest shift of any job 4.2%, the threshold 5%; `tools.eval_history`, 2026-12-06). Kept apart,
 the synthetic history's +10% steps were found 100% (asv's fit on the same series 96%), +5% 36%. A
 fifth, 40 jobs of Django's GitHub-hosted runners, has them (2026-12-07): 5 jobs are kept apart at
-+45%; a sixth of that host, +85% where the group read +45% and so outside its `spread`, and jobs
-of two more speeds (+10%, +28%) stay in the machine's series, where the +85% job raised
-suspicions in 14 series that the next commits withdrew.
++45%. Another job, which read its series 27-89% higher (outside the group's `spread`), and jobs of
+at least two more speeds (+10% and +28% in `time_query_count`) stay in the machine's series; that
+job raised suspicions in 14 series, all withdrawn by the commits after it.
 
 Pure functions over arrays; no store.
 """
