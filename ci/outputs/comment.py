@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 
 from ci.format import format_value
 from ci.outputs.context import CommentContext, comment_context, comment_environment, github_urls
-from ci.outputs.groups import GROUPS, group_verdicts, headline, rule_clauses, rule_counts
+from ci.outputs.groups import GROUPS, group_counts, group_verdicts, headline, rule_clauses, rule_counts
 from ci.outputs.markdown import md_code, md_table, md_text, md_url
 from ci.outputs.structure import (
     comment_head_mark,
@@ -49,7 +49,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import FAILED_BOTH, UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
+from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -343,9 +343,7 @@ def render_comment(
     exact = exact_only(verdicts)  # the Structure section's (ci.outputs.structure), never a timing group
     perf = [v for v in verdicts if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
     groups = group_verdicts(perf)
-    n = {k: len(rows) for k, rows in groups.items()}
-    n["gates_failed"] = len(gates_failed)
-    n["failed_both"] = sum(v.reason == FAILED_BOTH for v in groups["failed"])
+    n = group_counts(groups, len(gates_failed))
     n.update(structure_counts(exact))
     counts = {o: sum(v.outcome == o for v in perf) + sum(v.outcome == o for v in all_gates) for o in Outcome}
     rules = rule_counts(perf)

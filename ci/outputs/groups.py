@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ci.records import (
+    FAILED_BOTH,
     MISSING_ON_HEAD,
     NEW_SERIES,
     NOT_ON_BASE,
@@ -62,13 +63,28 @@ def _faster(v: Verdict) -> bool:
             and not _reaches_regression(v))
 
 
+def group_counts(groups: Mapping[str, Sequence[Verdict]], gates_failed: int) -> dict[str, int]:
+    """What `headline` reads: the series per group (`group_verdicts`), "gates_failed", and "failed_both"
+    (the failed ones that crashed on base too)."""
+    n = {k: len(rows) for k, rows in groups.items()}
+    n["gates_failed"] = gates_failed
+    n["failed_both"] = sum(v.reason == FAILED_BOTH for v in groups.get("failed", ()))
+    return n
+
+
 def headline(n: Mapping[str, int]) -> tuple[str, str]:
     """The one-line verdict of a comparison: (status, detail), from the series counted per group
-    (`group_verdicts`, plus "gates_failed" and "failed_both", the failed ones that failed on base too). A
-    speed-up never makes the status an alarm."""
+    (`group_counts`, plus the structure counts). A speed-up never makes the status an alarm."""
+    failed = "benchmark(s) failed to run on head"
+    both = n.get("failed_both", 0)
+    if both:
+        # Series that crashed on base too fail the check as well (it did not run on head), but the reader
+        # is told this change did not break them: 174 of 174 "failed to run on head" on a real history
+        # read as a pull request that broke them all (2026-12-07).
+        failed += f" ({'all' if both == n.get('failed') else both} of them failed on base too)"
     parts = [
         f"{n.get(key, 0)} {label}" for key, label in (
-            ("gates_failed", "correctness failure(s)"), ("failed", "benchmark(s) failed to run on head"),
+            ("gates_failed", "correctness failure(s)"), ("failed", failed),
             ("regressed", "regression(s)"), ("missing", "not measured on head"),
             ("not_run", "not compared (failed to run on base)"),
             ("unconfirmed", "unconfirmed slowdown(s)"), ("withheld", "withheld (not measured in one job)"),
@@ -78,14 +94,6 @@ def headline(n: Mapping[str, int]) -> tuple[str, str]:
             ("exact_failed", "structural gate(s) failed"), ("exact_changed", "structural change(s)"),
         ) if n.get(key, 0)
     ]
-    both = n.get("failed_both", 0)
-    if both and parts and n.get("failed"):
-        # Series that crashed on base too fail the check as well (it did not run on head), but the reader
-        # is told this change did not break them: 174 of 174 "failed to run on head" on a real history
-        # read as a pull request that broke them all (2026-12-07).
-        i = 1 if n.get("gates_failed") else 0
-        also = "all of them" if both == n["failed"] else f"{both} of them"
-        parts[i] += f" ({also} failed on base too)"
     if not parts and n.get("exact"):
         parts = [f"{n['exact']} exact series unchanged"]
     detail = ", ".join(parts) if parts else "no benchmarks were compared"

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ci.outputs.comment import side_text
-from ci.outputs.groups import GROUPS, group_verdicts, headline, rule_clauses, rule_counts
+from ci.outputs.groups import GROUPS, group_counts, group_verdicts, headline, rule_clauses, rule_counts
 from ci.outputs.structure import change_text, moved, structure_counts
-from ci.records import FAILED_BOTH, Kind, Outcome, Verdict
+from ci.records import Kind, Outcome, Verdict
 from ci.verdicts import Spread, VerdictSettings, series_label, spread_for
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -101,9 +101,7 @@ def render_table(
                  else "No correctness results.")
     lines.append("; ".join(["Base and head: median ± half the IQR, n samples (asv's repeats and quartiles where it "
                             "recorded one value a point)", *rule_clauses(settings, rule_counts(perf))]) + ".")
-    n = {k: len(v) for k, v in groups.items()}
-    n["gates_failed"] = len(gates_failed)
-    n["failed_both"] = sum(v.reason == FAILED_BOTH for v in groups["failed"])
+    n = group_counts(groups, len(gates_failed))
     n.update(exact)
     status, detail = headline(n)
     if problem:
