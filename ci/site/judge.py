@@ -24,6 +24,7 @@ from ci.site.series import ChangeMark, Regression, Series
 from ci.verdicts import (
     AlertGroup,
     ChangePoint,
+    JobMove,
     Suspect,
     SuspectTrack,
     change_points,
@@ -31,6 +32,8 @@ from ci.verdicts import (
     exact_steps,
     expire,
     group_changes,
+    hold_at_job_moves,
+    job_moves,
     judge_levels,
     levels_to_judge,
     passes_gate,
@@ -114,6 +117,23 @@ def _judge_all(
     return {k: out for part in parts for k, out in part}
 
 
+def _job_moves(inputs: dict[tuple[str, str], SeriesInput], found: dict[tuple[str, str], Judged]
+               ) -> dict[str, dict[str, JobMove]]:
+    """Per machine, the commits with a suspicion at which its whole job moved (`ci.verdicts.job_moves`),
+    read from every series of the machine judged by ratio."""
+    by_machine: dict[str, list[tuple[str, str]]] = {}
+    for key, given in inputs.items():
+        if not given.difference and key in found:
+            by_machine.setdefault(given.machine, []).append(key)
+    out: dict[str, dict[str, JobMove]] = {}
+    for machine, keys in by_machine.items():
+        candidates = {x.commit_sha for key in keys for x in found[key].suspects}
+        if candidates:
+            out[machine] = job_moves(((inputs[key].benchmark, inputs[key].shas, inputs[key].levels,
+                                       np.asarray(found[key].thresholds)) for key in keys), candidates)
+    return out
+
+
 def _levels(s: Series, raw: list[Result] | None) -> tuple[list[str], np.ndarray, bool]:
     """The series' per-commit levels as `ci.verdicts` reads them, and whether they are judged by
     difference (`ci.verdicts.by_difference`: then every finite level, of either sign; else the
@@ -157,6 +177,7 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                                       None if stored is None else stored.get(key, []), tracks.get(track_name(*key)),
                                       floor_for(s.benchmark.key) if floor_for is not None else 0.0, difference)
     found = _judge_all(inputs)
+    moves = _job_moves(inputs, found)
     order, envs = runs if runs is not None else ({}, {})
     every = [cp for judged in found.values() for cp in judged.change_points]
     groups = [g for g in group_changes(every, order, envs if runs else None) if g.crowd]
@@ -168,6 +189,8 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
         if key not in found:
             continue
         cps, s.suspects, thr, kept[track_name(*key)] = found[key]
+        if s.suspects and moves.get(s.machine):
+            s.suspects = hold_at_job_moves(s.suspects, inputs[key].levels, moves[s.machine])
         machine_commits = order.get(s.machine, [])
         if s.suspects and s.shas and s.shas[-1] in machine_commits:
             # A series that stopped reporting: its open suspicions expire, listed, never open for years.

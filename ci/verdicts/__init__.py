@@ -58,6 +58,7 @@ from ci.verdicts.settings import ASV_DEFAULT_THRESHOLD, VerdictSettings
 from ci.verdicts.stats import Spread
 from ci.verdicts.summary import exit_code, summarize
 from ci.verdicts.suspects import (
+    JobMove,
     Suspect,
     SuspectSettings,
     SuspectState,
@@ -66,6 +67,8 @@ from ci.verdicts.suspects import (
     commit_levels,
     expire,
     find_suspects,
+    hold_at_job_moves,
+    job_moves,
     judge_levels,
     levels_to_judge,
     noise_thresholds,
@@ -81,6 +84,7 @@ __all__ = [
     "TOP1_AGREEMENT_LIMIT",
     "ChangePoint",
     "Comparison",
+    "JobMove",
     "JobRelation",
     "Jobs",
     "NoiseSettings",
@@ -110,7 +114,9 @@ __all__ = [
     "gate_of",
     "gate_value",
     "group_changes",
+    "hold_at_job_moves",
     "is_exact",
+    "job_moves",
     "job_relation",
     "judge_levels",
     "levels_to_judge",

@@ -36,6 +36,20 @@ median of its pooled samples, commits without a positive finite sample skipped, 
    still SUSPECTED. Every state is a pure function of the history, so the same history always
    gives the same flags, and a withdrawn suspicion stays listed with the commit that withdrew it.
 
+6. A whole job that moved: a shared runner's job that lands on a slower host moves every series of
+   the machine at once, and the next job or two move them back. Each series alone cannot tell that
+   from a commit that slows everything, so the machine's series are read together (`job_moves`): at
+   a commit where at least `job_share` of those judged there are past their thresholds on the worse
+   side, a suspicion needs `hold` + 1 commits held (`hold_at_job_moves`), the dashboard's reading. On
+   Django's GitHub-hosted history (44 series, 35 commits, 2026-12-07) two such jobs raised 26 of its
+   27 suspicions, every one withdrawn by the job after; now none of them is raised, the overview's
+   banner for suspicions alone is up at 6% of commits instead of 11% (the rest: one suspicion still
+   open at the newest commits). Of 132 +10% steps injected, 18 are flagged later: 13 sit at those
+   commits and wait one or two commits more (two are left to the change-point detector), and 5
+   had been "flagged" by the job's own suspicions, not their step; the median delay reads 6 -> 11
+   commits, most trials having no flag within 30. MetPy's, uxarray's and the H200's histories hold
+   no such commit: nothing of theirs changes (`python -m tools.eval_history`).
+
 A series at or through zero (a warning count at 0, a signed delta: `by_difference`) has no ratio.
 Its suspicions read the levels' differences instead (`judge_levels(difference=True)`): the same
 steps on the levels themselves, the threshold `noise_k` robust sigmas of the window's differences,
@@ -59,7 +73,7 @@ import json
 import math
 import statistics
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -105,6 +119,10 @@ class SuspectSettings:
             0.992 sure (a series with a 52% threshold, 8 commits in); every confirmed suspicion of
             uxarray's history was above 0.9999 and no suspicion of MetPy's under 0.999
             (`tools.eval_history`, 2026-12-05).
+        job_share: a commit at which at least this share of its machine's judged series are past
+            their thresholds on the worse side is one where the whole job moved (`job_moves`): a
+            suspicion there is raised only once `hold` + 1 commits hold it (`hold_at_job_moves`).
+        job_min_series: ...and at least this many series had a threshold at it (fewer are no job).
         history: the change-point detector's settings, whose `floor` and `noise_k` are the threshold.
     """
 
@@ -114,6 +132,8 @@ class SuspectSettings:
     hold: int = 2
     seen: int = 2
     min_confidence: float = 0.999
+    job_share: float = 0.5
+    job_min_series: int = 5
     history: HistorySettings = field(default_factory=HistorySettings)
 
     def __post_init__(self) -> None:
@@ -130,6 +150,11 @@ class SuspectSettings:
         if self.confirm_within < self.history.min_size:
             raise ValueError(f"confirm_within ({self.confirm_within!r}) must be >= the detector's min_size "
                              f"({self.history.min_size!r})")
+        if not 0.0 < self.job_share <= 1.0:
+            raise ValueError(f"job_share must be in (0, 1], got {self.job_share!r}")
+        if isinstance(self.job_min_series, bool) or not isinstance(self.job_min_series, int) \
+                or self.job_min_series < 2:
+            raise ValueError(f"job_min_series must be an int >= 2, got {self.job_min_series!r}")
 
 
 @dataclass(frozen=True)
@@ -638,6 +663,114 @@ def expire(suspects: Sequence[Suspect], last_sha: str, later: Sequence[str],
     why = f"unresolved: no data since {last_sha[:10]} ({len(later)} commits of the machine since)"
     return [replace(x, state=SuspectState.EXPIRED, resolved_sha=later[settings.confirm_within - 1], reason=why)
             if x.state == SuspectState.SUSPECTED else x for x in suspects]
+
+
+@dataclass(frozen=True)
+class JobMove:
+    """A commit at which most of a machine's series got worse at once (`job_moves`).
+
+    Attributes:
+        commit_sha: the commit.
+        worse: series past their threshold on the worse side at it.
+        judged: series with a threshold at it (a known direction, enough commits before it).
+        median: the median of the judged series' relative move from their window's level, the worse
+            side positive (0.3 = 30 % worse).
+    """
+
+    commit_sha: str
+    worse: int
+    judged: int
+    median: float
+
+    @property
+    def describe(self) -> str:
+        """Words for a suspicion's reason."""
+        return (f"the whole job moved at this commit ({self.worse} of {self.judged} series worse, "
+                f"median {self.median * 100:+.0f}%)")
+
+
+def job_moves(series: Iterable[tuple[Benchmark, Sequence[str], np.ndarray, np.ndarray]],
+              candidates: Collection[str] | None = None, settings: SuspectSettings | None = None
+              ) -> dict[str, JobMove]:
+    """The commits at which the whole job of one machine moved: at least `settings.job_share` of the
+    series judged there past their threshold on the worse side (of at least `job_min_series`).
+
+    A shared runner's job that lands on a slower host, or a noisy neighbour for its length, moves every
+    series of the job at once and, on the next job, back: on Django's GitHub-hosted history one job read
+    every one of 44 series +27 % to +88 % worse and the next still +29 % (2026-12-07), and each series
+    raised a suspicion that the job after withdrew (26 of 27 suspicions raised). A commit that slows
+    every benchmark looks the same at its own commit; it differs in holding at the next.
+
+    Args:
+        series: one machine's ratio-judged series as (benchmark, shas, positive levels, thresholds:
+            `judge_levels`' per commit); series of unknown direction are not counted.
+        candidates: the commits to test (the suspects' commits); None: every commit.
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        commit sha -> JobMove, for the commits where the whole job moved.
+    """
+    settings = settings or SuspectSettings()
+    wanted = None if candidates is None else set(candidates)
+    worse: dict[str, int] = {}
+    judged: dict[str, int] = {}
+    moved: dict[str, list[float]] = {}
+    w = settings.window
+    for benchmark, shas, levels, thresholds in series:
+        if not benchmark.judged:
+            continue
+        sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
+        y = np.log(np.asarray(levels, dtype=float))
+        if wanted is None:
+            at: Iterable[int] = range(settings.min_history, len(shas))
+        else:
+            index = dict(zip(shas, range(len(shas)), strict=True))
+            at = sorted(i for sha in wanted if (i := index.get(sha, -1)) >= settings.min_history)
+        for i in at:
+            sha = shas[i]
+            thr = float(thresholds[i])
+            if not math.isfinite(thr):
+                continue
+            step = sign * (float(y[i]) - _median(y[max(i - w, 0):i]))
+            judged[sha] = judged.get(sha, 0) + 1
+            worse[sha] = worse.get(sha, 0) + (step > math.log1p(thr))
+            moved.setdefault(sha, []).append(step)
+    return {sha: JobMove(sha, worse[sha], n, math.expm1(_median(np.asarray(moved[sha]))))
+            for sha, n in judged.items()
+            if n >= settings.job_min_series and worse[sha] >= settings.job_share * n}
+
+
+def hold_at_job_moves(suspects: Sequence[Suspect], levels: np.ndarray, moves: Mapping[str, JobMove],
+                      settings: SuspectSettings | None = None) -> list[Suspect]:
+    """One series' suspicions, those at a commit where the whole job moved (`job_moves`) raised only
+    once `hold` + 1 commits hold them: a job that moved is undone by the next job or two, a commit that
+    slows every benchmark is not, and waits one commit more. A suspicion whose extra commit came back
+    within the threshold was never raised (nor one whose extra commit has not come yet).
+
+    Args:
+        suspects: the series' suspicions (`judge_levels`, by ratio; those by difference are kept).
+        levels: the series' levels (`judge_levels`' input).
+        moves: `job_moves` of its machine.
+        settings: suspicion settings; `SuspectSettings()` when None.
+
+    Returns:
+        The suspicions kept, those at a job move with the move in their reason.
+    """
+    settings = settings or SuspectSettings()
+    out = []
+    for x in suspects:
+        move = moves.get(x.commit_sha)
+        if move is None or x.by_difference:
+            out.append(x)
+            continue
+        extra = x.index + settings.hold
+        if extra >= len(levels):
+            continue
+        sign = 1.0 if x.benchmark.direction == Direction.LOWER else -1.0
+        if not sign * math.log(float(levels[extra]) / x.before) > math.log1p(x.threshold):
+            continue
+        out.append(replace(x, reason=f"{x.reason}; {move.describe}, so it was raised one commit later"))
+    return out
 
 
 def find_suspects(

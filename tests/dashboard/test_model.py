@@ -334,3 +334,27 @@ def test_a_suspicion_on_a_series_that_stopped_reporting_expires() -> None:
         assert x.state == state, (after, x)
     assert "unresolved: no data since" in x.reason and x.resolved_sha == store.commit_list[25 + wait].sha
     assert x not in snap.open_suspects
+
+
+def test_a_job_that_moved_every_series_puts_no_suspicion_on_the_overview() -> None:
+    """Eight series of one machine, every one +50% at one commit and +30% at the next, back after:
+    the whole job moved (a shared runner's slower host), so the dashboard raises no suspicion there,
+    where each series read alone would have raised one; held a third commit it raises all eight, the
+    reason saying the whole job moved."""
+    from ci.records import Machine
+
+    benches = [Benchmark(f"bench_m.S{i}.time_x", ()) for i in range(8)]
+    shas = [f"{i:040x}" for i in range(26)]
+
+    def snapshot(plan: list[float]) -> Any:
+        rng = random.Random(0)
+        results = [Result(b, sha, "m", tuple(1e-3 * plan[i] * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(5)))
+                    for b in benches for i, sha in enumerate(shas[:len(plan)])]
+        return load_snapshot(MemoryStore(machine_list=[Machine("m")], benchmark_list=benches, result_list=results,
+                                         commit_list=[Commit(sha) for sha in shas[:len(plan)]]))
+
+    moved = snapshot([1.0] * 20 + [1.5, 1.3] + [1.0] * 4)
+    assert moved.open_suspects == [] and [x for s in moved.series for x in s.suspects] == []
+    held = snapshot([1.0] * 20 + [1.5] * 3)
+    assert len(held.open_suspects) == 8
+    assert all(x.commit_sha == shas[20] and "whole job moved" in x.reason for x in held.open_suspects)

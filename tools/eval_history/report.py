@@ -31,6 +31,7 @@ from tools.eval_history.series import (
     Series,
     asv_thresholds,
     job_shifts,
+    machine_job_moves,
     read_asv_points,
     read_series,
 )
@@ -57,6 +58,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
             series, skipped = read_series(store, asv, threshold_of, min_commits=min_commits, max_series=max_series,
                                           seed=seed, floor_of=project.floor_for)
             longest = skipped.pop("longest", 0)  # a length, not a count: the report keeps it apart
+            machine_job_moves(series)
             t1 = time.perf_counter()
             outcomes = fork_map(functools.partial(evaluate_series, steps=steps, seed=seed, replay=replay,
                                                   real=not only_steps, settings=settings,

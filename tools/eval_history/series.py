@@ -22,7 +22,7 @@ from ci.ingest.asv_files import iter_result_files, load_benchmarks_json, load_ma
 from ci.ingest.parse import parse_result_file
 from ci.records import Benchmark, Direction, Kind, Result, current_version
 from ci.store import Store
-from ci.verdicts import commit_levels
+from ci.verdicts import JobMove, commit_levels, job_moves, noise_thresholds
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 
 DEFAULT_STEPS = "+5,+10,+20,-10"
@@ -121,6 +121,8 @@ class Series:
         asv_threshold: asv publish's regression threshold for it.
         positions: per commit of `shas`, its position in the store's history.
         floor: the service's threshold for it from the project (`ci.project.ProjectSettings.floor_for`).
+        job_moves: the commits of its machine's real series where the whole job moved
+            (`machine_job_moves`); a copy with its commits reordered (`shuffled`) has none.
     """
 
     benchmark: Benchmark
@@ -133,6 +135,7 @@ class Series:
     asv_threshold: float
     positions: list[int] = field(default_factory=list)
     floor: float = 0.0
+    job_moves: dict[str, JobMove] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -179,7 +182,7 @@ def injected(s: Series, k: int, factor: float) -> Series:
     results = [r.scaled(factor) if r.commit_sha in after else r for r in s.results]
     shas, levels = commit_levels(results)
     return Series(s.benchmark, s.machine, results, shas, levels, pooled_commits(results, shas),
-                  scaled_points(s.asv, k, factor), s.asv_threshold, s.positions, s.floor)
+                  scaled_points(s.asv, k, factor), s.asv_threshold, s.positions, s.floor, s.job_moves)
 
 
 def scaled_points(points: Sequence[AsvPoint | None], k: int, factor: float) -> list[AsvPoint | None]:
@@ -251,6 +254,19 @@ def _at_or_below_zero(results: Sequence[Result]) -> int:
     for r in results:
         by_commit[r.commit_sha].extend(x for x in r.samples if math.isfinite(x))
     return sum(1 for xs in by_commit.values() if xs and statistics.median(xs) <= 0)
+
+
+def machine_job_moves(series: Sequence[Series]) -> None:
+    """Sets each series' `job_moves`: the commits where its machine's whole job moved
+    (`ci.verdicts.job_moves` over the machine's evaluated series, every commit a candidate), as the
+    dashboard reads them over every series of the machine judged by ratio."""
+    by_machine: dict[str, list[Series]] = defaultdict(list)
+    for s in series:
+        by_machine[s.machine].append(s)
+    for mine in by_machine.values():
+        moves = job_moves((s.benchmark, s.shas, s.levels, noise_thresholds(s.levels, floor=s.floor)) for s in mine)
+        for s in mine:
+            s.job_moves = moves
 
 
 JOB_NEIGHBOURS = 10  # commits each side of a job whose median level a series' deviation is read against

@@ -23,6 +23,7 @@ from ci.verdicts import (
     SeriesState,
     SuspectState,
     change_points,
+    hold_at_job_moves,
     judge_levels,
     state_change_points,
 )
@@ -83,6 +84,7 @@ def service_trial(s: Series, k: int, factor: float, *, replay: bool, settings: H
                 break
             sus, _, track = judge_levels(bench, machine, inj.shas[:p], inj.levels[:p], now, track=track,
                                          floor=s.floor)
+            sus = hold_at_job_moves(sus, inj.levels[:p], inj.job_moves)
             if bad and any(k <= x.index <= k + NEAR for x in sus):  # suspicions flag regressions only
                 delay = p - k
                 break
@@ -109,6 +111,7 @@ def banner_replay(s: Series, settings: HistorySettings) -> tuple[np.ndarray, np.
         cps = state_change_points(state, s.benchmark, s.machine, s.floor)
         sus, thr, track = judge_levels(s.benchmark, s.machine, s.shas[:p], s.levels[:p], cps, track=track,
                                        floor=s.floor)
+        sus = hold_at_job_moves(sus, s.levels[:p], s.job_moves)
         regressed[p - 1] = bool(open_regressions(cps, s.benchmark.direction, float(thr[-1])))
         open_at.append({x.index for x in sus if x.state == SuspectState.SUSPECTED})
         suspected[p - 1] = bool(open_at[-1])
@@ -311,6 +314,7 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.regressed = sum(cp.outcome == Outcome.REGRESSED for cp in cps)
         out.inconclusive = sum(cp.outcome == Outcome.INCONCLUSIVE for cp in cps)
         sus, thr, _ = judge_levels(s.benchmark, s.machine, s.shas, s.levels, cps, floor=s.floor)
+        sus = hold_at_job_moves(sus, s.levels, s.job_moves)
         still = open_regressions(cps, s.benchmark.direction, float(thr[-1]))
         out.regressed_open = len(still)
         out.open_changes = [cp for cp in cps if cp.outcome != Outcome.REGRESSED or any(cp is o for o in still)]
