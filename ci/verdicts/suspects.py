@@ -712,32 +712,51 @@ def job_moves(series: Iterable[tuple[Benchmark, Sequence[str], np.ndarray, np.nd
     """
     settings = settings or SuspectSettings()
     wanted = None if candidates is None else set(candidates)
-    worse: dict[str, int] = {}
-    judged: dict[str, int] = {}
-    moved: dict[str, list[float]] = {}
-    w = settings.window
+    ids: dict[str, int] = {}  # commit sha -> its row in the tallies
+    rows: list[np.ndarray] = []
+    steps: list[np.ndarray] = []
+    past: list[np.ndarray] = []
+    w, lo = settings.window, settings.min_history
     for benchmark, shas, levels, thresholds in series:
-        if not benchmark.judged:
+        if not benchmark.judged or len(shas) <= lo:
             continue
-        sign = 1.0 if benchmark.direction == Direction.LOWER else -1.0
-        y = np.log(np.asarray(levels, dtype=float))
         if wanted is None:
-            at: Iterable[int] = range(settings.min_history, len(shas))
-        else:
+            at = np.arange(lo, len(shas))
+        elif len(wanted) < len(shas):
             index = dict(zip(shas, range(len(shas)), strict=True))
-            at = sorted(i for sha in wanted if (i := index.get(sha, -1)) >= settings.min_history)
-        for i in at:
-            sha = shas[i]
-            thr = float(thresholds[i])
-            if not math.isfinite(thr):
-                continue
-            step = sign * (float(y[i]) - _median(y[max(i - w, 0):i]))
-            judged[sha] = judged.get(sha, 0) + 1
-            worse[sha] = worse.get(sha, 0) + (step > math.log1p(thr))
-            moved.setdefault(sha, []).append(step)
-    return {sha: JobMove(sha, worse[sha], n, math.expm1(_median(np.asarray(moved[sha]))))
-            for sha, n in judged.items()
-            if n >= settings.job_min_series and worse[sha] >= settings.job_share * n}
+            at = np.array(sorted(i for sha in wanted if (i := index.get(sha, -1)) >= lo), dtype=np.int64)
+        else:
+            at = np.array([i for i in range(lo, len(shas)) if shas[i] in wanted], dtype=np.int64)
+        if not at.size:
+            continue
+        thr = np.asarray(thresholds, dtype=float)[at]
+        at = at[np.isfinite(thr)]
+        thr = thr[np.isfinite(thr)]
+        y = np.log(np.asarray(levels, dtype=float))
+        # The window before each commit (NaN where it reaches before the first), as `_windows` reads it.
+        back = at[:, None] - w + np.arange(w)[None, :]
+        window = np.where(back >= 0, y[np.maximum(back, 0)], np.nan)
+        level = _row_medians(np.sort(window, axis=1), np.minimum(at, w))
+        step = (1.0 if benchmark.direction == Direction.LOWER else -1.0) * (y[at] - level)
+        rows.append(np.fromiter((ids.setdefault(shas[i], len(ids)) for i in at.tolist()), dtype=np.int64,
+                                count=at.size))
+        steps.append(step)
+        past.append(step > np.log1p(thr))
+    if not ids:
+        return {}
+    row, step, worse = np.concatenate(rows), np.concatenate(steps), np.concatenate(past)
+    judged = np.bincount(row, minlength=len(ids))
+    over = np.bincount(row, weights=worse.astype(float), minlength=len(ids))
+    moved = (judged >= settings.job_min_series) & (over >= settings.job_share * judged)
+    if not moved.any():
+        return {}
+    order = np.lexsort((step, row))  # each commit's steps ascending, commit after commit
+    first = np.concatenate([[0], np.cumsum(judged)[:-1]])
+    ranked = step[order]
+    median = (ranked[first + (judged - 1) // 2] + ranked[first + judged // 2]) / 2
+    shas_of = list(ids)
+    return {shas_of[k]: JobMove(shas_of[k], int(over[k]), int(judged[k]), math.expm1(float(median[k])))
+            for k in np.flatnonzero(moved).tolist()}
 
 
 def hold_at_job_moves(suspects: Sequence[Suspect], levels: np.ndarray, moves: Mapping[str, JobMove],
