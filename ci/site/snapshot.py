@@ -56,6 +56,7 @@ from ci.verdicts import (
     gate_of,
     gate_value,
 )
+from ci.verdicts.groups import MIN_GROUP
 
 
 @dataclass
@@ -96,6 +97,17 @@ class Snapshot:
         out = [x for s in self.series for x in s.suspects if x.state == SuspectState.SUSPECTED
                and (x.benchmark.key, x.machine, x.commit_sha) not in covered]
         return sorted(out, key=lambda x: (-self.position[x.commit_sha], x.benchmark.key, x.machine))
+
+    def suspect_crowds(self) -> list[list[Suspect]]:
+        """The open suspicions (`open_suspects`) of one machine at one commit where there are at least
+        `MIN_GROUP` of them: one alert each, as a crowd of change points is (`AlertGroup`), biggest
+        change first; newest commit first."""
+        at: dict[tuple[str, str], list[Suspect]] = defaultdict(list)
+        for x in self.open_suspects:
+            at[(x.machine, x.commit_sha)].append(x)
+        crowds = [sorted(xs, key=lambda x: -abs(np.log(x.ratio)) if x.ratio > 0 else -np.inf)
+                  for xs in at.values() if len(xs) >= MIN_GROUP]
+        return sorted(crowds, key=lambda xs: (-self.position[xs[0].commit_sha], xs[0].machine))
 
     def not_reporting(self) -> tuple[list[NotReporting], list[NotReporting]]:
         """Series a reader must not take for fine: those failing at their machine's newest measured

@@ -180,6 +180,7 @@ class Suspect:
         resolved_sha: the commit whose arrival confirmed or withdrew it ("" while suspected).
         index: position of the suspect among the series' commits.
         by_difference: judged by the levels' difference (a series at or through zero), not their ratio.
+        job_move: where the whole job moved at its commit (`hold_at_job_moves`), `JobMove.describe`; "" elsewhere.
     """
 
     benchmark: Benchmark
@@ -197,6 +198,7 @@ class Suspect:
     resolved_sha: str = ""
     index: int = -1
     by_difference: bool = False
+    job_move: str = ""
 
 
 def commit_levels(series: Sequence[Result], *, signed: bool = False) -> tuple[list[str], np.ndarray]:
@@ -788,7 +790,8 @@ def hold_at_job_moves(suspects: Sequence[Suspect], levels: np.ndarray, moves: Ma
         sign = 1.0 if x.benchmark.direction == Direction.LOWER else -1.0
         if not sign * math.log(float(levels[extra]) / x.before) > math.log1p(x.threshold):
             continue
-        out.append(replace(x, reason=f"{x.reason}; {move.describe}, so it was raised one commit later"))
+        out.append(replace(x, reason=f"{x.reason}; {move.describe}, so it was raised one commit later",
+                           job_move=move.describe))
     return out
 
 

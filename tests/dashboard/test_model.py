@@ -8,12 +8,14 @@ import os
 import random
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ci.forking import WorkerLost
 from ci.records import Benchmark, Commit, Outcome, Result
+from ci.site import render_site
 from ci.site.model import (
     commit_slug,
     gate_ok,
@@ -336,7 +338,7 @@ def test_a_suspicion_on_a_series_that_stopped_reporting_expires() -> None:
     assert x not in snap.open_suspects
 
 
-def test_a_job_that_moved_every_series_puts_no_suspicion_on_the_overview() -> None:
+def test_a_job_that_moved_every_series_puts_no_suspicion_on_the_overview(tmp_path: Path) -> None:
     """Eight series of one machine, every one +50% at one commit and +30% at the next, back after:
     the whole job moved (a shared runner's slower host), so the dashboard raises no suspicion there,
     where each series read alone would have raised one; held a third commit it raises all eight, the
@@ -346,15 +348,23 @@ def test_a_job_that_moved_every_series_puts_no_suspicion_on_the_overview() -> No
     benches = [Benchmark(f"bench_m.S{i}.time_x", ()) for i in range(8)]
     shas = [f"{i:040x}" for i in range(26)]
 
-    def snapshot(plan: list[float]) -> Any:
+    def store(plan: list[float]) -> MemoryStore:
         rng = random.Random(0)
         results = [Result(b, sha, "m", tuple(1e-3 * plan[i] * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(5)))
                     for b in benches for i, sha in enumerate(shas[:len(plan)])]
-        return load_snapshot(MemoryStore(machine_list=[Machine("m")], benchmark_list=benches, result_list=results,
-                                         commit_list=[Commit(sha) for sha in shas[:len(plan)]]))
+        return MemoryStore(machine_list=[Machine("m")], benchmark_list=benches, result_list=results,
+                           commit_list=[Commit(sha) for sha in shas[:len(plan)]])
 
-    moved = snapshot([1.0] * 20 + [1.5, 1.3] + [1.0] * 4)
+    moved = load_snapshot(store([1.0] * 20 + [1.5, 1.3] + [1.0] * 4))
     assert moved.open_suspects == [] and [x for s in moved.series for x in s.suspects] == []
-    held = snapshot([1.0] * 20 + [1.5] * 3)
+    held = load_snapshot(store([1.0] * 20 + [1.5] * 3))
     assert len(held.open_suspects) == 8
     assert all(x.commit_sha == shas[20] and "whole job moved" in x.reason for x in held.open_suspects)
+    (crowd,) = held.suspect_crowds()  # one alert, not eight
+    assert len(crowd) == 8 and all(x.job_move.startswith("the whole job moved at this commit (8 of 8") for x in crowd)
+    # The overview lists them as that one alert, biggest first, not as eight rows of the table.
+    out = tmp_path / "site"
+    render_site(store([1.0] * 20 + [1.5] * 3), out)
+    page = (out / "index.html").read_text()
+    assert "8 series suspected at" in page and "held a third commit" in page and "and 5 more" in page
+    assert '<table class="suspects">' not in page.split('id="resolved"')[0]

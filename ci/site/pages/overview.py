@@ -98,13 +98,16 @@ class SummaryPages(Site):
         speed = [(self.ml(m.name), m.speed, m.speed_shift) for m in snap.machines if m.speed]
         failing, stopped = snap.not_reporting()
         groups = [self.group_row(g) for g in snap.groups[:BANNER_LIMIT]]
+        crowds = snap.suspect_crowds()  # many series suspected at one commit: one alert each, listed first
+        crowded = {id(x) for xs in crowds for x in xs}
         ctx = {
             "groups": groups, "n_groups": len(snap.groups),
             "page": "overview", "suites": sorted(suites.items()), "several": several, "speed": speed,
             "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
             "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),
             "open_regs": [self.reg_row(r, 0) for r in open_regs[:BANNER_LIMIT]], "n_open": len(open_regs),
-            "suspects": [self.suspect_row(x, 0) for x in self.open_suspects[:BANNER_LIMIT]],
+            "suspect_crowds": [self.suspect_crowd_row(xs) for xs in crowds[:BANNER_LIMIT]],
+            "suspects": [self.suspect_row(x, 0) for x in self.open_suspects if id(x) not in crowded][:BANNER_LIMIT],
             "n_suspected": len(self.open_suspects),
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,

@@ -159,6 +159,18 @@ class Site:
             "resolved_href": self.commit_href(x.resolved_sha, depth) if x.resolved_sha else "",
         }
 
+    def suspect_crowd_row(self, xs: list[Suspect]) -> dict[str, Any]:
+        """Open suspicions of many series at one commit of one machine: one alert (overview)."""
+        first = xs[0]
+        c = self.commit_by_sha.get(first.commit_sha)
+        movers = [{"name": x.benchmark.name, "params": x.benchmark.params_label,
+                   "change": fmt.fmt_step(x.ratio, x.before, x.after),
+                   "href": self.series_href(x.benchmark.key, x.machine, 0)} for x in xs[:3]]
+        return {"n": len(xs), "machine": self.ml(first.machine), "gpu": self.gpu_of.get(first.machine, ""),
+                "sha": first.commit_sha[:10], "commit_href": self.commit_href(first.commit_sha, 0),
+                "subject": c.subject if c else "", "job_move": first.job_move, "movers": movers,
+                "more": len(xs) - len(movers)}
+
     def group_row(self, g: AlertGroup) -> dict[str, Any]:
         """A crowd of series stepping at one commit: one alert (overview)."""
         c = self.commit_by_sha.get(g.commit_sha)
