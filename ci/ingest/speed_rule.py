@@ -30,7 +30,9 @@ the synthetic history's +10% steps were found 100% (asv's fit on the same series
 fifth, 40 jobs of Django's GitHub-hosted runners, has them (2026-12-07): 5 jobs are kept apart at
 +45%. Another job, which read its series 27-89% higher (outside the group's `spread`), and jobs of
 at least two more speeds (+10% and +28% in `time_query_count`) stay in the machine's series; that
-job raised suspicions in 14 series, all withdrawn by the commits after it.
+job raised suspicions in 14 series, all withdrawn by the commits after it, until suspicions at a
+commit where the whole job moved began waiting for a third commit (`ci.verdicts.job_moves`, later
+on 2026-12-07): none is raised there now.
 
 Pure functions over arrays; no store.
 """
