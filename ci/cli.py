@@ -71,6 +71,27 @@ def _comparison(store: StoreReads, args: argparse.Namespace, settings: VerdictSe
     return base, head, machines, compare_commits(store, base, head, machines, settings=settings)
 
 
+def _order_warning(store: StoreReads, base: str, head: str) -> str | None:
+    """A warning when `base` is the newer of the two commits: ratios read head / base, so every change
+    the newer commit made reads inverted (a slowdown as an improvement, exit 0). Newer by git's
+    generation where ingest read a checkout (a commit's generation exceeds every ancestor's), else by
+    the commits' dates; None when in order or unknown."""
+    known = {c.sha: c for c in store.commits() if c.sha in (base, head)}
+    b, h = known.get(base), known.get(head)
+    if b is None or h is None:
+        return None
+    if b.position is not None and h.position is not None:
+        if b.position <= h.position:
+            return None
+        why = f"comes after head {head[:12]} in git's history (generation {b.position} > {h.position})"
+    elif b.time is not None and h.time is not None and b.time > h.time:
+        why = f"is dated after head {head[:12]} ({b.time:%Y-%m-%d %H:%M} > {h.time:%Y-%m-%d %H:%M} UTC)"
+    else:
+        return None
+    return (f"warning: base {base[:12]} {why}: ratios read head / base, so a change the newer commit made reads "
+            "inverted (a slowdown as an improvement); swap --base and --head unless that is meant")
+
+
 def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
     """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
     from ci.project import project_settings
@@ -176,10 +197,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             rules = _settings(store, args)
             base, head, machines, comparison = _comparison(store, args, rules.verdicts)
             where = _machines_line(store, machines)
+            order = _order_warning(store, base, head)
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
     problem = comparison.problem
     with reader_may_leave():
+        if order:
+            print(printable(order), file=sys.stderr)
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
         print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison, rules.verdicts)))
@@ -209,6 +233,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
             # machine, base-less ones (gates, new series) would pass for this pair's, and "missing on
             # head" ones have no head sha to find them by.
             base, head, machines, comparison = _comparison(store, args, rules.verdicts)
+            order = _order_warning(store, base, head)
             # the same table and context as `python -m ci run --pr` posts
             env = comment_environment(store, machines, [r for r in comparison.head if r.samples])
             context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
@@ -216,6 +241,9 @@ def cmd_comment(args: argparse.Namespace) -> int:
                                       project=rules.project)  # fmt: skip
         if not args.no_save:
             store.save_verdicts(comparison.verdicts)
+    if order:
+        with reader_may_leave():
+            print(printable(order), file=sys.stderr)
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url,
                           context=context, section_room=SECTION_ROOM)  # fmt: skip

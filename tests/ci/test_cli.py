@@ -535,3 +535,44 @@ def test_dashboard_exits_2_when_a_render_worker_is_killed(tmp_path, asv_dir, cap
     assert re.fullmatch(r"error: WorkerLost: a forked worker stopped \(killed\? out of memory\?\); "
                         r"7 series pages not rendered: .+ and 4 more\n", err), err
     assert multiprocessing.active_children() == []
+
+
+def test_a_base_newer_than_its_head_is_warned_about(tmp_path, asv_dir, capsys):
+    """`--base` and `--head` swapped read every change inverted (the slower head's regression as the
+    base's improvement, exit 0): compare and comment say so on stderr; in order they say nothing."""
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job="gha-1.1-pr/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--no-save"]) == 1
+    assert "warning" not in capsys.readouterr().err
+    assert main(["compare", "--db", db, "--base", sha_for(1), "--head", sha_for(0), "--no-save"]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: base {sha_for(1)[:12]} is dated after head {sha_for(0)[:12]}" in err
+    assert "swap --base and --head" in err
+    assert main(["comment", "--db", db, "--base", sha_for(1), "--head", sha_for(0), "--no-save",
+                 "--out", str(tmp_path / "c.md")]) == 0
+    assert "swap --base and --head" in capsys.readouterr().err
+
+
+def test_the_order_warning_reads_git_generations_before_dates():
+    """Where ingest read a checkout, a commit's generation orders it (a later date on an older line of
+    history is no reason to warn); dates only where a side has no generation."""
+    from datetime import UTC, datetime
+
+    from ci.cli import _order_warning
+    from ci.records import Commit
+    from tools.fixtures import MemoryStore
+
+    early, late = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+    a, b = "a" * 40, "b" * 40
+
+    def warning(**sides):
+        store = MemoryStore(commit_list=[Commit(a, **sides["a"]), Commit(b, **sides["b"])])
+        return _order_warning(store, a, b)
+
+    assert warning(a={"position": 5, "time": early}, b={"position": 7, "time": late}) is None
+    assert "generation 7 > 5" in warning(a={"position": 7, "time": early}, b={"position": 5, "time": late})
+    assert warning(a={"position": 5, "time": late}, b={"position": 7, "time": early}) is None  # git says in order
+    assert "is dated after head" in warning(a={"time": late}, b={"position": 7, "time": early})
+    assert warning(a={}, b={"position": 7}) is None  # nothing to order them by
