@@ -421,6 +421,31 @@ def test_a_history_of_series_without_a_direction_is_not_called_clean(tmp_path: P
     assert "No open regressions" in mixed and "1 declare no direction" in mixed
 
 
+def test_a_newest_value_a_ratio_cannot_judge_is_not_called_clean(tmp_path: Path) -> None:
+    """A timing series whose newest value is 0 (no ratio, no threshold there) is neither judged, too
+    short nor undirected: alone, the overview says nothing was judged at that commit instead of "No
+    open regressions"; beside a judged series the green banner counts it."""
+    from ci.cli import main
+    from tests.ci.conftest import BENCHMARKS, sha_for, write_results
+
+    timed = [b for b in BENCHMARKS if b["name"].split(".")[-1].startswith("time_")]
+
+    def overview(name: str, benchmarks: list, zero: set[int]) -> str:
+        root = tmp_path / name
+        write_results(root / "results", [sha_for(i) for i in range(10)], benchmarks=benchmarks,
+                      samples=lambda bench, j, c: [0.0 if c == 9 and j in zero else 1e-3 * (1 + 0.01 * k)
+                                                   for k in range(5)])
+        db = str(root / "h.sqlite")
+        assert main(["ingest", "--db", db, str(root / "results")]) == 0
+        assert main(["dashboard", "--db", db, "--out", str(root / "site")]) == 0
+        return " ".join((root / "site" / "index.html").read_text().split())
+
+    alone = overview("alone", timed[:1], set(range(100)))  # every point of its grid 0 at the newest commit
+    assert "Nothing judged at the newest commit" in alone and "No open regressions" not in alone
+    mixed = overview("mixed", timed[:1], {0})  # one point of four
+    assert "No open regressions" in mixed and "1 have no noise threshold at their newest value" in mixed
+
+
 def test_dashboard_never_imports_torch(tmp_path: Path) -> None:
     """ci/ (the site, ci/site/, included) runs on machines without torch (conftest imports it, so check
     in a fresh process)."""

@@ -53,7 +53,7 @@ class SummaryPages(Site):
         # (their changes are never called better or worse). "No open regressions" is said only of the
         # first: a 3-commit history, and one whose every series declares no direction, read as clean
         # (real histories, 2026-12-07).
-        judged = short = undirected = 0
+        judged = short = undirected = unjudged = 0
         min_history = SuspectSettings().min_history
         for s in snap.series:
             if s.benchmark.kind == Kind.EXACT:
@@ -70,8 +70,10 @@ class SummaryPages(Site):
                     undirected += 1
                 elif len(fin) <= min_history:  # a commit is judged once `min_history` commits come before it
                     short += 1
-                else:
-                    judged += math.isfinite(thr_latest)  # none at a newest value at or below zero: neither
+                elif math.isfinite(thr_latest):
+                    judged += 1
+                else:  # no threshold at its newest value: at or below zero, or too few positive values before it
+                    unjudged += 1
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
             suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
@@ -111,7 +113,8 @@ class SummaryPages(Site):
             "n_suspected": len(self.open_suspects),
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
-            "n_judged": judged, "n_short": short, "n_undirected": undirected, "min_history": min_history,
+            "n_judged": judged, "n_short": short, "n_undirected": undirected, "n_unjudged": unjudged,
+            "min_history": min_history,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
             "baseline": snap.baseline_sha[:10] if snap.baseline_sha else "",
