@@ -78,7 +78,11 @@ Definitions (what the printed numbers mean):
   `change_points`, and the suspicions `judge_levels` raises on it, per 1,000 commit-series; asv:
   the jumps `detect_regressions` lists on the same shuffled points.
 - Suspicions per 1,000 commit-series: `judge_levels` on each whole series, every suspicion raised
-  (whatever its state now); share confirmed: CONFIRMED / (CONFIRMED + WITHDRAWN).
+  (whatever its state now); share confirmed: CONFIRMED / (CONFIRMED + WITHDRAWN). As the dashboard
+  does, a suspicion at a commit where its machine's whole job moved waits for a third commit
+  (`hold_at_job_moves`, the moves read over the machine's evaluated series by `machine_job_moves`;
+  the dashboard reads every series of the machine judged by ratio, the short ones too), in the
+  delay's replay and the banner's as well; the shuffled series have no such commit.
 - Banner up: each series replayed commit by commit; at a commit of a machine (one where any
   evaluated series of it has a level), the overview's banner is up when an evaluated series of
   that machine, as of that commit, has an open suspicion (SUSPECTED) or a change-point regression
