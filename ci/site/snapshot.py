@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from ci.records import (
     StoreReader,
     Verdict,
     current_versions,
+    machine_labels,
 )
 from ci.site.columns import Env, result_columns
 from ci.site.judge import add_history_verdicts
@@ -53,6 +55,7 @@ from ci.verdicts import (
     SuspectState,
     SuspectTrack,
     detect_all,
+    expire_quiet,
     gate_of,
     gate_value,
 )
@@ -84,6 +87,9 @@ class Snapshot:
     # The crowds of change points: many series stepping at one commit of a machine, one alert each
     # (`ci.verdicts.group_changes`), newest first.
     groups: list[AlertGroup] = field(default_factory=list)
+    # Machines that stopped measuring while the others went on (`quiet_machines`): machine -> (its last
+    # measured commit, how many newer commits the others measured).
+    quiet: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def recent(self, sha: str) -> bool:
         """Whether `sha` is among the RECENT_COMMITS newest commits."""
@@ -539,8 +545,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
 
-    kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks,
-                                               _runs_order(environments, position), floor_for)
+    runs_order = _runs_order(environments, position)
+    kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks, runs_order, floor_for)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -555,10 +561,26 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         for f in failures():
             if f.commit_sha in position:
                 failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
+    measured = {m: list(shas) for m, shas in runs_order[0].items()}
+    for sha, fails in failures_by_sha.items():  # a run whose every point failed is a run too
+        for _bench, machine, _status in fails:
+            if sha not in measured.setdefault(machine, []):
+                measured[machine].append(sha)
+    # Jobs kept apart by their speed alone (`ci.ingest.speed`) come when the runner lands on that host:
+    # intermittent by nature, never "stopped".
+    by_speed = {m.name for m in machines if m.speed}
+    quiet = quiet_machines({m: sorted(shas, key=position.__getitem__) for m, shas in measured.items()}, position,
+                           skip=by_speed)
+    labels = machine_labels(machines)
+    for s in series:
+        if s.machine in quiet and s.suspects:
+            last, after, at = quiet[s.machine]
+            s.suspects = expire_quiet(s.suspects, labels.get(s.machine, s.machine), last, after, at)
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
                     environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
-                    columns=kept, tracks=kept_tracks, groups=groups)
+                    columns=kept, tracks=kept_tracks, groups=groups,
+                    quiet={m: (last, _newer(measured, position, last)) for m, (last, _, _) in quiet.items()})
 
 
 def _stored_change_points(store: HistoryStore, branch: str | None, floor_for: Callable[[str], float] | None = None
@@ -576,6 +598,46 @@ def _stored_change_points(store: HistoryStore, branch: str | None, floor_for: Ca
     for cp in detect_all(store, branch=branch, floor_for=floor_for):
         out[(cp.benchmark.key, cp.machine)].append(cp)
     return out
+
+
+QUIET_AFTER = 12  # newer commits measured elsewhere (and 3 of the machine's usual gaps) before it counts as stopped
+
+
+def quiet_machines(order: dict[str, list[str]], position: dict[str, int], skip: set[str] | frozenset[str] = frozenset()
+                   ) -> dict[str, tuple[str, int, str]]:
+    """Machines that stopped measuring while the others went on: a machine none of whose runs is at the
+    `QUIET_AFTER` newest commits the store's machines measured after its last one, nor within three of
+    its own usual gaps (a nightly runner measures every tenth commit of a per-commit one). Their open
+    suspicions would otherwise wait for a next commit of theirs for ever, and their series' latest
+    values pass for current.
+
+    Args:
+        order: machine -> the commits it measured, history order.
+        position: commit sha -> its place in the history.
+        skip: machines never called stopped (their commits still count as the others' newer ones).
+
+    Returns:
+        machine -> (its last measured commit, the count of newer measured commits that made it stopped,
+        the commit at which it did); machines still measuring are absent.
+    """
+    measured = sorted({sha for shas in order.values() for sha in shas}, key=position.__getitem__)
+    index = {sha: i for i, sha in enumerate(measured)}
+    out: dict[str, tuple[str, int, str]] = {}
+    for machine, shas in order.items():
+        at = [index[sha] for sha in shas]
+        if not at or machine in skip:
+            continue
+        gaps = np.diff(at)
+        after = max(QUIET_AFTER, int(math.ceil(3 * float(np.median(gaps))))) if gaps.size else QUIET_AFTER
+        if len(measured) - 1 - at[-1] >= after:
+            out[machine] = (shas[-1], after, measured[at[-1] + after])
+    return out
+
+
+def _newer(measured: dict[str, list[str]], position: dict[str, int], last: str) -> int:
+    """How many commits the store's machines measured after `last`."""
+    every = {sha for shas in measured.values() for sha in shas}
+    return sum(position[sha] > position[last] for sha in every)
 
 
 def _runs_order(environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]],

@@ -795,6 +795,26 @@ def hold_at_job_moves(suspects: Sequence[Suspect], levels: np.ndarray, moves: Ma
     return out
 
 
+def expire_quiet(suspects: Sequence[Suspect], machine: str, last_sha: str, after: int, at_sha: str) -> list[Suspect]:
+    """Suspicions still open on a machine that stopped measuring while the others went on, expired:
+    nothing will decide them (`expire` covers a series that stopped while its machine went on).
+
+    Args:
+        suspects: one series' suspicions on `machine`.
+        machine: the machine (its label, as the reason shows it).
+        last_sha: the machine's last measured commit.
+        after: how many newer commits other machines measured before it counted as stopped.
+        at_sha: the commit at which it did (what resolved them: the same at every later render).
+
+    Returns:
+        The suspicions, those open now EXPIRED.
+    """
+    why = (f"unresolved: {machine} measured nothing since {last_sha[:10]} while other machines measured "
+           f"{after} newer commits")
+    return [replace(x, state=SuspectState.EXPIRED, resolved_sha=at_sha, reason=why)
+            if x.state == SuspectState.SUSPECTED else x for x in suspects]
+
+
 def find_suspects(
     series: Sequence[Result],
     *,

@@ -368,3 +368,49 @@ def test_a_job_that_moved_every_series_puts_no_suspicion_on_the_overview(tmp_pat
     page = (out / "index.html").read_text()
     assert "8 series suspected at" in page and "held a third commit" in page and "and 5 more" in page
     assert '<table class="suspects">' not in page.split('id="resolved"')[0]
+
+
+def test_a_machine_that_stopped_measuring_expires_its_suspicions_and_is_named(tmp_path: Path) -> None:
+    """Machine b measures the first 20 commits, the last two of them 50% slower, then stops while a
+    goes on: without a next commit of b the suspicion would stay open for ever. Once a has measured
+    `QUIET_AFTER` newer commits it expires, naming b, and the overview says b stopped; a nightly
+    runner (every fifth commit) that is only one run late is not stopped."""
+    from ci.records import Machine
+    from ci.site.snapshot import QUIET_AFTER
+    from ci.verdicts import SuspectState
+
+    bench = Benchmark("bench_m.S.time_x", ())
+    shas = [f"{i:040x}" for i in range(40)]
+
+    def store(b_until: int, nightly_last: int) -> MemoryStore:
+        rng = random.Random(0)
+        results = []
+        for i, sha in enumerate(shas):
+            for machine, runs in (("a", True), ("b", i < b_until), ("n", i % 5 == 0 and i <= nightly_last)):
+                if runs:
+                    slow = 1.5 if machine == "b" and i >= b_until - 2 else 1.0
+                    results.append(Result(bench, sha, machine, tuple(1e-3 * slow * (1 + 0.01 * rng.gauss(0, 1))
+                                                                     for _ in range(5))))
+        return MemoryStore(machine_list=[Machine("a"), Machine("b"), Machine("n")], benchmark_list=[bench],
+                           result_list=results, commit_list=[Commit(sha) for sha in shas])
+
+    soon = load_snapshot(store(20 + QUIET_AFTER + 1, 35))  # b measured until 11 commits before the end
+    assert soon.quiet == {} and len(soon.open_suspects) == 1
+    snap = load_snapshot(store(20, 35))  # b stopped 20 commits before the end; n's last run at 35
+    assert list(snap.quiet) == ["b"] and snap.quiet["b"] == (shas[19], 20)
+    (x,) = [x for s in snap.series if s.machine == "b" for x in s.suspects]
+    assert x.state == SuspectState.EXPIRED and x not in snap.open_suspects
+    assert f"b measured nothing since {shas[19][:10]} while other machines measured {QUIET_AFTER} newer" in x.reason
+    assert x.resolved_sha == shas[19 + QUIET_AFTER]
+    out = tmp_path / "site"
+    render_site(store(20, 35), out)
+    page = " ".join((out / "index.html").read_text().split())
+    assert "1 machine stopped measuring" in page and "20 newer commits measured on other machines" in page
+    # Jobs kept apart by their speed (`ci.ingest.speed`) come when the runner lands on that host: never stopped.
+    from ci.records.provenance import SPEED_KEY
+
+    by_speed = store(20, 35)
+    by_speed = MemoryStore(machine_list=[Machine("a"), Machine("b", host=((SPEED_KEY, "slower"),)), Machine("n")],
+                           benchmark_list=by_speed.benchmark_list, result_list=by_speed.result_list,
+                           commit_list=by_speed.commit_list)
+    assert load_snapshot(by_speed).quiet == {}

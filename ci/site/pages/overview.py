@@ -107,6 +107,10 @@ class SummaryPages(Site):
             "page": "overview", "suites": sorted(suites.items()), "several": several, "speed": speed,
             "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
             "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),
+            "quiet": [{"machine": self.ml(m), "gpu": self.gpu_of.get(m, ""), "sha": last[:10],
+                       "href": self.commit_href(last, 0), "newer": newer,
+                       "subject": c.subject if (c := self.commit_by_sha.get(last)) else ""}
+                      for m, (last, newer) in sorted(snap.quiet.items())],
             "open_regs": [self.reg_row(r, 0) for r in open_regs[:BANNER_LIMIT]], "n_open": len(open_regs),
             "suspect_crowds": [self.suspect_crowd_row(xs) for xs in crowds[:BANNER_LIMIT]],
             "suspects": [self.suspect_row(x, 0) for x in self.open_suspects if id(x) not in crowded][:BANNER_LIMIT],
