@@ -111,7 +111,7 @@ class Snapshot:
         at: dict[tuple[str, str], list[Suspect]] = defaultdict(list)
         for x in self.open_suspects:
             at[(x.machine, x.commit_sha)].append(x)
-        crowds = [sorted(xs, key=lambda x: -abs(np.log(x.ratio)) if x.ratio > 0 else -np.inf)
+        crowds = [sorted(xs, key=lambda x: -abs(math.log(x.ratio)) if x.ratio > 0 else math.inf)  # no ratio: last
                   for xs in at.values() if len(xs) >= MIN_GROUP]
         return sorted(crowds, key=lambda xs: (-self.position[xs[0].commit_sha], xs[0].machine))
 
@@ -561,11 +561,10 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         for f in failures():
             if f.commit_sha in position:
                 failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
-    measured = {m: list(shas) for m, shas in runs_order[0].items()}
+    measured = {m: set(shas) for m, shas in runs_order[0].items()}
     for sha, fails in failures_by_sha.items():  # a run whose every point failed is a run too
         for _bench, machine, _status in fails:
-            if sha not in measured.setdefault(machine, []):
-                measured[machine].append(sha)
+            measured.setdefault(machine, set()).add(sha)
     # Jobs kept apart by their speed alone (`ci.ingest.speed`) come when the runner lands on that host:
     # intermittent by nature, never "stopped".
     by_speed = {m.name for m in machines if m.speed}
@@ -634,7 +633,7 @@ def quiet_machines(order: dict[str, list[str]], position: dict[str, int], skip: 
     return out
 
 
-def _newer(measured: dict[str, list[str]], position: dict[str, int], last: str) -> int:
+def _newer(measured: dict[str, set[str]], position: dict[str, int], last: str) -> int:
     """How many commits the store's machines measured after `last`."""
     every = {sha for shas in measured.values() for sha in shas}
     return sum(position[sha] > position[last] for sha in every)
