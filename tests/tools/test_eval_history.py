@@ -413,5 +413,12 @@ def test_jobs_that_move_every_series_together_are_reported(tmp_path) -> None:
 
     assert f"{machine} " in render(mixed) and "moved every series together" in render(mixed)
     assert f"{apart}: {kept['jobs']} jobs, {kept['shift']}" in render(mixed)
+    # Too few slow jobs to keep apart (2 of 40): they stay in the runner's series, each a commit where
+    # the whole job moved, at which suspicions wait for a third commit; the history without them has none.
+    write_history(tmp_path / "few", benchmarks=12, grids=0, commits=40, envs=1, noise=0.01, step=0.2,
+                  step_share=0.0, seed=5, slow_share=0.08, hide_host=True)
+    few = _evaluate(tmp_path / "few" / "results", steps=[0.1], replay=False, only_steps=True, pairs=0)
+    assert few["speed_hosts"] == {} and few["job_moves"] == {"runner": 2} and plain["job_moves"] == {"runner": 0}
+    assert "Commits where the whole job moved" in render(few) and "runner 2." in render(few)
     assert "another speed that the files do not record (`ci.ingest.speed`): none." in render(plain)
     assert job_shifts([]) == {}

@@ -75,6 +75,11 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
     report["job_shifts"] = {m: {"jobs": len(v), "p5": float(np.percentile(v, 5)), "p95": float(np.percentile(v, 95)),
                                 "beyond_5pct": int(np.sum(np.abs(v) > math.log1p(0.05)))}
                             for m, v in job_shifts(series).items() if v}
+    # The commits where the whole job moved (`machine_job_moves`): suspicions there wait for a third commit.
+    moved: dict[str, int] = {}
+    for s in series:
+        moved[s.machine] = len(s.job_moves)
+    report["job_moves"] = moved
     report.update({
         "speed_hosts": speed_hosts,
         "results_dir": str(results_dir),
@@ -457,6 +462,11 @@ def render(report: dict[str, Any]) -> str:
                      "±5%): "
                      + "; ".join(f"{m} {math.expm1(v['p5']) * 100:+.1f}% / {math.expm1(v['p95']) * 100:+.1f}% "
                                  f"({v['beyond_5pct']} of {v['jobs']})" for m, v in shifts.items()) + ".")
+    moves = report.get("job_moves")
+    if moves is not None:
+        lines.append("- Commits where the whole job moved (half or more of a machine's judged series past their "
+                     "thresholds on the worse side, `ci.verdicts.job_moves`; a suspicion there waits for a third "
+                     "commit): " + "; ".join(f"{m} {n}" for m, n in sorted(moves.items())) + ".")
     speed = report.get("speed_hosts")
     if speed is not None:
         lines.append("- Jobs kept apart as a host of another speed that the files do not record (`ci.ingest.speed`): "
