@@ -47,8 +47,9 @@ median of its pooled samples, commits without a positive finite sample skipped, 
    open at the newest commits). Of 132 +10% steps injected, 18 are flagged later: 13 sit at those
    commits and wait one or two commits more (two are left to the change-point detector), and 5
    had been "flagged" by the job's own suspicions, not their step; the median delay reads 6 -> 11
-   commits, most trials having no flag within 30. MetPy's, uxarray's and the H200's histories hold
-   no such commit: nothing of theirs changes (`python -m tools.eval_history`).
+   commits, most trials having no flag within 30. MetPy's and the H200's histories hold no such
+   commit, uxarray's 4 (in one environment), where every suspicion held a third commit too: none of
+   their figures changes (`python -m tools.eval_history`).
 
 A series at or through zero (a warning count at 0, a signed delta: `by_difference`) has no ratio.
 Its suspicions read the levels' differences instead (`judge_levels(difference=True)`): the same
