@@ -8,6 +8,11 @@ together, on a Jenkins container's (MetPy's) 36 of 39 at 4 commits; a runner ima
 dependency resolved anew, asv's calibration of `number` move many series at once. Reported one by
 one, each reads as a regression of that commit's author.
 
+A crowd also says how many series its machine measured at that commit (`AlertGroup.measured`, where
+the caller knows it): half or more of them moving one way with nothing recorded as changed is what a
+runner change the files do not record does, and the headline says so rather than leave the commit's
+author the only suspect.
+
 Pure functions over `ci.verdicts.history.ChangePoint` records and the runs' recorded environments.
 """
 
@@ -38,12 +43,24 @@ class AlertGroup:
         environment: what the runs recorded as changed at that commit against the commit before it
             ("python: 3.11 → 3.12", "os: Linux 6.8.0-49 → Linux 6.8.0-51", ...); empty when
             nothing recorded changed.
+        measured: how many series of its machine were measured at its commit (0: not known).
     """
 
     machine: str
     commit_sha: str
     members: tuple[ChangePoint, ...]
     environment: tuple[str, ...] = ()
+    measured: int = 0
+
+    @property
+    def whole_machine(self) -> bool:
+        """A crowd of at least half the series measured at its commit, moving one way, with nothing
+        recorded as changed: what a runner change the files do not record (a new runner image, other
+        hardware behind one label) does, and a change that slows or speeds every benchmark."""
+        slower = len(self.regressions)
+        faster = sum(c.outcome == Outcome.IMPROVED for c in self.members)
+        return (self.crowd and not self.environment and self.measured > 0
+                and max(slower, faster) >= self.measured / 2)
 
     @property
     def crowd(self) -> bool:
@@ -69,6 +86,11 @@ class AlertGroup:
         if other:
             parts.append(f"{other} of unknown direction")
         line = f"{len(self.members)} series changed at {self.commit_sha[:10]} ({', '.join(parts)})"
+        if self.measured:
+            line += f", of the {self.measured} measured there"
+        if self.whole_machine:
+            line += ("; most of the machine moved one way, as a runner change the files do not record does "
+                     "(or a change that moves every benchmark)")
         if self.environment:
             line += ": the environment changed: " + "; ".join(self.environment)
         return line
@@ -108,6 +130,7 @@ def group_changes(
     changes: Sequence[ChangePoint],
     order: Mapping[str, Sequence[str]],
     environments: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    measured: Mapping[tuple[str, str], int] | None = None,
 ) -> list[AlertGroup]:
     """The change points as alert groups: per machine, those at one commit or at neighbouring
     commits of that machine's history (a step the detector places one commit off in some series).
@@ -117,6 +140,8 @@ def group_changes(
         order: machine -> its commits in history order (those it measured).
         environments: (machine, sha) -> the environment its run at that commit recorded (one run's;
             None: nothing known, no group is labelled).
+        measured: (machine, sha) -> how many series the machine measured there (`AlertGroup.measured`;
+            None: not known).
 
     Returns:
         Groups, newest commit first within a machine; a group of one is a lone change point.
@@ -153,7 +178,7 @@ def group_changes(
                 now, then = environments.get((machine, sha)), environments.get((machine, prev))
                 if now is not None and then is not None:
                     env = environment_changes(then, now)
-            out.append(AlertGroup(machine, sha, members, env))
+            out.append(AlertGroup(machine, sha, members, env, measured.get((machine, sha), 0) if measured else 0))
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci.records import Benchmark, Outcome
+from ci.records import Benchmark, Kind, Outcome
 from ci.verdicts import AlertGroup, environment_changes, group_changes
 from ci.verdicts.history import ChangePoint
 
@@ -112,3 +112,27 @@ def test_the_overview_shows_a_crowd_as_one_alert_and_an_environment_change_as_su
         section = index.split('id="groups"')[1].split("</section>")[0]
         assert f"series changed at {store.commit_list[30].sha[:10]}" in section
         assert ("environment changed</span> torch: 2.14.1 → 2.15.0" in section) == env
+        # how many series the machine measured there, counted by the dashboard
+        measured = sum(1 for s in snap.series if s.machine == g.machine and g.commit_sha in s.shas
+                       and s.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT))
+        assert g.measured == measured > len(g.members) and f", of the {measured} measured there" in section
+
+
+def test_a_crowd_of_most_of_the_machine_says_so_unless_the_environment_changed() -> None:
+    """A crowd with the count of series measured there: at least half of them moving one way, with
+    nothing recorded as changed, reads as the whole machine moving (a runner change the files do not
+    record, or a change that moves every benchmark), not as four regressions of the commit alone."""
+    cps = [_cp(k, "c5", 1.3) for k in "abcd"]
+    (most,) = group_changes(cps, ORDER, None, {("m", "c5"): 6})
+    assert most.measured == 6 and most.whole_machine
+    assert most.headline() == ("4 series changed at c5 (4 slower), of the 6 measured there; most of the machine "
+                               "moved one way, as a runner change the files do not record does (or a change that "
+                               "moves every benchmark)")
+    (few,) = group_changes(cps, ORDER, None, {("m", "c5"): 40})
+    assert not few.whole_machine and few.headline() == "4 series changed at c5 (4 slower), of the 40 measured there"
+    envs = {("m", "c4"): {"python": "3.11"}, ("m", "c5"): {"python": "3.12"}}
+    (recorded,) = group_changes(cps, ORDER, envs, {("m", "c5"): 6})
+    assert recorded.environment_change and not recorded.whole_machine  # the recorded change says why
+    assert recorded.headline().endswith("of the 6 measured there: the environment changed: python: 3.11 → 3.12")
+    (unknown,) = group_changes(cps, ORDER)
+    assert unknown.measured == 0 and not unknown.whole_machine and "measured there" not in unknown.headline()
