@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -182,16 +181,15 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
     moves = _job_moves(inputs, found)
     order, envs = runs if runs is not None else ({}, {})
     every = [cp for judged in found.values() for cp in judged.change_points]
-    groups = [g for g in group_changes(every, order, envs if runs else None) if g.crowd]
-    # How many series each crowd's machine measured at its commit (`AlertGroup.measured`).
+    # How many series each machine measured at the commits of its change points (`AlertGroup.measured`).
     at: dict[str, set[str]] = defaultdict(set)
-    for g in groups:
-        at[g.machine].add(g.commit_sha)
+    for cp in every:
+        at[cp.machine].add(cp.commit_sha)
     measured: dict[tuple[str, str], int] = defaultdict(int)
     for given in inputs.values():
         for sha in at.get(given.machine, set()).intersection(given.shas):
             measured[(given.machine, sha)] += 1
-    groups = [replace(g, measured=measured[(g.machine, g.commit_sha)]) for g in groups]
+    groups = [g for g in group_changes(every, order, envs if runs else None, measured) if g.crowd]
     changed = {(cp.benchmark.key, cp.machine, cp.commit_sha): "; ".join(g.environment)
                for g in groups if g.environment_change for cp in g.members}
     kept: dict[str, SuspectTrack] = {}

@@ -573,13 +573,13 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     labels = machine_labels(machines)
     for s in series:
         if s.machine in quiet and s.suspects:
-            last, after, at = quiet[s.machine]
+            last, after, at, _ = quiet[s.machine]
             s.suspects = expire_quiet(s.suspects, labels.get(s.machine, s.machine), last, after, at)
     return Snapshot(machines=machines, commits=commits, position=position, series=series,
                     verdicts_by_sha=dict(verdicts_by_sha), regressions=unique, acks=acks,
                     environments=dict(environments), baseline_sha=baseline_sha, failures_by_sha=dict(failures_by_sha),
                     columns=kept, tracks=kept_tracks, groups=groups,
-                    quiet={m: (last, _newer(measured, position, last)) for m, (last, _, _) in quiet.items()})
+                    quiet={m: (last, newer) for m, (last, _, _, newer) in quiet.items()})
 
 
 def _stored_change_points(store: HistoryStore, branch: str | None, floor_for: Callable[[str], float] | None = None
@@ -603,7 +603,7 @@ QUIET_AFTER = 12  # newer commits measured elsewhere (and 3 of the machine's usu
 
 
 def quiet_machines(order: dict[str, list[str]], position: dict[str, int], skip: set[str] | frozenset[str] = frozenset()
-                   ) -> dict[str, tuple[str, int, str]]:
+                   ) -> dict[str, tuple[str, int, str, int]]:
     """Machines that stopped measuring while the others went on: a machine none of whose runs is at the
     `QUIET_AFTER` newest commits the store's machines measured after its last one, nor within three of
     its own usual gaps (a nightly runner measures every tenth commit of a per-commit one). Their open
@@ -617,26 +617,22 @@ def quiet_machines(order: dict[str, list[str]], position: dict[str, int], skip: 
 
     Returns:
         machine -> (its last measured commit, the count of newer measured commits that made it stopped,
-        the commit at which it did); machines still measuring are absent.
+        the commit at which it did, how many newer commits were measured in all); machines still
+        measuring are absent.
     """
     measured = sorted({sha for shas in order.values() for sha in shas}, key=position.__getitem__)
     index = {sha: i for i, sha in enumerate(measured)}
-    out: dict[str, tuple[str, int, str]] = {}
+    out: dict[str, tuple[str, int, str, int]] = {}
     for machine, shas in order.items():
         at = [index[sha] for sha in shas]
         if not at or machine in skip:
             continue
         gaps = np.diff(at)
         after = max(QUIET_AFTER, int(math.ceil(3 * float(np.median(gaps))))) if gaps.size else QUIET_AFTER
-        if len(measured) - 1 - at[-1] >= after:
-            out[machine] = (shas[-1], after, measured[at[-1] + after])
+        newer = len(measured) - 1 - at[-1]
+        if newer >= after:
+            out[machine] = (shas[-1], after, measured[at[-1] + after], newer)
     return out
-
-
-def _newer(measured: dict[str, set[str]], position: dict[str, int], last: str) -> int:
-    """How many commits the store's machines measured after `last`."""
-    every = {sha for shas in measured.values() for sha in shas}
-    return sum(position[sha] > position[last] for sha in every)
 
 
 def _runs_order(environments: dict[str, dict[tuple[str, str], tuple[tuple[str, str], ...]]],

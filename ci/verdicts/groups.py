@@ -57,10 +57,12 @@ class AlertGroup:
         """A crowd of at least half the series measured at its commit, moving one way, with nothing
         recorded as changed: what a runner change the files do not record (a new runner image, other
         hardware behind one label) does, and a change that slows or speeds every benchmark."""
-        slower = len(self.regressions)
-        faster = sum(c.outcome == Outcome.IMPROVED for c in self.members)
         return (self.crowd and not self.environment and self.measured > 0
-                and max(slower, faster) >= self.measured / 2)
+                and max(self._sides()) >= self.measured / 2)
+
+    def _sides(self) -> tuple[int, int]:
+        """(slower, faster) members."""
+        return len(self.regressions), sum(c.outcome == Outcome.IMPROVED for c in self.members)
 
     @property
     def crowd(self) -> bool:
@@ -79,8 +81,7 @@ class AlertGroup:
 
     def headline(self) -> str:
         """One line: "11 series changed at 510e2990 (8 slower, 3 faster): environment changed: ..."."""
-        slower = len(self.regressions)
-        faster = sum(c.outcome == Outcome.IMPROVED for c in self.members)
+        slower, faster = self._sides()
         parts = [f"{n} {word}" for n, word in ((slower, "slower"), (faster, "faster")) if n]
         other = len(self.members) - slower - faster
         if other:

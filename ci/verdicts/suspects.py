@@ -664,7 +664,12 @@ def expire(suspects: Sequence[Suspect], last_sha: str, later: Sequence[str],
     if len(later) < settings.confirm_within:
         return list(suspects)
     why = f"unresolved: no data since {last_sha[:10]} ({len(later)} commits of the machine since)"
-    return [replace(x, state=SuspectState.EXPIRED, resolved_sha=later[settings.confirm_within - 1], reason=why)
+    return _expired(suspects, why, later[settings.confirm_within - 1])
+
+
+def _expired(suspects: Sequence[Suspect], why: str, at_sha: str) -> list[Suspect]:
+    """`suspects`, those open EXPIRED at `at_sha` for `why`."""
+    return [replace(x, state=SuspectState.EXPIRED, resolved_sha=at_sha, reason=why)
             if x.state == SuspectState.SUSPECTED else x for x in suspects]
 
 
@@ -812,8 +817,7 @@ def expire_quiet(suspects: Sequence[Suspect], machine: str, last_sha: str, after
     """
     why = (f"unresolved: {machine} measured nothing since {last_sha[:10]} while other machines measured "
            f"{after} newer commits")
-    return [replace(x, state=SuspectState.EXPIRED, resolved_sha=at_sha, reason=why)
-            if x.state == SuspectState.SUSPECTED else x for x in suspects]
+    return _expired(suspects, why, at_sha)
 
 
 def find_suspects(

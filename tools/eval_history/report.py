@@ -76,10 +76,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
                                 "beyond_5pct": int(np.sum(np.abs(v) > math.log1p(0.05)))}
                             for m, v in job_shifts(series).items() if v}
     # The commits where the whole job moved (`machine_job_moves`): suspicions there wait for a third commit.
-    moved: dict[str, int] = {}
-    for s in series:
-        moved[s.machine] = len(s.job_moves)
-    report["job_moves"] = moved
+    report["job_moves"] = {s.machine: len(s.job_moves) for s in series}
     report.update({
         "speed_hosts": speed_hosts,
         "results_dir": str(results_dir),
