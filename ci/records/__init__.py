@@ -59,6 +59,7 @@ from ci.records.series import (
     declared_semantics,
     is_worse,
     is_worse_step,
+    recorded_spread,
 )
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "NOT_ON_BASE",
     "NO_BASE_SAMPLES",
     "STAT_NAMES",
+    "recorded_spread",
     "UNCONFIRMED_SLOWDOWN",
     "UNIT_SEMANTICS",
     "UNKNOWN_DIRECTION",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ci.records.decisions import Acknowledgement, Verdict
@@ -147,6 +147,10 @@ class SeriesColumns:
         counts: per result, how many samples it has in `samples`.
         samples: every result's samples, concatenated in result order (float64, native byte order).
         versions: per result, asv's benchmark version (None: unknown).
+        spreads: per result, three float64s: the quartiles asv recorded of a point it kept one value
+            of (`stats_q_25`, `stats_q_75`) and how many samples they summarise (`stats_repeat`), NaN
+            where asv recorded none or the point has raw samples; empty when no result has them.
+            What the dashboard shows as a run's spread where the store holds one sample.
     """
 
     benchmark: Benchmark
@@ -156,6 +160,7 @@ class SeriesColumns:
     counts: tuple[int, ...]
     samples: array
     versions: tuple[str | None, ...]
+    spreads: array = field(default_factory=lambda: array("d"))
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,20 @@ def _benchmark(name: str, params: tuple[tuple[str, str], ...], unit: str, direct
 STAT_NAMES = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 # The statistics that are values of the measured quantity (scaled with it); number and repeat are counts.
 _VALUE_STATS = frozenset({"ci_99_a", "ci_99_b", "q_25", "q_75"})
+_NO_SPREAD = (math.nan, math.nan, math.nan)
+
+
+def recorded_spread(stats: Sequence[float] | None) -> tuple[float, float, float]:
+    """(q25, q75, samples) of a point asv kept one value of, from its statistics in `STAT_NAMES`
+    order: the quartiles asv computed of its `repeat` samples. NaNs where it recorded no ordered pair
+    of quartiles (a track_ benchmark, a point with raw samples: `stats` None); samples NaN where
+    `repeat` is missing or not a count."""
+    if stats is None or len(stats) != len(STAT_NAMES):
+        return _NO_SPREAD
+    q25, q75, reps = stats[2], stats[3], stats[5]
+    if not (math.isfinite(q25) and math.isfinite(q75) and q25 <= q75):
+        return _NO_SPREAD
+    return (q25, q75, reps if math.isfinite(reps) and reps >= 1 and reps == int(reps) else math.nan)
 
 
 @dataclass(frozen=True)

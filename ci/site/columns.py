@@ -5,8 +5,8 @@
 
 As the store defines them: a machine's runs are its (commit, run id) pairs, in history order (commit
 order; runs of one commit in the order their results come); a series (benchmark key x machine) has
-its results in history order, each with its run, sample count, samples and benchmark version; a
-run's environment is the one its (first) result recorded.
+its results in history order, each with its run, sample count, samples, benchmark version and the
+spread asv recorded of a one-value point; a run's environment is the one its (first) result recorded.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ci.records import MachineHistory, Result, ResultSource, SeriesColumns
+from ci.records import MachineHistory, Result, ResultSource, SeriesColumns, recorded_spread
 
 Env = tuple[tuple[str, str], ...]
 
@@ -67,7 +67,9 @@ def result_columns(store: ResultSource) -> ResultColumns:
             bench, machine, tuple(r.commit_sha for r in rs),
             tuple(runs_of[(r.commit_sha, r.run_id)] for r in rs), tuple(len(r.samples) for r in rs),
             array("d", itertools.chain.from_iterable(r.samples for r in rs)),
-            tuple(r.benchmark_version for r in rs)))
+            tuple(r.benchmark_version for r in rs),
+            array("d", itertools.chain.from_iterable(recorded_spread(r.stats) for r in rs))
+            if any(r.stats is not None for r in rs) else array("d")))
     histories = [MachineHistory(machine, tuple((run_id, sha) for sha, run_id in index[machine]), tuple(series[machine]))
                  for machine in sorted(index)]
     return ResultColumns(histories, environments)

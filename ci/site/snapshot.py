@@ -453,7 +453,9 @@ def _columns_built(stats: dict[tuple[str, str], _Stats], runs: dict[str, list[tu
 
 def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
                                                                  list[float], list[float]]:
-    """`median_iqr` of the results `keep` of a series read as columns, as six columns."""
+    """`median_iqr` of the results `keep` of a series read as columns, as six columns; for a result
+    of one sample, the quartiles and sample count asv recorded of it where it did
+    (`SeriesColumns.spreads`: most CI histories keep one value a point, and its spread is there)."""
     counts = np.asarray(col.counts, dtype=np.int64)
     samples = np.frombuffer(col.samples, dtype=np.float64) if len(col.samples) else np.zeros(0)
     k = int(counts[0]) if counts.size else 0
@@ -462,7 +464,19 @@ def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], lis
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends[:-1]]
     rows = median_iqr_all([tuple(samples[starts[i]:ends[i]].tolist()) for i in keep])
-    return tuple(map(list, zip(*rows, strict=True)))  # type: ignore[return-value]
+    med, q1, q3, ns, smallest, largest = map(list, zip(*rows, strict=True)) if rows else ([], [], [], [], [], [])
+    if len(col.spreads):
+        lo, hi, reps = np.frombuffer(col.spreads, dtype=np.float64).reshape(-1, 3)[keep].T
+        value = np.asarray(med, dtype=float)
+        with np.errstate(invalid="ignore"):  # NaN where asv recorded none: compares False
+            # asv's quartiles of the samples its one kept value is the median of
+            one = (counts[keep] == 1) & np.isfinite(lo) & np.isfinite(hi) & (lo <= value) & (value <= hi)
+            counted = one & np.isfinite(reps) & (reps >= 1) & (reps == np.floor(reps))
+        for j in np.flatnonzero(one).tolist():
+            q1[j], q3[j] = float(lo[j]), float(hi[j])
+            if counted[j]:
+                ns[j] = int(reps[j])
+    return med, q1, q3, ns, smallest, largest
 
 
 def _column_results(col: SeriesColumns, keep: list[int], position: dict[str, int]) -> list[Result]:

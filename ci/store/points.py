@@ -21,8 +21,9 @@ _BLOCK_COLUMNS = ("benchmark_ids", "samples", "lengths", "started_at", "benchmar
 
 def block_read(columns: str, table: str = "") -> str:
     """The `_BLOCK_COLUMNS` of a point read of `columns` (`table`: "result_blocks." where the query
-    joins others); the statistics are NULL unless `columns` asks for them."""
-    stats = f"CASE WHEN {table}has_raw_samples THEN NULL ELSE {table}stats END" if "stats" in columns else "NULL"
+    joins others); the statistics are NULL unless `columns` asks for them ("stats" or "spread")."""
+    wanted = "stats" in columns or "spread" in columns
+    stats = f"CASE WHEN {table}has_raw_samples THEN NULL ELSE {table}stats END" if wanted else "NULL"
     return ", ".join(stats if c == "stats" else f"{table}{c}" for c in _BLOCK_COLUMNS)
 
 
@@ -32,11 +33,19 @@ _RESULT_STATS = "has_raw_samples, ci_99_a, ci_99_b, q_25, q_75, number, repeat"
 _NAN = float("nan")
 _NONE6, _NAN6 = (None,) * 6, (_NAN,) * 6
 _STRIDED: dict[int, Any] = {}
+_SPREAD_OF_ONE = struct.Struct("<16x2d8xd").unpack  # q_25, q_75 and repeat of a one-point block's six
+
+
+# The spread asv recorded of a point it kept one value of (`ci.records.recorded_spread`): three
+# columns, q_25, q_75 and repeat, NULL where the point has raw samples. A point read asks for it as
+# "spread", last; it is read as three plain columns (no per-row Python), for the dashboard's columns.
+_RESULT_SPREAD = ", ".join(f"CASE WHEN has_raw_samples THEN NULL ELSE {c} END" for c in ("q_25", "q_75", "repeat"))
 
 
 def result_columns(columns: str) -> str:
-    """The `results` columns of a point read's `columns` ("stats" stands for the six statistics)."""
-    return columns.replace("stats", _RESULT_STATS)
+    """The `results` columns of a point read's `columns` ("stats" stands for the six statistics,
+    "spread" for the three of `_RESULT_SPREAD`)."""
+    return columns.replace("stats", _RESULT_STATS).replace("spread", _RESULT_SPREAD)
 
 
 def fold_stats(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -78,8 +87,10 @@ def _point_stats(blob: bytes | None, n: int, j: int) -> tuple[float, ...] | None
 
 def block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple[Any, ...]]:
     """`results`-like rows (run_id, benchmark_id, *columns) of every point of `blocks` (rows of
-    run_id and `block_read`); `columns` names some of samples, started_at, benchmark_version, stats."""
+    run_id and `block_read`); `columns` names some of samples, started_at, benchmark_version, stats,
+    and may end with spread (three columns, `_block_spread`)."""
     wanted = [c.strip() for c in columns.split(",")]
+    spread = wanted[-1] == "spread"  # three columns, last
     out: list[tuple[Any, ...]] = []
     for run_id, ids_blob, samples, lengths, started, version, stats in blocks:
         ids = int64s(bytes(ids_blob))
@@ -88,8 +99,27 @@ def block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple[
                "benchmark_version": repeat(version, n)}  # fmt: skip
         if "stats" in wanted:
             per["stats"] = _block_stats(stats, n)
+        if spread:
+            cols = [*map(per.__getitem__, wanted[:-1]), *_block_spread(stats, n)]
+            out.extend(zip(repeat(run_id, n), ids, *cols, strict=True))
+            continue
         out.extend(zip(repeat(run_id, n), ids, *map(per.__getitem__, wanted), strict=True))
     return out
+
+
+def _block_spread(blob: bytes | None, n: int) -> tuple[Any, Any, Any]:
+    """An `n`-point block's q_25, q_75 and repeat columns (the "spread" of a point read), each a
+    sequence of n floats (None each where the block has raw samples)."""
+    if blob is None:
+        return repeat(None, n), repeat(None, n), repeat(None, n)
+    blob = bytes(blob)
+    if len(blob) != 48 * n:
+        raise ValueError(f"a block's statistics are {len(blob)} bytes, its {n} points need {48 * n}")
+    if n == 1:  # a benchmark without parameters: most blocks of some histories
+        q25, q75, reps = _SPREAD_OF_ONE(blob)
+        return (q25,), (q75,), (reps,)
+    values = unpacker(len(blob))(blob)
+    return values[2 * n:3 * n], values[3 * n:4 * n], values[5 * n:]
 
 
 def series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> list[tuple[Any, ...]]:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -403,18 +404,22 @@ class SeriesReads(ReadSession):
             rows: list[tuple[Any, ...]] = []
             if stop:  # a window: its runs by id, _IN_LIST at a time (a machine's rows would be the whole history)
                 for at in range(0, len(wanted), _IN_LIST):
-                    rows += self._select_results(conn, "samples, benchmark_version", ok=True,
+                    rows += self._select_results(conn, "samples, benchmark_version, spread", ok=True,
                                                  runs=wanted[at : at + _IN_LIST], every_run=False, machine=None)
             elif wanted:
-                rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted, every_run=every,
-                                            machine=machine)  # fmt: skip
+                rows = self._select_results(conn, "samples, benchmark_version, spread", ok=True, runs=wanted,
+                                            every_run=every, machine=machine)  # fmt: skip
         names = sorted(by_machine)
         per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in names}
         if rows:
             # Columns, then one sort by (machine, series, position in the machine's history order) in
             # numpy: each series is a slice of it. Per-row Python work was most of this read (1.1 of
             # 1.6 s CPU for 500,000 rows, 2026-12-01); what is left per row runs in C (zip, map, join).
-            run_ids, bids, blobs, versions = zip(*rows, strict=True)
+            run_ids, bids, blobs, versions, q25s, q75s, reps = zip(*rows, strict=True)
+            # asv's quartiles of the points it kept one value of (most CI histories): the spread the
+            # dashboard shows, where the store holds one sample (`SeriesColumns.spreads`); None: NaN.
+            spreads = np.array([q25s, q75s, reps], dtype=np.float64).T.copy()
+            recorded = ~np.isnan(spreads[:, 0])
             ids = np.fromiter(run_ids, dtype=np.int64, count=len(rows))
             size = int(max(ids.max(), max(r.id for r in runs))) + 1
             position = np.full(size, -1, dtype=np.int64)
@@ -437,10 +442,12 @@ class SeriesReads(ReadSession):
                 idx = order[a:b].tolist()
                 name = names[int(mach_o[a])]
                 positions = pos[order[a:b]].tolist()
+                rows_of = order[a:b]
+                spread = array("d", spreads[rows_of].tobytes()) if recorded[rows_of].any() else array("d")
                 per_machine[name].append(SeriesColumns(
                     benches[int(bid_o[a])], name, tuple(map(shas[name].__getitem__, positions)), tuple(positions),
                     tuple(lengths[order[a:b]].tolist()), float64s(b"".join(map(blobs.__getitem__, idx))),
-                    tuple(map(versions.__getitem__, idx)),
+                    tuple(map(versions.__getitem__, idx)), spread,
                 ))  # fmt: skip
         out = []
         for name in names:

@@ -4,6 +4,7 @@ nothing about equality, hashing, repr or pickling."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import pickle
 
 from ci.records import Benchmark
@@ -19,3 +20,21 @@ def test_benchmark_key_is_cached_and_the_record_unchanged() -> None:
     assert back == b and back.key == b.key
     other = dataclasses.replace(b, params=(("preset", "b32"),))
     assert other.key == "bench_attention.K.time_gpu(preset=b32)" and Benchmark("x.y").key == "x.y"
+
+
+def test_recorded_spread_is_asvs_quartiles_only_where_they_are_a_spread() -> None:
+    """The spread of a point asv kept one value of: its quartiles and `repeat`, in `STAT_NAMES` order;
+    nothing where the point has raw samples (None), where asv recorded no quartiles or an unordered
+    pair, and no sample count where `repeat` is not a count."""
+    from ci.records import STAT_NAMES, recorded_spread
+
+    nan = math.nan
+    assert STAT_NAMES[2:4] == ("q_25", "q_75") and STAT_NAMES[5] == "repeat"
+    assert recorded_spread((0.9, 1.1, 0.95, 1.05, 2.0, 10.0)) == (0.95, 1.05, 10.0)
+    assert recorded_spread((0.9, 1.1, 1.0, 1.0, 1.0, 1.0)) == (1.0, 1.0, 1.0)
+    for bad in (None, (), (nan,) * 6, (0.9, 1.1, 1.05, 0.95, 2.0, 10.0), (0.9, 1.1, nan, 1.05, 2.0, 10.0),
+                (0.9, 1.1, 0.95, math.inf, 2.0, 10.0)):
+        assert all(math.isnan(x) for x in recorded_spread(bad)), bad
+    for reps in (nan, 0.0, 2.5, -3.0):
+        q25, q75, n = recorded_spread((0.9, 1.1, 0.95, 1.05, 2.0, reps))
+        assert (q25, q75) == (0.95, 1.05) and math.isnan(n), reps

@@ -186,3 +186,55 @@ def test_snapshots_nest_and_end_with_their_block(tmp_path, store_url):
             with reader.snapshot():
                 assert len(reader.commits()) == 2 and len({r.commit_sha for r in reader.results()}) == 2
         assert len(reader.commits()) == 3 and len({r.commit_sha for r in reader.results()}) == 3
+
+
+def test_a_point_asv_kept_one_value_of_shows_the_quartiles_asv_recorded(tmp_path: Path, store_url: str) -> None:
+    """Most CI histories run asv without `--record-samples`: a point is one value, and its spread is
+    only in the statistics asv recorded of its samples (`stats_q_25`, `stats_q_75`, `stats_repeat`).
+    The series shows those quartiles and that sample count (as the PR comment does), read as columns
+    from a store (SQLite and PostgreSQL) and from a store without that read alike; a point with its
+    raw samples keeps their own."""
+    import json
+
+    import ci.site.model as model
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        base = 1e-3 * (j + 1) if "time_" in name else 100.0 + j
+        return [base * (1 + 0.01 * k + 0.002 * c) for k in range(10)]
+
+    one, raw = tmp_path / "one", tmp_path / "raw"
+    write_results(one, [sha_for(i) for i in range(3)], samples=samples, record_samples=False)
+    write_results(raw, [sha_for(i) for i in range(3, 5)], samples=samples, first_commit=3)
+    recorded: dict[tuple[str, str], tuple[float, float, int]] = {}
+    for path in sorted(one.glob("*/*.json")):
+        if path.name == "machine.json":
+            continue
+        data = json.loads(path.read_text())
+        cols = data["result_columns"]
+        res = dict(zip(cols, data["results"]["bench_attention.GPUTime.time_gpu"], strict=False))
+        assert res.get("samples") is None  # asv kept one value and its statistics
+        recorded[(data["commit_hash"], "fp16-1")] = (res["stats_q_25"][0], res["stats_q_75"][0], res["stats_repeat"][0])
+    store = Store(store_url)
+    try:
+        for root in (one, raw):
+            assert ingest_results_dir(store, root).ok
+
+        class Reader:  # the StoreReader protocol only: the per-result read
+            def __getattr__(self, name: str) -> object:
+                if name in ("series_columns", "change_point_states", "save_change_point_states"):
+                    raise AttributeError(name)
+                return getattr(store, name)
+
+        columns = model.load_snapshot(store)
+        assert repr(columns) == repr(model.load_snapshot(Reader()))  # type: ignore[arg-type]
+        by_key = {(s.benchmark.name, s.benchmark.params, s.machine): s for s in columns.series}
+        gpu = next(s for (name, params, _), s in by_key.items() if name.endswith("time_gpu")
+                   and [v.strip("'") for _, v in params] == ["fp16", "1"])  # asv's first point of the grid
+        points = gpu.points
+        for p in points[:3]:
+            lo, hi, reps = recorded[(p.sha, "fp16-1")]
+            assert (p.low, p.high, p.n) == (lo, hi, reps) and lo < p.value < hi and reps == 10
+        for p in points[3:]:  # raw samples: their own quartiles
+            assert p.n == 10 and p.low < p.value < p.high
+    finally:
+        store.close()

@@ -183,9 +183,9 @@ def test_result_columns_are_the_store_columns(tmp_path: Path) -> None:
             assert len(g.runs) == len(w.runs)
             # as its results recorded it (the store keeps it sorted by name)
             assert [tuple(sorted(e)) for e in got.environments[g.machine]] == [by_key[k] for k, _ in w.runs]
-            assert [(c.benchmark, c.machine, c.commit_shas, c.runs, c.counts, c.samples, c.versions)
+            assert [(c.benchmark, c.machine, c.commit_shas, c.runs, c.counts, c.samples, c.versions, c.spreads)
                     for c in g.series] == [(c.benchmark, c.machine, c.commit_shas, c.runs, c.counts, c.samples,
-                                            c.versions) for c in w.series]
+                                            c.versions, c.spreads) for c in w.series]
     finally:
         store.close()
 
@@ -515,3 +515,4 @@ def test_series_pages_from_forked_workers_equal_those_rendered_in_process(tmp_pa
     assert forked[1] == alone[1] and forked[2] == alone[2]
     assert forked[2][1][0] > 2 * 12  # the re-render rewrote each series' page and data file
     assert len(merged) >= 4 and sum(merged) == 2 * 2 * 12  # two renders, each from two or more workers
+
