@@ -102,6 +102,15 @@ def side_text(value: float, spread: Spread | None, unit: str) -> str:
     return f"{format_value(spread.median, unit)}{iqr} n={spread.n}"
 
 
+# The inconclusive rows of the outcome table, by the headline's groups (`ci.outputs.groups.GROUPS`);
+# what is left ("inconclusive": too few samples, an interval both ways, a gate) keeps the plain name.
+_INCONCLUSIVE_ROWS = (
+    ("missing", "not measured on head"), ("not_run", "not compared (failed to run on base)"),
+    ("unconfirmed", "unconfirmed slowdown"), ("withheld", "withheld (not measured in one job)"),
+    ("unknown", "of unknown direction"), ("faster", "unconfirmed speed-up"),
+)
+
+
 def _side(value: float, spread: Spread | None, unit: str) -> str:
     return md_text(side_text(value, spread, unit))
 
@@ -114,7 +123,7 @@ def _ratio(v: Verdict) -> str:
     # asv's "~": a change past the threshold that the statistics could not confirm (a series of
     # unknown direction is inconclusive for another reason: its own section says which).
     tilde = "~" if (v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0)
-                    and not v.reason.startswith(UNKNOWN_DIRECTION)) else ""
+                    and UNKNOWN_DIRECTION not in v.reason) else ""
     return f"{tilde}{v.ratio:.3f}×"
 
 
@@ -441,6 +450,13 @@ def render_comment(
             fresh = n.get("new", 0)
             for o in Outcome:
                 shown = counts[o] - fresh if o == Outcome.UNCHANGED else counts[o]
+                if o == Outcome.INCONCLUSIVE:
+                    # By the headline's groups, so that the two count the same rows alike (mujoco-warp's
+                    # read "28 withheld, 1 of unknown direction" above "inconclusive 29", 2026-12-07).
+                    for key, label in _INCONCLUSIVE_ROWS:
+                        if n.get(key, 0):
+                            out.append(f"| {_ICON[o]} {label} | {n[key]} |")
+                            shown -= n[key]
                 if shown:
                     out.append(f"| {_ICON[o]} {o.value} | {shown} |")
                 if o == Outcome.UNCHANGED and fresh:

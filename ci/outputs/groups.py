@@ -57,10 +57,17 @@ def _reaches_regression(v: Verdict) -> bool:
 
 
 def _faster(v: Verdict) -> bool:
-    """An inconclusive speed-up: the ratio moved the good way and the interval does not reach a
-    regression. Listed, folded; never an alarm."""
-    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1 and not is_worse(v.benchmark.direction, v.ratio)
-            and not _reaches_regression(v))
+    """An inconclusive speed-up: the ratio moved the good way (a series of unknown direction has
+    none) and the interval does not reach a regression. Listed, folded; never an alarm."""
+    return (math.isfinite(v.ratio) and v.ratio > 0 and v.ratio != 1
+            and is_worse(v.benchmark.direction, v.ratio) is False and not _reaches_regression(v))
+
+
+def unknown_direction(v: Verdict) -> bool:
+    """A change the verdict could not call better or worse because the benchmark declares no
+    direction: the verdict's reason says so, at its start or after the change it describes (a
+    change judged by its size: "... (unknown direction: ...)")."""
+    return UNKNOWN_DIRECTION in v.reason
 
 
 def group_counts(groups: Mapping[str, Sequence[Verdict]], gates_failed: int) -> dict[str, int]:
@@ -123,7 +130,7 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
                 key = "missing"
             elif v.reason == WITHHELD_OTHER_JOB:
                 key = "withheld"
-            elif v.reason.startswith(UNKNOWN_DIRECTION):
+            elif unknown_direction(v):
                 key = "unknown"
             elif _unconfirmed(v):
                 key = "unconfirmed"

@@ -177,3 +177,24 @@ def test_the_dashboard_colours_an_unknown_direction_neither_way():
     assert dashboard_is_worse(Direction.UNKNOWN, 1.5, 0.02) is None
     assert dashboard_is_worse(Direction.LOWER, 1.5, 0.02) is True
     assert dashboard_is_worse(Direction.HIGHER, 0.5, 0.02) is True
+
+
+@pytest.mark.parametrize(("before", "after"), [(919.9, 13962.0), (100.0, 130.0), (2.515, 2.155)])
+def test_a_change_of_unknown_direction_judged_by_asvs_rule_is_never_a_speed_up(before, after):
+    """One value a side with asv's statistics (asv compare's rule): the verdict's reason names the
+    unknown direction after the change ("+1417.8% beyond the threshold and significant (unknown
+    direction: ...)"), not at its start. mujoco-warp's comment listed a 15x rise of such a series as
+    "Faster, not confirmed (no action needed)", 28 of them as "unconfirmed speed-up(s)" (2026-12-07)."""
+    from ci.outputs.groups import group_verdicts
+
+    bench = Benchmark("benchmark.Cloth.track_metric", unit="unit", direction=Direction.UNKNOWN, kind=Kind.OTHER)
+
+    def result(sha: str, v: float) -> Result:
+        return Result(bench, sha, "gpu", (v,), stats=(v * 0.99, v * 1.01, v * 0.995, v * 1.005, 1.0, 10.0))
+
+    (verdict,) = compare([result("a" * 40, before)], [result("b" * 40, after)])
+    assert verdict.outcome == Outcome.INCONCLUSIVE and UNKNOWN_DIRECTION in verdict.reason
+    assert [k for k, rows in group_verdicts([verdict]).items() if rows] == ["unknown"]
+    body = render_comment([verdict], [], base_sha="a" * 40, head_sha="b" * 40, environment={}, dashboard_url=None)
+    assert "1 of unknown direction" in body.splitlines()[3] and "speed-up" not in body and "Faster" not in body
+    assert "| 🟡 of unknown direction | 1 |" in body and not re.search(r"\| ~\d", body)
