@@ -15,21 +15,57 @@ from collections.abc import Iterator
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-# GitHub's token formats (classic/OAuth/app/refresh: gh?_, fine-grained: github_pat_) and any bearer
-# credential: never shown, wherever they turn up.
-TOKEN_SHAPES = re.compile(r"\b(?:gh[opusr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|(?i:bearer\s+)[^\s'\"]+")
+# Credentials by their shape, never shown wherever they turn up: GitHub's tokens (classic/OAuth/app/
+# refresh: gh?_, fine-grained: github_pat_), GitLab's (glpat-, and its other prefixes), Slack's (xox?-),
+# AWS access key ids (AKIA/ASIA), PyPI's, npm's, Hugging Face's, OpenAI-style sk-, Google API keys,
+# JSON web tokens, a private key block, and a bearer or basic credential.
+TOKEN_SHAPES = re.compile(
+    r"\b(?:gh[opusr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}"
+    r"|gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat)-[A-Za-z0-9_-]{16,}"
+    r"|xox[abposre]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|pypi-[A-Za-z0-9_-]{16,}|npm_[A-Za-z0-9]{30,}"
+    r"|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|(?i:\b(?:bearer|basic)\s+)[^\s'\"]+", re.DOTALL)
+# A password in a URL's userinfo (`https://user:password@host`, as a PIP_INDEX_URL or a DATABASE_URL
+# carries one), and a user part alone long enough to be a token (`https://<token>@github.com`).
+_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]*):([^/\s@]+)@")
+_URL_TOKEN_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]{16,})@")
+# A credential in a query string or a `key=value` list: ?token=..., &password=..., api_key=..., sig=...
+_SECRET_PARAMETER = re.compile(
+    r"(?i)(\b[a-z0-9_.-]*?(?:token|secret|passw(?:or)?d|passphrase|pwd|api_?key|access_?key|credentials?"
+    r"|signature|sig|auth|authorization)=)[^&\s#;,'\"]+")
 # Names of variables that hold a credential: GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, API_KEY, ...
 SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION|(?:^|_)(?:API_?)?KEY(?:$|_)", re.IGNORECASE)
 
 
+def redact_text(text: str) -> str:
+    """`text` with every credential it shows by its shape replaced by "***": tokens (`TOKEN_SHAPES`),
+    a URL's password (`user:***@host`) or a token as its user part, and a credential parameter's value
+    (`?token=***`). For values a pull request's job writes into its result files (environment
+    variables, requirements) before they are stored or shown."""
+    text = TOKEN_SHAPES.sub("***", text)
+    text = _URL_USERINFO.sub(lambda m: f"{m[1]}{m[2]}:***@", text)
+    text = _URL_TOKEN_USER.sub(lambda m: f"{m[1]}***@", text)
+    return _SECRET_PARAMETER.sub(lambda m: f"{m[1]}***", text)
+
+
 def redact_variable(name: str, value: str) -> str:
     """An environment variable's value as it may be stored or shown: "***" where its name says it holds
-    a credential (`SECRET_NAME`), token-shaped parts of any other value replaced by "***" (asv records a
-    job's `env_vars` in its result files, and the dashboard showed them verbatim until 2026-12-06)."""
+    a credential (`SECRET_NAME`), the credentials any other value shows by their shape replaced
+    (`redact_text`: asv records a job's `env_vars` in its result files, and the dashboard showed them
+    verbatim until 2026-12-06; a password in a URL and other services' tokens until 2026-12-07)."""
     if SECRET_NAME.search(name):
         return "***"
-    return TOKEN_SHAPES.sub("***", value)
+    return redact_text(value)
+
+
+def redact_environment(key: str, value: str) -> str:
+    """A run's recorded environment entry as it may be stored or shown: an environment variable
+    ("env:NAME") by `redact_variable`, anything else (a requirement, the Python, the OS) by
+    `redact_text`."""
+    return redact_variable(key[4:], value) if key.startswith("env:") else redact_text(value)
 
 
 def _escape(ch: str) -> str:

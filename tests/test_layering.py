@@ -39,7 +39,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ci.forking": (),  # how many forked workers: ingest's parsers and the site's pools share it
     "ci.store": ("ci.records",),
     "ci.ingest": ("ci.records", "ci.text", "ci.forking", "ci.store"),
-    "ci.verdicts": ("ci.records", "ci.exit_codes"),
+    "ci.verdicts": ("ci.records", "ci.exit_codes", "ci.text"),  # ci.text: what changed in a run's environment, shown
     # the project's asv.conf.json and the settings every deciding command takes from it
     "ci.project": ("ci.records", "ci.verdicts"),
     # the site (the dashboard's static HTML) over the core: the store's read side, the records, the

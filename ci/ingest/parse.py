@@ -43,7 +43,7 @@ from ci.ingest.asv_files import (
 )
 from ci.records import STAT_NAMES, Benchmark, Direction, Kind, ParsedPoint, ParsedRun, PointBlock
 from ci.store.hosts import HOST_KEYS
-from ci.text import quote_path, redact_variable
+from ci.text import quote_path, redact_text, redact_variable
 
 _STAT_COLUMNS = STAT_NAMES
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
@@ -483,8 +483,8 @@ def _parse(
     if isinstance(params.get("os"), str) and params["os"]:
         env["os"] = params["os"]  # the kernel version is the host's environment (`ci.store.hosts`)
     requirements = data.get("requirements")
-    if isinstance(requirements, dict):
-        env.update({f"req:{k}": str(v) for k, v in requirements.items()})
+    if isinstance(requirements, dict):  # a requirement may be a URL with a password in it: no credentials kept
+        env.update({f"req:{redact_text(str(k))}": redact_text(str(v)) for k, v in requirements.items()})
     env_vars = data.get("env_vars")
     if isinstance(env_vars, dict):
         env.update({f"env:{k}": redact_variable(str(k), str(v)) for k, v in env_vars.items()})  # no credentials kept

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci.records import Outcome
+from ci.text import redact_environment, redact_text
 from ci.verdicts.history import ChangePoint
 
 # Environment keys that change between any two runs of one environment (GPU clocks and temperature
@@ -113,7 +114,11 @@ def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> 
     """
     keys = sorted((before.keys() | after.keys()) - VOLATILE_KEYS)
     changed = [k for k in keys if before.get(k) != after.get(k)]
-    out = [_cut(f"{k}: {before.get(k, '(none)')} → {after.get(k, '(none)')}") for k in changed[:SHOWN_CHANGES]]
+
+    def side(run: Mapping[str, str], k: str) -> str:  # a store of before 2026-12-07 may hold a credential
+        return redact_environment(k, run[k]) if k in run else "(none)"
+
+    out = [_cut(f"{redact_text(k)}: {side(before, k)} → {side(after, k)}") for k in changed[:SHOWN_CHANGES]]
     if len(changed) > SHOWN_CHANGES:
         out.append(f"and {len(changed) - SHOWN_CHANGES} more changes")
     return tuple(out)

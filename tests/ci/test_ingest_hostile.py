@@ -597,17 +597,23 @@ def test_a_jobs_credentials_among_its_env_vars_are_neither_stored_nor_shown(tmp_
         path = sorted(p for p in recorded.glob("*/*.json") if p.name != "machine.json")[0]
     data = json.loads(path.read_text())
     data["env_vars"] = {"GITHUB_TOKEN": token, "DB_PASSWORD": "hunter2", "NOTE": f"bearer {token}",
-                        "OMP_NUM_THREADS": "4"}
+                        "OMP_NUM_THREADS": "4", "PIP_INDEX_URL": "https://ci:pa55word@mirror.internal/simple",
+                        "PLAIN": "AKIAIOSFODNN7EXAMPLE", "HOOK": "xoxb-123456789012-abcdefghijkl"}
+    data["requirements"] = {"torch": "2.14.1", "y": "git+https://oauth2:glpat-SECRETSECRETSECRET12@gitlab.com/x/y.git"}
     path.write_text(json.dumps(data))
     db = tmp_path / "h.sqlite"
     assert main(["ingest", "--db", str(db), str(recorded)]) == 0
     with Store(db) as store:
-        stored = {k: v for r in store.results() for k, v in r.environment if k.startswith("env:")}
+        stored = {k: v for r in store.results() for k, v in r.environment if k[:4] in ("env:", "req:")}
         assert stored == {"env:GITHUB_TOKEN": "***", "env:DB_PASSWORD": "***", "env:NOTE": "***",
-                          "env:OMP_NUM_THREADS": "4"}
+                          "env:OMP_NUM_THREADS": "4", "env:PIP_INDEX_URL": "https://ci:***@mirror.internal/simple",
+                          "env:PLAIN": "***", "env:HOOK": "***", "req:torch": "2.14.1",
+                          "req:y": "git+https://oauth2:***@gitlab.com/x/y.git"}
         render_site(store, tmp_path / "site")
     site = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (tmp_path / "site").rglob("*.html"))
-    assert "OMP_NUM_THREADS" in site and token not in site and "hunter2" not in site
+    assert "OMP_NUM_THREADS" in site and "mirror.internal/simple" in site and token not in site
+    for secret in ("hunter2", "pa55word", "AKIAIOSFODNN7EXAMPLE", "xoxb-", "glpat-"):
+        assert secret not in site, secret
     assert token not in capsys.readouterr().err
 
 

@@ -17,7 +17,7 @@ from ci.site.model import Regression, commit_slug
 from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, threshold_text
 from ci.site.pages.site import Site
 from ci.site.pages.steps import CLASS
-from ci.text import redact_variable
+from ci.text import redact_environment, redact_text
 from ci.verdicts import Suspect
 
 # A run that moved past its series' noise, as a commit page lists it: series slug, failed its gate,
@@ -85,8 +85,9 @@ class CommitPages(Site):
                 m = machines.get(machine)
                 fields = [("gpu", m.gpu), ("driver", m.driver), ("cuda", m.cuda), ("torch", m.torch),
                           ("triton", m.triton), ("cpu", m.cpu), *m.extra] if m else []
-                # A store ingested before 2026-12-06 may hold a job's credentials among its env vars.
-                shown = [(k, redact_variable(k[4:], v) if k.startswith("env:") else v) for k, v in env]
+                # A store ingested before 2026-12-07 may hold a job's credentials among its env vars and
+                # requirements (before 2026-12-06, any env var's).
+                shown = [(redact_text(k), redact_environment(k, v)) for k, v in env]
                 envs.append((self.ml(machine), run_id, [(k, v) for k, v in fields if v], shown))
             rows = sorted(moved.get(c.sha, []), key=lambda t: (t[0], t[1]))
             ctx = {
