@@ -92,6 +92,19 @@ def _order_warning(store: StoreReads, base: str, head: str) -> str | None:
             "inverted (a slowdown as an improvement); swap --base and --head unless that is meant")
 
 
+def _save_verdicts(store: Any, args: argparse.Namespace, verdicts: Sequence[Any], order: str | None) -> str:
+    """Store a comparison's verdicts unless --no-save, or unless base is the newer commit (`order`) and
+    --save-reversed was not passed: a swapped pair's verdicts, once stored, showed on the dashboard as
+    regressions of the older commit, against the newer, for good (a later compare in order adds its
+    own and removes none). Returns what the order warning adds ("" when nothing is held back)."""
+    if args.no_save:
+        return ""
+    if order and not args.save_reversed:
+        return "; its verdicts were not saved (--save-reversed saves them)"
+    store.save_verdicts(verdicts)
+    return ""
+
+
 def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
     """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
     from ci.project import project_settings
@@ -198,12 +211,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
             base, head, machines, comparison = _comparison(store, args, rules.verdicts)
             where = _machines_line(store, machines)
             order = _order_warning(store, base, head)
-        if not args.no_save:
-            store.save_verdicts(comparison.verdicts)
+        saved = _save_verdicts(store, args, comparison.verdicts, order)
     problem = comparison.problem
     with reader_may_leave():
         if order:
-            print(printable(order), file=sys.stderr)
+            print(printable(order + saved), file=sys.stderr)
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
         print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison, rules.verdicts)))
@@ -239,11 +251,10 @@ def cmd_comment(args: argparse.Namespace) -> int:
             context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
                                       job_url=args.job_url or job_url, settings=rules.verdicts,
                                       project=rules.project)  # fmt: skip
-        if not args.no_save:
-            store.save_verdicts(comparison.verdicts)
+        saved = _save_verdicts(store, args, comparison.verdicts, order)
     if order:
         with reader_may_leave():
-            print(printable(order), file=sys.stderr)
+            print(printable(order + saved), file=sys.stderr)
     verdicts = comparison.verdicts
     body = render_comment(verdicts, [], base_sha=base, head_sha=head, environment=env, dashboard_url=args.dashboard_url,
                           context=context, section_room=SECTION_ROOM)  # fmt: skip
@@ -410,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "measured both commits")
         p.add_argument("--no-save", action="store_true",
                        help="do not store the verdicts (opens the store read-only: a copied or read-only database)")
+        p.add_argument("--save-reversed", action="store_true",
+                       help="store the verdicts even when base is the newer commit (by git's history where ingest "
+                       "read a checkout, else by date), which are otherwise only shown")
         if name == "comment":
             p.add_argument("--out", help="write the markdown here instead of stdout")
             p.add_argument("--dashboard-url", help="link to the dashboard (http/https)")

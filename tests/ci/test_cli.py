@@ -555,6 +555,33 @@ def test_a_base_newer_than_its_head_is_warned_about(tmp_path, asv_dir, capsys):
     assert "swap --base and --head" in capsys.readouterr().err
 
 
+def test_a_swapped_pairs_verdicts_are_not_saved_unless_asked(tmp_path, asv_dir, capsys):
+    """Stored, a swapped pair's verdicts showed on the dashboard as regressions of the older commit for
+    good (a later compare in order removes none): compare and comment keep them out of the store and
+    say so; --save-reversed stores them; a pair in order is stored as before."""
+    from ci.store import Store
+
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job="gha-1.1-pr/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+
+    def stored() -> set[tuple[str, str]]:
+        with Store(db) as store:
+            return {(v.base_sha, v.head_sha) for v in store.verdicts() if v.base_sha}  # gates have none
+
+    for cmd in ("compare", "comment"):
+        out = ["--out", str(tmp_path / "c.md")] if cmd == "comment" else []
+        capsys.readouterr()
+        assert main([cmd, "--db", db, "--base", sha_for(1), "--head", sha_for(0), *out]) == 0
+        assert "its verdicts were not saved (--save-reversed saves them)" in capsys.readouterr().err
+        assert stored() == set()
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
+    assert "not saved" not in capsys.readouterr().err and stored() == {(sha_for(0), sha_for(1))}
+    assert main(["compare", "--db", db, "--base", sha_for(1), "--head", sha_for(0), "--save-reversed"]) == 0
+    assert "not saved" not in capsys.readouterr().err
+    assert stored() == {(sha_for(0), sha_for(1)), (sha_for(1), sha_for(0))}
+
+
 def test_the_order_warning_reads_git_generations_before_dates():
     """Where ingest read a checkout, a commit's generation orders it (a later date on an older line of
     history is no reason to warn); dates only where a side has no generation."""
