@@ -126,11 +126,14 @@ def magnitude_limit(info: BenchmarkInfo) -> tuple[float, str]:
 
 
 def _check_measured(value: float, info: BenchmarkInfo, what: str) -> None:
-    """A measured value must be finite, not negative for a time or memory benchmark, and not absurd."""
+    """A measured value must be finite, above zero for a time or memory benchmark (a run takes time and
+    a process memory: 0 is a timer or a probe that did not work, and a comparison read it as a 100%
+    speed-up), and not absurd."""
     if not math.isfinite(value):
         raise _Bad(f"{what} is not a finite number: {value!r}")
-    if value < 0 and info.type in _NON_NEGATIVE_TYPES:
-        raise _Bad(f"{what} is negative ({value!r}), impossible for a {info.type!r} benchmark")
+    if value <= 0 and info.type in _NON_NEGATIVE_TYPES:
+        raise _Bad(f"{what} is {'negative' if value else 'zero'} ({value!r}), impossible for a {info.type!r} "
+                   "benchmark")
     limit, unit = magnitude_limit(info)
     if abs(value) > limit:
         raise _Bad(f"{what} is {value!r}, beyond any plausible measurement (limit {limit:g} {unit})")
@@ -238,7 +241,7 @@ def _fast_points(
     negative_ok = info.type not in _NON_NEGATIVE_TYPES
     limit, _ = magnitude_limit(info)
     lo, hi = min(values), max(values)
-    if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
+    if (lo <= 0 and not negative_ok) or lo < -limit or hi > limit:
         return None
     if set(map(type, samples_col)) == {list}:
         if 0 in map(len, samples_col):
@@ -247,7 +250,7 @@ def _fast_points(
         if not _all_finite_floats(flat):
             return None
         lo, hi = min(flat), max(flat)
-        if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
+        if (lo <= 0 and not negative_ok) or lo < -limit or hi > limit:
             return None
         # Each result within its samples' range: exactly (all in C) first; only when that fails, with
         # the per-point slack the per-point check allows.

@@ -66,7 +66,7 @@ def test_param_grid_order_and_kinds(asv_dir, store_url):
     """Grid points follow itertools.product order (last parameter fastest); kinds come from type+unit."""
 
     def marked(name: str, j: int, c: int) -> list[float]:
-        return [float(j)] * 3  # sample value = grid index
+        return [float(j + 1)] * 3  # sample value = grid index + 1 (a time of 0 is refused)
 
     root = asv_dir([sha_for(0)], samples=marked)
     with Store(store_url) as store:
@@ -74,11 +74,11 @@ def test_param_grid_order_and_kinds(asv_dir, store_url):
         got = {r.benchmark.key: r.samples[0] for r in store.results()}
         kinds = {b.name: (b.direction, b.kind, b.unit) for b in store.benchmarks()}
     # params [['fp16','bf16'], ['1','8']] -> (fp16,1)=0, (fp16,8)=1, (bf16,1)=2, (bf16,8)=3
-    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"] == 0.0
-    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=8)"] == 1.0
-    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=1)"] == 2.0
-    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=8)"] == 3.0
-    assert got["bench_correctness.Logits.track_max_abs_diff(backend=padded_sdpa)"] == 1.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"] == 1.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=8)"] == 2.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=1)"] == 3.0
+    assert got["bench_attention.GPUTime.time_gpu(dtype=bf16, batch=8)"] == 4.0
+    assert got["bench_correctness.Logits.track_max_abs_diff(backend=padded_sdpa)"] == 2.0
     assert kinds["bench_attention.GPUTime.time_gpu"] == (Direction.LOWER, Kind.LATENCY, "seconds")
     assert kinds["bench_model.Throughput.track_images_per_s"] == (Direction.HIGHER, Kind.THROUGHPUT, "images/s")
     assert kinds["bench_correctness.Logits.track_max_abs_diff"] == (Direction.LOWER, Kind.CORRECTNESS, "max abs diff")
@@ -429,6 +429,15 @@ def _edit(text: str, change) -> str:
             lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][3].__setitem__(5, -2e-4)),
             "'bench_attention.GPUTime.time_gpu' point 3 sample is negative (-0.0002), impossible for a 'time'",
         ),
+        (  # a timer that did not advance: a comparison read it as a 100% speed-up (2026-12-07)
+            lambda t: _edit(t, lambda d: (d["results"]["bench_attention.GPUTime.time_gpu"][0].__setitem__(0, 0.0),
+                                          d["results"]["bench_attention.GPUTime.time_gpu"][11].__setitem__(0, None))),
+            "'bench_attention.GPUTime.time_gpu' point 0 result is zero (0.0), impossible for a 'time'",
+        ),
+        (
+            lambda t: _edit(t, lambda d: d["results"]["bench_attention.GPUTime.time_gpu"][11][3].__setitem__(5, 0.0)),
+            "'bench_attention.GPUTime.time_gpu' point 3 sample is zero (0.0), impossible for a 'time'",
+        ),
     ],
     ids=[
         "truncated",
@@ -446,6 +455,8 @@ def _edit(text: str, change) -> str:
         "nan-sample",
         "negative-time-result",
         "negative-time-sample",
+        "zero-time-result",
+        "zero-time-sample",
     ],
 )
 def test_malformed_file_is_reported_and_others_still_go_in(asv_dir, store_url, damage, message):
