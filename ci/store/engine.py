@@ -45,6 +45,11 @@ class StoreError(RuntimeError):
 
 # A libpq connection string's keywords (`host=`, `dbname=`, ...) at the start or after a space.
 _LIBPQ_DSN = re.compile(r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|sslmode|service)\s*=")
+# A URL whose scheme was left out ("user:password@host:5432/db"): taken as a file path, it was echoed,
+# password and all, in "no results store at ..." and in the ingest command suggested (2026-12-07).
+_URL_WITHOUT_SCHEME = re.compile(r"^[^/\\\s:@]+:[^/\\\s@]*@[^/\s]+")
+# The databases the store runs on (SQLAlchemy backend names).
+_BACKENDS = ("sqlite", "postgresql")
 
 
 def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) -> str:
@@ -83,6 +88,12 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
                 # The parser reads the password's tail as the host, and the driver then prints it.
                 raise StoreError(f"--db {where}: the user-info part holds an unescaped '@': percent-encode "
                                  "it in the password as %40")
+            if parsed.get_backend_name() not in _BACKENDS:
+                # SQLAlchemy's own words were a missing driver module ("No module named 'MySQLdb'") or
+                # "Can't load plugin: sqlalchemy.dialects:postgres".
+                raise StoreError(f"--db {where}: the store runs on SQLite (a file path) or PostgreSQL "
+                                 "(postgresql+psycopg://USER@HOST:PORT/DBNAME), not "
+                                 f"{parsed.get_backend_name()!r}")
         return text_db
     if text_db == ":memory:":
         return "sqlite://"
@@ -92,6 +103,9 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
         raise StoreError("--db looks like a libpq connection string (key=value ...), not a path or URL: give a "
                          "SQLAlchemy URL, postgresql+psycopg://USER@HOST:PORT/DBNAME (the password in PGPASSWORD or "
                          "~/.pgpass)")
+    if _URL_WITHOUT_SCHEME.match(text_db) and not Path(text_db).expanduser().exists():
+        raise StoreError("--db looks like a database URL without its scheme (USER:PASSWORD@HOST...), not a path: "
+                         "give postgresql+psycopg://USER@HOST:PORT/DBNAME (the password in PGPASSWORD or ~/.pgpass)")
     path = Path(text_db).expanduser().resolve()
     if path.is_dir():
         raise StoreError(f"{text_db} is a folder, not an SQLite file: give the database file's path")
@@ -271,7 +285,7 @@ def display_url(url: str) -> str:
     with a password holding an unescaped "@" hidden whole (the parser reads its tail as the host);
     "the database" for a URL that does not parse."""
     if "://" not in url:
-        return url
+        return "***@" + url.rsplit("@", 1)[1] if _URL_WITHOUT_SCHEME.match(url) else url
     if url.startswith("sqlite:///"):
         return url[len("sqlite:///"):]
     if url.startswith("sqlite://"):

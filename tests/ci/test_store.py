@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from sqlalchemy import inspect as sa_inspect
 
 from ci.ingest import ingest_results_dir
 from ci.records import Benchmark, Commit, Direction, Kind, Outcome, StoreReader, Verdict
-from ci.store import Store, head_revision, resolve_url
+from ci.store import Store, StoreError, head_revision, resolve_url
 from ci.store.models import Base
 from tests.ci.conftest import MACHINE, load_history, sha_for, write_results
 from tests.ci.data.history_reads import reads
@@ -230,6 +231,9 @@ def test_resolve_url(tmp_path):
     "postgresql://alice:hunter2SECRET@127.0.0.1:1/x",
     "postgresql://alice:hun@ter2SECRET@127.0.0.1:1/x",
     "postgresql://alice:hunter2SECRET@127.0.0.1:notaport/x",
+    "alice:hunter2SECRET@127.0.0.1:5432/x",  # the scheme left out: once taken as a file path and echoed
+    "mysql://alice:hunter2SECRET@127.0.0.1/x",
+    "postgres://alice:hunter2SECRET@127.0.0.1/x",
 ])
 def test_a_database_password_is_never_printed(url, capsys):
     """However the password is given (the user-info part, a query option, an unescaped "@" that the
@@ -241,6 +245,18 @@ def test_a_database_password_is_never_printed(url, capsys):
     assert main(["compare", "--db", url, "--base", "05baf11f", "--head", "0b76c841"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "ter2SECRET" not in err and "hunter2" not in err, err
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("alice:pw@db.internal:5432/ragged", "a database URL without its scheme"),
+    ("mysql://alice@db.internal/ragged", "runs on SQLite (a file path) or PostgreSQL"),
+    ("postgres://alice@db.internal/ragged", "not 'postgres'"),
+])
+def test_a_database_the_store_cannot_run_on_is_one_clear_error(url, says):
+    """A forgotten scheme was taken as a file path; mysql:// and postgres:// failed in SQLAlchemy with
+    "No module named 'MySQLdb'" and "Can't load plugin: sqlalchemy.dialects:postgres"."""
+    with pytest.raises(StoreError, match=re.escape(says)):
+        resolve_url(url, must_exist=True)
 
 
 def test_in_memory_store(asv_dir):
