@@ -174,6 +174,7 @@ def _jobs_line(comparison: Comparison, settings: VerdictSettings | None = None) 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import AsvFormatError, ingest_results_dir
+    from ci.ingest.results_dir import SAME_MACHINE_ERROR
     from ci.project import record_project
 
     with _open(args, create=True) as store:
@@ -186,11 +187,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
     with reader_may_leave():
+        # The files skipped for their machine's unreadable machine.json: one line per machine, not per file
+        # (59 near-identical lines for one missing machine.json, 2026-12-07).
+        same: dict[str, int] = {}
         for f in report.files:  # each message is one line: file names in it are quoted where unusual
-            if f.status == "error":
+            if f.status == "error" and f" {SAME_MACHINE_ERROR} " in f.message:
+                carrier = f.message.rsplit(f" {SAME_MACHINE_ERROR} ", 1)[1]
+                same[carrier] = same.get(carrier, 0) + 1
+            elif f.status == "error":
                 print(f"error: {f.message}", file=sys.stderr)
             elif f.message:  # benchmarks skipped or left out, an environment name shortened
                 print(f"warning: {f.message}", file=sys.stderr)
+        for carrier, count in same.items():
+            print(f"error: {count} more result file(s) of that machine {SAME_MACHINE_ERROR} {carrier}",
+                  file=sys.stderr)
         for line in (*report.notes, *([printable(note)] if note else [])):
             print(line, file=sys.stderr)
         print(report.summary())

@@ -66,6 +66,10 @@ from ci.text import printable, quote_path
 BATCH_FILES = 50  # result files per transaction (each in its own savepoint): `Store.ingest_runs`
 
 
+# The message of a result file skipped because its machine.json could not be read (the first file of
+# that machine carries the machine.json's own message): "FILE: skipped, same machine.json error as FIRST".
+SAME_MACHINE_ERROR = "skipped, same machine.json error as"
+
 def readable_now(name: str, version: str | None, benchmarks: dict[str, BenchmarkInfo]) -> bool:
     """Whether a benchmark a stored file's parse skipped (`name`, the file's `version` of it) would be read
     with these `benchmarks` (benchmarks.json): it is there, of the file's version (or either has none)."""
@@ -332,7 +336,7 @@ def ingest_results_dir(
                     carrier = first_failed.setdefault(path.parent, path)
                     message = str(info)
                     if carrier != path:
-                        message = f"{quote_path(path)}: skipped, same machine.json error as {quote_path(carrier.name)}"
+                        message = f"{quote_path(path)}: {SAME_MACHINE_ERROR} {quote_path(carrier.name)}"
                     outcomes.append(file_outcome(path, "error", message=message))
                     continue
                 item = _placed(path, next(reads), info, claims)

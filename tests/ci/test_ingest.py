@@ -490,7 +490,8 @@ def test_missing_machine_json_fails_only_that_machine(asv_dir, store_url):
 
 def test_corrupt_machine_json_is_reported_once(asv_dir, capsys):
     """Every file of the machine is an error (exit 2, nothing of it stored, nothing unaccounted for),
-    but the machine.json message is printed once: the other files point to the file that carries it."""
+    but the machine.json message is printed once, and the other files are one line that points to the
+    file that carries it (one line each was 58 near-identical lines on MetPy's history)."""
     from ci.cli import main
 
     root = asv_dir([sha_for(0)])
@@ -503,8 +504,7 @@ def test_corrupt_machine_json_is_reported_once(asv_dir, capsys):
     assert sum("machine.json: not valid JSON" in line for line in lines) == 1
     assert lines[0].startswith(f"error: {root / 'other-runner' / 'machine.json'}: not valid JSON")
     assert lines[1:] == [
-        f"error: {path}: skipped, same machine.json error as {bad_files[0].name}" for path in bad_files[1:]
-    ]
+        f"error: 2 more result file(s) of that machine skipped, same machine.json error as {bad_files[0].name}"]
     assert "1 inserted" in captured.out and "3 errors" in captured.out
     with Store(db) as store:
         assert {c.sha for c in store.commits()} == {sha_for(0)}
