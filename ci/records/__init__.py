@@ -48,6 +48,7 @@ from ci.records.reader import (
     run_chain,
 )
 from ci.records.series import (
+    RECORDED_ROUNDING,
     STAT_NAMES,
     UNIT_SEMANTICS,
     Benchmark,
@@ -70,6 +71,7 @@ __all__ = [
     "NEW_SERIES",
     "NOT_ON_BASE",
     "NO_BASE_SAMPLES",
+    "RECORDED_ROUNDING",
     "STAT_NAMES",
     "recorded_spread",
     "UNCONFIRMED_SLOWDOWN",

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ci.records import (
+    RECORDED_ROUNDING,
     Acknowledgement,
     Benchmark,
     Commit,
@@ -451,10 +452,6 @@ def _columns_built(stats: dict[tuple[str, str], _Stats], runs: dict[str, list[tu
     return by_series, raw, environments
 
 
-# asv rounds the statistics it records to 5 significant digits: a relative error of up to 5e-5.
-RECORDED_DIGITS = 1e-4
-
-
 def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], list[float], list[float], list[int],
                                                                  list[float], list[float]]:
     """`median_iqr` of the results `keep` of a series read as columns, as six columns; for a result
@@ -475,7 +472,7 @@ def _column_stats(col: SeriesColumns, keep: list[int]) -> tuple[list[float], lis
         with np.errstate(invalid="ignore"):  # NaN where asv recorded none: compares False
             # asv's quartiles of the samples its one kept value is the median of (asv writes them to 5
             # significant digits: 3 of uxarray's 8,520 medians lie that little outside them)
-            slack = RECORDED_DIGITS * np.maximum(np.abs(lo), np.abs(hi))
+            slack = RECORDED_ROUNDING * np.maximum(np.abs(lo), np.abs(hi))
             one = ((counts[keep] == 1) & np.isfinite(lo) & np.isfinite(hi) & (lo - slack <= value)
                    & (value <= hi + slack))
             counted = one & np.isfinite(reps) & (reps >= 1) & (reps == np.floor(reps))

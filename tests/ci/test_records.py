@@ -38,3 +38,26 @@ def test_recorded_spread_is_asvs_quartiles_only_where_they_are_a_spread() -> Non
     for reps in (nan, 0.0, 2.5, -3.0):
         q25, q75, n = recorded_spread((0.9, 1.1, 0.95, 1.05, 2.0, reps))
         assert (q25, q75) == (0.95, 1.05) and math.isnan(n), reps
+
+
+def test_asv_stats_that_do_not_hold_the_points_value_are_not_used() -> None:
+    """asv's 99% interval is of the median it records (5 significant digits): a value outside it,
+    beyond that rounding (a file whose value was rewritten without its statistics), leaves the point
+    without asv's statistics, so asv compare's rule does not decide it on an interval of other values."""
+    from ci.records import Result
+    from ci.verdicts import compare
+    from ci.verdicts.decide import ASV_RULE
+
+    bench = Benchmark("suite.T.time_x", unit="seconds")
+
+    def result(sha: str, value: float, around: float) -> Result:
+        return Result(bench, sha, "m", (value,), stats=(around * 0.98, around * 1.02, around * 0.99, around * 1.01,
+                                                        1.0, 10.0))
+
+    assert result("a" * 40, 4.67e-3, 4.67e-3).asv_stats() is not None
+    assert result("a" * 40, 0.029773 * 1.00003, 0.029773 / 1.02).asv_stats() is not None  # 3e-5 over: rounding
+    assert result("a" * 40, 3e-3, 4.67e-3).asv_stats() is None
+    base = result("a" * 40, 4.67e-3, 4.67e-3)
+    (kept,) = compare([base], [result("b" * 40, 5.14e-3, 5.14e-3)])
+    (dropped,) = compare([base], [result("b" * 40, 3e-3, 5.14e-3)])
+    assert ASV_RULE in kept.reason and ASV_RULE not in dropped.reason, (kept.reason, dropped.reason)
