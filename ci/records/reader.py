@@ -149,8 +149,9 @@ class SeriesColumns:
         versions: per result, asv's benchmark version (None: unknown).
         spreads: per result, three float64s: the quartiles asv recorded of a point it kept one value
             of (`stats_q_25`, `stats_q_75`) and how many samples they summarise (`stats_repeat`), NaN
-            where asv recorded none or the point has raw samples; empty when no result has them.
-            What the dashboard shows as a run's spread where the store holds one sample.
+            where asv recorded none or the point has raw samples; empty when no result has them, and
+            in a window of runs (`runs_before`: the noise model's read). What the dashboard shows as a
+            run's spread where the store holds one sample.
     """
 
     benchmark: Benchmark

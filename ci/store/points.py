@@ -21,9 +21,8 @@ _BLOCK_COLUMNS = ("benchmark_ids", "samples", "lengths", "started_at", "benchmar
 
 def block_read(columns: str, table: str = "") -> str:
     """The `_BLOCK_COLUMNS` of a point read of `columns` (`table`: "result_blocks." where the query
-    joins others); the statistics are NULL unless `columns` asks for them ("stats" or "spread")."""
-    wanted = "stats" in columns or "spread" in columns
-    stats = f"CASE WHEN {table}has_raw_samples THEN NULL ELSE {table}stats END" if wanted else "NULL"
+    joins others); the statistics are NULL unless `columns` asks for them."""
+    stats = f"CASE WHEN {table}has_raw_samples THEN NULL ELSE {table}stats END" if "stats" in columns else "NULL"
     return ", ".join(stats if c == "stats" else f"{table}{c}" for c in _BLOCK_COLUMNS)
 
 
@@ -34,18 +33,12 @@ _NAN = float("nan")
 _NONE6, _NAN6 = (None,) * 6, (_NAN,) * 6
 _STRIDED: dict[int, Any] = {}
 _SPREAD_OF_ONE = struct.Struct("<16x2d8xd").unpack  # q_25, q_75 and repeat of a one-point block's six
-
-
-# The spread asv recorded of a point it kept one value of (`ci.records.recorded_spread`): three
-# columns, q_25, q_75 and repeat, NULL where the point has raw samples. A point read asks for it as
-# "spread", last; it is read as three plain columns (no per-row Python), for the dashboard's columns.
-_RESULT_SPREAD = ", ".join(f"CASE WHEN has_raw_samples THEN NULL ELSE {c} END" for c in ("q_25", "q_75", "repeat"))
+_ONE_ID = struct.Struct("<q").unpack  # a one-point block's benchmark id
 
 
 def result_columns(columns: str) -> str:
-    """The `results` columns of a point read's `columns` ("stats" stands for the six statistics,
-    "spread" for the three of `_RESULT_SPREAD`)."""
-    return columns.replace("stats", _RESULT_STATS).replace("spread", _RESULT_SPREAD)
+    """The `results` columns of a point read's `columns` ("stats" stands for the six statistics)."""
+    return columns.replace("stats", _RESULT_STATS)
 
 
 def fold_stats(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -87,10 +80,8 @@ def _point_stats(blob: bytes | None, n: int, j: int) -> tuple[float, ...] | None
 
 def block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple[Any, ...]]:
     """`results`-like rows (run_id, benchmark_id, *columns) of every point of `blocks` (rows of
-    run_id and `block_read`); `columns` names some of samples, started_at, benchmark_version, stats,
-    and may end with spread (three columns, `_block_spread`)."""
+    run_id and `block_read`); `columns` names some of samples, started_at, benchmark_version, stats."""
     wanted = [c.strip() for c in columns.split(",")]
-    spread = wanted[-1] == "spread"  # three columns, last
     out: list[tuple[Any, ...]] = []
     for run_id, ids_blob, samples, lengths, started, version, stats in blocks:
         ids = int64s(bytes(ids_blob))
@@ -99,27 +90,27 @@ def block_points(blocks: Iterable[tuple[Any, ...]], columns: str) -> list[tuple[
                "benchmark_version": repeat(version, n)}  # fmt: skip
         if "stats" in wanted:
             per["stats"] = _block_stats(stats, n)
-        if spread:
-            cols = [*map(per.__getitem__, wanted[:-1]), *_block_spread(stats, n)]
-            out.extend(zip(repeat(run_id, n), ids, *cols, strict=True))
-            continue
         out.extend(zip(repeat(run_id, n), ids, *map(per.__getitem__, wanted), strict=True))
     return out
 
 
-def _block_spread(blob: bytes | None, n: int) -> tuple[Any, Any, Any]:
-    """An `n`-point block's q_25, q_75 and repeat columns (the "spread" of a point read), each a
-    sequence of n floats (None each where the block has raw samples)."""
-    if blob is None:
-        return repeat(None, n), repeat(None, n), repeat(None, n)
-    blob = bytes(blob)
-    if len(blob) != 48 * n:
-        raise ValueError(f"a block's statistics are {len(blob)} bytes, its {n} points need {48 * n}")
-    if n == 1:  # a benchmark without parameters: most blocks of some histories
-        q25, q75, reps = _SPREAD_OF_ONE(blob)
-        return (q25,), (q75,), (reps,)
-    values = unpacker(len(blob))(blob)
-    return values[2 * n:3 * n], values[3 * n:4 * n], values[5 * n:]
+def block_spreads(blocks: Iterable[tuple[Any, ...]]) -> list[tuple[float, ...]]:
+    """(run_id, benchmark_id, q_25, q_75, repeat) of every point of `blocks` (rows of run_id,
+    benchmark_ids and a non-NULL stats column: blocks of points asv kept one value of), NaN where asv
+    recorded none."""
+    out: list[tuple[float, ...]] = []
+    for run_id, ids_blob, blob in blocks:
+        if len(ids_blob) == 8 and len(blob) == 48:  # a benchmark without parameters: most blocks of some histories
+            out.append((run_id, *_ONE_ID(ids_blob), *_SPREAD_OF_ONE(blob)))
+            continue
+        ids = int64s(bytes(ids_blob))
+        n = len(ids)
+        blob = bytes(blob)
+        if len(blob) != 48 * n:
+            raise ValueError(f"a block's statistics are {len(blob)} bytes, its {n} points need {48 * n}")
+        values = unpacker(len(blob))(blob)
+        out.extend(zip(repeat(run_id, n), ids, values[2 * n:3 * n], values[3 * n:4 * n], values[5 * n:], strict=True))
+    return out
 
 
 def series_in_blocks(blocks: list[tuple[Any, ...]], bid: int, columns: str) -> list[tuple[Any, ...]]:

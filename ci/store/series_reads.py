@@ -17,7 +17,7 @@ from sqlalchemy import Connection, String, select, type_coerce
 from ci.records import Benchmark, MachineHistory, Result, SeriesColumns
 from ci.store.codec import float64s, unpacker, utc
 from ci.store.models import BenchmarkRow, CommitRow, MachineRow, RunRow
-from ci.store.points import block_points, block_read, fold_stats, result_columns, series_in_blocks
+from ci.store.points import block_points, block_read, block_spreads, fold_stats, result_columns, series_in_blocks
 from ci.store.read_session import HISTORY_ORDER, MEMO_MAX, ReadSession, fetch_rows, paused_gc
 
 _IN_LIST = 500  # run ids named in one IN (...); far below SQLite's bound-parameter limit
@@ -33,6 +33,25 @@ class FailedPoint:
     status: str  # "failed" or "skipped"
     run_id: str
 
+
+def _spreads_by_row(ids: np.ndarray, bids: np.ndarray, spread_rows: list[tuple[Any, ...]]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a columns read (its run and benchmark ids), the (q_25, q_75, repeat) of
+    `spread_rows` (`_recorded_spreads`) for the same point, NaN where there is none; and whether a row
+    has a recorded q_25. Matched in numpy (a sort and a binary search), not per row."""
+    out = np.full((ids.size, 3), np.nan)
+    if not spread_rows:
+        return out, np.zeros(ids.size, dtype=bool)
+    table = np.array(spread_rows, dtype=np.float64)  # None: NaN
+    width = int(max(bids.max(), table[:, 1].max())) + 1
+    keys = table[:, 0].astype(np.int64) * width + table[:, 1].astype(np.int64)
+    by_key = np.argsort(keys, kind="stable")
+    keys = keys[by_key]
+    wanted = ids * width + bids
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = keys[at] == wanted
+    out[hit] = table[by_key[at[hit]], 2:5]
+    return out, hit & ~np.isnan(out[:, 0])
 
 def _parse_dt(value: Any, memo: dict[Any, datetime | None]) -> datetime | None:
     """A UTC datetime from a DateTime column read raw (text on SQLite), memoised per value."""
@@ -103,13 +122,9 @@ class SeriesReads(ReadSession):
             stmt = stmt.where(CommitRow.branch == branch)
         return list(conn.execute(stmt).all())
 
-    def _select_results(
-        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None
-    ) -> list[tuple[Any, ...]]:
-        """(run_id, benchmark_id, *columns) of the results of `runs` (all of the store's runs when
-        `every_run`; rows of other runs may come too, for the caller to drop). One plain DBAPI query,
-        no per-row objects and no ORDER BY: the read of a whole history is one table scan, put in
-        order by the caller (a sort of 500,000 rows in SQL was a third of the read, 2026-12-01)."""
+    @staticmethod
+    def _run_filter(runs: list[Any], every_run: bool, machine: str | None) -> tuple[list[str], list[Any]]:
+        """The WHERE terms (and their parameters) that keep the rows of `runs` (`_select_results`)."""
         where: list[str] = []
         params: list[Any] = []
         if not every_run:
@@ -120,6 +135,16 @@ class SeriesReads(ReadSession):
                 where.append("run_id IN (SELECT runs.id FROM runs JOIN machines ON runs.machine_id = machines.id "
                              "WHERE machines.name = ?)")
                 params.append(machine)
+        return where, params
+
+    def _select_results(
+        self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None
+    ) -> list[tuple[Any, ...]]:
+        """(run_id, benchmark_id, *columns) of the results of `runs` (all of the store's runs when
+        `every_run`; rows of other runs may come too, for the caller to drop). One plain DBAPI query,
+        no per-row objects and no ORDER BY: the read of a whole history is one table scan, put in
+        order by the caller (a sort of 500,000 rows in SQL was a third of the read, 2026-12-01)."""
+        where, params = self._run_filter(runs, every_run, machine)
         status = "status = ?" if ok else "status <> ?"
         sql = (f"SELECT run_id, benchmark_id, {result_columns(columns)} FROM results "
                f"WHERE {' AND '.join([status, *where])}")
@@ -131,6 +156,18 @@ class SeriesReads(ReadSession):
                                   + (f" WHERE {' AND '.join(where)}" if where else ""), params)  # fmt: skip
             rows.extend(block_points(blocks, columns))
         return rows
+
+    def _recorded_spreads(self, conn: Connection, runs: list[Any], every_run: bool, machine: str | None
+                          ) -> list[tuple[Any, ...]]:
+        """(run_id, benchmark_id, q_25, q_75, repeat) of the ok points of `runs` (as `_select_results`
+        selects them) that hold one value and asv's recorded statistics (None or NaN: not recorded)."""
+        where, params = self._run_filter(runs, every_run, machine)
+        rows = fetch_rows(conn, "SELECT run_id, benchmark_id, q_25, q_75, repeat FROM results WHERE "
+                          + " AND ".join(["status = ?", "NOT has_raw_samples", "q_25 IS NOT NULL", *where]),
+                          ["ok", *params])  # fmt: skip
+        blocks = fetch_rows(conn, "SELECT run_id, benchmark_ids, stats FROM result_blocks WHERE "
+                            + " AND ".join(["NOT has_raw_samples", "stats IS NOT NULL", *where]), params)
+        return [*rows, *block_spreads(blocks)]
 
     def _result_rows(
         self, conn: Connection, columns: str, *, ok: bool, runs: list[Any], every_run: bool, machine: str | None
@@ -402,24 +439,28 @@ class SeriesReads(ReadSession):
             wanted = [r for m, rs in by_machine.items() for r in rs[skip.get(m, 0):stop.get(m, len(rs))]]
             every = machine is None and branch is None and not any(skip.values()) and not stop
             rows: list[tuple[Any, ...]] = []
+            # asv's quartiles of the points it kept one value of (most CI histories): the spread the
+            # dashboard shows where the store holds one sample (`SeriesColumns.spreads`). Read apart, for
+            # those points only: three more columns of every row cost a history of raw samples 23% of
+            # this read (500,000 rows) and bought it nothing; apart, +3% there and 200 -> 300 ms on
+            # uxarray's history repeated 6 times (51,780 one-value points), 2026-12-07.
+            spread_rows: list[tuple[Any, ...]] = []
             if stop:  # a window: its runs by id, _IN_LIST at a time (a machine's rows would be the whole history)
                 for at in range(0, len(wanted), _IN_LIST):
-                    rows += self._select_results(conn, "samples, benchmark_version, spread", ok=True,
-                                                 runs=wanted[at : at + _IN_LIST], every_run=False, machine=None)
+                    rows += self._select_results(conn, "samples, benchmark_version", ok=True,
+                                                 runs=wanted[at : at + _IN_LIST],
+                                                 every_run=False, machine=None)  # (the noise model's: no spreads)
             elif wanted:
-                rows = self._select_results(conn, "samples, benchmark_version, spread", ok=True, runs=wanted,
+                rows = self._select_results(conn, "samples, benchmark_version", ok=True, runs=wanted,
                                             every_run=every, machine=machine)  # fmt: skip
+                spread_rows = self._recorded_spreads(conn, wanted, every, machine)
         names = sorted(by_machine)
         per_machine: dict[str, list[SeriesColumns]] = {name: [] for name in names}
         if rows:
             # Columns, then one sort by (machine, series, position in the machine's history order) in
             # numpy: each series is a slice of it. Per-row Python work was most of this read (1.1 of
             # 1.6 s CPU for 500,000 rows, 2026-12-01); what is left per row runs in C (zip, map, join).
-            run_ids, bids, blobs, versions, q25s, q75s, reps = zip(*rows, strict=True)
-            # asv's quartiles of the points it kept one value of (most CI histories): the spread the
-            # dashboard shows, where the store holds one sample (`SeriesColumns.spreads`); None: NaN.
-            spreads = np.array([q25s, q75s, reps], dtype=np.float64).T.copy()
-            recorded = ~np.isnan(spreads[:, 0])
+            run_ids, bids, blobs, versions = zip(*rows, strict=True)
             ids = np.fromiter(run_ids, dtype=np.int64, count=len(rows))
             size = int(max(ids.max(), max(r.id for r in runs))) + 1
             position = np.full(size, -1, dtype=np.int64)
@@ -431,6 +472,7 @@ class SeriesReads(ReadSession):
                 machine_of[[r.id for r in rs[first:last]]] = m
             pos = position[ids]
             all_bids = np.fromiter(bids, dtype=np.int64, count=len(rows))
+            spreads, spread_kept = _spreads_by_row(ids, all_bids, spread_rows)
             sel = np.flatnonzero(pos >= 0)  # rows of runs outside the filter are dropped
             order = sel[np.lexsort((pos[sel], all_bids[sel], machine_of[ids[sel]]))]
             mach_o, bid_o = machine_of[ids[order]], all_bids[order]
@@ -443,7 +485,7 @@ class SeriesReads(ReadSession):
                 name = names[int(mach_o[a])]
                 positions = pos[order[a:b]].tolist()
                 rows_of = order[a:b]
-                spread = array("d", spreads[rows_of].tobytes()) if recorded[rows_of].any() else array("d")
+                spread = array("d", spreads[rows_of].tobytes()) if spread_kept[rows_of].any() else array("d")
                 per_machine[name].append(SeriesColumns(
                     benches[int(bid_o[a])], name, tuple(map(shas[name].__getitem__, positions)), tuple(positions),
                     tuple(lengths[order[a:b]].tolist()), float64s(b"".join(map(blobs.__getitem__, idx))),
