@@ -680,3 +680,37 @@ def test_the_code_salt_covers_the_site_and_what_its_pages_are_computed_with(tmp_
         path = copy / rel
         path.write_bytes(path.read_bytes() + b"\n")
         assert render._code_salt() != before, f"a change in {rel} did not change the salt"
+
+
+def test_every_row_the_machine_filter_hides_names_one_of_its_choices(tmp_path: Path) -> None:
+    """The filter hides what carries another machine's name: every `data-machine` of every page is
+    one of the filter's choices. A failed point's row carried the raw machine key, which no choice
+    named where a machine ran two environments, so choosing either hid every failed row (uxarray's
+    6,977 on its commit pages, 2026-12-07)."""
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    def some_fail(name: str, j: int, c: int) -> list[float] | None:
+        return None if "time_gpu" in name and j == 1 else [1e-3 * (j + 1) * (1 + 0.01 * k) for k in range(5)]
+
+    root = tmp_path / "results"
+    for env in ("conda-py3.11-a", "conda-py3.11-b"):
+        write_results(root, [sha_for(i) for i in range(4)], samples=some_fail, env_name=env)
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        assert ingest_results_dir(store, root).ok
+        render_site(store, tmp_path / "site")
+    choices: set[str] = set()
+    tagged: dict[str, set[str]] = {}
+    for page in (tmp_path / "site").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        choices |= {v[2:] for v in re.findall(r'<option value="(m:[^"]*)"', text)}
+        tagged[page.name] = set(re.findall(r'data-machine="([^"]*)"', text))
+    assert len(choices) == 2, choices  # one machine name, two environments: two choices
+    commit_pages = [p for p in tagged if p != "index.html"]
+    assert any(tagged[p] for p in commit_pages)
+    for page, machines in tagged.items():
+        assert machines <= choices, (page, machines - choices)
+    failed_rows = re.findall(r'<tr data-machine="([^"]*)"[^>]*><td class="bench">.*?</td><td>[^<]*</td><td>failed</td>',
+                             (tmp_path / "site" / "commit" / f"{commit_slug(sha_for(1))}.html").read_text())
+    assert len(failed_rows) == 2 and set(failed_rows) == choices  # one failed point per environment

@@ -103,7 +103,9 @@ class CommitPages(Site):
                 "n_measured": measured.get(c.sha, 0),
                 "regs": [self.reg_row(r, 1) for r in regs_at.get(c.sha, [])],
                 "suspects": [self.suspect_row(x, 1) for x in suspects_at.get(c.sha, [])],
-                "failures": [(b.name, b.params_label, m, status, b.kind == Kind.CORRECTNESS,
+                # The machine as the page's filter names it (`ml`): its raw key matched no filter option,
+                # and choosing a machine hid every failed row (uxarray's 6,977, 2026-12-07).
+                "failures": [(b.name, b.params_label, self.ml(m), status, b.kind == Kind.CORRECTNESS,
                               self.series_href(b.key, m, 1) if (b.key, m) in self.series_keys else "")
                              for b, m, status in snap.failures_by_sha.get(c.sha, [])],
             }
