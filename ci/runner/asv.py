@@ -143,6 +143,30 @@ def result_digests(cfg: RunnerConfig, sha: str) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in result_files(cfg, sha)}
 
 
+def measured_names(cfg: RunnerConfig, sha: str, since_ms: int) -> set[str]:
+    """The asv benchmarks (names) of commit `sha`'s result files that were measured (or failed to
+    run) at or after `since_ms` (ms since the epoch, asv's `started_at`): what a call that began then
+    measured. asv keeps in a commit's file the results of the benchmarks a call did not select, from
+    earlier calls, and the whole file is that call's once rewritten: `continuous -b X` after a full run
+    judged every other benchmark's old results as measured in one call (2026-12-07)."""
+    from ci.ingest.asv_files import load_json
+
+    out: set[str] = set()
+    for path in result_files(cfg, sha):
+        data = load_json(path)
+        if not isinstance(data, dict):
+            continue
+        columns, results = data.get("result_columns"), data.get("results")
+        if not isinstance(columns, list) or "started_at" not in columns or not isinstance(results, dict):
+            continue
+        at = columns.index("started_at")
+        for name, row in results.items():
+            started = row[at] if isinstance(row, list) and len(row) > at else None
+            if isinstance(started, int | float) and not isinstance(started, bool) and started >= since_ms:
+                out.add(name)
+    return out
+
+
 def result_files(cfg: RunnerConfig, sha: str) -> list[Path]:
     """asv's result files for commit `sha` on this job's machine (none yet: [])."""
     d = cfg.results_dir / cfg.machine

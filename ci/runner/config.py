@@ -26,7 +26,7 @@ class RunnerError(RuntimeError):
     """The run cannot go on (asv missing or broken, git error, nothing measured); exit code 2."""
 
 
-def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
+def suite_regex(repo: str | os.PathLike[str], which: str, *, declared_only: bool = False) -> str:
     """A benchmark-name regex documented by the suite (`benchmarks/__init__.py`) of a checkout.
 
     Read as text, not imported, so the runner works on any checkout and never imports torch.
@@ -36,6 +36,8 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
         which: "quick" (the PR subset), "cpu" (what runs without a GPU), "exact" (the exact tier alone:
             no GPU, no timing) or "full" (the whole suite less the combinations that can never run).
 
+        declared_only: "" where the suite does not declare it (instead of this project's regex).
+
     Returns:
         The regex for `asv run -b` ("" for "full" at a checkout that has none: no filter).
     """
@@ -44,6 +46,8 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
     if which not in names:
         raise ValueError(f"which must be 'quick', 'cpu', 'exact' or 'full', got {which!r}")
     const, fallback = names[which]
+    if declared_only:
+        fallback = ""
     path = Path(repo) / "benchmarks" / "__init__.py"
     try:
         import ast
@@ -60,6 +64,13 @@ def suite_regex(repo: str | os.PathLike[str], which: str) -> str:
             if isinstance(value, str) and value:
                 return value
     return fallback
+
+
+def nothing_selected(regex: str | None) -> str:
+    """Why an asv call measured nothing: its benchmark selection matched none (asv says "No benchmarks
+    selected" and writes no result), named so the user can pick another."""
+    return (f"asv measured no benchmark in this call: its selection ({bench_option(regex)}) matched none of the "
+            "suite's benchmarks; choose some with -b REGEX (`asv run --bench just-discover` lists them)")
 
 
 def bench_option(regex: str | None) -> str:
@@ -232,6 +243,10 @@ class CommitRun:
     returncode: int
     seconds: float
     gpu_state: tuple[tuple[str, str], ...] = ()
+    # The asv benchmarks (names) this invocation measured, of any of its commits: a result file keeps the
+    # results of the benchmarks a call did not select, from earlier calls (`ci.runner.asv.measured_names`).
+    # None: not known (a resumed job's call ran earlier).
+    measured: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.records import Result
 from ci.runner.command import job_selection
-from ci.runner.config import RunnerConfig, bench_option, default_machine
+from ci.runner.config import RunnerConfig, bench_option, default_machine, nothing_selected
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
 from ci.text import printable, reader_may_leave
@@ -99,20 +99,23 @@ def cmd_continuous(args: argparse.Namespace) -> int:
         if base == head:
             say(f"A/A check of {head[:12]}: one asv call, the first half of each series' samples against the second "
                 "half; every difference is noise")
-            measure(cfg, store, [(head,)], interleave=False)
+            (run,) = measure(cfg, store, [(head,)], interleave=False)
             ingest_results(cfg, store)
-            b, h = _halves([r for m in machine_keys(store, cfg.machine) for r in results_with_crashes(store, head, m)])
+            b, h = _halves([r for m in machine_keys(store, cfg.machine) for r in results_with_crashes(store, head, m)
+                            if run.measured is None or r.benchmark.name in run.measured])  # this call's only
             verdicts = compare(b, h, settings=settings)
             sides = spreads(b, h)
             problem = not_measured(h, "commit", head)
             rule = "in-job rule: both halves come from one asv call of one commit"
         else:
-            measure(cfg, store, [(base, head)], interleave=True)
+            (run,) = measure(cfg, store, [(base, head)], interleave=True)
             ingest_results(cfg, store)
-            comparison = ab_comparison(cfg, store, base, head)
+            comparison = ab_comparison(cfg, store, base, head, run.measured)
             verdicts, sides = comparison.verdicts, spreads(comparison.base, comparison.head)
             problem = comparison.problem
             rule = measurement_line(comparison, settings.max_threshold)  # in-job, or cross-job (a marker missing)
+        if run.measured is not None and not run.measured:  # asv ran nothing: say why, not "no point on head"
+            problem = nothing_selected(cfg.bench)
     label = f"A/A check of {head[:12]}" if base == head else f"base {base[:12]} ({args.base}) -> head {head[:12]} " \
         f"({args.head})"
     code = exit_code(verdicts)

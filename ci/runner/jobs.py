@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
 from ci.records import Alert, Outcome, Verdict
 from ci.runner.asv import ensure_machine
-from ci.runner.config import RunnerConfig, RunnerError, RunOutcome
+from ci.runner.config import RunnerConfig, RunnerError, RunOutcome, nothing_selected
 from ci.runner.measure import ingest_results, job_lock, measure
 from ci.runner.progress import say
 from ci.runner.publish import CommentNotPosted, render_dashboard, write_comment
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from ci.verdicts import Comparison
 
 
-def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str) -> Comparison:
+def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str,
+                  measured: frozenset[str] | None = None) -> Comparison:
     """A/B verdicts of head against base on the job's machine, from the store (`compare_commits`,
     the path every entry point decides through, with the checkout's thresholds); saved back to it.
 
@@ -30,6 +32,8 @@ def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str) -> Comp
         store: a `ci.store.Store`.
         base: full sha of the base commit.
         head: full sha of the head commit.
+        measured: the asv benchmarks the job's call measured (`CommitRun.measured`): only those are
+            compared (the commits' files keep earlier calls' results of the others); None: all.
 
     Returns:
         A `ci.verdicts.Comparison` (verdicts sorted by series key).
@@ -41,6 +45,12 @@ def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str) -> Comp
         comparison = compare_commits(store, base, head, machines, settings=cfg.settings)
     except ValueError as exc:  # no results for head
         raise RunnerError(f"{exc}: nothing to compare") from None
+    if measured is not None:
+        # Not measured by this call: neither judged nor saved. Nothing measured is then no measured
+        # point on a side (`Comparison.problem`: exit 2), never a verdict on old results.
+        comparison = replace(comparison, base=[r for r in comparison.base if r.benchmark.name in measured],
+                             head=[r for r in comparison.head if r.benchmark.name in measured],
+                             verdicts=[v for v in comparison.verdicts if v.benchmark.name in measured])
     store.save_verdicts(comparison.verdicts)
     return comparison
 
@@ -127,11 +137,14 @@ def run_pr(cfg: RunnerConfig, base: str, head: str) -> RunOutcome:
         runs = measure(cfg, store, [(base, head)], interleave=True)
         ingest = ingest_results(cfg, store)
         with store.snapshot():  # the verdicts and the comment from one state of the history
-            comparison = ab_comparison(cfg, store, base, head)
+            comparison = ab_comparison(cfg, store, base, head, runs[0].measured)
             verdicts = comparison.verdicts
             code = exit_code(verdicts)
-            if comparison.problem:  # nothing measured on a side: an error, whatever the verdicts say
-                say(f"error: {comparison.problem}")
+            problem = comparison.problem
+            if runs[0].measured is not None and not runs[0].measured:  # asv ran nothing: say why
+                problem = nothing_selected(cfg.bench)
+            if problem:  # nothing measured on a side: an error, whatever the verdicts say
+                say(f"error: {problem}")
                 code = EXIT_ERROR
             try:
                 comment, url = write_comment(cfg, store, comparison, base, head)

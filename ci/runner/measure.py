@@ -13,7 +13,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci.runner.asv import gpu_state, mark_call, result_digests, result_files, run_asv, write_sidecar_if_missing
+from ci.runner.asv import (
+    gpu_state,
+    mark_call,
+    measured_names,
+    result_digests,
+    result_files,
+    run_asv,
+    write_sidecar_if_missing,
+)
 from ci.runner.config import CommitRun, RunnerConfig, RunnerError, call_marker
 from ci.runner.git import resolve_commit
 from ci.runner.progress import JobProgress, say
@@ -138,6 +146,7 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             bar.line(f"[runner] {label}: asv call {call}, gpu={state.get('gpu') or 'none'} "
                      f"sm_clock={state.get('sm_clock_mhz') or '-'} torch={state.get('torch') or '?'}")
             t0 = time.monotonic()
+            since_ms = int(time.time() * 1000) - 1000  # asv's started_at of what this call measures
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
             finally:
@@ -160,7 +169,8 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             if interleave:  # measured to the end: a re-run of this job may reuse it
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.write_text(json.dumps(_pr_job_record(cfg, shas), sort_keys=True))
-            runs.append(CommitRun(tuple(shas), rc, seconds, tuple(sorted(state.items()))))
+            measured = frozenset(name for s in shas for name in measured_names(cfg, s, since_ms))
+            runs.append(CommitRun(tuple(shas), rc, seconds, tuple(sorted(state.items())), measured))
             note = "" if rc == 0 else f", asv exit {rc}: some benchmarks failed"
             if not interleave and cfg.resume and had_files:
                 note += " (resumed: asv skipped what it had measured before)"

@@ -204,3 +204,46 @@ def test_cpu_continuous_tells_the_exact_tier_first(toy, tmp_path, capsys):  # no
     assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(comment)]) == code
     body = comment.read_text()
     assert "- `bench_shape.Shape.track_launches`: 139 -\\> 142 launches" in body.split("### Structure")[1], body
+
+
+def test_only_what_the_call_measured_is_judged(toy, tmp_path, capsys):  # noqa: F811
+    """asv keeps, in a commit's result file, the results of the benchmarks a call did not select, from
+    earlier calls, and the rewritten file is that call's: `continuous -b X` after a full run judged the
+    others' old results as measured in one call (a stale crash listed as failing, exit 1), and a
+    selection that matched nothing still printed verdicts of old results. Now a call is judged on what
+    it measured, and a call that measured nothing is an error that says why."""
+    repo, shas = toy
+    db = str(tmp_path / "h.sqlite")
+    run = ["continuous", "--repo", str(repo), "--db", db, "--machine", "cibox"]
+    assert main([*run, shas["B"], shas["C"]]) == 1  # the whole suite: a crash and a regression
+    capsys.readouterr()
+    assert main([*run, "-b", "Toy.time_work", shas["B"], shas["C"]]) == 1
+    out = capsys.readouterr().out
+    assert _rows(out) == {"bench_toy.Toy.time_work": "+"}, out  # the crash was not measured by this call
+    assert ", 1 series: -b" in out
+    assert main([*run, "-b", "no_such_benchmark", shas["B"], shas["C"]]) == 2
+    captured = capsys.readouterr()
+    assert "asv measured no benchmark in this call: its selection (-b no_such_benchmark) matched none" in (
+        captured.out + captured.err), captured
+
+
+def test_without_a_gpu_another_projects_suite_runs_whole(tmp_path, monkeypatch):
+    """Without a GPU and without -b, the CPU subset is that of a suite that declares one (`CPU_REGEX`);
+    a suite that declares none (another project's) runs whole: this project's `CPU\\.` selected none of
+    an ordinary suite's benchmarks, and asv ran nothing."""
+    import argparse
+
+    from ci.runner import command, continuous
+
+    monkeypatch.setattr(command, "has_gpu", lambda: False)
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", default=str(tmp_path / "h.sqlite"))
+    continuous.add_arguments(p)
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    assert command.job_selection(p.parse_args(["main"]), repo, cpu_without_gpu=True)[0] is None
+    (repo / "benchmarks" / "__init__.py").write_text('CPU_REGEX = r"^bench_toy\\."\n')
+    assert command.job_selection(p.parse_args(["main"]), repo, cpu_without_gpu=True)[0] == r"^bench_toy\."
+    assert command.job_selection(p.parse_args(["main", "-b", "x"]), repo, cpu_without_gpu=True)[0] == "x"
+    assert command.job_selection(p.parse_args(["main", "--cpu"]), tmp_path, cpu_without_gpu=True)[0] == r"CPU\."
