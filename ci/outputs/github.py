@@ -51,7 +51,7 @@ from typing import Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.outputs.comment import GITHUB_MAX_CHARS, MARKER
-from ci.text import TOKEN_SHAPES
+from ci.text import redact_text
 
 DEFAULT_API_URL = "https://api.github.com"
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")  # the only hosts the token may reach over plain http (a test server)
@@ -100,7 +100,7 @@ class _Secret:
         if self._value:
             for form in {self._value, urllib.parse.quote(self._value, safe=""), urllib.parse.quote_plus(self._value)}:
                 text = text.replace(form, "***")
-        return TOKEN_SHAPES.sub("***", text)  # any token shape, even one that is not the token sent
+        return redact_text(text)  # any credential's shape, even one that is not the token sent
 
     def __repr__(self) -> str:
         return "_Secret('***')"
@@ -283,17 +283,24 @@ def _read_capped(resp: Any, limit: int, deadline: _Deadline) -> bytes:
             raise TimeoutError("deadline passed")
 
 
+def check_api_url(api_url: str) -> urllib.parse.SplitResult:
+    """`api_url` parsed, or ValueError where a token may not be sent to it: not http(s), or plain
+    http to another machine (the token travels in a header: anyone on the path would read it)."""
+    parsed = urllib.parse.urlsplit(api_url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"api_url must be an http(s) URL, got {redact_text(api_url)!r}")
+    if parsed.scheme == "http" and (parsed.hostname or "") not in _LOOPBACK:
+        raise ValueError(f"api_url must be https (the token would travel in clear), got "
+                         f"{redact_text(api_url)!r}; plain http only to this machine (localhost, 127.0.0.1, ::1)")
+    return parsed
+
+
 class _Client:
     def __init__(self, api_url: str, token: _Secret, timeout: float, retries: int, deadline: float,
                  max_bytes: int | None = None) -> None:
-        parsed = urllib.parse.urlsplit(api_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
-        if parsed.scheme == "http" and (parsed.hostname or "") not in _LOOPBACK:
-            # The token travels in a header: over plain HTTP anyone on the path reads it.
-            raise ValueError(f"api_url must be https (the token would travel in clear), got {api_url!r}; plain "
-                             "http only to this machine (localhost, 127.0.0.1, ::1)")
+        parsed = check_api_url(api_url)
         self.base = api_url.rstrip("/")
+        self.shown = redact_text(self.base)  # a password in the URL (an Enterprise proxy's) is never printed
         self.origin = (parsed.scheme, parsed.netloc)
         self.token = token
         self.timeout = timeout
@@ -377,10 +384,10 @@ class _Client:
                     self._wait(0.5 * 2**attempt, method, what)
                     continue
                 if isinstance(exc, urllib.error.URLError):
-                    problem = f"cannot reach {self.base}: {_server_text(str(exc.reason), self.token)}"
+                    problem = f"cannot reach {self.shown}: {_server_text(str(exc.reason), self.token)}"
                 else:
                     said = _server_text(str(exc), self.token) or type(exc).__name__
-                    problem = f"no complete answer from {self.base} ({said})"
+                    problem = f"no complete answer from {self.shown} ({said})"
                 after = ("retried without success" if retries else
                          "not retried (a POST may have posted: check the PR)" if method == "POST" else "not retried")
                 raise self._fail(f"GitHub API {method} {what}: {problem}; {after}") from None

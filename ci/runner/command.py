@@ -15,6 +15,7 @@ from ci.runner.config import RunnerConfig, bench_option, default_machine, has_gp
 from ci.runner.git import commits_in_range, git, new_branch_commits, resolve_commit
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
+from ci.text import redact_text
 
 HELP = "benchmark commits (a range, a branch's new commits, or a PR's base and head) and publish the results"
 
@@ -154,6 +155,13 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
         raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
     if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
         raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
+    # Before anything is measured: these were refused only once the benchmarks had run.
+    if args.dashboard_url is not None and not args.dashboard_url.startswith(("http://", "https://")):
+        raise ValueError(f"--dashboard-url must be an http(s) URL, got {redact_text(args.dashboard_url)!r}")
+    if args.github_repo:
+        from ci.outputs.github import check_api_url
+
+        check_api_url(args.api_url)
     bench, db, env = job_selection(args, repo)
 
     def under(p: str | None, default: str) -> Path | None:
@@ -230,7 +238,7 @@ def run_main(args: argparse.Namespace) -> int:
     """Wrap `cmd_run`: an interrupt or a runner error is exit 2 with a one-line reason."""
     # A cancelled GitHub job sends SIGTERM: turn it into the same clean stop as Ctrl-C, so asv's
     # process group is stopped too instead of running on after the job is gone.
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         return cmd_run(args)
     except KeyboardInterrupt:
@@ -249,5 +257,5 @@ def run_main(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
+def raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")

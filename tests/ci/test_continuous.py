@@ -247,3 +247,21 @@ def test_without_a_gpu_another_projects_suite_runs_whole(tmp_path, monkeypatch):
     assert command.job_selection(p.parse_args(["main"]), repo, cpu_without_gpu=True)[0] == r"^bench_toy\."
     assert command.job_selection(p.parse_args(["main", "-b", "x"]), repo, cpu_without_gpu=True)[0] == "x"
     assert command.job_selection(p.parse_args(["main", "--cpu"]), tmp_path, cpu_without_gpu=True)[0] == r"CPU\."
+
+
+def test_sigterm_stops_continuous_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+    """A cancelled job, `timeout` or `kill` sends SIGTERM: it was exit 143 with no word; now it stops
+    the command as Ctrl-C does (exit 2, one line), and the handler before it is back afterwards."""
+    import signal
+
+    from ci.runner import continuous
+
+    def killed(args):  # noqa: ANN001, ANN202 - stands in for the asv call in progress
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the command")
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(continuous, "_continuous", killed)
+    assert main(["continuous", "--repo", str(tmp_path), "--db", str(tmp_path / "h.sqlite"), "HEAD~1"]) == 2
+    assert "error: interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before

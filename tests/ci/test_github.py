@@ -312,6 +312,18 @@ def test_unreachable_api() -> None:
         post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="http://127.0.0.1:9", retries=0, timeout=2)
 
 
+def test_a_password_in_the_api_url_is_never_printed() -> None:
+    """An Enterprise proxy's user:password in --api-url was printed in "cannot reach http://user:pw@...";
+    and so in the "must be https" refusal."""
+    with pytest.raises(GitHubError, match="cannot reach") as unreachable:
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="http://user:s3cretPW@127.0.0.1:9/api", retries=0,
+                            timeout=2)
+    with pytest.raises(ValueError, match="must be https") as refused:
+        post_sticky_comment(REPO, 1, "x", token=TOKEN, api_url="http://user:s3cretPW@ghe.example.com/api/v3")
+    for exc in (unreachable.value, refused.value):
+        assert "s3cretPW" not in str(exc) and "user:***@" in str(exc), str(exc)
+
+
 def test_dry_run_writes_file_and_needs_no_token(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     out = tmp_path / "sub" / "comment.md"

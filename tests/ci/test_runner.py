@@ -653,3 +653,21 @@ def test_the_suite_readme_states_the_quick_subset_the_runner_uses():
     root = Path(__file__).resolve().parents[2]
     stated = re.search(r"QUICK='([^']*)'", (root / "benchmarks" / "README.md").read_text(encoding="utf-8"))
     assert stated is not None and stated.group(1) == QUICK_REGEX == suite_regex(root, "quick")
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--dashboard-url", "javascript:alert(1)"], "--dashboard-url must be an http(s) URL"),
+    (["--github-repo", "o/r", "--pr-number", "1", "--api-url", "http://user:pw1234@ghe.example.com/api"],
+     "api_url must be https"),
+])
+def test_a_pr_jobs_urls_are_refused_before_anything_is_measured(toy, tmp_path, monkeypatch, capsys, extra, says):
+    """A bad --dashboard-url or --api-url was refused only after the benchmarks had run; now before asv
+    starts (asv is never called), and a password in the URL is not printed."""
+    from ci.runner import measure as measure_module
+
+    repo, shas = toy
+    monkeypatch.setattr(measure_module, "run_asv", lambda *a, **k: pytest.fail("asv ran"))
+    code = main(["run", "--repo", str(repo), "--db", str(tmp_path / "h.sqlite"), "--pr", "--base", shas["B"],
+                 "--head", shas["C"], "--dashboard", "", "-b", "Toy", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "pw1234" not in err, err
