@@ -82,6 +82,7 @@ class AlertKind(StrEnum):
 
     REGRESSION = "regression"  # a change point of the history detector that made a series worse
     GATE = "gate"  # a failed correctness gate at one commit
+    CRASH = "crash"  # a benchmark that failed to run at a commit, where it ran at the commit before
 
 
 class AlertState(StrEnum):

@@ -1,6 +1,7 @@
-"""A history job's alerts: every regression change point and every failed correctness gate of the
-machine's history, kept in the store (`ci.store.Store.record_alerts`) from the moment a job finds
-them until a job has reported them (exit 1) or a maintainer has acknowledged them (`ci ack`).
+"""A history job's alerts: every regression change point, every failed correctness gate and every
+benchmark that started failing to run in the machine's history, kept in the store
+(`ci.store.Store.record_alerts`) from the moment a job finds them until a job has reported them
+(exit 1) or a maintainer has acknowledged them (`ci ack`).
 
 A job used to report only the steps its own commits made visible (`ci.verdicts.newly_detected`) and
 the gates of its own commits: one cancelled or timed out after ingesting lost them for good, since
@@ -56,7 +57,47 @@ def history_alerts(store: Store, machine: str, branch: str | None = None,
         Alert(AlertKind.GATE, v.benchmark, v.machine or m, v.head_sha, ratio=v.ratio, reason=v.reason)
         for m in keys for v in failed_gates(store, m)
     ]  # fmt: skip
-    return regressions + gates
+    return regressions + gates + [a for m in keys for a in started_failing(store, m)]
+
+
+def started_failing(store: StoreReads, machine: str) -> list[Alert]:
+    """Where a timing benchmark stopped running on one machine: each commit at which asv recorded it
+    as failed (an error, not a skip) while it ran at the machine's commit before that measured it
+    (or it never ran: failed from its first commit). A history job reported such a commit as a note
+    and exited 0, so a benchmark that started crashing on main went unguarded from then on; a check
+    that did not run is not a pass. Consecutive failures are one alert, at the first. Correctness
+    series are the gates' (`failed_gates`).
+
+    Args:
+        store: the store's read side.
+        machine: a machine key.
+
+    Returns:
+        CRASH alerts, by series key then commit.
+    """
+    failed = [f for f in store.failures(machine=machine) if f.status == "failed"
+              and f.benchmark.kind != Kind.CORRECTNESS]  # fmt: skip
+    if not failed:
+        return []
+    position = {sha: i for i, sha in enumerate(dict.fromkeys(store.run_commits(machine)))}
+    by_key: dict[str, list[str]] = {}
+    bench_of = {}
+    for f in failed:
+        by_key.setdefault(f.benchmark.key, []).append(f.commit_sha)
+        bench_of[f.benchmark.key] = f.benchmark
+    out = []
+    for key in sorted(by_key):
+        fails = set(by_key[key])
+        ran = {r.commit_sha for r in store.results(benchmark_key=key, machine=machine)}
+        seen = sorted((fails | ran) & position.keys(), key=position.__getitem__)
+        before = ""
+        for sha in seen:
+            if sha in fails and sha not in ran and (not before or before in ran):
+                reason = (f"failed to run (asv recorded an error); it ran at {before[:8]}" if before else
+                          "failed to run (asv recorded an error) from its first commit on this machine")
+                out.append(Alert(AlertKind.CRASH, bench_of[key], machine, sha, previous_sha=before, reason=reason))
+            before = sha
+    return out
 
 
 def failed_gates(store: StoreReads, machine: str) -> list[Verdict]:
@@ -90,6 +131,10 @@ def failed_gates(store: StoreReads, machine: str) -> list[Verdict]:
 def alert_line(alert: Alert) -> str:
     """The job log's line for an alert it reports (one printable line)."""
     where = f" on {alert.machine}" if alert.machine else ""
+    if alert.kind == AlertKind.CRASH:
+        bisect = f"; bisect {alert.previous_sha[:8]}..{alert.commit_sha[:8]}" if alert.previous_sha else ""
+        return printable(f"benchmark FAILED to run at {alert.commit_sha[:8]}: {alert.benchmark.key} ({alert.reason})"
+                         f"{where}{bisect}")
     if alert.kind == AlertKind.GATE:
         return printable(f"correctness FAILED at {alert.commit_sha[:8]}: {alert.benchmark.key} ({alert.reason}){where}")
     change = f"x{alert.ratio:.3f}" if math.isfinite(alert.ratio) else alert.reason.split(" between ")[0]

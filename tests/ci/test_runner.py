@@ -162,9 +162,14 @@ def test_range_and_since_last_then_resume_adds_nothing(toy, tmp_path, capsys):
     sidecar = json.loads((repo / ".asv" / "results" / "cibox" / f"gpu-env-{shas['A'][:8]}.json").read_text())
     assert set(sidecar) >= {"gpu", "driver", "torch", "sm_clock_mhz"}
 
-    # --since-last: only C is new on main.
-    assert main(["run", "--since-last", "--branch", "main", *common]) == 0
-    assert "main: 1 new commit(s)" in capsys.readouterr().out
+    # --since-last: only C is new on main, where ToyBroken stops running: the job fails, once, naming
+    # the commit and the range to bisect (a history job noted it and exited 0 until 2026-12-07).
+    assert main(["run", "--since-last", "--branch", "main", *common]) == 1
+    out = capsys.readouterr().out
+    assert "main: 1 new commit(s)" in out
+    assert (f"benchmark FAILED to run at {shas['C'][:8]}: bench_toy.ToyBroken.time_breaks_at_c (failed to run "
+            f"(asv recorded an error); it ran at {shas['B'][:8]}) on cibox; bisect {shas['B'][:8]}..{shas['C'][:8]}"
+            in out), out
     rows = _run_rows(db)
     assert len(rows) == 3
 
@@ -212,7 +217,7 @@ def test_sigterm_stops_asv_and_a_rerun_resumes_without_losing_or_duplicating(toy
 
     cfg = _cfg(repo, tmp_path)
     out = run_history(cfg, [shas["A"], shas["B"], shas["C"]])
-    assert out.exit_code == 0
+    assert out.exit_code == 1  # ToyBroken stops running at C: a crash alert, reported once
     with Store(db) as store:
         jobs = {r.commit_sha: dict(r.environment).get(JOB_KEY) for r in store.results()}
     # Every asv call has a marker of its own under its job's id. A kept the marker of the interrupted
