@@ -21,6 +21,7 @@ from ci.records import (
     Outcome,
     Result,
 )
+from ci.site.fmt import fmt_step, fmt_value
 from ci.site.series import ChangeMark, Regression, Series
 from ci.verdicts import (
     AlertGroup,
@@ -212,10 +213,30 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                 regressions.append(Regression(
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
+                    reason=after_a_dip(cp, cps[i - 1] if i else None, s.benchmark.unit),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
                     fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction),
                     environment=changed.get((s.benchmark.key, s.machine, cp.commit_sha), "")))
     return kept, groups
+
+
+# A step back after an opposite one at most this many commits earlier is read against the level
+# before both (the detector's span each side, `ci.verdicts.HistorySettings.span`).
+DIP_COMMITS = 32
+
+
+def after_a_dip(cp: Any, previous: Any, unit: str) -> str:
+    """What a regression that ends a short improvement (a dip of a time, a rise of a throughput) is
+    against the level before that improvement; "" for any other. Against the dip alone, uxarray's
+    `time_face_bounds` read "+202334.3%, 36.8 µs -> 74.4 ms" after a 7-commit stretch at 36.8 µs, where
+    its level before was 65.8 ms (+13.1%), and 11 of 14 such steps of two real histories only put the
+    level back where it was (2026-12-07)."""
+    if (previous is None or previous.outcome != Outcome.IMPROVED or not 0 < cp.index - previous.index <= DIP_COMMITS
+            or not (math.isfinite(previous.before) and math.isfinite(cp.after))):
+        return ""
+    net = cp.after / previous.before if previous.before > 0 < cp.after else math.nan
+    return (f"{fmt_step(net, previous.before, cp.after)} against {fmt_value(previous.before, unit)} before the "
+            f"{cp.index - previous.index}-commit improvement at {previous.commit_sha[:8]}, which it ends")
 
 
 def recovery(before: float, after: float, later: Sequence[Any], direction: Direction) -> str:

@@ -414,3 +414,25 @@ def test_a_machine_that_stopped_measuring_expires_its_suspicions_and_is_named(tm
                            benchmark_list=by_speed.benchmark_list, result_list=by_speed.result_list,
                            commit_list=by_speed.commit_list)
     assert load_snapshot(by_speed).quiet == {}
+
+
+def test_a_regression_that_ends_a_short_improvement_is_read_against_the_level_before_it() -> None:
+    """uxarray's `time_face_bounds` went 65.8 ms -> 36.8 us for 7 commits -> 74.4 ms: the step back read
+    "+202334.3%" against the dip alone; its reason now gives +13.1% against the level before the dip.
+    A step after a longer stretch, after a regression, or the first step of a series gets none."""
+    from ci.records import Benchmark, Outcome
+    from ci.site.judge import DIP_COMMITS, after_a_dip
+    from ci.verdicts import ChangePoint
+
+    bench = Benchmark("face_bounds.FaceBounds.time_face_bounds", unit="seconds")
+
+    def cp(index: int, before: float, after: float, outcome: Outcome) -> ChangePoint:
+        return ChangePoint(bench, f"{index:08d}" + "a" * 32, before, after, after / before, outcome, index=index)
+
+    dip = cp(18, 0.0658, 36.8e-6, Outcome.IMPROVED)
+    back = cp(25, 36.8e-6, 0.07444, Outcome.REGRESSED)
+    assert after_a_dip(back, dip, "seconds") == "+13.1% against 65.8 ms before the 7-commit improvement at 00000018, " \
+                                                "which it ends"
+    assert after_a_dip(back, None, "seconds") == ""
+    assert after_a_dip(back, cp(18, 0.0658, 0.070, Outcome.REGRESSED), "seconds") == ""
+    assert after_a_dip(cp(25 + DIP_COMMITS, 36.8e-6, 0.07444, Outcome.REGRESSED), dip, "seconds") == ""

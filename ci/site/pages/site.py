@@ -209,7 +209,8 @@ class Site:
                 out.append(Mark(reg.sha, "fixed", f"{label}, level restored at {reg.fixed_by[:8]}"))
             else:
                 step = fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)
-                out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} ({step}): {reg.reason}"))
+                why = f": {reg.reason}" if reg.reason else ""
+                out.append(Mark(reg.sha, "reg", f"open {reg.outcome.value} at {reg.sha[:8]} ({step}){why}"))
         for x in s.suspects:
             kind = {SuspectState.SUSPECTED: "suspect", SuspectState.WITHDRAWN: "withdrawn",
                     SuspectState.EXPIRED: "withdrawn"}.get(x.state, "confirmed")
