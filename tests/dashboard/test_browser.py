@@ -281,3 +281,17 @@ def test_screenshot_shows_charts_and_banner(site: Path, browser: Chromium, tmp_p
 
     assert count_near((0xCF, 0x22, 0x2E)) > 2000  # banner border, badges, regressed sparklines
     assert count_near((0x09, 0x69, 0xDA)) > 500  # links and sparklines
+
+
+def test_the_y_axis_labels_are_short_and_tell_ticks_apart(site: Path, browser: Chromium) -> None:
+    """The y axis' tick labels (drawn on the canvas, so read from the formatter the chart calls): a
+    memory count in a unit of its own printed "3300000000" over the axis title, and a one-run series'
+    five ticks all read "20.01"."""
+    store = synthetic_store(n_commits=40, n_series=8, machines=2)
+    browser.open((site / "series" / f"{series_slug(store.benchmark_list[2].key, 'runner-0')}.html").as_uri(),
+                 ready=READY)
+    labels = browser.evaluate("raggedDashboard.tickLabels([3.2e9, 3.3e9, 3.4e9, 12000, 2.5, 0.000123])")
+    assert labels == ["3.2G", "3.3G", "3.4G", "12k", "2.5", "0.000123"], labels
+    close = browser.evaluate("raggedDashboard.tickLabels([20.0061, 20.0062, 20.0063, 20.0064])")
+    assert len(set(close)) == 4 and close[0] == "20.0061", close
+    assert not browser.errors

@@ -48,6 +48,26 @@
     return strip(x.toFixed(Math.max(p - 1 - e, 0)));
   }
 
+  /* The y axis' tick labels, in the axis' unit: 4 significant digits, more where that would print two
+     ticks alike (five ticks of a one-run series all read "20.01"), and a thousands prefix from 10^4 on
+     ("3300000000" overran the 72 px gutter and the axis title on memory counts in a unit of their own). */
+  var PREFIX = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  function tick(v, p) {
+    var a = Math.abs(v);
+    for (var i = 0; a >= 1e4 && i < PREFIX.length; i++) {
+      if (a >= PREFIX[i][0]) return String(Number((v / PREFIX[i][0]).toPrecision(p))) + PREFIX[i][1];
+    }
+    return String(Number(v.toPrecision(p)));
+  }
+  api.tickLabels = function (splits) {
+    var distinct = new Set(splits).size, out = [];
+    for (var p = 4; p <= 15; p++) {
+      out = splits.map(function (v) { return v === null || !isFinite(v) ? "" : tick(v, p); });
+      if (new Set(out).size >= distinct) break;
+    }
+    return out;
+  };
+
   api.formatValue = function (v, unit, missing) {
     if (v === null || v === undefined || !isFinite(v)) return missing === undefined ? "n/a" : missing;
     var scales = unit === "seconds" ? TIME : unit === "bytes" ? BYTES : null;
@@ -168,7 +188,7 @@
             return splits.map(function (x) { return Number.isInteger(x) && commits.sha[x] ? commits.sha[x].slice(0, 7) : ""; });
           } },
         { label: d.value + " (" + d.label + ")", size: 72,
-          values: function (u, splits) { return splits.map(function (v) { return String(Number(v.toPrecision(4))); }); } },
+          values: function (u, splits) { return api.tickLabels(splits); } },
       ],
       series: series,
       hooks: {
