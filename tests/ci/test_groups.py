@@ -116,6 +116,32 @@ def test_the_overview_shows_a_crowd_as_one_alert_and_an_environment_change_as_su
         measured = sum(1 for s in snap.series if s.machine == g.machine and g.commit_sha in s.shas
                        and s.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT))
         assert g.measured == measured > len(g.members) and f", of the {measured} measured there" in section
+        assert ('<tr class="flagged"' in section) != env and ('class="banner warn" id="groups"' in index) == env
+
+
+def test_a_crowd_of_series_that_declare_no_direction_is_shown_never_flagged(tmp_path) -> None:
+    """Its steps are neither worse nor better: the overview lists the crowd without the alarm's red
+    (mujoco-warp's 18 crowds were red above "Nothing here can be called a regression")."""
+    from dataclasses import replace
+
+    from ci.records import Direction
+    from ci.site import render_site
+    from tools.fixtures import synthetic_store
+
+    store = synthetic_store(n_commits=40, n_series=8)
+    timing = [b for b in store.benchmark_list if b.unit == "seconds"][:5]
+    undirected = {b: replace(b, direction=Direction.UNKNOWN, kind=Kind.OTHER, unit="unit") for b in timing}
+    at = {c.sha: i for i, c in enumerate(store.commit_list)}
+    results = [replace(r, benchmark=undirected[r.benchmark],
+                       samples=tuple(x * 1.4 for x in r.samples) if at[r.commit_sha] >= 30 else r.samples)
+               if r.benchmark in undirected else r for r in store.result_list]
+    crowd = replace(store, result_list=results, benchmark_list=[undirected.get(b, b) for b in store.benchmark_list])
+    render_site(crowd, tmp_path / "site")
+    index = " ".join((tmp_path / "site" / "index.html").read_text().split())
+    section = index.split('id="groups"')[1].split("</section>")[0]
+    assert f"series changed at {store.commit_list[30].sha[:10]}" in section
+    assert '<tr class="changed"' in section and '<tr class="flagged"' not in section
+    assert 'class="banner warn" id="groups"' in index
 
 
 def test_a_crowd_of_most_of_the_machine_says_so_unless_the_environment_changed() -> None:

@@ -178,8 +178,13 @@ class Site:
                    "change": fmt.fmt_step(cp.ratio, cp.before, cp.after),
                    "outcome": cp.outcome.value, "href": self.series_href(cp.benchmark.key, cp.machine, 0)}
                   for cp in g.members[:3]]
+        # An alarm (red) only where some member is called worse or better: a crowd of series that declare no
+        # direction is shown, never flagged (mujoco-warp's 18 were red above "Nothing here can be called a
+        # regression", 2026-12-07).
+        judged = any(cp.outcome in (Outcome.REGRESSED, Outcome.IMPROVED) for cp in g.members)
         return {"headline": g.headline().split(":", 1)[0], "environment": "; ".join(g.environment),
-                "labelled": g.environment_change, "machine": self.ml(g.machine), "gpu": self.gpu_of.get(g.machine, ""),
+                "labelled": g.environment_change, "alarm": judged and not g.environment_change,
+                "machine": self.ml(g.machine), "gpu": self.gpu_of.get(g.machine, ""),
                 "sha": g.commit_sha[:10], "commit_href": self.commit_href(g.commit_sha, 0),
                 "subject": c.subject if c else "", "movers": movers, "more": len(g.members) - len(movers)}
 
