@@ -210,7 +210,8 @@ def test_colours_follow_each_series_noise() -> None:
     assert by_name["b.NoisyCPU.time_x"].threshold > 0.3 > 0.02 <= by_name["b.Quiet.time_x"].threshold < 0.1
 
 
-def test_change_point_regression_undone_later_is_not_open() -> None:
+def test_change_point_regression_undone_later_is_not_open(tmp_path: Path) -> None:
+    """...and its row on the regressions page is badged "undone", not "regressed" (it looked open)."""
     pytest.importorskip("ci.verdicts.history")
     store = synthetic_store(n_commits=60, n_series=3)
     bench = store.benchmark_list[2]
@@ -227,6 +228,12 @@ def test_change_point_regression_undone_later_is_not_open() -> None:
     assert steps[0].fixed_by == store.commit_list[45].sha and not steps[0].is_open
     verdict = next(r for r in snap.regressions if r.source == "verdict" and r.benchmark == bench)
     assert verdict.is_open  # a stored verdict stays open until someone acknowledges it
+    from ci.site import render_site
+
+    render_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "regressions.html").read_text()
+    row = next(r for r in page.split("<tr")[1:] if "level restored at" in r and store.commit_list[30].sha[:10] in r)
+    assert '<span class="badge undone">undone</span>' in row and "badge regressed" not in row
 
 
 @pytest.mark.slow

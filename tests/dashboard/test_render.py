@@ -116,6 +116,10 @@ def test_overview_flags_open_regressions_and_sparklines(site: tuple[Path, Render
     assert store.commit_list[10].sha[:10] not in banner.split("verdict")[0] or "acknowledged" not in banner
     assert html.count('<svg class="spark') == 16
     assert html.count('class="flagged"') >= 2
+    # For a screen reader: a page heading, and each sparkline link named (it holds only a drawing).
+    assert html.count("<h1") == 1
+    spark_links = re.findall(r'<a href="[^"]*"( aria-label="[^"]*")?><svg class="spark', html)
+    assert len(spark_links) == 16 and all(label.startswith(' aria-label="history of ') for label in spark_links)
 
 
 def test_series_page_chart_data_marks_and_table(site: tuple[Path, RenderStats]) -> None:
