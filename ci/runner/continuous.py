@@ -66,6 +66,23 @@ def _config(args: argparse.Namespace) -> RunnerConfig:
     )  # fmt: skip
 
 
+def uncommitted_note(repo: Path) -> str:
+    """A note when the checkout has uncommitted changes ("" when clean): asv builds each commit as it
+    was committed, so a change to the library not yet committed is not measured ("my change shows no
+    effect"), while asv reads the benchmarks and asv.conf.json from the working tree, for both sides."""
+    from ci.runner.git import git
+
+    changed = [line[3:] for line in git(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
+               if len(line) > 3]
+    if not changed:
+        return ""
+    suite = [p for p in changed if p.startswith("benchmarks/") or p == "asv.conf.json"]
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return printable(f"note: uncommitted changes ({shown}): asv measures each commit as committed, so changes to the "
+                     "code are not measured" + ("; the benchmarks and asv.conf.json of the working tree are used for "
+                                                "both sides" if suite else "") + "; commit them to measure them")
+
+
 def _halves(results: list[Result]) -> tuple[list[Result], list[Result]]:
     """Each result's samples split in measurement order: the first half and the second half, as two
     sides of one job (the same commit, so every difference between them is noise)."""
@@ -107,6 +124,9 @@ def _continuous(args: argparse.Namespace) -> int:
         )
     cfg = _config(args)
     settings = cfg.settings
+    note = uncommitted_note(repo)
+    if note:
+        say(note)
     ensure_machine(cfg)
     with job_lock(cfg), Store(cfg.db, create=True) as store:
         if base == head:

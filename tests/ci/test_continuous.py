@@ -265,3 +265,22 @@ def test_sigterm_stops_continuous_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
     assert main(["continuous", "--repo", str(tmp_path), "--db", str(tmp_path / "h.sqlite"), "HEAD~1"]) == 2
     assert "error: interrupted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_uncommitted_changes_are_named_before_measuring(tmp_path):
+    """asv measures each commit as committed: an uncommitted change to the code is not measured, and
+    the working tree's benchmarks serve both sides; said up front, nothing said on a clean checkout."""
+    from ci.runner.continuous import uncommitted_note
+
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "lib.py").write_text("x = 1\n")
+    (repo / "benchmarks" / "b.py").write_text("def time_x(): pass\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "A"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    assert uncommitted_note(repo) == ""
+    (repo / "lib.py").write_text("x = 2\n")
+    note = uncommitted_note(repo)
+    assert note.startswith("note: uncommitted changes (lib.py)") and "not measured" in note and "both sides" not in note
+    (repo / "benchmarks" / "b.py").write_text("def time_x(): return 1\n")
+    assert "the benchmarks and asv.conf.json of the working tree are used for both sides" in uncommitted_note(repo)
