@@ -123,8 +123,15 @@ def test_overlay_of_a_benchmarks_parameter_values(site: Path, browser: Chromium)
     browser.wait_for("document.querySelectorAll('.overlay-list input[type=checkbox]').length")
     labels = browser.evaluate("[...document.querySelectorAll('.overlay-list label')].map(l => l.textContent.trim())")
     assert labels == [sibling.params_label]
+    swatch = "getComputedStyle(document.querySelector('.overlay-list .swatch')).backgroundColor"
+    assert browser.evaluate(swatch) == "rgba(0, 0, 0, 0)"  # nothing drawn yet
     browser.evaluate("document.querySelector('.overlay-list input').click()")
     browser.wait_for("raggedDashboard.charts[0].uplot.series.length === 5")
+    # The chart has no legend: the checked value's swatch takes its line's colour.
+    drawn = browser.evaluate("(() => { const c = document.createElement('span'); document.body.appendChild(c); "
+                             "c.style.color = raggedDashboard.charts[0].uplot.series[4]._stroke; "
+                             "return getComputedStyle(c).color; })()")
+    assert browser.evaluate(swatch) == drawn != "rgba(0, 0, 0, 0)", (browser.evaluate(swatch), drawn)
     tip = _hover(browser, *_hover_point(browser, -2))
     newest = [r for r in store.result_list if r.benchmark == sibling and r.machine == "runner-0"][-2]
     assert f"{sibling.params_label}: {format_value(newest.value, 'seconds')}" in tip

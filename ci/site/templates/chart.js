@@ -207,6 +207,12 @@
     this.u.over.addEventListener("mouseleave", function () { self.tip.hidden = true; });
     api.charts = api.charts.filter(function (c) { return c.chart !== self; });
     api.charts.push({ chart: this, uplot: this.u });
+    var colour = {};
+    this.overlays.forEach(function (o, i) { colour[o.slug] = COLORS[i % COLORS.length]; });
+    this.box.querySelectorAll(".overlay-list label").forEach(function (label) {
+      var box = label.querySelector("input[type=checkbox]"), swatch = label.querySelector(".swatch");
+      if (box && swatch) swatch.style.background = colour[box.value] || "transparent";
+    });
   };
 
   Chart.prototype.range = function (n) {
@@ -298,6 +304,7 @@
         box.type = "checkbox";
         box.value = s[0];
         label.appendChild(box);
+        label.appendChild(el("span", "swatch", ""));  /* the line's colour once drawn: the chart has no legend */
         label.appendChild(document.createTextNode(" " + (s[1] || "(no parameters)")));
         box.addEventListener("change", function () { self.toggle(s[0], s[1], box.checked); });
         list.appendChild(label);
