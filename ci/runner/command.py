@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ci.exit_codes import EXIT_ERROR
-from ci.runner.config import RunnerConfig, bench_option, default_machine, has_gpu, suite_regex
+from ci.runner.config import RunnerConfig, bench_option, check_environment_type, default_machine, has_gpu, suite_regex
 from ci.runner.git import commits_in_range, git, new_branch_commits, resolve_commit
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
@@ -153,6 +153,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
         raise ValueError(f"--repo {args.repo}: no asv.conf.json there")
+    check_environment_type(repo)
     if not args.pr and (args.comment_out or args.github_repo or args.pr_number):
         raise ValueError("--comment-out, --github-repo and --pr-number go with --pr (history runs write no comment)")
     # Before anything is measured: these were refused only once the benchmarks had run.

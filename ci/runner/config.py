@@ -66,6 +66,23 @@ def suite_regex(repo: str | os.PathLike[str], which: str, *, declared_only: bool
     return fallback
 
 
+def check_environment_type(repo: str | os.PathLike[str]) -> None:
+    """ValueError where the checkout's asv.conf.json cannot measure commits: `environment_type`
+    "existing" runs the benchmarks in the Python already installed, whatever the commit, and asv
+    refuses a range or interleaved rounds there ("--interleave-rounds cannot be used ..."), which
+    reached the user only as asv's message and "asv exited 1 and wrote no result file"."""
+    from ci.project import ConfigError, load_asv_conf
+
+    try:
+        kind = load_asv_conf(Path(repo) / "asv.conf.json").get("environment_type")
+    except ConfigError:
+        return  # asv says what is wrong with the file itself
+    if isinstance(kind, str) and kind.strip().lower().startswith("existing"):
+        raise ValueError(f"{Path(repo) / 'asv.conf.json'}: environment_type {kind!r} measures the Python already "
+                         "installed, not each commit: the runner builds the commits it measures; set it to "
+                         "\"virtualenv\" (or conda, mamba)")
+
+
 def nothing_selected(regex: str | None) -> str:
     """Why an asv call measured nothing: its benchmark selection matched none (asv says "No benchmarks
     selected" and writes no result), named so the user can pick another."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from ci.exit_codes import EXIT_ERROR, EXIT_OK
 from ci.records import Result
 from ci.runner.command import job_selection
-from ci.runner.config import RunnerConfig, bench_option, default_machine, nothing_selected
+from ci.runner.config import RunnerConfig, bench_option, check_environment_type, default_machine, nothing_selected
 from ci.runner.git import resolve_commit
 from ci.runner.progress import say
 from ci.text import printable, reader_may_leave
@@ -59,6 +59,7 @@ def _config(args: argparse.Namespace) -> RunnerConfig:
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
         raise ValueError(f"--repo {args.repo}: no asv.conf.json there (point --repo at a checkout of the project)")
+    check_environment_type(repo)
     bench, db, env = job_selection(args, repo, cpu_without_gpu=True)
     return RunnerConfig(
         repo=repo, db=db, machine=args.machine or default_machine(), bench=bench, branch=None, resume=False,

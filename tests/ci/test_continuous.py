@@ -284,3 +284,22 @@ def test_uncommitted_changes_are_named_before_measuring(tmp_path):
     assert note.startswith("note: uncommitted changes (lib.py)") and "not measured" in note and "both sides" not in note
     (repo / "benchmarks" / "b.py").write_text("def time_x(): return 1\n")
     assert "the benchmarks and asv.conf.json of the working tree are used for both sides" in uncommitted_note(repo)
+
+
+def test_an_existing_environment_is_refused_before_asv_runs(tmp_path, capsys):
+    """environment_type "existing" measures the installed Python whatever the commit, and asv refuses
+    interleaved rounds there: said up front, naming the setting, instead of through asv's own message
+    and "asv exited 1 and wrote no result file"."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "asv.conf.json").write_text('{"version": 1, "project": "p", "repo": ".", // asv allows comments\n'
+                                        '"environment_type": "existing"}')
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "B"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    for cmd in (["continuous", "--repo", str(repo), "HEAD~1"],
+                ["run", "--repo", str(repo), "--commits", "HEAD", "--dashboard", ""]):
+        assert main([*cmd, "--db", str(tmp_path / "h.sqlite")]) == 2
+        err = capsys.readouterr().err
+        assert "environment_type 'existing' measures the Python already installed" in err and 'set it to "virtualenv"' \
+            in err, err
