@@ -302,3 +302,19 @@ def test_the_y_axis_labels_are_short_and_tell_ticks_apart(site: Path, browser: C
     close = browser.evaluate("raggedDashboard.tickLabels([20.0061, 20.0062, 20.0063, 20.0064])")
     assert len(set(close)) == 4 and close[0] == "20.0061", close
     assert not browser.errors
+
+
+def test_a_long_unbroken_parameter_does_not_widen_a_phone_sized_page(tmp_path: Path, browser: Chromium) -> None:
+    """uxarray's grid file paths (one token of ~120 characters) made its series pages scroll sideways
+    to 708 px at a 390 px wide window; the page heading and parameters now wrap anywhere."""
+    store = synthetic_store(n_commits=12, n_series=2)
+    path = "PosixPath('/home/runner/work/uxarray/uxarray/test/meshfiles/mpas/QU/oQU480.231010.nc')_" * 2
+    long = {b: replace(b, params=(("grid_path", path),)) for b in store.benchmark_list}
+    store = replace(store, benchmark_list=[long[b] for b in store.benchmark_list],
+                    result_list=[replace(r, benchmark=long[r.benchmark]) for r in store.result_list])
+    render_site(store, tmp_path / "site")
+    browser.resize(390, 800)
+    bench = store.benchmark_list[0]
+    browser.open((tmp_path / "site" / "series" / f"{series_slug(bench.key, 'runner-0')}.html").as_uri(), ready=READY)
+    got = _overflow(browser)
+    assert got["page"] <= 0, got
