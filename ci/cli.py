@@ -473,8 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ci.runner import command as runner
     from ci.runner import continuous
 
-    runner.add_arguments(add("run", runner.HELP, runner.run_main, db="created when missing"))
-    continuous.add_arguments(add("continuous", continuous.HELP, continuous.cmd_continuous, db="created when missing"))
+    # The runner's default store lives in the checkout measured (--repo), not in the current directory.
+    in_repo = "created when missing; the default path is inside --repo"
+    runner.add_arguments(add("run", runner.HELP, runner.run_main, db=in_repo))
+    continuous.add_arguments(add("continuous", continuous.HELP, continuous.cmd_continuous, db=in_repo))
     demo.add_arguments(add("demo", demo.HELP, demo.cmd_demo))
     return parser
 

@@ -25,7 +25,7 @@ from ci.store import Store
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", type=Path)
     ap.add_argument("shas", nargs="+", help="commits (prefixes) whose measured code is identical")
     ap.add_argument("--also", type=Path, action="append", default=[], help="another results directory")

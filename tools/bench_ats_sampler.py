@@ -79,7 +79,7 @@ def models_table(batch: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", action="store_true", help="also DeiT-B graph-mode images/s per sampler")
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()

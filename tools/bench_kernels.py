@@ -58,7 +58,7 @@ __all__ = [
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sweep", action="store_true", help="also sweep kernel configs")
     ap.add_argument("--only-sweep", action="store_true")
     ap.add_argument("--variants", action="store_true",

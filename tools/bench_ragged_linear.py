@@ -41,7 +41,7 @@ LAYERS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--models", action="store_true", help="also the pruned DeiT-B end to end")
     ap.add_argument("--sweep", action="store_true", help="also sweep tile configs at kept 0.5 per layer")

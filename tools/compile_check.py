@@ -64,7 +64,7 @@ def _line(args: tuple[int, bool, int]) -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", type=int, nargs="+", default=[80, 89, 90], choices=(80, 89, 90),
                     help="compute capabilities x10 (80: A100, 89: Ada, 90: H100/H200)")
     ap.add_argument("--variants", action="store_true", help="also the kernel variants of bench_kernels --variants")

@@ -40,7 +40,7 @@ def capture(label: str, forward: str, mode: str, batch: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     from benchmarks import structure_worker as w
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", nargs="+", default=list(w.MODELS))
     ap.add_argument("--forwards", nargs="+", default=w.FORWARDS)

@@ -121,7 +121,7 @@ def top_ops(prof, forwards: int, n: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="deit_base_patch16_224")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--pruners", nargs="+", default=["threshold_l2", "dynamicvit", "evit", "ats"])

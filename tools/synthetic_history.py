@@ -103,7 +103,7 @@ def write_history(out: Path, *, benchmarks: int, grids: int, commits: int, envs:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="folder to write (asv.conf.json and results/ inside it)")
     ap.add_argument("--benchmarks", type=int, default=80, help="benchmarks without parameters")
     ap.add_argument("--grids", type=int, default=6, help="benchmarks with a 5 x 4 parameter grid (20 series each)")
