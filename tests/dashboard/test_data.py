@@ -41,3 +41,13 @@ def test_arrays_of_reads_back_series_arrays_and_refuses_anything_else() -> None:
     assert extended == series_arrays([0, 2, 3, 4], [1.5, float("nan"), 2e-7, 3.0], [1.0] * 4, [2.0] * 4, 1.0)
     assert arrays_of(wrap_json("k", body.replace('"x":[0,', '"x":[alert(1),'))) is None
     assert arrays_of("not a data file") is None
+
+
+def test_a_whole_number_in_its_own_unit_is_written_whole() -> None:
+    """A count shown in its own unit (div 1: mujoco-warp's device memory in "unit") kept 6 digits, so the
+    tooltip read 3,189,770,000 beside the table's 3,189,768,192; a fraction and a scaled value keep 6."""
+    from ci.site.data import series_arrays
+
+    values = [3189768192.0, 9.0345, -0.0, 2.0**60, float("nan")]
+    assert series_arrays([0, 1, 2, 3, 4], values, values, values, 1.0)[1] == "3189768192,9.0345,0,1.15292e+18,null"
+    assert series_arrays([0], [3189768192.0], [1.0], [1.0], 1e-3)[1] == "3.18977e+12"
