@@ -26,10 +26,12 @@ TOKEN_SHAPES = re.compile(
     r"|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
-    r"|(?i:\b(?:bearer|basic)\s+)[^\s'\"]+", re.DOTALL)
+    r"|(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.DOTALL)
 # A password in a URL's userinfo (`https://user:password@host`, as a PIP_INDEX_URL or a DATABASE_URL
 # carries one), and a user part alone long enough to be a token (`https://<token>@github.com`).
-_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]*):([^/\s@]+)@")
+# The password runs to the '@' after which the host holds no '@' up to its end ('/', '?', '#' or
+# whitespace): an unescaped '@' or '/' in a password is still masked whole (`u:p@ss@host`).
+_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]*):(\S+?)@(?=[^@\s/?#]*(?:[/?#\s]|$))")
 _URL_TOKEN_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]{16,})@")
 # A credential in a query string or a `key=value` list: ?token=..., &password=..., api_key=..., sig=...
 _SECRET_PARAMETER = re.compile(

@@ -125,13 +125,13 @@ def magnitude_limit(info: BenchmarkInfo) -> tuple[float, str]:
     return MAX_TRACKED, info.unit
 
 
-def _check_measured(value: float, info: BenchmarkInfo, what: str) -> None:
+def _check_measured(value: float, info: BenchmarkInfo, what: str, zero_ok: bool = False) -> None:
     """A measured value must be finite, above zero for a time or memory benchmark (a run takes time and
-    a process memory: 0 is a timer or a probe that did not work, and a comparison read it as a 100%
-    speed-up), and not absurd."""
+    a process memory: a result of 0 is a timer or a probe that did not work, and a comparison read it
+    as a 100% speed-up; one sample of 0 among others, `zero_ok`, is a coarse timer's), and not absurd."""
     if not math.isfinite(value):
         raise _Bad(f"{what} is not a finite number: {value!r}")
-    if value <= 0 and info.type in _NON_NEGATIVE_TYPES:
+    if (value < 0 or (value == 0 and not zero_ok)) and info.type in _NON_NEGATIVE_TYPES:
         raise _Bad(f"{what} is {'negative' if value else 'zero'} ({value!r}), impossible for a {info.type!r} "
                    "benchmark")
     limit, unit = magnitude_limit(info)
@@ -146,10 +146,10 @@ def _check_samples(samples: list[Any], has_ints: bool, info: BenchmarkInfo, what
     # ints (track benchmarks) may be beyond float range, so they always go the slow way.
     if has_ints or not math.isfinite(sum(samples)):
         for x in samples:
-            _check_measured(_number(x, what), info, what)
+            _check_measured(_number(x, what), info, what, zero_ok=True)
     lo, hi = float(min(samples)), float(max(samples))
-    _check_measured(lo, info, what)
-    _check_measured(hi, info, what)
+    _check_measured(lo, info, what, zero_ok=True)
+    _check_measured(hi, info, what, zero_ok=True)
     return lo, hi
 
 
@@ -250,7 +250,7 @@ def _fast_points(
         if not _all_finite_floats(flat):
             return None
         lo, hi = min(flat), max(flat)
-        if (lo <= 0 and not negative_ok) or lo < -limit or hi > limit:
+        if (lo < 0 and not negative_ok) or lo < -limit or hi > limit:
             return None
         # Each result within its samples' range: exactly (all in C) first; only when that fails, with
         # the per-point slack the per-point check allows.

@@ -61,12 +61,13 @@ def history_alerts(store: Store, machine: str, branch: str | None = None,
 
 
 def started_failing(store: StoreReads, machine: str) -> list[Alert]:
-    """Where a timing benchmark stopped running on one machine: each commit at which asv recorded it
-    as failed (an error, not a skip) while it ran at the machine's commit before that measured it
-    (or it never ran: failed from its first commit). A history job reported such a commit as a note
-    and exited 0, so a benchmark that started crashing on main went unguarded from then on; a check
-    that did not run is not a pass. Consecutive failures are one alert, at the first. Correctness
-    series are the gates' (`failed_gates`).
+    """Where a benchmark stopped running on one machine: each commit at which asv recorded it as
+    failed (an error, not a skip) while it ran at the machine's commit before that measured it. A
+    history job reported such a commit as a note and exited 0, so a benchmark that started crashing
+    on main went unguarded from then on; a check that did not run is not a pass. Consecutive
+    failures are one alert, at the first; a benchmark that never ran on the machine is none (its pull
+    request's comment said it failed to run; uxarray's history holds 124 such series, which an alert
+    each would have reported at once). Correctness series are the gates' (`failed_gates`).
 
     Args:
         store: the store's read side.
@@ -92,9 +93,8 @@ def started_failing(store: StoreReads, machine: str) -> list[Alert]:
         seen = sorted((fails | ran) & position.keys(), key=position.__getitem__)
         before = ""
         for sha in seen:
-            if sha in fails and sha not in ran and (not before or before in ran):
-                reason = (f"failed to run (asv recorded an error); it ran at {before[:8]}" if before else
-                          "failed to run (asv recorded an error) from its first commit on this machine")
+            if sha in fails and sha not in ran and before in ran:
+                reason = f"failed to run (asv recorded an error); it ran at {before[:8]}"
                 out.append(Alert(AlertKind.CRASH, bench_of[key], machine, sha, previous_sha=before, reason=reason))
             before = sha
     return out

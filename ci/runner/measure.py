@@ -104,13 +104,21 @@ def _pr_job_record(cfg: RunnerConfig, shas: Sequence[str]) -> dict[str, Any]:
     return {"shas": list(shas), "bench": cfg.bench, "asv_args": list(cfg.asv_args), "files": files}
 
 
-def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> bool:
+def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> frozenset[str] | None:
+    """The benchmarks a finished PR measurement of `shas` measured (its marker's "measured"), or None
+    when there is none to reuse: a resumed job judges what the call it reuses measured, not every
+    result the files keep (a marker written before that was recorded is not reused)."""
     marker = _pr_job_marker(cfg, shas)
     try:
         recorded = json.loads(marker.read_text())
     except (OSError, ValueError):
-        return False
-    return recorded == _pr_job_record(cfg, shas) and bool(recorded.get("files"))
+        return None
+    if not isinstance(recorded, dict):
+        return None
+    measured = recorded.pop("measured", None)
+    if recorded != _pr_job_record(cfg, shas) or not recorded.get("files") or not isinstance(measured, list):
+        return None
+    return frozenset(str(name) for name in measured)
 
 
 def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
@@ -131,9 +139,10 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
     with JobProgress(total, "benchmarking") as bar:
         for shas in groups:
             label = " vs ".join(s[:8] for s in shas)
-            if interleave and cfg.resume and _pr_job_finished(cfg, shas):
+            reused = _pr_job_finished(cfg, shas) if interleave and cfg.resume else None
+            if reused is not None:
                 summary = ingest_results(cfg, store)
-                runs.append(CommitRun(tuple(shas), 0, 0.0, ()))
+                runs.append(CommitRun(tuple(shas), 0, 0.0, (), reused))
                 bar.step(f"{label} already measured by this job (resumed; --no-resume measures again); {summary}")
                 continue
             marker = _pr_job_marker(cfg, shas)
@@ -166,10 +175,11 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
                     )
                 write_sidecar_if_missing(cfg, s, state)
             summary = ingest_results(cfg, store)
-            if interleave:  # measured to the end: a re-run of this job may reuse it
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.write_text(json.dumps(_pr_job_record(cfg, shas), sort_keys=True))
             measured = frozenset(name for s in shas for name in measured_names(cfg, s, since_ms))
+            if interleave:  # measured to the end: a re-run of this job may reuse it, and what it measured
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({**_pr_job_record(cfg, shas), "measured": sorted(measured)},
+                                             sort_keys=True))
             runs.append(CommitRun(tuple(shas), rc, seconds, tuple(sorted(state.items())), measured))
             note = "" if rc == 0 else f", asv exit {rc}: some benchmarks failed"
             if not interleave and cfg.resume and had_files:

@@ -407,6 +407,9 @@ def test_a_pr_job_measures_both_sides_afresh_and_a_finished_one_is_reused(toy, t
     again = run_pr(cfg, shas["B"], shas["C"])
     assert again.asv_runs[0].seconds == 0 and _run_rows(cfg.db) == measured, "a finished job is reused"
     assert again.exit_code == out.exit_code
+    # ...and judges what the call it reuses measured, as that call's job did (not every result the files keep)
+    assert again.asv_runs[0].measured == out.asv_runs[0].measured and out.asv_runs[0].measured
+    assert {v.benchmark.key for v in again.verdicts} == {v.benchmark.key for v in out.verdicts}
     (result_file,) = [p for p in (repo / ".asv" / "results" / "cibox").glob(f"{shas['C'][:8]}-*.json")]
     result_file.write_text(result_file.read_text() + "\n")  # asv rewrote it since (another job)
     run_pr(cfg, shas["B"], shas["C"])

@@ -30,6 +30,9 @@ def test_printable_escapes_only_what_is_not_printable() -> None:
 
 @pytest.mark.parametrize(("text", "shown"), [
     ("postgresql://u:hunter2@db/x", "postgresql://u:***@db/x"),
+    ("https://user:p@ss@host/simple", "https://user:***@host/simple"),  # an unescaped '@' in the password
+    ("https://u:pa/ss@h", "https://u:***@h"),
+    ("git+https://user:tok@github.com/org/repo.git@v1.0", "git+https://user:***@github.com/org/repo.git@v1.0"),
     ("git+https://oauth2:glpat-SECRETSECRETSECRET12@gitlab.com/x/y.git", "git+https://oauth2:***@gitlab.com/x/y.git"),
     ("https://ghp_abcdefghijklmnopqrstuvwxyz1234@github.com/x", "https://***@github.com/x"),
     ("https://0123456789abcdef0123@github.com/x", "https://***@github.com/x"),
@@ -38,7 +41,7 @@ def test_printable_escapes_only_what_is_not_printable() -> None:
     ("pypi-AgEIcHlwaS5vcmcCJGFiY2RlZg", "***"),
     ("https://x.blob.core.windows.net/c?sv=2020&sig=abcDEF123%3D&se=1", "https://x.blob.core.windows.net/c?sv=2020&sig=***&se=1"),
     ("https://api.example.com/v1?access_token=abc123&page=2", "https://api.example.com/v1?access_token=***&page=2"),
-    ("Authorization: Bearer abc.def", "Authorization: ***"),
+    ("Authorization: Bearer abc.def.ghi123", "Authorization: ***"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "***"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----", "***"),
 ])
@@ -49,7 +52,7 @@ def test_redact_text_hides_credentials_by_their_shape(text: str, shown: str) -> 
 @pytest.mark.parametrize("text", [
     "https://pypi.org/simple", "ssh://git@github.com/org/repo.git", "torch==2.14.1", "numpy 1.26; keys=3",
     "Linux 4.18.0-553.123.1.el8_10.x86_64", "--authors=x", "tokens=3", "/usr/lib/x86_64-linux-gnu",
-    "existing-py_usr_bin_python3.11", "Intel(R) Xeon(R) CPU E5-2683 v4 @ 2.10GHz",
+    "existing-py_usr_bin_python3.11", "Intel(R) Xeon(R) CPU E5-2683 v4 @ 2.10GHz", "basic mode", "bearer of news",
 ])
 def test_redact_text_leaves_what_is_no_credential(text: str) -> None:
     assert redact_text(text) == text
