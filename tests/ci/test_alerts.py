@@ -140,3 +140,28 @@ def test_a_benchmark_that_stops_running_is_an_alert_at_each_commit_it_started_fa
         assert got == [("time_gpu", sha_for(2), sha_for(1)), ("time_gpu", sha_for(6), sha_for(5))], got
         assert "bisect 00000001" in alert_line(crashes[0]) and "it ran at 00000001" in alert_line(crashes[0])
         assert len(store.record_alerts(crashes)) == 2 and store.record_alerts(crashes) == []  # kept once
+
+
+def test_benchmarks_that_stop_running_at_one_commit_are_reported_under_one_headline(tmp_path, store_url):
+    """A commit that broke the suite stops many benchmarks at once (53 of uxarray's at one commit): one
+    headline, the members below it, each still failing the job; a lone one is its own line."""
+    from ci.runner.jobs import alert_report
+
+    def samples(name: str, j: int, c: int) -> list[float] | None:
+        if c == 3 and "time_gpu" in name:
+            return None  # every point of the grid stops at commit 3
+        if c == 5 and "track_images_per_s" in name:
+            return None
+        return [1e-3 * (j + 1) * (1 + 0.01 * k) for k in range(5)] if "time_" in name else [100.0 + j] * 3
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(7)], samples=samples)
+    with Store(store_url) as store:
+        assert ingest_results_dir(store, root).ok
+        crashes = [a for a in history_alerts(store, MACHINE) if a.kind == AlertKind.CRASH]
+        report = alert_report(store, MACHINE, crashes)
+    head = f"alert: 4 benchmarks failed to run at {sha_for(3)[:8]} on {MACHINE}, where the commit before measured them"
+    assert report[0] == (head, False)
+    assert [fails for _, fails in report[1:]] == [True] * 5
+    assert all(line.startswith("  benchmark FAILED to run at " + sha_for(3)[:8]) for line, _ in report[1:5])
+    assert report[5][0].startswith(f"benchmark FAILED to run at {sha_for(5)[:8]}: bench_model")
