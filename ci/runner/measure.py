@@ -155,7 +155,10 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             bar.line(f"[runner] {label}: asv call {call}, gpu={state.get('gpu') or 'none'} "
                      f"sm_clock={state.get('sm_clock_mhz') or '-'} torch={state.get('torch') or '?'}")
             t0 = time.monotonic()
-            since_ms = int(time.time() * 1000) - 1000  # asv's started_at of what this call measures
+            # asv's started_at (ms, the same clock) of what this call measures is after this: no slack, for
+            # the previous call's last benchmark may have started less than a second ago (a clean-clone CI
+            # run judged a crash of the call before as this call's with a second's slack, 2026-12-07).
+            since_ms = int(time.time() * 1000)
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
             finally:
