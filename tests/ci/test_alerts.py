@@ -4,6 +4,7 @@ The runner's use of them (a job stopped after ingesting loses none) is in tests/
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -115,6 +116,21 @@ def test_a_counter_going_up_from_zero_is_an_alert_that_names_its_two_values(tmp_
     assert "nan" not in line
 
 
+def _ran(name: str, j: int) -> list[float]:
+    """A point's samples where it ran: a time's, or a track's."""
+    return [1e-3 * (j + 1) * (1 + 0.01 * k) for k in range(5)] if "time_" in name else [100.0 + j] * 3
+
+
+@contextlib.contextmanager
+def _crashes(tmp_path, store_url, samples, n):  # noqa: ANN001, ANN202
+    """A store of `n` commits written with `samples` (None: asv recorded an error), and its CRASH alerts."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(n)], samples=samples)
+    with Store(store_url) as store:
+        assert ingest_results_dir(store, root).ok
+        yield store, [a for a in history_alerts(store, MACHINE) if a.kind == AlertKind.CRASH]
+
+
 def test_a_benchmark_that_stops_running_is_an_alert_at_each_commit_it_started_failing(tmp_path, store_url):
     """A history job noted a benchmark asv recorded as failed and exited 0: one that started crashing
     on main went unguarded from then on. Now each commit where a timing series failed to run while it
@@ -129,13 +145,9 @@ def test_a_benchmark_that_stops_running_is_an_alert_at_each_commit_it_started_fa
                 return None
         if "track_max_abs_diff" in name:
             return None if c == 4 else [1e-4] * 3
-        return [1e-3 * (j + 1) * (1 + 0.01 * k) for k in range(5)] if "time_" in name else [100.0 + j] * 3
+        return _ran(name, j)
 
-    root = tmp_path / "results"
-    write_results(root, [sha_for(i) for i in range(8)], samples=samples)
-    with Store(store_url) as store:
-        assert ingest_results_dir(store, root).ok
-        crashes = [a for a in history_alerts(store, MACHINE) if a.kind == AlertKind.CRASH]
+    with _crashes(tmp_path, store_url, samples, 8) as (store, crashes):
         got = [(a.benchmark.name.rsplit(".", 1)[1], a.commit_sha, a.previous_sha) for a in crashes]
         assert got == [("time_gpu", sha_for(2), sha_for(1)), ("time_gpu", sha_for(6), sha_for(5))], got
         assert "bisect 00000001" in alert_line(crashes[0]) and "it ran at 00000001" in alert_line(crashes[0])
@@ -152,13 +164,9 @@ def test_benchmarks_that_stop_running_at_one_commit_are_reported_under_one_headl
             return None  # every point of the grid stops at commit 3
         if c == 5 and "track_images_per_s" in name:
             return None
-        return [1e-3 * (j + 1) * (1 + 0.01 * k) for k in range(5)] if "time_" in name else [100.0 + j] * 3
+        return _ran(name, j)
 
-    root = tmp_path / "results"
-    write_results(root, [sha_for(i) for i in range(7)], samples=samples)
-    with Store(store_url) as store:
-        assert ingest_results_dir(store, root).ok
-        crashes = [a for a in history_alerts(store, MACHINE) if a.kind == AlertKind.CRASH]
+    with _crashes(tmp_path, store_url, samples, 7) as (store, crashes):
         report = alert_report(store, MACHINE, crashes)
     head = f"alert: 4 benchmarks failed to run at {sha_for(3)[:8]} on {MACHINE}, where the commit before measured them"
     assert report[0] == (head, False)
