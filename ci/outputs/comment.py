@@ -39,7 +39,15 @@ from collections.abc import Mapping, Sequence
 
 from ci.format import format_value
 from ci.outputs.context import CommentContext, comment_context, comment_environment, github_urls
-from ci.outputs.groups import GROUPS, group_counts, group_verdicts, headline, rule_clauses, rule_counts
+from ci.outputs.groups import (
+    GROUPS,
+    group_counts,
+    group_verdicts,
+    headline,
+    rule_clauses,
+    rule_counts,
+    unknown_direction,
+)
 from ci.outputs.markdown import md_code, md_table, md_text, md_url
 from ci.outputs.structure import (
     comment_head_mark,
@@ -49,7 +57,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import UNKNOWN_DIRECTION, Commit, Direction, Kind, Outcome, Verdict
+from ci.records import Commit, Direction, Kind, Outcome, Verdict
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -123,7 +131,7 @@ def _ratio(v: Verdict) -> str:
     # asv's "~": a change past the threshold that the statistics could not confirm (a series of
     # unknown direction is inconclusive for another reason: its own section says which).
     tilde = "~" if (v.outcome == Outcome.INCONCLUSIVE and abs(v.ratio - 1) > (v.threshold or 0)
-                    and UNKNOWN_DIRECTION not in v.reason) else ""
+                    and not unknown_direction(v)) else ""
     return f"{tilde}{v.ratio:.3f}×"
 
 

@@ -176,6 +176,7 @@ def alert_report(store: StoreReads, machine: str, alerts: Sequence[Alert]) -> li
     from ci.records import AlertKind, Outcome
     from ci.runner.alerts import alert_line
     from ci.verdicts import ChangePoint, group_changes, machine_keys
+    from ci.verdicts.groups import MIN_GROUP
 
     steps = [a for a in alerts if a.kind == AlertKind.REGRESSION]
     out: list[tuple[str, bool]] = []
@@ -190,21 +191,19 @@ def alert_report(store: StoreReads, machine: str, alerts: Sequence[Alert]) -> li
                 out.append((("alert: " if blamed else "environment change: ") + g.headline(), False))
             out += [(("  " if g.crowd else "") + alert_line(alert_of[id(cp)]), blamed) for cp in g.members]
     # Benchmarks that stopped running at one commit of a machine (a commit that broke the suite: 53 of
-    # uxarray's at once): one headline, its members below, as a crowd of steps is.
+    # uxarray's at once): one headline, its members below, as a crowd of steps is (`MIN_GROUP` or more).
     crashes: dict[tuple[str, str], list[Alert]] = {}
     for a in alerts:
         if a.kind == AlertKind.CRASH:
             crashes.setdefault((a.machine, a.commit_sha), []).append(a)
     for (where, sha), members in crashes.items():
-        crowd = len(members) >= CRASH_CROWD
+        crowd = len(members) >= MIN_GROUP
         if crowd:
             out.append((printable(f"alert: {len(members)} benchmarks failed to run at {sha[:8]} on {where}, "
                                   f"where the commit before measured them"), False))
         out += [(("  " if crowd else "") + alert_line(a), True) for a in members]
     return out + [(alert_line(a), True) for a in alerts if a.kind not in (AlertKind.REGRESSION, AlertKind.CRASH)]
 
-
-CRASH_CROWD = 3  # benchmarks failing at one commit that are reported under one headline
 
 
 def history_runs(history: Sequence[Any]) -> tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]]:

@@ -53,6 +53,7 @@ def _spreads_by_row(ids: np.ndarray, bids: np.ndarray, spread_rows: list[tuple[A
     out[hit] = table[by_key[at[hit]], 2:5]
     return out, hit & ~np.isnan(out[:, 0])
 
+
 def _parse_dt(value: Any, memo: dict[Any, datetime | None]) -> datetime | None:
     """A UTC datetime from a DateTime column read raw (text on SQLite), memoised per value."""
     if value is None:
@@ -481,14 +482,14 @@ class SeriesReads(ReadSession):
             benches = self._bench_map(set(bid_o.tolist()))
             shas = {name: [r.sha for r in by_machine[name]] for name in names}
             for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(order)], strict=True):
-                idx = order[a:b].tolist()
-                name = names[int(mach_o[a])]
-                positions = pos[order[a:b]].tolist()
                 rows_of = order[a:b]
+                idx = rows_of.tolist()
+                name = names[int(mach_o[a])]
+                positions = pos[rows_of].tolist()
                 spread = array("d", spreads[rows_of].tobytes()) if spread_kept[rows_of].any() else array("d")
                 per_machine[name].append(SeriesColumns(
                     benches[int(bid_o[a])], name, tuple(map(shas[name].__getitem__, positions)), tuple(positions),
-                    tuple(lengths[order[a:b]].tolist()), float64s(b"".join(map(blobs.__getitem__, idx))),
+                    tuple(lengths[rows_of].tolist()), float64s(b"".join(map(blobs.__getitem__, idx))),
                     tuple(map(versions.__getitem__, idx)), spread,
                 ))  # fmt: skip
         out = []
