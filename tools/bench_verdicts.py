@@ -16,6 +16,9 @@ Sample sources (the printed table says which one produced the numbers):
   noise with series-specific sigma (60 % quiet 0.5-1.5 %, 30 % medium 1.5-3 %, 10 % noisy 3-6 %),
   3 % slow outliers (x 1 + Exp(mean 0.2): preemption, clock dips), and a per-run drift shared by
   all samples of one side (lognormal, sigma `--drift`, 0.3 % default: clocks/thermal between runs).
+  `--round-drift SIGMA` adds a drift per half of each side (lognormal): asv measures a benchmark's
+  rounds in separate processes and appends their samples in order, so on a loaded or shared runner a
+  burst that hits one process moves a whole half of a side (two rounds, asv's default).
 
 Speed: `ci.verdicts.detect_all` over `--history-series` x `--history-commits` synthetic series with
 injected steps (target <= 60 s on the 2-core CI box), plus the time of one `compare` per PR.
@@ -93,8 +96,12 @@ def load_samples_json(path: str | Path) -> list[SampleSet]:
     return sets
 
 
-def _synthetic_side(rng: np.random.Generator, sigma: float, n: int, drift: float) -> np.ndarray:
+def _synthetic_side(rng: np.random.Generator, sigma: float, n: int, drift: float,
+                    round_drift: float = 0.0) -> np.ndarray:
     x = rng.lognormal(0.0, sigma, n) * rng.lognormal(0.0, drift)
+    if round_drift:
+        x[: n // 2] *= rng.lognormal(0.0, round_drift)
+        x[n // 2:] *= rng.lognormal(0.0, round_drift)
     outlier = rng.random(n) < 0.03
     x[outlier] *= 1.0 + rng.exponential(0.2, outlier.sum())
     return x
@@ -129,6 +136,7 @@ def run_quality(
     drift: float,
     seed: int,
     settings: VerdictSettings,
+    round_drift: float = 0.0,
 ) -> dict[str, float | str | int]:
     """Simulate `prs` PRs of `series` series each (`slowed` of them slowed) and score the verdicts."""
     rng = np.random.default_rng(seed)
@@ -146,8 +154,8 @@ def run_quality(
             if mode == "synthetic":
                 tier, sigma = _tier(rng)
                 level = float(np.exp(rng.uniform(np.log(5e-6), np.log(5e-3))))
-                b = level * _synthetic_side(rng, sigma, n, drift)
-                h = level * _synthetic_side(rng, sigma, n, drift)
+                b = level * _synthetic_side(rng, sigma, n, drift, round_drift)
+                h = level * _synthetic_side(rng, sigma, n, drift, round_drift)
                 direction = Direction.LOWER
             else:
                 ss = sets[int(rng.integers(len(sets)))]
@@ -254,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slowed", type=int, default=10, help="series slowed per PR")
     p.add_argument("--slowdown", type=float, default=1.05)
     p.add_argument("--drift", type=float, default=0.003, help="synthetic per-run drift sigma")
+    p.add_argument("--round-drift", type=float, default=0.0,
+                   help="synthetic drift sigma per half of a side (asv's rounds: separate processes)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--history-series", type=int, default=500)
     p.add_argument("--history-commits", type=int, default=1000)
@@ -287,11 +297,13 @@ def main(argv: list[str] | None = None) -> int:
                      if getattr(args, k) is not None}
         settings = VerdictSettings(**overrides)
         print(f"verdict quality: mode={mode}, {len(sets) or 'generated'} sample sets, {args.prs} PRs x {args.series} "
-              f"series ({args.slowed} slowed x{args.slowdown}), settings={settings}")
+              f"series ({args.slowed} slowed x{args.slowdown}), drift {args.drift:g}, "
+              f"per-half drift {args.round_drift:g}, settings={settings}")
         rows = []
         for n in (int(x) for x in args.n.split(",")):
             rows.append(run_quality(mode, sets, n, prs=args.prs, series=args.series, slowed=args.slowed,
-                                    slowdown=args.slowdown, drift=args.drift, seed=args.seed + n, settings=settings))
+                                    slowdown=args.slowdown, drift=args.drift, seed=args.seed + n, settings=settings,
+                                    round_drift=args.round_drift))
         _print_quality(rows)
         for r in rows:
             if r["n"] == args.target_n:

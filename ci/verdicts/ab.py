@@ -25,6 +25,11 @@ the threshold but the slow side's quartile or the mean lies wholly past it on th
 bootstrap interval), the series is REGRESSED in one job and INCONCLUSIVE as an unconfirmed slowdown
 across jobs; never "unchanged".
 
+A change only one process shows is not confirmed: asv runs a benchmark's rounds in separate processes
+and appends their samples in order, so where one side's halves differ significantly (a burst of load
+in one process), a change must hold between every half of base and every half of head
+(`ci.verdicts.decide._halves_disagree`); else it is INCONCLUSIVE, "measure again".
+
 Results without raw samples (one value per point, as most CI histories record: asv without
 `--record-samples`) are decided with what asv recorded, as asv compare does: its rule
 (`asv.commands.compare._is_result_better`: the factor, and asv's 99 % intervals of the medians must not

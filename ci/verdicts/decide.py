@@ -37,6 +37,11 @@ from ci.verdicts.stats import bootstrap_ci, mwu_pvalue, relative_sigma, slow_tai
 # A head whose spread is wider than its base's at this Brown-Forsythe p (asv's own significance level)
 # does not pool into its threshold (`_noise_sigma`).
 SAME_SPREAD_P = 0.002
+# asv measures a benchmark's rounds in separate processes and appends each round's samples in order, so
+# the two halves of a side's samples are its two rounds under asv's default (`rounds = 2`). Halves of a
+# side that differ at this Mann-Whitney p, by more than half the threshold, are two processes that
+# measured differently (a load burst, another core, a clock change): see `_halves_disagree`.
+HALVES_P = 0.01
 # asv compare's statistics of one side, as `_is_result_better` takes them: (stats dict, raw samples or None).
 AsvSide = tuple[dict[str, float], list[float] | None]
 
@@ -364,6 +369,42 @@ def _tail_verdict(p: Pending, p_adj: float, settings: VerdictSettings, stat: str
     return None
 
 
+def _halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A side's samples as its first and second half in recorded order (asv's two rounds under its
+    default), or None with fewer than 5 a half, where no difference between halves reaches HALVES_P."""
+    k = x.size // 2
+    return (x[:k], x[k:]) if k >= 5 else None
+
+
+def _halves_disagree(p: Pending, *, medians: bool) -> str | None:
+    """Why a change between base and head may be the processes' and not the code's, or None.
+
+    One side's halves (asv's rounds: separate processes) differ significantly (Mann-Whitney, HALVES_P)
+    by more than half the threshold, and the change does not hold between every half of base and every
+    half of head beyond the threshold the same way (`medians`; a slower tail, which one slow process
+    makes by itself, never holds then). The samples of one process are not independent of each other:
+    on a loaded 2-core box a burst that hit one process of one side read as a significant 1.76x of the
+    same code in 4 of ~10 runs (2026-12-07), and a 3 % drift per half of each side made 20 % of
+    synthetic A/A series false alarms (`tools.bench_verdicts --synthetic --round-drift 0.03`)."""
+    hb, hh = _halves(p.base), _halves(p.head)
+    if hb is None or hh is None:
+        return None
+    edge = math.log1p(p.threshold)
+    moved = []
+    for side, (a, b) in (("base", hb), ("head", hh)):
+        ma, mb = float(np.median(a)), float(np.median(b))
+        if ma > 0 and mb > 0 and abs(math.log(mb / ma)) > edge / 2 and mwu_pvalue(a, b) < HALVES_P:
+            moved.append(f"{side}'s two halves differ by {(mb / ma - 1) * 100:+.1f}%")
+    if not moved:
+        return None
+    if medians:
+        ratios = [float(np.median(h) / np.median(b)) for b in hb for h in hh]
+        if all(r > math.exp(edge) for r in ratios) or all(r < math.exp(-edge) for r in ratios):
+            return None
+    return (" and ".join(moved) + " (asv's rounds run in separate processes: something other than the code "
+            "changed during the run)")
+
+
 def _rms(a: float, b: float) -> float:
     """sqrt((a^2 + b^2) / 2) of two relative sigmas, as always computed; through `math.hypot` for a
     sigma whose square is no float (past ~1e154: an IQR of 1e100 around a median of 1e-60, values
@@ -398,8 +439,15 @@ def decide(p: Pending, p_adj: float, settings: VerdictSettings) -> Verdict:
     elif significant and beyond:
         outcome = Outcome.REGRESSED if is_worse(p.benchmark.direction, p.ratio) else Outcome.IMPROVED
         reason = f"{pct} beyond the threshold and significant: {stat}"
+        if (split := _halves_disagree(p, medians=True)) is not None:
+            outcome = Outcome.INCONCLUSIVE
+            lead = UNCONFIRMED_SLOWDOWN if is_worse(p.benchmark.direction, p.ratio) else "unconfirmed change"
+            reason = f"{lead}: {pct} beyond the threshold and significant, but {split}: {stat}; measure again"
     elif (tail := _tail_verdict(p, p_adj, settings, stat)) is not None:
         outcome, reason = tail
+        if outcome == Outcome.REGRESSED and (split := _halves_disagree(p, medians=False)) is not None:
+            outcome = Outcome.INCONCLUSIVE
+            reason = f"{UNCONFIRMED_SLOWDOWN}: {reason.split(': ', 1)[0]}, but {split}: {stat}; measure again"
     elif beyond:
         outcome = Outcome.INCONCLUSIVE
         reason = f"{pct} beyond the threshold but not significant: {stat}; measure more samples"
