@@ -62,6 +62,17 @@ def _gates_for(store: StoreReads, sha: str, machine: str) -> list[Verdict]:
     return correctness_gates([r for m in machine_keys(store, machine) for r in results_with_crashes(store, sha, m)])
 
 
+def history_branch(cfg: RunnerConfig, store: Store) -> str | None:
+    """The commits a history job judges and shows: `--dashboard-branch`, else the job's `--branch` where
+    the store holds commits of it, else every commit. A PR job (`continuous`, `run --pr`) stores its
+    head, which is on no branch, in the same results folder and, by default, the same store: judged
+    with the branch's commits, a main commit was compared with a PR commit beside it and suspected of a
+    +124% step that main never took (a toy project, 2026-12-07)."""
+    if cfg.dashboard_branch is not None or cfg.branch is None:
+        return cfg.dashboard_branch
+    return cfg.branch if store.commits(cfg.branch) else None
+
+
 def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     """Benchmark commits one asv call each (oldest first), then decide on the history.
 
@@ -87,6 +98,7 @@ def run_history(cfg: RunnerConfig, commits: Sequence[str]) -> RunOutcome:
     with job_lock(cfg), Store(cfg.db) as store:
         runs = measure(cfg, store, [(c,) for c in commits], interleave=False) if commits else []
         ingest = ingest_results(cfg, store)
+        cfg = replace(cfg, dashboard_branch=history_branch(cfg, store))
         gates = [v for c in commits for v in _gates_for(store, c, cfg.machine)]
         # A commit of this job at which not one point was measured is an error, not a quiet pass.
         empty = [why for c in commits if (why := _not_measured(store, c, cfg.machine)) is not None]

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from ci.cli import main
-from ci.records import JOB_KEY, Outcome
+from ci.records import JOB_KEY, Commit, Outcome
 from ci.runner.config import RunnerConfig, suite_regex
 from ci.runner.git import commits_in_range, new_branch_commits
-from ci.runner.jobs import print_outcome, run_history, run_pr
+from ci.runner.jobs import history_branch, print_outcome, run_history, run_pr
 from ci.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +140,24 @@ def _run_rows(db: str) -> list[tuple[str, str]]:
     """(commit sha, file digest) of every stored run: a duplicate or a re-measured commit shows here."""
     with Store(db) as store:
         return sorted((sha, digest) for digest, sha in store.run_digests().items())
+
+
+def test_a_history_job_judges_its_branch_not_the_pr_commits_beside_it(tmp_path):
+    """`continuous` stores a PR's head (on no branch) in the store a history job uses by default: the
+    job's change points and dashboard are its branch's commits, where the store holds any; an explicit
+    --dashboard-branch wins, and a store without the branch's commits shows every commit."""
+    db = str(tmp_path / "h.sqlite")
+    (tmp_path / "asv.conf.json").write_text('{"version": 1, "project": "toy"}')
+    cfg = RunnerConfig(repo=tmp_path, db=db, machine="cibox", bench=None, branch="main")
+    with Store(db) as store:
+        store.upsert_commits([Commit("c" * 40, (), "")])  # a PR head, on no branch
+        assert history_branch(cfg, store) is None  # no main commit stored (e.g. ingested without a branch)
+        store.upsert_commits([Commit("a" * 40, (), "main"), Commit("b" * 40, ("a" * 40,), "main")])
+        assert history_branch(cfg, store) == "main"
+        assert history_branch(RunnerConfig(repo=tmp_path, db=db, machine="cibox", bench=None, branch="main",
+                                           dashboard_branch="release"), store) == "release"
+        assert history_branch(RunnerConfig(repo=tmp_path, db=db, machine="cibox", bench=None, branch=None),
+                              store) is None
 
 
 def test_range_and_since_last_then_resume_adds_nothing(toy, tmp_path, capsys):
