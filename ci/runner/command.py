@@ -58,8 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="leave the exact tier (benchmarks.EXACT_REGEX) out of the selection: a pull request's GPU job, "
                         "whose exact tier the exact workflow measures on a CPU runner")
     p.add_argument("--dashboard", default=None, help="dashboard folder (default <repo>/.asv/dashboard; '' to skip)")
-    p.add_argument("--dashboard-branch", default=None, help="only this branch's history judged and on the dashboard (default: a history job's --branch where "
-                   "the store holds its commits, else every commit)")
+    p.add_argument("--dashboard-branch", default=None,
+                   help="only this branch's history judged and on the dashboard (default: a history job's "
+                   "--branch where the store holds its commits, else every commit)")
     p.add_argument("--comment-out", default=None, help="PR comment file (--pr; default <repo>/.asv/pr-comment.md)")
     p.add_argument("--github-repo", help="owner/name: post the sticky comment there (needs GITHUB_TOKEN)")
     p.add_argument("--pr-number", type=positive_int, help="pull request number to post to")
