@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -59,13 +60,15 @@ from ci.records import (
     MISSING_ON_HEAD,
     NEW_SERIES,
     STAT_NAMES,
+    UNCONFIRMED_SLOWDOWN,
     Benchmark,
     Kind,
     Outcome,
     Result,
     Verdict,
+    is_worse,
 )
-from ci.verdicts.decide import Pending, decide, measure
+from ci.verdicts.decide import Pending, band_text, decide, measure
 from ci.verdicts.exact import exact_verdicts, is_exact
 from ci.verdicts.gates import correctness_gates
 from ci.verdicts.noise import SeriesNoise
@@ -225,6 +228,7 @@ def compare(
 
     final: list[Verdict] = []
     pending: list[Pending] = []
+    jumpy: dict[tuple[str, str], SeriesNoise] = {}  # series whose allowance covers jumps of their history
     gate_results: list[Result] = []
     exact_base: list[Result] = []
     exact_head: list[Result] = []
@@ -252,6 +256,8 @@ def compare(
         drift: float | SeriesNoise | None = 0.0
         if between_jobs is not None:
             drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
+            if isinstance(drift, SeriesNoise) and drift.jump > 0:
+                jumpy[(key, head_machine)] = drift
         verdict_or_pending = measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
                                       _version_change(b_rs, h_rs), drift, between_jobs is not None, (b_rs, h_rs))
         if isinstance(verdict_or_pending, Verdict):
@@ -261,9 +267,27 @@ def compare(
 
     adjusted = adjust_pvalues([p.p_raw for p in pending], settings.correction)
     final.extend(decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
+    final = [_within_jumps(v, jumpy[(v.benchmark.key, v.machine)], settings.floor_for(v.benchmark.key))
+             if (v.benchmark.key, v.machine) in jumpy else v for v in final]
     final.extend(correctness_gates(gate_results))
     final.extend(exact_verdicts(exact_base, exact_head))
     return sorted(final, key=lambda v: (v.benchmark.key, v.machine))
+
+
+def _within_jumps(v: Verdict, noise: SeriesNoise, floor: float) -> Verdict:
+    """An "unchanged" across jobs whose change is past its series' usual job-to-job noise on the bad side,
+    within only the jumps its history takes and takes back: an unconfirmed slowdown, not unchanged.
+    Two one-commit spikes in a real 34-job history (jaxion's, 2026-12-07) raised a series' allowance
+    to 18.4 %, and a +10.6 % rise that asv compare flags (its 99 % intervals apart) read "unchanged"."""
+    if v.outcome != Outcome.UNCHANGED or not math.isfinite(v.ratio) or v.ratio <= 0:
+        return v
+    core = max(floor, math.expm1(noise.multiplier * noise.sigma))
+    if not abs(math.log(v.ratio)) > math.log1p(core) or is_worse(v.benchmark.direction, v.ratio) is not True:
+        return v
+    reason = (f"{UNCONFIRMED_SLOWDOWN}: {(v.ratio - 1) * 100:+.1f}% past the series' usual noise between jobs "
+              f"({band_text(core)}), within only the jumps its history takes and takes back "
+              f"({band_text(noise.allowance)}, {noise.jobs} jobs): measure both in one job")
+    return replace(v, outcome=Outcome.INCONCLUSIVE, reason=reason)
 
 
 def _version_change(base: Sequence[Result], head: Sequence[Result]) -> str | None:

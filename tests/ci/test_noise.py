@@ -204,6 +204,24 @@ def test_the_vectorised_model_equals_a_plain_loop(seed):
         assert m.allowance == pytest.approx(allowance, rel=1e-9, abs=1e-15)
 
 
+def test_a_rise_within_only_the_jumps_a_history_takes_back_is_an_unconfirmed_slowdown():
+    """Two one-commit spikes make a series' allowance cover jumps (a real 34-job history's +18.4 %,
+    2026-12-07): a +11 % rise past its usual job-to-job noise is then an unconfirmed slowdown, not
+    "unchanged"; without the spikes it is a regression, and a fall of the same size stays unchanged."""
+    rng = np.random.default_rng(3)
+    levels = [1.0] * 34
+    levels[8], levels[20] = 1.25, 1.12
+    spiky = [_run(i, lv, rng, noise=0.003) for i, lv in enumerate(levels)]
+    flat = [_run(i, 1.0, rng, noise=0.003) for i in range(34)]
+    base = _run(40, 1.0, rng, noise=0.003)
+    for history, want in ((spiky, Outcome.INCONCLUSIVE), (flat, Outcome.REGRESSED)):
+        v = _verdict(history, base, _run(41, 1.11, rng, noise=0.003))
+        assert v.outcome == want, v.reason
+    v = _verdict(spiky, base, _run(41, 1.11, rng, noise=0.003))
+    assert v.reason.startswith("unconfirmed slowdown: +11") and "jumps its history takes" in v.reason, v.reason
+    assert _verdict(spiky, base, _run(41, 1 / 1.11, rng, noise=0.003)).outcome == Outcome.UNCHANGED
+
+
 def test_settings_are_checked():
     for bad in ({"false_alarm": 0.0}, {"outliers": -1}, {"jump_sigmas": 0.0}, {"min_jobs": 2}, {"return_within": 0},
                 {"leg_rate": 0.5}):
@@ -214,21 +232,23 @@ def test_settings_are_checked():
 @pytest.mark.parametrize(
     ("n_runs", "base", "window", "want"),
     [
-        pytest.param(8, 6, 10, (0, 8), id="short-history-all-of-it"),
-        pytest.param(12, 10, 10, (0, 12), id="window-plus-the-compared-all-of-it"),
-        pytest.param(40, 38, 10, (28, 38), id="long-the-runs-just-before-base"),
-        pytest.param(40, 3, 10, (0, 12), id="early-base-filled-from-after-it"),
-        pytest.param(40, 20, 10, (10, 20), id="middle-base"),
+        pytest.param(8, 6, 10, (0, 7), id="short-history-all-of-it"),
+        pytest.param(12, 10, 10, (0, 11), id="window-plus-the-compared-all-of-it"),
+        pytest.param(40, 38, 10, (28, 39), id="long-the-runs-just-before-head"),
+        pytest.param(40, 3, 10, (0, 4), id="early-base-nothing-after-it"),
+        pytest.param(40, 20, 10, (10, 21), id="middle-base"),
     ],
 )
-def test_job_window_is_the_runs_nearest_the_base(n_runs, base, window, want):
-    """`window` runs, the compared commits' own not counted: those just before the base, else the
-    history's first ones; every run of a history no longer than the window."""
+def test_job_window_is_the_runs_just_before_the_pair(n_runs, base, window, want):
+    """At most `window` runs, the compared commits' own not counted, those just before the head (the
+    later compared commit); never a run after it, so a verdict does not change as history grows."""
     commits = [_sha(i) for i in range(n_runs)]
     head = _sha(base + 1)
     assert job_window(commits, (_sha(base), head), window) == want
     start, stop = want
-    assert sum(sha not in {_sha(base), head} for sha in commits[start:stop]) == min(window, n_runs - 2)
+    assert sum(sha not in {_sha(base), head} for sha in commits[start:stop]) == min(window, base)
+    # The head first in `compared`, or the base later in history than the head: the same window.
+    assert job_window(commits, (head, _sha(base)), window) == want
 
 
 def test_job_window_without_the_compared_commits_ends_the_history():
@@ -332,14 +352,16 @@ def test_the_windowed_store_read_and_a_results_reader_give_one_model(tmp_path):
 
     shas, db = _stored(tmp_path, range(30, 60))
     with Store(db, read_only=True) as store:
-        for base, head, size in ((shas[20], shas[21], 8), (shas[2], shas[3], 8), (shas[-2], shas[-1], 1000)):
+        for at, size in ((20, 8), (6, 8), (28, 1000)):
+            base, head = shas[at], shas[at + 1]
             exclude = {base, head}
             columns = noise_history(store, "h200-runner", base, head, size)
             records = noise_history(_ResultsOnly(store), "h200-runner", base, head, size)
             a = series_noise(columns, exclude_commits=exclude)
             b = series_noise(records, exclude_commits=exclude)
             assert a and a == b
-            assert max(m.jobs for m in a.values()) == min(size, 28), a  # a series with a failed point: one fewer
+            # the runs before the pair, at most `size` (a series with a failed point: one fewer)
+            assert max(m.jobs for m in a.values()) == min(size, at), a
         whole = series_noise(store.results(machine="h200-runner"), exclude_commits=exclude)
         assert a == whole
 
