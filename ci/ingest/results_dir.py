@@ -391,7 +391,8 @@ def ingest_results_dir(
             speed_notes = split_off_speed_jobs(store)
         except Exception as exc:  # noqa: BLE001 - the files are stored; what failed is said, not hidden
             speed_notes = (printable(f"warning: the results are stored, but the check for jobs of a host the files "
-                                     f"do not record failed ({error_line(exc)}): the next ingest reads it again"),)
+                                     f"do not record failed ({error_line(exc)}): the next ingest that stores a "
+                                     "result reads it again"),)
         notes += machine_notes(machines_before, store.machines()) + speed_notes
     return IngestReport(tuple(outcomes), time.perf_counter() - t0, notes)
 

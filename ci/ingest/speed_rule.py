@@ -97,7 +97,10 @@ class SpeedGroup:
 def _medians(windows: np.ndarray, least: int) -> np.ndarray:
     """The median of the finite values along the last axis (NaN sorts last), NaN where fewer than
     `least` are finite: `np.nanmedian` without its masked-array path for small rows (a 16,000-series
-    store's split spent 20 s in it, 2026-12-06)."""
+    store's split spent 20 s in it, 2026-12-06). All NaN along an empty axis (a machine whose runs hold
+    no series: a foreign machine folder whose benchmarks the results' benchmarks.json does not name)."""
+    if windows.shape[-1] == 0:
+        return np.full(windows.shape[:-1], np.nan)
     ordered = np.sort(windows, axis=-1)
     count = np.sum(np.isfinite(windows), axis=-1)
     lo = np.clip((count - 1) // 2, 0, None)[..., None]

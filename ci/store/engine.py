@@ -35,6 +35,11 @@ RETRIES = 8
 # in WAL mode a reader never waits on a writer, so this covers only a WAL recovery or a migration's
 # table locks, after which the reader fails and says so instead of hanging behind them.
 READ_WAIT_S = 2.0
+# PostgreSQL: how long a connection may take to open, and TCP keepalives that notice a server gone
+# silent (libpq's defaults wait forever: a server that accepted the connection and never answered
+# left `compare` hanging without a word, 2026-12-07). A URL's own query parameters win.
+CONNECT_TIMEOUT_S = 15
+PG_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 
 T = TypeVar("T")
 
@@ -137,11 +142,15 @@ def make_engine(url: str, echo: bool = False, *, read_only: bool = False) -> Eng
         transaction (`BEGIN IMMEDIATE` on SQLite).
     """
     if not url.startswith("sqlite"):
-        if not read_only:
-            return create_engine(url, echo=echo, pool_pre_ping=True)
-        wait_ms = int(READ_WAIT_S * 1000)
-        options = f"-c default_transaction_read_only=on -c lock_timeout={wait_ms}"
-        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args={"options": options})
+        from sqlalchemy.engine import make_url
+
+        given = make_url(url).query
+        args: dict[str, Any] = {k: v for k, v in {"connect_timeout": CONNECT_TIMEOUT_S, **PG_KEEPALIVES}.items()
+                                if k not in given}
+        if read_only:
+            wait_ms = int(READ_WAIT_S * 1000)
+            args["options"] = f"-c default_transaction_read_only=on -c lock_timeout={wait_ms}"
+        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=args)
     memory = is_memory(url)
     wait_s = READ_WAIT_S if read_only else 60.0
     extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}

@@ -256,3 +256,26 @@ def test_jobs_of_an_unrecorded_host_are_kept_apart_alike_on_postgres(pg_url, tmp
             assert not any("slower jobs" in n for n in ingest_results_dir(store, results).notes)
     pg, lite = got.values()
     assert pg == lite and len(pg) == 2 and pg["runner [virtualenv-py3.11, slower jobs]"]
+
+
+def test_a_server_that_never_answers_is_an_error_not_a_hang(tmp_path):
+    """A server that accepts the connection and says nothing: the store gives up after its connect
+    timeout with one line that keeps the password out, instead of waiting forever (libpq's default)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        code = ("import ci.store.engine as e; e.CONNECT_TIMEOUT_S = 1\n"
+                "from ci.cli import main\n"
+                f"raise SystemExit(main(['dashboard', '--db', 'postgresql+psycopg://u:s3cretPW@127.0.0.1:{port}/x', "
+                f"'--out', {str(tmp_path / 'dash')!r}]))")
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert time.monotonic() - t0 < 30
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "timeout" in proc.stderr.lower() and "s3cretPW" not in proc.stdout + proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -264,3 +264,11 @@ def test_a_sibling_is_named_after_its_machine() -> None:
     assert _sibling(base("runner", env=""), 1, 0.1).name == "runner [slower jobs]"
     sibling = _sibling(base("runner"), 1, 0.139)
     assert sibling.speed == "slower" and sibling.speed_shift == "+14.9%" and sibling.machine_name == "runner"
+
+
+def test_a_machine_whose_runs_hold_no_series_has_no_shift():
+    """A foreign machine folder whose benchmarks the results' benchmarks.json does not name stores runs
+    with no series: its level matrix has no rows, and the check raised IndexError (as a warning) on it."""
+    shifts = job_shifts(np.empty((0, 6)))
+    assert shifts.shape == (6,) and np.isnan(shifts).all()
+    assert find_off_speed(np.empty((0, 6))) == []
