@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -497,6 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) or a usage error (2): return instead of exiting
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    # SIGTERM (a cancelled CI job, `timeout`, `kill`) stops every command as Ctrl-C does, with its
+    # message and exit 2; it ended `ingest` with status 143 and no word (2026-12-07).
+    previous = _on_sigterm_interrupt()
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -518,6 +522,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {printable(_one_line(exc, getattr(args, 'db', None)))}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm_interrupt() -> Any:
+    """Make SIGTERM raise KeyboardInterrupt; the handler it replaces, or None where no handler can be set
+    (not the main thread)."""
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        return signal.signal(signal.SIGTERM, raise_interrupt)
+    except ValueError:
+        return None
 
 
 def _one_line(exc: BaseException, db: str | None = None) -> str:

@@ -603,3 +603,20 @@ def test_the_order_warning_reads_git_generations_before_dates():
     assert warning(a={"position": 5, "time": late}, b={"position": 7, "time": early}) is None  # git says in order
     assert "is dated after head" in warning(a={"time": late}, b={"position": 7, "time": early})
     assert warning(a={}, b={"position": 7}) is None  # nothing to order them by
+
+
+def test_sigterm_stops_any_command_with_its_message(tmp_path):
+    """A cancelled CI job (SIGTERM) stops `ingest` as Ctrl-C does: the message and exit 2, where it
+    ended with status 143 and not a word."""
+    code = ("import os, signal, time\n"
+            "import ci.ingest\n"
+            "def stopped(*a, **k):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(30)\n"
+            "ci.ingest.ingest_results_dir = stopped\n"
+            "from ci.cli import main\n"
+            f"raise SystemExit(main(['ingest', {str(tmp_path)!r}, '--db', {str(tmp_path / 'h.sqlite')!r}]))")
+    (tmp_path / "benchmarks.json").write_text('{"version": 2}')
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "error: interrupted; nothing half-written was kept: run the same ingest command again" in proc.stderr
