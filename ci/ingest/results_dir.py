@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from ci.ingest.asv_files import (
     SIDECAR_MACHINE_KEYS,
@@ -201,6 +201,11 @@ def _write_batch(
         items.append((run, _machine(run, info, sidecar), commit))
     try:
         statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)
+    except (OperationalError, InterfaceError):
+        # The database itself failed (read-only, full, locked, gone): no file of this batch or the next
+        # is at fault, and each was blamed for it (344 lines of "attempt to write a readonly database",
+        # 2026-12-07). One error naming the database; the batches committed before it stay stored.
+        raise
     except Exception as exc:  # the batch's transaction failed as a whole: nothing of it is stored
         statuses = [exc] * len(items)
     written = 0

@@ -145,6 +145,26 @@ def test_the_cli_names_the_file_and_exits_2(tmp_path, recorded, capsys):
     assert "9 inserted" in captured.out and "1 errors" in captured.out
 
 
+def test_a_database_that_fails_as_a_whole_is_one_error_naming_it(tmp_path, recorded, capsys, monkeypatch):
+    """A read-only (or full, or locked) database is the database's failure, not each file's: one line
+    that names it and exit 2, where every result file printed its own "database error" line."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from ci.store.ingest_writes import IngestWrites
+
+    def read_only(self, items, replace=False):
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+
+    monkeypatch.setattr(IngestWrites, "ingest_runs", read_only)
+    db = tmp_path / "h.sqlite"
+    assert main(["ingest", "--db", str(db), str(recorded)]) == 2
+    lines = _err_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and "attempt to write a readonly database" in lines[0], lines
+    assert str(db) in lines[0] and str(recorded) not in lines[0], lines
+
+
 def test_an_unforeseen_failure_is_still_one_files_error(store_url, recorded, monkeypatch):
     """The boundary catches what no check foresaw: any exception while reading one file (here a
     bug planted in the parser) is that file's error, never the whole ingest's."""
