@@ -93,17 +93,28 @@ def _order_warning(store: StoreReads, base: str, head: str) -> str | None:
             "inverted (a slowdown as an improvement); swap --base and --head unless that is meant")
 
 
-def _save_verdicts(store: Any, args: argparse.Namespace, verdicts: Sequence[Any], order: str | None) -> str:
+def _save_verdicts(store: Any, args: argparse.Namespace, verdicts: Sequence[Any], order: str | None
+                   ) -> tuple[str, str | None]:
     """Store a comparison's verdicts unless --no-save, or unless base is the newer commit (`order`) and
     --save-reversed was not passed: a swapped pair's verdicts, once stored, showed on the dashboard as
     regressions of the older commit, against the newer, for good (a later compare in order adds its
-    own and removes none). Returns what the order warning adds ("" when nothing is held back)."""
+    own and removes none). Returns what the order warning adds ("" when nothing is held back) and, where
+    the store refused the write (a read-only role or file), the error to print after the verdicts: they
+    were decided, and the refusal alone was printed in their place (2026-12-07)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ci.store import StoreError
+
     if args.no_save:
-        return ""
+        return "", None
     if order and not args.save_reversed:
-        return "; its verdicts were not saved (--save-reversed saves them)"
-    store.save_verdicts(verdicts)
-    return ""
+        return "; its verdicts were not saved (--save-reversed saves them)", None
+    try:
+        store.save_verdicts(verdicts)
+    except (SQLAlchemyError, StoreError) as exc:
+        return "", (f"the verdicts above were not saved ({_one_line(exc, getattr(args, 'db', None))}); "
+                    "--no-save compares without writing")
+    return "", None
 
 
 def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
@@ -222,7 +233,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             base, head, machines, comparison = _comparison(store, args, rules.verdicts)
             where = _machines_line(store, machines)
             order = _order_warning(store, base, head)
-        saved = _save_verdicts(store, args, comparison.verdicts, order)
+        saved, unsaved = _save_verdicts(store, args, comparison.verdicts, order)
     problem = comparison.problem
     with reader_may_leave():
         if order:
@@ -231,9 +242,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison, rules.verdicts)))
         _print_verdicts(comparison.verdicts, several=len(machines) > 1)
-        if problem:  # a check that did not run is not a pass: never "no regression"
-            print(printable(f"error: {problem}"), file=sys.stderr)
-    return EXIT_ERROR if problem else exit_code(comparison.verdicts)
+        for line in (problem, unsaved):  # a check that did not run is not a pass: never "no regression"
+            if line:
+                print(printable(f"error: {line}"), file=sys.stderr)
+    return EXIT_ERROR if problem or unsaved else exit_code(comparison.verdicts)
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
@@ -262,7 +274,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
             context = comment_context(store, comparison, env, commit_url=args.commit_url or commit_url,
                                       job_url=args.job_url or job_url, settings=rules.verdicts,
                                       project=rules.project)  # fmt: skip
-        saved = _save_verdicts(store, args, comparison.verdicts, order)
+        saved, unsaved = _save_verdicts(store, args, comparison.verdicts, order)
     if order:
         with reader_may_leave():
             print(printable(order + saved), file=sys.stderr)
@@ -304,10 +316,10 @@ def cmd_comment(args: argparse.Namespace) -> int:
                 fh.write(posted[-1])
         with reader_may_leave():
             print(url)
-    if comparison.problem:  # the comment's headline says it; the check fails as an error
-        print(printable(f"error: {comparison.problem}"), file=sys.stderr)
-        return EXIT_ERROR
-    return exit_code(verdicts)
+    for line in (comparison.problem, unsaved):  # the comment's headline says the problem; the check fails
+        if line:
+            print(printable(f"error: {line}"), file=sys.stderr)
+    return EXIT_ERROR if comparison.problem or unsaved else exit_code(verdicts)
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:

@@ -124,6 +124,30 @@ def test_compare_regression_exits_1_and_saves_verdicts(tmp_path, asv_dir, capsys
     assert saved[SLOW_KEY] == "regressed"
 
 
+def test_verdicts_a_store_refuses_to_save_are_still_printed(tmp_path, asv_dir, capsys, monkeypatch):
+    """A read-only role or file: the verdicts were decided, so they are printed, then one error saying
+    they were not saved and that --no-save compares without writing; exit 2. The refusal alone was
+    printed in their place."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(slow_head=True), job="gha-1.1-pr/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+
+    def refused(self, verdicts):
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError("permission denied for table verdicts"))
+
+    monkeypatch.setattr(Store, "save_verdicts", refused)
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 2
+    out, err = capsys.readouterr()
+    assert "regressed" in out and SLOW_KEY in out
+    assert err.strip() == (f"error: the verdicts above were not saved (database {db}: permission denied for table "
+                           "verdicts); --no-save compares without writing"), err
+
+
 def test_compare_clean_exits_0(tmp_path, asv_dir):
     root = asv_dir([sha_for(0), sha_for(1)], samples=_samples(), job="gha-1.1-pr/1")
     db = str(tmp_path / "h.sqlite")
