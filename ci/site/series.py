@@ -59,7 +59,9 @@ class Regression:
     p_value: float = math.nan
     reason: str = ""
     ack: Acknowledgement | None = None
-    fixed_by: str = ""  # a later change point that brought the level back (change points only)
+    # A later change point that brought the level back; for a verdict's failure, the next commit at which
+    # the benchmark ran again.
+    fixed_by: str = ""
     # A change point in a crowd of series stepping where the runs' recorded environment changed
     # (`ci.verdicts.AlertGroup.environment_change`): what changed; not blamed on the commit.
     environment: str = ""

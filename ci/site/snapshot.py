@@ -546,6 +546,20 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             if not ms or ms[-1] != s.machine:
                 ms.append(s.machine)
 
+    # A benchmark that failed to run at a verdict's head and measured again at a later commit ran there:
+    # the failure is fixed, not open for good (a real history's transient failure stayed an open
+    # regression on the overview once someone compared its commit, 2026-12-07).
+    ran_at: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)  # series key -> (machine, shas)
+    for s in series:
+        if s.benchmark.key in judged:
+            ran_at[s.benchmark.key].append((s.machine, s.shas))
+
+    def ran_again(v: Verdict) -> str:
+        own = verdict_machines(v)
+        later = [sha for machine, shas in ran_at.get(v.benchmark.key, []) if not own or machine in own
+                 for sha in shas if position.get(sha, -1) > position[v.head_sha]]
+        return min(later, key=position.__getitem__, default="")
+
     verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
     regressions: list[Regression] = []
     for v in verdicts:
@@ -561,7 +575,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             regressions.append(Regression(
                 benchmark=v.benchmark, sha=v.head_sha, outcome=v.outcome, ratio=v.ratio, base_value=v.base_value,
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
-                p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha))))
+                p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha)),
+                fixed_by=ran_again(v) if _crashed(v) else ""))
 
     runs_order = _runs_order(environments, position)
     kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks, runs_order, floor_for)
@@ -665,3 +680,9 @@ def _runs_order(environments: dict[str, dict[tuple[str, str], tuple[tuple[str, s
                 order[machine].append(sha)
                 envs[(machine, sha)] = dict(environments[sha][(machine, _run)])
     return dict(order), envs
+
+
+def _crashed(v: Verdict) -> bool:
+    """A verdict of a benchmark that did not run on head (no value), not of a correctness gate whose
+    value failed its limit: a later commit's value fixes only the former."""
+    return v.outcome == Outcome.FAILED and v.benchmark.kind != Kind.CORRECTNESS and not math.isfinite(v.head_value)

@@ -150,6 +150,29 @@ def test_regressions_open_and_acknowledged() -> None:
     assert positions == sorted(positions, reverse=True)
 
 
+def test_a_benchmark_that_ran_again_after_a_crash_verdict_is_fixed() -> None:
+    """A compare stored "failed to run on head" for a commit; the benchmark ran at a later commit, so
+    the failure is fixed there ("ran again at"), not an open regression for good. A crash with no later
+    value stays open, and so does a correctness gate whose later values are not this rule's to judge."""
+    from ci.records import Verdict
+
+    store = synthetic_store(n_commits=12, n_series=6)
+    bench = store.benchmark_list[2]
+    crash = {"benchmark": bench, "outcome": Outcome.FAILED, "base_value": 1e-5, "head_value": math.nan,
+             "ratio": math.nan, "reason": "failed to run on head"}
+    store.verdict_list.append(Verdict(**crash, base_sha=store.commit_list[7].sha, head_sha=store.commit_list[8].sha))
+    store.verdict_list.append(Verdict(**crash, base_sha=store.commit_list[10].sha, head_sha=store.commit_list[11].sha))
+    store.result_list = [r for r in store.result_list if not (
+        r.benchmark == bench and r.commit_sha in (store.commit_list[8].sha, store.commit_list[11].sha))]
+    regs = {r.sha: r for r in load_snapshot(store).regressions
+            if r.source == "verdict" and r.benchmark == bench and r.outcome == Outcome.FAILED}
+    fixed, still = regs[store.commit_list[8].sha], regs[store.commit_list[11].sha]
+    assert fixed.fixed_by == store.commit_list[9].sha and not fixed.is_open
+    assert still.is_open and not still.fixed_by
+    gate = next(r for r in load_snapshot(store).regressions if r.benchmark == store.benchmark_list[0])
+    assert gate.outcome == Outcome.FAILED and gate.is_open  # a gate verdict (value past its limit)
+
+
 def test_baseline_sha_must_exist() -> None:
     store = synthetic_store(n_commits=5, n_series=3)
     with pytest.raises(ValueError, match="not in the store"):

@@ -139,6 +139,7 @@ class Site:
             "ack_who": ack.who if ack else "", "ack_why": ack.why if ack else "",
             "ack_when": fmt.fmt_time(ack.when) if ack else "",
             "fixed_sha": reg.fixed_by[:10], "fixed_href": self.commit_href(reg.fixed_by, depth) if reg.fixed_by else "",
+            "fixed_words": _fixed_words(reg),
         }
 
     def suspect_row(self, x: Suspect, depth: int) -> dict[str, Any]:
@@ -211,7 +212,7 @@ class Site:
             elif reg.fixed_by:
                 step = fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)
                 label = f"{reg.outcome.value} at {reg.sha[:8]} ({step})"
-                out.append(Mark(reg.sha, "fixed", f"{label}, level restored at {reg.fixed_by[:8]}"))
+                out.append(Mark(reg.sha, "fixed", f"{label}, {_fixed_words(reg)} {reg.fixed_by[:8]}"))
             else:
                 step = fmt.fmt_step(reg.ratio, reg.base_value, reg.head_value)
                 why = f": {reg.reason}" if reg.reason else ""
@@ -223,3 +224,8 @@ class Site:
                                                 f"({fmt.fmt_change(x.ratio)}, {fmt.fmt_percent(x.confidence)} sure "
                                                 f"when flagged): {x.reason}"))
         return out
+
+
+def _fixed_words(reg: Regression) -> str:
+    """What undid a regression: its level came back, or the benchmark that failed ran again."""
+    return "ran again at" if reg.outcome == Outcome.FAILED else "level restored at"
