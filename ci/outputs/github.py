@@ -157,7 +157,7 @@ def _status_message(status: int, method: str, what: str, detail: str, headers: A
     if wait is not None:
         reset = headers.get("X-RateLimit-Reset") if headers is not None else None
         when = (time.strftime(" (resets at %H:%M:%S UTC)", time.gmtime(float(reset)))
-                if reset and reset.isdigit() else f" (retry in {wait:.0f} s)")
+                if reset and reset.isdigit() and len(reset) <= 11 else f" (retry in {min(wait, 1e9):.0f} s)")
         hint = f"rate limited by GitHub{when}; try again later"
     elif status == 401:
         hint = "authentication failed: GITHUB_TOKEN is missing, expired or malformed"
@@ -434,6 +434,12 @@ def _find_sticky_comments(client: _Client, repo: str, pr_number: int, marker: st
             if not isinstance(user, dict):
                 user = {}
             if user.get("login") == login and "id" in comment:
+                cid = comment["id"]
+                # A comment id is a positive integer: `true` read as int 1, and the sticky comment would
+                # have edited comment #1 of another thread (a hostile server, 2026-12-07).
+                if isinstance(cid, bool) or not isinstance(cid, int) or cid <= 0:
+                    raise GitHubError(f"GitHub API GET /repos/{repo}/issues/{pr_number}/comments: a comment id "
+                                      f"is not a positive integer: {_server_text(repr(cid)[:40], None)}")
                 found.append(comment)
         match = _NEXT_RE.search(headers.get("Link", "") if headers is not None else "")
         url = match.group(1) if match else None

@@ -193,6 +193,16 @@ def test_finds_marker_on_a_later_page(github: FakeGitHub) -> None:
     assert sum(p == "/user" for _, p, *_ in github.requests) == 1
 
 
+@pytest.mark.parametrize("bad_id", [True, 0, -3, "1001", 1.0])
+def test_a_comment_id_that_is_not_a_positive_integer_is_an_error(github: FakeGitHub, bad_id) -> None:
+    """`true` read as the integer 1: the sticky comment would have edited comment #1, another thread's."""
+    sticky = github.add(7, f"{MARKER}\nold", BOT, "Bot")
+    sticky["id"] = bad_id
+    with pytest.raises(GitHubError, match="comment id is not a positive integer"):
+        _post(github, f"{MARKER}\nnew")
+    assert not any(m == "PATCH" for m, *_ in github.requests)
+
+
 def test_human_comment_starting_with_the_marker_is_not_edited(github: FakeGitHub) -> None:
     # A person pasted the bot's comment (marker first) into their own: editing it would fail with
     # 403 (and would overwrite their words). Only the authenticated user's comment is sticky.
@@ -814,3 +824,11 @@ def test_read_back_costs_one_read_when_nothing_changed_and_none_without_merge(gi
     assert calls() == ["GET comments", "PATCH " + str(github.comments[7][0]["id"])]
     with pytest.raises(ValueError, match="settle"):
         _post(github, gpu, pr=7, merge=keep, settle=float("nan"))
+
+
+def test_a_rate_limit_reset_past_any_clock_is_a_message_not_a_crash() -> None:
+    """A reset time of 30 digits raised OverflowError from the clock instead of naming the rate limit."""
+    from ci.outputs.github import _status_message
+
+    text = _status_message(429, "GET", "/x", "", {"X-RateLimit-Reset": "9" * 30}, False)
+    assert "rate limited by GitHub" in text
