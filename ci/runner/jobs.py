@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ci.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
-from ci.records import Alert, Outcome, Verdict
+from ci.records import MISSING_ON_HEAD, Alert, Benchmark, Outcome, Verdict
 from ci.runner.asv import ensure_machine
 from ci.runner.config import RunnerConfig, RunnerError, RunOutcome, nothing_selected
 from ci.runner.measure import ingest_results, job_lock, measure
@@ -52,7 +52,41 @@ def ab_comparison(cfg: RunnerConfig, store: Store, base: str, head: str,
                              head=[r for r in comparison.head if r.benchmark.name in measured],
                              verdicts=[v for v in comparison.verdicts if v.benchmark.name in measured])
     store.save_verdicts(comparison.verdicts)
+    if measured:
+        # asv measures head's suite on both sides: a benchmark that head's suite no longer defines is
+        # measured on neither, and a PR that deleted one (and made its function 40x slower) passed
+        # without a word of it (a toy project, 2026-12-07). Listed as missing on head, not stored.
+        gone = [Verdict(benchmark=Benchmark(name), outcome=Outcome.INCONCLUSIVE, base_value=math.nan,
+                        head_value=math.nan, ratio=math.nan, base_sha=base, head_sha=head, reason=MISSING_ON_HEAD,
+                        machine=cfg.machine)
+                for name in removed_on_head(cfg, base)]
+        if gone:
+            comparison = replace(comparison, verdicts=sorted([*comparison.verdicts, *gone],
+                                                             key=lambda v: (v.benchmark.key, v.machine)))
     return comparison
+
+
+def removed_on_head(cfg: RunnerConfig, base: str) -> list[str]:
+    """The benchmarks of base's asv result files (earlier calls' results included) that head's suite, the
+    benchmarks.json the job's asv call wrote, no longer defines, within the job's `--bench` selection;
+    [] where either cannot be read."""
+    import json
+    import re
+
+    from ci.ingest.asv_files import load_benchmarks_json
+    from ci.runner.asv import result_files
+
+    try:
+        suite = load_benchmarks_json(cfg.results_dir)
+        names: set[object] = set()
+        for path in result_files(cfg, base):
+            results = json.loads(path.read_text(encoding="utf-8")).get("results")
+            names.update(results if isinstance(results, dict) else ())
+    except Exception:  # noqa: BLE001 - what cannot be read calls nothing removed
+        return []
+    pattern = re.compile(cfg.bench) if cfg.bench else None
+    return sorted(n for n in names if isinstance(n, str) and n not in suite
+                  and (pattern is None or pattern.search(n) is not None))
 
 
 def _gates_for(store: StoreReads, sha: str, machine: str) -> list[Verdict]:

@@ -26,7 +26,7 @@ from ci.cli import main
 from ci.records import JOB_KEY, Commit, Outcome
 from ci.runner.config import RunnerConfig, suite_regex
 from ci.runner.git import commits_in_range, new_branch_commits
-from ci.runner.jobs import history_branch, print_outcome, run_history, run_pr
+from ci.runner.jobs import history_branch, print_outcome, removed_on_head, run_history, run_pr
 from ci.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,6 +158,27 @@ def test_a_history_job_judges_its_branch_not_the_pr_commits_beside_it(tmp_path):
                                            dashboard_branch="release"), store) == "release"
         assert history_branch(RunnerConfig(repo=tmp_path, db=db, machine="cibox", bench=None, branch=None),
                               store) is None
+
+
+def test_a_benchmark_heads_suite_no_longer_defines_is_named(tmp_path):
+    """asv measures head's suite on both sides of a PR: a benchmark the PR deleted is measured on neither,
+    and the job listed nothing of it. Base's result file still holds it (an earlier call's), so it is
+    named, within the job's selection; a file or suite that cannot be read names nothing."""
+    (tmp_path / "asv.conf.json").write_text('{"version": 1, "project": "toy", "results_dir": "results"}')
+    results = tmp_path / "results"
+    (results / "cibox").mkdir(parents=True)
+    (results / "benchmarks.json").write_text(json.dumps(
+        {"version": 2, "b.T.time_kept": {"type": "time"}, "b.T.time_new": {"type": "time"}}))
+    base = "ab" * 20
+    (results / "cibox" / f"{base[:8]}-virtualenv-py3.11.json").write_text(json.dumps(
+        {"results": {"b.T.time_kept": [1.0], "b.T.time_gone": [2.0], "b.Other.time_gone_too": [3.0]}}))
+    cfg = RunnerConfig(repo=tmp_path, db=str(tmp_path / "h.sqlite"), machine="cibox", bench=None)
+    assert removed_on_head(cfg, base) == ["b.Other.time_gone_too", "b.T.time_gone"]
+    cfg = RunnerConfig(repo=tmp_path, db=str(tmp_path / "h.sqlite"), machine="cibox", bench=r"b\.T\.")
+    assert removed_on_head(cfg, base) == ["b.T.time_gone"]
+    assert removed_on_head(cfg, "cd" * 20) == []  # no result file of that commit
+    (results / "benchmarks.json").write_text("{")
+    assert removed_on_head(cfg, base) == []
 
 
 def test_range_and_since_last_then_resume_adds_nothing(toy, tmp_path, capsys):
