@@ -54,8 +54,13 @@ def parse_nvidia_smi(csv_text: str) -> dict[str, str]:
     return dict(zip(keys, cells, strict=True))
 
 
-def collect() -> dict[str, str]:
+def collect(gpu_only: bool = False) -> dict[str, str]:
     """Read the GPU environment now, via torch.cuda and nvidia-smi where available.
+
+    Args:
+        gpu_only: the GPU, driver and clocks from nvidia-smi alone, no torch, triton or launch path:
+            another project's suite, whose benchmark environment is not this process's (the service's
+            torch and triton versions were listed in a foreign project's PR comment, 2026-12-07).
 
     Returns:
         A dict with exactly the keys in KEYS, all string values.
@@ -63,6 +68,10 @@ def collect() -> dict[str, str]:
     env = dict.fromkeys(KEYS, "")
     env["captured_at"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     smi = shutil.which("nvidia-smi")
+    if gpu_only:
+        if smi:
+            env.update(_smi(smi))
+        return env
     if not smi:
         # No NVIDIA driver, so no GPU: the versions come from the installed packages' metadata
         # instead of importing torch (20 s on a loaded 2-core box, 2026-12-01), and the Triton
@@ -92,16 +101,21 @@ def collect() -> dict[str, str]:
     except ImportError:
         pass
     env["attention_launch"] = attention_launch()
-    if smi:
-        try:
-            out = subprocess.run(
-                [smi, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits", "-i", "0"],
-                check=True, capture_output=True, text=True, timeout=20,
-            ).stdout  # fmt: skip
-            env.update({k: v for k, v in parse_nvidia_smi(out).items() if v or not env.get(k)})
-        except (subprocess.SubprocessError, OSError, ValueError):
-            pass  # the sidecar is best effort: a broken nvidia-smi must not fail the benchmark
+    env.update({k: v for k, v in _smi(smi).items() if v or not env.get(k)})
     return env
+
+
+def _smi(smi: str) -> dict[str, str]:
+    """nvidia-smi's GPU, driver and clocks ({} when it fails: the sidecar is best effort, a broken
+    nvidia-smi must not fail the benchmark)."""
+    try:
+        out = subprocess.run(
+            [smi, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits", "-i", "0"],
+            check=True, capture_output=True, text=True, timeout=20,
+        ).stdout  # fmt: skip
+        return parse_nvidia_smi(out)
+    except (subprocess.SubprocessError, OSError, ValueError):
+        return {}
 
 
 def attention_launch() -> str:
@@ -209,8 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--machine", default=None, help="asv machine name (default: $ASV_MACHINE, asv's, host name)")
     ap.add_argument("--commit", default=None, help="commit hash (default: $ASV_COMMIT or git HEAD)")
     ap.add_argument("--overwrite", action="store_true")
+    ap.add_argument("--gpu-only", action="store_true",
+                    help="the GPU, driver and clocks alone (another project's suite: no torch, triton or launch path)")
     args = ap.parse_args(argv)
-    env = collect()
+    env = collect(gpu_only=args.gpu_only)
     print(json.dumps(env, indent=1))
     if args.write:
         commit = args.commit or os.environ.get("ASV_COMMIT")

@@ -83,10 +83,13 @@ def gpu_state(cfg: RunnerConfig) -> dict[str, str]:
     Returns:
         The suite's sidecar keys (gpu, driver, cuda, torch, triton, clocks, ...) as strings.
     """
+    # This project's checkout reads its own suite's environment (torch, triton, the kernels' launch path);
+    # another project's gets the GPU, driver and clocks alone: the service's torch is not its benchmarks'.
+    own = (cfg.repo / "benchmarks" / "gpu_env.py").is_file()
     try:
         proc = subprocess.run(
-            [cfg.python, "-m", "benchmarks.gpu_env"], cwd=cfg.repo, env=_asv_env(cfg),
-            capture_output=True, text=True, timeout=300, check=False,
+            [cfg.python, "-m", "benchmarks.gpu_env", *(() if own else ("--gpu-only",))], cwd=cfg.repo,
+            env=_asv_env(cfg), capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         data = json.loads(proc.stdout) if proc.returncode == 0 else {}
     except (OSError, subprocess.SubprocessError, ValueError):

@@ -109,3 +109,16 @@ def test_without_nvidia_smi_the_versions_come_from_metadata_without_importing_to
     assert imported is False
     assert state["torch"] == metadata.version("torch") and state["gpu"] == "" and state["attention_launch"] == "python"
     assert set(state) == set(gpu_env.KEYS)
+
+
+def test_gpu_only_reads_nvidia_smi_alone(monkeypatch):
+    """Another project's suite: the GPU, driver and clocks, never this process's torch, triton or the
+    kernels' launch path (the service's versions were listed in a foreign project's PR comment)."""
+    monkeypatch.setattr(gpu_env.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(gpu_env, "_smi", lambda smi: {"gpu": "NVIDIA RTX 4000 Ada", "driver": "560.35"})
+    env = gpu_env.collect(gpu_only=True)
+    assert set(env) == set(gpu_env.KEYS)
+    assert env["gpu"] == "NVIDIA RTX 4000 Ada" and env["driver"] == "560.35"
+    assert env["torch"] == env["triton"] == env["attention_launch"] == ""
+    monkeypatch.setattr(gpu_env.shutil, "which", lambda name: None)
+    assert gpu_env.collect(gpu_only=True)["torch"] == ""
