@@ -99,7 +99,10 @@ Definitions (what the printed numbers mean):
   `asv._stats.is_different`); a pair counts when any series is "+". Injected: +10 % (the bad
   direction) into one seeded series of known direction of the pair's head (through a reader that
   scales those samples, so `compare_commits` runs unchanged); found: the service's verdict on it is
-  REGRESSED; asv marks it changed in the direction its value moved.
+  REGRESSED; asv marks it changed in the direction its value moved. False alarms: pairs called
+  regressed on a series that the un-injected history does not step at the head (neither the
+  service's REGRESSED change points nor asv's listed regressions there): a pair at a real step may
+  be right to be called regressed.
 - Jobs that moved every series together (`series.job_shifts`): per machine and commit, the median
   over its evaluated series of the series' log level minus the median of its 10 commits each side;
   the 5th and 95th percentiles and the commits past ±5%. Hardware that differs between jobs without
@@ -109,7 +112,8 @@ Definitions (what the printed numbers mean):
   suspicion raised, no step of that size asked for): +10% found >= 90% and still open >= 90%,
   delay median <= 2 and p90 <= 5, +5% found >= asv's fitted share, regressions per 1,000 <= asv's,
   suspicions confirmed >= 50%, the banner up for suspicions alone on <= 5% of commits, fewer
-  adjacent pairs called regressed than asv's rule with the injected +10% found at least as often.
+  adjacent pairs called regressed than asv's rule (all, and at no step of the history) with the
+  injected +10% found at least as often.
   Read on all trials (not on those in the data); this project's verdict quality on its own samples
   is `tools.bench_verdicts`' to show.
 """

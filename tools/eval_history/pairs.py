@@ -83,22 +83,30 @@ class PairOutcome:
     together: bool
     service_regressed: bool
     asv_worse: bool
+    # ...on a series the history does not step at the head (neither the service's change points nor asv's
+    # listed regressions of the un-injected series): a false alarm, where the others may be real steps.
+    service_regressed_null: bool = False
+    asv_worse_null: bool = False
     injected: bool = False
     service_found: bool = False
     asv_found: bool = False
 
 
 def evaluate_pair(reader: MachineReader, asv: dict[tuple[str, str], AsvPoint], base: str, head: str,
-                  seed: int, verdicts: Any = None) -> PairOutcome:
-    """Both rules on one adjacent pair, then on it with AB_STEP injected into one seeded series."""
+                  seed: int, verdicts: Any = None, steps: frozenset[tuple[str, str, str]] = frozenset()
+                  ) -> PairOutcome:
+    """Both rules on one adjacent pair, then on it with AB_STEP injected into one seeded series. `steps`:
+    (machine, series key, commit) where the un-injected history steps (`PairOutcome`'s null counts)."""
     m = reader.machine
     got = compare_commits(reader, base, head, m, settings=verdicts)
     b_pts = {r.benchmark.key: (r, asv.get((r.run_id, r.benchmark.key))) for r in got.base if r.samples}
     h_pts = {r.benchmark.key: (r, asv.get((r.run_id, r.benchmark.key))) for r in got.head if r.samples}
     both = sorted(key for key in b_pts.keys() & h_pts.keys()
                   if b_pts[key][0].benchmark.kind != Kind.CORRECTNESS and b_pts[key][1] and h_pts[key][1])
-    out = PairOutcome(got.jobs.together, any(v.outcome == Outcome.REGRESSED for v in got.verdicts),
-                      any(asv_mark(b_pts[key][1], h_pts[key][1]) == "+" for key in both))  # type: ignore[arg-type]
+    ours = {v.benchmark.key for v in got.verdicts if v.outcome == Outcome.REGRESSED}
+    theirs = {key for key in both if asv_mark(b_pts[key][1], h_pts[key][1]) == "+"}  # type: ignore[arg-type]
+    out = PairOutcome(got.jobs.together, bool(ours), bool(theirs), any((m, key, head) not in steps for key in ours),
+                      any((m, key, head) not in steps for key in theirs))
     judged = [key for key in both if h_pts[key][0].benchmark.direction != Direction.UNKNOWN]
     if not judged:
         return out
@@ -119,19 +127,24 @@ class PairsOutcome:
     together: int = 0  # pairs whose two commits carry one job marker (in-job statistics)
     service_regressed: int = 0
     asv_worse: int = 0
+    service_regressed_null: int = 0
+    asv_worse_null: int = 0
     injected: int = 0
     service_found: int = 0
     asv_found: int = 0
     seconds: float = 0.0
 
 
-def _pair(item: tuple[MachineReader, dict[tuple[str, str], AsvPoint], str, str, int, Any]) -> PairOutcome:
+def _pair(item: tuple[MachineReader, dict[tuple[str, str], AsvPoint], str, str, int, Any,
+                      frozenset[tuple[str, str, str]]]) -> PairOutcome:
     return evaluate_pair(*item)
 
 
 def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str], AsvPoint], *, pairs: int,
-                   seed: int, verdicts: Any = None) -> PairsOutcome:
-    """Cross-job A/B on up to `pairs` seeded adjacent commit pairs of `machines` (the package docstring)."""
+                   seed: int, verdicts: Any = None, steps: frozenset[tuple[str, str, str]] = frozenset()
+                   ) -> PairsOutcome:
+    """Cross-job A/B on up to `pairs` seeded adjacent commit pairs of `machines` (the package docstring);
+    `steps` as `evaluate_pair` takes them."""
     t0 = time.perf_counter()
     order = {c.sha: i for i, c in enumerate(store.commits())}
     readers = {m: MachineReader(store, m) for m in machines}
@@ -143,10 +156,11 @@ def evaluate_pairs(store: Any, machines: Sequence[str], asv: dict[tuple[str, str
         return PairsOutcome(seconds=time.perf_counter() - t0)
     rng = np.random.default_rng([seed, 0xAB])
     picked = sorted(rng.choice(len(candidates), min(pairs, len(candidates)), replace=False).tolist())
-    got = fork_map(_pair, [(readers[m], asv, a, b, seed, verdicts) for m, a, b in (candidates[i] for i in picked)],
-                   "pairs")
+    items = [(readers[m], asv, a, b, seed, verdicts, steps) for m, a, b in (candidates[i] for i in picked)]
+    got = fork_map(_pair, items, "pairs")
     out = PairsOutcome(pairs=len(got))
-    for name in ("together", "service_regressed", "asv_worse", "injected", "service_found", "asv_found"):
+    for name in ("together", "service_regressed", "asv_worse", "service_regressed_null", "asv_worse_null", "injected",
+                 "service_found", "asv_found"):
         setattr(out, name, sum(getattr(g, name) for g in got))
     out.seconds = time.perf_counter() - t0
     return out
