@@ -340,8 +340,9 @@ def measurement_line(comparison: Comparison, max_threshold: float | None = None)
     if jobs.relation == JobRelation.DIFFERENT:
         which = f"different asv calls: {jobs.base} and {jobs.head}"
     else:
-        which = ("a side has no verified job marker: measured outside the runner, rewritten since the runner "
-                 "measured it, or marked before markers were bound to their result files")
+        which = ("a side has no verified job marker: measured by asv outside this service's runner, as every "
+                 "commit of an ingested asv history is, rewritten since the runner measured it, or marked before "
+                 "markers were bound to their result files")
     line = (f"warning: cross-job rule: base and head were not measured in one job ({which}): thresholds widened by "
             f"the between-job drift of {comparison.drift_known} series, {withheld} series withheld")
     if max_threshold is not None and (wide := wide_thresholds(comparison.verdicts, max_threshold)):
