@@ -84,6 +84,10 @@ class GitHubError(RuntimeError):
         self.status = status
 
 
+# A run of this many of the token's characters in a server's text is taken for a piece of it.
+_PIECE = 8
+
+
 class _Secret:
     """Holds the token so that a repr, a traceback with locals or a log line shows '***'."""
 
@@ -96,16 +100,39 @@ class _Secret:
         return self._value
 
     def redact(self, text: str) -> str:
-        """`text` with the token, its percent-encoded forms and anything token-shaped replaced by '***'."""
-        if self._value:
-            for form in {self._value, urllib.parse.quote(self._value, safe=""), urllib.parse.quote_plus(self._value)}:
+        """`text` with the token, its percent-encoded forms, its reverse, any run of `_PIECE` or more of
+        its characters, and anything token-shaped replaced by '***' (a hostile server echoed a reversed
+        token and its 16-character tail, which the whole token's match missed, 2026-12-07)."""
+        value = self._value
+        if value:
+            for form in {value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), value[::-1]}:
                 text = text.replace(form, "***")
+            for form in (value, value[::-1]):
+                if len(form) >= _PIECE:
+                    text = _cover(text, {form[i:i + _PIECE] for i in range(len(form) - _PIECE + 1)})
         return redact_text(text)  # any credential's shape, even one that is not the token sent
 
     def __repr__(self) -> str:
         return "_Secret('***')"
 
     __str__ = __repr__
+
+
+def _cover(text: str, pieces: set[str]) -> str:
+    """`text` with every stretch that overlapping occurrences of `pieces` (all of one length) cover
+    replaced by '***'."""
+    size = len(next(iter(pieces)))
+    spans: list[list[int]] = []
+    for m in re.finditer(f"(?=(?:{'|'.join(map(re.escape, pieces))}))", text):
+        if spans and m.start() <= spans[-1][1]:
+            spans[-1][1] = m.start() + size
+        else:
+            spans.append([m.start(), m.start() + size])
+    out, pos = [], 0
+    for a, b in spans:
+        out += [text[pos:a], "***"]
+        pos = b
+    return "".join(out) + text[pos:]
 
 
 def _token(raw: str) -> _Secret:

@@ -832,3 +832,13 @@ def test_a_rate_limit_reset_past_any_clock_is_a_message_not_a_crash() -> None:
 
     text = _status_message(429, "GET", "/x", "", {"X-RateLimit-Reset": "9" * 30}, False)
     assert "rate limited by GitHub" in text
+
+
+def test_pieces_and_the_reverse_of_the_token_are_redacted() -> None:
+    """A hostile server echoed the token reversed and its 16-character tail: neither matched the whole
+    token, and both were printed."""
+    from ci.outputs.github import _Secret
+
+    text = _Secret(TOKEN).redact(f"a {TOKEN[::-1]} b {TOKEN[-16:]} c {TOKEN[3:14]} d short {TOKEN[:5]}")
+    assert TOKEN[::-1] not in text and TOKEN[-16:] not in text and TOKEN[3:14] not in text
+    assert text.startswith("a *** b *** c *** d short") and "a" in text
