@@ -17,6 +17,7 @@ write lock and never wait on a writer for more than `READ_WAIT_S`: SQLite opened
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -99,6 +100,10 @@ def resolve_url(db: str | os.PathLike[str] | None, *, must_exist: bool = False) 
                 raise StoreError(f"--db {where}: the store runs on SQLite (a file path) or PostgreSQL "
                                  "(postgresql+psycopg://USER@HOST:PORT/DBNAME), not "
                                  f"{parsed.get_backend_name()!r}")
+            if parsed.get_driver_name() == "psycopg2" and importlib.util.find_spec("psycopg2") is None:
+                # SQLAlchemy's words were "No module named 'psycopg2'": the service installs psycopg 3.
+                raise StoreError(f"--db {where}: the psycopg2 driver is not installed; the service installs "
+                                 "psycopg 3: postgresql+psycopg://USER@HOST:PORT/DBNAME (or postgresql://...)")
         return text_db
     if text_db == ":memory:":
         return "sqlite://"

@@ -251,6 +251,7 @@ def test_a_database_password_is_never_printed(url, capsys):
     ("alice:pw@db.internal:5432/ragged", "a database URL without its scheme"),
     ("mysql://alice@db.internal/ragged", "runs on SQLite (a file path) or PostgreSQL"),
     ("postgres://alice@db.internal/ragged", "not 'postgres'"),
+    ("postgresql+psycopg2://alice@db.internal/ragged", "psycopg2 driver is not installed; the service installs"),
 ])
 def test_a_database_the_store_cannot_run_on_is_one_clear_error(url, says):
     """A forgotten scheme was taken as a file path; mysql:// and postgres:// failed in SQLAlchemy with
