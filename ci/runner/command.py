@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 
@@ -238,10 +237,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    """Wrap `cmd_run`: an interrupt or a runner error is exit 2 with a one-line reason."""
-    # A cancelled GitHub job sends SIGTERM: turn it into the same clean stop as Ctrl-C, so asv's
-    # process group is stopped too instead of running on after the job is gone.
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    """Wrap `cmd_run`: an interrupt or a runner error is exit 2 with a one-line reason. A cancelled
+    GitHub job's SIGTERM is the same interrupt (`ci.cli.main` makes it one), so asv's process group is
+    stopped too instead of running on after the job is gone."""
     try:
         return cmd_run(args)
     except KeyboardInterrupt:
@@ -256,9 +254,3 @@ def run_main(args: argparse.Namespace) -> int:
                    "the commit in progress starts over)")
         print(f"error: interrupted; {how}", file=sys.stderr)
         return EXIT_ERROR
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")

@@ -93,19 +93,8 @@ def _halves(results: list[Result]) -> tuple[list[Result], list[Result]]:
 
 def cmd_continuous(args: argparse.Namespace) -> int:
     """`python -m ci continuous BASE [HEAD]`. SIGTERM (a cancelled job, `timeout`, `kill`) stops it as
-    Ctrl-C does: asv's process group too, exit 2 with a one-line reason (it was exit 143, silently)."""
-    import signal
-
-    from ci.runner.command import raise_interrupt
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    try:
-        return _continuous(args)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _continuous(args: argparse.Namespace) -> int:
+    Ctrl-C does (`ci.cli.main` makes it KeyboardInterrupt): asv's process group too, exit 2 with a
+    one-line reason (it was exit 143, silently)."""
     from ci.outputs.table import render_table
     from ci.runner.asv import ensure_machine
     from ci.runner.jobs import ab_comparison

@@ -549,9 +549,10 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
     # A benchmark that failed to run at a verdict's head and measured again at a later commit ran there:
     # the failure is fixed, not open for good (a real history's transient failure stayed an open
     # regression on the overview once someone compared its commit, 2026-12-07).
+    crashed = {v.benchmark.key for v in verdicts if _crashed(v)}
     ran_at: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)  # series key -> (machine, shas)
     for s in series:
-        if s.benchmark.key in judged:
+        if s.benchmark.key in crashed:
             ran_at[s.benchmark.key].append((s.machine, s.shas))
 
     def ran_again(v: Verdict) -> str:

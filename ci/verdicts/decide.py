@@ -390,15 +390,15 @@ def _halves_disagree(p: Pending, *, medians: bool) -> str | None:
     if hb is None or hh is None:
         return None
     edge = math.log1p(p.threshold)
+    mb, mh = [float(np.median(x)) for x in hb], [float(np.median(x)) for x in hh]
     moved = []
-    for side, (a, b) in (("base", hb), ("head", hh)):
-        ma, mb = float(np.median(a)), float(np.median(b))
-        if ma > 0 and mb > 0 and abs(math.log(mb / ma)) > edge / 2 and mwu_pvalue(a, b) < HALVES_P:
-            moved.append(f"{side}'s two halves differ by {(mb / ma - 1) * 100:+.1f}%")
+    for side, (a, b), (ma, mz) in (("base", hb, mb), ("head", hh, mh)):
+        if ma > 0 and mz > 0 and abs(math.log(mz / ma)) > edge / 2 and mwu_pvalue(a, b) < HALVES_P:
+            moved.append(f"{side}'s two halves differ by {(mz / ma - 1) * 100:+.1f}%")
     if not moved:
         return None
     if medians:
-        ratios = [float(np.median(h) / np.median(b)) for b in hb for h in hh]
+        ratios = [h / b for b in mb for h in mh]
         if all(r > math.exp(edge) for r in ratios) or all(r < math.exp(-edge) for r in ratios):
             return None
     return (" and ".join(moved) + " (asv's rounds run in separate processes: something other than the code "

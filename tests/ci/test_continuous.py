@@ -261,7 +261,7 @@ def test_sigterm_stops_continuous_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
         raise AssertionError("SIGTERM did not stop the command")
 
     before = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setattr(continuous, "_continuous", killed)
+    monkeypatch.setattr(continuous, "cmd_continuous", killed)
     assert main(["continuous", "--repo", str(tmp_path), "--db", str(tmp_path / "h.sqlite"), "HEAD~1"]) == 2
     assert "error: interrupted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before

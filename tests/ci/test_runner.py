@@ -616,7 +616,7 @@ def test_a_history_job_stopped_after_ingesting_loses_no_alert(toy, tmp_path, mon
                   "--dashboard", ""]  # fmt: skip
 
     def cancelled(*_args, **_kwargs):
-        raise KeyboardInterrupt("signal 15")  # what SIGTERM becomes (`ci.runner.command.run_main`)
+        raise KeyboardInterrupt("signal 15")  # what SIGTERM becomes (`ci.cli.main`)
 
     if stop == "after-ingest":
         real = ci.runner.jobs.ingest_results
