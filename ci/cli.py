@@ -208,8 +208,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 same[carrier] = same.get(carrier, 0) + 1
             elif f.status == "error":
                 print(f"error: {f.message}", file=sys.stderr)
-            elif f.message:  # benchmarks skipped or left out, an environment name shortened
-                print(f"warning: {f.message}", file=sys.stderr)
+        for line in report.warnings():  # benchmarks skipped or left out: one line per distinct warning
+            print(line, file=sys.stderr)
         for carrier, count in same.items():
             print(f"error: {count} more result file(s) of that machine {SAME_MACHINE_ERROR} {carrier}",
                   file=sys.stderr)
@@ -220,6 +220,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(printable(f"error: no asv result files under {args.results_dir}: asv writes each run as "
                             "MACHINE/COMMIT-ENVIRONMENT.json beside benchmarks.json and MACHINE/machine.json"),
                   file=sys.stderr)
+            return EXIT_ERROR
+        if report.stored_nothing:  # every benchmark skipped: nothing of the files is in the store
+            print(printable(f"error: no result of the files under {args.results_dir} was stored: every benchmark "
+                            "they hold is missing from its benchmarks.json or of another benchmark version (is "
+                            "benchmarks.json the one `asv run` wrote beside these files?); ingest again once it "
+                            "is, and the files are read again"), file=sys.stderr)
             return EXIT_ERROR
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR

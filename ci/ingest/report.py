@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci.text import printable
+from ci.text import printable, quote_path
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,29 @@ class IngestReport:
     def ok(self) -> bool:
         """True when every file went in (or was already in)."""
         return not self.errors
+
+    def warnings(self) -> list[str]:
+        """The files' warnings (benchmarks skipped or left out, a file read again), one line per
+        distinct warning: files that say the same (a benchmark asv's suite dropped is skipped in every
+        file before it: 331 lines for uxarray's history, 2026-12-07) share one line naming how many
+        files and the first of them."""
+        groups: dict[str, list[str]] = {}
+        for f in self.files:
+            if f.status == "error" or not f.message:
+                continue
+            name = quote_path(f.path)
+            text = f.message.removeprefix(name + ": ")
+            groups.setdefault(text, []).append(name)
+        return [f"warning: {paths[0]}: {text}" if len(paths) == 1
+                else f"warning: {len(paths)} result files (the first {paths[0]}): {text}"
+                for text, paths in groups.items()]
+
+    @property
+    def stored_nothing(self) -> bool:
+        """Files were read as new (not unchanged) and not one of their points went in, because every
+        benchmark they hold was skipped: a benchmarks.json of another suite, which is not a pass."""
+        new = [f for f in self.files if f.status in ("inserted", "replaced", "read again")]
+        return bool(new) and self.points_written == 0 and any(f.skipped for f in new)
 
     def summary(self) -> str:
         """One line for humans."""

@@ -676,6 +676,47 @@ def test_unknown_and_stale_benchmarks_are_skipped_and_reported(tmp_path, store_u
     assert "2 benchmarks skipped" in report.summary()
 
 
+def test_files_that_skip_the_same_benchmarks_share_one_warning_line(tmp_path, store_url, capsys):
+    """A benchmark asv's suite dropped is skipped in every file before it: one line for those files
+    (naming how many and the first), not one per file (331 lines for uxarray's history)."""
+    from ci.cli import main
+
+    root = tmp_path / "res"
+    write_results(root, [sha_for(i) for i in range(3)])
+    bench_json = json.loads((root / "benchmarks.json").read_text())
+    del bench_json["bench_model.Throughput.track_images_per_s"]
+    (root / "benchmarks.json").write_text(json.dumps(bench_json))
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("warning: 3 result files (the first ")
+    assert "skipped 1 benchmarks missing from benchmarks.json" in warnings[0]
+    assert "'bench_model.Throughput.track_images_per_s'" in warnings[0]
+
+
+def test_an_ingest_that_stores_no_result_of_its_files_is_an_error(tmp_path, store_url, capsys):
+    """A benchmarks.json of another suite skips every benchmark of every file: "3 inserted, 0 points
+    written" with exit 0 read as a pass; it is an error, and the files are read again once
+    benchmarks.json is right (nothing lost)."""
+    from ci.cli import main
+
+    root = tmp_path / "res"
+    write_results(root, [sha_for(i) for i in range(3)])
+    right = (root / "benchmarks.json").read_text()
+    (root / "benchmarks.json").write_text(json.dumps({"version": 2}))  # no benchmark of these files
+    assert main(["ingest", "--db", store_url, str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "error: no result of the files under" in err and "was stored" in err
+    (root / "benchmarks.json").write_text(right)
+    assert main(["ingest", "--db", store_url, str(root)]) == 0
+    with Store(store_url) as store:
+        got = len(store.results())
+    with Store(tmp_path / "fresh.sqlite") as fresh:
+        ingest_results_dir(fresh, root)
+        assert got == len(fresh.results()) > 0
+    assert main(["ingest", "--db", store_url, str(root)]) == 0  # unchanged: nothing new, which is no error
+
+
 def test_a_zero_sample_of_a_coarse_timer_goes_in_where_the_result_is_not_zero(asv_dir, store_url):
     """A result of 0 s is refused (a timer or probe that did not work); one sample of 0 among others,
     with a result above zero, is a coarse timer's and goes in with the file."""
