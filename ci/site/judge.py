@@ -213,7 +213,9 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                 regressions.append(Regression(
                     benchmark=s.benchmark, sha=cp.commit_sha, outcome=cp.outcome, ratio=cp.ratio,
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
-                    reason=after_a_dip(cp, cps[i - 1] if i else None, s.benchmark.unit),
+                    reason="; ".join(filter(None, (
+                        after_a_dip(cp, cps[i - 1] if i else None, s.benchmark.unit),
+                        level_now(cp, cps[i + 1:], inputs[key].shas, inputs[key].levels, s.benchmark.unit)))),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
                     fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction),
                     environment=changed.get((s.benchmark.key, s.machine, cp.commit_sha), "")))
@@ -237,6 +239,38 @@ def after_a_dip(cp: Any, previous: Any, unit: str) -> str:
     net = cp.after / previous.before if previous.before > 0 < cp.after else math.nan
     return (f"{fmt_step(net, previous.before, cp.after)} against {fmt_value(previous.before, unit)} before the "
             f"{cp.index - previous.index}-commit improvement at {previous.commit_sha[:8]}, which it ends")
+
+
+# The newest commits whose median is a regression's level now (`level_now`), and how far from the
+# level after its step (a share of the step's own size, on a log scale) that level must be to be named.
+NOW_COMMITS = 5
+NOW_SHARE = 1 / 3
+
+
+def level_now(cp: Any, later: Sequence[Any], shas: Sequence[str], levels: np.ndarray, unit: str) -> str:
+    """Where the series is now, for a change point that no later one follows, when that is a third of
+    the step or more away from the level after it; "" otherwise. A partial recovery too small for a
+    step of its own left the step's size as the regression's: jaxion's +17.1% read so while its level
+    had come back to +10.6% (2026-12-07), and a level that kept climbing read as the first step only.
+
+    Args:
+        cp: the change point (`before`, `after`, `commit_sha`).
+        later: the series' change points after it (this says nothing when there is one).
+        shas, levels: the series' commits and per-commit levels that `cp` was found on.
+        unit: the benchmark's unit, for the value.
+
+    Returns:
+        E.g. "level now 2.25 s, +10.6% against before the step (median of the newest 5 commits)".
+    """
+    if later or cp.commit_sha not in shas or not (cp.before > 0 and cp.after > 0):
+        return ""
+    if levels.size - shas.index(cp.commit_sha) < NOW_COMMITS:  # the step's own commits are the level after it
+        return ""
+    now = float(np.median(levels[-NOW_COMMITS:]))
+    if not now > 0 or abs(math.log(now / cp.after)) < NOW_SHARE * abs(math.log(cp.after / cp.before)):
+        return ""
+    return (f"level now {fmt_value(now, unit)}, {fmt_step(now / cp.before, cp.before, now)} against before the step "
+            f"(median of the newest {NOW_COMMITS} commits)")
 
 
 def recovery(before: float, after: float, later: Sequence[Any], direction: Direction) -> str:

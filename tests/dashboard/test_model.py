@@ -446,6 +446,30 @@ def test_a_machine_that_stopped_measuring_expires_its_suspicions_and_is_named(tm
     assert load_snapshot(by_speed).quiet == {}
 
 
+def test_an_open_regression_names_its_level_now_when_it_moved_since_the_step() -> None:
+    """jaxion's `time_simulation` stepped 2.03 -> 2.37 s (+17.1%) and came back to 2.25 s, too little for
+    a step of its own: the regression names the level now (+10.8%). A level that stayed, one with a later
+    change point, or one with too few commits after the step gets nothing."""
+    import numpy as np
+
+    from ci.records import Benchmark, Outcome
+    from ci.site.judge import NOW_COMMITS, level_now
+    from ci.verdicts import ChangePoint
+
+    bench = Benchmark("b.DarkMatterGas.time_simulation", unit="seconds")
+    shas = [f"{i:08d}" + "a" * 32 for i in range(36)]
+    step = ChangePoint(bench, shas[23], 2.03, 2.37, 2.37 / 2.03, Outcome.REGRESSED, index=23)
+    back = np.array([2.03] * 23 + [2.37] * 6 + [2.25] * 7)
+    assert level_now(step, [], shas, back, "seconds") == \
+        "level now 2.25 s, +10.8% against before the step (median of the newest 5 commits)"
+    assert level_now(step, [], shas, np.array([2.03] * 23 + [2.37] * 13), "seconds") == ""  # it stayed
+    assert level_now(step, [step], shas, back, "seconds") == ""  # a later step explains the level
+    late = ChangePoint(bench, shas[36 - NOW_COMMITS + 1], 2.03, 2.37, 2.37 / 2.03, Outcome.REGRESSED)
+    assert level_now(late, [], shas, back, "seconds") == ""  # too few commits after it
+    climbing = np.array([2.03] * 23 + [2.37] * 6 + [2.9] * 7)  # kept rising: said too
+    assert level_now(step, [], shas, climbing, "seconds").startswith("level now 2.9 s, +42.9%")
+
+
 def test_a_regression_that_ends_a_short_improvement_is_read_against_the_level_before_it() -> None:
     """uxarray's `time_face_bounds` went 65.8 ms -> 36.8 us for 7 commits -> 74.4 ms: the step back read
     "+202334.3%" against the dip alone; its reason now gives +13.1% against the level before the dip.
