@@ -63,6 +63,13 @@ def redact_variable(name: str, value: str) -> str:
     return redact_text(value)
 
 
+def holds_credential(name: str, value: str) -> bool:
+    """Whether an environment variable holds a credential, by its name (`SECRET_NAME`: GITHUB_TOKEN,
+    PGPASSWORD, AWS_SECRET_ACCESS_KEY) or by what its value shows (`redact_text`: a token's shape, a
+    URL's password, as a DATABASE_URL carries one)."""
+    return bool(SECRET_NAME.search(name)) or redact_text(value) != value
+
+
 def redact_environment(key: str, value: str) -> str:
     """A run's recorded environment entry as it may be stored or shown: an environment variable
     ("env:NAME") by `redact_variable`, anything else (a requirement, the Python, the OS) by

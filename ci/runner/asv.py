@@ -18,12 +18,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ci.runner.config import RunnerConfig, RunnerError
+from ci.text import holds_credential, printable
 
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
+def withheld_variables() -> list[str]:
+    """The names of this process's environment variables that asv and the benchmarks do not get: those
+    that hold a credential (`ci.text.holds_credential`). asv runs the suite of the commit it measures,
+    a pull request's code included, in processes that inherit its environment: a benchmark of a PR
+    read GITHUB_TOKEN and a DATABASE_URL with its password at import time (2026-12-07)."""
+    return sorted(name for name, value in os.environ.items() if holds_credential(name, value))
+
+
 def _asv_env(cfg: RunnerConfig) -> dict[str, str]:
-    env = dict(os.environ)
+    """asv's environment: this process's, less the variables that hold a credential (`withheld_variables`;
+    the runner's `env` entries, named on purpose, are kept), with what the runner sets."""
+    withheld = set(withheld_variables())
+    env = {name: value for name, value in os.environ.items() if name not in withheld}
     env.update(dict(cfg.env))
     env["ASV_MACHINE"] = cfg.machine  # read by benchmarks/gpu_env.py for the sidecar's path
     env["PYTHONUNBUFFERED"] = "1"
@@ -264,6 +276,10 @@ def run_asv(
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
     env = _asv_env(cfg)
+    withheld = [name for name in withheld_variables() if name not in env]
+    if withheld:
+        echo(printable(f"[runner] not passed to asv and the benchmarks it runs (they hold credentials): "
+                       f"{', '.join(withheld)}"))
     # Each setup_cache writes its progress and a summary line to this file
     # (benchmarks.model_runs.report_case / report_setup); asv itself shows their output only on failure.
     fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")

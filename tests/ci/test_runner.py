@@ -539,6 +539,32 @@ def test_setup_lines_are_echoed_as_they_come_and_silence_gets_a_heartbeat(toy, t
     assert not Path(lines[0]).exists()  # the file asv's processes wrote to is gone
 
 
+def test_asv_and_the_benchmarks_it_runs_get_no_credential_of_the_runner(toy, tmp_path, monkeypatch):
+    """asv runs the measured commit's suite, a pull request's code included, in processes that inherit
+    its environment: a PR's benchmark read GITHUB_TOKEN and a DATABASE_URL's password at import. Those
+    variables are withheld (by name or by what the value shows) and named, never their values; the
+    runner's own `env` entries and ordinary variables pass."""
+    from ci.runner import asv as runner
+
+    repo, shas = toy
+    token, password = "ghp_" + "F4ke" * 9, "s3cretPASSW0RD"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://user:{password}@db.example.com/x")
+    monkeypatch.setenv("PGPASSWORD", password)
+    monkeypatch.setenv("HARMLESS_SETTING", "1")
+    script = "import json, os; print(json.dumps(dict(os.environ)), flush=True)"
+    monkeypatch.setattr(runner, "_asv_cmd", lambda cfg, *args: [sys.executable, "-c", script])
+    seen: list[str] = []
+    cfg = _cfg(repo, tmp_path, env=(("RUNNER_CHOSEN", "kept"),))
+    assert runner.run_asv(cfg, [shas["A"]], interleave=False, echo=seen.append) == 0
+    env = json.loads(next(line for line in seen if line.startswith("{")))
+    assert not {"GITHUB_TOKEN", "DATABASE_URL", "PGPASSWORD"} & env.keys()
+    assert env["HARMLESS_SETTING"] == "1" and env["RUNNER_CHOSEN"] == "kept"
+    said = [line for line in seen if line.startswith("[runner] not passed to asv")]
+    assert said and all(name in said[0] for name in ("DATABASE_URL", "GITHUB_TOKEN", "PGPASSWORD")), seen
+    assert not any(token in line or password in line for line in seen if not line.startswith("{"))
+
+
 def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp_path):
     """The workflow's GPU lock belongs to the trusted runner's user: a job that can only read it
     still takes its turn on it (flock on a read-only descriptor)."""
