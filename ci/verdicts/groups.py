@@ -166,12 +166,24 @@ def group_changes(
     for machine, items in sorted(by_machine.items()):
         items.sort(key=lambda t: (t[0], t[1].benchmark.key))
         shas = list(order.get(machine, ()))
+        buckets: dict[int, list[tuple[int, ChangePoint]]] = {}
+        for item in items:
+            buckets.setdefault(item[0], []).append(item)
         clusters: list[list[tuple[int, ChangePoint]]] = []
-        for item in items:  # a cluster spans at most two neighbouring commits (no chains)
-            if clusters and item[0] - clusters[-1][0][0] <= 1:
-                clusters[-1].append(item)
-            else:
-                clusters.append([item])
+        merged: set[int] = set()
+        for at in sorted(buckets):  # a cluster spans at most two neighbouring commits (no chains)
+            if at in merged:
+                continue
+            cluster = buckets[at]
+            # The next commit's steps join only where they move the way this commit's do: the same
+            # change placed one commit off in some series. Steps the other way are another change: two
+            # interpolation series x3 slower at one commit of geocat-comp's history were shown as
+            # members of the next commit's crowd of 8 faster series, and that commit blamed (2026-12-07).
+            ahead = buckets.get(at + 1)
+            if ahead is not None and _way(cluster) != 0 and _way(cluster) == _way(ahead):
+                cluster = cluster + ahead
+                merged.add(at + 1)
+            clusters.append(cluster)
         for cluster in reversed(clusters):
             counts: dict[str, int] = {}
             for _, cp in cluster:
@@ -186,6 +198,17 @@ def group_changes(
                     env = environment_changes(then, now)
             out.append(AlertGroup(machine, sha, members, env, measured.get((machine, sha), 0) if measured else 0))
     return out
+
+
+def _way(items: Sequence[tuple[int, ChangePoint]]) -> int:
+    """Which way most of these steps move: 1 slower, -1 faster, 0 neither more (steps of series of
+    unknown direction count by whether their value rose or fell)."""
+    worse = sum(cp.outcome == Outcome.REGRESSED for _, cp in items)
+    better = sum(cp.outcome == Outcome.IMPROVED for _, cp in items)
+    if worse == better == 0:
+        worse = sum(cp.ratio > 1 for _, cp in items)
+        better = sum(cp.ratio < 1 for _, cp in items)
+    return (worse > better) - (worse < better)
 
 
 def _size(cp: ChangePoint) -> float:

@@ -31,6 +31,22 @@ def test_steps_of_many_series_at_one_commit_are_one_alert_with_its_top_movers() 
     assert sum(len(g.members) for g in groups) == len(cps)
 
 
+def test_steps_the_other_way_at_the_next_commit_are_another_change_not_the_crowds() -> None:
+    """geocat-comp's history: two interpolation series x3 slower at one commit, eight series faster at
+    the next. One crowd of ten named after the second commit blamed it for the x3 slowdowns; the
+    slower pair is its own (here two lone regressions at their commit), the faster crowd its own. A
+    step the same way one commit off still joins the crowd (the detector placed it there)."""
+    cps = [_cp("slow1", "c4", 3.0), _cp("slow2", "c4", 4.8)]
+    cps += [_cp(f"fast{i}", "c5", 0.8, outcome=Outcome.IMPROVED) for i in range(8)]
+    groups = group_changes(cps, ORDER)
+    crowd = next(g for g in groups if g.crowd)
+    assert crowd.commit_sha == "c5" and not crowd.regressions and len(crowd.members) == 8
+    (slow,) = [g for g in groups if not g.crowd]  # two series: not a crowd, each shown as its own regression
+    assert slow.commit_sha == "c4" and sorted(cp.benchmark.key for cp in slow.members) == ["slow1", "slow2"]
+    off = group_changes([*cps, _cp("fast-late", "c6", 0.85, outcome=Outcome.IMPROVED)], ORDER)
+    assert next(g for g in off if g.crowd).commit_sha == "c5" and len(next(g for g in off if g.crowd).members) == 9
+
+
 def test_a_crowd_where_the_recorded_environment_changed_is_labelled_not_blamed() -> None:
     cps = [_cp(k, "c5", 1.2) for k in "abc"]
     envs = {("m", "c4"): {"python": "3.11", "sm_clock_mhz": "1980", "os": "Linux 6.8.0-49"},

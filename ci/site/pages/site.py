@@ -175,8 +175,10 @@ class Site:
     def group_row(self, g: AlertGroup) -> dict[str, Any]:
         """A crowd of series stepping at one commit: one alert (overview)."""
         c = self.commit_by_sha.get(g.commit_sha)
+        # A member the detector placed at the neighbouring commit says so: the crowd's commit is not its own.
         movers = [{"name": cp.benchmark.name, "params": cp.benchmark.params_label,
-                   "change": fmt.fmt_step(cp.ratio, cp.before, cp.after),
+                   "change": fmt.fmt_step(cp.ratio, cp.before, cp.after)
+                   + ("" if cp.commit_sha == g.commit_sha else f" at {cp.commit_sha[:10]}"),
                    "outcome": cp.outcome.value, "href": self.series_href(cp.benchmark.key, cp.machine, 0)}
                   for cp in g.members[:3]]
         # An alarm (red) only where some member is called worse or better: a crowd of series that declare no
