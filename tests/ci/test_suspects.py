@@ -112,6 +112,17 @@ def test_confirmed_when_the_detector_finds_the_step() -> None:
     assert s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(20) and s.commits_since == 4
 
 
+def test_a_step_before_the_series_could_be_flagged_confirms_the_suspicion_raised_after_it() -> None:
+    """A step at a series' 4th commit is flagged at its 6th, the first with enough commits before it;
+    the change point at the 4th confirms it (geocat-comp's x3 step read "withdrawn: the detector did
+    not confirm the step" beside its own open regression, 2026-12-07)."""
+    rs = _series([1e-5] * 3 + [3e-5] * 12)
+    assert [cp.commit_sha for cp in change_points(rs)] == [_sha(3)]
+    (s,) = find_suspects(rs)
+    assert s.commit_sha == _sha(5) and s.state == SuspectState.CONFIRMED and s.resolved_sha == _sha(3)
+    assert s.reason == f"confirmed: a change point at {_sha(3)[:10]} (2 commits before the flagged one)"
+
+
 def test_a_two_commit_excursion_is_withdrawn_visibly_and_a_one_commit_one_never_raised() -> None:
     rs = _series([1e-5] * 20 + [1.3e-5] * 2 + [1e-5] * 2)
     (s,) = find_suspects(rs)
