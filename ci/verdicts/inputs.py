@@ -3,6 +3,7 @@ comparison of two commits from a store, with the jobs that measured them."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from ci.records import (
 )
 from ci.verdicts.decide import band_text
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
-from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window
+from ci.verdicts.noise import NoiseSettings, SeriesNoise, job_window, series_noise
 
 if TYPE_CHECKING:
     from ci.verdicts.settings import VerdictSettings
@@ -297,8 +298,50 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
             history = noise_history(store, m, base, head, noise.window)
             found = drift_for(jobs, history, exclude_commits={base, head}, settings=noise, family=family) or {}
             drift.update(((m, key), d) for key, d in found.items())
+        lacking = {(r.machine, r.benchmark.key) for r in h if r.benchmark.judged} - drift.keys()
+        if lacking:
+            drift.update(_borrowed_drift(store, lacking, base, head, noise, family))
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
+
+
+def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base: str, head: str,
+                    noise: NoiseSettings, family: int) -> dict[tuple[str, str], SeriesNoise]:
+    """Noise models for series whose own history is too short for one, learned from the same benchmark
+    in another environment of the same host (same asv machine name and host, not a host of another
+    speed) that measured both compared commits, its window as its own comparison would read it: one
+    runner pool's job-to-job drift. A new environment beside a long one was blind to x3 and x4.8 steps
+    (geocat-comp's py3.10 beside its py3.13, 2026-12-07: "withheld", where its py3.13 twin read
+    "regressed"). The one with the most jobs wins; none: the series stays withheld.
+
+    Args:
+        store: a `ci.records.ComparisonSource`.
+        lacking: (machine key, series key) of the series without a model.
+        base: full sha of the base commit.
+        head: full sha of the head commit.
+        noise: the noise settings of the comparison.
+        family: the comparison's family of series (`ci.verdicts.noise.series_noise`).
+
+    Returns:
+        (machine key, series key) -> the borrowed model (`SeriesNoise.learned_on` names its machine).
+    """
+    machines = {m.name: m for m in store.machines()}
+    out: dict[tuple[str, str], SeriesNoise] = {}
+    for name in sorted({m for m, _ in lacking}):
+        me = machines.get(name)
+        if me is None or me.speed:
+            continue
+        twins = [k for k, m in sorted(machines.items()) if k != name and not m.speed
+                 and m.machine_name == me.machine_name and m.host == me.host
+                 and all(results_with_crashes(store, sha, k) for sha in (base, head))]
+        for twin in twins:
+            found = series_noise(noise_history(store, twin, base, head, noise.window), exclude_commits={base, head},
+                                 settings=noise, family=family)
+            for (m, key) in lacking:
+                model = found.get(key)
+                if m == name and model is not None and model.jobs > getattr(out.get((m, key)), "jobs", 0):
+                    out[(m, key)] = dataclasses.replace(model, learned_on=twin)
+    return out
 
 
 def wide_thresholds(verdicts: Sequence[Verdict], max_threshold: float) -> list[float]:

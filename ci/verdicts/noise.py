@@ -147,11 +147,14 @@ class SeriesNoise:
     multiplier: float
     allowance: float
     shared_over: int = 0
+    learned_on: str = ""  # another environment of the host whose history it was learned from ("": its own)
 
     @property
     def describe(self) -> str:
         """A verdict's words for it: "history: ±x% between jobs (n jobs)", with the jump when there is one."""
-        text = f"history: {self.allowance * 100:.1f}% between jobs ({self.jobs} jobs"
+        where = f"history of {self.learned_on} (the same benchmark, another environment of this host)" \
+            if self.learned_on else "history"
+        text = f"{where}: {self.allowance * 100:.1f}% between jobs ({self.jobs} jobs"
         if self.jump > 0:
             text += f", recurring jumps of {math.expm1(self.jump) * 100:.1f}%"
         if self.shared_over:

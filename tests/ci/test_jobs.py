@@ -228,3 +228,40 @@ def test_one_value_points_are_judged_across_jobs_with_asvs_statistics(tmp_path):
             (v.benchmark.key, v.outcome, v.reason) for v in unchanged.verdicts]
         assert sum(v.outcome == Outcome.UNCHANGED for v in unchanged.verdicts) >= 5
         assert all(r.samples == (r.value,) and r.asv_stats() for r in store.results())
+
+
+def test_a_new_environment_borrows_the_job_drift_of_its_twin_on_the_same_host(tmp_path):
+    """geocat-comp's history: a py3.10 environment with too few jobs beside a long py3.13 one on the same
+    runner withheld a x3 step that its twin called a regression. A series without a model of its own
+    learns from the same benchmark in another environment of its host, and says so; with no twin it is
+    withheld as before."""
+    from ci.verdicts.inputs import compare_commits, pick_machines
+
+    rng = np.random.default_rng(3)
+    drift = np.exp(rng.normal(0, 0.02, 12))  # each job's level: 2 % between jobs
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        level = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * float(drift[c])
+        if "time_gpu" in name and c == 11:
+            level *= 3.0
+        return [level * (1 + 0.002 * k) for k in range(6)]
+
+    shas = [sha_for(i) for i in range(12)]
+    alone, both = tmp_path / "alone", tmp_path / "both"
+    write_results(alone, shas[10:], env_name="py310", samples=samples, first_commit=10)
+    write_results(both, shas, env_name="py313", samples=samples)
+    write_results(both, shas[10:], env_name="py310", samples=samples, first_commit=10)
+    for root, borrowed in ((alone, False), (both, True)):
+        with Store(tmp_path / f"{root.name}.sqlite") as store:
+            assert ingest_results_dir(store, root).ok
+            new = next(m.name for m in store.machines() if m.env_name == "py310")
+            machines = pick_machines(store, shas[10], shas[11], None)
+            verdicts = compare_commits(store, shas[10], shas[11], machines).verdicts
+            mine = [v for v in verdicts if v.machine == new and "time_gpu" in v.benchmark.key]
+            assert mine
+            if borrowed:
+                twin = next(m.name for m in store.machines() if m.env_name == "py313")
+                assert all(v.outcome == Outcome.REGRESSED and f"history of {twin} (the same benchmark, another "
+                           "environment of this host)" in v.reason for v in mine), [v.reason for v in mine]
+            else:
+                assert all(v.outcome == Outcome.INCONCLUSIVE and v.reason == WITHHELD_OTHER_JOB for v in mine)

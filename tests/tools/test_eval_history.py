@@ -82,6 +82,7 @@ def test_a_real_step_shows_in_every_rate(asv_dir) -> None:
     report = _evaluate(results, pairs=COMMITS)
     real = report["real"]["judged"]
     assert real["regressed"] == real["regressed_open"] == 1 and real["asv_regressions"] == 1
+    assert real["asv_listed_found"] == 1 and real["asv_listed_suspected"] == 0  # both name the one step
     assert real["suspicions"] == real["confirmed"] == 1
     up = report["real"]["banner_up"]
     assert up["any"] == up["regression"] + up["suspicion"] == COMMITS - 26  # suspected once 2 commits hold it

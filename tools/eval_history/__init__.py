@@ -73,6 +73,10 @@ Definitions (what the printed numbers mean):
   within +-NEAR moving the same way, and the share whose step is at least `BIG_STEP` (5) robust
   sigmas (`ci.verdicts.segments.robust_sigma` of the series' log levels): steps of the data itself,
   not of the detector.
+- ...asv's listed regressions that the service flags too: of the jumps `detect_regressions` lists on
+  the un-injected series, the share with a REGRESSED change point of the service within +-NEAR
+  commits, and (in brackets) the share with only a suspicion there still open at the newest commit.
+  Fewer regressions than asv's is a miss where asv's are real: read the two rows together.
 - False alarms: each real series with its commits in a seeded random order (`shuffled`: the same
   values, outliers and mix of runner regimes, but no step anywhere), REGRESSED change points of
   `change_points`, and the suspicions `judge_levels` raises on it, per 1,000 commit-series; asv:

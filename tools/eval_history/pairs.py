@@ -28,7 +28,9 @@ class MachineReader:
         self.machine = machine
         self._results = store.results(machine=machine)
         self._failures = store.failures(machine=machine)
-        self._machines = store.machines()
+        # Its machine alone: a comparison here reads no other machine's history (a series without a noise
+        # model of its own is withheld, not judged on a twin environment's, `compare_commits`).
+        self._machines = [m for m in store.machines() if m.name == machine]
 
     def machines(self) -> list[Any]:
         return list(self._machines)

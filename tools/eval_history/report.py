@@ -175,7 +175,8 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float], *, repl
             "series": len(os_), "commits": sum(o.commits for o in os_),
             **{name: sum(getattr(o, name) for o in os_) for name in (
                 "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
-                "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "null_regressed",
+                "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "asv_listed_found",
+                "asv_listed_suspected", "null_regressed",
                 "null_suspicions", "null_asv_regressions", "asv_fit_worse")},
         }
     up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0, "in_vain": 0}
@@ -370,6 +371,10 @@ def render(report: dict[str, Any]) -> str:
                          f"{_pct(j['regressed_asv_fit'], j['regressed'])} / "
                          f"{_pct(j['regressed_sigmas'], j['regressed'])}",
                          "—"))
+            rows.append(("…asv's listed regressions that the service flags too: a change point within "
+                         f"±{NEAR} commits (or else a suspicion still open at the newest commit)",
+                         f"{_pct(j['asv_listed_found'], j['asv_regressions'])} "
+                         f"({_pct(j['asv_listed_suspected'], j['asv_regressions'])})", "—"))
             rows.append(("false alarms: regressions on the same series in a shuffled commit order (no step), "
                          "per 1,000 commit-series", per_thousand(j["null_regressed"], j["commits"]),
                          per_thousand(j["null_asv_regressions"], j["commits"])))
