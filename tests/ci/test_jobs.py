@@ -265,3 +265,31 @@ def test_a_new_environment_borrows_the_job_drift_of_its_twin_on_the_same_host(tm
                            "environment of this host)" in v.reason for v in mine), [v.reason for v in mine]
             else:
                 assert all(v.outcome == Outcome.INCONCLUSIVE and v.reason == WITHHELD_OTHER_JOB for v in mine)
+
+
+def test_the_false_alarm_rate_is_shared_over_the_series_judged_not_those_withheld(tmp_path):
+    """OpenBLAS's pair: 14 series with a history among 222, the rest withheld for want of one; the 14
+    shared the family's false-alarm rate "over 222 series" and their allowances widened for series that
+    could raise no alarm. The family is the series a noise model judges."""
+    from ci.verdicts.inputs import compare_commits
+    from tests.ci.conftest import BENCHMARKS
+
+    rng = np.random.default_rng(5)
+    drift = np.exp(rng.normal(0, 0.02, 12))
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        level = (1e-4 * (j + 1) if "time_" in name else 100.0 + j) * float(drift[c])
+        return [level * (1 + 0.002 * k) for k in range(6)]
+
+    shas = [sha_for(i) for i in range(12)]
+    root = tmp_path / "res"
+    write_results(root, shas[:10], benchmarks=BENCHMARKS[:1], samples=samples)
+    write_results(root, shas[10:], samples=samples, first_commit=10)  # every benchmark, at base and head only
+    with Store(tmp_path / "h.sqlite") as store:
+        assert ingest_results_dir(store, root).ok
+        comparison = compare_commits(store, shas[10], shas[11], [MACHINE])
+    modelled = [v for v in comparison.verdicts if "between jobs" in v.reason]
+    withheld = [v for v in comparison.verdicts if v.reason == WITHHELD_OTHER_JOB]
+    assert modelled and withheld
+    assert all(f"shared over {len(modelled)} series" in v.reason or "shared over" not in v.reason for v in modelled)
+    assert not any(f"shared over {len(modelled) + len(withheld)} series" in v.reason for v in modelled)
