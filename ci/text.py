@@ -38,8 +38,10 @@ _SECRET_PARAMETER = re.compile(
     r"(?i)(\b[a-z0-9_.-]*?(?:token|secret|passw(?:or)?d|passphrase|pwd|api_?key|access_?key|credentials?"
     r"|signature|sig|auth|authorization)=)[^&\s#;,'\"]+")
 # Names of variables that hold a credential: GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, API_KEY, ...
+# A webhook's URL and a DSN carry their credential in the URL itself (SLACK_WEBHOOK_URL, SENTRY_DSN).
 SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION|(?:^|_)(?:API_?)?KEY(?:$|_)", re.IGNORECASE)
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION|WEBHOOK|(?:^|_)DSN(?:$|_)"
+    r"|(?:^|_)(?:API_?)?KEY(?:$|_)", re.IGNORECASE)
 
 
 def redact_text(text: str) -> str:

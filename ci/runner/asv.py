@@ -31,6 +31,25 @@ def withheld_variables() -> list[str]:
     return sorted(name for name, value in os.environ.items() if holds_credential(name, value))
 
 
+def protect_this_process() -> bool:
+    """Make this process's memory, its environment included, unreadable by the code it runs (Linux:
+    `prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): a process of the same user could otherwise read
+    `/proc/<this pid>/environ` and find the credentials withheld from asv's environment (a PR's
+    benchmark walked up to the runner and read its GITHUB_TOKEN there, 2026-12-07). The flag resets in
+    the programs it starts (asv), so it guards this process alone: an ancestor that holds a credential
+    (the shell or CI step that set it) stays readable, which is why a PR's code must run with no
+    credential anywhere above it (docs/runner.md). Returns whether the flag is set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(4, 0, 0, 0, 0) == 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
+
+
 def _asv_env(cfg: RunnerConfig) -> dict[str, str]:
     """asv's environment: this process's, less the variables that hold a credential (`withheld_variables`;
     the runner's `env` entries, named on purpose, are kept), with what the runner sets."""
@@ -276,10 +295,12 @@ def run_asv(
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
     env = _asv_env(cfg)
+    protect_this_process()  # before any of the checkout's code runs: this process's memory is not its to read
     withheld = [name for name in withheld_variables() if name not in env]
     if withheld:
         echo(printable(f"[runner] not passed to asv and the benchmarks it runs (they hold credentials): "
-                       f"{', '.join(withheld)}"))
+                       f"{', '.join(withheld)}; a process that set them (this job's shell or step) can still "
+                       "be read by the code it runs: run untrusted code with no credential in its ancestry"))
     # Each setup_cache writes its progress and a summary line to this file
     # (benchmarks.model_runs.report_case / report_setup); asv itself shows their output only on failure.
     fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")

@@ -551,18 +551,47 @@ def test_asv_and_the_benchmarks_it_runs_get_no_credential_of_the_runner(toy, tmp
     monkeypatch.setenv("GITHUB_TOKEN", token)
     monkeypatch.setenv("DATABASE_URL", f"postgresql://user:{password}@db.example.com/x")
     monkeypatch.setenv("PGPASSWORD", password)
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T0000/B0000/XXXXsecretXXXX")
     monkeypatch.setenv("HARMLESS_SETTING", "1")
     script = "import json, os; print(json.dumps(dict(os.environ)), flush=True)"
     monkeypatch.setattr(runner, "_asv_cmd", lambda cfg, *args: [sys.executable, "-c", script])
+    protected: list[bool] = []  # this test's process stays readable (the next test shows what the flag does)
+    monkeypatch.setattr(runner, "protect_this_process", lambda: protected.append(True) or True)
     seen: list[str] = []
     cfg = _cfg(repo, tmp_path, env=(("RUNNER_CHOSEN", "kept"),))
     assert runner.run_asv(cfg, [shas["A"]], interleave=False, echo=seen.append) == 0
     env = json.loads(next(line for line in seen if line.startswith("{")))
-    assert not {"GITHUB_TOKEN", "DATABASE_URL", "PGPASSWORD"} & env.keys()
+    assert not {"GITHUB_TOKEN", "DATABASE_URL", "PGPASSWORD", "SLACK_WEBHOOK_URL"} & env.keys()
     assert env["HARMLESS_SETTING"] == "1" and env["RUNNER_CHOSEN"] == "kept"
     said = [line for line in seen if line.startswith("[runner] not passed to asv")]
     assert said and all(name in said[0] for name in ("DATABASE_URL", "GITHUB_TOKEN", "PGPASSWORD")), seen
     assert not any(token in line or password in line for line in seen if not line.startswith("{"))
+    assert protected, "the runner made its own memory unreadable before asv ran"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux's")
+def test_a_protected_runner_process_hides_its_environment_from_the_code_it_runs():
+    """A PR's benchmark read the runner's GITHUB_TOKEN from /proc/<runner pid>/environ (same user),
+    though asv's own environment held none: once `protect_this_process` ran, a child cannot read it;
+    without it, it can. As root (CI's containers), both run without capabilities (`setpriv`), as a
+    runner's unprivileged user would: root with them reads every process whatever the flag."""
+    probe = ("import os\n"
+             "try:\n    open(f'/proc/{os.getppid()}/environ', 'rb').read(); print('read')\n"
+             "except OSError as exc:\n    print('refused', type(exc).__name__)\n")
+    parent = ("import subprocess, sys\nfrom ci.runner.asv import protect_this_process\n"
+              "flag = sys.argv[1] == 'protect' and protect_this_process()\n"
+              f"out = subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True, text=True).stdout\n"
+              "print(flag, out.strip())\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    prefix = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) runs the check without root's capabilities"
+        prefix = [setpriv, "--inh-caps=-all", "--bounding-set=-all"]
+    for mode, want in (("protect", "True refused PermissionError"), ("plain", "False read")):
+        got = subprocess.run([*prefix, sys.executable, "-c", parent, mode], capture_output=True, text=True, env=env,
+                             check=True)
+        assert got.stdout.strip() == want, (mode, got.stdout, got.stderr)
 
 
 def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp_path):
