@@ -209,6 +209,11 @@ def branch_log(repo: str | os.PathLike[str], branch: str) -> CommitLog:
     root = _checkout(repo)
     if not branch or branch.startswith("-"):
         raise ValueError(f"--branch {branch!r}: not a branch name")
+    check = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", f"{branch}^{{commit}}"],
+                           capture_output=True, text=True, errors="replace", check=False)
+    if check.returncode == 0 and "is ambiguous" in check.stderr:  # git would read the other ref, say a tag
+        raise ValueError(f"--branch {branch!r} names more than one ref in {root} (a branch and a tag, say): give "
+                         f"refs/heads/{branch}")
     log = parse_log(_git(root, *_LOG, branch, "--"), branch)
     log.graph.shallow = _is_shallow(root)
     log.graph.add({sha: c.parents for sha, c in log.commits.items()})

@@ -222,12 +222,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ValueError("--base/--head go with --pr")
         if args.range:
             commits = commits_in_range(cfg.repo, args.range)
+            if not commits:  # a range typed the wrong way round selects nothing: not a run that passed
+                lo, _, hi = args.range.partition("..")
+                raise ValueError(f"--range {args.range}: no commit is in it (every commit of {hi or 'HEAD'} is in "
+                                 f"{lo} too)" + (f"; did you mean {hi}..{lo}?" if lo and hi else ""))
         elif args.commits:
             commits = [resolve_commit(cfg.repo, c) for c in args.commits]
         else:  # --since-last (argparse requires one mode)
             done = measured_on_branch(cfg, args.branch)
-            commits = new_branch_commits(cfg.repo, args.branch, done, max_commits=args.max_commits)
-            say(f"{args.branch}: {len(commits)} new commit(s) since the last stored run on {cfg.machine}")
+            older: list[str] = []
+            commits = new_branch_commits(cfg.repo, args.branch, done, max_commits=args.max_commits, older=older)
+            line = f"{args.branch}: {len(commits)} new commit(s) since the last stored run on {cfg.machine}"
+            if older:
+                line += (f"; {len(older)} older one(s) left out by --max-commits {args.max_commits} and not measured "
+                         f"by a later --since-last either: `--range {older[0][:12]}~1..{older[-1][:12]}` measures them")
+            say(line)
         if not commits:
             say("nothing new to measure")
         out = run_history(cfg, commits)

@@ -34,9 +34,13 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
     if not isinstance(name, str) or not name.strip() or name.startswith("-"):
         raise ValueError(f"not a commit name: {name!r}")
     proc = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"],
+        ["git", "-C", str(repo), "rev-parse", "--verify", f"{name}^{{commit}}"],
         capture_output=True, text=True, errors="replace", check=False,
     )  # fmt: skip
+    if proc.returncode == 0 and "is ambiguous" in proc.stderr:
+        # git picks one and warns: a tag named `main` had --since-last measure the tag's commit and skip
+        # the branch's new ones, exit 0 (2026-12-07).
+        raise ValueError(ambiguous_ref(repo, name))
     if proc.returncode != 0:
         if not Path(repo).is_dir():
             raise ValueError(f"--repo {repo}: no such folder")
@@ -46,6 +50,12 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
             raise ValueError(f"--repo {repo}: not a git checkout")
         raise ValueError(f"unknown commit {name!r} in {repo}")
     return proc.stdout.strip()
+
+
+def ambiguous_ref(repo: str | os.PathLike[str], name: str) -> str:
+    """The error for a name that several refs of `repo` hold (a branch and a tag both called `main`)."""
+    return (f"{name!r} names more than one ref in {repo} (a branch and a tag, say): give the one meant in full, "
+            f"refs/heads/{name} for the branch, refs/tags/{name} for the tag")
 
 
 def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: bool = True) -> list[str]:
@@ -73,7 +83,8 @@ def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: b
 
 
 def new_branch_commits(
-    repo: str | os.PathLike[str], branch: str, measured: set[str], *, max_commits: int
+    repo: str | os.PathLike[str], branch: str, measured: set[str], *, max_commits: int,
+    older: list[str] | None = None,
 ) -> list[str]:
     """The branch's commits after the newest one already measured, oldest first, at most `max_commits`.
 
@@ -82,6 +93,8 @@ def new_branch_commits(
         branch: branch (or any commit name) whose first-parent history is walked.
         measured: shas this machine already has results for.
         max_commits: cap; the newest commits are kept when there are more.
+        older: where given, receives the new commits the cap left out, oldest first (the job says so:
+            they are not measured by a later `--since-last` either, which starts after the newest).
 
     Returns:
         Full shas, oldest first (empty when the branch tip is measured).
@@ -93,7 +106,12 @@ def new_branch_commits(
     for sha in git(Path(repo), "rev-list", "--first-parent", tip).split():
         if sha in measured:
             break
-        new.append(sha)
         if len(new) == max_commits:
-            break
+            if older is None:
+                break
+            older.append(sha)
+            continue
+        new.append(sha)
+    if older is not None:
+        older.reverse()
     return new[::-1]

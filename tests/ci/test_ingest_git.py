@@ -330,3 +330,15 @@ def test_a_shallow_clone_orders_by_time_and_says_so(tmp_path, capsys):
     with Store(db) as store:
         got = [(c.sha, c.position, c.subject) for c in store.commits()]
     assert got == [(shas[2], None, "c2"), (shas[3], None, "c3")]
+
+
+def test_a_branch_name_that_a_tag_shares_is_refused_not_read_as_the_tag(tmp_path, capsys):
+    """`git log main` reads a tag named `main` (with a warning nobody saw): the commits of the branch
+    were stored as the tag's history. The ingest names the clash and the full ref that settles it."""
+    repo = _repo(tmp_path)
+    first = _commit(repo, b"first\n", day=1)
+    second = _commit(repo, b"second\n", day=2)
+    _git(repo, "tag", "main", first)
+    code, err, store = _ingest(tmp_path, repo, [first, second], "--branch", "main", capsys=capsys)
+    store.close()
+    assert code == 2 and "names more than one ref" in err and "refs/heads/main" in err, err

@@ -25,7 +25,7 @@ import pytest
 from ci.cli import main
 from ci.records import JOB_KEY, Commit, Outcome
 from ci.runner.config import RunnerConfig, suite_regex
-from ci.runner.git import commits_in_range, new_branch_commits
+from ci.runner.git import commits_in_range, new_branch_commits, resolve_commit
 from ci.runner.jobs import history_branch, print_outcome, removed_on_head, run_history, run_pr
 from ci.store import Store
 
@@ -390,6 +390,20 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     assert "nosuch" in capsys.readouterr().err
     assert main(["run", "--since-last", "--comment-out", "c.md", "--db", db, "--repo", str(repo)]) == 2
     assert "go with --pr" in capsys.readouterr().err
+    # A range typed the wrong way round selects nothing: an error, not a green run of nothing.
+    assert main(["run", "--range", "HEAD..HEAD~2", "--db", db, "--repo", str(repo)]) == 2
+    assert "no commit is in it" in capsys.readouterr().err
+    # A tag named like the branch: git picks one and warns; the runner refuses the name instead.
+    subprocess.run(["git", "-C", str(repo), "tag", "main", shas["A"]], check=True)
+    with pytest.raises(ValueError, match="names more than one ref"):
+        resolve_commit(repo, "main")
+    assert main(["run", "--since-last", "--branch", "main", "--db", db, "--repo", str(repo)]) == 2
+    assert "refs/heads/main" in capsys.readouterr().err
+    assert resolve_commit(repo, "refs/heads/main") == shas["C"]
+    subprocess.run(["git", "-C", str(repo), "tag", "-d", "main"], check=True, capture_output=True)
+    older: list[str] = []
+    assert new_branch_commits(repo, "main", set(), max_commits=1, older=older) == [shas["C"]]
+    assert older == [shas["A"], shas["B"]], "the cap's left-out commits, oldest first"
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
 
 
