@@ -322,13 +322,16 @@ def run_asv(
             except BaseException:
                 # SIGINT first: asv turns it into KeyboardInterrupt and closes its forkserver, whose
                 # process group (the server and the benchmark it forked) is not asv's own group.
+                # A second interrupt while asv stops (a cancelled GitHub job sends SIGINT, then SIGTERM
+                # 7.5 s later) moves on to the next signal at once instead of leaving asv running and
+                # writing its files behind this process (an orphan `asv run` outlived a stopped job).
                 for sig, wait_s in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, None)):
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, sig)
                     try:
                         proc.wait(timeout=wait_s)
                         break
-                    except subprocess.TimeoutExpired:
+                    except (subprocess.TimeoutExpired, KeyboardInterrupt):
                         continue
                 raise
     finally:

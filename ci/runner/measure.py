@@ -121,6 +121,20 @@ def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> frozenset[str] |
     return frozenset(str(name) for name in measured)
 
 
+def _put_back(cfg: RunnerConfig, shas: Sequence[str], kept: dict[Path, bytes]) -> None:
+    """The result files of `shas` as they were (`kept`: path -> bytes before the call): rewritten ones
+    restored, ones the call created removed."""
+    for p in [p for s in shas for p in result_files(cfg, s)]:
+        if p not in kept:
+            p.unlink(missing_ok=True)
+    for p, data in kept.items():
+        with contextlib.suppress(OSError):
+            if not p.exists() or p.read_bytes() != data:
+                tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+                tmp.write_bytes(data)
+                os.replace(tmp, p)
+
+
 def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
     """Run asv once per group, record the GPU state and which call wrote each result file, ingest
     after each; returns what ran.
@@ -159,8 +173,16 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             # the previous call's last benchmark may have started less than a second ago (a clean-clone CI
             # run judged a crash of the call before as this call's with a second's slack, 2026-12-07).
             since_ms = int(time.time() * 1000)
+            # An A/B call cut short measured neither side whole (asv saves each round as it ends: a stopped
+            # `continuous` left head's file at round 1 over a history job's complete run, and the next
+            # history ingest stored it, 2026-12-07): the files go back to what they were before the call.
+            kept = {p: p.read_bytes() for s in shas for p in result_files(cfg, s)} if interleave else {}
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+            except BaseException:
+                if interleave:
+                    _put_back(cfg, shas, kept)
+                raise
             finally:
                 # What asv wrote in this call, it measured in this call (not skipped): each file it
                 # wrote is marked with the bytes it wrote, even when an interrupt stopped asv after

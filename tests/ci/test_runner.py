@@ -438,6 +438,33 @@ def test_quick_without_a_gpu_says_to_use_cpu(toy, tmp_path, capsys, monkeypatch)
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran"
 
 
+def test_an_ab_call_cut_short_puts_the_result_files_back_as_they_were(toy, tmp_path, monkeypatch):
+    """asv saves each interleaved round as it ends: a `continuous` stopped after round 1 left head's file
+    half measured over a history job's complete run, and the next history ingest stored it ("replaced",
+    exit 0). An interrupted A/B call restores both commits' files (and removes those it created); the
+    history's runs stay as they were."""
+    import ci.runner.measure as measure_mod
+    from ci.runner.asv import result_files
+
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path, dashboard_dir=None)
+    run_history(cfg, [shas["B"]])  # a complete run of B; C has no file yet
+    (b_file,) = result_files(cfg, shas["B"])
+    before, history = b_file.read_bytes(), _run_rows(cfg.db)
+
+    def cut_short(cfg, commits, *, interleave, echo, quiet_s=8.0):
+        b_file.write_bytes(before.replace(b'"result"', b'"result" ', 1))  # round 1 of base, then head's file
+        (b_file.parent / f"{shas['C'][:8]}-{b_file.name.split('-', 1)[1]}").write_bytes(before)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure_mod, "run_asv", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        run_pr(cfg, shas["B"], shas["C"])
+    assert b_file.read_bytes() == before, "base's file is the history run's again"
+    assert result_files(cfg, shas["C"]) == [], "the file the cut-short call created is gone"
+    assert _run_rows(cfg.db) == history
+
+
 def test_a_pr_job_measures_both_sides_afresh_and_a_finished_one_is_reused(toy, tmp_path):
     """asv's files for base and head may hold results of another job (here: a history run, as an
     earlier `asv continuous` or one round of an interrupted PR job would): the PR job measures both
