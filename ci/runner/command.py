@@ -160,6 +160,9 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     # Before anything is measured: these were refused only once the benchmarks had run.
     if args.dashboard_url is not None and not args.dashboard_url.startswith(("http://", "https://")):
         raise ValueError(f"--dashboard-url must be an http(s) URL, got {redact_text(args.dashboard_url)!r}")
+    if args.dashboard_url is not None and redact_text(args.dashboard_url) != args.dashboard_url:
+        raise ValueError(f"--dashboard-url must not hold a credential, got {redact_text(args.dashboard_url)!r}: the "
+                         "PR comment that links it is public")
     if args.github_repo:
         from ci.outputs.github import check_api_url
 

@@ -347,6 +347,12 @@ def test_bad_inputs() -> None:
         _render([], base_sha="")
     with pytest.raises(ValueError, match="dashboard_url"):
         _render([], dashboard_url="javascript:alert(1)")
+    # The comment is public: a link's password was published verbatim (2026-12-07); refused, never shown.
+    with pytest.raises(ValueError, match="must not hold a credential") as refused:
+        _render([], dashboard_url="https://u:s3cretPASSW0RD@dash.example.com/")
+    assert "s3cretPASSW0RD" not in str(refused.value)
+    with pytest.raises(ValueError, match="job URL must not hold a credential"):
+        _render([], context=_ctx(job_url="https://ci.example.com/job?token=abcdef123456"))
     with pytest.raises(ValueError, match="too small"):
         _render([_v("s.B.time_a", Outcome.REGRESSED, 1.2)], max_chars=200)
 
