@@ -381,8 +381,17 @@ def ingest_results_dir(
         # (Under the name they are stored by: an abbreviation stored before stays one commit.)
         store.upsert_commits([dataclasses.replace(git_info.commits[s], sha=s) for s in sorted(set(known_shas))
                               if s in git_info.commits])
+    left: list[str] = []
+    if repo is not None and branch and on_branch.commits and not on_branch.graph.shallow:
+        # A branch force-pushed or reset: the commits it dropped are no longer its (a shallow clone's log
+        # stops short of the branch's history, so it cannot say which are).
+        left = store.leave_branch(branch, set(on_branch.commits) | set(on_branch.problems))
     outcomes.sort(key=lambda f: f.path)
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
+    if left:
+        notes += (printable(f"note: {len(left)} stored commit(s) of {branch!r} are no longer on it (the branch was "
+                            f"rewritten: force-pushed or reset), e.g. {left[0][:12]}: they are kept with their "
+                            "results, on no branch, and no longer shown or judged as the branch's"),)
     if repo is not None and (shallow := commit_order_warning(repo, on_branch)) is not None:
         notes += (shallow,)
     elif repo is not None:

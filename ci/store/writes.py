@@ -28,6 +28,7 @@ from ci.store.models import (
     AlertRow,
     BenchmarkRow,
     ChangePointStateRow,
+    CommitRow,
     MachineRow,
     RunRow,
     SettingRow,
@@ -217,6 +218,30 @@ class StoreWrites(IngestWrites):
                     elsewhere = (RunRow.run_key.in_(keys[at : at + CHUNK]), RunRow.machine_id != machine_id)
                     moved += conn.execute(update(RunRow).where(*elsewhere).values(machine_id=machine_id)).rowcount
             return moved
+
+        return self._write_retrying(tx)
+
+    def leave_branch(self, branch: str, on_it: set[str]) -> list[str]:
+        """Take the label `branch` off the stored commits no longer on it (`on_it`: every commit git
+        reaches from the branch now): after a force-push or a reset, the commits it dropped read as the
+        branch's for good, its dashboard's newest commit among them, and the old and new histories
+        interleaved in its series (2026-12-07). The commits and their runs stay, on no branch.
+
+        Args:
+            branch: the branch name.
+            on_it: full shas of every commit reachable from the branch (`git log BRANCH`).
+
+        Returns:
+            The shas that left it, sorted.
+        """
+
+        def tx(conn: Connection, _pending: dict[str, int]) -> list[str]:
+            rows = conn.execute(select(CommitRow.id, CommitRow.sha).where(CommitRow.branch == branch)).all()
+            gone = [(i, sha) for i, sha in rows if sha not in on_it]
+            for at in range(0, len(gone), CHUNK):
+                ids = [i for i, _ in gone[at : at + CHUNK]]
+                conn.execute(update(CommitRow).where(CommitRow.id.in_(ids)).values(branch=""))
+            return sorted(sha for _, sha in gone)
 
         return self._write_retrying(tx)
 

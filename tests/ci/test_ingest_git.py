@@ -342,3 +342,24 @@ def test_a_branch_name_that_a_tag_shares_is_refused_not_read_as_the_tag(tmp_path
     code, err, store = _ingest(tmp_path, repo, [first, second], "--branch", "main", capsys=capsys)
     store.close()
     assert code == 2 and "names more than one ref" in err and "refs/heads/main" in err, err
+
+
+def test_commits_a_force_push_dropped_leave_the_branch(tmp_path, capsys):
+    """main reset to an older commit and committed on again: the dropped commits kept the label `main`
+    for good, the dashboard's newest commit among them and two histories interleaved in the series. The
+    next ingest with --branch takes them off main (kept, on no branch) and says so."""
+    repo = _repo(tmp_path)
+    a = _commit(repo, b"A\n", day=1)
+    b = _commit(repo, b"B\n", day=2)
+    c = _commit(repo, b"C\n", day=3)
+    code, err, store = _ingest(tmp_path, repo, [a, b, c], "--branch", "main", capsys=capsys)
+    with store:
+        assert code == 0 and [x.sha for x in store.commits("main")] == [a, b, c]
+    _git(repo, "reset", "-q", "--hard", a)
+    d = _commit(repo, b"D rewritten\n", day=4)
+    code, err, store = _ingest(tmp_path, repo, [a, b, c, d], "--branch", "main", capsys=capsys)
+    with store:
+        assert code == 0, err
+        assert [x.sha for x in store.commits("main")] == [a, d]
+        assert {x.sha for x in store.commits()} == {a, b, c, d}, "nothing is lost"
+    assert "2 stored commit(s) of 'main' are no longer on it" in err, err
