@@ -21,7 +21,7 @@ the commit (or, interleaved, a round) finishes, so an interruption loses at most
 flight. A PR run measures both sides afresh (an A/B needs them measured together, in one job, by
 the same subset): asv's files for them may hold one round of an interrupted job, or results of an
 `asv continuous` of another day. Only a PR job that finished measuring (its marker in
-`<results>/../ci-jobs/` names the subset and asv arguments, and the files are unchanged since) is
+`<repo>/.asv/ci-jobs/` names the subset and asv arguments, and the files are unchanged since) is
 not measured again; asv rewrites the files and the store replaces the old runs.
 
 Exit codes (`ci.exit_codes`): 0 clean, 1 a regression or a failed correctness gate, 2 an error (asv

@@ -201,6 +201,30 @@ def measured_names(cfg: RunnerConfig, sha: str, since_ms: int) -> set[str]:
     return out
 
 
+def _scratch_dir(cfg: RunnerConfig) -> Path:
+    """The checkout's folder for an asv call's own files (its HASHFILE, the setup log), each named after
+    the runner's pid: those of a runner that is gone (a SIGKILL skips the cleanup; /tmp kept a dozen)
+    are removed here, before the next call makes its own."""
+    scratch = cfg.repo / ".asv" / "runner-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    for p in scratch.iterdir():
+        pid = p.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                p.unlink()
+    return scratch
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
+
+
 def result_files(cfg: RunnerConfig, sha: str) -> list[Path]:
     """asv's result files for commit `sha` on this job's machine (none yet: [])."""
     d = cfg.results_dir / cfg.machine
@@ -290,7 +314,8 @@ def run_asv(
     if cfg.resume and not interleave:
         args.append("--skip-existing")
     args += list(cfg.asv_args)
-    with tempfile.NamedTemporaryFile("w", suffix=".hashes", delete=False) as fh:
+    scratch = _scratch_dir(cfg)
+    with tempfile.NamedTemporaryFile("w", dir=scratch, prefix=f"{os.getpid()}-", suffix=".hashes", delete=False) as fh:
         fh.write("".join(f"{s}\n" for s in shas))
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
@@ -303,7 +328,7 @@ def run_asv(
                        "be read by the code it runs: run untrusted code with no credential in its ancestry"))
     # Each setup_cache writes its progress and a summary line to this file
     # (benchmarks.model_runs.report_case / report_setup); asv itself shows their output only on failure.
-    fd, name = tempfile.mkstemp(prefix="ragged-setup-", suffix=".log")
+    fd, name = tempfile.mkstemp(dir=scratch, prefix=f"{os.getpid()}-setup-", suffix=".log")
     os.close(fd)
     setup_log = Path(name)
     env["RAGGED_SETUP_LOG"] = str(setup_log)

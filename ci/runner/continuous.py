@@ -84,6 +84,20 @@ def uncommitted_note(repo: Path) -> str:
                                                 "both sides" if suite else "") + "; commit them to measure them")
 
 
+def suite_note(repo: Path, head: str, head_name: str) -> str:
+    """A note when the checkout is not at the head commit ("" when it is): asv reads the benchmarks from
+    the working tree, for both sides, so a head's new, changed or removed benchmarks are measured only
+    from a checkout of the head (`continuous main feat` from main's checkout showed none of feat's)."""
+    from ci.runner.git import git
+
+    at = git(repo, "rev-parse", "HEAD").strip()
+    if at == head:
+        return ""
+    return printable(f"note: the benchmarks come from the checkout's working tree, at {at[:12]}, not from head "
+                     f"{head_name} ({head[:12]}): both sides run that suite; check the head out to measure its "
+                     "benchmarks")
+
+
 def _halves(results: list[Result]) -> tuple[list[Result], list[Result]]:
     """Each result's samples split in measurement order: the first half and the second half, as two
     sides of one job (the same commit, so every difference between them is noise)."""
@@ -114,9 +128,9 @@ def cmd_continuous(args: argparse.Namespace) -> int:
         )
     cfg = _config(args)
     settings = cfg.settings
-    note = uncommitted_note(repo)
-    if note:
-        say(note)
+    for note in (uncommitted_note(repo), suite_note(repo, head, args.head)):
+        if note:
+            say(note)
     ensure_machine(cfg)
     with job_lock(cfg), Store(cfg.db, create=True) as store:
         if base == head:

@@ -48,7 +48,13 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
                                 text=True, errors="replace", check=False)
         if inside.returncode != 0:
             raise ValueError(f"--repo {repo}: not a git checkout")
-        raise ValueError(f"unknown commit {name!r} in {repo}")
+        if "is ambiguous" in proc.stderr:  # a short sha several objects start with
+            raise ValueError(f"{name!r} is ambiguous in {repo}: several objects start with it; give more characters")
+        shallow = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"],
+                                 capture_output=True, text=True, errors="replace", check=False).stdout.strip()
+        raise ValueError(f"unknown commit {name!r} in {repo}" + (
+            " (a shallow clone: its history stops short; `git fetch --unshallow` reads the rest)"
+            if shallow == "true" else ""))
     return proc.stdout.strip()
 
 

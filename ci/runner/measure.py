@@ -92,7 +92,10 @@ def ingest_results(cfg: RunnerConfig, store: Store) -> str:
 
 
 def _pr_job_marker(cfg: RunnerConfig, shas: Sequence[str]) -> Path:
-    return cfg.results_dir.parent / "ci-jobs" / f"{cfg.machine}-{'-'.join(s[:12] for s in shas)}.json"
+    """Where a finished PR measurement of `shas` is recorded: beside the runner's lock in the checkout's
+    `.asv/` (next to asv's results dir it was `<repo>/ci-jobs/` for asv's default `results`, a folder
+    left in the checkout)."""
+    return cfg.repo / ".asv" / "ci-jobs" / f"{cfg.machine}-{'-'.join(s[:12] for s in shas)}.json"
 
 
 def _pr_job_record(cfg: RunnerConfig, shas: Sequence[str]) -> dict[str, Any]:

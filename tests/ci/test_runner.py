@@ -438,6 +438,17 @@ def test_quick_without_a_gpu_says_to_use_cpu(toy, tmp_path, capsys, monkeypatch)
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran"
 
 
+def test_continuous_says_when_the_suite_is_not_heads(toy):
+    """asv reads the benchmarks from the working tree for both sides: `continuous main feat` from main's
+    checkout measured none of feat's benchmark changes without a word."""
+    from ci.runner.continuous import suite_note
+
+    repo, shas = toy
+    assert suite_note(repo, shas["C"], "HEAD") == ""  # the checkout is at the head
+    note = suite_note(repo, shas["B"], "feat")
+    assert note.startswith("note: the benchmarks come from the checkout's working tree") and "feat" in note
+
+
 def test_an_ab_call_cut_short_puts_the_result_files_back_as_they_were(toy, tmp_path, monkeypatch):
     """asv saves each interleaved round as it ends: a `continuous` stopped after round 1 left head's file
     half measured over a history job's complete run, and the next history ingest stored it ("replaced",
@@ -578,6 +589,13 @@ def test_setup_lines_are_echoed_as_they_come_and_silence_gets_a_heartbeat(toy, t
     assert max(gaps) < 3.0, f"no silence as long as the fake asv's 3.5 s: {seen}"
     assert "[setup] Fake: 2 cases" in lines
     assert not Path(lines[0]).exists()  # the file asv's processes wrote to is gone
+    # A runner killed with SIGKILL leaves its files: the next call removes those of runners that are gone.
+    scratch = Path(lines[0]).parent
+    assert scratch == repo / ".asv" / "runner-tmp"
+    (scratch / "999999999-setup-x.log").write_text("left by a killed runner")
+    (scratch / f"{os.getppid()}-setup-y.log").write_text("a live runner's")
+    runner.run_asv(_cfg(repo, tmp_path), [shas["A"]], interleave=False, quiet_s=30, echo=lambda line: None)
+    assert sorted(p.name for p in scratch.iterdir()) == [f"{os.getppid()}-setup-y.log"]
 
 
 def test_asv_and_the_benchmarks_it_runs_get_no_credential_of_the_runner(toy, tmp_path, monkeypatch):
