@@ -181,6 +181,11 @@ def test_commit_page_results_verdicts_environment(site: tuple[Path, RenderStats]
     assert "NVIDIA H200" in html and "NVIDIA A100-SXM4-80GB" in html and "560.35" in html
     quiet = (out / "commit" / f"{store.commit_list[9].sha}.html").read_text()
     assert "every other one stayed within it" in quiet or "changed past" in quiet
+    # The second commit: every series has a run before it and no noise threshold yet. Not judged, and
+    # said so, never "stayed within it" (a young environment's -33% read as nothing, 2026-12-07).
+    young = (out / "commit" / f"{store.commit_list[1].sha}.html").read_text()
+    young = young[young.index('id="results-summary"'):young.index("</p>", young.index('id="results-summary"'))]
+    assert "had no noise threshold yet" in young and "stayed within it" not in young, young
 
 
 def test_crashed_correctness_check_is_shown(site: tuple[Path, RenderStats]) -> None:
