@@ -147,11 +147,14 @@ def _machines_line(store: StoreReads, machines: Sequence[str]) -> str:
     return ", ".join(labels.get(m, m) for m in machines)
 
 
-def _print_verdicts(verdicts: Sequence[Any], *, several: bool = False) -> None:
+def _print_verdicts(verdicts: Sequence[Any], *, several: bool = False, labels: dict[str, str] | None = None) -> None:
+    labels = labels or {}
     for v in verdicts:  # a series key comes from benchmark code: printable, so it cannot forge or repaint a line
         ratio = f"{v.ratio:.3f}" if v.ratio == v.ratio else "   -"
         reason = f"  ({v.reason})" if v.reason else ""
-        where = f"  [{v.machine}]" if several else ""  # several environments: each row names its own
+        # several environments: each row names its own, as the dashboard and the comment label it (the first
+        # environment's bare key read as the whole machine, "[GH-Actions]" beside "[GH-Actions [conda-py3.13]]")
+        where = f"  [{labels.get(v.machine, v.machine)}]" if several else ""
         print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{where}{reason}"))
 
 
@@ -232,12 +235,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from ci.records import machine_labels
     from ci.verdicts import exit_code
     with _open(args, read_only=args.no_save) as store:
         with store.snapshot():  # one state of the history for every read, whatever an ingest writes meanwhile
             rules = _settings(store, args)
             base, head, machines, comparison = _comparison(store, args, rules.verdicts)
             where = _machines_line(store, machines)
+            labels = machine_labels(store.machines())
             order = _order_warning(store, base, head)
         saved, unsaved = _save_verdicts(store, args, comparison.verdicts, order)
     problem = comparison.problem
@@ -247,7 +252,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(printable(f"base {base[:12]}  head {head[:12]}  machine {where}: {len(comparison.verdicts)} series"))
         print(printable(_rules_line(rules)))
         print(printable(_jobs_line(comparison, rules.verdicts)))
-        _print_verdicts(comparison.verdicts, several=len(machines) > 1)
+        _print_verdicts(comparison.verdicts, several=len(machines) > 1, labels=labels)
         for line in (problem, unsaved):  # a check that did not run is not a pass: never "no regression"
             if line:
                 print(printable(f"error: {line}"), file=sys.stderr)

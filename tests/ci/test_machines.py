@@ -53,7 +53,7 @@ def test_environments_of_one_machine_are_compared_apart(tmp_path, capsys):
     assert not verdicts  # --no-save
     row = [line for line in out.splitlines() if KEY in line]
     assert len(row) == 2, out  # one row per environment, each naming its machine
-    assert any(line.startswith("unchanged") and f"[{MACHINE}]" in line for line in row), out
+    assert any(line.startswith("unchanged") and f"[{MACHINE} [{PY310}]]" in line for line in row), out
     assert any(f"[{MACHINE} [{PY312}]]" in line and "missing on head" in line for line in row), out
     assert "improved" not in "\n".join(row)
 
@@ -79,6 +79,9 @@ def test_the_asv_machine_name_stands_for_every_environment_of_it(tmp_path, capsy
     assert main([*compare, "--machine", MACHINE]) == 1
     out = capsys.readouterr().out
     assert any(line.startswith("regressed") and f"[{MACHINE} [{PY312}]]" in line for line in out.splitlines()), out
+    # The first environment's rows name it too, as the dashboard and the comment do (its bare key read as the
+    # whole machine beside the other's).
+    assert any(line.startswith("unchanged") and f"[{MACHINE} [{PY310}]]" in line for line in out.splitlines()), out
     assert main([*compare, "--machine", f"{MACHINE} [{PY312}]"]) == 1
     assert f"[{MACHINE}]" not in capsys.readouterr().out  # that environment alone
 
