@@ -389,6 +389,9 @@ def measurement_line(comparison: Comparison, max_threshold: float | None = None)
     if jobs.together:
         return (f"in-job rule: base and head were measured in one job, one asv call ({jobs.head}), rounds "
                 "interleaved: in-job statistics apply")
+    empty = [side for side, rs in (("head", comparison.head), ("base", comparison.base)) if rs and not measured(rs)]
+    if empty:  # no job to compare: a side whose every point failed has no job marker to read (a broken build)
+        return f"no rule applies: nothing was measured on {' and '.join(empty)} (below)"
     withheld = sum(v.reason.startswith("withheld:") for v in comparison.verdicts)
     if jobs.relation == JobRelation.DIFFERENT:
         which = f"different asv calls: {jobs.base} and {jobs.head}"

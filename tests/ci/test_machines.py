@@ -235,9 +235,11 @@ def test_a_comparison_whose_head_measured_nothing_exits_2_naming_what_failed(tmp
     assert main(["ingest", "--db", db, str(root)]) == 0
     base, head = sha_for(0)[:12], sha_for(1)[:12]
     assert main(["compare", "--db", db, "--base", base, "--head", head, "--no-save"]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert f"error: nothing was measured on head {head}: all 7 benchmark points failed to run" in err
     assert "bench_attention.GPUTime.time_gpu" in err and "job log" in err
+    # No job to compare (a broken build leaves no marker): no "cross-job rule" claimed.
+    assert "no rule applies: nothing was measured on head" in out and "cross-job" not in out, out
     out = tmp_path / "c.md"
     assert main(["comment", "--db", db, "--base", base, "--head", head, "--out", str(out)]) == 2
     body = out.read_text()
