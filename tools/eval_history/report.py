@@ -284,8 +284,12 @@ def targets(report: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         add("+5% steps found, at least asv's fitted steps", a, b, a >= b, evidence=r["trials"])
     if not sets["only_steps"]:
         ours, theirs = share(j["regressed"], j["commits"]) * 1000, share(j["asv_regressions"], j["commits"]) * 1000
-        add("regressions on the un-injected series per 1,000 commit-series, at most asv's", ours, theirs,
-            ours <= theirs, "{:.2f}".format, evidence=j["commits"])
+        # Fewer than asv's is no win where asv's are real: every one of asv's must be flagged or suspected too
+        # (OpenBLAS's one real step, only suspected three commits before the newest, read "0.00, met").
+        missed = j["asv_regressions"] - j["asv_listed_found"] - j["asv_listed_suspected"]
+        add("regressions on the un-injected series per 1,000 commit-series, at most asv's (none of asv's "
+            "neither flagged nor suspected)", ours, theirs, ours <= theirs and missed == 0, "{:.2f}".format,
+            evidence=j["commits"])
         conf = share(j["confirmed"], j["confirmed"] + j["withdrawn"])
         add("suspicions later confirmed", conf, TARGET_CONFIRMED, conf >= TARGET_CONFIRMED,
             evidence=j["confirmed"] + j["withdrawn"], least=MIN_SUSPICIONS)
