@@ -382,10 +382,12 @@ def ingest_results_dir(
         store.upsert_commits([dataclasses.replace(git_info.commits[s], sha=s) for s in sorted(set(known_shas))
                               if s in git_info.commits])
     left: list[str] = []
-    if repo is not None and branch and on_branch.commits and not on_branch.graph.shallow:
+    times = [c.time for c in on_branch.commits.values() if c.time is not None]
+    if repo is not None and branch and times and not on_branch.graph.shallow:
         # A branch force-pushed or reset: the commits it dropped are no longer its (a shallow clone's log
-        # stops short of the branch's history, so it cannot say which are).
-        left = store.leave_branch(branch, set(on_branch.commits) | set(on_branch.problems))
+        # stops short of the branch's history, so it cannot say which are; a stale clone's misses the
+        # commits newer than its branch, which `leave_branch` leaves alone).
+        left = store.leave_branch(branch, set(on_branch.commits) | set(on_branch.problems), max(times))
     outcomes.sort(key=lambda f: f.path)
     notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
     if left:

@@ -221,23 +221,29 @@ class StoreWrites(IngestWrites):
 
         return self._write_retrying(tx)
 
-    def leave_branch(self, branch: str, on_it: set[str]) -> list[str]:
+    def leave_branch(self, branch: str, on_it: set[str], until: datetime) -> list[str]:
         """Take the label `branch` off the stored commits no longer on it (`on_it`: every commit git
-        reaches from the branch now): after a force-push or a reset, the commits it dropped read as the
-        branch's for good, its dashboard's newest commit among them, and the old and new histories
-        interleaved in its series (2026-12-07). The commits and their runs stay, on no branch.
+        reaches from the branch now) and not newer than `until` (the branch's newest commit time in that
+        checkout): after a force-push or a reset, the commits it dropped read as the branch's for good,
+        its dashboard's newest commit among them, and the old and new histories interleaved in its
+        series (2026-12-07). A commit newer than the checkout's branch is one a stale clone has not
+        fetched yet, not one the branch dropped: it keeps its label. The commits and their runs stay,
+        on no branch.
 
         Args:
             branch: the branch name.
             on_it: full shas of every commit reachable from the branch (`git log BRANCH`).
+            until: the newest commit time on the branch in that checkout (git's committer time).
 
         Returns:
             The shas that left it, sorted.
         """
+        until = utc(until)
 
         def tx(conn: Connection, _pending: dict[str, int]) -> list[str]:
-            rows = conn.execute(select(CommitRow.id, CommitRow.sha).where(CommitRow.branch == branch)).all()
-            gone = [(i, sha) for i, sha in rows if sha not in on_it]
+            rows = conn.execute(select(CommitRow.id, CommitRow.sha, CommitRow.time)
+                                .where(CommitRow.branch == branch)).all()
+            gone = [(i, sha) for i, sha, when in rows if sha not in on_it and when is not None and utc(when) <= until]
             for at in range(0, len(gone), CHUNK):
                 ids = [i for i, _ in gone[at : at + CHUNK]]
                 conn.execute(update(CommitRow).where(CommitRow.id.in_(ids)).values(branch=""))

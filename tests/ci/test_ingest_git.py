@@ -363,3 +363,15 @@ def test_commits_a_force_push_dropped_leave_the_branch(tmp_path, capsys):
         assert [x.sha for x in store.commits("main")] == [a, d]
         assert {x.sha for x in store.commits()} == {a, b, c, d}, "nothing is lost"
     assert "2 stored commit(s) of 'main' are no longer on it" in err, err
+    # A stale clone (its main behind the store's) reaches none of the newer commits: they keep the label.
+    stale = tmp_path / "stale"
+    _git(tmp_path, "clone", "-q", str(repo), str(stale))
+    e = _commit(repo, b"E newer than the stale clone\n", day=5)
+    code, err, store = _ingest(tmp_path, repo, [a, d, e], "--branch", "main", capsys=capsys)
+    store.close()
+    code = main(["ingest", "--db", str(tmp_path / "h.sqlite"), "--repo", str(stale), "--branch", "main",
+                 str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        assert code == 0 and [x.sha for x in store.commits("main")] == [a, d, e], err
+    assert "no longer on it" not in err, err
