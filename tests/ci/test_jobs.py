@@ -13,7 +13,7 @@ import pytest
 
 from ci.cli import main
 from ci.ingest import ingest_results_dir
-from ci.records import JOB_KEY, WITHHELD_OTHER_JOB, Benchmark, Outcome, Result
+from ci.records import JOB_KEY, WITHHELD_OTHER_JOB, Benchmark, Direction, Outcome, Result
 from ci.store import Store
 from ci.verdicts import JobRelation, between_job_drift, compare, job_relation
 from ci.verdicts.inputs import not_judged
@@ -72,6 +72,20 @@ def test_across_jobs_a_series_is_withheld_without_drift_and_judged_past_its_drif
     assert widened.outcome != Outcome.REGRESSED and widened.threshold == pytest.approx(0.09)
     (past,) = compare([base], [_result("b" * 40, 1.15, job="j-2/1", seed=2)], between_jobs={LAT.key: 0.03})
     assert past.outcome == Outcome.REGRESSED and past.threshold == pytest.approx(0.09)
+    # Without a model, a change past 3x either way is judged (stingray's x14 and x165 steps at an
+    # environment's second commit were withheld); 2x, which runners were seen to move, stays withheld.
+    from ci.verdicts.decide import UNKNOWN_DRIFT_BASIS
+
+    (huge,) = compare([base], [_result("b" * 40, 14.0, job="j-2/1", seed=2)], between_jobs={})
+    assert huge.outcome == Outcome.REGRESSED and UNKNOWN_DRIFT_BASIS in huge.reason and huge.threshold == 2.0
+    (fast,) = compare([base], [_result("b" * 40, 0.2, job="j-2/1", seed=2)], between_jobs={})
+    assert fast.outcome == Outcome.IMPROVED
+    (double,) = compare([base], [_result("b" * 40, 2.0, job="j-2/1", seed=2)], between_jobs={})
+    assert double.outcome == Outcome.INCONCLUSIVE and double.reason == WITHHELD_OTHER_JOB
+    odd = Benchmark("b.T.track_widgets", unit="widgets", direction=Direction.UNKNOWN)
+    (unknown,) = compare([_result("a" * 40, 1.0, job="j-1/1", bench=odd)],
+                         [_result("b" * 40, 14.0, job="j-2/1", bench=odd)], between_jobs={})
+    assert unknown.outcome == Outcome.INCONCLUSIVE  # which way is worse is unknown: never judged
 
 
 def test_a_comparison_whose_every_timing_series_was_withheld_judged_nothing():
