@@ -19,6 +19,7 @@ import io
 import itertools
 import json
 import math
+import statistics
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -61,6 +62,9 @@ from ci.verdicts import (
     gate_value,
 )
 from ci.verdicts.groups import MIN_GROUP
+
+# A verdict's regression is fixed once two commits in a row are back within this share of its step.
+RETURNED = 0.25
 
 
 @dataclass
@@ -561,6 +565,32 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                  for sha in shas if position.get(sha, -1) > position[v.head_sha]]
         return min(later, key=position.__getitem__, default="")
 
+    # A regression a comparison found is fixed where its series' level came back (within RETURNED of the
+    # step from the base, on a log scale, as a change point's regression closes, `ci.site.judge.recovery`):
+    # stingray's 10 series x10 slower at one commit and back at the next stayed "10 open regressions" once
+    # both pairs were compared (2026-12-07).
+    regressed = {v.benchmark.key for v in verdicts if v.outcome == Outcome.REGRESSED}
+    levels_of: dict[str, list[tuple[str, list[str], np.ndarray]]] = defaultdict(list)
+    for s in series:
+        if s.benchmark.key in regressed:
+            levels_of[s.benchmark.key].append((s.machine, s.shas, s.values))
+
+    def level_back(v: Verdict) -> str:
+        if not (v.base_value > 0 and v.head_value > 0) or v.head_value == v.base_value:
+            return ""
+        step = math.log(v.head_value / v.base_value)
+        own = verdict_machines(v)
+        found = []
+        for machine, shas, values in levels_of.get(v.benchmark.key, []):
+            if own and machine not in own:
+                continue
+            later = [(sha, float(x)) for sha, x in zip(shas, values.tolist(), strict=True)
+                     if position.get(sha, -1) > position[v.head_sha] and math.isfinite(x) and x > 0]
+            # Two commits in a row back within a quarter of the step from the base (one is an outlier's).
+            found += [a for (a, x), (_, y) in zip(later, later[1:], strict=False)
+                      if math.log(statistics.median((x, y)) / v.base_value) / step <= RETURNED]
+        return min(found, key=position.__getitem__, default="")
+
     verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
     regressions: list[Regression] = []
     for v in verdicts:
@@ -577,7 +607,7 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 benchmark=v.benchmark, sha=v.head_sha, outcome=v.outcome, ratio=v.ratio, base_value=v.base_value,
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha)),
-                fixed_by=ran_again(v) if _crashed(v) else ""))
+                fixed_by=ran_again(v) if _crashed(v) else level_back(v) if v.outcome == Outcome.REGRESSED else ""))
 
     runs_order = _runs_order(environments, position)
     kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks, runs_order, floor_for)

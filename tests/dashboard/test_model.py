@@ -173,6 +173,25 @@ def test_a_benchmark_that_ran_again_after_a_crash_verdict_is_fixed() -> None:
     assert gate.outcome == Outcome.FAILED and gate.is_open  # a gate verdict (value past its limit)
 
 
+def test_a_regression_verdict_whose_level_came_back_is_fixed() -> None:
+    """stingray's ten series x10 slower at one commit and back at the next stayed "10 open regressions"
+    once both pairs were compared. A verdict's regression is fixed at the first of two commits in a row
+    back within a quarter of its step from the base (one that stays up stays open:
+    `test_regressions_open_and_acknowledged`)."""
+    from ci.records import Verdict
+
+    store = synthetic_store(n_commits=12, n_series=6)
+    bench = store.benchmark_list[3]
+    base = next(r.value for r in store.result_list if r.benchmark == bench and r.commit_sha == store.commit_list[6].sha)
+    store.verdict_list.append(Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=base, head_value=10 * base,
+                                      ratio=10.0, base_sha=store.commit_list[6].sha, head_sha=store.commit_list[7].sha,
+                                      reason="+900% beyond the threshold"))
+    snap = load_snapshot(store)
+    (spike,) = [r for r in snap.regressions if r.source == "verdict" and r.benchmark == bench
+                and r.sha == store.commit_list[7].sha]
+    assert spike.fixed_by == store.commit_list[8].sha and not spike.is_open
+
+
 def test_baseline_sha_must_exist() -> None:
     store = synthetic_store(n_commits=5, n_series=3)
     with pytest.raises(ValueError, match="not in the store"):
@@ -250,7 +269,8 @@ def test_change_point_regression_undone_later_is_not_open(tmp_path: Path) -> Non
     assert len(steps) == 1 and steps[0].sha == store.commit_list[30].sha
     assert steps[0].fixed_by == store.commit_list[45].sha and not steps[0].is_open
     verdict = next(r for r in snap.regressions if r.source == "verdict" and r.benchmark == bench)
-    assert verdict.is_open  # a stored verdict stays open until someone acknowledges it
+    # a stored verdict's regression closes where its level came back, as the change point's does
+    assert verdict.fixed_by == store.commit_list[45].sha and not verdict.is_open
     from ci.site import render_site
 
     render_site(store, tmp_path / "site")
