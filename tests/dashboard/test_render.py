@@ -404,6 +404,30 @@ def test_a_history_too_short_to_judge_is_not_called_clean(tmp_path: Path) -> Non
     assert "No open regressions" in long and "were judged" not in long
 
 
+def test_a_series_far_worse_than_its_first_run_with_nothing_open_is_named(tmp_path: Path) -> None:
+    """A step at a series' second commit can never be judged (three commits each side): stingray's x165
+    read "No open regressions" in green beside a red +15,840%. A series past 3x worse than its first run
+    with no regression open is named under the banner, which is no longer green; 2x is not."""
+    from ci.cli import main
+    from tests.ci.conftest import sha_for, write_results
+
+    def overview(factor: float) -> str:
+        root = tmp_path / f"x{factor:g}"
+        step = lambda bench, j, c: [(1e-4 * (j + 1)) * (factor if c >= 1 and "time_gpu" in bench and j == 0 else 1)
+                                    * (1 + 0.01 * k) for k in range(6)]  # noqa: E731
+        write_results(root / "results", [sha_for(i) for i in range(10)], samples=step)
+        db = str(root / "h.sqlite")
+        assert main(["ingest", "--db", db, str(root / "results")]) == 0
+        assert main(["dashboard", "--db", db, "--out", str(root / "site")]) == 0
+        return " ".join((root / "site" / "index.html").read_text().split())
+
+    far = overview(10.0)
+    assert "No open regressions judged" in far and "1 series is past x3 worse than its first run" in far, far
+    assert '<section class="banner warn" id="open-regressions">' in far and "+900.0%" in far
+    near = overview(2.0)
+    assert "past x3" not in near and '<section class="banner ok" id="open-regressions">' in near
+
+
 def test_a_history_of_series_without_a_direction_is_not_called_clean(tmp_path: Path) -> None:
     """Every series a track_ benchmark in a unit the service does not know: none can regress, and the
     overview says so instead of "No open regressions" (mujoco-warp's real history read as clean,

@@ -17,6 +17,7 @@ from ci.site.pages.markup import change_class, threshold_text
 from ci.site.pages.site import Site
 from ci.site.svg import history_chart, sparkline
 from ci.verdicts import SuspectSettings
+from ci.verdicts.decide import UNKNOWN_DRIFT_FACTOR
 
 # The overview lists at most this many open regressions in its banner; the rest are one click away.
 BANNER_LIMIT = 20
@@ -54,6 +55,11 @@ class SummaryPages(Site):
         # first: a 3-commit history, and one whose every series declares no direction, read as clean
         # (real histories, 2026-12-07).
         judged = short = undirected = unjudged = 0
+        # Series past UNKNOWN_DRIFT_FACTOR worse than their first run with no open regression: too young for
+        # a threshold, or stepped in their first commits, where no step can be judged (3 commits each side).
+        # The banner names them rather than read "No open regressions" in green beside a red +15,840%
+        # (stingray's environment stepped x165 at its second commit, 2026-12-07).
+        far: list[tuple[str, str, str]] = []
         min_history = SuspectSettings().min_history
         for s in snap.series:
             if s.benchmark.kind == Kind.EXACT:
@@ -75,6 +81,14 @@ class SummaryPages(Site):
                 else:  # no threshold at its newest value: at or below zero, or too few positive values before it
                     unjudged += 1
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
+            if latest is not None and s.benchmark.judged and s.benchmark.kind != Kind.CORRECTNESS and not open_here:
+                first = s.point(fin[0]).value
+                r_first = fmt.ratio(latest.value, first)
+                if (math.isfinite(r_first) and r_first > 0 and is_worse(s.benchmark.direction, r_first)
+                        and abs(math.log(r_first)) > math.log(UNKNOWN_DRIFT_FACTOR)):
+                    name = s.benchmark.name.split(".", 1)[-1]
+                    far.append((f"{name} ({s.benchmark.params_label})" if s.benchmark.params_label else name,
+                                self.ml(s.machine), fmt.fmt_step(r_first, first, latest.value)))
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
             suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
             latest_gate = gate_ok(latest.value, s.gate) if latest else None
@@ -118,6 +132,7 @@ class SummaryPages(Site):
             "resolved": [self.suspect_row(x, 0) for x in snap.resolved_suspects(recent_only=True)[:BANNER_LIMIT]],
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
             "n_judged": judged, "n_short": short, "n_undirected": undirected, "n_unjudged": unjudged,
+            "far": far[:3], "n_far": len(far), "far_factor": f"x{UNKNOWN_DRIFT_FACTOR:g}",
             "min_history": min_history,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
