@@ -155,7 +155,7 @@ def _print_verdicts(verdicts: Sequence[Any], *, several: bool = False, labels: d
         # several environments: each row names its own, as the dashboard and the comment label it (the first
         # environment's bare key read as the whole machine, "[GH-Actions]" beside "[GH-Actions [conda-py3.13]]")
         where = f"  [{labels.get(v.machine, v.machine)}]" if several else ""
-        print(printable(f"{v.outcome.value:<12} {ratio:>8}  {v.benchmark.key}{where}{reason}"))
+        print(printable(f"{v.shown:<12} {ratio:>8}  {v.benchmark.key}{where}{reason}"))
 
 
 PROGRESS_EVERY_S = 5.0  # a long ingest says where it is this often (on stderr)

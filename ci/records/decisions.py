@@ -65,6 +65,13 @@ class Verdict:
     # which applies to every machine's series). Fields are keyword-only: 13 of them read wrongly by position.
     machine: str = ""
 
+    @property
+    def shown(self) -> str:
+        """Its outcome as a reader is shown it: "new" for a series with no base measurement (stored as
+        unchanged, which decides nothing; `ci compare` and the series pages read "unchanged" for a series
+        nothing was compared with, 2026-12-07), else the outcome's name."""
+        return "new" if self.outcome == Outcome.UNCHANGED and self.reason == NEW_SERIES else self.outcome.value
+
 
 @dataclass(frozen=True)
 class Acknowledgement:

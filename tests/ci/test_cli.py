@@ -644,3 +644,21 @@ def test_sigterm_stops_any_command_with_its_message(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "error: interrupted; nothing half-written was kept: run the same ingest command again" in proc.stderr
+
+
+def test_a_series_new_on_head_reads_new_not_unchanged(capsys):
+    """A series with no base measurement is stored as unchanged (it decides nothing): `ci compare` and the
+    series pages read "unchanged" where nothing was compared (stingray's new environment, 2026-12-07)."""
+    import math
+
+    from ci.cli import _print_verdicts
+    from ci.records import NEW_SERIES, Benchmark, Outcome, Verdict
+
+    new = Verdict(benchmark=Benchmark("b.S.time_new"), outcome=Outcome.UNCHANGED, base_value=math.nan,
+                  head_value=1.0, ratio=math.nan, reason=NEW_SERIES)
+    same = Verdict(benchmark=Benchmark("b.S.time_old"), outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0,
+                   ratio=1.0, reason="+0.0% within the threshold")
+    assert new.shown == "new" and same.shown == "unchanged"
+    _print_verdicts([new, same])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("new ") and "b.S.time_new" in lines[0] and lines[1].startswith("unchanged ")

@@ -82,7 +82,7 @@ class CommitPages(Site):
                 suspects_at[x.commit_sha].append(x)
         machines = {m.name: m for m in snap.machines}
         for i, c in enumerate(snap.commits):
-            verdicts = [(v.benchmark.name, v.benchmark.params_label, self.ml(v.machine), v.outcome.value,
+            verdicts = [(v.benchmark.name, v.benchmark.params_label, self.ml(v.machine), v.shown,
                          fmt.fmt_step(v.ratio, v.base_value, v.head_value),
                          v.base_sha[:10], commit_slug(v.base_sha) if v.base_sha in self.commit_by_sha else "",
                          fmt.fmt_number(v.p_value, 2), v.reason,

@@ -51,7 +51,7 @@ class SeriesPages(Site):
             sha = s.shas[i]
             outcomes = self.verdict_outcomes.get((b.key, sha, ""), []) + self.verdict_outcomes.get(
                 (b.key, sha, s.machine), [])
-            verdict = esc(", ".join(o.value for o in outcomes)) if outcomes else ""
+            verdict = esc(", ".join(outcomes)) if outcomes else ""
             texts.append((cinfo[sha], verdict))
             # The digest of the row's numbers and "\0".join((*cinfo[sha], verdict, unit)).
             digests.append(hashlib.blake2b(nums[i - first].tobytes() + cbytes[sha] + verdict.encode() + tail,

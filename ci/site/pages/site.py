@@ -54,11 +54,11 @@ class Site:
         self.filters = filters
         # (series key, sha, machine) -> outcomes; machine "" for verdicts stored without one, which
         # show on every machine's series.
-        self.verdict_outcomes: dict[tuple[str, str, str], list[Outcome]] = defaultdict(list)
+        self.verdict_outcomes: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # as shown (`Verdict.shown`)
         for sha, vs in snap.verdicts_by_sha.items():
             for v in vs:
                 for m in verdict_machines(v) or ("",):
-                    self.verdict_outcomes[(v.benchmark.key, sha, m)].append(v.outcome)
+                    self.verdict_outcomes[(v.benchmark.key, sha, m)].append(v.shown)
         self.regs_by_series: dict[tuple[str, str], list[Regression]] = defaultdict(list)
         for reg in snap.regressions:
             for m in reg.machines:
