@@ -256,7 +256,7 @@ def compare(
         drift: float | SeriesNoise | None = 0.0
         if between_jobs is not None:
             drift = between_jobs.get((machine, key), between_jobs.get(key))  # type: ignore[call-overload]
-            if isinstance(drift, SeriesNoise) and drift.jump > 0:
+            if isinstance(drift, SeriesNoise) and (drift.jump > 0 or drift.allowance > settings.max_threshold):
                 jumpy[(key, head_machine)] = drift
         verdict_or_pending = measure(bench, b, h, base_sha, head_sha, b_rs[0].benchmark, settings, head_machine,
                                       _version_change(b_rs, h_rs), drift, between_jobs is not None, (b_rs, h_rs))
@@ -267,20 +267,32 @@ def compare(
 
     adjusted = adjust_pvalues([p.p_raw for p in pending], settings.correction)
     final.extend(decide(p, p_adj, settings) for p, p_adj in zip(pending, adjusted, strict=True))
-    final = [_within_jumps(v, jumpy[(v.benchmark.key, v.machine)], settings.floor_for(v.benchmark.key))
+    final = [_within_jumps(v, jumpy[(v.benchmark.key, v.machine)], settings.floor_for(v.benchmark.key),
+                           settings.max_threshold)
              if (v.benchmark.key, v.machine) in jumpy else v for v in final]
     final.extend(correctness_gates(gate_results))
     final.extend(exact_verdicts(exact_base, exact_head))
     return sorted(final, key=lambda v: (v.benchmark.key, v.machine))
 
 
-def _within_jumps(v: Verdict, noise: SeriesNoise, floor: float) -> Verdict:
+def _within_jumps(v: Verdict, noise: SeriesNoise, floor: float, max_threshold: float = math.inf) -> Verdict:
     """An "unchanged" across jobs whose change is past its series' usual job-to-job noise on the bad side,
     within only the jumps its history takes and takes back: an unconfirmed slowdown, not unchanged.
     Two one-commit spikes in a real 34-job history (jaxion's, 2026-12-07) raised a series' allowance
-    to 18.4 %, and a +10.6 % rise that asv compare flags (its 99 % intervals apart) read "unchanged"."""
+    to 18.4 %, and a +10.6 % rise that asv compare flags (its 99 % intervals apart) read "unchanged".
+    Likewise within an allowance wider than `max_threshold` (a short or wild history's: stingray's 12 jobs
+    allowed +31.3 %, and a +23 % step asv lists read "unchanged"): past the floor on the bad side, it is
+    an unconfirmed slowdown that only one job can tell from the drift."""
     if v.outcome != Outcome.UNCHANGED or not math.isfinite(v.ratio) or v.ratio <= 0:
         return v
+    if noise.jump <= 0:  # a wide allowance alone
+        if not (noise.allowance > max_threshold and abs(math.log(v.ratio)) > math.log1p(floor)
+                and is_worse(v.benchmark.direction, v.ratio) is True):
+            return v
+        return replace(v, outcome=Outcome.INCONCLUSIVE, reason=(
+            f"{UNCONFIRMED_SLOWDOWN}: {(v.ratio - 1) * 100:+.1f}% past the series' floor ({band_text(floor)}), within "
+            f"its between-job allowance ({band_text(noise.allowance)}, {noise.jobs} jobs), wider than the "
+            f"{band_text(max_threshold)} a comparison tells from drift: measure both in one job"))
     core = max(floor, math.expm1(noise.multiplier * noise.sigma))
     if not abs(math.log(v.ratio)) > math.log1p(core) or is_worse(v.benchmark.direction, v.ratio) is not True:
         return v

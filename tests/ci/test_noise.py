@@ -13,7 +13,7 @@ from scipy import stats
 from ci.records import JOB_KEY, Benchmark, Outcome, Result
 from ci.verdicts import compare, job_relation
 from ci.verdicts.jobs import drift_for
-from ci.verdicts.noise import NoiseSettings, clip_factor, job_window, series_noise
+from ci.verdicts.noise import NoiseSettings, SeriesNoise, clip_factor, job_window, series_noise
 
 PACK = Benchmark("bench_pack.PackTokens.time_gpu", (("preset", "deitb384-b32-keep0.5"), ("op", "pack")))
 MACHINE = "h200"
@@ -451,3 +451,18 @@ def test_compare_commits_counts_every_series_it_judges_as_the_family(tmp_path, m
               and r.benchmark.direction.value != "unknown"}
     assert seen == [len(judged)] and 1 < len(judged) < len({r.benchmark.key for r in head})
     assert got.drift_known > 0
+
+
+def test_a_rise_within_an_allowance_too_wide_to_tell_from_drift_is_an_unconfirmed_slowdown():
+    """stingray's 12 jobs gave a series a +31.3 % allowance, and a +23 % step asv lists read "unchanged":
+    within an allowance wider than the settings' ±25 % (no recurring jump), a rise past the floor is an
+    unconfirmed slowdown; a rise under the floor, and a fall, stay unchanged."""
+    rng = np.random.default_rng(5)
+    base = _run(40, 1.0, rng, noise=0.003)
+    wide = SeriesNoise(sigma=0.08, jump=0.0, jobs=12, multiplier=3.5, allowance=0.313)
+    for level, want in ((1.23, Outcome.INCONCLUSIVE), (1.01, Outcome.UNCHANGED), (1 / 1.23, Outcome.UNCHANGED)):
+        head = _run(41, level, rng, noise=0.003)
+        (v,) = compare([base], [head], between_jobs={PACK.key: wide})
+        assert v.outcome == want, (level, v.reason)
+        if want == Outcome.INCONCLUSIVE:
+            assert v.reason.startswith("unconfirmed slowdown: +23") and "wider than the +25.0%" in v.reason, v.reason
