@@ -226,9 +226,9 @@ class StoreWrites(IngestWrites):
         reaches from the branch now) and not newer than `until` (the branch's newest commit time in that
         checkout): after a force-push or a reset, the commits it dropped read as the branch's for good,
         its dashboard's newest commit among them, and the old and new histories interleaved in its
-        series (2026-12-07). A commit newer than the checkout's branch is one a stale clone has not
-        fetched yet, not one the branch dropped: it keeps its label. The commits and their runs stay,
-        on no branch.
+        series (2026-12-07). Only when the branch was rewritten: every such commit is older than the
+        checkout's branch (a rewrite is newer than what it dropped); one newer than it means the checkout
+        is a stale clone, and nothing is taken off. The commits and their runs stay, on no branch.
 
         Args:
             branch: the branch name.
@@ -243,7 +243,16 @@ class StoreWrites(IngestWrites):
         def tx(conn: Connection, _pending: dict[str, int]) -> list[str]:
             rows = conn.execute(select(CommitRow.id, CommitRow.sha, CommitRow.time)
                                 .where(CommitRow.branch == branch)).all()
-            gone = [(i, sha) for i, sha, when in rows if sha not in on_it and when is not None and utc(when) <= until]
+            # Commits stored under their full sha only: one a result file named by an abbreviation is
+            # stored under it, and `on_it` holds full shas.
+            off = [(i, sha, utc(when)) for i, sha, when in rows
+                   if len(sha) in (40, 64) and when is not None and sha not in on_it]
+            if not off or max(when for _, _, when in off) > until:
+                # Nothing left the branch, or this checkout is behind the store: a stale clone lacks the
+                # newest commits, and with them the merged commits they brought, whose own times can be
+                # older than the clone's tip. A rewrite is newer than every commit it dropped.
+                return []
+            gone = [(i, sha) for i, sha, _ in off]
             for at in range(0, len(gone), CHUNK):
                 ids = [i for i, _ in gone[at : at + CHUNK]]
                 conn.execute(update(CommitRow).where(CommitRow.id.in_(ids)).values(branch=""))

@@ -375,3 +375,41 @@ def test_commits_a_force_push_dropped_leave_the_branch(tmp_path, capsys):
     with Store(str(tmp_path / "h.sqlite")) as store:
         assert code == 0 and [x.sha for x in store.commits("main")] == [a, d, e], err
     assert "no longer on it" not in err, err
+
+
+def test_a_branch_that_only_moved_on_or_a_stale_clone_takes_no_commit_off_it(tmp_path, capsys):
+    """Commits stored under an abbreviation (a result file named them so) keep the branch's label, and a
+    clone behind the store takes no merged pull request's commit off the branch although its own time is
+    older than the clone's tip: only a branch whose newest stored commit is gone was rewritten."""
+    from tests.ci.conftest import write_results
+
+    repo = _repo(tmp_path)
+    a = _commit(repo, b"A\n", day=1)
+    _git(repo, "checkout", "-q", "-b", "feat")
+    f = _commit(repo, b"F\n", day=2)
+    _git(repo, "checkout", "-q", "main")
+    (repo / "g.txt").write_text("b")
+    _git(repo, "add", "g.txt")
+    _git(repo, "commit", "-q", "-m", "B", day=3)
+    b = _git(repo, "rev-parse", "HEAD")
+    stale = tmp_path / "stale"
+    _git(tmp_path, "clone", "-q", "--no-single-branch", str(repo), str(stale))
+    _git(stale, "fetch", "-q", "origin", "feat:feat")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "M", "feat", day=4)
+    m = _git(repo, "rev-parse", "HEAD")
+    code, err, store = _ingest(tmp_path, repo, [a, f, b, m], "--branch", "main", capsys=capsys)
+    with store:
+        assert code == 0 and {x.sha for x in store.commits("main")} == {a, f, b, m}
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, "--repo", str(stale), "--branch", "main", str(tmp_path / "results")]) == 0
+    assert "no longer on it" not in capsys.readouterr().err
+    with Store(db) as store:
+        assert {x.sha for x in store.commits("main")} == {a, f, b, m}
+    short = tmp_path / "short"
+    write_results(short / "results", [a[:8], b[:8]])
+    db = str(short / "h.sqlite")
+    assert main(["ingest", "--db", db, str(short / "results")]) == 0
+    assert main(["ingest", "--db", db, "--repo", str(repo), "--branch", "main", str(short / "results")]) == 0
+    assert "no longer on it" not in capsys.readouterr().err
+    with Store(db) as store:
+        assert [x.sha for x in store.commits("main")] == [a[:8], b[:8]]
