@@ -320,7 +320,7 @@ def run_asv(
         hashfile = fh.name
     cmd = _asv_cmd(cfg, *args, f"HASHFILE:{hashfile}")
     env = _asv_env(cfg)
-    protect_this_process()  # before any of the checkout's code runs: this process's memory is not its to read
+    protect_this_process()  # `ci run` and `continuous` set it at their start; any other caller, here at the latest
     withheld = [name for name in withheld_variables() if name not in env]
     if withheld:
         echo(printable(f"[runner] not passed to asv and the benchmarks it runs (they hold credentials): "

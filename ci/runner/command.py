@@ -252,6 +252,9 @@ def run_main(args: argparse.Namespace) -> int:
     """Wrap `cmd_run`: an interrupt or a runner error is exit 2 with a one-line reason. A cancelled
     GitHub job's SIGTERM is the same interrupt (`ci.cli.main` makes it one), so asv's process group is
     stopped too instead of running on after the job is gone."""
+    from ci.runner.asv import protect_this_process
+
+    protect_this_process()  # before the checkout's code first runs (`asv` from its folder, its gpu_env probe)
     try:
         return cmd_run(args)
     except KeyboardInterrupt:

@@ -110,13 +110,14 @@ def cmd_continuous(args: argparse.Namespace) -> int:
     Ctrl-C does (`ci.cli.main` makes it KeyboardInterrupt): asv's process group too, exit 2 with a
     one-line reason (it was exit 143, silently)."""
     from ci.outputs.table import render_table
-    from ci.runner.asv import ensure_machine
+    from ci.runner.asv import ensure_machine, protect_this_process
     from ci.runner.jobs import ab_comparison
     from ci.runner.measure import ingest_results, job_lock, measure
     from ci.store import Store
     from ci.verdicts import compare, exit_code, machine_keys, measurement_line, not_measured, spreads
     from ci.verdicts.inputs import results_with_crashes
 
+    protect_this_process()  # before the checkout's code first runs (`asv` from its folder, its gpu_env probe)
     repo = Path(args.repo).resolve()
     base = resolve_commit(repo, args.base)
     head = resolve_commit(repo, args.head)

@@ -653,6 +653,30 @@ def test_a_protected_runner_process_hides_its_environment_from_the_code_it_runs(
         assert got.stdout.strip() == want, (mode, got.stdout, got.stderr)
 
 
+@pytest.mark.parametrize("command", ["continuous", "run"])
+def test_the_runner_protects_itself_before_any_of_the_checkouts_code_runs(toy, tmp_path, monkeypatch, command):
+    """`ensure_machine` runs `python -m asv` from the checkout's folder and `gpu_state` its
+    `benchmarks.gpu_env`: a PR's code, which read the runner's environ before the flag was set in
+    `run_asv` (a review, 2026-12-07). `ci run` and `ci continuous` set it first."""
+    import ci.runner.asv as runner_asv
+    import ci.runner.jobs as runner_jobs
+
+    repo, shas = toy
+    order: list[str] = []
+
+    def stop(cfg):
+        order.append("checkout code")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(runner_asv, "protect_this_process", lambda: order.append("protect") or True)
+    monkeypatch.setattr(runner_asv, "ensure_machine", stop)
+    monkeypatch.setattr(runner_jobs, "ensure_machine", stop)
+    args = (["continuous", shas["B"], shas["C"], "--repo", str(repo)] if command == "continuous" else
+            ["run", "--pr", "--base", shas["B"], "--head", shas["C"], "--repo", str(repo)])
+    assert main([*args, "--db", str(tmp_path / "h.sqlite")]) == 2  # stopped there
+    assert order[:2] == ["protect", "checkout code"], order
+
+
 def test_a_host_lock_file_is_shared_read_only_and_makes_jobs_take_turns(toy, tmp_path):
     """The workflow's GPU lock belongs to the trusted runner's user: a job that can only read it
     still takes its turn on it (flock on a read-only descriptor)."""
