@@ -135,6 +135,21 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return proc.stdout
 
 
+def refs_named(repo: str | os.PathLike[str], name: str) -> list[str]:
+    """The refs that a bare name stands for under git's rules (`refs/NAME`, `refs/tags/NAME`,
+    `refs/heads/NAME`, `refs/remotes/NAME`, `refs/remotes/NAME/HEAD`; gitrevisions(7)) and that exist:
+    two or more make the name ambiguous, and git picks one. Counted, not read off git's warning, which
+    `core.warnAmbiguousRefs=false` silences and a locale translates. [] for anything else (a sha,
+    `HEAD~2`, a full ref)."""
+    if name.startswith(("refs/", "-")) or not re.fullmatch(r"[A-Za-z0-9._/+-]+", name):
+        return []
+    wanted = [f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/{name}",
+              f"refs/remotes/{name}/HEAD"]
+    proc = subprocess.run(["git", "-C", str(repo), "for-each-ref", "--format=%(refname)", *wanted],
+                          capture_output=True, text=True, errors="replace", check=False)
+    return sorted(set(proc.stdout.split()) & set(wanted)) if proc.returncode == 0 else []
+
+
 _UNREADABLE = "git's record of it cannot be read ({}): it is stored with its sha and asv's date only"
 
 
@@ -209,11 +224,9 @@ def branch_log(repo: str | os.PathLike[str], branch: str) -> CommitLog:
     root = _checkout(repo)
     if not branch or branch.startswith("-"):
         raise ValueError(f"--branch {branch!r}: not a branch name")
-    check = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", f"{branch}^{{commit}}"],
-                           capture_output=True, text=True, errors="replace", check=False)
-    if check.returncode == 0 and "is ambiguous" in check.stderr:  # git would read the other ref, say a tag
-        raise ValueError(f"--branch {branch!r} names more than one ref in {root} (a branch and a tag, say): give "
-                         f"refs/heads/{branch}")
+    if len(clash := refs_named(root, branch)) > 1:  # git would read one of them, say the tag
+        raise ValueError(f"--branch {branch!r} names more than one ref in {root} ({', '.join(clash)}): rename or "
+                         "delete the one that is not the branch (a tag: `git tag -d NAME`)")
     log = parse_log(_git(root, *_LOG, branch, "--"), branch)
     log.graph.shallow = _is_shallow(root)
     log.graph.add({sha: c.parents for sha, c in log.commits.items()})

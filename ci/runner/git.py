@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from ci.ingest.git import refs_named
 from ci.runner.config import RunnerError
 
 
@@ -33,14 +34,15 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
     """
     if not isinstance(name, str) or not name.strip() or name.startswith("-"):
         raise ValueError(f"not a commit name: {name!r}")
+    if len(clash := refs_named(repo, name)) > 1:
+        # git picks one and warns (or not: core.warnAmbiguousRefs): a tag named `main` had --since-last
+        # measure the tag's commit and skip the branch's new ones, exit 0 (2026-12-07).
+        raise ValueError(ambiguous_ref(repo, name, clash))
     proc = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", f"{name}^{{commit}}"],
         capture_output=True, text=True, errors="replace", check=False,
+        env={**os.environ, "LC_ALL": "C", "LANGUAGE": "C"},  # git's messages read below, untranslated
     )  # fmt: skip
-    if proc.returncode == 0 and "is ambiguous" in proc.stderr:
-        # git picks one and warns: a tag named `main` had --since-last measure the tag's commit and skip
-        # the branch's new ones, exit 0 (2026-12-07).
-        raise ValueError(ambiguous_ref(repo, name))
     if proc.returncode != 0:
         if not Path(repo).is_dir():
             raise ValueError(f"--repo {repo}: no such folder")
@@ -58,10 +60,10 @@ def resolve_commit(repo: str | os.PathLike[str], name: str) -> str:
     return proc.stdout.strip()
 
 
-def ambiguous_ref(repo: str | os.PathLike[str], name: str) -> str:
+def ambiguous_ref(repo: str | os.PathLike[str], name: str, refs: list[str]) -> str:
     """The error for a name that several refs of `repo` hold (a branch and a tag both called `main`)."""
-    return (f"{name!r} names more than one ref in {repo} (a branch and a tag, say): give the one meant in full, "
-            f"refs/heads/{name} for the branch, refs/tags/{name} for the tag")
+    return (f"{name!r} names more than one ref in {repo} ({', '.join(refs)}): give the one meant in full "
+            f"(refs/heads/{name} for the branch), or rename or delete the other (a tag: `git tag -d {name}`)")
 
 
 def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: bool = True) -> list[str]:

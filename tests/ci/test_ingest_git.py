@@ -341,7 +341,8 @@ def test_a_branch_name_that_a_tag_shares_is_refused_not_read_as_the_tag(tmp_path
     _git(repo, "tag", "main", first)
     code, err, store = _ingest(tmp_path, repo, [first, second], "--branch", "main", capsys=capsys)
     store.close()
-    assert code == 2 and "names more than one ref" in err and "refs/heads/main" in err, err
+    assert code == 2 and "names more than one ref" in err and "refs/heads/main, refs/tags/main" in err, err
+    assert "git tag -d" in err  # renaming the tag keeps the branch's label one name
 
 
 def test_commits_a_force_push_dropped_leave_the_branch(tmp_path, capsys):
