@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ci.records import Outcome
+from ci.records import Outcome, is_worse
 from ci.text import redact_environment, redact_text
 from ci.verdicts.history import ChangePoint
 
@@ -201,14 +201,19 @@ def group_changes(
 
 
 def _way(items: Sequence[tuple[int, ChangePoint]]) -> int:
-    """Which way most of these steps move: 1 slower, -1 faster, 0 neither more (steps of series of
-    unknown direction count by whether their value rose or fell)."""
-    worse = sum(cp.outcome == Outcome.REGRESSED for _, cp in items)
-    better = sum(cp.outcome == Outcome.IMPROVED for _, cp in items)
-    if worse == better == 0:
-        worse = sum(cp.ratio > 1 for _, cp in items)
-        better = sum(cp.ratio < 1 for _, cp in items)
-    return (worse > better) - (worse < better)
+    """Which way most of these steps move: 1 worse, -1 better, 0 neither more. A step judged either way
+    counts by its outcome; another (inconclusive) by its direction and ratio, and one of a series of
+    unknown direction by whether its value rose (+1) or fell (-1)."""
+    total = 0
+    for _, cp in items:
+        if cp.outcome == Outcome.REGRESSED:
+            total += 1
+        elif cp.outcome == Outcome.IMPROVED:
+            total -= 1
+        elif cp.ratio > 0 and math.isfinite(cp.ratio) and cp.ratio != 1:
+            worse = is_worse(cp.benchmark.direction, cp.ratio)
+            total += (1 if worse else -1) if worse is not None else (1 if cp.ratio > 1 else -1)
+    return (total > 0) - (total < 0)
 
 
 def _size(cp: ChangePoint) -> float:

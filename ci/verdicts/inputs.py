@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from ci.records import (
     Result,
     RunWindowSource,
     Verdict,
+    machine_labels,
 )
 from ci.verdicts.decide import band_text
 from ci.verdicts.jobs import JobRelation, Jobs, drift_for, job_relation
@@ -294,29 +295,39 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         # The family a false alarm is counted over: the series this comparison judges by the allowance,
         # on every machine.
         judged = {(r.machine, r.benchmark.key) for r in h if r.benchmark.judged}
-        histories = {m: noise_history(store, m, base, head, noise.window) for m in machines}
+        histories: dict[str, Sequence[Result] | MachineHistory] = {}  # the compared machines' and their twins'
+
+        def history(m: str) -> Sequence[Result] | MachineHistory:
+            if m not in histories:
+                histories[m] = noise_history(store, m, base, head, noise.window)
+            return histories[m]
 
         def models(family: int) -> dict[tuple[str, str], SeriesNoise]:
             out: dict[tuple[str, str], SeriesNoise] = {}
             for m in machines:
-                found = drift_for(jobs, histories[m], exclude_commits={base, head}, settings=noise, family=family)
+                found = drift_for(jobs, history(m), exclude_commits={base, head}, settings=noise, family=family)
                 out.update(((m, key), d) for key, d in (found or {}).items())
             lacking = judged - out.keys()
             if lacking:
-                out.update(_borrowed_drift(store, lacking, base, head, noise, family))
+                out.update(_borrowed_drift(store, lacking, base, head, noise, family, history))
             return out
 
         drift = models(len(judged))
         # Withheld series (no model) raise no false alarm: the family is the series judged by an allowance.
         # 208 of OpenBLAS's 222 series had none, and the 14 judged shared a rate "over 222" (2026-12-07).
-        if 0 < len(drift.keys() & judged) < len(judged):
-            drift = models(len(drift.keys() & judged))
+        # Which series have a model does not depend on the family; the rate does only past
+        # family_false_alarm / false_alarm series (100 by default).
+        modelled = len(drift.keys() & judged)
+        if 0 < modelled < len(judged) and noise.rate(modelled) != noise.rate(len(judged)):
+            drift = models(modelled)
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
 
 
 def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base: str, head: str,
-                    noise: NoiseSettings, family: int) -> dict[tuple[str, str], SeriesNoise]:
+                    noise: NoiseSettings, family: int,
+                    history: Callable[[str], Sequence[Result] | MachineHistory] | None = None,
+                    ) -> dict[tuple[str, str], SeriesNoise]:
     """Noise models for series whose own history is too short for one, learned from the same benchmark
     in another environment of the same host (same asv machine name and host, not a host of another
     speed) that measured both compared commits, its window as its own comparison would read it: one
@@ -331,11 +342,15 @@ def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base
         head: full sha of the head commit.
         noise: the noise settings of the comparison.
         family: the comparison's family of series (`ci.verdicts.noise.series_noise`).
+        history: a machine's noise window (`noise_history`), cached by the caller.
 
     Returns:
-        (machine key, series key) -> the borrowed model (`SeriesNoise.learned_on` names its machine).
+        (machine key, series key) -> the borrowed model (`SeriesNoise.learned_on` names its machine as
+        readers know it, `machine_labels`).
     """
+    history = history or (lambda m: noise_history(store, m, base, head, noise.window))
     machines = {m.name: m for m in store.machines()}
+    labels = machine_labels(list(machines.values()))
     out: dict[tuple[str, str], SeriesNoise] = {}
     for name in sorted({m for m, _ in lacking}):
         me = machines.get(name)
@@ -345,12 +360,11 @@ def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base
                  and m.machine_name == me.machine_name and m.host == me.host
                  and all(results_with_crashes(store, sha, k) for sha in (base, head))]
         for twin in twins:
-            found = series_noise(noise_history(store, twin, base, head, noise.window), exclude_commits={base, head},
-                                 settings=noise, family=family)
+            found = series_noise(history(twin), exclude_commits={base, head}, settings=noise, family=family)
             for (m, key) in lacking:
                 model = found.get(key)
                 if m == name and model is not None and model.jobs > getattr(out.get((m, key)), "jobs", 0):
-                    out[(m, key)] = dataclasses.replace(model, learned_on=twin)
+                    out[(m, key)] = dataclasses.replace(model, learned_on=labels.get(twin, twin))
     return out
 
 

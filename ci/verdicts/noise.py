@@ -125,6 +125,10 @@ class NoiseSettings:
         if self.window < self.min_jobs:
             raise ValueError(f"window must be >= min_jobs ({self.min_jobs}), got {self.window}")
 
+    def rate(self, family: int) -> float:
+        """Each series' one-sided false-alarm rate in a comparison of `family` series."""
+        return min(self.false_alarm, self.family_false_alarm / max(1, family))
+
 
 @dataclass(frozen=True)
 class SeriesNoise:
@@ -339,9 +343,8 @@ def series_noise(history: Sequence[Result] | MachineHistory, *, exclude_commits:
     squares = np.bincount(ds, weights=np.where(jumps, 0.0, d * d), minlength=n_series)
     with np.errstate(all="ignore"):
         sigma = np.where(has & (inliers > 0), np.sqrt(squares / inliers) / clip_factor(settings.jump_sigmas), 0.0)
-    shared = settings.family_false_alarm / max(1, family)
-    rate = min(settings.false_alarm, shared)
-    shared_over = max(1, family) if shared < settings.false_alarm else 0
+    rate = settings.rate(family)
+    shared_over = max(1, family) if rate < settings.false_alarm else 0
     multiplier = stats.t.ppf(1.0 - rate, np.maximum(1.0, inliers - 1.0))
     core = multiplier * sigma
     # Recurring jumps are those the level takes back: a jump with the next jump of its series the other

@@ -45,6 +45,14 @@ def test_steps_the_other_way_at_the_next_commit_are_another_change_not_the_crowd
     assert slow.commit_sha == "c4" and sorted(cp.benchmark.key for cp in slow.members) == ["slow1", "slow2"]
     off = group_changes([*cps, _cp("fast-late", "c6", 0.85, outcome=Outcome.IMPROVED)], ORDER)
     assert next(g for g in off if g.crowd).commit_sha == "c5" and len(next(g for g in off if g.crowd).members) == 9
+    # Undecided steps count by their direction: a throughput that rose is faster, not "up" like a time.
+    from ci.records import Direction
+
+    slow = [_cp(f"lat{i}", "c4", 1.3) for i in range(3)]
+    rises = [ChangePoint(Benchmark(f"t.T.track_ips{i}", unit="images/s", direction=Direction.HIGHER), "c5", 1.0, 1.3,
+                         1.3, Outcome.INCONCLUSIVE, machine="m") for i in range(4)]
+    apart = group_changes([*slow, *rises], ORDER)
+    assert sorted((g.commit_sha, len(g.members)) for g in apart) == [("c4", 3), ("c5", 4)]
 
 
 def test_a_crowd_where_the_recorded_environment_changed_is_labelled_not_blamed() -> None:

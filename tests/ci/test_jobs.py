@@ -15,7 +15,7 @@ from ci.cli import main
 from ci.ingest import ingest_results_dir
 from ci.records import JOB_KEY, WITHHELD_OTHER_JOB, Benchmark, Direction, Outcome, Result
 from ci.store import Store
-from ci.verdicts import JobRelation, between_job_drift, compare, job_relation
+from ci.verdicts import JobRelation, NoiseSettings, between_job_drift, compare, job_relation
 from ci.verdicts.inputs import not_judged
 from tests.ci.conftest import MACHINE, sha_for, write_results
 
@@ -274,7 +274,10 @@ def test_a_new_environment_borrows_the_job_drift_of_its_twin_on_the_same_host(tm
             mine = [v for v in verdicts if v.machine == new and "time_gpu" in v.benchmark.key]
             assert mine
             if borrowed:
-                twin = next(m.name for m in store.machines() if m.env_name == "py313")
+                from ci.records import machine_labels
+
+                twin = machine_labels(store.machines())[next(m.name for m in store.machines() if m.env_name == "py313")]
+                assert twin.endswith("[py313]")  # named as readers know it, not by its bare key
                 assert all(v.outcome == Outcome.REGRESSED and f"history of {twin} (the same benchmark, another "
                            "environment of this host)" in v.reason for v in mine), [v.reason for v in mine]
             else:
@@ -299,11 +302,12 @@ def test_the_false_alarm_rate_is_shared_over_the_series_judged_not_those_withhel
     root = tmp_path / "res"
     write_results(root, shas[:10], benchmarks=BENCHMARKS[:1], samples=samples)
     write_results(root, shas[10:], samples=samples, first_commit=10)  # every benchmark, at base and head only
+    # A family rate small enough to be shared at a handful of series (the defaults share it past 100).
+    noise = NoiseSettings(false_alarm=0.05, family_false_alarm=0.1)
     with Store(tmp_path / "h.sqlite") as store:
         assert ingest_results_dir(store, root).ok
-        comparison = compare_commits(store, shas[10], shas[11], [MACHINE])
+        comparison = compare_commits(store, shas[10], shas[11], [MACHINE], noise=noise)
     modelled = [v for v in comparison.verdicts if "between jobs" in v.reason]
     withheld = [v for v in comparison.verdicts if v.reason == WITHHELD_OTHER_JOB]
     assert modelled and withheld
-    assert all(f"shared over {len(modelled)} series" in v.reason or "shared over" not in v.reason for v in modelled)
-    assert not any(f"shared over {len(modelled) + len(withheld)} series" in v.reason for v in modelled)
+    assert all(f"shared over {len(modelled)} series" in v.reason for v in modelled), [v.reason for v in modelled]
