@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ci.exit_codes import EXIT_ERROR
 from ci.runner.config import RunnerConfig, bench_option, check_environment_type, default_machine, has_gpu, suite_regex
-from ci.runner.git import commits_in_range, git, new_branch_commits, resolve_commit
+from ci.runner.git import commits_in_range, git, git_has_parent, new_branch_commits, resolve_commit
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
 from ci.text import redact_text
@@ -226,9 +226,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.range:
             commits = commits_in_range(cfg.repo, args.range)
             if not commits:  # a range typed the wrong way round selects nothing: not a run that passed
-                lo, _, hi = args.range.partition("..")
-                raise ValueError(f"--range {args.range}: no commit is in it (every commit of {hi or 'HEAD'} is in "
-                                 f"{lo} too)" + (f"; did you mean {hi}..{lo}?" if lo and hi else ""))
+                lo, _, hi = args.range.partition("..")  # `..B` is never empty: `lo` is given
+                hi = hi or "HEAD"
+                raise ValueError(f"--range {args.range}: no commit is in it (every commit of {hi} is in {lo} too); "
+                                 f"did you mean {hi}..{lo}?")
         elif args.commits:
             commits = [resolve_commit(cfg.repo, c) for c in args.commits]
         else:  # --since-last (argparse requires one mode)
@@ -237,8 +238,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             commits = new_branch_commits(cfg.repo, args.branch, done, max_commits=args.max_commits, older=older)
             line = f"{args.branch}: {len(commits)} new commit(s) since the last stored run on {cfg.machine}"
             if older:
+                # `..B`: every commit up to B, where the oldest left out is the root (a machine's first run).
+                lower = f"{older[0][:12]}~1" if git_has_parent(cfg.repo, older[0]) else ""
                 line += (f"; {len(older)} older one(s) left out by --max-commits {args.max_commits} and not measured "
-                         f"by a later --since-last either: `--range {older[0][:12]}~1..{older[-1][:12]}` measures them")
+                         f"by a later --since-last either: `--range {lower}..{older[-1][:12]}` measures them")
             say(line)
         if not commits:
             say("nothing new to measure")

@@ -66,6 +66,13 @@ def ambiguous_ref(repo: str | os.PathLike[str], name: str, refs: list[str]) -> s
             f"(refs/heads/{name} for the branch), or rename or delete the other (a tag: `git tag -d {name}`)")
 
 
+def git_has_parent(repo: str | os.PathLike[str], sha: str) -> bool:
+    """Whether commit `sha` has a parent in `repo` (False for a root commit)."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{sha}~1^{{commit}}"],
+                          capture_output=True, text=True, check=False)
+    return proc.returncode == 0
+
+
 def commits_in_range(repo: str | os.PathLike[str], spec: str, *, first_parent: bool = True) -> list[str]:
     """Commits of a git range `A..B`, oldest first (first-parent line by default, like a branch's history).
 

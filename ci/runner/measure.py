@@ -126,16 +126,21 @@ def _pr_job_finished(cfg: RunnerConfig, shas: Sequence[str]) -> frozenset[str] |
 
 def _put_back(cfg: RunnerConfig, shas: Sequence[str], kept: dict[Path, bytes]) -> None:
     """The result files of `shas` as they were (`kept`: path -> bytes before the call): rewritten ones
-    restored, ones the call created removed."""
+    restored, ones the call created removed; a file that cannot be is named (it holds part of a call)."""
     for p in [p for s in shas for p in result_files(cfg, s)]:
         if p not in kept:
-            p.unlink(missing_ok=True)
+            try:
+                p.unlink(missing_ok=True)
+            except OSError as exc:
+                say(f"warning: {p} holds part of an A/B call cut short and could not be removed ({exc.strerror})")
     for p, data in kept.items():
-        with contextlib.suppress(OSError):
+        try:
             if not p.exists() or p.read_bytes() != data:
                 tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
                 tmp.write_bytes(data)
                 os.replace(tmp, p)
+        except OSError as exc:
+            say(f"warning: {p} holds part of an A/B call cut short and could not be put back ({exc.strerror})")
 
 
 def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], *, interleave: bool) -> list[CommitRun]:
@@ -182,6 +187,10 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             kept = {p: p.read_bytes() for s in shas for p in result_files(cfg, s)} if interleave else {}
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
+                if interleave and rc < 0:  # asv itself killed (the OOM killer, a `kill`): as cut short
+                    _put_back(cfg, shas, kept)
+                    raise RunnerError(f"asv was killed by signal {-rc} during the A/B call of {label}: both commits' "
+                                      "result files are as they were before it; run the same command again")
             except BaseException:
                 if interleave:
                     _put_back(cfg, shas, kept)

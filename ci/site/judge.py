@@ -251,7 +251,7 @@ def level_now(cp: Any, later: Sequence[Any], shas: Sequence[str], levels: np.nda
     """Where the series is now, for a change point that no later one follows, when that is a third of
     the step or more away from the level after it; "" otherwise. A partial recovery too small for a
     step of its own left the step's size as the regression's: jaxion's +17.1% read so while its level
-    had come back to +10.6% (2026-12-07), and a level that kept climbing read as the first step only.
+    had come back to +10.3% (2026-12-07), and a level that kept climbing read as the first step only.
 
     Args:
         cp: the change point (`before`, `after`, `commit_sha`).
@@ -260,7 +260,7 @@ def level_now(cp: Any, later: Sequence[Any], shas: Sequence[str], levels: np.nda
         unit: the benchmark's unit, for the value.
 
     Returns:
-        E.g. "level now 2.25 s, +10.6% against before the step (median of the newest 5 commits)".
+        E.g. "level now 2.25 s, +10.3% against before the step (median of the newest 5 commits)".
     """
     if later or cp.commit_sha not in shas or not (cp.before > 0 and cp.after > 0):
         return ""

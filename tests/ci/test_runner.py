@@ -24,7 +24,7 @@ import pytest
 
 from ci.cli import main
 from ci.records import JOB_KEY, Commit, Outcome
-from ci.runner.config import RunnerConfig, suite_regex
+from ci.runner.config import RunnerConfig, RunnerError, suite_regex
 from ci.runner.git import commits_in_range, new_branch_commits, resolve_commit
 from ci.runner.jobs import history_branch, print_outcome, removed_on_head, run_history, run_pr
 from ci.store import Store
@@ -408,6 +408,11 @@ def test_bad_inputs_are_clear_errors(toy, tmp_path, capsys):
     older: list[str] = []
     assert new_branch_commits(repo, "main", set(), max_commits=1, older=older) == [shas["C"]]
     assert older == [shas["A"], shas["B"]], "the cap's left-out commits, oldest first"
+    # The range the job names for them works where the oldest is the root commit (a machine's first run).
+    from ci.runner.git import git_has_parent
+
+    assert not git_has_parent(repo, shas["A"]) and git_has_parent(repo, shas["B"])
+    assert commits_in_range(repo, f"..{older[-1]}") == older
     assert not os.path.exists(repo / ".asv" / "results"), "nothing ran for bad arguments"
 
 
@@ -478,6 +483,15 @@ def test_an_ab_call_cut_short_puts_the_result_files_back_as_they_were(toy, tmp_p
     assert b_file.read_bytes() == before, "base's file is the history run's again"
     assert result_files(cfg, shas["C"]) == [], "the file the cut-short call created is gone"
     assert _run_rows(cfg.db) == history
+
+    def killed(cfg, commits, *, interleave, echo, quiet_s=8.0):  # asv itself killed (the OOM killer)
+        b_file.write_bytes(before.replace(b'"result"', b'"result" ', 1))
+        return -9
+
+    monkeypatch.setattr(measure_mod, "run_asv", killed)
+    with pytest.raises(RunnerError, match="killed by signal 9"):
+        run_pr(cfg, shas["B"], shas["C"])
+    assert b_file.read_bytes() == before and _run_rows(cfg.db) == history
 
 
 def test_a_pr_job_measures_both_sides_afresh_and_a_finished_one_is_reused(toy, tmp_path):

@@ -176,7 +176,7 @@ def summarize(outcomes: Sequence[SeriesOutcome], steps: Sequence[float], *, repl
             **{name: sum(getattr(o, name) for o in os_) for name in (
                 "regressed", "regressed_open", "inconclusive", "suspicions", "confirmed", "withdrawn",
                 "asv_regressions", "retracted", "regressed_asv_fit", "regressed_sigmas", "asv_listed_found",
-                "asv_listed_suspected", "null_regressed",
+                "asv_listed_suspected", "asv_listed_placed", "null_regressed",
                 "null_suspicions", "null_asv_regressions", "asv_fit_worse")},
         }
     up = {"any": 0, "regression": 0, "suspicion": 0, "suspected": 0, "in_vain": 0}
@@ -286,7 +286,7 @@ def targets(report: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         ours, theirs = share(j["regressed"], j["commits"]) * 1000, share(j["asv_regressions"], j["commits"]) * 1000
         # Fewer than asv's is no win where asv's are real: every one of asv's must be flagged or suspected too
         # (OpenBLAS's one real step, only suspected three commits before the newest, read "0.00, met").
-        missed = j["asv_regressions"] - j["asv_listed_found"] - j["asv_listed_suspected"]
+        missed = j["asv_listed_placed"] - j["asv_listed_found"] - j["asv_listed_suspected"]
         add("regressions on the un-injected series per 1,000 commit-series, at most asv's (none of asv's "
             "neither flagged nor suspected)", ours, theirs, ours <= theirs and missed == 0, "{:.2f}".format,
             evidence=j["commits"])
@@ -377,8 +377,8 @@ def render(report: dict[str, Any]) -> str:
                          "—"))
             rows.append(("…asv's listed regressions that the service flags too: a change point within "
                          f"±{NEAR} commits (or else a suspicion still open at the newest commit)",
-                         f"{_pct(j['asv_listed_found'], j['asv_regressions'])} "
-                         f"({_pct(j['asv_listed_suspected'], j['asv_regressions'])})", "—"))
+                         f"{_pct(j['asv_listed_found'], j['asv_listed_placed'])} "
+                         f"({_pct(j['asv_listed_suspected'], j['asv_listed_placed'])})", "—"))
             rows.append(("false alarms: regressions on the same series in a shuffled commit order (no step), "
                          "per 1,000 commit-series", per_thousand(j["null_regressed"], j["commits"]),
                          per_thousand(j["null_asv_regressions"], j["commits"])))

@@ -269,6 +269,7 @@ class SeriesOutcome:
     regressed_sigmas: int = 0  # of `regressed`: steps of at least BIG_STEP robust sigmas of the series' noise
     asv_listed_found: int = 0  # of `asv_regressions`: a REGRESSED change point of the service within +-NEAR
     asv_listed_suspected: int = 0  # ...or else a suspicion of the service there still open at the newest commit
+    asv_listed_placed: int = 0  # of `asv_regressions`: those at a commit of the series (`asv_points`)
     null_regressed: int = 0  # REGRESSED change points on the shuffled series (`shuffled`)
     null_suspicions: int = 0
     null_asv_regressions: int = 0
@@ -327,12 +328,13 @@ def evaluate_series(s: Series, steps: Sequence[float], *, seed: int, replay: boo
         out.asv_regressions = len(jumps)
         out.asv_fit_worse = asv_worsening(s, asv_steps)
         out.asv_changes = asv_points(s, jumps)
-        # asv's listed regressions the service flags too: fewer regressions than asv's is a miss where
-        # asv's are real (OpenBLAS's one real step, three commits before the newest, was only suspected,
-        # and "0.00 against asv's 4.56" read as met, 2026-12-07).
+        # asv's listed regressions the service flags too, or only suspects: fewer regressions than asv's
+        # is a miss where asv's are real, and the table says which (OpenBLAS's one real step, three
+        # commits before the newest, is suspected, not yet a change point: "0.00 against asv's 4.56").
         mine = [cp.index for cp in cps if cp.outcome == Outcome.REGRESSED]
         open_sus = [s.shas.index(x.commit_sha) for x in sus if x.state == SuspectState.SUSPECTED
                     and x.commit_sha in s.shas]
+        out.asv_listed_placed = len(out.asv_changes)
         for at in (cp.index for cp in out.asv_changes):
             if any(abs(i - at) <= NEAR for i in mine):
                 out.asv_listed_found += 1
