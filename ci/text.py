@@ -65,11 +65,17 @@ def redact_variable(name: str, value: str) -> str:
     return redact_text(value)
 
 
+def shows_credential(text: str) -> bool:
+    """Whether `text` shows a credential that `redact_text` would hide (a token's shape, a URL's
+    password, a credential parameter)."""
+    return redact_text(text) != text
+
+
 def holds_credential(name: str, value: str) -> bool:
     """Whether an environment variable holds a credential, by its name (`SECRET_NAME`: GITHUB_TOKEN,
-    PGPASSWORD, AWS_SECRET_ACCESS_KEY) or by what its value shows (`redact_text`: a token's shape, a
+    PGPASSWORD, AWS_SECRET_ACCESS_KEY) or by what its value shows (`shows_credential`: a token's shape, a
     URL's password, as a DATABASE_URL carries one)."""
-    return bool(SECRET_NAME.search(name)) or redact_text(value) != value
+    return bool(SECRET_NAME.search(name)) or shows_credential(value)
 
 
 def redact_environment(key: str, value: str) -> str:

@@ -58,7 +58,7 @@ from ci.outputs.structure import (
     structure_lines,
 )
 from ci.records import Commit, Direction, Kind, Outcome, Verdict
-from ci.text import redact_text
+from ci.text import redact_text, shows_credential
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
 # Its own public names, and those its importers take from here that now live beside it (context, groups).
@@ -351,7 +351,7 @@ def render_comment(
         raise ValueError("base_sha and head_sha must be non-empty commit ids")
     if dashboard_url is not None and not dashboard_url.startswith(("http://", "https://")):
         raise ValueError(f"dashboard_url must be an http(s) URL, got {redact_text(dashboard_url)!r}")
-    if dashboard_url is not None and redact_text(dashboard_url) != dashboard_url:
+    if dashboard_url is not None and shows_credential(dashboard_url):
         # The comment is public: a link's password or token would be published with it (it was, verbatim).
         raise ValueError(f"dashboard_url must not hold a credential, got {redact_text(dashboard_url)!r}: the "
                          "comment is public; link the dashboard without one")
@@ -359,7 +359,7 @@ def render_comment(
     if not isinstance(ctx, CommentContext):
         raise TypeError(f"context must be a CommentContext, got {type(ctx).__name__}")
     for name, url in (("commit URL", ctx.commit_url), ("job URL", ctx.job_url)):
-        if url and redact_text(url) != url:
+        if url and shows_credential(url):
             raise ValueError(f"the {name} must not hold a credential, got {redact_text(url)!r}: the comment is public")
 
     gate_by_key = {(v.benchmark.key, v.machine): v for v in verdicts if v.benchmark.kind == Kind.CORRECTNESS}

@@ -14,7 +14,7 @@ from ci.runner.config import RunnerConfig, bench_option, check_environment_type,
 from ci.runner.git import commits_in_range, git, git_has_parent, new_branch_commits, resolve_commit
 from ci.runner.jobs import print_outcome, run_history, run_pr
 from ci.runner.progress import say
-from ci.text import redact_text
+from ci.text import redact_text, shows_credential
 
 HELP = "benchmark commits (a range, a branch's new commits, or a PR's base and head) and publish the results"
 
@@ -160,7 +160,7 @@ def config_from_args(args: argparse.Namespace) -> RunnerConfig:
     # Before anything is measured: these were refused only once the benchmarks had run.
     if args.dashboard_url is not None and not args.dashboard_url.startswith(("http://", "https://")):
         raise ValueError(f"--dashboard-url must be an http(s) URL, got {redact_text(args.dashboard_url)!r}")
-    if args.dashboard_url is not None and redact_text(args.dashboard_url) != args.dashboard_url:
+    if args.dashboard_url is not None and shows_credential(args.dashboard_url):
         raise ValueError(f"--dashboard-url must not hold a credential, got {redact_text(args.dashboard_url)!r}: the "
                          "PR comment that links it is public")
     if args.github_repo:

@@ -187,8 +187,7 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
             kept = {p: p.read_bytes() for s in shas for p in result_files(cfg, s)} if interleave else {}
             try:
                 rc = run_asv(cfg, shas, interleave=interleave, echo=bar.line)
-                if interleave and rc < 0:  # asv itself killed (the OOM killer, a `kill`): as cut short
-                    _put_back(cfg, shas, kept)
+                if interleave and rc < 0:  # asv itself killed (the OOM killer, a `kill`): as cut short (below)
                     raise RunnerError(f"asv was killed by signal {-rc} during the A/B call of {label}: both commits' "
                                       "result files are as they were before it; run the same command again")
             except BaseException:

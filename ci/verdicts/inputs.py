@@ -325,8 +325,7 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
 
 
 def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base: str, head: str,
-                    noise: NoiseSettings, family: int,
-                    history: Callable[[str], Sequence[Result] | MachineHistory] | None = None,
+                    noise: NoiseSettings, family: int, history: Callable[[str], Sequence[Result] | MachineHistory],
                     ) -> dict[tuple[str, str], SeriesNoise]:
     """Noise models for series whose own history is too short for one, learned from the same benchmark
     in another environment of the same host (same asv machine name and host, not a host of another
@@ -342,13 +341,12 @@ def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base
         head: full sha of the head commit.
         noise: the noise settings of the comparison.
         family: the comparison's family of series (`ci.verdicts.noise.series_noise`).
-        history: a machine's noise window (`noise_history`), cached by the caller.
+        history: a machine's noise window (`noise_history` of the same pair), cached by the caller.
 
     Returns:
         (machine key, series key) -> the borrowed model (`SeriesNoise.learned_on` names its machine as
         readers know it, `machine_labels`).
     """
-    history = history or (lambda m: noise_history(store, m, base, head, noise.window))
     machines = {m.name: m for m in store.machines()}
     labels = machine_labels(list(machines.values()))
     out: dict[tuple[str, str], SeriesNoise] = {}
