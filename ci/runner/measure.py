@@ -156,6 +156,7 @@ def measure(cfg: RunnerConfig, store: Store, groups: Sequence[tuple[str, ...]], 
     Returns:
         One CommitRun per group, in order.
     """
+    store.require_writable()  # before the first asv call: what it measures is stored after each
     runs: list[CommitRun] = []
     total = len(groups)
     with JobProgress(total, "benchmarking") as bar:

@@ -51,6 +51,28 @@ class Store(StoreWrites):
         if migrate and not read_only:
             migrate_schema(self.engine)
 
+    def require_writable(self) -> None:
+        """Raise `StoreError` now where this store cannot take a write, so that a runner job finds out
+        before it measures for minutes, not when it stores what it measured (the measurements would be
+        lost with the job): a read-only open, file or URL (`mode=ro`), a PostgreSQL role without the
+        privilege, a read-only transaction or a standby server. The probe is a write of no rows,
+        rolled back: SQLite refuses it on a read-only database, PostgreSQL checks the privilege and the
+        transaction's mode before it looks for rows."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError
+
+        where = display_url(self.url)
+        if self.read_only:
+            raise StoreError(f"{where} was opened read-only: this command writes to it")
+        try:
+            with self.engine.connect() as conn, conn.begin() as tx:
+                conn.execute(text("UPDATE runs SET source = source WHERE 1 = 0"))
+                tx.rollback()
+        except DBAPIError as exc:
+            lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+            raise StoreError(f"{where} cannot be written ({lines[0] if lines else type(exc).__name__}): give a "
+                             "writable --db before measuring (nothing was measured)") from None
+
     def close(self) -> None:
         """Release every pooled connection."""
         self.engine.dispose()

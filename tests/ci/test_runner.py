@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -492,6 +493,29 @@ def test_an_ab_call_cut_short_puts_the_result_files_back_as_they_were(toy, tmp_p
     with pytest.raises(RunnerError, match="killed by signal 9"):
         run_pr(cfg, shas["B"], shas["C"])
     assert b_file.read_bytes() == before and _run_rows(cfg.db) == history
+
+
+def test_a_store_that_cannot_be_written_stops_the_job_before_asv_measures(toy, tmp_path, monkeypatch):
+    """A read-only store was found only when the job stored what it had measured: minutes (a history
+    range: hours) of GPU time, then "attempt to write a readonly database" and nothing kept. The job
+    probes the store with a write of no rows before its first asv call."""
+    import ci.runner.measure as measure_mod
+    from ci.store import StoreError
+
+    repo, shas = toy
+    cfg = _cfg(repo, tmp_path, dashboard_dir=None)
+    run_history(cfg, [shas["B"]])
+    calls = []
+    monkeypatch.setattr(measure_mod, "run_asv", lambda *a, **k: calls.append(a) or 0)
+    ro = replace(cfg, db=f"sqlite:///file:{cfg.db}?mode=ro&uri=true")
+    for job in (lambda: run_history(ro, [shas["C"]]), lambda: run_pr(ro, shas["B"], shas["C"])):
+        with pytest.raises(StoreError, match="cannot be written .*readonly database.*nothing was measured"):
+            job()
+    assert calls == [], "asv never ran"
+    with Store(cfg.db) as store:
+        store.require_writable()  # the same file, writable: the probe writes nothing and passes
+    with Store(cfg.db, read_only=True) as store, pytest.raises(StoreError, match="opened read-only"):
+        store.require_writable()
 
 
 def test_a_pr_job_measures_both_sides_afresh_and_a_finished_one_is_reused(toy, tmp_path):
