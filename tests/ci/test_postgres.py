@@ -279,3 +279,42 @@ def test_a_server_that_never_answers_is_an_error_not_a_hang(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "timeout" in proc.stderr.lower() and "s3cretPW" not in proc.stdout + proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_role_or_session_that_cannot_write_is_found_before_a_job_measures(pg_url):
+    """`Store.require_writable` (called before a runner job's first asv call): a role granted SELECT
+    only, and a session whose transactions are read-only, are refused with the server's reason; the
+    owner's session passes and writes nothing."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from ci.store import StoreError
+
+    with Store(pg_url) as store:
+        store.require_writable()
+        before = store.run_digests()
+    role, secret = f"ci_reader_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    owner = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    try:
+        with owner.connect() as conn:
+            conn.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{secret}'"))
+            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {role}"))
+            conn.execute(text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"))
+        reader = make_url(pg_url).set(username=role, password=secret).render_as_string(hide_password=False)
+        refused = pytest.raises(StoreError, match="cannot be written .*permission")
+        with Store(reader, create=False) as store, refused as exc:
+            store.require_writable()
+        assert secret not in str(exc.value)
+        ro_session = make_url(pg_url).update_query_dict({"options": "-c default_transaction_read_only=on"})
+        with Store(ro_session.render_as_string(hide_password=False), migrate=False) as store, \
+                pytest.raises(StoreError, match="cannot be written .*read-only transaction"):
+            store.require_writable()
+        with Store(pg_url) as store:
+            assert store.run_digests() == before
+    finally:
+        with owner.connect() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE IF EXISTS {role}"))
+        owner.dispose()
