@@ -288,13 +288,14 @@ def flips(y: np.ndarray, sigma: float, within: int) -> list[tuple[int, int, floa
 
     A flip is a run of `MIN_RUN` to `within` successive commits more than 3 robust sigmas
     (`robust_sigma`) above (or below) the usual level around them, with commits nearer it on both
-    sides: a stretch at another level that ended. Shared runners switch between such levels
-    (uxarray's GitHub-hosted history); a single outlier commit is no run, and a step does not
-    come back (its run lasts to the series' end, or longer than `within`). The usual level is the
-    median of the `FLIP_REACH` x `within` commits each side (`local_median`), not the whole
-    series': around the median of a long series that steps by 3-6 sigmas, its noise alone makes
-    runs past 3 sigmas on both sides, and the series read as flipping at the size of its step
-    (on 1,000-commit Gaussian series with 3% noise, 20 of 120 +10% steps were missed so, 2026-12-06).
+    sides, on the same side before and after it: a stretch at another level that ended. Shared
+    runners switch between such levels (uxarray's GitHub-hosted history); a single outlier commit is
+    no run, and a step does not come back (its run lasts to the series' end, or longer than
+    `within`). The usual level is the median of the `FLIP_REACH` x `within` commits each side
+    (`local_median`), not the whole series': around the median of a long series that steps by 3-6
+    sigmas, its noise alone makes runs past 3 sigmas on both sides, and the series read as flipping
+    at the size of its step (on 1,000-commit Gaussian series with 3% noise, 20 of 120 +10% steps
+    were missed so, 2026-12-06).
 
     Args:
         y: the series' log levels.
@@ -311,6 +312,12 @@ def flips(y: np.ndarray, sigma: float, within: int) -> list[tuple[int, int, floa
     ends = np.concatenate((edges, [n]))
     length = ends - starts
     keep = (side[starts] != 0) & (starts > 0) & (ends < n) & (length >= MIN_RUN) & (length <= within)
+    # ...and came back: the commit before the run and the one after it on the same side of the usual level.
+    # A short series' usual level is its whole median, against which a staircase's middle step reads as a
+    # run "below" between a spike and the next step: devito's 20-commit GPU history, steps of +33% and
+    # +25% held 6 and 5 commits after a two-commit x4.5 spike, read as a series that flips and neither
+    # step was found (asv's fit finds both; 2026-12-07).
+    keep &= side[np.maximum(starts - 1, 0)] == side[np.minimum(ends, n - 1)]
     return [(a, b, median(np.abs(z[a:b]))) for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
 
 

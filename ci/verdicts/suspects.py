@@ -559,6 +559,12 @@ def judge_levels(
             held = sign * (y[j:j + hold] - level[i])
             if not (held > thr[i]).all():
                 continue  # a commit or two out and back: the runner's noise, not a step
+            if j and sign * (y[j - 1] - level[i]) > thr[i]:
+                # The commit before was past it too, at a commit whose window was too short to judge: the
+                # level moved there, not here. A series whose version changed 3 commits before a crowd's
+                # step was suspected 2 commits after it, and that commit read "the whole job moved at this
+                # commit" (devito's GPU history, 2026-12-07); the change points place such a step.
+                continue
             recent = sign * (y[max(j - w, 0):j] - level[i])
             if settings.seen:
                 # (by difference: a visit goes as far as the held commits; a count's flakes to 1 are no
