@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ci.format import format_value
@@ -57,7 +58,7 @@ from ci.outputs.structure import (
     structure_counts,
     structure_lines,
 )
-from ci.records import Commit, Direction, Kind, Outcome, Verdict
+from ci.records import MISSING_MACHINE, Commit, Direction, Kind, Outcome, Verdict
 from ci.text import redact_text, shows_credential
 from ci.verdicts import JobRelation, Spread, VerdictSettings, spread_for, wide_text, wide_thresholds
 
@@ -144,6 +145,17 @@ def _interval(v: Verdict) -> str:
 
 def _params(v: Verdict) -> str:
     return md_code(v.benchmark.params_label) if v.benchmark.params_label else "—"
+
+
+def _whole_machines(rows: Sequence[Verdict], ctx: CommentContext) -> list[str]:
+    """Above the "not measured on head" table: the environments and hosts of which nothing was measured
+    at head, each once, so that their rows do not read as benchmarks the head removed."""
+    gone = Counter(v.machine for v in rows if v.reason == MISSING_MACHINE)
+    if not gone:
+        return []
+    named = "; ".join(f"{md_code(ctx.machine_labels.get(m, m))} ({k} series)" for m, k in sorted(gone.items()))
+    return [f"Nothing of {named} was measured at head: that environment or host did not run there (its setup or "
+            "build failed, or the job no longer runs it), so none of its series could be compared.", ""]
 
 
 def _perf_row(v: Verdict, sides: tuple[Spread | None, Spread | None] = (None, None)) -> tuple[str, ...]:
@@ -483,7 +495,8 @@ def render_comment(
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:
             if sections[name][1]:
-                out += ["", f"### {title} ({len(sections[name][1])})", "", tbl(name)]
+                out += ["", f"### {title} ({len(sections[name][1])})", "", *_whole_machines(groups[name], ctx),
+                        tbl(name)]
         for name, title in folded:
             if sections[name][1]:
                 out += ["", f"<details><summary>{title} ({len(sections[name][1])})</summary>", "", tbl(name), "",

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from ci.records import (
     FAILED_BOTH,
+    MISSING_MACHINE,
     MISSING_ON_HEAD,
     NEW_SERIES,
     NOT_ON_BASE,
@@ -126,7 +127,7 @@ def group_verdicts(perf: Sequence[Verdict]) -> dict[str, list[Verdict]]:
         if v.outcome == Outcome.INCONCLUSIVE:
             if v.reason.startswith(NOT_ON_BASE):
                 key = "not_run"
-            elif v.reason.startswith(MISSING_ON_HEAD):
+            elif v.reason.startswith((MISSING_ON_HEAD, MISSING_MACHINE)):
                 key = "missing"
             elif v.reason == WITHHELD_OTHER_JOB:
                 key = "withheld"

@@ -18,6 +18,7 @@ tested on hand-built records.
 from ci.records.decisions import (
     FAILED_BOTH,
     FAILED_ON_HEAD,
+    MISSING_MACHINE,
     MISSING_ON_HEAD,
     NEW_SERIES,
     NO_BASE_SAMPLES,
@@ -67,6 +68,7 @@ __all__ = [
     "FAILED_BOTH",
     "FAILED_ON_HEAD",
     "JOB_KEY",
+    "MISSING_MACHINE",
     "MISSING_ON_HEAD",
     "NEW_SERIES",
     "NOT_ON_BASE",

@@ -25,6 +25,10 @@ class Outcome(StrEnum):
 # (`ci.verdicts`); the PR comment groups by them.
 NEW_SERIES = "new series: no base measurement to compare with"
 MISSING_ON_HEAD = "missing on head: removed, renamed or skipped"
+# Every series of a machine (an environment or host) missing at head: that environment did not run there,
+# which is not a benchmark that head removed (a retired or failed environment read as 36 benchmarks
+# "removed, renamed or skipped" on a real two-environment history, 2026-12-07).
+MISSING_MACHINE = "missing on head: nothing of this environment and host was measured at head"
 FAILED_ON_HEAD = "failed to run on head: asv recorded an error (see the job log)"
 UNKNOWN_DIRECTION = "unknown direction: the benchmark declares no `direction` and its unit is not one the service knows"
 # A series with no measurement on base (it failed there, on head too or not): nothing to compare it

@@ -57,6 +57,7 @@ import numpy as np
 
 from ci.records import (
     FAILED_ON_HEAD,
+    MISSING_MACHINE,
     MISSING_ON_HEAD,
     NEW_SERIES,
     STAT_NAMES,
@@ -150,7 +151,7 @@ def _machine_of(rs: list[Result]) -> str:
     return ",".join(sorted({r.machine for r in rs}))
 
 
-def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) -> Verdict:
+def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str, machine_ran: bool = True) -> Verdict:
     samples = finite(s for r in rs for s in r.samples)
     value = float(np.median(samples)) if samples.size else math.nan
     sha, machine = rs[0].commit_sha, _machine_of(rs)
@@ -167,7 +168,8 @@ def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str) ->
             machine=machine,
         )
     return Verdict(benchmark=benchmark, outcome=Outcome.INCONCLUSIVE, base_value=value, head_value=math.nan,
-                   ratio=math.nan, base_sha=sha, reason=MISSING_ON_HEAD, machine=machine)
+                   ratio=math.nan, base_sha=sha, reason=MISSING_ON_HEAD if machine_ran else MISSING_MACHINE,
+                   machine=machine)
 
 
 def compare(
@@ -216,6 +218,7 @@ def compare(
     pool = settings.allow_cross_machine
     base_groups = _group(base, "base", pool)
     head_groups = _group(head, "head", pool)
+    ran = {m for m, _ in head_groups}  # the machines (environment x host) with any result at head
     if not pool:
         base_machines = {r.machine for r in base}
         head_machines = {r.machine for r in head}
@@ -247,7 +250,8 @@ def compare(
                 final.append(_only_one_side(bench, b_rs, "base"))  # type: ignore[arg-type]
             continue
         if not b_rs or not h_rs:
-            final.append(_only_one_side(bench, (h_rs or b_rs), "head" if h_rs else "base"))  # type: ignore[arg-type]
+            final.append(_only_one_side(bench, (h_rs or b_rs), "head" if h_rs else "base",  # type: ignore[arg-type]
+                                        machine in ran))
             continue
         b, base_sha, _ = _pooled(b_rs, "base")
         h, head_sha, head_machine = _pooled(h_rs, "head")

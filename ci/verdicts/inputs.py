@@ -10,11 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ci.records import (
+    FAILED_BOTH,
     FAILED_ON_HEAD,
+    MISSING_MACHINE,
     MISSING_ON_HEAD,
     NEW_SERIES,
     NOT_ON_BASE,
     WITHHELD_OTHER_JOB,
+    Acknowledgement,
     ComparisonSource,
     Kind,
     MachineHistory,
@@ -103,7 +106,8 @@ def not_judged(verdicts: Sequence[Verdict]) -> str | None:
     """
     if any(v.outcome in (Outcome.FAILED, Outcome.REGRESSED) for v in verdicts):
         return None  # a failure was found (a gate, a crash on head): exit 1 says so, the withheld rows are listed
-    both = [v for v in verdicts if not v.reason.startswith((NEW_SERIES, MISSING_ON_HEAD, NOT_ON_BASE, FAILED_ON_HEAD))]
+    one_side = (NEW_SERIES, MISSING_ON_HEAD, MISSING_MACHINE, NOT_ON_BASE, FAILED_ON_HEAD)
+    both = [v for v in verdicts if not v.reason.startswith(one_side)]
     measured = [v for v in both if v.benchmark.kind not in (Kind.CORRECTNESS, Kind.EXACT)]
     if measured and all(v.reason == WITHHELD_OTHER_JOB for v in measured):
         return (f"no performance series was judged: all {len(measured)} were withheld. Base and head were not measured "
@@ -321,7 +325,61 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         if 0 < modelled < len(judged) and noise.rate(modelled) != noise.rate(len(judged)):
             drift = models(modelled)
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
+    acks = getattr(store, "acknowledgements", None)  # a store's; an in-memory reader holds none
+    if acks is not None and any(v.reason == FAILED_BOTH for v in verdicts):
+        verdicts = known_broken(store, verdicts, base, acks())
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
+
+
+def not_run_since(store: ComparisonSource, key: str, machine: str, since: str, until: str | None = None) -> bool:
+    """Whether series `key` has not run once on `machine` from commit `since` through `until` (None: its
+    first failed run from `since` on), both among the machine's runs, and failed to run at `until`
+    (`known_broken`'s test)."""
+    order = list(dict.fromkeys(store.run_commits(machine)))  # type: ignore[attr-defined]
+    at = {sha: i for i, sha in enumerate(order)}
+    failed = [at[f.commit_sha] for f in store.failures(benchmark_key=key, machine=machine)
+              if f.status == "failed" and f.commit_sha in at]
+    start = at.get(since)
+    if start is None:
+        return False
+    end = at.get(until) if until is not None else min((i for i in failed if i >= start), default=None)
+    if end is None or end < start or end not in failed:
+        return False
+    ran = {r.commit_sha for r in store.results(benchmark_key=key, machine=machine)}
+    return not ran.intersection(order[start:end + 1])
+
+
+def known_broken(store: ComparisonSource, verdicts: Sequence[Verdict], base: str,
+                 acks: Sequence[Acknowledgement]) -> list[Verdict]:
+    """The verdicts, those of series that failed on both sides (`FAILED_BOTH`) and that a maintainer
+    acknowledged as broken (`ci ack --commit C`) not compared instead of failed: the acknowledgement
+    covers the base where the series has not run once on its machine from C through the base. A
+    benchmark failing at every commit made every comparison of a real history fail (astropy's, 20 of 20
+    adjacent pairs; geocat-comp's likewise, 2026-12-07), and nothing could silence it; it is still
+    listed, with who acknowledged it and why, and fails again once it has run in between (broken anew).
+
+    Args:
+        store: the store (its results and `run_commits`).
+        verdicts: the comparison's verdicts.
+        base: full sha of the base.
+        acks: the store's acknowledgements.
+    """
+    by_key: dict[str, list[Acknowledgement]] = {}
+    for a in acks:
+        by_key.setdefault(a.benchmark_key, []).append(a)
+    out = []
+    for v in verdicts:
+        covering = None
+        if v.reason == FAILED_BOTH and v.benchmark.key in by_key:
+            covering = next((a for a in reversed(by_key[v.benchmark.key])  # the newest that covers it
+                             if not_run_since(store, v.benchmark.key, v.machine, a.commit_sha, base)), None)
+        if covering is None:
+            out.append(v)
+            continue
+        out.append(dataclasses.replace(v, outcome=Outcome.INCONCLUSIVE, reason=(
+            f"{NOT_ON_BASE}, nor on head: known broken, not run since {covering.commit_sha[:10]} (acknowledged by "
+            f"{covering.who}: {covering.why})")))
+    return out
 
 
 def _borrowed_drift(store: ComparisonSource, lacking: set[tuple[str, str]], base: str, head: str,

@@ -662,3 +662,37 @@ def test_a_series_new_on_head_reads_new_not_unchanged(capsys):
     _print_verdicts([new, same])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("new ") and "b.S.time_new" in lines[0] and lines[1].startswith("unchanged ")
+
+
+def test_a_benchmark_acknowledged_as_broken_no_longer_fails_every_comparison(tmp_path, asv_dir, capsys):
+    """A benchmark that fails at every commit fails every comparison (it did not run on head): astropy's
+    and geocat-comp's real histories were red on every pair, and `ci ack` silenced nothing. Acknowledged
+    at a commit it has not run since, a comparison lists it as not compared (who and why beside it) and
+    exits 0; once it has run in between, the acknowledgement no longer covers it and it fails again."""
+    broken = "bench_attention.GPUTime.time_gpu"
+
+    def samples(name, j, c):
+        if name == broken and j == 0 and c not in (3,):  # the first point fails everywhere but at commit 3
+            return None
+        return [1e-4 * (j + 1) * (1 + 0.01 * k) for k in range(6)]
+
+    root = asv_dir([sha_for(i) for i in range(6)], samples=samples, job="gha-1.1-pr/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    key = next(k for k in _keys(db) if k.startswith(broken + "(") and "fp16" in k and "batch=1" in k)
+    compare = ["compare", "--db", db, "--no-save", "--base", sha_for(1), "--head", sha_for(2)]
+    assert main(compare) == 1
+    assert "failed to run on head, and on base" in capsys.readouterr().out
+    assert main(["ack", "--db", db, "--benchmark", key, "--commit", sha_for(0), "--who", "ana", "--why", "no GPU"]) == 0
+    assert "has not run since" in capsys.readouterr().out
+    assert main(compare) == 0
+    out = capsys.readouterr().out
+    assert "known broken, not run since" in out and "(acknowledged by ana: no GPU)" in out
+    later = ["compare", "--db", db, "--no-save", "--base", sha_for(4), "--head", sha_for(5)]
+    assert main(later) == 1, "it ran at commit 3: broken anew since, which the acknowledgement does not cover"
+    capsys.readouterr()
+
+
+def _keys(db: str) -> list[str]:
+    with Store(db) as store:
+        return sorted({r.benchmark.key for r in store.results()} | {f.benchmark.key for f in store.failures()})

@@ -665,3 +665,26 @@ def test_the_comment_shows_a_difference_where_there_is_no_ratio() -> None:
     text = render_comment([v], [], base_sha="a" * 40, head_sha="b" * 40, environment={}, dashboard_url=None)
     row = next(line for line in text.splitlines() if "track_warnings" in line)
     assert "+5 (difference)" in row and "1 regression(s)" in text
+
+
+def test_an_environment_with_nothing_at_head_is_named_not_read_as_removed_benchmarks() -> None:
+    """A series missing at head is "removed, renamed or skipped" only where its environment ran at head;
+    where nothing of that environment (machine key) was measured, every one of its series says so, and
+    the comment names the environment once above the table (a retired or failed environment read as
+    36 benchmarks the head removed, 2026-12-07)."""
+    from ci.outputs.comment import render_comment
+    from ci.records import MISSING_MACHINE, MISSING_ON_HEAD
+
+    b, h = _pair(LAT, 1.0)
+    kept = Result(Benchmark("b.kept"), b.commit_sha, "h200", (1.0, 2.0))
+    dropped = Result(Benchmark("b.dropped"), b.commit_sha, "h200", (1.0, 2.0))
+    old_env = [Result(Benchmark(name), b.commit_sha, "h200 [py3.10]", (1.0, 2.0)) for name in ("b.kept", "b.other")]
+    verdicts = compare([b, kept, dropped, *old_env], [h, Result(Benchmark("b.kept"), h.commit_sha, "h200", (1.0, 2.0))])
+    reasons = {(v.machine, v.benchmark.key): v.reason for v in verdicts}
+    assert reasons[("h200", "b.dropped")] == MISSING_ON_HEAD
+    assert reasons[("h200 [py3.10]", "b.kept")] == reasons[("h200 [py3.10]", "b.other")] == MISSING_MACHINE
+    assert all(v.outcome == Outcome.INCONCLUSIVE for v in verdicts if v.reason in (MISSING_ON_HEAD, MISSING_MACHINE))
+    body = render_comment(verdicts, (), base_sha=b.commit_sha, head_sha=h.commit_sha, environment={},
+                          dashboard_url=None)
+    assert "3 not measured on head" in body
+    assert body.count("Nothing of `h200 [py3.10]` (2 series) was measured at head") == 1
