@@ -193,6 +193,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.project import record_project
 
     with _open(args, create=True) as store:
+        store.require_writable()  # a read-only store: one error naming it, not one per file
         # First: a malformed asv.conf.json stops the ingest before any result goes in.
         note = record_project(store, args.results_dir, args.config)
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 DEFAULT_DB = ".asv/history.sqlite"
@@ -219,6 +219,18 @@ def is_retryable(exc: DBAPIError) -> bool:
         return True  # lost a race on a unique key: the retry finds the winner's row
     message = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
     return any(s in message for s in ("database is locked", "deadlock", "could not serialize", "busy"))
+
+
+def database_failed(exc: DBAPIError) -> bool:
+    """True where the database failed as a whole, not one statement's data: a lost connection, a
+    read-only, full or unreadable database. A file's savepoint then fails every file after it alike (a
+    read-only store printed one error per file, 2026-12-07)."""
+    if isinstance(exc, InterfaceError) or exc.connection_invalidated:
+        return True
+    message = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
+    return isinstance(exc, OperationalError) and any(s in message for s in (
+        "readonly database", "read-only", "disk is full", "disk i/o error", "unable to open", "server closed",
+        "terminating connection", "connection"))
 
 
 def retry_write(engine: Engine, fn: Callable[[Connection], T]) -> T:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from ci.records import Benchmark, Commit, Machine, ParsedRun
 from ci.store.bulk import ResultInsert
 from ci.store.codec import pack_block, pack_int64s, pack_samples, utc
-from ci.store.engine import is_retryable
+from ci.store.engine import database_failed, is_retryable
 from ci.store.limits import StoreLimitError, check_run
 from ci.store.models import BenchmarkRow, ResultBlockRow, ResultRow, RunReplacementRow, RunRow
 from ci.store.upserts import CHUNK, UpsertWrites
@@ -182,6 +182,8 @@ class IngestWrites(UpsertWrites):
                                                        replace))
                         known[run.run_key] = _LOOK  # a second file of this run in the batch looks it up
                 except Exception as exc:
+                    if isinstance(exc, DBAPIError) and database_failed(exc):
+                        raise  # the database failed as a whole (read-only, full, gone): no file's fault
                     # Ids of benchmarks created inside the rolled-back savepoint must not be cached.
                     pending.clear()
                     pending.update(before)

@@ -54,7 +54,8 @@ class Store(StoreWrites):
     def require_writable(self) -> None:
         """Raise `StoreError` now where this store cannot take a write, so that a runner job finds out
         before it measures for minutes, not when it stores what it measured (the measurements would be
-        lost with the job): a read-only open, file or URL (`mode=ro`), a PostgreSQL role without the
+        lost with the job), and an ingest says so once, not once per file: a read-only open, file or
+        URL (`mode=ro`), a PostgreSQL role without the
         privilege, a read-only transaction or a standby server. The probe is a write of no rows,
         rolled back: SQLite refuses it on a read-only database, PostgreSQL checks the privilege and the
         transaction's mode before it looks for rows."""
@@ -70,8 +71,8 @@ class Store(StoreWrites):
                 tx.rollback()
         except DBAPIError as exc:
             lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
-            raise StoreError(f"{where} cannot be written ({lines[0] if lines else type(exc).__name__}): give a "
-                             "writable --db before measuring (nothing was measured)") from None
+            raise StoreError(f"{where} cannot be written ({lines[0] if lines else type(exc).__name__}); nothing was "
+                             "measured or written: give a writable --db") from None
 
     def close(self) -> None:
         """Release every pooled connection."""

@@ -438,12 +438,14 @@ def test_database_problems_are_one_line_errors(tmp_path, asv_dir, capsys):
         assert main(["ingest", "--db", db_arg, results]) == 2, db_arg
         err = capsys.readouterr().err
         assert expect in err and err.count("\n") == 1, err
-    # A read-only store: ingest fails per file with the driver's one-line reason, and nothing changes.
+    # A read-only store: one error naming it with the driver's one-line reason (not one per file), and
+    # nothing changes.
     with Store(db) as store:
         counts = store.counts()
-    assert main(["ingest", "--db", read_only, str(asv_dir([sha_for(1)], name="more"))]) == 2
+    assert main(["ingest", "--db", read_only, str(asv_dir([sha_for(1), sha_for(2)], name="more"))]) == 2
     captured = capsys.readouterr()
     assert "readonly database" in captured.err and "[SQL:" not in captured.err
+    assert captured.err.count("\n") == 1 and "cannot be written" in captured.err, captured.err
     with Store(db) as store:
         assert store.counts() == counts
 

@@ -165,6 +165,20 @@ def test_a_database_that_fails_as_a_whole_is_one_error_naming_it(tmp_path, recor
     assert str(db) in lines[0] and str(recorded) not in lines[0], lines
 
 
+def test_a_database_that_turns_read_only_mid_ingest_is_not_blamed_on_each_file(tmp_path, recorded):
+    """Past the write probe (a database that fails after the ingest began): the file's savepoint does not
+    turn the database's failure into that file's error, and every file after it the same; it stops the
+    ingest as one error (the real read-only path printed one line per file, 2026-12-07)."""
+    from sqlalchemy.exc import OperationalError
+
+    db = tmp_path / "h.sqlite"
+    with Store(db):
+        pass
+    with Store(f"sqlite:///file:{db}?mode=ro&uri=true", create=False) as store, \
+            pytest.raises(OperationalError, match="readonly database"):
+        ingest_results_dir(store, recorded)
+
+
 def test_an_unforeseen_failure_is_still_one_files_error(store_url, recorded, monkeypatch):
     """The boundary catches what no check foresaw: any exception while reading one file (here a
     bug planted in the parser) is that file's error, never the whole ingest's."""
@@ -484,13 +498,13 @@ def test_only_database_errors_are_called_database_errors(store_url, recorded, mo
         if crash["n"] == 2:
             raise RuntimeError("a bug in the writer")
         if crash["n"] == 4:
-            raise OperationalError("INSERT", {}, Exception("disk I/O error"))
+            raise OperationalError("INSERT", {}, Exception("too many SQL variables"))  # this statement's
         real(self, conn, rows, blocks)
 
     monkeypatch.setattr(Store, "_insert_results", explode)
     report, _ = _ingest(store_url, recorded)
     reasons = sorted(e.message.removeprefix(f"{e.path}: ") for e in report.errors)
-    assert reasons == ["database error: disk I/O error", "not stored (RuntimeError: a bug in the writer)"]
+    assert reasons == ["database error: too many SQL variables", "not stored (RuntimeError: a bug in the writer)"]
 
 
 # --- a commit named in capitals ---
