@@ -54,6 +54,7 @@ from ci.store import (
     ReadAgain,
     Replaced,
     ReplacementRefused,
+    SeriesRedefined,
     Store,
     StoreLimitError,
     error_line,
@@ -104,7 +105,7 @@ def _machine(run: ParsedRun, info: dict[str, str], sidecar: dict[str, str]) -> M
 def _store_failure(path: Path, exc: Exception) -> str:
     """Why the store did not take a parsed file: its own rule for what it can hold (the same on
     every database), a database error, or anything else as what it is."""
-    if isinstance(exc, StoreLimitError | ReplacementRefused):
+    if isinstance(exc, StoreLimitError | ReplacementRefused | SeriesRedefined):
         return f"{quote_path(path)}: {exc}"
     if isinstance(exc, SQLAlchemyError):
         return f"{quote_path(path)}: database error: {error_line(exc)}"

@@ -495,7 +495,7 @@ def render_comment(
             out += ["", "_No correctness results in this run._"]
         for name, title in visible:
             if sections[name][1]:
-                out += ["", f"### {title} ({len(sections[name][1])})", "", *_whole_machines(groups[name], ctx),
+                out += ["", f"### {title} ({len(sections[name][1])})", "", *_whole_machines(groups.get(name, ()), ctx),
                         tbl(name)]
         for name, title in folded:
             if sections[name][1]:

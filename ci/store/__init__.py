@@ -30,6 +30,7 @@ from ci.store.reads import FailedPoint, StoreReads
 from ci.store.schema import head_revision, migrate_schema
 from ci.store.series_reads import RunValues
 from ci.store.store import Store
+from ci.store.upserts import SeriesRedefined
 
 __all__ = [
     "DEFAULT_DB",
@@ -38,6 +39,7 @@ __all__ = [
     "Replaced",
     "FailedPoint",
     "ReplacementRefused",
+    "SeriesRedefined",
     "RunValues",
     "Store",
     "StoreError",

@@ -23,6 +23,24 @@ from ci.store.reads import StoreReads
 
 CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
 _UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
+_META = "meta"  # `pending` keys (_META, benchmark key): the series' stored (unit, direction, kind)
+
+
+class SeriesRedefined(ValueError):
+    """A file's benchmarks.json gives a stored series another unit or direction at a version of the
+    benchmark the store holds points of: another benchmark under the same name, not stored."""
+
+
+def _meta(bench: Benchmark) -> tuple[str, str, str]:
+    return bench.unit, str(bench.direction), str(bench.kind)
+
+
+def _redefines(bench: Benchmark, stored: tuple[str, str, str]) -> bool:
+    """Whether `bench` says another thing than the stored series: its unit, or a declared direction
+    (an undeclared one never erases a declared one, and a declared one fills an unknown one)."""
+    unit, direction, _ = stored
+    declared = bench.direction != Direction.UNKNOWN and direction != str(Direction.UNKNOWN)
+    return bench.unit != unit or (declared and str(bench.direction) != direction)
 
 
 def _host(text: str) -> tuple[tuple[str, str], ...]:
@@ -54,12 +72,13 @@ class UpsertWrites(StoreReads):
         # The same for series stored with an unknown direction, used only for a series wanted with
         # none either (a declared one looks its row up, to store the direction): an id never changes.
         self._undeclared_ids: dict[str, int] = {}
+        self._bench_meta: dict[str, tuple[str, str, str]] = {}  # key -> stored (unit, direction, kind), committed
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
         `pending` collects the ids of rows the attempt saw or made (benchmarks by key, machines by
         record); the benchmarks' are cached once it committed."""
-        pending: dict[Any, int] = {}
+        pending: dict[Any, Any] = {}  # ids; (_META, key): a series' stored (unit, direction, kind)
 
         def attempt(conn: Connection) -> Any:
             pending.clear()
@@ -67,7 +86,11 @@ class UpsertWrites(StoreReads):
 
         out = retry_write(self.engine, attempt)
         self._bench_ids.update((k, v) for k, v in pending.items() if isinstance(k, str))  # committed rows only
-        self._undeclared_ids.update((k[1], v) for k, v in pending.items() if isinstance(k, tuple))
+        for k, v in pending.items():
+            if isinstance(k, tuple) and k[0] == _UNDECLARED:
+                self._undeclared_ids[k[1]] = v
+            elif isinstance(k, tuple):
+                self._bench_meta[k[1]] = v
         return out
 
     def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, Any] | None = None
@@ -186,8 +209,16 @@ class UpsertWrites(StoreReads):
         return row.id
 
     def _benchmark_ids(
-        self, conn: Connection, pending: dict[Any, int], benches: Iterable[Benchmark] | dict[str, Benchmark]
+        self, conn: Connection, pending: dict[Any, Any], benches: Iterable[Benchmark] | dict[str, Benchmark],
+        versions: dict[str, str | None] | None = None,
     ) -> dict[str, int]:
+        """The ids of the series of `benches` (by key), found or created. A series the store holds with
+        another unit or declared direction (`_redefines`) takes the new one where `versions` (key -> the
+        benchmark version of the points to write) names a version the store holds no point of (asv's
+        version changes with the benchmark's code, its unit too); at a stored version it is another
+        benchmark under the same name, and `SeriesRedefined` is raised: a foreign benchmarks.json that
+        re-typed a time benchmark as a track put negative seconds into its history, and a +339% step
+        read "inconclusive" (2026-12-07)."""
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         # Ids committed before, then those this transaction created or found (`pending`): without the
         # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
@@ -198,21 +229,31 @@ class UpsertWrites(StoreReads):
                 known = self._undeclared_ids.get(k, pending.get((_UNDECLARED, k)))
                 if known is not None:
                     ids[k] = known
+        for k in ids:
+            stored = pending.get((_META, k)) or self._bench_meta.get(k)
+            if stored is not None and _redefines(wanted[k], stored):
+                self._redefine(conn, pending, wanted[k], ids[k], stored, versions)
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), CHUNK):
             chunk = missing[i : i + CHUNK]
             rows_ = conn.execute(
-                select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction).where(BenchmarkRow.key.in_(chunk))
+                select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction, BenchmarkRow.unit, BenchmarkRow.kind)
+                .where(BenchmarkRow.key.in_(chunk))
             ).all()
-            found = {k: id_ for k, id_, _ in rows_}
+            found = {k: id_ for k, id_, *_ in rows_}
+            for k, id_, direction, unit, kind in rows_:
+                pending[(_META, k)] = stored = (unit, direction, kind)
+                if _redefines(wanted[k], stored):
+                    self._redefine(conn, pending, wanted[k], id_, stored, versions)
             # A series stored before its benchmark declared a direction takes the one declared now;
             # an undeclared one never erases a declared one. Ids of series still of unknown direction
             # are not cached, so a later declaration is seen.
-            unknown = {k for k, _, d in rows_ if d == Direction.UNKNOWN}
+            unknown = {k for k, _, d, *_ in rows_ if pending[(_META, k)][1] == str(Direction.UNKNOWN)}
             for k in sorted(unknown):
                 if wanted[k].direction != Direction.UNKNOWN:
                     conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == found[k]).values(
                         direction=str(wanted[k].direction), kind=str(wanted[k].kind)))
+                    pending[(_META, k)] = (pending[(_META, k)][0], *_meta(wanted[k])[1:])
                     unknown.discard(k)
             new = [k for k in chunk if k not in found]
             if new:
@@ -233,9 +274,32 @@ class UpsertWrites(StoreReads):
                     conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(new))).all()
                 )
                 unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
+                pending.update(((_META, k), _meta(wanted[k])) for k in new)
             ids.update(found)
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
+
+    def _redefine(self, conn: Connection, pending: dict[Any, Any], bench: Benchmark, id_: int,
+                  stored: tuple[str, str, str], versions: dict[str, str | None] | None) -> None:
+        """`_benchmark_ids`' answer to a series `bench` redefines: take the new definition at a version the
+        store holds no point of, else raise `SeriesRedefined`."""
+        from ci.store.models import ResultBlockRow, ResultRow
+
+        version = (versions or {}).get(bench.key)
+        held = set(conn.execute(select(ResultRow.benchmark_version).where(ResultRow.benchmark_id == id_)
+                                .distinct()).scalars())  # fmt: skip
+        held.update(conn.execute(select(ResultBlockRow.benchmark_version).where(ResultBlockRow.name == bench.name)
+                                 .distinct()).scalars())  # fmt: skip
+        unit, direction, _ = stored
+        if version is None or version in held:
+            at = f"at its stored version {version!r}" if version is not None else "with no benchmark version"
+            raise SeriesRedefined(
+                f"benchmark {bench.key!r} is stored in {unit!r} ({direction} is better); this file's benchmarks.json "
+                f"declares it in {bench.unit!r} ({bench.direction} is better) {at}: another benchmark under the "
+                "same name, not stored (a results folder of another suite? ingest it into another --db)")
+        conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == id_).values(
+            unit=bench.unit, direction=str(bench.direction), kind=str(bench.kind)))
+        pending[(_META, bench.key)] = _meta(bench)
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:
         """Create commits or enrich them with parents/branch/time/subject, in one transaction.

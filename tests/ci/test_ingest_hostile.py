@@ -676,3 +676,41 @@ def test_two_points_of_one_series_in_a_file_leave_that_benchmark_out(store_url, 
         names = {b.name for b in store.benchmarks()}
         mixed = [r for r in store.results() if r.commit_sha.startswith(bad.stem[:8]) and r.benchmark.name == left_out]
     assert FIRST in names and not mixed
+
+
+# --- a benchmarks.json that redefines a stored series ---
+
+
+def test_a_benchmarks_json_that_retypes_a_stored_series_is_refused_unless_its_version_changed(store_url, asv_dir):
+    """A foreign benchmarks.json that declared a stored time benchmark a track in images/s (same version)
+    put its values, negative ones too, into the seconds history, and a +339% step read "inconclusive"
+    (2026-12-07): each such file is that file's error, nothing of it stored. asv's version changes with a
+    benchmark's code (its unit too): at a new version the series takes the new definition."""
+    import copy
+
+    from ci.records import Direction
+    from tests.ci.conftest import BENCHMARKS, sha_for
+
+    name = "bench_attention.GPUTime.time_gpu"
+    retyped = copy.deepcopy(BENCHMARKS)
+    for b in retyped:
+        if b["name"] == name:
+            b.update(type="track", unit="images/s")
+    report, _ = _ingest(store_url, asv_dir([sha_for(0), sha_for(1)]))
+    assert report.count("inserted") == 2
+    with Store(store_url) as store:
+        before = store.counts()
+    report, _ = _ingest(store_url, asv_dir([sha_for(2), sha_for(3)], name="foreign", benchmarks=retyped))
+    assert report.count("inserted") == 0 and len(report.errors) == 2
+    assert all("is stored in 'seconds' (lower is better)" in e.message and "declares it in 'images/s'" in e.message
+               and "another benchmark under the same name" in e.message for e in report.errors), report.errors
+    with Store(store_url) as store:
+        assert store.counts() == before
+        assert {b.unit for b in store.benchmarks() if b.name == name} == {"seconds"}
+    for b in retyped:
+        if b["name"] == name:
+            b["version"] = "v-attn-2"  # the benchmark's code changed: a new definition
+    report, _ = _ingest(store_url, asv_dir([sha_for(4)], name="changed", benchmarks=retyped))
+    assert report.count("inserted") == 1 and not report.errors
+    with Store(store_url) as store:
+        assert {(b.unit, b.direction) for b in store.benchmarks() if b.name == name} == {("images/s", Direction.HIGHER)}
