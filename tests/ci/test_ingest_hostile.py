@@ -714,3 +714,33 @@ def test_a_benchmarks_json_that_retypes_a_stored_series_is_refused_unless_its_ve
     assert report.count("inserted") == 1 and not report.errors
     with Store(store_url) as store:
         assert {(b.unit, b.direction) for b in store.benchmarks() if b.name == name} == {("images/s", Direction.HIGHER)}
+
+
+def test_a_credential_in_a_benchmarks_parameters_is_shown_nowhere(tmp_path, asv_dir, capsys):
+    """Only a job's environment variables and requirements were redacted: a token or a URL's password in
+    a benchmark's parameter value (a benchmark parameterised from a DSN), which a pull request or a
+    foreign results folder controls, went verbatim into compare's output, the PR comment and the
+    dashboard's pages and data files (2026-12-07). Everything the service shows passes `printable`."""
+    import copy
+
+    from ci.site import render_site
+    from tests.ci.conftest import BENCHMARKS, sha_for
+
+    token, password = "ghp_" + "S3cret" * 6, "hunter2pw"
+    benches = copy.deepcopy(BENCHMARKS)
+    grid = next(b for b in benches if b["params"])
+    grid["params"][0] = [f"'https://alice:{password}@db.example/x'", f"'{token}'"]
+    root = asv_dir([sha_for(0), sha_for(1)], benchmarks=benches, job="gha-1.1-pr/1")
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    out = tmp_path / "c.md"
+    main(["compare", "--db", db, "--no-save", "--base", sha_for(0), "--head", sha_for(1)])
+    main(["comment", "--db", db, "--no-save", "--base", sha_for(0), "--head", sha_for(1), "--out", str(out)])
+    with Store(db) as store:
+        render_site(store, tmp_path / "site")
+    shown = capsys.readouterr()
+    pages = (p for p in (tmp_path / "site").rglob("*") if p.suffix in (".html", ".js"))
+    site = "".join(p.read_text(encoding="utf-8") for p in pages)
+    for where, text in (("stdout", shown.out), ("stderr", shown.err), ("comment", out.read_text()), ("site", site)):
+        assert token not in text and password not in text, where
+    assert "alice:***@db.example" in out.read_text() and "alice:***@db.example" in site
