@@ -12,7 +12,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy import inspect as sa_inspect
 
 from ci.store.engine import StoreError, display_url
@@ -37,7 +38,18 @@ def head_revision() -> str:
 def stored_revision(engine: Engine) -> str | None:
     """The schema revision of the database behind `engine`; None where it holds no store."""
     with engine.connect() as conn:
+        return _current(conn, engine)
+
+
+def _current(conn: Connection, engine: Engine) -> str | None:
+    """The revision alembic's version table names; `StoreError` naming the store where it names several
+    (a hand-edited or damaged table: alembic's own "CommandError: ... more than one head" named no file)."""
+    try:
         return MigrationContext.configure(conn).get_current_revision()
+    except CommandError as exc:
+        where = display_url(engine.url.render_as_string(hide_password=True))
+        raise StoreError(f"{where}: its schema version table is damaged ({exc}); restore the store from a "
+                         "backup, or use another --db") from None
 
 
 def require_head(engine: Engine) -> None:
@@ -81,7 +93,7 @@ def migrate_schema(engine: Engine, revision: str = "head") -> None:
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-            current = MigrationContext.configure(conn).get_current_revision()
+            current = _current(conn, engine)
             if current == target:
                 return
             where = display_url(engine.url.render_as_string(hide_password=True))

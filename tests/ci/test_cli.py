@@ -429,11 +429,15 @@ def test_database_problems_are_one_line_errors(tmp_path, asv_dir, capsys):
         from sqlalchemy import text
 
         conn.execute(text("UPDATE alembic_version SET version_num = 'ffff9999'"))
+    damaged = tmp_path / "damaged.sqlite"
+    with Store(damaged) as store, store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO alembic_version VALUES ('0001')"))  # two rows: alembic's "several heads"
     capsys.readouterr()
     for db_arg, expect in (
         (str(folder), "is a folder"),
         (str(junk), "file is not a database"),
         (str(newer), "written by a newer version"),
+        (str(damaged), f"{damaged}: its schema version table is damaged"),
     ):
         assert main(["ingest", "--db", db_arg, results]) == 2, db_arg
         err = capsys.readouterr().err
