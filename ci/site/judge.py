@@ -157,11 +157,14 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                          tracks: dict[str, SuspectTrack] | None = None,
                          runs: tuple[dict[str, list[str]], dict[tuple[str, str], dict[str, str]]] | None = None,
                          floor_for: Callable[[str], float] | None = None,
+                         failed: dict[tuple[str, str], set[str]] | None = None,
                          ) -> tuple[dict[str, SuspectTrack], list[AlertGroup]]:
     """Each series' change marks, suspicions and thresholds, and the change-point regressions;
     returns the series' suspicion tracks for the next snapshot and the crowds of change points
     (`ci.verdicts.group_changes` over `runs`: each machine's commits and their environments), whose
-    members at a change of the recorded environment are labelled with it instead of left open."""
+    members at a change of the recorded environment are labelled with it instead of left open.
+    `failed`: the commits at which each series (key, machine) failed to run, which a regression's reason
+    names where they lie between its step and the commit before it (`after_failures`)."""
     tracks = tracks or {}
     inputs: dict[tuple[str, str], SeriesInput] = {}
     for s in series:
@@ -215,6 +218,7 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
                     base_value=cp.before, head_value=cp.after, source="change point", machines=(s.machine,),
                     reason="; ".join(filter(None, (
                         after_a_dip(cp, cps[i - 1] if i else None, s.benchmark.unit),
+                        after_failures(cp, (failed or {}).get(key), machine_commits),
                         level_now(cp, cps[i + 1:], inputs[key].shas, inputs[key].levels, s.benchmark.unit)))),
                     ack=acks.get((s.benchmark.key, cp.commit_sha)),
                     fixed_by=recovery(cp.before, cp.after, cps[i + 1:], s.benchmark.direction),
@@ -225,6 +229,25 @@ def add_history_verdicts(series: list[Series], raw: dict[tuple[str, str], list[R
 # A step back after an opposite one at most this many commits earlier is read against the level
 # before both (the detector's span each side, `ci.verdicts.HistorySettings.span`).
 DIP_COMMITS = 32
+
+
+def after_failures(cp: Any, failed: set[str] | None, commits: Sequence[str]) -> str:
+    """Where a series failed to run at commits between a step's commit and the one before it (its
+    previous value): the step may have come at the first of them, and the commit it is shown at may have
+    only brought the benchmark back. MDAnalysis' `time_contact_matrix(10000)` timed out at three commits
+    and came back 20x slower at the commit that made it 2-37x faster elsewhere, blamed on it
+    (2026-12-07). "" where it ran at every commit between."""
+    if not failed:
+        return ""
+    at = {sha: i for i, sha in enumerate(commits)}
+    lo, hi = at.get(cp.previous_sha), at.get(cp.commit_sha)
+    if lo is None or hi is None:
+        return ""
+    between = [sha for sha in commits[lo + 1:hi] if sha in failed]
+    if not between:
+        return ""
+    return (f"it failed to run at the {len(between)} commit(s) before this one, from {between[0][:10]}: the change "
+            "may have come there")
 
 
 def after_a_dip(cp: Any, previous: Any, unit: str) -> str:

@@ -610,7 +610,19 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 fixed_by=ran_again(v) if _crashed(v) else level_back(v) if v.outcome == Outcome.REGRESSED else ""))
 
     runs_order = _runs_order(environments, position)
-    kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks, runs_order, floor_for)
+    failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = defaultdict(list)
+    failures = getattr(store, "failures", None)
+    if callable(failures):
+        for f in failures():
+            if f.commit_sha in position:
+                failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
+    failed: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for sha, fails in failures_by_sha.items():
+        for bench, machine, status in fails:
+            if status == "failed":
+                failed[(bench.key, machine)].add(sha)
+    kept_tracks, groups = add_history_verdicts(series, raw, acks, regressions, stored, tracks, runs_order, floor_for,
+                                               failed)
     seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
     unique = []
     for reg in regressions:
@@ -619,12 +631,6 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
             seen.add(k)
             unique.append(reg)
     unique.sort(key=lambda g: (-position[g.sha], g.benchmark.key))
-    failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = defaultdict(list)
-    failures = getattr(store, "failures", None)
-    if callable(failures):
-        for f in failures():
-            if f.commit_sha in position:
-                failures_by_sha[f.commit_sha].append((f.benchmark, f.machine, f.status))
     measured = {m: set(shas) for m, shas in runs_order[0].items()}
     for sha, fails in failures_by_sha.items():  # a run whose every point failed is a run too
         for _bench, machine, _status in fails:

@@ -510,3 +510,30 @@ def test_a_regression_that_ends_a_short_improvement_is_read_against_the_level_be
     assert after_a_dip(back, None, "seconds") == ""
     assert after_a_dip(back, cp(18, 0.0658, 0.070, Outcome.REGRESSED), "seconds") == ""
     assert after_a_dip(cp(25 + DIP_COMMITS, 36.8e-6, 0.07444, Outcome.REGRESSED), dip, "seconds") == ""
+
+
+def test_a_step_after_failed_runs_says_it_may_have_come_at_the_first_of_them(tmp_path: Path) -> None:
+    """A benchmark that failed to run at three commits and came back 20x slower: the change point is at
+    the commit it came back (its first value after the step), which may only have fixed the crash
+    (MDAnalysis' `time_contact_matrix(10000)`, blamed on the commit that made it faster elsewhere,
+    2026-12-07). The regression's reason names the failed commits; a step with no failure before it
+    says nothing of them."""
+    from ci.ingest import ingest_results_dir
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    def samples(name: str, j: int, c: int) -> list[float] | None:
+        level = 1e-4 * (j + 1) * (20.0 if c >= 12 else 1.0)
+        if "time_gpu" in name and j == 0 and c in (9, 10, 11):
+            return None
+        return [level * (1 + 0.003 * k) for k in range(6)]
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(20)], samples=samples)
+    with Store(tmp_path / "h.sqlite") as store:
+        ingest_results_dir(store, root)
+        regs = [r for r in load_snapshot(store).regressions if r.source == "change point"]
+    assert regs and all(r.sha == sha_for(12) for r in regs), [(r.benchmark.key, r.sha) for r in regs]
+    named = [r for r in regs if "failed to run" in r.reason]
+    assert [r.benchmark.key for r in named] == ["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"]
+    assert f"failed to run at the 3 commit(s) before this one, from {sha_for(9)[:10]}" in named[0].reason
