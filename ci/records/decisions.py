@@ -73,8 +73,14 @@ class Verdict:
     def shown(self) -> str:
         """Its outcome as a reader is shown it: "new" for a series with no base measurement (stored as
         unchanged, which decides nothing; `ci compare` and the series pages read "unchanged" for a series
-        nothing was compared with, 2026-12-07), else the outcome's name."""
-        return "new" if self.outcome == Outcome.UNCHANGED and self.reason == NEW_SERIES else self.outcome.value
+        nothing was compared with, 2026-12-07), "withheld" for a series the rule withheld (not measured in one
+        job, no noise model: astropy's early pairs printed 175 rows "inconclusive 1.00" that judged nothing,
+        2026-12-07), else the outcome's name."""
+        if self.outcome == Outcome.UNCHANGED and self.reason == NEW_SERIES:
+            return "new"
+        if self.outcome == Outcome.INCONCLUSIVE and self.reason == WITHHELD_OTHER_JOB:
+            return "withheld"
+        return self.outcome.value
 
 
 @dataclass(frozen=True)

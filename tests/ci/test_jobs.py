@@ -68,6 +68,7 @@ def test_across_jobs_a_series_is_withheld_without_drift_and_judged_past_its_drif
     (held,) = compare([base], [head], between_jobs={})
     assert held.outcome == Outcome.INCONCLUSIVE and held.reason == WITHHELD_OTHER_JOB
     assert held.ratio == pytest.approx(same.ratio), "the ratio is still shown"
+    assert held.shown == "withheld" and same.shown == "regressed"  # as compare prints them: not "inconclusive"
     (widened,) = compare([base], [head], between_jobs={LAT.key: 0.03})  # 3 x 3 % = 9 % > 6 %
     assert widened.outcome != Outcome.REGRESSED and widened.threshold == pytest.approx(0.09)
     (past,) = compare([base], [_result("b" * 40, 1.15, job="j-2/1", seed=2)], between_jobs={LAT.key: 0.03})
