@@ -226,10 +226,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_ERROR
         if report.stored_nothing:  # every benchmark skipped: nothing of the files is in the store
+            # Whatever skipped them (the warnings above say which): missing from benchmarks.json, of another
+            # version, or more than the store holds (a 30,000-character series key read "missing from its
+            # benchmarks.json", 2026-12-07).
             print(printable(f"error: no result of the files under {args.results_dir} was stored: every benchmark "
-                            "they hold is missing from its benchmarks.json or of another benchmark version (is "
-                            "benchmarks.json the one `asv run` wrote beside these files?); ingest again once it "
-                            "is, and the files are read again"), file=sys.stderr)
+                            "they hold was skipped (the warnings above say why: missing from its benchmarks.json, of "
+                            "another benchmark version, or more than the store holds; is benchmarks.json the one "
+                            "`asv run` wrote beside these files?); ingest again once that is fixed, and the files "
+                            "are read again"), file=sys.stderr)
             return EXIT_ERROR
     # A malformed file is an error even though every other file went in.
     return EXIT_OK if report.ok else EXIT_ERROR

@@ -439,3 +439,21 @@ def test_jobs_that_move_every_series_together_are_reported(tmp_path) -> None:
     assert "Commits where the whole job moved" in render(few) and "runner 2." in render(few)
     assert "another speed that the files do not record (`ci.ingest.speed`): none." in render(plain)
     assert job_shifts([]) == {}
+
+
+def test_a_history_shorter_than_21_commits_is_evaluated_with_its_steps_nearer_the_ends(asv_dir) -> None:
+    """asv histories of 13 to 20 commits (MDAnalysis', devito's) could not be evaluated at all: each
+    trial's step sat 10 commits from either end. On a series shorter than 21 commits it sits as far from
+    them as the series allows, at least 6 (`edge_for`); --min-commits takes 13."""
+    from tools.eval_history import main
+    from tools.eval_history.series import EDGE, MIN_EDGE, edge_for
+
+    assert [edge_for(n) for n in (13, 16, 20, 21, 500)] == [MIN_EDGE, 7, 9, EDGE, EDGE]
+    rng = np.random.default_rng(3)
+    short = asv_dir([sha_for(i) for i in range(15)], name="short", benchmarks=BENCHES,
+                    samples=lambda bench, j, c: _noisy(rng, 1e-3 * (j + 1) if "time_" in bench else 500.0))
+    report = _evaluate(short, min_commits=13)
+    r = report["steps"]["judged +0.2"]
+    assert report["series_judged"] == 5 and r["trials"] == 5 and r["found"] == 5, r
+    with pytest.raises(SystemExit):
+        main([str(short), "--min-commits", str(2 * MIN_EDGE)])

@@ -24,7 +24,8 @@ Definitions (what the printed numbers mean):
   INCONCLUSIVE); its trials are counted apart.
 - Trial: one series and one step size s, on a copy (`--trials N`: N per series and size, each at its
   own seeded k, distinct while the series has N places for one; the first is the same for any N). A
-  seeded commit index k, 10 <= k <= n - 10 (n: the series' commits), and every sample of commits
+  seeded commit index k, e <= k <= n - e (n: the series' commits; e = 10, or on a series shorter than
+  21 commits as far from its ends as it allows, at least 6: `edge_for`), and every sample of commits
   k..n-1 multiplied by a factor: for "+s" (the bad direction) 1 + s on a lower-is-better series and
   1 / (1 + s) on a higher-is-better one; for "-s" (an improvement) the inverse. A series of unknown
   direction takes 1 + s (asv's reading: lower is better). asv's inputs of those commits are scaled
@@ -152,6 +153,7 @@ from tools.eval_history.series import (
     DEFAULT_STEPS,
     EDGE,
     HEADLINE_STEP,
+    MIN_EDGE,
     NEAR,
     REPLAY,
     AsvPoint,
@@ -189,7 +191,7 @@ from tools.eval_history.trials import (
 )
 
 __all__ = [
-    "AB_STEP", "ASV_FACTOR", "BIG_STEP", "DEFAULT_STEPS", "EDGE", "HEADLINE_STEP", "NEAR", "REPLAY",
+    "AB_STEP", "ASV_FACTOR", "BIG_STEP", "DEFAULT_STEPS", "EDGE", "HEADLINE_STEP", "MIN_EDGE", "NEAR", "REPLAY",
     "AsvPoint", "EvalInputError", "InjectedReader", "MachineReader", "PairOutcome", "PairsOutcome", "Series",
     "SeriesOutcome", "Trial",
     "alert_groups", "asv_boundary_near", "asv_entry_name", "asv_fit", "asv_jumps", "asv_mark", "asv_thresholds",
@@ -237,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                         "RESULTS_DIR/../asv.conf.json, asv's defaults where there is none)")
     p.add_argument("--json", type=Path, default=None, help="write the numbers here")
     args = p.parse_args(argv)
-    if args.min_commits < 2 * EDGE + 1:
-        p.error(f"--min-commits must be >= {2 * EDGE + 1} (a step at least {EDGE} commits from either end)")
+    if args.min_commits < 2 * MIN_EDGE + 1:
+        p.error(f"--min-commits must be >= {2 * MIN_EDGE + 1} (a step at least {MIN_EDGE} commits from either end)")
     if args.trials < 1:
         p.error("--trials must be >= 1")
     if args.max_series is not None and args.max_series < 1:
@@ -268,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             never = f"; never evaluated: {', '.join(apart)}" if apart else ""
             print(f"python -m tools.eval_history: {d}: not evaluated: no series of {args.min_commits} or more "
                   f"commits (the longest of those it evaluates has {report['longest_series']}; --min-commits takes "
-                  f"{2 * EDGE + 1} or more{never}). Read: {report['ingest']}", file=sys.stderr, flush=True)
+                  f"{2 * MIN_EDGE + 1} or more{never}). Read: {report['ingest']}", file=sys.stderr, flush=True)
             unread += 1
             continue
         print(render(report), end="\n\n", flush=True)

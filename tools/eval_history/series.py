@@ -28,7 +28,15 @@ from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 DEFAULT_STEPS = "+5,+10,+20,-10"
 HEADLINE_STEP = 0.10
 NEAR = 2  # a step is found at k when flagged within +-NEAR commits of it
-EDGE = 10  # k is at least this many commits from either end
+EDGE = 10  # k is at least this many commits from either end (fewer on a short series: `edge_for`)
+MIN_EDGE = 6  # ...and never fewer: 5 commits before a step give a suspicion its window, 4 after a change point
+
+
+def edge_for(n: int) -> int:
+    """How far from either end of a series of `n` commits its trials' steps sit: `EDGE`, or on a series
+    shorter than 2 x EDGE + 1 commits as far as it allows, at least `MIN_EDGE` (asv histories of 13 to
+    20 commits, MDAnalysis' and devito's, could not be evaluated at all, 2026-12-07)."""
+    return max(MIN_EDGE, min(EDGE, (n - 1) // 2))
 REPLAY = 30  # prefixes k+1 .. k+REPLAY
 AB_STEP = 0.10
 BIG_STEP = 5.0  # robust sigmas: a step this large against the series' commit-to-commit noise is no accident

@@ -31,11 +31,11 @@ from ci.verdicts.history import ChangePoint
 from ci.verdicts.segments import robust_sigma
 from tools.eval_history.series import (
     BIG_STEP,
-    EDGE,
     NEAR,
     REPLAY,
     AsvPoint,
     Series,
+    edge_for,
     injected,
     is_bad,
     scaled_points,
@@ -282,7 +282,8 @@ def trial_k(seed: int, s: Series, step: float, trial: int = 0) -> int:
     commit are one trial counted twice (with 3 per series and step size, 2026-12-07, they had been
     in 5 to 10 of MetPy's 128 series a step size, 3 to 4 of uxarray's 83, 5 to 6 of the H200's 28)."""
     ident = zlib.crc32(f"{s.machine}\0{s.benchmark.key}".encode())
-    low, high = EDGE, s.n - EDGE + 1
+    edge = edge_for(s.n)
+    low, high = edge, s.n - edge + 1
     taken: set[int] = set()
     k = low
     for t in range(trial + 1):
