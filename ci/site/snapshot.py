@@ -591,6 +591,8 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                       if math.log(statistics.median((x, y)) / v.base_value) / step <= RETURNED]
         return min(found, key=position.__getitem__, default="")
 
+    runs_order = _runs_order(environments, position)
+    before_on = {(m, b): a for m, shas in runs_order[0].items() for a, b in zip(shas, shas[1:], strict=False)}
     verdicts_by_sha: dict[str, list[Verdict]] = defaultdict(list)
     regressions: list[Regression] = []
     for v in verdicts:
@@ -603,13 +605,20 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
                 # Runners share the history: a verdict judged one machine's series, not its siblings'.
                 own = verdict_machines(v)
                 on = [m for m in on if m in own]
+            if v.outcome == Outcome.REGRESSED and v.base_sha and on and \
+                    not any(before_on.get((m, v.head_sha)) == v.base_sha for m in on):
+                # A comparison across a range of commits (base not the commit its machine measured before
+                # head): its change may have come at any of them, so it is no regression of head's. A
+                # `ci compare` of 97cffd28 -> 8303ca0b put 4 regressions "at this commit" on PlasmaPy's
+                # 8303ca0b, flat against its parent (2026-12-07). The commit page still lists the verdict,
+                # with its base.
+                continue
             regressions.append(Regression(
                 benchmark=v.benchmark, sha=v.head_sha, outcome=v.outcome, ratio=v.ratio, base_value=v.base_value,
                 head_value=v.head_value, source="verdict", machines=tuple(on), base_sha=v.base_sha,
                 p_value=v.p_value, reason=v.reason, ack=acks.get((v.benchmark.key, v.head_sha)),
                 fixed_by=ran_again(v) if _crashed(v) else level_back(v) if v.outcome == Outcome.REGRESSED else ""))
 
-    runs_order = _runs_order(environments, position)
     failures_by_sha: dict[str, list[tuple[Benchmark, str, str]]] = defaultdict(list)
     failures = getattr(store, "failures", None)
     if callable(failures):

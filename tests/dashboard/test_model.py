@@ -537,3 +537,25 @@ def test_a_step_after_failed_runs_says_it_may_have_come_at_the_first_of_them(tmp
     named = [r for r in regs if "failed to run" in r.reason]
     assert [r.benchmark.key for r in named] == ["bench_attention.GPUTime.time_gpu(dtype=fp16, batch=1)"]
     assert f"failed to run at the 3 commit(s) before this one, from {sha_for(9)[:10]}" in named[0].reason
+
+
+def test_a_comparison_across_a_range_of_commits_is_no_regression_of_its_head() -> None:
+    """A stored verdict whose base is not the commit its machine measured before head (`ci compare` of a
+    range) may have its change at any commit between: PlasmaPy's page of a commit flat against its
+    parent listed 4 regressions "at this commit" (2026-12-07). It is listed on the commit page with its
+    base, not as a regression of head; the same verdict against head's predecessor is one."""
+    from dataclasses import replace
+
+    from ci.records import Verdict
+
+    store = synthetic_store(n_commits=30, n_series=6)
+    bench = store.benchmark_list[4]
+    step = Verdict(benchmark=bench, outcome=Outcome.REGRESSED, base_value=1e-3, head_value=1.3e-3, ratio=1.3,
+                   base_sha=store.commit_list[19].sha, head_sha=store.commit_list[20].sha,
+                   machine=store.result_list[0].machine)
+    store.verdict_list.append(step)
+    store.verdict_list.append(replace(step, base_sha=store.commit_list[10].sha, head_sha=store.commit_list[24].sha))
+    snap = load_snapshot(store)
+    at = {r.sha for r in snap.regressions if r.source == "verdict" and r.benchmark == bench}
+    assert at == {store.commit_list[20].sha}
+    assert [v.base_sha for v in snap.verdicts_by_sha[store.commit_list[24].sha]] == [store.commit_list[10].sha]
