@@ -358,7 +358,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
-    from ci.records import AlertState
+    from ci.records import AlertState, machine_labels
     from ci.verdicts.inputs import not_run_since
 
     with _open(args) as store:
@@ -366,14 +366,16 @@ def cmd_ack(args: argparse.Namespace) -> int:
         this = (ack.benchmark_key, ack.commit_sha, ack.when)
         closed = [a for a in store.alerts(state=AlertState.ACKNOWLEDGED)
                   if (a.benchmark.key, a.commit_sha, a.acknowledged_at) == this]
-        broken = any(not_run_since(store, ack.benchmark_key, m.name, ack.commit_sha) for m in store.machines())
+        labels = machine_labels(store.machines())
+        broken = [labels.get(m.name, m.name) for m in store.machines()
+                  if not_run_since(store, ack.benchmark_key, m.name, ack.commit_sha)]
         found = bool(closed) or broken or _regression_at(store, ack.benchmark_key, ack.commit_sha)
     with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))
         if broken:  # `ci.verdicts.inputs.known_broken`
-            print(printable(f"it has not run since {ack.commit_sha[:12]} (failed): a comparison whose base it has "
-                            "not run at since (failing on both sides) lists it as not compared instead of failed, "
-                            "until it runs again"))
+            print(printable(f"it has not run at {ack.commit_sha[:12]} or since on {', '.join(broken)} (it failed): a "
+                            "comparison there whose base it has not run at since then (failing on both sides) lists it "
+                            "as not compared instead of failed, until it runs again"))
         if closed:
             print(printable(f"closed {len(closed)} alert(s): " + ", ".join(
                 f"{a.kind.value} on {a.machine}" for a in closed)))

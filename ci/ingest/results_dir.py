@@ -198,7 +198,8 @@ def _write_batch(
             abbreviated.add(run.commit_hash)
         # What the store cannot hold of one benchmark costs that benchmark, not the file (`storable`).
         run, why = storable(run)
-        left_out.append(why)
+        run, redefined = store.leave_out_redefined(run)
+        left_out.append(why + redefined)
         items.append((run, _machine(run, info, sidecar), commit))
     try:
         statuses: list[str | Exception] = store.ingest_runs(items, replace=replace)

@@ -43,9 +43,11 @@ NO_BASE_SAMPLES = f"{NOT_ON_BASE}: base has no finite samples (benchmark failed 
 # regression (`ci.verdicts.ab`): a slowdown shown as such, never "unchanged", whatever the median says.
 UNCONFIRMED_SLOWDOWN = "unconfirmed slowdown"
 # A series whose base and head were not measured in one job, and whose between-job drift the
-# history cannot tell (`ci.verdicts.jobs`): no in-job test can judge it.
+# history cannot tell (`ci.verdicts.jobs`: too few jobs, or an allowance wider than a change of
+# `ci.verdicts.decide.UNKNOWN_DRIFT_FACTOR`, which no model at all allows): no in-job test can judge it.
 WITHHELD_OTHER_JOB = (
-    "withheld: base and head were not measured in one job and this series' between-job drift is unknown"
+    "withheld: base and head were not measured in one job and this series' between-job drift is unknown "
+    "(too few jobs, or wider than 3x)"
 )
 
 

@@ -292,7 +292,6 @@ class IngestWrites(UpsertWrites):
         """Write `run`'s points and blocks as rows of the stored run `run_id`; returns `status`."""
         grid_ids: list[bytes | None] = []  # per block its packed series ids, where known already
         wanted: dict[str, Benchmark] = {}
-        versions: dict[str, str | None] = {}  # the benchmark version of each series' points here
         for block in run.blocks:
             hit = self._grid_ids.get(id(block.benches))
             if hit is not None and hit[0] is block.benches:
@@ -300,10 +299,8 @@ class IngestWrites(UpsertWrites):
             else:
                 grid_ids.append(None)
                 wanted.update((key, bench) for bench, key in block.benches)
-                versions.update((key, block.benchmark_version) for _, key in block.benches)
         wanted.update((p.key, p.benchmark) for p in run.points)
-        versions.update((p.key, p.benchmark_version) for p in run.points)
-        bench_ids = self._benchmark_ids(conn, pending, wanted, versions) if wanted else {}
+        bench_ids = self._benchmark_ids(conn, pending, wanted) if wanted else {}
         if self._result_insert is None:
             self._result_insert = ResultInsert(conn.dialect)
         times: dict[Any, Any] = {}  # the points of one benchmark share its start time: convert it once

@@ -31,6 +31,16 @@ class SeriesRedefined(ValueError):
     benchmark the store holds points of: another benchmark under the same name, not stored."""
 
 
+def _redefined(bench: Benchmark, stored: tuple[str, str, str]) -> None:
+    """`_benchmark_ids`' answer to a series `bench` redefines: `SeriesRedefined` (ingest leaves such a
+    benchmark out of the run first, `UpsertWrites.leave_out_redefined`; this guards writes that race it)."""
+    unit, direction, _ = stored
+    raise SeriesRedefined(
+        f"benchmark {bench.key!r} is stored in {unit!r} ({direction} is better); this file's benchmarks.json "
+        f"declares it in {bench.unit!r} ({bench.direction} is better): another benchmark under the same name, "
+        "not stored")
+
+
 def _meta(bench: Benchmark) -> tuple[str, str, str]:
     return bench.unit, str(bench.direction), str(bench.kind)
 
@@ -73,6 +83,7 @@ class UpsertWrites(StoreReads):
         # none either (a declared one looks its row up, to store the direction): an id never changes.
         self._undeclared_ids: dict[str, int] = {}
         self._bench_meta: dict[str, tuple[str, str, str]] = {}  # key -> stored (unit, direction, kind), committed
+        self._bench_absent: set[str] = set()  # keys `leave_out_redefined` found in no row (made by a write since)
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
@@ -91,6 +102,7 @@ class UpsertWrites(StoreReads):
                 self._undeclared_ids[k[1]] = v
             elif isinstance(k, tuple):
                 self._bench_meta[k[1]] = v
+                self._bench_absent.discard(k[1])
         return out
 
     def _upsert_machine(self, conn: Connection, machine: Machine, pending: dict[Any, Any] | None = None
@@ -209,16 +221,11 @@ class UpsertWrites(StoreReads):
         return row.id
 
     def _benchmark_ids(
-        self, conn: Connection, pending: dict[Any, Any], benches: Iterable[Benchmark] | dict[str, Benchmark],
-        versions: dict[str, str | None] | None = None,
+        self, conn: Connection, pending: dict[Any, Any], benches: Iterable[Benchmark] | dict[str, Benchmark]
     ) -> dict[str, int]:
         """The ids of the series of `benches` (by key), found or created. A series the store holds with
-        another unit or declared direction (`_redefines`) takes the new one where `versions` (key -> the
-        benchmark version of the points to write) names a version the store holds no point of (asv's
-        version changes with the benchmark's code, its unit too); at a stored version it is another
-        benchmark under the same name, and `SeriesRedefined` is raised: a foreign benchmarks.json that
-        re-typed a time benchmark as a track put negative seconds into its history, and a +339% step
-        read "inconclusive" (2026-12-07)."""
+        another unit or declared direction (`_redefines`) raises `SeriesRedefined`: ingest leaves such a
+        benchmark out beforehand (`leave_out_redefined`), so only a write racing another runner's sees it."""
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         # Ids committed before, then those this transaction created or found (`pending`): without the
         # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
@@ -232,19 +239,21 @@ class UpsertWrites(StoreReads):
         for k in ids:
             stored = pending.get((_META, k)) or self._bench_meta.get(k)
             if stored is not None and _redefines(wanted[k], stored):
-                self._redefine(conn, pending, wanted[k], ids[k], stored, versions)
+                _redefined(wanted[k], stored)
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), CHUNK):
             chunk = missing[i : i + CHUNK]
-            rows_ = conn.execute(
+            # Keys `leave_out_redefined` just found in no row are not looked up again: the insert below
+            # ignores a row another runner made meanwhile, and its read-back checks that row's definition.
+            rows_ = [] if self._bench_absent.issuperset(chunk) else conn.execute(
                 select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction, BenchmarkRow.unit, BenchmarkRow.kind)
                 .where(BenchmarkRow.key.in_(chunk))
             ).all()
             found = {k: id_ for k, id_, *_ in rows_}
-            for k, id_, direction, unit, kind in rows_:
+            for k, _, direction, unit, kind in rows_:
                 pending[(_META, k)] = stored = (unit, direction, kind)
                 if _redefines(wanted[k], stored):
-                    self._redefine(conn, pending, wanted[k], id_, stored, versions)
+                    _redefined(wanted[k], stored)
             # A series stored before its benchmark declared a direction takes the one declared now;
             # an undeclared one never erases a declared one. Ids of series still of unknown direction
             # are not cached, so a later declaration is seen.
@@ -270,36 +279,58 @@ class UpsertWrites(StoreReads):
                 ]
                 stmt = insert_ignore(self.dialect, BenchmarkRow.__table__)
                 conn.execute(stmt if stmt is not None else insert(BenchmarkRow.__table__), rows)
-                found.update(
-                    conn.execute(select(BenchmarkRow.key, BenchmarkRow.id).where(BenchmarkRow.key.in_(new))).all()
-                )
+                for k, id_, direction, unit, kind in conn.execute(
+                        select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction, BenchmarkRow.unit,
+                               BenchmarkRow.kind).where(BenchmarkRow.key.in_(new))):
+                    found[k] = id_
+                    if _redefines(wanted[k], (unit, direction, kind)):  # another runner's row, made meanwhile
+                        _redefined(wanted[k], (unit, direction, kind))
                 unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
                 pending.update(((_META, k), _meta(wanted[k])) for k in new)
             ids.update(found)
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
-    def _redefine(self, conn: Connection, pending: dict[Any, Any], bench: Benchmark, id_: int,
-                  stored: tuple[str, str, str], versions: dict[str, str | None] | None) -> None:
-        """`_benchmark_ids`' answer to a series `bench` redefines: take the new definition at a version the
-        store holds no point of, else raise `SeriesRedefined`."""
-        from ci.store.models import ResultBlockRow, ResultRow
+    def leave_out_redefined(self, run: Any) -> tuple[Any, tuple[str, ...]]:
+        """`run` (a `ci.ingest.ParsedRun`) less the benchmarks whose series the store holds with another
+        unit or declared direction (`_redefines`), and a message per benchmark left out. A foreign
+        benchmarks.json that declared a stored time benchmark a track in images/s put its values, negative
+        ones too, into the seconds history, and a +339% step read "inconclusive" (2026-12-07); a suite that
+        corrects a unit keeps its version (asv's is a hash of the code), so refusing the whole file refused
+        every later file of the machine. Only that benchmark is left out, each time, and said so; the stored
+        definition is never rewritten by a file (an unknown direction is filled in, `_benchmark_ids`)."""
+        import dataclasses
 
-        version = (versions or {}).get(bench.key)
-        held = set(conn.execute(select(ResultRow.benchmark_version).where(ResultRow.benchmark_id == id_)
-                                .distinct()).scalars())  # fmt: skip
-        held.update(conn.execute(select(ResultBlockRow.benchmark_version).where(ResultBlockRow.name == bench.name)
-                                 .distinct()).scalars())  # fmt: skip
-        unit, direction, _ = stored
-        if version is None or version in held:
-            at = f"at its stored version {version!r}" if version is not None else "with no benchmark version"
-            raise SeriesRedefined(
-                f"benchmark {bench.key!r} is stored in {unit!r} ({direction} is better); this file's benchmarks.json "
-                f"declares it in {bench.unit!r} ({bench.direction} is better) {at}: another benchmark under the "
-                "same name, not stored (a results folder of another suite? ingest it into another --db)")
-        conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == id_).values(
-            unit=bench.unit, direction=str(bench.direction), kind=str(bench.kind)))
-        pending[(_META, bench.key)] = _meta(bench)
+        declared: dict[str, Benchmark] = {p.key: p.benchmark for p in run.points}
+        for block in run.blocks:
+            declared.update((key, bench) for bench, key in block.benches)
+        # Each key is read once per store object: its row's definition, or that there is none yet (the write
+        # that makes it records it, `_write_retrying`). A batch's files looked each series up once, and still do.
+        missing = sorted(k for k in declared if k not in self._bench_meta and k not in self._bench_absent)
+        if missing:
+            self._bench_absent.update(missing)
+            with self._read() as conn:
+                for i in range(0, len(missing), CHUNK):
+                    rows = conn.execute(select(BenchmarkRow.key, BenchmarkRow.unit, BenchmarkRow.direction,
+                                               BenchmarkRow.kind).where(BenchmarkRow.key.in_(missing[i:i + CHUNK])))
+                    for key, unit, direction, kind in rows:
+                        self._bench_meta[key] = (unit, direction, kind)
+                        self._bench_absent.discard(key)
+        bad: dict[str, str] = {}
+        for key, bench in declared.items():
+            stored = self._bench_meta.get(key)
+            if stored is not None and bench.name not in bad and _redefines(bench, stored):
+                bad[bench.name] = (
+                    f"left out benchmark {bench.name!r}: this file's benchmarks.json declares it in {bench.unit!r} "
+                    f"({bench.direction} is better), but the store holds its series in {stored[0]!r} ({stored[1]} is "
+                    "better): another benchmark under the same name, or a changed definition; its points are not "
+                    "stored (give a changed benchmark a new name, or ingest another suite into another --db)")
+        if not bad:
+            return run, ()
+        return dataclasses.replace(
+            run, points=tuple(p for p in run.points if p.benchmark.name not in bad),
+            blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in bad),
+            skipped_unstorable=(*run.skipped_unstorable, *bad)), tuple(bad.values())
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:
         """Create commits or enrich them with parents/branch/time/subject, in one transaction.

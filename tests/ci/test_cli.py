@@ -690,7 +690,7 @@ def test_a_benchmark_acknowledged_as_broken_no_longer_fails_every_comparison(tmp
     assert main(compare) == 1
     assert "failed to run on head, and on base" in capsys.readouterr().out
     assert main(["ack", "--db", db, "--benchmark", key, "--commit", sha_for(0), "--who", "ana", "--why", "no GPU"]) == 0
-    assert "has not run since" in capsys.readouterr().out
+    assert f"has not run at {sha_for(0)[:12]} or since on {MACHINE} (it failed)" in capsys.readouterr().out
     assert main(compare) == 0
     out = capsys.readouterr().out
     assert "known broken, not run since" in out and "(acknowledged by ana: no GPU)" in out

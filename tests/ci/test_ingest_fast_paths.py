@@ -207,9 +207,9 @@ def test_a_grid_of_committed_series_is_not_looked_up_again(tmp_path, store_url):
         with Store(url) as store:
             real = store._benchmark_ids
 
-            def spy(conn, pending, wanted, versions=None, real=real):
+            def spy(conn, pending, wanted, real=real):
                 asked.append(set(wanted))
-                return real(conn, pending, wanted, versions)
+                return real(conn, pending, wanted)
 
             store._benchmark_ids = spy
             asked.clear()

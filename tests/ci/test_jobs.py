@@ -87,6 +87,15 @@ def test_across_jobs_a_series_is_withheld_without_drift_and_judged_past_its_drif
     (unknown,) = compare([_result("a" * 40, 1.0, job="j-1/1", bench=odd)],
                          [_result("b" * 40, 14.0, job="j-2/1", bench=odd)], between_jobs={})
     assert unknown.outcome == Outcome.INCONCLUSIVE  # which way is worse is unknown: never judged
+    # A model that allows more than no model does (conda's 5 jobs allowed +6,639%) is none: withheld, not
+    # "unchanged" under it; past 3x it is judged as without a model.
+    from ci.verdicts.noise import SeriesNoise
+
+    wide = {LAT.key: SeriesNoise(sigma=1.0, jump=0.0, jobs=5, multiplier=4.2, allowance=66.4)}
+    (same_level,) = compare([base], [_result("b" * 40, 1.04, job="j-2/1", seed=2)], between_jobs=wide)
+    assert same_level.outcome == Outcome.INCONCLUSIVE and same_level.reason == WITHHELD_OTHER_JOB
+    (far,) = compare([base], [_result("b" * 40, 14.0, job="j-2/1", seed=2)], between_jobs=wide)
+    assert far.outcome == Outcome.REGRESSED and UNKNOWN_DRIFT_BASIS in far.reason
 
 
 def test_a_comparison_whose_every_timing_series_was_withheld_judged_nothing():

@@ -749,3 +749,23 @@ def test_every_row_the_machine_filter_hides_names_one_of_its_choices(tmp_path: P
     failed_rows = re.findall(r'<tr data-machine="([^"]*)"[^>]*><td class="bench">.*?</td><td>[^<]*</td><td>failed</td>',
                              (tmp_path / "site" / "commit" / f"{commit_slug(sha_for(1))}.html").read_text())
     assert len(failed_rows) == 2 and set(failed_rows) == choices  # one failed point per environment
+
+
+def test_a_commit_whose_every_point_failed_says_so_not_that_its_results_stayed_within(tmp_path: Path) -> None:
+    """A commit at which every point failed to run read "0 results at this commit; 0 changed ..., every
+    other one stayed within it" and "No environment recorded" (conda's history, 2026-12-07)."""
+    from ci.ingest import ingest_results_dir
+    from ci.site import render_site
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(8)],
+                  samples=lambda name, j, c: None if c == 5 else [1e-4 * (j + 1) * (1 + 0.01 * k) for k in range(6)])
+    with Store(tmp_path / "h.sqlite") as store:
+        ingest_results_dir(store, root)
+        render_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "commit" / f"{sha_for(5)}.html").read_text(encoding="utf-8")
+    summary = page[page.index('id="results-summary"'):page.index("</p>", page.index('id="results-summary"'))]
+    assert "No result was measured at this commit: every point recorded here failed to run" in summary, summary
+    assert "stayed within" not in summary
