@@ -27,17 +27,23 @@ TOKEN_SHAPES = re.compile(
     r"|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
-    r"|(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}", re.DOTALL)
+    # A bearer credential; a basic one of 16 or more token characters with a digit or one of + / = among
+    # them ("Add basic benchmarks" read "Add *** ..." once every shown text was redacted, 2026-12-07).
+    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"
+    r"|(?i:\bbasic\s+)(?=[A-Za-z._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{16,}", re.DOTALL)
 # A password in a URL's userinfo (`https://user:password@host`, as a PIP_INDEX_URL or a DATABASE_URL
 # carries one), and a user part alone long enough to be a token (`https://<token>@github.com`).
 # The password runs to the '@' after which the host holds no '@' up to its end ('/', '?', '#' or
 # whitespace): an unescaped '@' or '/' in a password is still masked whole (`u:p@ss@host`).
 _URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]*):(\S+?)@(?=[^@\s/?#]*(?:[/?#\s]|$))")
 _URL_TOKEN_USER = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)([^/\s:@]{16,})@")
-# A credential in a query string or a `key=value` list: ?token=..., &password=..., api_key=..., sig=...
+# A credential in a query string or a `key=value` list: ?token=..., &password=..., api_key=..., sig=...: a
+# value of 6 or more characters, not a number of fewer than 12 digits, that a parenthesis ends too (a
+# benchmark's parameters "max_token=512" and "use_auth=True" read "max_token=***" once every shown text
+# was redacted, 2026-12-07).
 _SECRET_PARAMETER = re.compile(
     r"(?i)(\b[a-z0-9_.-]*?(?:token|secret|passw(?:or)?d|passphrase|pwd|api_?key|access_?key|credentials?"
-    r"|signature|sig|auth|authorization)=)[^&\s#;,'\"]+")
+    r"|signature|sig|auth|authorization)=)(?![0-9]{1,11}(?:[&\s#;,'\"()]|$))[^&\s#;,'\"()]{6,}")
 # Names of variables that hold a credential: GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, API_KEY, ...
 # A webhook's URL and a DSN carry their credential in the URL itself (SLACK_WEBHOOK_URL, SENTRY_DSN).
 SECRET_NAME = re.compile(

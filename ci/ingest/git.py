@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ci.records import Commit
-from ci.text import printable
+from ci.text import printable, redact_text
 
 # sha, parents, committer time, subject, then the sha again: the record's end (`parse_log`).
 LOG_FORMAT = "%H%x00%P%x00%cI%x00%s%x00%H"
@@ -168,7 +168,9 @@ def _record(sha: str, body: bytes, branch: str) -> tuple[Commit | None, str]:
         time: datetime | None = datetime.fromisoformat(text).astimezone(UTC)
     except (ValueError, OverflowError):
         time, problem = None, f"git's commit time {text!r:.80} is not a date: it is stored with asv's date"
-    text = subject[:4 * SUBJECT_CHARS + 4].decode("utf-8", "replace")  # enough bytes for one character more
+    # Redacted before it is cut and stored: a cut through a URL's "@" leaves a password's start that no
+    # longer has the shape that hides it where the subject is shown.
+    text = redact_text(subject[:4 * SUBJECT_CHARS + 1024].decode("utf-8", "replace"))  # a credential past the cut too
     if len(text) > SUBJECT_CHARS:
         text = text[:SUBJECT_CHARS - 1] + "…"
     commit = Commit(sha=sha, parents=tuple(parents.decode().split()), branch=branch, time=time, subject=text)

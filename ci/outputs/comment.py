@@ -195,7 +195,8 @@ def _commit_line(ctx: CommentContext, base_sha: str, head_sha: str) -> str:
         short = f"`{sha[:12]}`" if _SHA_RE.fullmatch(sha) else md_code(sha[:12])
         if ctx.commit_url and _SHA_RE.fullmatch(sha):
             short = f"[{short}]({md_url(ctx.commit_url + sha)})"
-        subject = (commit.subject if commit is not None else "").strip()
+        # Redacted before it is cut: a cut through a URL's "@" left its password's start on show (2026-12-07).
+        subject = redact_text(commit.subject if commit is not None else "").strip()
         if len(subject) > _SUBJECT_CHARS:
             subject = subject[: _SUBJECT_CHARS - 1] + "…"
         return f"{label} {short}" + (f" “{md_text(subject)}”" if subject else "")

@@ -158,6 +158,7 @@ def _server_text(text: str, secret: _Secret | None = None, limit: int = _MAX_SER
     text = " ".join(text.split())
     if secret is not None:
         text = secret.redact(text)
+    text = redact_text(text)  # before the cut: a cut credential no longer has the shape that hides it
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

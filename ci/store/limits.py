@@ -27,6 +27,7 @@ from sqlalchemy import String
 
 from ci.records import Benchmark, Commit, Machine, ParsedRun
 from ci.store.models import AcknowledgementRow, BenchmarkRow, CommitRow, MachineRow, ResultRow, RunRow
+from ci.text import redact_text
 
 
 class StoreLimitError(ValueError):
@@ -72,7 +73,9 @@ def check_text(value: str, column: object, what: str) -> None:
 
 
 def _short(text: str) -> str:
-    """A value quoted for a message, cut so that a 10,000-character name gives a readable line."""
+    """A value quoted for a message, cut so that a 10,000-character name gives a readable line (redacted
+    first: a cut credential no longer has the shape that hides it when the message is shown)."""
+    text = redact_text(text)
     return repr(text[:80] + "…" if len(text) > 80 else text)
 
 

@@ -129,6 +129,7 @@ CHANGE_CHARS = 160
 
 
 def _cut(text: str) -> str:
+    text = redact_text(text)  # before the cut, which could leave a credential's start where its shape is gone
     return text if len(text) <= CHANGE_CHARS else text[:CHANGE_CHARS - 1] + "…"
 
 

@@ -576,3 +576,17 @@ def test_series_that_moved_together_across_jobs_name_the_runner_first() -> None:
     code += [_v(f"s.B.time_q{i}", Outcome.UNCHANGED, 1.003) for i in range(4)]
     for quiet in (both, few, small, unknown, code):
         assert moved_together(quiet) is None and "moved the same way" not in _render(quiet)
+
+
+def test_a_subject_cut_through_a_urls_password_shows_none_of_it() -> None:
+    """The comment cuts a commit subject at 72 characters: cut before redaction, a cut through the "@" of
+    `https://user:password@host` left the password's start on show, no longer shaped like one
+    (2026-12-07). Redacted first, nothing of it shows."""
+    from ci.records import Commit
+
+    subject = "Point the benchmarks' data sets at the mirror https://ci-bot:hunter2-Secret-Value@data.example.org/s"
+    assert subject.index("hunter2") < 71 < subject.index("@")  # the cut falls inside the password
+    ctx = _ctx(base_commit=Commit("a" * 40, subject="Tune the kernel"), head_commit=Commit("b" * 40, subject=subject))
+    body = _render([Verdict(benchmark=Benchmark("s.B.time_x"), outcome=Outcome.UNCHANGED, base_value=1.0,
+                            head_value=1.0, ratio=1.0)], context=ctx)
+    assert "hunter2" not in body and "ci-bot:\\*\\*\\*@data.e" in body.replace("\u200b", "")

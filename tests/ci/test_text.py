@@ -53,6 +53,8 @@ def test_redact_text_hides_credentials_by_their_shape(text: str, shown: str) -> 
     "https://pypi.org/simple", "ssh://git@github.com/org/repo.git", "torch==2.14.1", "numpy 1.26; keys=3",
     "Linux 4.18.0-553.123.1.el8_10.x86_64", "--authors=x", "tokens=3", "/usr/lib/x86_64-linux-gnu",
     "existing-py_usr_bin_python3.11", "Intel(R) Xeon(R) CPU E5-2683 v4 @ 2.10GHz", "basic mode", "bearer of news",
+    # Benchmark names, parameters and commit subjects, which every shown text's redaction sees (2026-12-07):
+    "Add basic benchmarks for the kernel", "f(max_token=512, use_auth=True)", "g(max_tokens=409600, sig=2)",
 ])
 def test_redact_text_leaves_what_is_no_credential(text: str) -> None:
     assert redact_text(text) == text
