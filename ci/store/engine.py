@@ -229,8 +229,8 @@ def database_failed(exc: DBAPIError) -> bool:
         return True
     message = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
     return isinstance(exc, OperationalError) and any(s in message for s in (
-        "readonly database", "read-only", "disk is full", "disk i/o error", "unable to open", "server closed",
-        "terminating connection", "connection"))
+        "readonly database", "read-only", "disk is full", "no space left", "disk i/o error", "unable to open",
+        "server closed", "terminating connection", "connection"))
 
 
 def retry_write(engine: Engine, fn: Callable[[Connection], T]) -> T:

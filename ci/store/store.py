@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ci.store.engine import StoreError, display_url, make_engine, resolve_url
+from ci.store.engine import StoreError, display_url, is_retryable, make_engine, resolve_url
 from ci.store.schema import migrate_schema, require_head, stored_revision
 from ci.store.writes import StoreWrites
 
@@ -70,6 +70,8 @@ class Store(StoreWrites):
                 conn.execute(text("UPDATE runs SET source = source WHERE 1 = 0"))
                 tx.rollback()
         except DBAPIError as exc:
+            if is_retryable(exc):  # busy (another writer holds the lock past the wait), not read-only
+                return
             lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
             raise StoreError(f"{where} cannot be written ({lines[0] if lines else type(exc).__name__}); nothing was "
                              "measured or written: give a writable --db") from None

@@ -331,11 +331,15 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
     return Comparison(b, h, jobs, verdicts, len(drift or {}), machines, base, head)
 
 
-def not_run_since(store: ComparisonSource, key: str, machine: str, since: str, until: str | None = None) -> bool:
+def not_run_since(store: ComparisonSource, key: str, machine: str, since: str, until: str | None = None,
+                  orders: dict[str, list[str]] | None = None) -> bool:
     """Whether series `key` has not run once on `machine` from commit `since` through `until` (None: its
     first failed run from `since` on), both among the machine's runs, and failed to run at `until`
-    (`known_broken`'s test)."""
-    order = list(dict.fromkeys(store.run_commits(machine)))  # type: ignore[attr-defined]
+    (`known_broken`'s test). `orders`: each machine's runs read so far, kept across calls."""
+    orders = {} if orders is None else orders
+    if machine not in orders:
+        orders[machine] = list(dict.fromkeys(store.run_commits(machine)))  # type: ignore[attr-defined]
+    order = orders[machine]
     at = {sha: i for i, sha in enumerate(order)}
     failed = [at[f.commit_sha] for f in store.failures(benchmark_key=key, machine=machine)
               if f.status == "failed" and f.commit_sha in at]
@@ -368,11 +372,12 @@ def known_broken(store: ComparisonSource, verdicts: Sequence[Verdict], base: str
     for a in acks:
         by_key.setdefault(a.benchmark_key, []).append(a)
     out = []
+    orders: dict[str, list[str]] = {}  # each machine's runs, read once
     for v in verdicts:
         covering = None
         if v.reason == FAILED_BOTH and v.benchmark.key in by_key:
             covering = next((a for a in reversed(by_key[v.benchmark.key])  # the newest that covers it
-                             if not_run_since(store, v.benchmark.key, v.machine, a.commit_sha, base)), None)
+                             if not_run_since(store, v.benchmark.key, v.machine, a.commit_sha, base, orders)), None)
         if covering is None:
             out.append(v)
             continue

@@ -547,3 +547,32 @@ def test_the_project_is_kept_whole_and_a_damaged_one_is_an_error(store_url: str)
         store.save_setting("asv_conf", '{"project": 3}')
         with pytest.raises(StoreError, match="damaged"):
             store.project()
+
+
+def test_a_busy_store_passes_the_write_probe_and_a_read_only_one_does_not(tmp_path, monkeypatch):
+    """The write probe before a job measures (`Store.require_writable`) refuses a store that cannot be
+    written, not one another writer holds past the lock's wait: that store is busy, and the job's writes
+    wait their turn (a busy store read "cannot be written (database is locked)", 2026-12-07)."""
+    import sqlite3
+
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.exc import OperationalError
+
+    from ci.store import StoreError
+
+    db = tmp_path / "h.sqlite"
+    real = Connection.execute
+
+    def answer(message):
+        def execute(self, statement, *args, **kwargs):
+            if "WHERE 1 = 0" in str(statement):
+                raise OperationalError(str(statement), {}, sqlite3.OperationalError(message))
+            return real(self, statement, *args, **kwargs)
+        return execute
+
+    with Store(db) as store:
+        monkeypatch.setattr(Connection, "execute", answer("database is locked"))
+        store.require_writable()
+        monkeypatch.setattr(Connection, "execute", answer("attempt to write a readonly database"))
+        with pytest.raises(StoreError, match="cannot be written .attempt to write a readonly database"):
+            store.require_writable()
