@@ -769,3 +769,29 @@ def test_a_commit_whose_every_point_failed_says_so_not_that_its_results_stayed_w
     summary = page[page.index('id="results-summary"'):page.index("</p>", page.index('id="results-summary"'))]
     assert "No result was measured at this commit: every point recorded here failed to run" in summary, summary
     assert "stayed within" not in summary
+
+
+def test_a_series_acknowledged_as_known_broken_leaves_the_failing_banner(tmp_path: Path) -> None:
+    """After `ci ack` of a benchmark failing at every commit, compare listed it as not compared but the
+    overview still read "1 series failing" (conda's history, 2026-12-07): it is listed apart, with who
+    acknowledged it and why, and raises no banner."""
+    from ci.ingest import ingest_results_dir
+    from ci.site import render_site
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(8)],
+                  samples=lambda name, j, c: None if ("time_gpu" in name and j == 0)
+                  else [1e-4 * (j + 1) * (1 + 0.01 * k) for k in range(6)])
+    with Store(tmp_path / "h.sqlite") as store:
+        ingest_results_dir(store, root)
+        render_site(store, tmp_path / "before")
+        key = next(f.benchmark.key for f in store.failures())
+        store.acknowledge(key, sha_for(0), "ana", "needs a GPU the runner lacks")
+        render_site(store, tmp_path / "after")
+    before = (tmp_path / "before" / "index.html").read_text(encoding="utf-8")
+    after = (tmp_path / "after" / "index.html").read_text(encoding="utf-8")
+    assert 'id="failing"' in before and 'id="known-broken"' not in before
+    assert 'id="failing"' not in after and "1 series acknowledged as known broken" in after
+    assert "acknowledged by ana: needs a GPU the runner lacks" in after

@@ -113,6 +113,20 @@ class SummaryPages(Site):
         # Jobs that ingest kept apart by their speed alone (`ci.ingest.speed`): said, with how far they read.
         speed = [(self.ml(m.name), m.speed, m.speed_shift) for m in snap.machines if m.speed]
         failing, stopped = snap.not_reporting()
+        # A failing series a maintainer acknowledged as known broken (`ci ack` at a commit of its streak of
+        # failures, as compare honours it: `ci.verdicts.inputs.known_broken`) is listed apart, not as an alarm:
+        # conda's page still read "1 series failing" and "Acknowledged (0)" after the ack (2026-12-07).
+        acks_of: dict[str, list[Any]] = defaultdict(list)
+        for (key, sha), ack in snap.acks.items():
+            acks_of[key].append((sha, ack))
+
+        def known_broken(x: Any) -> Any:
+            lo, hi = snap.position.get(x.since, -1), snap.position.get(x.latest, -1)
+            return next((ack for sha, ack in acks_of.get(x.benchmark.key, ())
+                         if lo <= snap.position.get(sha, -2) <= hi), None)
+
+        broken = [(x, ack) for x in failing if (ack := known_broken(x)) is not None]
+        failing = [x for x in failing if all(x is not y for y, _ in broken)]
         groups = [self.group_row(g) for g in snap.groups[:BANNER_LIMIT]]
         crowds = snap.suspect_crowds()  # many series suspected at one commit: one alert each, listed first
         crowded = {id(x) for xs in crowds for x in xs}
@@ -120,6 +134,9 @@ class SummaryPages(Site):
             "groups": groups, "n_groups": len(snap.groups),
             "page": "overview", "suites": sorted(suites.items()), "several": several, "speed": speed,
             "failing": [self.not_reporting_row(x) for x in failing[:BANNER_LIMIT]], "n_failing": len(failing),
+            "broken": [{**self.not_reporting_row(x), "who": ack.who, "why": ack.why}
+                       for x, ack in broken[:BANNER_LIMIT]],
+            "n_broken": len(broken),
             "stopped": [self.not_reporting_row(x) for x in stopped[:BANNER_LIMIT]], "n_stopped": len(stopped),
             "quiet": [{"machine": self.ml(m), "gpu": self.gpu_of.get(m, ""), "sha": last[:10],
                        "href": self.commit_href(last, 0), "newer": newer,
