@@ -354,7 +354,10 @@ def _asv_rule(bench: Benchmark, bm: float, hm: float, base: AsvSide, head: AsvSi
     up = better(bm, hm, base, head, factor)  # base lower than head / factor: the value rose
     down = better(hm, bm, head, base, factor)
     bs, hs = base[0], head[0]
-    ci = (hs["ci_99_a"] / bs["ci_99_b"], hs["ci_99_b"] / bs["ci_99_a"]) if bs["ci_99_a"] > 0 else (math.nan, math.nan)
+    # A ratio of intervals only where every bound is positive: asv's interval of 2 repeats reaches below
+    # zero, and a ratio interval read [-1.765, 15.892] (conda's history, 2026-12-07).
+    ends = (bs["ci_99_a"], bs["ci_99_b"], hs["ci_99_a"], hs["ci_99_b"])
+    ci = (hs["ci_99_a"] / bs["ci_99_b"], hs["ci_99_b"] / bs["ci_99_a"]) if min(ends) > 0 else (math.nan, math.nan)
     outcome, how = _size_outcome(bench, hm / bm, threshold, "beyond the threshold and significant",
                                  up, down)
     return outcome, how, ci
