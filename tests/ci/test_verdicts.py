@@ -569,7 +569,7 @@ def test_points_without_raw_samples_are_judged_by_asvs_statistics(shift, half_wi
     (once,) = compare([_one_value(LAT, "a", 2e-5, 0.10, 1.0)], [_one_value(LAT, "b", 2e-5 * 1.15, 0.10, 1.0)])
     assert once.outcome == Outcome.REGRESSED, once.reason
     # An interval reaching below zero (asv's of 2 repeats): no ratio interval, not [-1.765, 15.892].
-    (wide,) = compare([_one_value(LAT, "a", 2e-5, 1.4, 2.0)], [_one_value(LAT, "b", 2e-5 * 6.7, 1.4, 2.0)])
+    (wide,) = compare([_one_value(LAT, "a", 2e-5, 0.5, 2.0)], [_one_value(LAT, "b", 2e-5 * 6.7, 1.4, 2.0)])
     assert math.isnan(wide.ci_low) and math.isnan(wide.ci_high), (wide.ci_low, wide.ci_high)
 
 
