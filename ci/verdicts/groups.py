@@ -91,8 +91,10 @@ class AlertGroup:
         if self.measured:
             line += f", of the {self.measured} measured there"
         if self.whole_machine:
-            line += ("; most of the machine moved one way, as a runner change the files do not record does "
-                     "(or a change that moves every benchmark)")
+            # Change points: a level that held. A code change that moves every benchmark is named first
+            # (PlasmaPy's x2.2 step, which held, read "as a runner change ... does", 2026-12-07).
+            line += ("; most of the machine moved one way and stayed there: a change that moves every benchmark, "
+                     "or a runner change the files do not record")
         if self.environment:
             line += ": the environment changed: " + "; ".join(self.environment)
         return line

@@ -176,8 +176,8 @@ def test_a_crowd_of_most_of_the_machine_says_so_unless_the_environment_changed()
     (most,) = group_changes(cps, ORDER, None, {("m", "c5"): 6})
     assert most.measured == 6 and most.whole_machine
     assert most.headline() == ("4 series changed at c5 (4 slower), of the 6 measured there; most of the machine "
-                               "moved one way, as a runner change the files do not record does (or a change that "
-                               "moves every benchmark)")
+                               "moved one way and stayed there: a change that moves every benchmark, or a runner "
+                               "change the files do not record")
     (few,) = group_changes(cps, ORDER, None, {("m", "c5"): 40})
     assert not few.whole_machine and few.headline() == "4 series changed at c5 (4 slower), of the 40 measured there"
     envs = {("m", "c4"): {"python": "3.11"}, ("m", "c5"): {"python": "3.12"}}
