@@ -358,7 +358,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
-    from ci.records import AlertState, machine_labels
+    from ci.records import AlertState, Kind, machine_labels
     from ci.verdicts.inputs import not_run_since
 
     with _open(args) as store:
@@ -367,8 +367,9 @@ def cmd_ack(args: argparse.Namespace) -> int:
         closed = [a for a in store.alerts(state=AlertState.ACKNOWLEDGED)
                   if (a.benchmark.key, a.commit_sha, a.acknowledged_at) == this]
         labels = machine_labels(store.machines())
-        broken = [labels.get(m.name, m.name) for m in store.machines()
-                  if not_run_since(store, ack.benchmark_key, m.name, ack.commit_sha)]
+        gate = any(b.key == ack.benchmark_key and b.kind == Kind.CORRECTNESS for b in store.benchmarks())
+        broken = [] if gate else [labels.get(m.name, m.name) for m in store.machines()  # a gate fails whatever
+                                  if not_run_since(store, ack.benchmark_key, m.name, ack.commit_sha)]
         found = bool(closed) or broken or _regression_at(store, ack.benchmark_key, ack.commit_sha)
     with reader_may_leave():
         print(printable(f"acknowledged {ack.benchmark_key} at {ack.commit_sha[:12]} by {ack.who}: {ack.why}"))

@@ -333,24 +333,21 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
 
 def not_run_since(store: ComparisonSource, key: str, machine: str, since: str, until: str | None = None,
                   orders: dict[str, list[str]] | None = None) -> bool:
-    """Whether series `key` has not run once on `machine` from commit `since` through `until` (None: its
-    first failed run from `since` on), both among the machine's runs, and failed to run at `until`
-    (`known_broken`'s test). `orders`: each machine's runs read so far, kept across calls."""
+    """Whether series `key` failed to run (asv recorded an error) at every run of `machine` from commit
+    `since` through `until` (None: at `since`), both among the machine's runs: `known_broken`'s test. A
+    run without the benchmark, or with it skipped, breaks the streak (counted as "not run", an ack of a
+    one-off failure on one machine silenced another machine's failure that started later, 2026-12-07).
+    `orders`: each machine's runs read so far, kept across calls."""
     orders = {} if orders is None else orders
     if machine not in orders:
         orders[machine] = list(dict.fromkeys(store.run_commits(machine)))  # type: ignore[attr-defined]
     order = orders[machine]
     at = {sha: i for i, sha in enumerate(order)}
-    failed = [at[f.commit_sha] for f in store.failures(benchmark_key=key, machine=machine)
-              if f.status == "failed" and f.commit_sha in at]
-    start = at.get(since)
-    if start is None:
+    start, end = at.get(since), at.get(until if until is not None else since)
+    if start is None or end is None or end < start:
         return False
-    end = at.get(until) if until is not None else min((i for i in failed if i >= start), default=None)
-    if end is None or end < start or end not in failed:
-        return False
-    ran = {r.commit_sha for r in store.results(benchmark_key=key, machine=machine)}
-    return not ran.intersection(order[start:end + 1])
+    failed = {f.commit_sha for f in store.failures(benchmark_key=key, machine=machine) if f.status == "failed"}
+    return all(sha in failed for sha in order[start:end + 1])
 
 
 def known_broken(store: ComparisonSource, verdicts: Sequence[Verdict], base: str,

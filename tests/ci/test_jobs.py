@@ -321,3 +321,29 @@ def test_the_false_alarm_rate_is_shared_over_the_series_judged_not_those_withhel
     withheld = [v for v in comparison.verdicts if v.reason == WITHHELD_OTHER_JOB]
     assert modelled and withheld
     assert all(f"shared over {len(modelled)} series" in v.reason for v in modelled), [v.reason for v in modelled]
+
+
+def test_an_acknowledgement_covers_only_a_streak_of_failed_runs_on_its_machine():
+    """`not_run_since`, which `known_broken` and `ci ack` read: every run of the machine from the
+    acknowledged commit through the base failed. A skipped point or a run without the benchmark breaks
+    the streak: an ack of m1's one-off failure at c3 silenced m2's failure that started at c6, where m2
+    had skipped it at c3-c5 (2026-12-07)."""
+    from types import SimpleNamespace
+
+    from ci.verdicts.inputs import not_run_since
+
+    class Store:
+        runs = {"m1": [f"c{i}" for i in range(7)], "m2": [f"c{i}" for i in range(7)]}
+        points = {"m1": {"c3": "failed"}, "m2": {"c3": "skipped", "c4": "skipped", "c5": "skipped", "c6": "failed"}}
+
+        def run_commits(self, machine):
+            return self.runs[machine]
+
+        def failures(self, *, benchmark_key=None, machine=None, commit_sha=None):
+            return [SimpleNamespace(commit_sha=sha, status=status) for sha, status in self.points[machine].items()]
+
+    store = Store()
+    assert not_run_since(store, "k", "m1", "c3") and not_run_since(store, "k", "m1", "c3", "c3")
+    assert not not_run_since(store, "k", "m1", "c3", "c4")  # it did not fail at c4
+    assert not not_run_since(store, "k", "m2", "c3", "c6")  # skipped at c3-c5: no streak of failures
+    assert not_run_since(store, "k", "m2", "c6", "c6") and not not_run_since(store, "k", "m2", "c9")

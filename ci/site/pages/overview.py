@@ -121,9 +121,12 @@ class SummaryPages(Site):
             acks_of[key].append((sha, ack))
 
         def known_broken(x: Any) -> Any:
+            # At a commit of its current streak of failures on this machine (a failed run of it there), as
+            # compare's `not_run_since` reads an acknowledgement.
             lo, hi = snap.position.get(x.since, -1), snap.position.get(x.latest, -1)
             return next((ack for sha, ack in acks_of.get(x.benchmark.key, ())
-                         if lo <= snap.position.get(sha, -2) <= hi), None)
+                         if lo <= snap.position.get(sha, -2) <= hi
+                         and (x.benchmark, x.machine, "failed") in snap.failures_by_sha.get(sha, ())), None)
 
         broken = [(x, ack) for x in failing if (ack := known_broken(x)) is not None]
         failing = [x for x in failing if all(x is not y for y, _ in broken)]
