@@ -164,7 +164,8 @@ def _only_one_side(benchmark: Benchmark, rs: list[Result], side_present: str, ma
     if benchmark.kind == Kind.CORRECTNESS:  # a check that did not run is not a pass
         return Verdict(
             benchmark=benchmark, outcome=Outcome.FAILED, base_value=value, head_value=math.nan, ratio=math.nan,
-            base_sha=sha, reason=f"correctness check {MISSING_ON_HEAD}: a check that did not run is not a pass",
+            base_sha=sha, reason=f"correctness check {MISSING_ON_HEAD if machine_ran else MISSING_MACHINE}: a check "
+                                 "that did not run is not a pass",
             machine=machine,
         )
     return Verdict(benchmark=benchmark, outcome=Outcome.INCONCLUSIVE, base_value=value, head_value=math.nan,
@@ -247,7 +248,7 @@ def compare(
             if h_rs:
                 gate_results.extend(h_rs)
             else:
-                final.append(_only_one_side(bench, b_rs, "base"))  # type: ignore[arg-type]
+                final.append(_only_one_side(bench, b_rs, "base", machine in ran))  # type: ignore[arg-type]
             continue
         if not b_rs or not h_rs:
             final.append(_only_one_side(bench, (h_rs or b_rs), "head" if h_rs else "base",  # type: ignore[arg-type]

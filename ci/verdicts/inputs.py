@@ -325,6 +325,12 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         if 0 < modelled < len(judged) and noise.rate(modelled) != noise.rate(len(judged)):
             drift = models(modelled)
     verdicts = compare(b, h, settings=settings, between_jobs=drift)
+    if any(MISSING_MACHINE in v.reason for v in verdicts):
+        # An environment whose every point at head was skipped ran there: its series are missing, not it
+        # (a PR that makes an environment's benchmarks skip read as the job not running it, 2026-12-07).
+        ran = {m for m in machines if store.failures(commit_sha=head, machine=m)}
+        verdicts = [dataclasses.replace(v, reason=v.reason.replace(MISSING_MACHINE, MISSING_ON_HEAD))
+                    if MISSING_MACHINE in v.reason and v.machine in ran else v for v in verdicts]
     acks = getattr(store, "acknowledgements", None)  # a store's; an in-memory reader holds none
     if acks is not None and any(v.reason == FAILED_BOTH for v in verdicts):
         verdicts = known_broken(store, verdicts, base, acks())

@@ -314,3 +314,23 @@ def test_the_overview_lists_failing_series_and_series_that_stopped_reporting(tmp
     # (each timing series stopped or failed before its sixth), which the banner says instead of "none".
     assert "Too little history to judge yet" in index and "No open regressions" not in index
     assert index.index('id="failing"') < index.index('id="open-regressions"')
+
+
+def test_an_environment_whose_every_point_was_skipped_at_head_ran_there(tmp_path, capsys):
+    """Every series of an environment missing at head reads "nothing of this environment and host was
+    measured at head"; one whose every point at head asv recorded as skipped ran there, and its series
+    read missing (removed, renamed or skipped), not as a job that did not run it (2026-12-07)."""
+    root = tmp_path / "results"
+    write_results(root, [sha_for(0), sha_for(1)], env_name="py-a")
+    write_results(root, [sha_for(0), sha_for(1)], env_name="py-b",
+                  samples=lambda name, j, c: [math.nan] if c == 1 else [1e-4 * (j + 1)] * 6)
+    write_results(root, [sha_for(0)], env_name="py-c")  # py-c: not run at head at all
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    capsys.readouterr()
+    main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--no-save"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if "missing on head" in line]
+    b_rows = [line for line in rows if "py-b" in line]
+    c_rows = [line for line in rows if "py-c" in line]
+    assert b_rows and all("removed, renamed or skipped" in line for line in b_rows), b_rows
+    assert c_rows and all("nothing of this environment and host was measured at head" in line for line in c_rows)
