@@ -27,10 +27,11 @@ TOKEN_SHAPES = re.compile(
     r"|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
-    # A bearer credential; a basic one of 16 or more token characters with a digit or one of + / = among
-    # them ("Add basic benchmarks" read "Add *** ..." once every shown text was redacted, 2026-12-07).
-    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|(?i:\bbasic\s+)(?=[A-Za-z._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{16,}", re.DOTALL)
+    # A bearer credential of 8 or more token characters with a digit among them; a basic one of 16 or
+    # more base64 characters with a digit or one of + / = ("Add basic benchmarks", "bearer authentication"
+    # and "basic 2D/3D-interpolation" read "***" once every shown text was redacted, 2026-12-07).
+    r"|(?i:\bbearer\s+)(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}"
+    r"|(?i:\bbasic\s+)(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9._~+/=-])", re.DOTALL)
 # A password in a URL's userinfo (`https://user:password@host`, as a PIP_INDEX_URL or a DATABASE_URL
 # carries one), and a user part alone long enough to be a token (`https://<token>@github.com`).
 # The password runs to the '@' after which the host holds no '@' up to its end ('/', '?', '#' or
@@ -69,6 +70,13 @@ _TOKEN_MARKS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
                 "glptt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-", "xox", "akia", "asia", "pypi-", "npm_",
                 "hf_", "sk-", "aiza", "eyj", "-----begin", "bearer", "basic")
 _PARAMETER_MARKS = ("token", "secret", "passw", "passphrase", "pwd", "key", "credential", "sig", "auth")
+
+
+def clip(value: object, chars: int) -> str:
+    """`value`'s repr in at most `chars` characters for a message, its credentials hidden first (cut
+    first, a credential loses the shape that hides it: `f"{value!r:.80}"` showed a URL's password once
+    the cut fell before its "@", 2026-12-07)."""
+    return redact_text(repr(value))[:chars]
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a dashboard shows each series key on many pages

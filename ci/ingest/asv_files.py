@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from ci.records import JOB_KEY, Direction, Kind, ParsedRun, declared_semantics
-from ci.text import quote_path
+from ci.text import clip, quote_path
 
 _orjson: ModuleType | None
 try:  # a C JSON parser, 4x json's speed on result files (2026-12-02); json alone does the same, slower
@@ -178,7 +178,7 @@ def check_version(path: Path, data: Any, expected: int) -> None:
     version = data.get("version")
     if version != expected:
         raise AsvFormatError(
-            f"{quote_path(path)}: asv format version {version!r:.40}, expected {expected} (run `asv update`)"
+            f"{quote_path(path)}: asv format version {clip(version, 40)}, expected {expected} (run `asv update`)"
         )
 
 
@@ -204,14 +204,14 @@ def load_benchmarks_json(results_dir: str | Path) -> dict[str, BenchmarkInfo]:
         if name == "version":
             continue
         if not isinstance(entry, dict):
-            raise AsvFormatError(f"{shown}: entry {name!r:.200} is not an object")
+            raise AsvFormatError(f"{shown}: entry {clip(name, 200)} is not an object")
         btype = entry.get("type")
         if not isinstance(btype, str):
-            raise AsvFormatError(f"{shown}: entry {name!r:.200} has no benchmark type")
+            raise AsvFormatError(f"{shown}: entry {clip(name, 200)} has no benchmark type")
         unit = entry.get("unit") or ("seconds" if btype in ("time", "timeraw") else "bytes" if "mem" in btype else "")
         param_names = entry.get("param_names") or []
         if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
-            raise AsvFormatError(f"{shown}: entry {name!r:.200} has malformed param_names")
+            raise AsvFormatError(f"{shown}: entry {clip(name, 200)} has malformed param_names")
         version = entry.get("version")
         direction, kind = declared_semantics(btype, str(unit), entry.get("direction"), entry.get("exact"))
         out[name] = BenchmarkInfo(
@@ -314,7 +314,7 @@ def with_calls(sidecar: dict[str, Any], call: str, written: dict[str, str]) -> d
     """
     for name, digest in written.items():
         if len(digest) != 64 or not set(digest) <= _SHA256_HEX:
-            raise ValueError(f"{name}: not a sha256 hex digest: {digest!r:.80}")
+            raise ValueError(f"{name}: not a sha256 hex digest: {clip(digest, 80)}")
     out = {k: v for k, v in sidecar.items() if k != LEGACY_JOB_KEY}
     calls = out.get(SIDECAR_CALLS_KEY)
     calls = dict(calls) if isinstance(calls, dict) else {}

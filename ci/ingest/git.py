@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ci.records import Commit
-from ci.text import printable, redact_text
+from ci.text import clip, printable, redact_text
 
 # sha, parents, committer time, subject, then the sha again: the record's end (`parse_log`).
 LOG_FORMAT = "%H%x00%P%x00%cI%x00%s%x00%H"
@@ -161,13 +161,13 @@ def _record(sha: str, body: bytes, branch: str) -> tuple[Commit | None, str]:
         return None, _UNREADABLE.format(f"{len(fields)} fields where 3 were asked for")
     parents, when, subject = fields
     if not _PARENTS.fullmatch(parents):
-        return None, _UNREADABLE.format(f"parents {parents.decode('utf-8', 'replace')!r:.120} are not commit ids")
+        return None, _UNREADABLE.format(f"parents {clip(parents.decode('utf-8', 'replace'), 120)} are not commit ids")
     text = when.decode("utf-8", "replace")
     problem = ""
     try:
         time: datetime | None = datetime.fromisoformat(text).astimezone(UTC)
     except (ValueError, OverflowError):
-        time, problem = None, f"git's commit time {text!r:.80} is not a date: it is stored with asv's date"
+        time, problem = None, f"git's commit time {clip(text, 80)} is not a date: it is stored with asv's date"
     # Redacted before it is cut and stored: a cut through a URL's "@" leaves a password's start that no
     # longer has the shape that hides it where the subject is shown.
     text = redact_text(subject[:4 * SUBJECT_CHARS + 1024].decode("utf-8", "replace"))  # a credential past the cut too

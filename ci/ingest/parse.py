@@ -43,7 +43,7 @@ from ci.ingest.asv_files import (
 )
 from ci.records import STAT_NAMES, Benchmark, Direction, Kind, ParsedPoint, ParsedRun, PointBlock
 from ci.store.hosts import HOST_KEYS
-from ci.text import quote_path, redact_text, redact_variable
+from ci.text import clip, quote_path, redact_text, redact_variable
 
 _STAT_COLUMNS = STAT_NAMES
 _NUMBER_TYPES = {int, float}  # json.loads gives bool for true/false, so bools are rejected
@@ -84,9 +84,9 @@ def _js_time(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _Bad(f"{what} must be a JavaScript millisecond timestamp, got {value!r:.80}")
+        raise _Bad(f"{what} must be a JavaScript millisecond timestamp, got {clip(value, 80)}")
     if not _MIN_JS_TIME <= value < _MAX_JS_TIME:
-        raise _Bad(f"{what} is {value!r:.40}, not a millisecond timestamp between 1970 and 2100")
+        raise _Bad(f"{what} is {clip(value, 40)}, not a millisecond timestamp between 1970 and 2100")
     return datetime.fromtimestamp(value / 1000.0, tz=UTC)
 
 
@@ -99,18 +99,18 @@ def _per_point(value: Any, n_points: int, column: str, name: str) -> list[Any]:
     if value is None:
         return [None] * n_points
     if not isinstance(value, list) or len(value) != n_points:
-        raise _Bad(f"benchmark {name!r}: column {column!r} should list {n_points} points, got {value!r:.80}")
+        raise _Bad(f"benchmark {name!r}: column {column!r} should list {n_points} points, got {clip(value, 80)}")
     return value
 
 
 def _number(value: Any, what: str) -> float:
     """A finite JSON number as a float."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Bad(f"{what} is not a number: {value!r:.80}")
+        raise _Bad(f"{what} is not a number: {clip(value, 80)}")
     try:
         number = float(value)
     except OverflowError:  # an int beyond float range
-        raise _Bad(f"{what} is not a finite number: {value!r:.80}") from None
+        raise _Bad(f"{what} is not a finite number: {clip(value, 80)}") from None
     if not math.isfinite(number):
         raise _Bad(f"{what} is not a finite number: {number!r}")
     return number
@@ -192,7 +192,7 @@ def _check_stat(stat: str, value: Any, info: BenchmarkInfo, what: str) -> float:
     number = _number(value, f"{what} stats_{stat}")
     if stat in ("number", "repeat"):
         if number < 1 or number > 1e12 or number != int(number):
-            raise _Bad(f"{what} stats_{stat} is {value!r:.40}, not a positive count")
+            raise _Bad(f"{what} stats_{stat} is {clip(value, 40)}, not a positive count")
         return number
     limit, unit = magnitude_limit(info)
     if abs(number) > limit:
@@ -337,7 +337,7 @@ def _parse(
             raise _Bad(f"missing key {key!r}")
     commit_hash = data["commit_hash"]
     if not isinstance(commit_hash, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_hash):
-        raise _Bad(f"commit_hash is not a hex commit id: {commit_hash!r:.80}")
+        raise _Bad(f"commit_hash is not a hex commit id: {clip(commit_hash, 80)}")
     commit_hash = commit_hash.lower()  # git's names are lower case; capitals name the same commit
     env_name = data["env_name"]
     if not isinstance(env_name, str):
@@ -347,7 +347,8 @@ def _parse(
         raise _Bad("params (machine info) is not an object")
     machine = params.get("machine")
     if not isinstance(machine, str) or machine != machine_info.get("machine"):
-        raise _Bad(f"machine name {machine!r:.80} does not match machine.json {machine_info.get('machine')!r:.80}")
+        raise _Bad(f"machine name {clip(machine, 80)} does not match machine.json "
+                   f"{clip(machine_info.get('machine'), 80)}")
     columns = data["result_columns"]
     if not isinstance(columns, list) or "result" not in columns or "params" not in columns:
         raise _Bad("result_columns must list at least 'result' and 'params'")

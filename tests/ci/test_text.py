@@ -55,6 +55,7 @@ def test_redact_text_hides_credentials_by_their_shape(text: str, shown: str) -> 
     "existing-py_usr_bin_python3.11", "Intel(R) Xeon(R) CPU E5-2683 v4 @ 2.10GHz", "basic mode", "bearer of news",
     # Benchmark names, parameters and commit subjects, which every shown text's redaction sees (2026-12-07):
     "Add basic benchmarks for the kernel", "f(max_token=512, use_auth=True)", "g(max_tokens=409600, sig=2)",
+    "bearer authentication", "basic 2D/3D-interpolation",
 ])
 def test_redact_text_leaves_what_is_no_credential(text: str) -> None:
     assert redact_text(text) == text
@@ -70,3 +71,13 @@ def test_environment_changes_never_show_a_credential_an_older_store_holds() -> N
                                         "req:y": "git+https://u:glpat-SECRETSECRETSECRET12@gitlab.com/y.git"}))
     assert "old-pass" not in out and "new-pass" not in out and "glpat-" not in out and "https://ci:***@m/simple" in out
 
+
+
+def test_a_clipped_value_hides_its_credential_before_the_cut() -> None:
+    """Messages quote a file's values cut to a length (`f"{value!r:.80}"`): cut first, a URL's password
+    whose "@" fell past the cut lost the shape that hides it (2026-12-07). `clip` redacts, then cuts."""
+    from ci.text import clip
+
+    name = "bench.B.time_x(url='https://deploy:S3cretPassw0rd-and-more@db.example.org/data')"
+    assert "S3cret" in repr(name)[:45] and "S3cret" not in clip(name, 45)
+    assert clip("plain", 80) == "'plain'" and len(clip("x" * 500, 80)) == 80

@@ -17,6 +17,7 @@ from ci.site.model import Series
 from ci.site.pages.markup import FAIL_BADGE, FLAG, esc, threshold_text
 from ci.site.pages.site import Site
 from ci.site.writer import constant
+from ci.text import redact_variable
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 
 # A series page's table lists this many of the newest runs (the chart draws every run): 1,000 rows
@@ -152,8 +153,11 @@ class SeriesPages(Site):
             groups[(s.benchmark.name, s.machine)].append(s)
         for (name, machine), members in sorted(groups.items()):
             slug = data.params_slug(name, machine)
+            # Each parameter as a (name, value) pair: a value is hidden where its name says it holds a
+            # credential (`redact_variable`: "password", "token"), which the label's "name=value" shape shows.
             text = data.wrap(slug, {"name": name, "machine": self.ml(machine), "series": [
-                [s.slug, s.benchmark.params_label, list(s.benchmark.params)] for s in members]})
+                [s.slug, s.benchmark.params_label, [[k, redact_variable(k, v)] for k, v in s.benchmark.params]]
+                for s in members]})
             self.writer.page(f"data/params/{slug}.js", text, constant(text))
 
 
