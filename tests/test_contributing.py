@@ -47,7 +47,7 @@ def test_the_layer_table_is_the_enforced_one() -> None:
 
 def test_a_wrong_row_is_found() -> None:
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    wrong = text.replace("| `ci.store` | `ci.records` |", "| `ci.store` | `ci.records`, `ci.verdicts` |")
+    wrong = text.replace("| `ci.store` | `ci.records`, `ci.text` |", "| `ci.store` | `ci.records`, `ci.verdicts` |")
     assert wrong != text
     table = layer_table(wrong)
     assert table["ci.store"] == {"ci.records", "ci.verdicts"} != enforced()["ci.store"]
