@@ -795,3 +795,28 @@ def test_a_series_acknowledged_as_known_broken_leaves_the_failing_banner(tmp_pat
     assert 'id="failing"' in before and 'id="known-broken"' not in before
     assert 'id="failing"' not in after and "1 series acknowledged as known broken" in after
     assert "acknowledged by ana: needs a GPU the runner lacks" in after
+
+
+@pytest.mark.parametrize(("factor", "shown"), [(5.0, True), (2.0, False)])
+def test_a_series_past_3x_worse_at_the_newest_commit_is_named_before_the_next_one(tmp_path: Path, factor: float,
+                                                                                  shown: bool) -> None:
+    """One commit cannot be a suspicion (two commits hold a step) nor a change point: conda's x6.7 at its
+    newest commit showed only in the PR comment (2026-12-07). Past 3x worse than the run before it (more
+    than any job-to-job move seen without a code change), at the machine's newest commit, it is named
+    under the banner; a 2x move waits for the next commit as any step does."""
+    from ci.ingest import ingest_results_dir
+    from ci.site import render_site
+    from ci.store import Store
+    from tests.ci.conftest import sha_for, write_results
+
+    def samples(name: str, j: int, c: int) -> list[float]:
+        level = 1e-4 * (j + 1) * (factor if ("time_gpu" in name and j == 0 and c == 9) else 1.0)
+        return [level * (1 + 0.002 * k) for k in range(6)]
+
+    root = tmp_path / "results"
+    write_results(root, [sha_for(i) for i in range(10)], samples=samples)
+    with Store(tmp_path / "h.sqlite") as store:
+        ingest_results_dir(store, root)
+        render_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert ("1 series moved past x3 worse at its newest run" in page) is shown

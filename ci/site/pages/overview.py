@@ -60,6 +60,15 @@ class SummaryPages(Site):
         # The banner names them rather than read "No open regressions" in green beside a red +15,840%
         # (stingray's environment stepped x165 at its second commit, 2026-12-07).
         far: list[tuple[str, str, str]] = []
+        # Series whose newest value is past UNKNOWN_DRIFT_FACTOR worse than the run before it: one commit,
+        # which neither a suspicion (two commits hold a step) nor a change point can judge yet, listed so
+        # that the overview does not wait a commit to show it (conda's x6.7 at its newest commit showed only
+        # on the PR comment, the series already holding an older open regression, 2026-12-07).
+        jumped: list[tuple[str, str, str]] = []
+        newest: dict[str, int] = {}  # each machine's newest commit with a value (a series that stopped is not listed)
+        for s in snap.series:
+            if s.shas:
+                newest[s.machine] = max(newest.get(s.machine, -1), snap.position.get(s.shas[-1], -1))
         min_history = SuspectSettings().min_history
         for s in snap.series:
             if s.benchmark.kind == Kind.EXACT:
@@ -81,6 +90,13 @@ class SummaryPages(Site):
                 else:  # no threshold at its newest value: at or below zero, or too few positive values before it
                     unjudged += 1
             open_here = [r.outcome for r in self.regs_by_series.get((s.benchmark.key, s.machine), []) if r.is_open]
+            if (prev is not None and latest is not None and s.benchmark.judged and s.benchmark.kind != Kind.CORRECTNESS
+                    and snap.position.get(latest.sha, -2) == newest.get(s.machine)
+                    and math.isfinite(r_prev) and r_prev > 0 and is_worse(s.benchmark.direction, r_prev)
+                    and abs(math.log(r_prev)) > math.log(UNKNOWN_DRIFT_FACTOR)):
+                name = s.benchmark.name.split(".", 1)[-1]
+                jumped.append((f"{name} ({s.benchmark.params_label})" if s.benchmark.params_label else name,
+                               self.ml(s.machine), fmt.fmt_step(r_prev, prev.value, latest.value)))
             if latest is not None and s.benchmark.judged and s.benchmark.kind != Kind.CORRECTNESS and not open_here:
                 first = s.point(fin[0]).value
                 r_first = fmt.ratio(latest.value, first)
@@ -153,6 +169,7 @@ class SummaryPages(Site):
             "n_series": len(snap.series), "n_commits": len(snap.commits), "n_exact": self.n_exact,
             "n_judged": judged, "n_short": short, "n_undirected": undirected, "n_unjudged": unjudged,
             "far": far[:3], "n_far": len(far), "far_factor": f"x{UNKNOWN_DRIFT_FACTOR:g}",
+            "jumped": jumped[:3], "n_jumped": len(jumped),
             "min_history": min_history,
             "head": {"sha": head.sha[:10], "href": self.commit_href(head.sha, 0), "subject": head.subject,
                      "when": fmt.fmt_time(head.time)} if head else None,
