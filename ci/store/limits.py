@@ -20,7 +20,7 @@ import collections
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from sqlalchemy import String
@@ -168,10 +168,16 @@ def storable(run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
         prefix = run.run_key[: len(run.run_key) - len(run.env_name)]
         changes.update(env_name=env_name, run_key=prefix + env_name)
     if bad:
-        changes.update(points=tuple(p for p in run.points if p.benchmark.name not in bad),
-                       blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in bad),
-                       skipped_unstorable=(*run.skipped_unstorable, *bad))
+        run = without_benchmarks(run, bad)
     return (dataclasses.replace(run, **changes) if changes else run), tuple(notes)
+
+
+def without_benchmarks(run: ParsedRun, names: Collection[str]) -> ParsedRun:
+    """`run` less every point and grid of the benchmarks `names` (asv's names), which it records as left
+    out (`skipped_unstorable`)."""
+    return dataclasses.replace(run, points=tuple(p for p in run.points if p.benchmark.name not in names),
+                               blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in names),
+                               skipped_unstorable=(*run.skipped_unstorable, *names))
 
 
 def check_run(run: ParsedRun, machine: Machine, commit: Commit) -> None:

@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ci.records import Benchmark, Commit, Direction, Machine
+from ci.records import Benchmark, Commit, Direction, Machine, ParsedRun
 from ci.store.codec import utc
 from ci.store.engine import insert_ignore, retry_write
 from ci.store.hosts import merged, same_host
-from ci.store.limits import column_length
+from ci.store.limits import column_length, without_benchmarks
 from ci.store.models import BenchmarkRow, CommitRow, MachineRow
 from ci.store.reads import StoreReads
 
@@ -27,13 +27,15 @@ _META = "meta"  # `pending` keys (_META, benchmark key): the series' stored (uni
 
 
 class SeriesRedefined(ValueError):
-    """A file's benchmarks.json gives a stored series another unit or direction at a version of the
-    benchmark the store holds points of: another benchmark under the same name, not stored."""
+    """A file's benchmarks.json gives a stored series another unit or declared direction: another
+    benchmark under the same name, not stored."""
 
 
-def _redefined(bench: Benchmark, stored: tuple[str, str, str]) -> None:
-    """`_benchmark_ids`' answer to a series `bench` redefines: `SeriesRedefined` (ingest leaves such a
-    benchmark out of the run first, `UpsertWrites.leave_out_redefined`; this guards writes that race it)."""
+def _check_definition(bench: Benchmark, stored: tuple[str, str, str]) -> None:
+    """`SeriesRedefined` where `bench` redefines the stored series (`_redefines`): ingest leaves such a
+    benchmark out of the run first (`UpsertWrites.leave_out_redefined`); this guards writes that race it."""
+    if not _redefines(bench, stored):
+        return
     unit, direction, _ = stored
     raise SeriesRedefined(
         f"benchmark {bench.key!r} is stored in {unit!r} ({direction} is better); this file's benchmarks.json "
@@ -238,8 +240,8 @@ class UpsertWrites(StoreReads):
                     ids[k] = known
         for k in ids:
             stored = pending.get((_META, k)) or self._bench_meta.get(k)
-            if stored is not None and _redefines(wanted[k], stored):
-                _redefined(wanted[k], stored)
+            if stored is not None:
+                _check_definition(wanted[k], stored)
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), CHUNK):
             chunk = missing[i : i + CHUNK]
@@ -252,12 +254,11 @@ class UpsertWrites(StoreReads):
             found = {k: id_ for k, id_, *_ in rows_}
             for k, _, direction, unit, kind in rows_:
                 pending[(_META, k)] = stored = (unit, direction, kind)
-                if _redefines(wanted[k], stored):
-                    _redefined(wanted[k], stored)
+                _check_definition(wanted[k], stored)
             # A series stored before its benchmark declared a direction takes the one declared now;
             # an undeclared one never erases a declared one. Ids of series still of unknown direction
             # are not cached, so a later declaration is seen.
-            unknown = {k for k, _, d, *_ in rows_ if pending[(_META, k)][1] == str(Direction.UNKNOWN)}
+            unknown = {k for k, _, d, *_ in rows_ if d == Direction.UNKNOWN}
             for k in sorted(unknown):
                 if wanted[k].direction != Direction.UNKNOWN:
                     conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == found[k]).values(
@@ -283,15 +284,14 @@ class UpsertWrites(StoreReads):
                         select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction, BenchmarkRow.unit,
                                BenchmarkRow.kind).where(BenchmarkRow.key.in_(new))):
                     found[k] = id_
-                    if _redefines(wanted[k], (unit, direction, kind)):  # another runner's row, made meanwhile
-                        _redefined(wanted[k], (unit, direction, kind))
+                    _check_definition(wanted[k], (unit, direction, kind))  # another runner's row, made meanwhile
                 unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
                 pending.update(((_META, k), _meta(wanted[k])) for k in new)
             ids.update(found)
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
-    def leave_out_redefined(self, run: Any) -> tuple[Any, tuple[str, ...]]:
+    def leave_out_redefined(self, run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
         """`run` (a `ci.ingest.ParsedRun`) less the benchmarks whose series the store holds with another
         unit or declared direction (`_redefines`), and a message per benchmark left out. A foreign
         benchmarks.json that declared a stored time benchmark a track in images/s put its values, negative
@@ -299,8 +299,6 @@ class UpsertWrites(StoreReads):
         corrects a unit keeps its version (asv's is a hash of the code), so refusing the whole file refused
         every later file of the machine. Only that benchmark is left out, each time, and said so; the stored
         definition is never rewritten by a file (an unknown direction is filled in, `_benchmark_ids`)."""
-        import dataclasses
-
         declared: dict[str, Benchmark] = {p.key: p.benchmark for p in run.points}
         for block in run.blocks:
             declared.update((key, bench) for bench, key in block.benches)
@@ -325,12 +323,7 @@ class UpsertWrites(StoreReads):
                     f"({bench.direction} is better), but the store holds its series in {stored[0]!r} ({stored[1]} is "
                     "better): another benchmark under the same name, or a changed definition; its points are not "
                     "stored (give a changed benchmark a new name, or ingest another suite into another --db)")
-        if not bad:
-            return run, ()
-        return dataclasses.replace(
-            run, points=tuple(p for p in run.points if p.benchmark.name not in bad),
-            blocks=tuple(b for b in run.blocks if b.benches[0][0].name not in bad),
-            skipped_unstorable=(*run.skipped_unstorable, *bad)), tuple(bad.values())
+        return (without_benchmarks(run, bad) if bad else run), tuple(bad.values())
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:
         """Create commits or enrich them with parents/branch/time/subject, in one transaction.

@@ -49,7 +49,7 @@ exact series (`Kind.EXACT`): `ci.verdicts.exact` calls them unchanged or changed
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -179,6 +179,7 @@ def compare(
     *,
     settings: VerdictSettings | None = None,
     between_jobs: Mapping[str, float | SeriesNoise] | Mapping[tuple[str, str], float | SeriesNoise] | None = None,
+    ran_at_head: Collection[str] | None = None,
 ) -> list[Verdict]:
     """A/B verdicts between the base and head results of one job.
 
@@ -202,6 +203,8 @@ def compare(
             it), and a timing series missing from the mapping is withheld (INCONCLUSIVE,
             `WITHHELD_OTHER_JOB`): in-job samples cannot judge it. Keyed by (machine, series key),
             or by series key alone for a comparison on one machine.
+        ran_at_head: the machines that ran at head (a run whose every point was skipped holds no result);
+            None: those with a result there. A series of a machine that did not run is `MISSING_MACHINE`.
 
     Returns:
         One Verdict per series, sorted by series key then machine. `ratio` is head/base of the medians;
@@ -219,7 +222,8 @@ def compare(
     pool = settings.allow_cross_machine
     base_groups = _group(base, "base", pool)
     head_groups = _group(head, "head", pool)
-    ran = {m for m, _ in head_groups}  # the machines (environment x host) with any result at head
+    # The machines (environment x host) that ran at head: a series missing there is missing, not its machine.
+    ran = set(ran_at_head) if ran_at_head is not None and not pool else {m for m, _ in head_groups}
     if not pool:
         base_machines = {r.machine for r in base}
         head_machines = {r.machine for r in head}

@@ -194,21 +194,15 @@ def measure(
     # run-to-run drift its samples cannot show.
     sig = _noise_sigma(b, h, _asv_side(results[0]) if b.size < 2 else None)
     threshold = max(floor, min(settings.max_threshold, settings.noise_k * sig))
-    if drift is None:
+    # Measured in different jobs: their difference carries the series' between-job drift too. A noise
+    # model of the history measured that drift itself, so it replaces the stand-in. No model, or one that
+    # allows more than no model does (conda's 5 jobs of a series that ran 2.5-11.6 s allowed +6,639%, and
+    # a row read "unchanged" under it, 2026-12-07): withheld, unless past any drift seen between jobs.
+    allowance, basis = _allowance(drift, settings) if drift is not None else (math.inf, "")
+    if allowance > UNKNOWN_DRIFT_FACTOR - 1.0:
         if bench.direction == Direction.UNKNOWN or abs(math.log(ratio)) <= math.log(UNKNOWN_DRIFT_FACTOR):
             return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
-        # Past any drift seen between jobs: judged against that factor, by the rules below.
         allowance, basis = UNKNOWN_DRIFT_FACTOR - 1.0, UNKNOWN_DRIFT_BASIS
-    else:
-        # Measured in different jobs: their difference carries the series' between-job drift too. A
-        # noise model of the history measured that drift itself, so it replaces the stand-in.
-        allowance, basis = _allowance(drift, settings)
-        if allowance > UNKNOWN_DRIFT_FACTOR - 1.0:
-            # A model that allows more than no model does is none: conda's 5 jobs of a series that ran
-            # 2.5-11.6 s allowed +6,639%, and a row read "unchanged" under it (2026-12-07).
-            if bench.direction == Direction.UNKNOWN or abs(math.log(ratio)) <= math.log(UNKNOWN_DRIFT_FACTOR):
-                return early(Outcome.INCONCLUSIVE, ratio, WITHHELD_OTHER_JOB, threshold)
-            allowance, basis = UNKNOWN_DRIFT_FACTOR - 1.0, UNKNOWN_DRIFT_BASIS
     if isinstance(drift, SeriesNoise):
         threshold = floor
     basis = basis if allowance > threshold else ""

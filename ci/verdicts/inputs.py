@@ -324,13 +324,11 @@ def compare_commits(store: ComparisonSource, base: str, head: str, machine: str 
         modelled = len(drift.keys() & judged)
         if 0 < modelled < len(judged) and noise.rate(modelled) != noise.rate(len(judged)):
             drift = models(modelled)
-    verdicts = compare(b, h, settings=settings, between_jobs=drift)
-    if any(MISSING_MACHINE in v.reason for v in verdicts):
-        # An environment whose every point at head was skipped ran there: its series are missing, not it
-        # (a PR that makes an environment's benchmarks skip read as the job not running it, 2026-12-07).
-        ran = {m for m in machines if store.failures(commit_sha=head, machine=m)}
-        verdicts = [dataclasses.replace(v, reason=v.reason.replace(MISSING_MACHINE, MISSING_ON_HEAD))
-                    if MISSING_MACHINE in v.reason and v.machine in ran else v for v in verdicts]
+    # An environment whose every point at head was skipped ran there: its series are missing, not it (a PR
+    # that makes an environment's benchmarks skip read as the job not running it, 2026-12-07).
+    ran = {r.machine for r in h}
+    ran |= {m for m in machines if m not in ran and store.failures(commit_sha=head, machine=m)}
+    verdicts = compare(b, h, settings=settings, between_jobs=drift, ran_at_head=ran)
     acks = getattr(store, "acknowledgements", None)  # a store's; an in-memory reader holds none
     if acks is not None and any(v.reason == FAILED_BOTH for v in verdicts):
         verdicts = known_broken(store, verdicts, base, acks())
@@ -360,10 +358,11 @@ def known_broken(store: ComparisonSource, verdicts: Sequence[Verdict], base: str
                  acks: Sequence[Acknowledgement]) -> list[Verdict]:
     """The verdicts, those of series that failed on both sides (`FAILED_BOTH`) and that a maintainer
     acknowledged as broken (`ci ack --commit C`) not compared instead of failed: the acknowledgement
-    covers the base where the series has not run once on its machine from C through the base. A
+    covers the base where the series failed at every run of its machine from C through the base
+    (`not_run_since`). A
     benchmark failing at every commit made every comparison of a real history fail (astropy's, 20 of 20
     adjacent pairs; geocat-comp's likewise, 2026-12-07), and nothing could silence it; it is still
-    listed, with who acknowledged it and why, and fails again once it has run in between (broken anew).
+    listed, with who acknowledged it and why, and fails again once the streak broke (it ran in between).
 
     Args:
         store: the store (its results and `run_commits`).

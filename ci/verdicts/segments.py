@@ -761,7 +761,8 @@ class SeriesState:
                 got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, noise_at(mid), n)))
             if got[1] >= k.max_pvalue and flip_at(mid) == 0.0:
                 # An isolated excursion only: a series that flips is judged by its flips (`flip_pvalue`),
-                # and retesting its every failing candidate made an update 3x slower (20,000 commits).
+                # and retesting its every failing candidate made an update 3x slower (20,000 commits: 111 ->
+                # 345 ms a commit, 2026-12-07).
                 got = (got[0], min(got[1], without_excursions(key)))
             lr, p = got
             # A series that flips between levels (shared runners' regimes) shows runs at the other level
@@ -779,9 +780,9 @@ class SeriesState:
         def without_excursions(key: tuple[int, int, int]) -> float:
             # The rank test of the sides' commits less those of the series' excursions inside them (`flips`:
             # a run at another level that came back): a two-commit x2 spike among the 15 commits before a
-            # +51% step held 5 made its p 0.015, and devito's GPU history reported none of its 13 steps of
-            # that shape that asv's fit finds (2026-12-07). 1.0 where none lies inside, or the sides left are
-            # too short for the test to reach max_pvalue. Not memoised: the flips move as the series grows.
+            # +51% step held 5 made its p 0.015, and devito's GPU history reported no step there where asv's
+            # fit finds one (2026-12-07). 1.0 where none lies inside, or the sides left are too short for the
+            # test to reach max_pvalue. Not memoised: the flips move as the series grows.
             lo, mid, hi = key
             inside = flips_within(series_flips(), lo, hi)
             if not inside:

@@ -94,17 +94,13 @@ class SummaryPages(Site):
                     and snap.position.get(latest.sha, -2) == newest.get(s.machine)
                     and math.isfinite(r_prev) and r_prev > 0 and is_worse(s.benchmark.direction, r_prev)
                     and abs(math.log(r_prev)) > math.log(UNKNOWN_DRIFT_FACTOR)):
-                name = s.benchmark.name.split(".", 1)[-1]
-                jumped.append((f"{name} ({s.benchmark.params_label})" if s.benchmark.params_label else name,
-                               self.ml(s.machine), fmt.fmt_step(r_prev, prev.value, latest.value)))
+                jumped.append((_short_name(s), self.ml(s.machine), fmt.fmt_step(r_prev, prev.value, latest.value)))
             if latest is not None and s.benchmark.judged and s.benchmark.kind != Kind.CORRECTNESS and not open_here:
                 first = s.point(fin[0]).value
                 r_first = fmt.ratio(latest.value, first)
                 if (math.isfinite(r_first) and r_first > 0 and is_worse(s.benchmark.direction, r_first)
                         and abs(math.log(r_first)) > math.log(UNKNOWN_DRIFT_FACTOR)):
-                    name = s.benchmark.name.split(".", 1)[-1]
-                    far.append((f"{name} ({s.benchmark.params_label})" if s.benchmark.params_label else name,
-                                self.ml(s.machine), fmt.fmt_step(r_first, first, latest.value)))
+                    far.append((_short_name(s), self.ml(s.machine), fmt.fmt_step(r_first, first, latest.value)))
             flagged = "failed" if Outcome.FAILED in open_here else "regressed" if open_here else ""
             suspected = not flagged and (s.benchmark.key, s.machine) in self.suspected_series
             latest_gate = gate_ok(latest.value, s.gate) if latest else None
@@ -266,3 +262,9 @@ def _axis_tick(div: float) -> Callable[[float], str]:
 def _fails_the_gate(unit: str) -> Callable[[Point], str]:
     """A correctness chart's tooltip of a run that failed its gate."""
     return lambda p: f"{p.sha[:8]}: {fmt.fmt_value(p.value, unit)} fails the gate"
+
+
+def _short_name(s: Series) -> str:
+    """A series as the banner's lines name it: its benchmark without the module, its parameters after."""
+    name = s.benchmark.name.split(".", 1)[-1]
+    return f"{name} ({s.benchmark.params_label})" if s.benchmark.params_label else name
