@@ -118,10 +118,14 @@ def _save_verdicts(store: Any, args: argparse.Namespace, verdicts: Sequence[Any]
 
 
 def _settings(store: StoreReads, args: argparse.Namespace) -> ProjectSettings:
-    """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's."""
+    """The `ci.project.ProjectSettings` a command decides and writes by: `--config`'s, else the store's
+    (whose `regressions_directions` the store's reads then follow too)."""
     from ci.project import project_settings
 
-    return project_settings(store, args.config)
+    rules = project_settings(store, args.config)
+    if args.config is not None:
+        store.use_project(rules.project)
+    return rules
 
 
 def _rules_line(rules: ProjectSettings) -> str:
@@ -190,7 +194,8 @@ def _jobs_line(comparison: Comparison, settings: VerdictSettings | None = None) 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ci.ingest import AsvFormatError, ingest_results_dir
     from ci.ingest.results_dir import SAME_MACHINE_ERROR
-    from ci.project import record_project
+    from ci.project import direction_notes, record_project
+    from ci.records import Project
 
     with _open(args, create=True) as store:
         store.require_writable()  # a read-only store: one error naming it, not one per file
@@ -202,6 +207,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
+        directions = direction_notes(store.project() or Project(), store.benchmarks())
     with reader_may_leave():
         # The files skipped for their machine's unreadable machine.json: one line per machine, not per file
         # (59 near-identical lines for one missing machine.json, 2026-12-07).
@@ -217,7 +223,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for carrier, count in same.items():
             print(f"error: {count} more result file(s) of that machine {SAME_MACHINE_ERROR} {carrier}",
                   file=sys.stderr)
-        for line in (*report.notes, *([printable(note)] if note else [])):
+        for line in (*report.notes, *([printable(note)] if note else []), *map(printable, directions)):
             print(line, file=sys.stderr)
         print(report.summary())
         if not report.files:  # a mistyped or empty folder: nothing was read, which is not a pass

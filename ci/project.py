@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci.records import Project, ProjectKeeper, ProjectSource
+from ci.records import Benchmark, Direction, Kind, Project, ProjectKeeper, ProjectSource
 
 if TYPE_CHECKING:
     from ci.verdicts import VerdictSettings
@@ -246,4 +247,38 @@ def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
     store.save_project(project)
     floors = ", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds) or "none (asv's default, 0.05)"
     replaced = f"; replaces {held.source}" if held is not None and held.source != project.source else ""
-    return f"note: project {project.name or '(unnamed)'!r} from {path}: regressions_thresholds {floors}{replaced}"
+    said = ", ".join(f"{p!r}: {d}" for p, d in project.directions)
+    directions = f"; regressions_directions {said}" if said else ""
+    return (f"note: project {project.name or '(unnamed)'!r} from {path}: regressions_thresholds "
+            f"{floors}{directions}{replaced}")
+
+
+def direction_notes(project: Project, benchmarks: Sequence[Benchmark]) -> list[str]:
+    """What an ingest says of which way is better: an entry of `regressions_directions` that matches
+    no stored series (a mistyped pattern judges nothing, silently otherwise), and how many series are
+    still of unknown direction, never judged, with what declares one.
+
+    Args:
+        project: the project the store's reads follow.
+        benchmarks: the store's series, as read (directions resolved by `project`).
+
+    Returns:
+        Lines for the user; none where every series has a direction and every entry matched.
+    """
+    keys = [b.key for b in benchmarks]
+    lines = []
+    for pattern, direction in project.directions:
+        if not any(_matches_start(pattern, key) for key in keys):
+            example = f" (a series is named like {keys[0]!r})" if keys else ""
+            lines.append(f"warning: regressions_directions: {pattern!r} ({direction}) matches none of the "
+                         f"{len(keys)} stored series{example}: it is matched at the start of the name")
+    unknown = [b for b in benchmarks if b.direction == Direction.UNKNOWN and b.kind != Kind.CORRECTNESS]
+    if unknown:
+        lines.append(f"note: {len(unknown)} of {len(keys)} series declare no direction (e.g. {unknown[0].key!r}): "
+                     "their changes are reported, never called better or worse; map their names to \"lower\" or "
+                     "\"higher\" in asv.conf.json's regressions_directions, or declare `direction` on the benchmark")
+    return lines
+
+
+def _matches_start(pattern: str, key: str) -> bool:
+    return Project(directions=((pattern, "lower"),)).direction_for(key) is not None

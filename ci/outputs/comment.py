@@ -438,7 +438,8 @@ def render_comment(
         ("not_run", "⚠️ Not compared: failed to run on base (see the job log)"),
         ("unconfirmed", "🟡 Slowdowns past the threshold, not confirmed (measure more samples)"),
         ("withheld", "⚠️ Withheld: base and head not measured in one job"),
-        ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`)"),
+        ("unknown", "❔ Direction unknown: neither better nor worse can be said (declare the benchmark's `direction`, "
+                    "or map its name to `\"lower\"` or `\"higher\"` in asv.conf.json's `regressions_directions`)"),
         ("improved", "🟢 Improvements"),
     )
     folded = (

@@ -10,6 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import regex
+
+from ci.records.series import Direction
+
 # The key of a run's environment that names the job which measured it: one asv invocation of the
 # runner, unique to it (`ci.runner.config.call_marker`). The runner records it in the commit's GPU
 # sidecar beside the sha256 of each result file that invocation wrote, and ingest sets it only on a
@@ -108,17 +112,29 @@ class Commit:
     position: int | None = None
 
 
+# How long one `regressions_directions` pattern may take on one series name (`Project.direction_for`;
+# as `regressions_thresholds` patterns, `ci.verdicts.settings.MATCH_TIMEOUT_S`):
+# a pattern that backtracks catastrophically is named in an error instead of hanging every command.
+DIRECTION_MATCH_TIMEOUT_S = 0.25
+
+
 @dataclass(frozen=True)
 class Project:
-    """What the project's asv.conf.json says that the service uses: its name, its URLs and the
-    thresholds of its regressions. Kept in the store's settings by ingest (`ci.project`), so the
-    commands that decide or write (compare, comment, the runner, the dashboard) read one set.
+    """What the project's asv.conf.json says that the service uses: its name, its URLs, the
+    thresholds of its regressions and which way is better for series that declare no direction. Kept
+    in the store's settings by ingest (`ci.project`), so the commands that decide or write (compare,
+    comment, the runner, the dashboard) read one set.
 
     Attributes:
         name: the project's name (asv's `project`); "" unknown.
         url: its home page (`project_url`); "" none.
         commit_url: prefix of a commit's web page, the sha appended (`show_commit_url`); "" none.
         thresholds: `regressions_thresholds` as (regex, relative change) pairs in the file's order.
+        directions: `regressions_directions` as (regex, "lower" / "higher") pairs in the file's order
+            (an object of regex -> direction, or a list of [regex, direction] pairs):
+            which way is better for a series whose benchmark declares none (asv's `track_` benchmarks
+            in a unit the service does not know; `direction_for`). The service's own key: asv reads
+            every benchmark as lower-is-better and ignores it.
         source: the file they were read from ("" none: the built-in defaults).
     """
 
@@ -127,6 +143,26 @@ class Project:
     commit_url: str = ""
     thresholds: tuple[tuple[str, float], ...] = ()
     source: str = ""
+    directions: tuple[tuple[str, str], ...] = ()
+
+    def direction_for(self, key: str) -> Direction | None:
+        """Which way is better for series `key` (`ci.records.Benchmark.key`: name and parameters) by
+        `regressions_directions`: the first entry whose regex matches the key's start, as asv matches
+        `regressions_thresholds`; None where none matches.
+
+        Raises:
+            ValueError: a pattern ran past `DIRECTION_MATCH_TIMEOUT_S` on the key (named).
+        """
+        for pattern, direction in self.directions:
+            try:
+                hit = regex.match(pattern, key, timeout=DIRECTION_MATCH_TIMEOUT_S)
+            except TimeoutError:
+                raise ValueError(f"regressions_directions: the pattern {pattern!r} ran past "
+                                 f"{DIRECTION_MATCH_TIMEOUT_S:g} s on one series name ({key[:80]!r}): catastrophic "
+                                 "backtracking; simplify it") from None
+            if hit is not None:
+                return Direction(direction)
+        return None
 
     @property
     def title(self) -> str:
@@ -145,8 +181,9 @@ class Project:
             A Project; a URL that is not http(s) (asv's default "#", a relative path) reads as none.
 
         Raises:
-            ValueError: not an object, a name or URL that is not a string, or `regressions_thresholds`
-                that is not an object of regex -> non-negative finite number.
+            ValueError: not an object, a name or URL that is not a string, `regressions_thresholds`
+                that is not an object of regex -> non-negative finite number, or `regressions_directions`
+                that is not an object of regex -> "lower" / "higher".
         """
         where = f"{source}: " if source else ""
         if not isinstance(conf, dict):
@@ -168,14 +205,41 @@ class Project:
                 raise ValueError(f"{where}regressions_thresholds: {pattern!r} must map to a non-negative number, "
                                  f"got {value!r}")
             pairs.append((str(pattern), float(value)))
+        directions = _directions(conf.get("regressions_directions"), where)
 
         def link(url: str) -> str:
             return url if url.startswith(("http://", "https://")) else ""
 
         return cls(name=text["project"], url=link(text["project_url"]), commit_url=link(text["show_commit_url"]),
-                   thresholds=tuple(pairs), source=source)  # fmt: skip
+                   thresholds=tuple(pairs), source=source, directions=directions)  # fmt: skip
 
     def as_asv_conf(self) -> dict[str, object]:
         """The inverse of `from_asv_conf`: these fields under asv.conf.json's names (and `source`)."""
-        return {"project": self.name, "project_url": self.url, "show_commit_url": self.commit_url,
-                "regressions_thresholds": dict(self.thresholds), "source": self.source}  # fmt: skip
+        conf: dict[str, object] = {"project": self.name, "project_url": self.url, "show_commit_url": self.commit_url,
+                                   "regressions_thresholds": dict(self.thresholds), "source": self.source}
+        if self.directions:  # a store written before the key existed reads back the same
+            # As pairs: the first match decides, and the store's JSON sorts an object's keys.
+            conf["regressions_directions"] = [list(pair) for pair in self.directions]
+        return conf
+
+
+def _directions(raw: object, where: str) -> tuple[tuple[str, str], ...]:
+    """`regressions_directions` checked: (regex, "lower" / "higher") pairs in the file's order."""
+    if raw is None:
+        return ()
+    items = raw.items() if isinstance(raw, dict) else raw if isinstance(raw, list) else None
+    if items is None or not all(isinstance(i, tuple) or (isinstance(i, list) and len(i) == 2) for i in items):
+        raise ValueError(f"{where}regressions_directions must be an object of regex -> \"lower\" or \"higher\" "
+                         f"(or a list of [regex, direction] pairs), got {type(raw).__name__}")
+    pairs = []
+    for pattern, value in items:
+        said = value.strip().lower() if isinstance(value, str) else None
+        if said not in (Direction.LOWER, Direction.HIGHER):
+            raise ValueError(f"{where}regressions_directions: {str(pattern)[:80]!r} must map to \"lower\" or "
+                             f"\"higher\" (which way is better), got {str(value)[:80]!r}")
+        try:
+            regex.compile(str(pattern))
+        except regex.error as exc:
+            raise ValueError(f"{where}regressions_directions: bad regex {str(pattern)[:80]!r}: {exc}") from None
+        pairs.append((str(pattern), str(said)))
+    return tuple(pairs)

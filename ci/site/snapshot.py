@@ -384,6 +384,12 @@ def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | No
 
 def _store_built(store: ColumnStore, position: dict[str, int], branch: str | None,
                  cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
+    if cache is not None:
+        # A series' direction may change without a new run (the project's `regressions_directions`,
+        # `ci.store.read_session.ReadSession._bench`): the kept identities must still be the store's.
+        now = {b.key: b for b in store.benchmarks()}
+        if any(now.get(key) != st.benchmark for (key, _), st in cache.series.items()):
+            raise _Stale
     hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
     stats, runs, run_shas = _read_columns(hists, cache)
     by_key = store.run_environments()

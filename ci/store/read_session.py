@@ -15,13 +15,14 @@ import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, cast
 
 from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.orm import Session
 
-from ci.records import Benchmark, Direction, Kind
+from ci.records import Benchmark, Direction, Kind, Project
 from ci.store.engine import is_memory
 from ci.store.models import BenchmarkRow, CommitRow
 
@@ -86,6 +87,9 @@ class ReadSession:
         self._id_by_key: dict[str, int] = {}
         self._times: dict[Any, datetime | None] = {}
         self._envs: dict[str, tuple[tuple[str, str], ...]] = {}
+        # The project whose `regressions_directions` give a series of unknown direction one (`_bench`):
+        # None until first needed, then the stored project's (`use_project` sets another).
+        self._directions_of: Project | None = None
 
     @property
     def dialect(self) -> str:
@@ -140,19 +144,44 @@ class ReadSession:
         return (CommitRow.position.is_not(None), CommitRow.position, CommitRow.time.is_(None), CommitRow.time,
                 CommitRow.id)  # fmt: skip
 
-    @staticmethod
-    def _bench(row: Any) -> Benchmark:
-        return Benchmark(
+    def use_project(self, project: Project) -> None:
+        """Read series of unknown direction by `project`'s `regressions_directions` from here on (a
+        command given another asv.conf.json than the one ingest kept: `--config`)."""
+        self._directions_of = project
+        self._bench_by_id, self._id_by_key = {}, {}
+
+    def _stored_project(self) -> Project | None:
+        """The project ingest kept (`ci.store.reads.StoreReads.project`); None here, where none is read."""
+        return None
+
+    def _directions(self) -> Project:
+        if self._directions_of is None:
+            self._directions_of = self._stored_project() or Project()
+        return self._directions_of
+
+    def _bench(self, row: Any) -> Benchmark:
+        """A stored series as a record. Its direction is what its benchmark declared (or its type or
+        unit implies); where that is none, the project's `regressions_directions` say
+        (`ci.records.Project.direction_for`): the store keeps what the files said, and a project that
+        declares a direction later, or changes it, is read so at once, history included."""
+        bench = Benchmark(
             name=row.name,
             params=tuple((str(k), str(v)) for k, v in json.loads(row.params)),
             unit=row.unit,
             direction=Direction(row.direction),
             kind=Kind(row.kind),
         )
+        if bench.direction == Direction.UNKNOWN and bench.kind != Kind.CORRECTNESS:
+            project = self._directions()
+            said = project.direction_for(bench.key) if project.directions else None
+            if said is not None:
+                return replace(bench, direction=said)
+        return bench
 
     def _bench_map(self, ids: Iterable[int]) -> dict[int, Benchmark]:
         """Benchmarks by id; cached, since a series' identity never changes once stored."""
         if not set(ids) <= self._bench_by_id.keys():
+            self._directions()  # read before the connection below is taken
             with self._read() as conn:
                 self._bench_by_id = {r.id: self._bench(r) for r in conn.execute(select(BenchmarkRow)).scalars().all()}
             self._id_by_key = {b.key: i for i, b in self._bench_by_id.items()}

@@ -122,6 +122,12 @@ class StoreReads(SeriesReads):
         with self._read() as conn:
             return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
 
+    def _stored_project(self) -> Project | None:
+        try:
+            return self.project()
+        except StoreError:  # damaged: no directions here; the commands that read the project say so
+            return None
+
     def project(self) -> Project | None:
         """What the project's asv.conf.json said at the last ingest that found one (`save_project`),
         None where no ingest found one.

@@ -223,11 +223,15 @@ class UpsertWrites(StoreReads):
         return row.id
 
     def _benchmark_ids(
-        self, conn: Connection, pending: dict[Any, Any], benches: Iterable[Benchmark] | dict[str, Benchmark]
+        self, conn: Connection, pending: dict[Any, Any], benches: Iterable[Benchmark] | dict[str, Benchmark],
+        *, declared: bool = True,
     ) -> dict[str, int]:
         """The ids of the series of `benches` (by key), found or created. A series the store holds with
         another unit or declared direction (`_redefines`) raises `SeriesRedefined`: ingest leaves such a
-        benchmark out beforehand (`leave_out_redefined`), so only a write racing another runner's sees it."""
+        benchmark out beforehand (`leave_out_redefined`), so only a write racing another runner's sees it.
+        `declared`: `benches` are what result files declare, whose direction fills a stored unknown one;
+        False for records read back (verdicts, alerts), whose direction may be the project's reading
+        (`regressions_directions`), never written into the series."""
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         # Ids committed before, then those this transaction created or found (`pending`): without the
         # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
@@ -260,7 +264,7 @@ class UpsertWrites(StoreReads):
             # are not cached, so a later declaration is seen.
             unknown = {k for k, _, d, *_ in rows_ if d == Direction.UNKNOWN}
             for k in sorted(unknown):
-                if wanted[k].direction != Direction.UNKNOWN:
+                if declared and wanted[k].direction != Direction.UNKNOWN:
                     conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == found[k]).values(
                         direction=str(wanted[k].direction), kind=str(wanted[k].kind)))
                     pending[(_META, k)] = (pending[(_META, k)][0], *_meta(wanted[k])[1:])

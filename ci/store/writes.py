@@ -78,7 +78,7 @@ class StoreWrites(IngestWrites):
             return 0
 
         def tx(conn: Connection, pending: dict[str, int]) -> int:
-            ids = self._benchmark_ids(conn, pending, (v.benchmark for v in unique.values()))
+            ids = self._benchmark_ids(conn, pending, (v.benchmark for v in unique.values()), declared=False)
             now = datetime.now(UTC)
             for v in unique.values():
                 bid = ids[v.benchmark.key]
@@ -136,7 +136,7 @@ class StoreWrites(IngestWrites):
             return []
 
         def tx(conn: Connection, pending: dict[Any, int]) -> list[Alert]:
-            ids = self._benchmark_ids(conn, pending, (a.benchmark for a in unique.values()))
+            ids = self._benchmark_ids(conn, pending, (a.benchmark for a in unique.values()), declared=False)
             shas = sorted({a.commit_sha for a in unique.values()})
             held: set[tuple[str, int, str, str]] = set()
             acked: set[tuple[str, str]] = set()
@@ -349,6 +349,7 @@ class StoreWrites(IngestWrites):
             project: the fields ingest read from the file.
         """
         self.save_setting(PROJECT_SETTING, json.dumps(project.as_asv_conf(), sort_keys=True))
+        self.use_project(project)  # its `regressions_directions` from the next read on
 
     def acknowledge(
         self, benchmark_key: str, commit_sha: str, who: str, why: str, when: datetime | None = None

@@ -198,3 +198,127 @@ def test_a_change_of_unknown_direction_judged_by_asvs_rule_is_never_a_speed_up(b
     body = render_comment([verdict], [], base_sha="a" * 40, head_sha="b" * 40, environment={}, dashboard_url=None)
     assert "1 of unknown direction" in body.splitlines()[3] and "speed-up" not in body and "Faster" not in body
     assert "| 🟡 of unknown direction | 1 |" in body and not re.search(r"\| ~\d", body)
+
+
+def _conf(path: Path, directions: object = None) -> Path:
+    """An asv.conf.json beside `res/` (ingest finds it), with `regressions_directions` when given."""
+    import json
+
+    conf = {"version": 1, "project": "io", "results_dir": "res",
+            **({"regressions_directions": directions} if directions is not None else {})}
+    path.write_text(json.dumps(conf))
+    return path
+
+
+def test_a_project_declares_the_direction_of_series_that_declare_none(tmp_path, capsys):
+    """mujoco-warp's 252 series (`track_metric` in asv's default unit "unit") were never judged: a
+    foreign suite cannot declare `direction` without the project's shim. `regressions_directions`
+    in asv.conf.json says which way is better by series name; a benchmark's own declaration wins,
+    the store keeps what the files said, and taking the key out takes the directions back."""
+    from sqlalchemy import select
+
+    from ci.store.models import BenchmarkRow
+
+    declared = {**THROUGHPUT, "name": "bench_io.Copy.track_rate", "direction": "lower"}
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[THROUGHPUT, declared], samples=_bandwidth(0.7),
+                  job="job-1")
+    _conf(tmp_path / "asv.conf.json", {"bench_io\\.Copy\\.track_": "higher"})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1
+    out = capsys.readouterr().out
+    assert "unknown direction" not in out and re.search(r"regressed.*track_bandwidth", out), out
+    with Store(db) as store:
+        got = {b.name: b.direction for b in store.benchmarks()}
+        with store.engine.connect() as conn:
+            raw = dict(conn.execute(select(BenchmarkRow.name, BenchmarkRow.direction)).all())
+    assert got == {"bench_io.Copy.track_bandwidth": Direction.HIGHER, "bench_io.Copy.track_rate": Direction.LOWER}
+    assert raw["bench_io.Copy.track_bandwidth"] == Direction.UNKNOWN  # the store keeps what the file said
+
+    _conf(tmp_path / "asv.conf.json")  # the key taken out: the next ingest keeps that
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 0
+    assert "unknown direction" in capsys.readouterr().out
+    # An explicit asv.conf.json decides over the stored one, its directions too.
+    other = _conf(tmp_path / "other.json", [["bench_io\\.Copy\\.track_band", "higher"]])
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1), "--config", str(other)]) == 1
+
+
+@pytest.mark.parametrize(("directions", "said"), [
+    pytest.param({"bench": "up"}, 'must map to "lower" or "higher"', id="not-a-direction"),
+    pytest.param({"(": "lower"}, "bad regex", id="bad-regex"),
+    pytest.param("lower", "must be an object of regex", id="not-an-object"),
+    pytest.param([["bench", "lower", "x"]], "must be an object of regex", id="not-pairs"),
+])
+def test_a_malformed_directions_entry_is_an_error_naming_the_file(tmp_path, capsys, directions, said):
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0)], benchmarks=[THROUGHPUT])
+    conf = _conf(tmp_path / "asv.conf.json", directions)
+    assert main(["ingest", "--db", str(tmp_path / "h.sqlite"), str(root)]) != 0
+    err = capsys.readouterr().err
+    assert str(conf) in err and said in err and "regressions_directions" in err, err
+
+
+def test_the_dashboard_reads_a_changed_direction_without_a_new_run(tmp_path):
+    """The render keeps each series' identity for the next one (`ci.site.snapshot.ColumnsCache`): a
+    direction the project declares later must reach the pages although no series ran again."""
+    root = tmp_path / "res"
+    write_results(root, [sha_for(c) for c in range(6)], benchmarks=[THROUGHPUT])
+    _conf(tmp_path / "asv.conf.json")
+    db, site = str(tmp_path / "h.sqlite"), tmp_path / "site"
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    assert "declares which way is better" in (site / "index.html").read_text()
+    _conf(tmp_path / "asv.conf.json", {".*": "higher"})
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["dashboard", "--db", db, "--out", str(site)]) == 0
+    page = (site / "index.html").read_text()
+    assert "declares which way is better" not in page and "declare no direction" not in page
+
+
+def test_a_directions_pattern_that_backtracks_is_an_error_not_a_hang(tmp_path, capsys):
+    """As `regressions_thresholds`' patterns: matched with a time limit, and one that backtracks
+    without end on a series name stops the command with an error naming it."""
+    import time
+
+    from ci.records import Project
+
+    project = Project.from_asv_conf({"regressions_directions": {"(a|a)*$": "lower", "bench": "higher"}})
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="catastrophic backtracking"):
+        project.direction_for("a" * 40 + "!")
+    assert project.direction_for("bench_io.Copy") == Direction.HIGHER and time.monotonic() - t0 < 5
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[{**THROUGHPUT, "name": "a" * 40 + "!"}])
+    _conf(tmp_path / "asv.conf.json", {"(a|a)*$": "lower"})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 2  # the files went in; the pattern is named at once
+    assert "regressions_directions: the pattern '(a|a)*$'" in capsys.readouterr().err
+    with Store(db, read_only=True) as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM runs").scalar() == 2
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 2
+    assert "regressions_directions: the pattern '(a|a)*$'" in capsys.readouterr().err
+
+
+def test_ingest_names_a_directions_entry_that_matches_nothing_and_the_series_left_unjudged(tmp_path, capsys):
+    """A mistyped pattern judges nothing and said nothing: ingest names it, and says how many series
+    are still never judged and what declares a direction for them."""
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0)], benchmarks=[THROUGHPUT])
+    db = str(tmp_path / "h.sqlite")
+    _conf(tmp_path / "asv.conf.json")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 of 1 series declare no direction (e.g. 'bench_io.Copy.track_bandwidth')" in err
+    assert "regressions_directions" in err
+    _conf(tmp_path / "asv.conf.json", {"benchmarks\\.io": "higher"})  # the module is bench_io
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: regressions_directions: 'benchmarks\\\\.io' (higher) matches none of the 1 stored series" in err
+    assert "1 of 1 series declare no direction" in err
+    _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher"})
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "declare no direction" not in err and "matches none" not in err
+    assert "regressions_directions 'bench_io\\\\.': higher" in err  # what ingest kept, said once

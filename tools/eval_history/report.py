@@ -50,6 +50,7 @@ def evaluate_dir(results_dir: Path, *, steps: Sequence[float], seed: int, min_co
     settings = HistorySettings()
     with tempfile.TemporaryDirectory(prefix="eval-history-") as tmp:
         store = Store(Path(tmp) / "history.sqlite")
+        store.use_project(project.project)  # its `regressions_directions`, as every command reads the series
         try:
             ingest = ingest_results_dir(store, results_dir)
             # Jobs the store kept apart as a host of another speed that the files do not record (`ci.ingest.speed`).
