@@ -192,7 +192,7 @@ def _jobs_line(comparison: Comparison, settings: VerdictSettings | None = None) 
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ci.ingest import AsvFormatError, ingest_results_dir
+    from ci.ingest import AsvFormatError, ingest_results_dir, redefine_benchmarks
     from ci.ingest.results_dir import SAME_MACHINE_ERROR
     from ci.project import direction_notes, record_project
     from ci.records import Project
@@ -202,6 +202,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         # First: a malformed asv.conf.json stops the ingest before any result goes in.
         note = record_project(store, args.results_dir, args.config)
         try:
+            redefined = redefine_benchmarks(store, args.results_dir, args.redefine or ())
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
                                         progress=ingest_progress_printer(), replace=args.replace)  # fmt: skip
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
@@ -223,7 +224,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for carrier, count in same.items():
             print(f"error: {count} more result file(s) of that machine {SAME_MACHINE_ERROR} {carrier}",
                   file=sys.stderr)
-        for line in (*report.notes, *([printable(note)] if note else []), *map(printable, directions)):
+        for line in (*redefined, *report.notes, *([printable(note)] if note else []), *map(printable, directions)):
             print(line, file=sys.stderr)
         print(report.summary())
         if not report.files:  # a mistyped or empty folder: nothing was read, which is not a pass
@@ -461,6 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let a file holding a different run of a stored machine, environment and commit than the one "
                    "ingested from another file replace it (recorded in the store); without it such a file is an "
                    "error naming both files. asv rewriting the stored run's own file replaces it either way")
+    p.add_argument("--redefine", action="append", metavar="BENCHMARK",
+                   help="a benchmark whose unit or declared direction changed on purpose: its stored series keep their "
+                   "history under 'BENCHMARK [UNIT until DATE]' and this suite's results start new series under the "
+                   "name (without it such a benchmark is left out of every file, with a warning); repeatable; run it "
+                   "while no runner writes the store")
 
     for name, help_, fn in (
         ("compare", "A/B verdicts between a base and a head commit (saved to the store)", cmd_compare),

@@ -234,7 +234,12 @@ def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
         why = ""
     else:
         path, why = find_asv_conf(results_dir)
-    held = store.project()
+    try:
+        held = store.project()
+    except RuntimeError:  # a damaged stored setting (`ci.store.StoreError`): the file read now replaces it
+        if path is None:
+            raise
+        held = None
     if path is None:
         if not why:
             return ""
@@ -244,6 +249,7 @@ def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
     project = read_asv_conf(path)
     if project == held:
         return ""
+    _check_directions(store, project, held, path)
     store.save_project(project)
     floors = ", ".join(f"{p!r}: {v:g}" for p, v in project.thresholds) or "none (asv's default, 0.05)"
     replaced = f"; replaces {held.source}" if held is not None and held.source != project.source else ""
@@ -253,32 +259,56 @@ def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
             f"{floors}{directions}{replaced}")
 
 
+def _check_directions(store: ProjectKeeper, project: Project, held: Project | None, path: Path) -> None:
+    """ConfigError, and the store left as it was, where a `regressions_directions` pattern of `project`
+    runs past its time limit on a stored series' name: kept, it stopped every later command (an ingest
+    that stored the files printed only the pattern's error), and the store's reads follow the project."""
+    use, read = getattr(store, "use_project", None), getattr(store, "benchmarks", None)
+    if not project.directions or use is None or read is None:
+        return
+    use(project)
+    try:
+        read()
+    except ValueError as exc:
+        use(held or Project())
+        raise ConfigError(f"{path}: {exc}") from None
+
+
 def direction_notes(project: Project, benchmarks: Sequence[Benchmark]) -> list[str]:
-    """What an ingest says of which way is better: an entry of `regressions_directions` that matches
-    no stored series (a mistyped pattern judges nothing, silently otherwise), and how many series are
-    still of unknown direction, never judged, with what declares one.
+    """What an ingest says of which way is better: an entry of `regressions_directions` that decides
+    for no stored series (it matches none, or an earlier entry matches each one it matches: a mistyped
+    or shadowed pattern judges nothing, silently otherwise), and how many series are still of unknown
+    direction, never judged, with what declares one.
 
     Args:
         project: the project the store's reads follow.
         benchmarks: the store's series, as read (directions resolved by `project`).
 
     Returns:
-        Lines for the user; none where every series has a direction and every entry matched.
+        Lines for the user; none where every series has a direction and every entry decides for one.
+
+    Raises:
+        ValueError: a pattern ran past its time limit on a series name (named).
     """
     keys = [b.key for b in benchmarks]
     lines = []
+    earlier: list[Project] = []
     for pattern, direction in project.directions:
-        if not any(_matches_start(pattern, key) for key in keys):
+        alone = Project(directions=((pattern, direction),))
+        matched = [key for key in keys if alone.direction_for(key) is not None]
+        decides = [key for key in matched if not any(e.direction_for(key) is not None for e in earlier)]
+        earlier.append(alone)
+        if decides:
+            continue
+        if matched:
+            why = f"an earlier entry matches each of the {len(matched)} series it matches"
+        else:
             example = f" (a series is named like {keys[0]!r})" if keys else ""
-            lines.append(f"warning: regressions_directions: {pattern!r} ({direction}) matches none of the "
-                         f"{len(keys)} stored series{example}: it is matched at the start of the name")
+            why = f"it matches none of the {len(keys)} stored series{example}: it is matched at the start of the name"
+        lines.append(f"warning: regressions_directions: {pattern!r} ({direction}) decides for no series: {why}")
     unknown = [b for b in benchmarks if b.direction == Direction.UNKNOWN and b.kind != Kind.CORRECTNESS]
     if unknown:
         lines.append(f"note: {len(unknown)} of {len(keys)} series declare no direction (e.g. {unknown[0].key!r}): "
                      "their changes are reported, never called better or worse; map their names to \"lower\" or "
                      "\"higher\" in asv.conf.json's regressions_directions, or declare `direction` on the benchmark")
     return lines
-
-
-def _matches_start(pattern: str, key: str) -> bool:
-    return Project(directions=((pattern, "lower"),)).direction_for(key) is not None

@@ -16,7 +16,7 @@
 
 from ci.ingest.asv_files import AsvFormatError
 from ci.ingest.report import FileOutcome, IngestProgress, IngestReport, throughput
-from ci.ingest.results_dir import BATCH_FILES, ingest_results_dir
+from ci.ingest.results_dir import BATCH_FILES, ingest_results_dir, redefine_benchmarks
 
 __all__ = [
     "BATCH_FILES",
@@ -25,5 +25,6 @@ __all__ = [
     "IngestProgress",
     "IngestReport",
     "ingest_results_dir",
+    "redefine_benchmarks",
     "throughput",
 ]

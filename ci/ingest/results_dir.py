@@ -559,3 +559,47 @@ def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[
                 f"note: machine {m.machine_name!r} measured in another environment, {m.env_name!r}: its results "
                 f"are their own series, machine {m.name!r} (environment {first.env_name!r} is {first.name!r})"))
     return tuple(out)
+
+
+def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names: Sequence[str],
+                        when: datetime | None = None) -> list[str]:
+    """Let the named benchmarks take the definition `results_dir`'s benchmarks.json gives them (`ci
+    ingest --redefine`): where the store holds a benchmark's series in another unit or declared
+    direction, they are kept under "NAME [UNIT until DATE]" and the files' results start new series
+    under the name (`ci.store.Store.retire_benchmark`). Without it such a benchmark is left out of
+    every file, with a warning naming both definitions.
+
+    Args:
+        store: the destination store.
+        results_dir: the results directory about to be ingested (its benchmarks.json is read).
+        names: benchmark names as benchmarks.json spells them.
+        when: the date the old name carries (default now).
+
+    Returns:
+        One line per name for the user: what was renamed, or that nothing needed to be.
+
+    Raises:
+        AsvFormatError: benchmarks.json is missing or malformed.
+        ValueError: a name benchmarks.json does not hold (the names it holds that come closest are given).
+    """
+    import difflib
+
+    from ci.records import Benchmark
+
+    infos = load_benchmarks_json(Path(results_dir))
+    day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
+    lines = []
+    for name in dict.fromkeys(names):
+        info = infos.get(name)
+        if info is None:
+            close = difflib.get_close_matches(name, list(infos), n=3)
+            hint = f" (closest: {', '.join(repr(c) for c in close)})" if close else ""
+            raise ValueError(f"--redefine {name[:200]!r}: no such benchmark in {results_dir}'s benchmarks.json{hint}")
+        wanted = Benchmark(info.name, (), info.unit, info.direction, info.kind)
+        stored = store.retire_benchmark(wanted, day)
+        lines.append(printable(
+            f"note: benchmark {name!r}: its stored series were not of this definition ({info.unit!r}, "
+            f"{info.direction} is better); they keep their history as {stored!r}, and this suite's results start "
+            "new series under the name" if stored is not None else
+            f"note: benchmark {name!r}: --redefine changed nothing (no stored series of another definition)"))
+    return lines

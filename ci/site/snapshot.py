@@ -44,6 +44,7 @@ from ci.records import (
     StoreReader,
     Verdict,
     current_versions,
+    is_worse_step,
     machine_labels,
 )
 from ci.site.columns import Env, result_columns
@@ -243,12 +244,15 @@ class ColumnsCache:
     runs: dict[str, list[tuple[str, str]]]
     run_shas: dict[str, list[str]]
     series: dict[tuple[str, str], _Stats]
+    # The project's `regressions_directions` the series were read with: a series' direction changes with
+    # them and no new run (`ci.store.read_session.ReadSession.direction_rules`), so other ones read it all.
+    directions: tuple[tuple[str, str], ...] = ()
 
     def to_bytes(self) -> bytes:
         keys = sorted(self.series)
         stats = [self.series[k] for k in keys]
         meta = {
-            "runs": self.runs, "run_shas": self.run_shas,
+            "runs": self.runs, "run_shas": self.run_shas, "directions": [list(p) for p in self.directions],
             "series": [[m, _bench_json(st.benchmark), len(st.runs), _run_lengths(st.versions)]
                        for (_, m), st in zip(keys, stats, strict=True)],
         }
@@ -285,7 +289,8 @@ class ColumnsCache:
                 at = end
             if at != len(arrays["runs"]) or set(run_shas) != set(runs):
                 return None
-            return cls(runs, run_shas, series)
+            directions = tuple((str(p), str(d)) for p, d in meta.get("directions", []))
+            return cls(runs, run_shas, series, directions)
         except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile):
             return None
 
@@ -384,19 +389,16 @@ def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | No
 
 def _store_built(store: ColumnStore, position: dict[str, int], branch: str | None,
                  cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
-    if cache is not None:
-        # A series' direction may change without a new run (the project's `regressions_directions`,
-        # `ci.store.read_session.ReadSession._bench`): the kept identities must still be the store's.
-        now = {b.key: b for b in store.benchmarks()}
-        if any(now.get(key) != st.benchmark for (key, _), st in cache.series.items()):
-            raise _Stale
+    rules: tuple[tuple[str, str], ...] = getattr(store, "direction_rules", tuple)()
+    if cache is not None and cache.directions != rules:
+        raise _Stale
     hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
     stats, runs, run_shas = _read_columns(hists, cache)
     by_key = store.run_environments()
     envs = {m: [by_key.get(run_key, ()) for run_key, _ in rs] for m, rs in runs.items()}
     built = _columns_built(stats, runs, run_shas, envs, position, branch, every_raw=False)
     kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
-                                                   None) for k, st in stats.items()})
+                                                   None) for k, st in stats.items()}, rules)
     return built, kept
 
 
@@ -605,6 +607,13 @@ def load_snapshot(store: StoreReader, *, branch: str | None = None, baseline_sha
         if v.head_sha not in position:
             continue  # an A/B verdict about a commit outside this history (another branch)
         verdicts_by_sha[v.head_sha].append(v)
+        if v.outcome == Outcome.REGRESSED and v.benchmark.kind != Kind.CORRECTNESS and \
+                math.isfinite(v.base_value) and math.isfinite(v.head_value) and \
+                not is_worse_step(v.benchmark.direction, v.base_value, v.head_value):
+            # Decided under another direction than the series is read with now (asv.conf.json's
+            # `regressions_directions` changed since: a compare's "regressed" stayed an open regression
+            # after the project said the move was for the better, 2026-12-07). The commit page keeps it.
+            continue
         if v.outcome in (Outcome.REGRESSED, Outcome.FAILED):
             on = machines_at.get((v.benchmark.key, v.head_sha), [])
             if v.machine:

@@ -150,6 +150,10 @@ class ReadSession:
         self._directions_of = project
         self._bench_by_id, self._id_by_key = {}, {}
 
+    def direction_rules(self) -> tuple[tuple[str, str], ...]:
+        """The `regressions_directions` this store's reads resolve series of unknown direction by."""
+        return self._directions().directions
+
     def _stored_project(self) -> Project | None:
         """The project ingest kept (`ci.store.reads.StoreReads.project`); None here, where none is read."""
         return None

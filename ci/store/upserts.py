@@ -6,6 +6,7 @@ over `ci.store.engine.retry_write`): all of it or nothing.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -231,7 +232,8 @@ class UpsertWrites(StoreReads):
         benchmark out beforehand (`leave_out_redefined`), so only a write racing another runner's sees it.
         `declared`: `benches` are what result files declare, whose direction fills a stored unknown one;
         False for records read back (verdicts, alerts), whose direction may be the project's reading
-        (`regressions_directions`), never written into the series."""
+        (`regressions_directions`): never written into the series, nor checked against it (a suite that
+        declares a direction meanwhile made saving a verdict raise `SeriesRedefined`)."""
         wanted = benches if isinstance(benches, dict) else {b.key: b for b in benches}
         # Ids committed before, then those this transaction created or found (`pending`): without the
         # latter every file of a store's first batch looked its 500 series up again (2026-12-02).
@@ -244,7 +246,7 @@ class UpsertWrites(StoreReads):
                     ids[k] = known
         for k in ids:
             stored = pending.get((_META, k)) or self._bench_meta.get(k)
-            if stored is not None:
+            if stored is not None and declared:
                 _check_definition(wanted[k], stored)
         missing = sorted(k for k in wanted if k not in ids)  # sorted: concurrent writers lock keys in one order
         for i in range(0, len(missing), CHUNK):
@@ -258,7 +260,8 @@ class UpsertWrites(StoreReads):
             found = {k: id_ for k, id_, *_ in rows_}
             for k, _, direction, unit, kind in rows_:
                 pending[(_META, k)] = stored = (unit, direction, kind)
-                _check_definition(wanted[k], stored)
+                if declared:  # a record read back names a stored series, whatever direction it was read with
+                    _check_definition(wanted[k], stored)
             # A series stored before its benchmark declared a direction takes the one declared now;
             # an undeclared one never erases a declared one. Ids of series still of unknown direction
             # are not cached, so a later declaration is seen.
@@ -288,12 +291,82 @@ class UpsertWrites(StoreReads):
                         select(BenchmarkRow.key, BenchmarkRow.id, BenchmarkRow.direction, BenchmarkRow.unit,
                                BenchmarkRow.kind).where(BenchmarkRow.key.in_(new))):
                     found[k] = id_
-                    _check_definition(wanted[k], (unit, direction, kind))  # another runner's row, made meanwhile
+                    if declared:  # another runner's row, made meanwhile
+                        _check_definition(wanted[k], (unit, direction, kind))
                 unknown.update(k for k in new if wanted[k].direction == Direction.UNKNOWN)
                 pending.update(((_META, k), _meta(wanted[k])) for k in new)
             ids.update(found)
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
+
+    def retire_benchmark(self, wanted: Benchmark, until: str) -> str | None:
+        """Keep the stored series of benchmark `wanted.name` under another name when their definition is
+        not `wanted`'s (`_redefines`: another unit or declared direction), so that `wanted`'s results
+        start new series under the name (`ci ingest --redefine`). A suite that changes a benchmark's unit
+        on purpose had it left out of every later file until renamed (`leave_out_redefined`); its history
+        in the old unit is not mixed into the new one's, and nothing of it is lost.
+
+        Every row of the name (one per parameter point) is renamed "NAME [UNIT until DATE]" (its stored
+        unit, `until`; " #2" and on where that is taken), its key with it; the acknowledgements of its
+        keys and its result blocks (kept by name) follow, and results, verdicts, alerts and the
+        detector's states follow by id. The stored runs that hold no point of it are read again by the
+        next ingest (`RunRow.skipped` cleared): the files where it was left out give the new series
+        their points. Run it while no other process writes the store: another's cached ids would still
+        point at the renamed series.
+
+        Args:
+            wanted: the benchmark's definition now (its name, unit, direction and kind; params ignored).
+            until: the date the old series' new name gives, e.g. "2026-12-07".
+
+        Returns:
+            The name the old series were given; None where none is stored or every one is `wanted`'s.
+
+        Raises:
+            ValueError: the new name is longer than the store holds.
+        """
+        from ci.store.models import AcknowledgementRow, ResultBlockRow, ResultRow, RunRow
+
+        def tx(conn: Connection, _pending: dict[Any, Any]) -> str | None:
+            rows = conn.execute(select(BenchmarkRow.id, BenchmarkRow.key, BenchmarkRow.params, BenchmarkRow.unit,
+                                       BenchmarkRow.direction, BenchmarkRow.kind)
+                                .where(BenchmarkRow.name == wanted.name)).all()
+            differ = [unit for *_, unit, direction, kind in rows if _redefines(wanted, (unit, direction, kind))]
+            if not differ:
+                return None
+            label = f"{differ[0] or 'no unit'} until {until}"
+            taken = set(conn.execute(select(BenchmarkRow.name).where(BenchmarkRow.name.like(
+                f"{wanted.name} [%"))).scalars())
+            name = next(n for i in itertools.count(1)
+                        if (n := f"{wanted.name} [{label}]" + (f" #{i}" if i > 1 else "")) not in taken)
+            most_name = column_length(BenchmarkRow.name) or 1 << 30
+            most_key = column_length(BenchmarkRow.key) or 1 << 30
+            for id_, key, params, *_ in rows:
+                new_key = Benchmark(name, tuple((str(k), str(v)) for k, v in json.loads(params))).key
+                if len(name) > most_name or len(new_key) > most_key:
+                    raise ValueError(f"benchmark {wanted.name[:80]!r}: its old series cannot be renamed "
+                                     f"{name[:120]!r}: longer than the store holds")
+                conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == id_).values(name=name, key=new_key))
+                conn.execute(update(AcknowledgementRow).where(AcknowledgementRow.benchmark_key == key)
+                             .values(benchmark_key=new_key))
+            conn.execute(update(ResultBlockRow).where(ResultBlockRow.name == wanted.name).values(name=name))
+            # The stored files that hold no point of the old series (where ingest left the benchmark out, or
+            # it was not in them) are read again by the next ingest: their points of the benchmark, in the
+            # new definition, start its new series. A file whose points the old series holds is not.
+            ids = [id_ for id_, *_ in rows]
+            conn.execute(update(RunRow).where(
+                RunRow.id.not_in(select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(ids))),
+                RunRow.id.not_in(select(ResultBlockRow.run_id).where(ResultBlockRow.name == name)),
+            ).values(skipped=None))
+            return name
+
+        renamed: str | None = self._write_retrying(tx)
+        if renamed is not None:  # every cache of series by key or id is read again
+            self._bench_ids.clear()
+            self._undeclared_ids.clear()
+            self._bench_meta.clear()
+            self._bench_absent.clear()
+            self._bench_by_id, self._id_by_key = {}, {}
+        return renamed
 
     def leave_out_redefined(self, run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:
         """`run` (a `ci.ingest.ParsedRun`) less the benchmarks whose series the store holds with another
@@ -326,7 +399,8 @@ class UpsertWrites(StoreReads):
                     f"left out benchmark {bench.name!r}: this file's benchmarks.json declares it in {bench.unit!r} "
                     f"({bench.direction} is better), but the store holds its series in {stored[0]!r} ({stored[1]} is "
                     "better): another benchmark under the same name, or a changed definition; its points are not "
-                    "stored (give a changed benchmark a new name, or ingest another suite into another --db)")
+                    "stored (a definition changed on purpose: `python -m ci ingest --redefine NAME` keeps the old "
+                    "series under another name and starts new ones; another suite: ingest it into another --db)")
         return (without_benchmarks(run, bad) if bad else run), tuple(bad.values())
 
     def upsert_commits(self, commits: Sequence[Commit]) -> None:

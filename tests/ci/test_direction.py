@@ -299,6 +299,14 @@ def test_a_directions_pattern_that_backtracks_is_an_error_not_a_hang(tmp_path, c
         assert conn.exec_driver_sql("SELECT count(*) FROM runs").scalar() == 2
     assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 2
     assert "regressions_directions: the pattern '(a|a)*$'" in capsys.readouterr().err
+    # Once series are stored, such a file is refused before it is kept; fixed, it is taken.
+    _conf(tmp_path / "asv.conf.json", {"b": "lower"})
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    conf = _conf(tmp_path / "asv.conf.json", {"(a|a)*$": "lower"})
+    assert main(["ingest", "--db", db, str(root)]) == 2
+    assert f"{conf}: regressions_directions: the pattern '(a|a)*$'" in capsys.readouterr().err
+    main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)])  # the store kept the last file's
+    assert "withheld" in capsys.readouterr().out
 
 
 def test_ingest_names_a_directions_entry_that_matches_nothing_and_the_series_left_unjudged(tmp_path, capsys):
@@ -315,10 +323,45 @@ def test_ingest_names_a_directions_entry_that_matches_nothing_and_the_series_lef
     _conf(tmp_path / "asv.conf.json", {"benchmarks\\.io": "higher"})  # the module is bench_io
     assert main(["ingest", "--db", db, str(root)]) == 0
     err = capsys.readouterr().err
-    assert "warning: regressions_directions: 'benchmarks\\\\.io' (higher) matches none of the 1 stored series" in err
+    assert "warning: regressions_directions: 'benchmarks\\\\.io' (higher) decides for no series: it matches none of " \
+           "the 1 stored series" in err
     assert "1 of 1 series declare no direction" in err
-    _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher"})
+    _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher", "bench_io\\.Copy": "lower"})  # the second is shadowed
     assert main(["ingest", "--db", db, str(root)]) == 0
     err = capsys.readouterr().err
     assert "declare no direction" not in err and "matches none" not in err
+    assert "'bench_io\\\\.Copy' (lower) decides for no series: an earlier entry matches each of the 1 series" in err
+    _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher"})
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    err = capsys.readouterr().err
+    assert "declare no direction" not in err and "decides for no" not in err
     assert "regressions_directions 'bench_io\\\\.': higher" in err  # what ingest kept, said once
+
+
+def test_a_verdict_saved_under_another_direction_is_no_open_regression_now(tmp_path):
+    """A compare's saved "regressed" stayed an open regression on the dashboard after the project said
+    the move was for the better (its `regressions_directions` changed), while `compare` said improved;
+    and saving a verdict read with the project's direction raised SeriesRedefined once a suite declared
+    the other one meanwhile (both found by a review, 2026-12-07)."""
+    from ci.site.snapshot import load_snapshot
+
+    root = tmp_path / "res"
+    write_results(root, [sha_for(0), sha_for(1)], benchmarks=[THROUGHPUT], samples=_bandwidth(0.7), job="job-1")
+    _conf(tmp_path / "asv.conf.json", {"bench_io": "higher"})
+    db = str(tmp_path / "h.sqlite")
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert main(["compare", "--db", db, "--base", sha_for(0), "--head", sha_for(1)]) == 1  # saved: regressed
+    with Store(db) as store:
+        assert [r.benchmark.key for r in load_snapshot(store).regressions if r.source == "verdict"] == \
+            ["bench_io.Copy.track_bandwidth"]
+        held = store.verdicts()
+    _conf(tmp_path / "asv.conf.json", {"bench_io": "lower"})
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        assert not [r for r in load_snapshot(store).regressions if r.source == "verdict"]
+    # A suite declares the direction the verdicts were not read with: saving them again still works.
+    write_results(root, [sha_for(2)], benchmarks=[{**THROUGHPUT, "direction": "lower"}], samples=_bandwidth(0.7))
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    with Store(db) as store:
+        store.save_verdicts(held)
+        assert {b.direction for b in store.benchmarks()} == {Direction.LOWER}

@@ -719,6 +719,58 @@ def test_a_benchmarks_json_that_redefines_a_stored_series_leaves_that_benchmark_
     assert report.count("inserted") == 1 and not [f for f in report.files if "left out" in f.message]
 
 
+def test_a_benchmark_redefined_on_purpose_keeps_its_old_series_under_another_name(store_url, asv_dir, capsys):
+    """A suite that changes a benchmark's unit on purpose (at the same asv version: asv's is a hash of the
+    code) had that benchmark left out of every later file, for good, until renamed. `ci ingest --redefine
+    NAME` keeps the old series, its results, acknowledgements and history, under "NAME [UNIT until DATE]";
+    the files where the benchmark was left out are read again and start its new series; a file whose
+    points the old series holds is not, so no value of the old unit lands in the new series."""
+    import copy
+    from datetime import UTC, datetime
+
+    from ci.ingest import redefine_benchmarks
+    from ci.records import Direction
+    from tests.ci.conftest import BENCHMARKS, sha_for
+
+    name = "bench_attention.GPUTime.time_gpu"
+    retyped = copy.deepcopy(BENCHMARKS)
+    for b in retyped:
+        if b["name"] == name:
+            b.update(type="track", unit="images/s")
+    root = asv_dir([sha_for(0), sha_for(1)])
+    _ingest(store_url, root)
+    with Store(store_url) as store:
+        old_keys = sorted(b.key for b in store.benchmarks() if b.name == name)
+        store.acknowledge(old_keys[0], sha_for(1), "alice", "expected")
+    asv_dir([sha_for(2), sha_for(3)], benchmarks=retyped)  # the same folder: a new benchmarks.json, two new files
+    report, _ = _ingest(store_url, root)
+    assert len([f for f in report.files if "--redefine" in f.message]) == 2, report.summary()
+    when = datetime(2026, 12, 7, tzinfo=UTC)
+    with Store(store_url) as store:
+        with pytest.raises(ValueError, match=r"no such benchmark .* \(closest: 'bench_attention.GPUTime.time_gpu'"):
+            redefine_benchmarks(store, root, ["bench_attention.GPUTime.time_gpus"], when)
+        (note,) = redefine_benchmarks(store, root, [name, name], when)
+        retired = f"{name} [seconds until 2026-12-07]"
+        assert repr(retired) in note and "start new series" in note, note
+        report = ingest_results_dir(store, root)
+        assert report.count("read again") + report.count("inserted") == 2 and not report.errors, report.summary()
+        assert not [f for f in report.files if "left out" in f.message]
+        by_name: dict[str, set[tuple[str, str]]] = {}
+        for r in store.results():
+            if r.benchmark.name in (name, retired):
+                by_name.setdefault(r.benchmark.name, set()).add((r.benchmark.unit, r.commit_sha))
+        assert by_name[retired] == {("seconds", sha_for(c)) for c in (0, 1)}
+        assert by_name[name] == {("images/s", sha_for(c)) for c in (2, 3)}
+        assert {b.direction for b in store.benchmarks() if b.name == name} == {Direction.HIGHER}
+        (ack,) = store.acknowledgements()
+        assert ack.benchmark_key == old_keys[0].replace(name, retired, 1)
+        assert ingest_results_dir(store, root).count("unchanged") == 4  # read again once, not at every ingest
+        (again,) = redefine_benchmarks(store, root, [name], when)
+        assert "changed nothing" in again
+    assert main(["ingest", "--db", store_url, str(root), "--redefine", name]) == 0
+    assert f"note: benchmark {name!r}: --redefine changed nothing" in capsys.readouterr().err
+
+
 def test_a_credential_in_a_benchmarks_parameters_is_shown_nowhere(tmp_path, asv_dir, capsys):
     """Only a job's environment variables and requirements were redacted: a token or a URL's password in
     a benchmark's parameter value (a benchmark parameterised from a DSN), which a pull request or a
