@@ -211,6 +211,17 @@ def project_settings(store: ProjectSource | None = None, config: str | os.PathLi
         raise ConfigError(f"{project.source or 'the stored asv.conf.json'}: {exc}") from None
 
 
+def read_project(results_dir: str | os.PathLike[str], config: str | os.PathLike[str] | None = None) -> Project | None:
+    """The project `record_project` would keep for `results_dir` (`config`, else the asv.conf.json found
+    for the folder), read and checked without writing anything; None where there is none.
+
+    Raises:
+        ConfigError: the file given or found is malformed.
+    """
+    path = Path(config).resolve() if config is not None else find_asv_conf(results_dir)[0]
+    return read_asv_conf(path) if path is not None else None
+
+
 def record_project(store: ProjectKeeper, results_dir: str | os.PathLike[str],
                    config: str | os.PathLike[str] | None = None) -> str:
     """Keep the project's asv.conf.json in the store, as ingest does: `config` when given, else the

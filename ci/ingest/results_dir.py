@@ -586,6 +586,8 @@ def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names
 
     from ci.records import Benchmark
 
+    if not names:
+        return []
     infos = load_benchmarks_json(Path(results_dir))
     day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
     lines = []
