@@ -192,7 +192,7 @@ def _jobs_line(comparison: Comparison, settings: VerdictSettings | None = None) 
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ci.ingest import AsvFormatError, ingest_results_dir, redefine_benchmarks
+    from ci.ingest import AsvFormatError, ingest_results_dir
     from ci.ingest.results_dir import SAME_MACHINE_ERROR
     from ci.project import direction_notes, read_project, record_project
     from ci.records import Project
@@ -202,9 +202,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         # First: a malformed asv.conf.json stops the ingest before any result goes in.
         read_project(args.results_dir, args.config)
         try:
-            redefined = redefine_benchmarks(store, args.results_dir, args.redefine or ())
             report = ingest_results_dir(store, args.results_dir, repo=args.repo, branch=args.branch,
-                                        progress=ingest_progress_printer(), replace=args.replace)  # fmt: skip
+                                        progress=ingest_progress_printer(), replace=args.replace,
+                                        redefine=args.redefine or ())  # fmt: skip
         except AsvFormatError as exc:  # benchmarks.json, which every file needs: "FILE: reason", as for any file
             print(f"error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
@@ -213,7 +213,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         try:
             note = record_project(store, args.results_dir, args.config)
             directions = direction_notes(store.project() or Project(), store.benchmarks())
-        except ValueError as exc:  # ConfigError too
+        except (ValueError, RuntimeError) as exc:  # ConfigError; a damaged stored setting (StoreError)
             note, directions = "", [f"error: {exc}; the files above went in, the store keeps its earlier settings"]
     with reader_may_leave():
         # The files skipped for their machine's unreadable machine.json: one line per machine, not per file
@@ -230,7 +230,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for carrier, count in same.items():
             print(f"error: {count} more result file(s) of that machine {SAME_MACHINE_ERROR} {carrier}",
                   file=sys.stderr)
-        for line in (*redefined, *report.notes, *([printable(note)] if note else []), *map(printable, directions)):
+        for line in (*report.notes, *([printable(note)] if note else []), *map(printable, directions)):
             print(line, file=sys.stderr)
         print(report.summary())
         if not report.files:  # a mistyped or empty folder: nothing was read, which is not a pass

@@ -259,6 +259,7 @@ def ingest_results_dir(
     batch_size: int = BATCH_FILES,
     progress: Callable[[IngestProgress], None] | None = None,
     replace: bool = False,
+    redefine: Sequence[str] = (),
 ) -> IngestReport:
     """Ingest every result file of an asv results directory; each file is all or nothing.
 
@@ -272,6 +273,9 @@ def ingest_results_dir(
         replace: a file holding a different run of a stored (machine, environment, commit) than the
             one stored from another file replaces it (recorded, and noted in the report); without
             it, that file is an error naming both files.
+        redefine: benchmark names whose definition in benchmarks.json (unit, declared direction)
+            replaces the stored one (`redefine_benchmarks`, before any file is read; every name is
+            checked first, so a wrong one changes nothing).
 
     Returns:
         An IngestReport; a file that cannot be read is an "error" outcome, never a partial run.
@@ -290,6 +294,7 @@ def ingest_results_dir(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     benchmarks = load_benchmarks_json(root)
+    redefined = redefine_benchmarks(store, root, redefine, infos=benchmarks)
 
     paths = list(iter_result_files(root))
     machine_infos: dict[Path, dict[str, str] | AsvFormatError] = {}
@@ -391,7 +396,8 @@ def ingest_results_dir(
         # commits newer than its branch, which `leave_branch` leaves alone).
         left = store.leave_branch(branch, set(on_branch.commits) | set(on_branch.problems), max(times))
     outcomes.sort(key=lambda f: f.path)
-    notes = tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + tuple(replaced)
+    notes = tuple(redefined) + tuple(commit_warning(sha, problem) for sha, problem in sorted(problems.items())) + \
+        tuple(replaced)
     if left:
         notes += (printable(f"note: {len(left)} stored commit(s) of {branch!r} are no longer on it (the branch was "
                             f"rewritten: force-pushed or reset), e.g. {left[0][:12]}: they are kept with their "
@@ -562,7 +568,7 @@ def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[
 
 
 def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names: Sequence[str],
-                        when: datetime | None = None) -> list[str]:
+                        when: datetime | None = None, infos: dict[str, BenchmarkInfo] | None = None) -> list[str]:
     """Let the named benchmarks take the definition `results_dir`'s benchmarks.json gives them (`ci
     ingest --redefine`): where the store holds a benchmark's series in another unit or declared
     direction, they are kept under "NAME [UNIT until DATE]" and the files' results start new series
@@ -574,6 +580,7 @@ def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names
         results_dir: the results directory about to be ingested (its benchmarks.json is read).
         names: benchmark names as benchmarks.json spells them.
         when: the date the old name carries (default now).
+        infos: benchmarks.json as read already (None: read here).
 
     Returns:
         One line per name for the user: what was renamed, or that nothing needed to be.
@@ -588,15 +595,18 @@ def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names
 
     if not names:
         return []
-    infos = load_benchmarks_json(Path(results_dir))
+    if infos is None:
+        infos = load_benchmarks_json(Path(results_dir))
     day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
-    lines = []
-    for name in dict.fromkeys(names):
-        info = infos.get(name)
-        if info is None:
+    for name in names:  # every name checked before any series is renamed
+        if name not in infos:
             close = difflib.get_close_matches(name, list(infos), n=3)
             hint = f" (closest: {', '.join(repr(c) for c in close)})" if close else ""
-            raise ValueError(f"--redefine {name[:200]!r}: no such benchmark in {results_dir}'s benchmarks.json{hint}")
+            raise ValueError(f"--redefine {name[:200]!r}: no such benchmark in {results_dir}'s benchmarks.json{hint}; "
+                             "nothing was renamed")
+    lines = []
+    for name in dict.fromkeys(names):
+        info = infos[name]
         wanted = Benchmark(info.name, (), info.unit, info.direction, info.kind)
         stored = store.retire_benchmark(wanted, day)
         lines.append(printable(

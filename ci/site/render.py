@@ -151,8 +151,9 @@ def _store_state(store: StoreReader, branch: str | None, options: object) -> str
     digests = getattr(store, "run_digests", None)
     if not callable(digests):
         return ""
+    definitions = getattr(store, "series_definitions", str)()  # series renamed (`ci ingest --redefine`)
     return fingerprint(options, sorted(digests().items()), store.commits(branch), store.machines(),
-                       store.verdicts(), store.acknowledgements())
+                       store.verdicts(), store.acknowledgements(), definitions)
 
 
 def render_site(

@@ -247,12 +247,15 @@ class ColumnsCache:
     # The project's `regressions_directions` the series were read with: a series' direction changes with
     # them and no new run (`ci.store.read_session.ReadSession.direction_rules`), so other ones read it all.
     directions: tuple[tuple[str, str], ...] = ()
+    # The store's `series_definitions` token: series renamed since (`ci ingest --redefine`) read it all too.
+    definitions: str = ""
 
     def to_bytes(self) -> bytes:
         keys = sorted(self.series)
         stats = [self.series[k] for k in keys]
         meta = {
             "runs": self.runs, "run_shas": self.run_shas, "directions": [list(p) for p in self.directions],
+            "definitions": self.definitions,
             "series": [[m, _bench_json(st.benchmark), len(st.runs), _run_lengths(st.versions)]
                        for (_, m), st in zip(keys, stats, strict=True)],
         }
@@ -290,7 +293,7 @@ class ColumnsCache:
             if at != len(arrays["runs"]) or set(run_shas) != set(runs):
                 return None
             directions = tuple((str(p), str(d)) for p, d in meta.get("directions", []))
-            return cls(runs, run_shas, series, directions)
+            return cls(runs, run_shas, series, directions, str(meta.get("definitions", "")))
         except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile):
             return None
 
@@ -390,7 +393,8 @@ def _from_columns(store: ColumnStore, position: dict[str, int], branch: str | No
 def _store_built(store: ColumnStore, position: dict[str, int], branch: str | None,
                  cache: ColumnsCache | None) -> tuple[_Built, ColumnsCache]:
     rules: tuple[tuple[str, str], ...] = getattr(store, "direction_rules", tuple)()
-    if cache is not None and cache.directions != rules:
+    definitions: str = getattr(store, "series_definitions", str)()
+    if cache is not None and (cache.directions != rules or cache.definitions != definitions):
         raise _Stale
     hists = store.series_columns(runs_after={m: len(rs) for m, rs in cache.runs.items()} if cache else None)
     stats, runs, run_shas = _read_columns(hists, cache)
@@ -398,7 +402,7 @@ def _store_built(store: ColumnStore, position: dict[str, int], branch: str | Non
     envs = {m: [by_key.get(run_key, ()) for run_key, _ in rs] for m, rs in runs.items()}
     built = _columns_built(stats, runs, run_shas, envs, position, branch, every_raw=False)
     kept = ColumnsCache(runs, run_shas, {k: _Stats(st.benchmark, st.runs, st.versions, st.values, st.q1, st.q3, st.ns,
-                                                   None) for k, st in stats.items()}, rules)
+                                                   None) for k, st in stats.items()}, rules, definitions)
     return built, kept
 
 

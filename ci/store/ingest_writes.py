@@ -23,7 +23,7 @@ from ci.store.codec import pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import database_failed, is_retryable
 from ci.store.limits import StoreLimitError, check_run
 from ci.store.models import BenchmarkRow, ResultBlockRow, ResultRow, RunReplacementRow, RunRow
-from ci.store.upserts import CHUNK, UpsertWrites
+from ci.store.upserts import CHUNK, UpsertWrites, asv_name
 
 _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
 _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`); emptied when full
@@ -279,7 +279,9 @@ class IngestWrites(UpsertWrites):
         stored = set(conn.execute(select(ResultBlockRow.name).where(ResultBlockRow.run_id == run_id)).scalars())
         stored.update(conn.execute(select(BenchmarkRow.name).join(ResultRow, ResultRow.benchmark_id == BenchmarkRow.id)
                                    .where(ResultRow.run_id == run_id)).scalars())  # fmt: skip
-        return stored
+        # A benchmark's points kept under an earlier definition's name (`retire_benchmark`) are its points:
+        # a file read again (its skipped benchmarks known now) added them a second time, in the new series.
+        return {asv_name(n) for n in stored}
 
     def _unstored(self, conn: Connection, run_id: int, run: ParsedRun) -> ParsedRun:
         """`run` less the benchmarks whose points the stored run `run_id` holds already."""

@@ -46,10 +46,13 @@ from ci.store.models import (
 from ci.store.read_session import HISTORY_ORDER, MEMO_MAX, fetch_rows, paused_gc
 from ci.store.series_reads import FailedPoint, SeriesReads
 
-__all__ = ["HISTORY_ORDER", "PROJECT_SETTING", "FailedPoint", "StoreReads", "paused_gc"]
+__all__ = ["HISTORY_ORDER", "PROJECT_SETTING", "SERIES_DEFINITIONS_SETTING", "FailedPoint", "StoreReads", "paused_gc"]
 
 # The setting that holds the project's asv.conf.json fields (`ci.records.Project.as_asv_conf`).
 PROJECT_SETTING = "asv_conf"
+# Changed whenever a benchmark's series are renamed (`ci.store.upserts.UpsertWrites.retire_benchmark`):
+# what a render keeps of series identities is read again.
+SERIES_DEFINITIONS_SETTING = "series_definitions"
 
 
 class StoreReads(SeriesReads):
@@ -121,6 +124,10 @@ class StoreReads(SeriesReads):
         """A stored setting's value (`ci.store.models.SettingRow`), None where there is none."""
         with self._read() as conn:
             return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
+
+    def series_definitions(self) -> str:
+        """A token that changes whenever stored series are renamed (`retire_benchmark`); "" before any."""
+        return self.setting(SERIES_DEFINITIONS_SETTING) or ""
 
     def _stored_project(self) -> Project | None:
         try:

@@ -8,10 +8,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
+import uuid
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select, update
+import numpy as np
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ci.records import Benchmark, Commit, Direction, Machine, ParsedRun
@@ -20,9 +24,19 @@ from ci.store.engine import insert_ignore, retry_write
 from ci.store.hosts import merged, same_host
 from ci.store.limits import column_length, without_benchmarks
 from ci.store.models import BenchmarkRow, CommitRow, MachineRow
-from ci.store.reads import StoreReads
+from ci.store.reads import SERIES_DEFINITIONS_SETTING, StoreReads
 
 CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
+# The name `retire_benchmark` gives a benchmark's series of an earlier definition: "NAME [UNIT until
+# DATE]", " #2" and on for a later one. asv's names hold no space, so no benchmark of a suite has one.
+_RETIRED = re.compile(r"(\S+) \[[^\]]* until \d{4}-\d{2}-\d{2}\](?: #\d+)?")
+
+
+def asv_name(stored: str) -> str:
+    """The asv benchmark name of a stored series name: itself, or the name a retired series had
+    (`retire_benchmark`), so that a file read again never adds its points of it a second time."""
+    m = _RETIRED.fullmatch(stored)
+    return m.group(1) if m else stored
 _UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
 _META = "meta"  # `pending` keys (_META, benchmark key): the series' stored (unit, direction, kind)
 
@@ -324,43 +338,56 @@ class UpsertWrites(StoreReads):
         Raises:
             ValueError: the new name is longer than the store holds.
         """
-        from ci.store.models import AcknowledgementRow, ResultBlockRow, ResultRow, RunRow
+        from ci.store.models import AcknowledgementRow, ResultBlockRow, ResultRow, RunRow, SettingRow
 
         def tx(conn: Connection, _pending: dict[Any, Any]) -> str | None:
             rows = conn.execute(select(BenchmarkRow.id, BenchmarkRow.key, BenchmarkRow.params, BenchmarkRow.unit,
                                        BenchmarkRow.direction, BenchmarkRow.kind)
                                 .where(BenchmarkRow.name == wanted.name)).all()
-            differ = [unit for *_, unit, direction, kind in rows if _redefines(wanted, (unit, direction, kind))]
+            # Only the series of another definition: those of this one (a grid point new with it) stay.
+            differ = [row for row in rows if _redefines(wanted, (row.unit, row.direction, row.kind))]
             if not differ:
                 return None
-            label = f"{differ[0] or 'no unit'} until {until}"
-            taken = set(conn.execute(select(BenchmarkRow.name).where(BenchmarkRow.name.like(
-                f"{wanted.name} [%"))).scalars())
+            label = f"{differ[0].unit or 'no unit'} until {until}"
+            retired = conn.execute(select(BenchmarkRow.id, BenchmarkRow.name).where(
+                BenchmarkRow.name.startswith(f"{wanted.name} [", autoescape=True))).all()
+            taken = {n for _, n in retired}
             name = next(n for i in itertools.count(1)
                         if (n := f"{wanted.name} [{label}]" + (f" #{i}" if i > 1 else "")) not in taken)
             most_name = column_length(BenchmarkRow.name) or 1 << 30
             most_key = column_length(BenchmarkRow.key) or 1 << 30
-            for id_, key, params, *_ in rows:
-                new_key = Benchmark(name, tuple((str(k), str(v)) for k, v in json.loads(params))).key
+            for row in differ:
+                new_key = Benchmark(name, tuple((str(k), str(v)) for k, v in json.loads(row.params))).key
                 if len(name) > most_name or len(new_key) > most_key:
                     raise ValueError(f"benchmark {wanted.name[:80]!r}: its old series cannot be renamed "
                                      f"{name[:120]!r}: longer than the store holds")
-                conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == id_).values(name=name, key=new_key))
-                conn.execute(update(AcknowledgementRow).where(AcknowledgementRow.benchmark_key == key)
+                conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == row.id).values(name=name, key=new_key))
+                conn.execute(update(AcknowledgementRow).where(AcknowledgementRow.benchmark_key == row.key)
                              .values(benchmark_key=new_key))
-            conn.execute(update(ResultBlockRow).where(ResultBlockRow.name == wanted.name).values(name=name))
-            # The stored files that hold no point of the old series (where ingest left the benchmark out, or
-            # it was not in them) are read again by the next ingest: their points of the benchmark, in the
-            # new definition, start its new series. A file whose points the old series holds is not.
-            ids = [id_ for id_, *_ in rows]
+            # A run's points of one grid are one block, named after the benchmark: the block of a run whose
+            # points are the old series' goes with them (a block holds one run's points of one definition).
+            old_ids = {row.id for row in differ}
+            for block_id, ids in conn.execute(select(ResultBlockRow.id, ResultBlockRow.benchmark_ids)
+                                              .where(ResultBlockRow.name == wanted.name)):
+                if set(np.frombuffer(ids, dtype="<i8").tolist()) <= old_ids:
+                    conn.execute(update(ResultBlockRow).where(ResultBlockRow.id == block_id).values(name=name))
+            # The stored files that hold no point of the benchmark under any of its definitions (where
+            # ingest left it out, or it was not in them) are read again by the next ingest: their points of
+            # it, in the new definition, start its new series. A file with points of it is not.
+            every = [id_ for id_, n in retired if asv_name(n) == wanted.name] + [row.id for row in rows]
+            names = [n for _, n in retired if asv_name(n) == wanted.name] + [wanted.name, name]
             conn.execute(update(RunRow).where(
-                RunRow.id.not_in(select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(ids))),
-                RunRow.id.not_in(select(ResultBlockRow.run_id).where(ResultBlockRow.name == name)),
+                RunRow.id.not_in(select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(every))),
+                RunRow.id.not_in(select(ResultBlockRow.run_id).where(ResultBlockRow.name.in_(names))),
             ).values(skipped=None))
+            conn.execute(delete(SettingRow).where(SettingRow.key == SERIES_DEFINITIONS_SETTING))
+            conn.execute(insert(SettingRow).values(key=SERIES_DEFINITIONS_SETTING, value=uuid.uuid4().hex,
+                                                   updated_at=datetime.now(UTC)))
             return name
 
         renamed: str | None = self._write_retrying(tx)
         if renamed is not None:  # every cache of series by key or id is read again
+            getattr(self, "_grid_ids", {}).clear()
             self._bench_ids.clear()
             self._undeclared_ids.clear()
             self._bench_meta.clear()

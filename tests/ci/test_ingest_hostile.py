@@ -745,6 +745,11 @@ def test_a_benchmark_redefined_on_purpose_keeps_its_old_series_under_another_nam
     asv_dir([sha_for(2), sha_for(3)], benchmarks=retyped)  # the same folder: a new benchmarks.json, two new files
     report, _ = _ingest(store_url, root)
     assert len([f for f in report.files if "--redefine" in f.message]) == 2, report.summary()
+    from ci.site import render_site
+
+    site = root.parent / "site"
+    with Store(store_url) as store:
+        render_site(store, site)
     when = datetime(2026, 12, 7, tzinfo=UTC)
     with Store(store_url) as store:
         with pytest.raises(ValueError, match=r"no such benchmark .* \(closest: 'bench_attention.GPUTime.time_gpu'"):
@@ -769,6 +774,54 @@ def test_a_benchmark_redefined_on_purpose_keeps_its_old_series_under_another_nam
         assert "changed nothing" in again
     assert main(["ingest", "--db", store_url, str(root), "--redefine", name]) == 0
     assert f"note: benchmark {name!r}: --redefine changed nothing" in capsys.readouterr().err
+    # A second change, taken the same way: three series, each holding only its own unit's values, and
+    # the dashboard rendered at once (nothing of a file changed, so its fingerprint had not).
+    with Store(store_url) as store:  # no file changed: the renamed series still reach the site at once
+        before = render_site(store, site)
+    assert any(retired in p.read_text() for p in site.rglob("*.html"))
+    for b in retyped:
+        if b["name"] == name:
+            b["unit"] = "kimages/s"
+    asv_dir([sha_for(4), sha_for(5)], benchmarks=retyped, first_commit=4)
+    assert main(["ingest", "--db", store_url, str(root), "--redefine", name, "--redefine", name]) == 0
+    capsys.readouterr()
+    with Store(store_url) as store:
+        units: dict[str, set[tuple[str, int]]] = {}
+        for r in store.results():
+            if r.benchmark.name.startswith(name):
+                units.setdefault(r.benchmark.name, set()).add((r.benchmark.unit, int(r.commit_sha[:8], 16)))
+        after = render_site(store, site)
+    assert units == {retired: {("seconds", 0), ("seconds", 1)},
+                     f"{name} [images/s until {datetime.now(UTC):%Y-%m-%d}]": {("images/s", 2), ("images/s", 3)},
+                     name: {("kimages/s", 4), ("kimages/s", 5)}}, units
+    assert before.pages_written and after.pages_written and after.series == before.series + len(old_keys)
+    assert any("kimages/s" in p.read_text() for p in site.rglob("*.html"))
+
+
+def test_the_dashboard_shows_a_redefinition_at_once(tmp_path, asv_dir):
+    """A render fingerprints what it reads by the files' digests, commits, machines, verdicts and
+    acknowledgements, none of which `--redefine` changes: the render after it wrote no page, and the
+    columns it kept still named the old series (a review, 2026-12-07)."""
+    import copy
+
+    from ci.site import render_site
+    from tests.ci.conftest import BENCHMARKS, sha_for
+
+    name = "bench_attention.GPUTime.time_gpu"
+    retyped = copy.deepcopy(BENCHMARKS)
+    for b in retyped:
+        if b["name"] == name:
+            b.update(type="track", unit="images/s")
+    db, site = str(tmp_path / "h.sqlite"), tmp_path / "site"
+    root = asv_dir([sha_for(0), sha_for(1)])
+    with Store(db) as store:
+        ingest_results_dir(store, root)
+        asv_dir([sha_for(2), sha_for(3)], benchmarks=retyped, first_commit=2)
+        ingest_results_dir(store, root)  # left out of commits 2 and 3
+        render_site(store, site)
+        ingest_results_dir(store, root, redefine=[name])
+        stats = render_site(store, site)
+    assert stats.pages_written and any("until" in p.read_text() and name in p.read_text() for p in site.rglob("*.html"))
 
 
 def test_a_credential_in_a_benchmarks_parameters_is_shown_nowhere(tmp_path, asv_dir, capsys):
