@@ -567,6 +567,11 @@ def machine_notes(before: Sequence[Machine], after: Sequence[Machine]) -> tuple[
     return tuple(out)
 
 
+# The longest benchmark name `--redefine` takes: its old series' name adds " [UNIT, higher is better,
+# until DATE] #N" (a unit is at most 64 characters) within the store's 512.
+RETIRED_NAME_ROOM = 512 - 120
+
+
 def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names: Sequence[str],
                         when: datetime | None = None, infos: dict[str, BenchmarkInfo] | None = None) -> list[str]:
     """Let the named benchmarks take the definition `results_dir`'s benchmarks.json gives them (`ci
@@ -599,6 +604,9 @@ def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names
         infos = load_benchmarks_json(Path(results_dir))
     day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
     for name in names:  # every name checked before any series is renamed
+        if len(name) > RETIRED_NAME_ROOM:
+            raise ValueError(f"--redefine {name[:80]!r}...: a name of {len(name)} characters leaves no room in the "
+                             f"store for its old series' name (at most {RETIRED_NAME_ROOM}); nothing was renamed")
         if name not in infos:
             close = difflib.get_close_matches(name, list(infos), n=3)
             hint = f" (closest: {', '.join(repr(c) for c in close)})" if close else ""
@@ -609,9 +617,10 @@ def redefine_benchmarks(store: Store, results_dir: str | os.PathLike[str], names
         info = infos[name]
         wanted = Benchmark(info.name, (), info.unit, info.direction, info.kind)
         stored = store.retire_benchmark(wanted, day)
+        kept = " and ".join(repr(n) for n in stored)
         lines.append(printable(
             f"note: benchmark {name!r}: its stored series were not of this definition ({info.unit!r}, "
-            f"{info.direction} is better); they keep their history as {stored!r}, and this suite's results start "
-            "new series under the name" if stored is not None else
+            f"{info.direction} is better); they keep their history as {kept}, and this suite's results start "
+            "new series under the name" if stored else
             f"note: benchmark {name!r}: --redefine changed nothing (no stored series of another definition)"))
     return lines

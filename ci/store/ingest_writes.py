@@ -23,7 +23,7 @@ from ci.store.codec import pack_block, pack_int64s, pack_samples, utc
 from ci.store.engine import database_failed, is_retryable
 from ci.store.limits import StoreLimitError, check_run
 from ci.store.models import BenchmarkRow, ResultBlockRow, ResultRow, RunReplacementRow, RunRow
-from ci.store.upserts import CHUNK, UpsertWrites, asv_name
+from ci.store.upserts import CHUNK, UpsertWrites
 
 _LOOK = object()  # `_ingest_run_tx`: the stored run is not known yet, look it up
 _GRID_CACHE = 4096  # grids whose series ids a store keeps packed (`_grid_ids`); emptied when full
@@ -273,15 +273,15 @@ class IngestWrites(UpsertWrites):
             status = "inserted"
         return self._write_points(conn, pending, run, run_id, status)
 
-    @staticmethod
-    def _stored_names(conn: Connection, run_id: int) -> set[str]:
+    def _stored_names(self, conn: Connection, run_id: int) -> set[str]:
         """The benchmark names (asv's, without parameters) the stored run `run_id` holds points of."""
         stored = set(conn.execute(select(ResultBlockRow.name).where(ResultBlockRow.run_id == run_id)).scalars())
         stored.update(conn.execute(select(BenchmarkRow.name).join(ResultRow, ResultRow.benchmark_id == BenchmarkRow.id)
                                    .where(ResultRow.run_id == run_id)).scalars())  # fmt: skip
         # A benchmark's points kept under an earlier definition's name (`retire_benchmark`) are its points:
         # a file read again (its skipped benchmarks known now) added them a second time, in the new series.
-        return {asv_name(n) for n in stored}
+        retired = self.retired_names()
+        return {retired.get(n, n) for n in stored}
 
     def _unstored(self, conn: Connection, run_id: int, run: ParsedRun) -> ParsedRun:
         """`run` less the benchmarks whose points the stored run `run_id` holds already."""

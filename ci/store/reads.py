@@ -50,8 +50,9 @@ __all__ = ["HISTORY_ORDER", "PROJECT_SETTING", "SERIES_DEFINITIONS_SETTING", "Fa
 
 # The setting that holds the project's asv.conf.json fields (`ci.records.Project.as_asv_conf`).
 PROJECT_SETTING = "asv_conf"
-# Changed whenever a benchmark's series are renamed (`ci.store.upserts.UpsertWrites.retire_benchmark`):
-# what a render keeps of series identities is read again.
+# The names `ci.store.upserts.UpsertWrites.retire_benchmark` gave series of an earlier definition, each
+# -> its benchmark's asv name (a JSON object); what a render keeps of series identities is read again
+# when it changes.
 SERIES_DEFINITIONS_SETTING = "series_definitions"
 
 
@@ -126,7 +127,7 @@ class StoreReads(SeriesReads):
             return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
 
     def series_definitions(self) -> str:
-        """A token that changes whenever stored series are renamed (`retire_benchmark`); "" before any."""
+        """Text that changes whenever stored series are renamed (`retire_benchmark`); "" before any."""
         return self.setting(SERIES_DEFINITIONS_SETTING) or ""
 
     def _stored_project(self) -> Project | None:

@@ -8,14 +8,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ci.records import Benchmark, Commit, Direction, Machine, ParsedRun
@@ -27,16 +25,6 @@ from ci.store.models import BenchmarkRow, CommitRow, MachineRow
 from ci.store.reads import SERIES_DEFINITIONS_SETTING, StoreReads
 
 CHUNK = 500  # rows per IN (...) lookup; far below SQLite's bound-parameter limit
-# The name `retire_benchmark` gives a benchmark's series of an earlier definition: "NAME [UNIT until
-# DATE]", " #2" and on for a later one. asv's names hold no space, so no benchmark of a suite has one.
-_RETIRED = re.compile(r"(\S+) \[[^\]]* until \d{4}-\d{2}-\d{2}\](?: #\d+)?")
-
-
-def asv_name(stored: str) -> str:
-    """The asv benchmark name of a stored series name: itself, or the name a retired series had
-    (`retire_benchmark`), so that a file read again never adds its points of it a second time."""
-    m = _RETIRED.fullmatch(stored)
-    return m.group(1) if m else stored
 _UNDECLARED = "undeclared"  # `pending` keys (_UNDECLARED, benchmark key): series of unknown direction
 _META = "meta"  # `pending` keys (_META, benchmark key): the series' stored (unit, direction, kind)
 
@@ -101,6 +89,7 @@ class UpsertWrites(StoreReads):
         self._undeclared_ids: dict[str, int] = {}
         self._bench_meta: dict[str, tuple[str, str, str]] = {}  # key -> stored (unit, direction, kind), committed
         self._bench_absent: set[str] = set()  # keys `leave_out_redefined` found in no row (made by a write since)
+        self._retired: dict[str, str] | None = None  # `retired_names`, read once
 
     def _write_retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(conn, pending, *args)` in one write transaction, retrying lost races; all or nothing.
@@ -313,86 +302,122 @@ class UpsertWrites(StoreReads):
             pending.update({k if k not in unknown else (_UNDECLARED, k): v for k, v in found.items()})
         return ids
 
-    def retire_benchmark(self, wanted: Benchmark, until: str) -> str | None:
-        """Keep the stored series of benchmark `wanted.name` under another name when their definition is
+    def retired_names(self) -> dict[str, str]:
+        """Each series name `retire_benchmark` gave -> the asv benchmark name it had (cached per store
+        object; a rename here reads it again): a file read again never adds its points of a benchmark
+        that the store holds under a retired name a second time (`ci.store.ingest_writes`)."""
+        if self._retired is None:
+            text = self.setting(SERIES_DEFINITIONS_SETTING)
+            try:
+                held = json.loads(text) if text else {}
+            except ValueError:
+                held = {}
+            self._retired = {str(k): str(v) for k, v in held.items()} if isinstance(held, dict) else {}
+        return self._retired
+
+    def retire_benchmark(self, wanted: Benchmark, until: str) -> list[str]:
+        """Keep the stored series of benchmark `wanted.name` under another name where their definition is
         not `wanted`'s (`_redefines`: another unit or declared direction), so that `wanted`'s results
         start new series under the name (`ci ingest --redefine`). A suite that changes a benchmark's unit
         on purpose had it left out of every later file until renamed (`leave_out_redefined`); its history
         in the old unit is not mixed into the new one's, and nothing of it is lost.
 
-        Every row of the name (one per parameter point) is renamed "NAME [UNIT until DATE]" (its stored
-        unit, `until`; " #2" and on where that is taken), its key with it; the acknowledgements of its
-        keys and its result blocks (kept by name) follow, and results, verdicts, alerts and the
-        detector's states follow by id. The stored runs that hold no point of it are read again by the
-        next ingest (`RunRow.skipped` cleared): the files where it was left out give the new series
-        their points. Run it while no other process writes the store: another's cached ids would still
-        point at the renamed series.
+        The rows of each other definition (one per parameter point) are renamed "NAME [UNIT until DATE]"
+        ("NAME [UNIT, lower is better, until DATE]" where only the direction changed; " #2" and on where
+        that is taken), their keys with them; rows of `wanted`'s definition stay. The acknowledgements of
+        their keys and the result blocks all of whose points are theirs follow, and results, verdicts,
+        alerts and the detector's states follow by id. The names given are kept in the store's
+        `series_definitions` setting (`retired_names`), which the dashboard's render reads too. The
+        stored runs ingested since the benchmark was first stored that hold no point of any of its
+        definitions are read again by the next ingest (`RunRow.skipped` cleared): the files where it
+        was left out give the new series their points. Run it while no other process writes the store:
+        another's cached ids would still point at the renamed series.
 
         Args:
             wanted: the benchmark's definition now (its name, unit, direction and kind; params ignored).
-            until: the date the old series' new name gives, e.g. "2026-12-07".
+            until: the date the old series' new names give, e.g. "2026-12-07".
 
         Returns:
-            The name the old series were given; None where none is stored or every one is `wanted`'s.
+            The names the old series were given; none where none is stored or every one is `wanted`'s.
 
         Raises:
-            ValueError: the new name is longer than the store holds.
+            ValueError: a new name is longer than the store holds (nothing is renamed).
         """
         from ci.store.models import AcknowledgementRow, ResultBlockRow, ResultRow, RunRow, SettingRow
 
-        def tx(conn: Connection, _pending: dict[Any, Any]) -> str | None:
+        def tx(conn: Connection, _pending: dict[Any, Any]) -> list[str]:
             rows = conn.execute(select(BenchmarkRow.id, BenchmarkRow.key, BenchmarkRow.params, BenchmarkRow.unit,
                                        BenchmarkRow.direction, BenchmarkRow.kind)
                                 .where(BenchmarkRow.name == wanted.name)).all()
             # Only the series of another definition: those of this one (a grid point new with it) stay.
-            differ = [row for row in rows if _redefines(wanted, (row.unit, row.direction, row.kind))]
-            if not differ:
-                return None
-            label = f"{differ[0].unit or 'no unit'} until {until}"
-            retired = conn.execute(select(BenchmarkRow.id, BenchmarkRow.name).where(
-                BenchmarkRow.name.startswith(f"{wanted.name} [", autoescape=True))).all()
-            taken = {n for _, n in retired}
-            name = next(n for i in itertools.count(1)
-                        if (n := f"{wanted.name} [{label}]" + (f" #{i}" if i > 1 else "")) not in taken)
+            groups: dict[tuple[str, str], list[Any]] = {}
+            for row in rows:
+                if _redefines(wanted, (row.unit, row.direction, row.kind)):
+                    groups.setdefault((row.unit, row.direction), []).append(row)
+            if not groups:
+                return []
+            text = conn.execute(select(SettingRow.value).where(SettingRow.key == SERIES_DEFINITIONS_SETTING)).scalar()
+            try:
+                held = json.loads(text) if text else {}
+            except ValueError:
+                held = {}
+            retired: dict[str, str] = held if isinstance(held, dict) else {}
+            taken = set(retired) | set(conn.execute(select(BenchmarkRow.name).where(
+                BenchmarkRow.name.startswith(f"{wanted.name} [", autoescape=True))).scalars())
             most_name = column_length(BenchmarkRow.name) or 1 << 30
             most_key = column_length(BenchmarkRow.key) or 1 << 30
-            for row in differ:
-                new_key = Benchmark(name, tuple((str(k), str(v)) for k, v in json.loads(row.params))).key
-                if len(name) > most_name or len(new_key) > most_key:
-                    raise ValueError(f"benchmark {wanted.name[:80]!r}: its old series cannot be renamed "
-                                     f"{name[:120]!r}: longer than the store holds")
-                conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == row.id).values(name=name, key=new_key))
-                conn.execute(update(AcknowledgementRow).where(AcknowledgementRow.benchmark_key == row.key)
-                             .values(benchmark_key=new_key))
-            # A run's points of one grid are one block, named after the benchmark: the block of a run whose
-            # points are the old series' goes with them (a block holds one run's points of one definition).
-            old_ids = {row.id for row in differ}
-            for block_id, ids in conn.execute(select(ResultBlockRow.id, ResultBlockRow.benchmark_ids)
-                                              .where(ResultBlockRow.name == wanted.name)):
-                if set(np.frombuffer(ids, dtype="<i8").tolist()) <= old_ids:
-                    conn.execute(update(ResultBlockRow).where(ResultBlockRow.id == block_id).values(name=name))
-            # The stored files that hold no point of the benchmark under any of its definitions (where
-            # ingest left it out, or it was not in them) are read again by the next ingest: their points of
-            # it, in the new definition, start its new series. A file with points of it is not.
-            every = [id_ for id_, n in retired if asv_name(n) == wanted.name] + [row.id for row in rows]
-            names = [n for _, n in retired if asv_name(n) == wanted.name] + [wanted.name, name]
-            conn.execute(update(RunRow).where(
-                RunRow.id.not_in(select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(every))),
-                RunRow.id.not_in(select(ResultBlockRow.run_id).where(ResultBlockRow.name.in_(names))),
-            ).values(skipped=None))
+            given, old_ids = [], set()
+            for (unit, direction), members in groups.items():
+                said = f"{unit or 'no unit'}" + (f", {direction} is better," if unit == wanted.unit else "")
+                base = f"{wanted.name} [{said} until {until}]"
+                name = next(n for i in itertools.count(1) if (n := base + (f" #{i}" if i > 1 else "")) not in taken)
+                taken.add(name)
+                for row in members:
+                    new_key = Benchmark(name, tuple((str(k), str(v)) for k, v in json.loads(row.params))).key
+                    if len(name) > most_name or len(new_key) > most_key:
+                        raise ValueError(f"benchmark {wanted.name[:80]!r}: its old series cannot be renamed "
+                                         f"{name[:120]!r}: longer than the store holds; nothing was renamed")
+                    conn.execute(update(BenchmarkRow).where(BenchmarkRow.id == row.id).values(name=name, key=new_key))
+                    conn.execute(update(AcknowledgementRow).where(AcknowledgementRow.benchmark_key == row.key)
+                                 .values(benchmark_key=new_key))
+                # A run's points of one grid are one block, named after the benchmark: a block all of whose
+                # points are these series' goes with them.
+                ids = {row.id for row in members}
+                old_ids |= ids
+                for block_id, packed in conn.execute(select(ResultBlockRow.id, ResultBlockRow.benchmark_ids)
+                                                     .where(ResultBlockRow.name == wanted.name)):
+                    if set(np.frombuffer(packed, dtype="<i8").tolist()) <= ids:
+                        conn.execute(update(ResultBlockRow).where(ResultBlockRow.id == block_id).values(name=name))
+                retired[name] = wanted.name
+                given.append(name)
+            # The stored files ingested since the benchmark was first stored that hold no point of any of
+            # its definitions (where ingest left it out) are read again by the next ingest: their points of
+            # it, in the new definition, start its new series. A file with points of it is not, nor one
+            # ingested before it was stored (it never held it: reading it again would add nothing).
+            names = [n for n, was in retired.items() if was == wanted.name] + [wanted.name]
+            every = [row.id for row in rows] + list(conn.execute(select(BenchmarkRow.id).where(
+                BenchmarkRow.name.in_(names))).scalars())
+            with_points = select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(every)).union(
+                select(ResultBlockRow.run_id).where(ResultBlockRow.name.in_(names)))
+            first = conn.execute(select(func.min(with_points.subquery().c.run_id))).scalar()
+            if first is not None:
+                conn.execute(update(RunRow).where(RunRow.id > first, RunRow.id.not_in(with_points))
+                             .values(skipped=None))
             conn.execute(delete(SettingRow).where(SettingRow.key == SERIES_DEFINITIONS_SETTING))
-            conn.execute(insert(SettingRow).values(key=SERIES_DEFINITIONS_SETTING, value=uuid.uuid4().hex,
+            conn.execute(insert(SettingRow).values(key=SERIES_DEFINITIONS_SETTING,
+                                                   value=json.dumps(retired, sort_keys=True),
                                                    updated_at=datetime.now(UTC)))
-            return name
+            return given
 
-        renamed: str | None = self._write_retrying(tx)
-        if renamed is not None:  # every cache of series by key or id is read again
+        renamed: list[str] = self._write_retrying(tx)
+        if renamed:  # every cache of series by key or id is read again
             getattr(self, "_grid_ids", {}).clear()
             self._bench_ids.clear()
             self._undeclared_ids.clear()
             self._bench_meta.clear()
             self._bench_absent.clear()
             self._bench_by_id, self._id_by_key = {}, {}
+            self._retired = None
         return renamed
 
     def leave_out_redefined(self, run: ParsedRun) -> tuple[ParsedRun, tuple[str, ...]]:

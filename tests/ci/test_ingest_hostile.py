@@ -798,6 +798,47 @@ def test_a_benchmark_redefined_on_purpose_keeps_its_old_series_under_another_nam
     assert any("kimages/s" in p.read_text() for p in site.rglob("*.html"))
 
 
+def test_retired_series_are_known_by_the_names_given_not_by_their_shape(tmp_path, asv_dir):
+    """A retired name was recognised by its shape ("NAME [UNIT until DATE]"), which a unit holding "]"
+    or a benchmark name with a space broke: redefining another benchmark later read a file again and put
+    the old unit's values into the new series (a review, 2026-12-07). The store keeps the names it gave.
+    A change of direction alone names the direction."""
+    import copy
+    from datetime import UTC, datetime
+
+    from ci.records import Direction
+    from tests.ci.conftest import BENCHMARKS, sha_for
+
+    a, b = "bench_attention.GPUTime.time_gpu", "bench_model.Throughput.track_images_per_s"
+
+    def suite(changes):
+        out = copy.deepcopy(BENCHMARKS)
+        for bench in out:
+            bench.update(changes.get(bench["name"], {}))
+        return out
+
+    root = asv_dir([sha_for(0), sha_for(1)], benchmarks=suite({b: {"unit": "time [s]", "direction": "lower"}}))
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        ingest_results_dir(store, root)
+        asv_dir([sha_for(2), sha_for(3)], benchmarks=suite({b: {"unit": "frames/s", "direction": "higher"}}),
+                first_commit=2)
+        ingest_results_dir(store, root, redefine=[b])
+        asv_dir([sha_for(4), sha_for(5)], first_commit=4, benchmarks=suite({
+            b: {"unit": "frames/s", "direction": "lower"}, a: {"type": "track", "unit": "images/s"}}))
+        report = ingest_results_dir(store, root, redefine=[b, a])
+        day = f"{datetime.now(UTC):%Y-%m-%d}"
+        notes = "\n".join(report.notes)
+        assert f"'{b} [frames/s, higher is better, until {day}]'" in notes, notes
+        seen: dict[str, set[int]] = {}
+        for r in store.results():
+            if r.benchmark.name.startswith(b):
+                seen.setdefault(f"{r.benchmark.name} {r.benchmark.unit}", set()).add(int(r.commit_sha[:8], 16))
+        assert seen == {f"{b} [time [s] until {day}] time [s]": {0, 1},
+                        f"{b} [frames/s, higher is better, until {day}] frames/s": {2, 3},
+                        f"{b} frames/s": {4, 5}}, seen
+        assert {x.direction for x in store.benchmarks() if x.name == b} == {Direction.LOWER}
+
+
 def test_the_dashboard_shows_a_redefinition_at_once(tmp_path, asv_dir):
     """A render fingerprints what it reads by the files' digests, commits, machines, verdicts and
     acknowledgements, none of which `--redefine` changes: the render after it wrote no page, and the
