@@ -212,7 +212,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         # past its time limit on a series' name) is refused after the report, not instead of it.
         try:
             note = record_project(store, args.results_dir, args.config)
-            directions = direction_notes(store.project() or Project(), store.benchmarks())
+            directions = direction_notes(store.project() or Project(), store.benchmarks(), store.declared_keys())
         except (ValueError, RuntimeError) as exc:  # ConfigError; a damaged stored setting (StoreError)
             note, directions = "", [f"error: {exc}; the files above went in, the store keeps its earlier settings"]
     with reader_may_leave():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -285,7 +285,7 @@ def _check_directions(store: ProjectKeeper, project: Project, held: Project | No
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def direction_notes(project: Project, benchmarks: Sequence[Benchmark]) -> list[str]:
+def direction_notes(project: Project, benchmarks: Sequence[Benchmark], declared: Collection[str] = ()) -> list[str]:
     """What an ingest says of which way is better: an entry of `regressions_directions` that decides
     for no stored series (it matches none, or an earlier entry matches each one it matches: a mistyped
     or shadowed pattern judges nothing, silently otherwise), and how many series are still of unknown
@@ -294,6 +294,7 @@ def direction_notes(project: Project, benchmarks: Sequence[Benchmark]) -> list[s
     Args:
         project: the project the store's reads follow.
         benchmarks: the store's series, as read (directions resolved by `project`).
+        declared: the keys of those whose benchmark declares a direction of its own (which wins).
 
     Returns:
         Lines for the user; none where every series has a direction and every entry decides for one.
@@ -302,17 +303,22 @@ def direction_notes(project: Project, benchmarks: Sequence[Benchmark]) -> list[s
         ValueError: a pattern ran past its time limit on a series name (named).
     """
     keys = [b.key for b in benchmarks]
+    own = set(declared)
     lines = []
     earlier: list[Project] = []
     for pattern, direction in project.directions:
         alone = Project(directions=((pattern, direction),))
         matched = [key for key in keys if alone.direction_for(key) is not None]
-        decides = [key for key in matched if not any(e.direction_for(key) is not None for e in earlier)]
+        open_ = [key for key in matched if key not in own]
+        decides = [key for key in open_ if not any(e.direction_for(key) is not None for e in earlier)]
         earlier.append(alone)
         if decides:
             continue
-        if matched:
-            why = f"an earlier entry matches each of the {len(matched)} series it matches"
+        if matched and not open_:
+            why = (f"each of the {len(matched)} series it matches declares a direction of its own (its benchmark's "
+                   "type, unit or `direction`), which wins")
+        elif matched:
+            why = f"an earlier entry matches each of the {len(open_)} series of unknown direction it matches"
         else:
             example = f" (a series is named like {keys[0]!r})" if keys else ""
             why = f"it matches none of the {len(keys)} stored series{example}: it is matched at the start of the name"

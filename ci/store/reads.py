@@ -22,6 +22,7 @@ from ci.records import (
     AlertState,
     Benchmark,
     Commit,
+    Direction,
     Machine,
     Outcome,
     Project,
@@ -125,6 +126,13 @@ class StoreReads(SeriesReads):
         """A stored setting's value (`ci.store.models.SettingRow`), None where there is none."""
         with self._read() as conn:
             return conn.execute(select(SettingRow.value).where(SettingRow.key == key)).scalar()
+
+    def declared_keys(self) -> set[str]:
+        """The keys of the series whose own benchmark declares a direction (its type, unit or `direction`
+        attribute), as stored: the project's `regressions_directions` never decide for them."""
+        with self._read() as conn:
+            return set(conn.execute(select(BenchmarkRow.key).where(BenchmarkRow.direction != str(Direction.UNKNOWN)))
+                       .scalars())
 
     def series_definitions(self) -> str:
         """Text that changes whenever stored series are renamed (`retire_benchmark`); "" before any."""

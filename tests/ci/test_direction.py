@@ -331,6 +331,12 @@ def test_ingest_names_a_directions_entry_that_matches_nothing_and_the_series_lef
     err = capsys.readouterr().err
     assert "declare no direction" not in err and "matches none" not in err
     assert "'bench_io\\\\.Copy' (lower) decides for no series: an earlier entry matches each of the 1 series" in err
+    _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher", "bench_io\\.Copy\\.track_rate": "lower"})
+    write_results(root, [sha_for(1)], benchmarks=[THROUGHPUT, {**THROUGHPUT, "name": "bench_io.Copy.track_rate",
+                                                               "direction": "higher"}])
+    assert main(["ingest", "--db", db, str(root)]) == 0
+    assert "'bench_io\\\\.Copy\\\\.track_rate' (lower) decides for no series: each of the 1 series it matches " \
+           "declares a direction of its own" in capsys.readouterr().err
     _conf(tmp_path / "asv.conf.json", {"bench_io\\.": "higher"})
     assert main(["ingest", "--db", db, str(root)]) == 0
     err = capsys.readouterr().err
