@@ -244,11 +244,11 @@ def _directions(raw: object, where: str) -> tuple[tuple[str, str], ...]:
             raise ValueError(f"{where}regressions_directions: a pattern must be a non-empty regex, got {pattern!r:.80}")
         said = value.strip().lower() if isinstance(value, str) else None
         if said not in (Direction.LOWER, Direction.HIGHER):
-            raise ValueError(f"{where}regressions_directions: {str(pattern)[:80]!r} must map to \"lower\" or "
+            raise ValueError(f"{where}regressions_directions: {pattern[:80]!r} must map to \"lower\" or "
                              f"\"higher\" (which way is better), got {str(value)[:80]!r}")
         try:
-            regex.compile(str(pattern))
+            regex.compile(pattern)
         except regex.error as exc:
-            raise ValueError(f"{where}regressions_directions: bad regex {str(pattern)[:80]!r}: {exc}") from None
-        pairs.append((str(pattern), str(said)))
+            raise ValueError(f"{where}regressions_directions: bad regex {pattern[:80]!r}: {exc}") from None
+        pairs.append((pattern, str(said)))
     return tuple(pairs)

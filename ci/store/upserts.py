@@ -46,6 +46,23 @@ def _check_definition(bench: Benchmark, stored: tuple[str, str, str]) -> None:
         "not stored")
 
 
+def put_setting(conn: Connection, key: str, value: str) -> None:
+    """Store a setting's value in `conn`'s transaction, replacing the one held (`ci.store.models.SettingRow`)."""
+    from ci.store.models import SettingRow
+
+    conn.execute(delete(SettingRow).where(SettingRow.key == key))
+    conn.execute(insert(SettingRow.__table__).values(key=key, value=value, updated_at=datetime.now(UTC)))
+
+
+def _retired_map(text: str | None) -> dict[str, str]:
+    """The `series_definitions` setting's names (`UpsertWrites.retired_names`); {} where none or damaged."""
+    try:
+        held = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in held.items()} if isinstance(held, dict) else {}
+
+
 def _meta(bench: Benchmark) -> tuple[str, str, str]:
     return bench.unit, str(bench.direction), str(bench.kind)
 
@@ -307,12 +324,7 @@ class UpsertWrites(StoreReads):
         object; a rename here reads it again): a file read again never adds its points of a benchmark
         that the store holds under a retired name a second time (`ci.store.ingest_writes`)."""
         if self._retired is None:
-            text = self.setting(SERIES_DEFINITIONS_SETTING)
-            try:
-                held = json.loads(text) if text else {}
-            except ValueError:
-                held = {}
-            self._retired = {str(k): str(v) for k, v in held.items()} if isinstance(held, dict) else {}
+            self._retired = _retired_map(self.setting(SERIES_DEFINITIONS_SETTING))
         return self._retired
 
     def retire_benchmark(self, wanted: Benchmark, until: str) -> list[str]:
@@ -356,17 +368,13 @@ class UpsertWrites(StoreReads):
                     groups.setdefault((row.unit, row.direction), []).append(row)
             if not groups:
                 return []
-            text = conn.execute(select(SettingRow.value).where(SettingRow.key == SERIES_DEFINITIONS_SETTING)).scalar()
-            try:
-                held = json.loads(text) if text else {}
-            except ValueError:
-                held = {}
-            retired: dict[str, str] = held if isinstance(held, dict) else {}
+            retired = _retired_map(conn.execute(select(SettingRow.value)
+                                                .where(SettingRow.key == SERIES_DEFINITIONS_SETTING)).scalar())
             taken = set(retired) | set(conn.execute(select(BenchmarkRow.name).where(
                 BenchmarkRow.name.startswith(f"{wanted.name} [", autoescape=True))).scalars())
             most_name = column_length(BenchmarkRow.name) or 1 << 30
             most_key = column_length(BenchmarkRow.key) or 1 << 30
-            given, old_ids = [], set()
+            given = []
             for (unit, direction), members in groups.items():
                 said = f"{unit or 'no unit'}" + (f", {direction} is better," if unit == wanted.unit else "")
                 base = f"{wanted.name} [{said} until {until}]"
@@ -383,7 +391,6 @@ class UpsertWrites(StoreReads):
                 # A run's points of one grid are one block, named after the benchmark: a block all of whose
                 # points are these series' goes with them.
                 ids = {row.id for row in members}
-                old_ids |= ids
                 for block_id, packed in conn.execute(select(ResultBlockRow.id, ResultBlockRow.benchmark_ids)
                                                      .where(ResultBlockRow.name == wanted.name)):
                     if set(np.frombuffer(packed, dtype="<i8").tolist()) <= ids:
@@ -395,18 +402,14 @@ class UpsertWrites(StoreReads):
             # it, in the new definition, start its new series. A file with points of it is not, nor one
             # ingested before it was stored (it never held it: reading it again would add nothing).
             names = [n for n, was in retired.items() if was == wanted.name] + [wanted.name]
-            every = [row.id for row in rows] + list(conn.execute(select(BenchmarkRow.id).where(
-                BenchmarkRow.name.in_(names))).scalars())
+            every = select(BenchmarkRow.id).where(BenchmarkRow.name.in_(names))
             with_points = select(ResultRow.run_id).where(ResultRow.benchmark_id.in_(every)).union(
                 select(ResultBlockRow.run_id).where(ResultBlockRow.name.in_(names)))
             first = conn.execute(select(func.min(with_points.subquery().c.run_id))).scalar()
             if first is not None:
                 conn.execute(update(RunRow).where(RunRow.id > first, RunRow.id.not_in(with_points))
                              .values(skipped=None))
-            conn.execute(delete(SettingRow).where(SettingRow.key == SERIES_DEFINITIONS_SETTING))
-            conn.execute(insert(SettingRow).values(key=SERIES_DEFINITIONS_SETTING,
-                                                   value=json.dumps(retired, sort_keys=True),
-                                                   updated_at=datetime.now(UTC)))
+            put_setting(conn, SERIES_DEFINITIONS_SETTING, json.dumps(retired, sort_keys=True))
             return given
 
         renamed: list[str] = self._write_retrying(tx)

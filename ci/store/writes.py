@@ -35,7 +35,7 @@ from ci.store.models import (
     VerdictRow,
 )
 from ci.store.reads import PROJECT_SETTING
-from ci.store.upserts import CHUNK
+from ci.store.upserts import CHUNK, put_setting
 
 
 class StoreWrites(IngestWrites):
@@ -336,11 +336,7 @@ class StoreWrites(IngestWrites):
         check_text(key, SettingRow.key, "setting name")
         check_text(value, SettingRow.value, f"setting {key!r}")
 
-        def tx(conn: Connection, _pending: dict[str, int]) -> None:
-            conn.execute(delete(SettingRow).where(SettingRow.key == key))
-            conn.execute(insert(SettingRow.__table__).values(key=key, value=value, updated_at=datetime.now(UTC)))
-
-        self._write_retrying(tx)
+        self._write_retrying(lambda conn, _pending: put_setting(conn, key, value))
 
     def save_project(self, project: Project) -> None:
         """Keep what the project's asv.conf.json says (`project` reads it back).
