@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,6 +55,17 @@ class MemoryStore:
     failure_list: list[Failure] = field(default_factory=list)
     project_conf: Project | None = None
 
+    def _bench(self, bench: Benchmark) -> Benchmark:
+        """As `ci.store.Store` reads a series: where it declares no direction, the project's
+        `regressions_directions` decide (`ci.records.Project.direction_for`); the lists keep what was
+        given, so a project set or changed later is read so at once."""
+        project = self.project_conf
+        if (project is None or not project.directions or bench.direction != Direction.UNKNOWN
+                or bench.kind == Kind.CORRECTNESS):
+            return bench
+        said = project.direction_for(bench.key)
+        return bench if said is None else replace(bench, direction=said)
+
     def machines(self) -> list[Machine]:
         return list(self.machine_list)
 
@@ -62,7 +73,7 @@ class MemoryStore:
         return [c for c in self.commit_list if branch is None or c.branch == branch]
 
     def benchmarks(self) -> list[Benchmark]:
-        return list(self.benchmark_list)
+        return [self._bench(b) for b in self.benchmark_list]
 
     def results(
         self,
@@ -79,10 +90,12 @@ class MemoryStore:
             and (machine is None or r.machine == machine)
             and (commit_sha is None or r.commit_sha == commit_sha)
         ]
-        return sorted(picked, key=lambda r: order.get(r.commit_sha, len(order)))
+        picked.sort(key=lambda r: order.get(r.commit_sha, len(order)))
+        return [r if (b := self._bench(r.benchmark)) is r.benchmark else replace(r, benchmark=b) for r in picked]
 
     def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]:
-        return [v for v in self.verdict_list if head_sha is None or v.head_sha == head_sha]
+        return [v if (b := self._bench(v.benchmark)) is v.benchmark else replace(v, benchmark=b)
+                for v in self.verdict_list if head_sha is None or v.head_sha == head_sha]
 
     def acknowledgements(self) -> list[Acknowledgement]:
         return list(self.ack_list)
@@ -92,7 +105,8 @@ class MemoryStore:
 
     def failures(self) -> list[Failure]:
         """Like `ci.store.Store.failures`: points asv recorded as failed or skipped (not in StoreReader)."""
-        return list(self.failure_list)
+        return [f if (b := self._bench(f.benchmark)) is f.benchmark else replace(f, benchmark=b)
+                for f in self.failure_list]
 
     def add_commit(self, commit: Commit, results: Iterable[Result], verdicts: Iterable[Verdict] = ()) -> None:
         """Append one new commit with its results (what a runner does after each push)."""

@@ -371,3 +371,31 @@ def test_a_verdict_saved_under_another_direction_is_no_open_regression_now(tmp_p
     with Store(db) as store:
         store.save_verdicts(held)
         assert {b.direction for b in store.benchmarks()} == {Direction.LOWER}
+
+
+def test_the_in_memory_store_reads_directions_as_the_store_does():
+    """`tools.fixtures.MemoryStore` (the dashboard's tests, `tools.bench_render`) follows the store's
+    contract: a series that declares no direction reads the project's `regressions_directions`, in
+    every read that hands out a benchmark, and a series that declares one keeps its own."""
+    from ci.records import Commit, Project, Verdict
+    from tools.fixtures import T0, Failure, MemoryStore
+
+    unknown = Benchmark(name="bench_io.Copy.track_bandwidth", params=(), unit="GB/s",
+                        direction=Direction.UNKNOWN, kind=Kind.OTHER)
+    own = Benchmark(name="bench_io.Copy.track_latency", params=(), unit="GB/s",
+                    direction=Direction.LOWER, kind=Kind.OTHER)
+    commit = Commit(sha=sha_for(0), branch="main", time=T0)
+    results = [Result(benchmark=b, commit_sha=commit.sha, machine="m", samples=(1.0,)) for b in (unknown, own)]
+    verdict = Verdict(benchmark=unknown, outcome=Outcome.UNCHANGED, base_value=1.0, head_value=1.0, ratio=1.0,
+                      base_sha=commit.sha, head_sha=commit.sha, machine="m")
+    mem = MemoryStore(commit_list=[commit], benchmark_list=[unknown, own], result_list=results,
+                      verdict_list=[verdict], failure_list=[Failure(unknown, commit.sha, "m", "failed")])
+
+    def directions() -> list[Direction]:
+        return [b.direction for b in mem.benchmarks()] + [r.benchmark.direction for r in mem.results()] + [
+            mem.verdicts()[0].benchmark.direction, mem.failures()[0].benchmark.direction]
+
+    assert directions() == [Direction.UNKNOWN, Direction.LOWER] * 2 + [Direction.UNKNOWN] * 2
+    mem.project_conf = Project(directions=((r"bench_io\.Copy\.", "higher"),))
+    assert directions() == [Direction.HIGHER, Direction.LOWER] * 2 + [Direction.HIGHER] * 2
+    assert mem.benchmark_list[0].direction == Direction.UNKNOWN  # what was given is kept
