@@ -5,7 +5,8 @@ Run: `python -m tools.null_series [--series 80] [--seed 7] [--threshold 0.05] [-
 
 Each kind is a noise model with no step in it (`KINDS`): Gaussian, heavy-tailed, autocorrelated,
 drifting, bimodal commits, regime runs (a shared runner that sits at a slower level for stretches of
-3-commit blocks and comes back), and outliers. Per kind, `--series` series of 40-400 commits, one
+3-commit blocks and comes back), outliers, and coarse timers (values that repeat, flipping between two
+levels at single commits or in runs). Per kind, `--series` series of 40-400 commits, one
 value a commit (seeded by kind and series number, so every run and every tree reads the same values).
 
 - **False steps per 1,000 commit-series**: the service, `ci.verdicts.change_points` with the threshold
@@ -65,6 +66,11 @@ KINDS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
     "bimodal commits (25% at +8%)": lambda r, n: r.normal(0, 0.015, n) + 0.08 * (r.random(n) < 0.25),
     "regime runs (3-commit blocks, 30% at +10%)": _runs,
     "5% outliers at +30%": lambda r, n: r.normal(0, 0.02, n) + 0.3 * (r.random(n) < 0.05),
+    # Values that repeat (coarse timers): most successive differences 0, so `robust_sigma` falls back.
+    "coarse timer (10% of commits at +5%)": lambda r, n: 0.05 * (r.random(n) < 0.1),
+    "coarse timer (30% of commits at +5%)": lambda r, n: 0.05 * (r.random(n) < 0.3),
+    "coarse timer in runs (4-commit blocks, 30% at +5%)":
+        lambda r, n: 0.05 * np.repeat(r.random(n // 4 + 1) < 0.3, 4)[:n],
 }
 
 

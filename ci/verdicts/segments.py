@@ -148,17 +148,62 @@ def repeats(y: np.ndarray) -> bool:
     return bool(dev.size) and mad == 0.0
 
 
+# Values that repeat (`repeats`): a commit's distance from the median of the `TRANSIENT_REACH` commits each
+# side of it is noise; a level held longer moves that median with it and counts nothing (`robust_sigma`).
+TRANSIENT_REACH = 2
+# ...less the largest `TRANSIENT_TRIM` of those distances (rounded down: none of a suspicion's 18): a glitch
+# is an outlier, as the MAD of a series whose values do not repeat ignores it. mujoco-warp's Cloth solver
+# iterations sit at 11 for 35 commits but one at 5: with it, a +10% step held 17 commits was under the
+# 3-sigma guard (2026-12-08).
+TRANSIENT_TRIM = 0.05
+# ...and that distance, scaled as a sigma, stands in for the mean absolute deviation of the differences
+# where it is less than 1 / TRANSIENT_MARGIN of it. On values flipping at random between two levels it reads
+# 0.6-0.8x that deviation with 30-50% of the commits at the other level, 0.4x with 10% (single commits
+# there, trimmed as outliers; medians of 50 seeded 400-commit series). Taken wherever it was smaller
+# (untrimmed), coarse timers flipping at 30% gained false steps (`tools.null_series`, seeds 7-9: 0.32 ->
+# 0.58-0.74 per 1,000 commit-series, asv 0.68-3.10); at this margin the three coarse-timer kinds' false
+# steps and suspicions are within one event a kind and seed of what they were (2026-12-08). A series
+# whose changes all hold reads 0.
+TRANSIENT_MARGIN = 2.0
+
+
+def trimmed_mean(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row of `sorted_rows` (ascending, its `counts` values first, NaN after): the mean of its values
+    less the largest `TRANSIENT_TRIM` of them (rounded down); inf where none is left."""
+    keep = counts - np.floor(TRANSIENT_TRIM * counts).astype(int)
+    sums = np.cumsum(np.nan_to_num(sorted_rows, nan=0.0), axis=1)
+    rows = np.arange(sorted_rows.shape[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = sums[rows, np.maximum(keep - 1, 0)] / keep
+    return np.where(keep > 0, out, math.inf)
+
+
+def transient_deviation(y: np.ndarray) -> float:
+    """The distance of a series' values from the median of their `TRANSIENT_REACH` neighbours each side
+    (`local_median`), its mean less the largest `TRANSIENT_TRIM`, scaled as a sigma: of values that repeat,
+    what leaves its level and comes back within `TRANSIENT_REACH` commits. inf for a series too short to
+    tell."""
+    if y.size <= 2 * TRANSIENT_REACH + 1:
+        return math.inf
+    dist = np.sort(np.abs(y - local_median(y, TRANSIENT_REACH)))
+    return float(trimmed_mean(dist[None, :], np.array([dist.size]))[0]) * math.sqrt(math.pi / 2)
+
+
 def robust_sigma(y: np.ndarray) -> float:
     """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
     when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
     MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
-    as noise."""
+    as noise; or, where far less, the values' distance from their neighbours' level
+    (`transient_deviation`, `TRANSIENT_MARGIN`): the mean absolute deviation counts every step of a
+    byte count that steps and holds (mujoco-warp's device memory, six steps of 7% to 4x in 63 commits:
+    a 3-sigma guard of 9%, and +10% steps found in 6 of 27 trials, asv's fit 26; 2026-12-08)."""
     dev, mad = _difference_deviations(y)
     if not dev.size:
         return 0.0
     if mad > 0:
         return 1.4826 * mad / math.sqrt(2)
-    return float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)
+    mean_dev = float(np.mean(dev)) * math.sqrt(math.pi / 2) / math.sqrt(2)
+    return min(mean_dev, TRANSIENT_MARGIN * transient_deviation(y))
 
 
 @dataclass(frozen=True)

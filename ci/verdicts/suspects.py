@@ -74,7 +74,7 @@ import json
 import math
 import statistics
 import struct
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -86,7 +86,7 @@ from scipy import stats
 from ci.records import Benchmark, Direction, Outcome, Result
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
-from ci.verdicts.segments import safe_exp
+from ci.verdicts.segments import TRANSIENT_MARGIN, TRANSIENT_REACH, local_median, safe_exp, trimmed_mean
 
 
 class SuspectState(StrEnum):
@@ -249,14 +249,34 @@ def _row_medians(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (sorted_rows[rows, (counts - 1) // 2] + sorted_rows[rows, counts // 2]) / 2
 
 
-def _robust_sigma(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _robust_sigma(d: np.ndarray, counts: np.ndarray, transient: Callable[[], np.ndarray]) -> np.ndarray:
     """Robust sigma of the rows of `d` (successive differences, `counts` of them per row, NaN after):
-    MAD / sqrt(2) x 1.4826, or the mean absolute deviation x sqrt(pi/2) / sqrt(2) where the MAD is 0
-    (values that repeat)."""
+    MAD / sqrt(2) x 1.4826, or where the MAD is 0 (values that repeat) the smaller of the mean absolute
+    deviation x sqrt(pi/2) / sqrt(2) and `TRANSIENT_MARGIN` x the rows' `transient()` deviation
+    (`_transient_rows`, read only then), as `ci.verdicts.segments.robust_sigma` reads a whole series."""
     dev = np.abs(d - _row_medians(np.sort(d, axis=1), counts)[:, None])
     mad = _row_medians(np.sort(dev, axis=1), counts)
-    mean_dev = np.nansum(dev, axis=1) / counts
-    return np.where(mad > 0, 1.4826 * mad, mean_dev * math.sqrt(math.pi / 2)) / math.sqrt(2)
+    out = 1.4826 * mad / math.sqrt(2)
+    repeat = mad == 0
+    if repeat.any():
+        mean_dev = np.nansum(dev[repeat], axis=1) / counts[repeat] * math.sqrt(math.pi / 2) / math.sqrt(2)
+        out[repeat] = np.minimum(mean_dev, TRANSIENT_MARGIN * transient()[repeat])
+    return out
+
+
+def _transient_rows(y: np.ndarray, lo: int, w: int) -> np.ndarray:
+    """Per position j from `lo` on: `ci.verdicts.segments.transient_deviation` of the window before j
+    (the values' distance from the median of their `TRANSIENT_REACH` neighbours each side, its trimmed
+    mean) over the window's commits whose neighbours all come before j, so no window reads ahead; inf
+    where none does."""
+    reach, n = TRANSIENT_REACH, y.size
+    if n <= 2 * reach + 1:  # `local_median` would be the whole series' median: later commits read
+        return np.full(n - lo, math.inf)
+    dist = np.abs(y - local_median(y, reach)) * math.sqrt(math.pi / 2)
+    # Row j: the distances of commits j - w .. j - reach - 1 (NaN before the first commit).
+    rows = sliding_window_view(np.concatenate([np.full(w, np.nan), dist]), w - reach)[lo:n]
+    counts = np.maximum(np.minimum(np.arange(lo, n), w) - reach, 0)
+    return trimmed_mean(np.sort(rows, axis=1), counts)
 
 
 def _windows(y: np.ndarray, settings: SuspectSettings, spread: bool = False
@@ -281,7 +301,7 @@ def _windows(y: np.ndarray, settings: SuspectSettings, spread: bool = False
     dwins = sliding_window_view(dpad, w - 1)[lo - 1:n - 1]
     count = np.minimum(np.arange(lo, n), w)
     level[lo:] = _row_medians(np.sort(wins, axis=1), count)
-    sigma[lo:] = _robust_sigma(dwins, count - 1)
+    sigma[lo:] = _robust_sigma(dwins, count - 1, lambda: _transient_rows(y, lo, w))
     if spread:
         mad = _row_medians(np.sort(np.abs(wins - level[lo:, None]), axis=1), count)  # NaN padding sorts last
         sigma[lo:] = np.maximum(sigma[lo:], 1.4826 * mad)

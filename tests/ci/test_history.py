@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -258,6 +260,43 @@ def test_quantised_series_whose_medians_mostly_repeat(seed: int) -> None:
     assert cp.commit_sha == "c0500" and cp.ratio == pytest.approx(1.1, rel=1e-3)
     flips = np.where(rng.random(1000) < 0.3, 1.05, 1.0)
     assert change_points(_quantised(flips)) == []
+
+
+def test_a_byte_count_that_steps_and_holds_is_judged_by_its_transients() -> None:
+    """Device memory as mujoco-warp's GPU runner records it: exact byte counts, six real steps of 7% to
+    4x in 63 commits and nothing else. Their mean absolute deviation counted those steps as noise (a
+    3-sigma guard of 9%), and a +10% step held 10 commits, or 4, was not reported. No value of it leaves its
+    level and comes back (`ci.verdicts.segments.transient_deviation`), so its noise is none, and every step
+    past the threshold is found where it is."""
+    from ci.verdicts.segments import robust_sigma
+
+    runs = [(8.745e8, 4), (1.3443e9, 6), (1.6127e9, 4), (4.7186e8, 3), (4.383e8, 6), (4.0475e8, 10)]
+    levels = [v for v, n in runs for _ in range(n)]
+    staircase = np.log(levels + [4.0475e8 * 1.1] * 10)
+    assert robust_sigma(staircase) < 1e-3 < robust_sigma(np.log(np.where(np.arange(60) % 3, 1.0, 1.05)))
+    for after in (10, 4):
+        cps = change_points(_quantised(levels + [4.0475e8 * 1.1] * after))
+        assert [(cp.commit_sha, cp.outcome) for cp in cps if cp.outcome == Outcome.REGRESSED][-1] == (
+            "c0033", Outcome.REGRESSED), after
+    cps = change_points(_quantised(levels + [4.0475e8 * 1.1] * 10))
+    assert {"c0017", "c0023"} <= {cp.commit_sha for cp in cps}  # the real -7% and -8% steps too
+
+
+def test_values_that_repeat_keep_their_flips_as_noise_and_a_glitch_as_an_outlier() -> None:
+    """Of values that repeat, those flipping at random between two levels keep the noise the mean
+    absolute deviation of their differences gives (`TRANSIENT_MARGIN`: the same false steps as before on
+    `tools.null_series`' coarse timers); one glitch in 39 commits of an iteration count (mujoco-warp's
+    Cloth: 11, once 5) is an outlier (`TRANSIENT_TRIM`), not noise that hides a +10% step held 17."""
+    from ci.verdicts.segments import robust_sigma
+
+    rng = np.random.default_rng(3)
+    for p in (0.3, 0.5):
+        y = np.log(np.where(rng.random(400) < p, 1.05, 1.0))
+        d = np.abs(np.diff(y))
+        assert robust_sigma(y) == pytest.approx(float(np.mean(d)) * math.sqrt(math.pi / 2) / math.sqrt(2)), p
+    count = [11.0] * 18 + [12.1] * 17 + [5.5] + [12.1] * 3
+    ((cp,),) = [[cp for cp in change_points(_quantised(count)) if cp.outcome == Outcome.REGRESSED]]
+    assert cp.commit_sha == "c0018" and cp.ratio == pytest.approx(1.1)
 
 
 def _stored_history(tmp_path, n_commits: int = 70):

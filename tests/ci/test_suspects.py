@@ -461,3 +461,19 @@ def test_one_series_stepping_alone_is_no_job_move() -> None:
     for bad in ({"job_share": 0.0}, {"job_share": 1.5}, {"job_min_series": 1}, {"job_min_series": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SuspectSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_a_byte_count_that_steps_and_holds_is_suspected_at_its_threshold() -> None:
+    """Values that repeat are judged by what leaves its level and comes back (`_transient_rows`), not by
+    the steps the series took and held: mujoco-warp's device memory, real steps of 7% to 4x, then +10%
+    held two commits, is suspected at once (the mean absolute deviation made its threshold 19%).
+    Each window reads only commits before the one judged."""
+    runs = [(8.745e8, 4), (1.3443e9, 6), (1.6127e9, 4), (4.7186e8, 3), (4.383e8, 6), (4.0475e8, 10)]
+    levels = [v for v, n in runs for _ in range(n)] + [4.0475e8 * 1.1] * 2
+    rs = [Result(Benchmark("bench_mem.Peak.peakmem_x", unit="bytes"), _sha(i), "h200", (v,) * 3)
+          for i, v in enumerate(levels)]
+    (s,) = [s for s in find_suspects(rs) if s.state == SuspectState.SUSPECTED]
+    assert s.commit_sha == _sha(33) and s.threshold == pytest.approx(0.02)  # the detector's floor
+    whole = noise_thresholds(np.array(levels))
+    for j in range(10, len(levels)):  # the same thresholds from the commits up to j alone
+        assert noise_thresholds(np.array(levels[:j + 1]))[j] == pytest.approx(whole[j], nan_ok=True), j
