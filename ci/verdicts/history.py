@@ -109,8 +109,9 @@ class HistorySettings:
         noise_test: where a step's sides are too short for the rank test to reach `max_pvalue`
             (2 / C(m + n, m): 3 commits against 4 reach 0.057 at best), judge it against the
             series' commit-to-commit noise (`robust_sigma` of its whole history, a t-test whose
-            degrees of freedom grow with the series; `ci.verdicts.segments.noise_pvalue`); not on
-            a series that flips between levels.
+            degrees of freedom grow with the series; `ci.verdicts.segments.noise_pvalue`); on a
+            series that flips between levels, only for a step more than 1.5x its flips, against noise
+            of at least their size.
             90th-percentile delay of +10% steps 9 -> 5 commits (uxarray's history) and 6 -> 4
             (MetPy's), false alarms on the shuffled series unchanged (`tools.eval_history`,
             2026-12-05).
