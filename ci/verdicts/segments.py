@@ -185,10 +185,14 @@ def transient_deviation(y: np.ndarray) -> float:
     (`local_median`), its mean less the largest `TRANSIENT_TRIM`, scaled as a sigma: of values that repeat,
     what leaves its level and comes back within `TRANSIENT_REACH` commits. inf for a series too short to
     tell."""
-    if y.size <= 2 * TRANSIENT_REACH + 1:
+    n = y.size
+    if n <= 2 * TRANSIENT_REACH + 1:
         return math.inf
-    dist = np.sort(np.abs(y - local_median(y, TRANSIENT_REACH)))
-    return float(trimmed_mean(dist[None, :], np.array([dist.size]))[0]) * math.sqrt(math.pi / 2)
+    dist = np.abs(y - local_median(y, TRANSIENT_REACH))
+    drop = int(TRANSIENT_TRIM * n)  # `trimmed_mean` of one row, without sorting it all
+    if drop:
+        dist = np.partition(dist, n - drop - 1)[:n - drop]
+    return float(np.mean(dist)) * math.sqrt(math.pi / 2)
 
 
 def robust_sigma(y: np.ndarray) -> float:
@@ -308,6 +312,7 @@ MIN_RUN = 2  # a flip's run at the other level is at least this many commits (on
 FLIPS = 2  # a series with at least this many flips (a jump and its return) flips between levels
 NOISIER = 2.0  # a side of a step noisier than this many times the series: the step is judged by that noise
 FLIP_REACH = 2  # the usual level around a commit: the median of this many x `within` commits each side
+SMALL_REACH = 8  # `local_median` sorts every window itself up to this reach
 
 
 def local_median(y: np.ndarray, reach: int) -> np.ndarray:
@@ -316,6 +321,18 @@ def local_median(y: np.ndarray, reach: int) -> np.ndarray:
     n = y.size
     if n <= 2 * reach + 1:
         return np.full(n, median(y))
+    if reach <= SMALL_REACH:
+        # Every window sorted at once, NaN-padded at the ends (NaN sorts last): the same values, without
+        # the filter's fixed cost, which was most of a byte count's `robust_sigma` (`transient_deviation`
+        # asks it of every side of every candidate step: 0.8 of 1.8 s on a 20,000-commit staircase).
+        pad = np.full(reach, np.nan)
+        windows = np.sort(np.lib.stride_tricks.sliding_window_view(np.concatenate((pad, y, pad)), 2 * reach + 1),
+                          axis=1)
+        counts = np.full(n, 2 * reach + 1)
+        counts[:reach] = np.arange(reach + 1, 2 * reach + 1)
+        counts[n - reach:] = np.arange(2 * reach, reach, -1)
+        rows = np.arange(n)
+        return (windows[rows, (counts - 1) // 2] + windows[rows, counts // 2]) / 2
     out = ndimage.median_filter(y, size=2 * reach + 1, mode="nearest")  # exact where the window fits
     # The ends, whose windows the series cuts short: NaN-padded windows sorted at once (NaN sorts last),
     # the middle of each window's values (reach + 1 ... 2 x reach of them).

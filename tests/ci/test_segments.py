@@ -338,8 +338,9 @@ def test_local_median_is_the_median_of_the_neighbourhood() -> None:
     y = np.arange(10, dtype=float)[::-1]
     assert segments.local_median(y, 2).tolist() == [8.0, 7.5, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.5, 1.0]
     assert segments.local_median(y, 5).tolist() == [4.5] * 10  # no longer than 2 x reach + 1: the whole median
-    for n, reach in ((12, 5), (130, 64), (1000, 64), (258, 128)):  # longer than 2 x reach + 1
-        z = np.random.default_rng(n).standard_normal(n)
+    # longer than 2 x reach + 1; up to `SMALL_REACH` every window sorted, past it the filter
+    for n, reach in ((4, 1), (40, 2), (12, 5), (19, 8), (130, 64), (1000, 64), (258, 128)):
+        z = np.round(np.random.default_rng(n).standard_normal(n), 1)  # values that repeat too
         padded = np.concatenate((np.full(reach, np.nan), z, np.full(reach, np.nan)))
         want = np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
         assert np.array_equal(segments.local_median(z, reach), want), (n, reach)
