@@ -158,14 +158,15 @@ TRANSIENT_REACH = 2
 # iterations sit at 11 for 35 commits but one at 5: with it, a +10% step held 17 commits was under the
 # 3-sigma guard (2026-12-08).
 TRANSIENT_TRIM = 0.05
-# ...and that distance, scaled as a sigma, stands in for the mean absolute deviation of the differences
-# where it is less than 1 / TRANSIENT_MARGIN of it. On values flipping at random between two levels it reads
-# 0.6-0.8x that deviation with 30-50% of the commits at the other level, 0.4x with 10% (single commits
-# there, trimmed as outliers; medians of 50 seeded 400-commit series). Taken wherever it was smaller
-# (untrimmed), coarse timers flipping at 30% gained false steps (`tools.null_series`, seeds 7-9: 0.32 ->
-# 0.58-0.74 per 1,000 commit-series, asv 0.68-3.10); at this margin the three coarse-timer kinds' false
-# steps and suspicions are within one event a kind and seed of what they were (2026-12-08). A series
-# whose changes all hold reads 0.
+# ...and TRANSIENT_MARGIN times that distance, scaled as a sigma, stands in for the mean absolute deviation
+# of the differences where it is the smaller. On values flipping at random between two levels the distance
+# reads 0.6-0.8x that deviation with 30-50% of the commits at the other level (so twice it is not the
+# smaller), 0.4x with 10%, 0 with 5% (single commits there, trimmed as outliers, as a MAD ignores them;
+# medians of 50 seeded 400-commit series). Taken wherever it was smaller (untrimmed), coarse timers
+# flipping at 30% gained false steps (`tools.null_series`, seeds 7-9: 0.32 -> 0.58-0.74 per 1,000
+# commit-series, asv 0.68-3.10); at this margin the three coarse-timer kinds' false steps and suspicions
+# are within one event a kind and seed of what they were (2026-12-08). A series whose changes all hold
+# reads 0, but for a change in its first or last 2 commits, whose neighbourhoods are cut short.
 TRANSIENT_MARGIN = 2.0
 
 
@@ -173,7 +174,7 @@ def trimmed_mean(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Per row of `sorted_rows` (ascending, its `counts` values first, NaN after): the mean of its values
     less the largest `TRANSIENT_TRIM` of them (rounded down); inf where none is left."""
     keep = counts - np.floor(TRANSIENT_TRIM * counts).astype(int)
-    sums = np.cumsum(np.nan_to_num(sorted_rows, nan=0.0), axis=1)
+    sums = np.cumsum(np.nan_to_num(sorted_rows, nan=0.0, posinf=np.inf, neginf=-np.inf), axis=1)
     rows = np.arange(sorted_rows.shape[0])
     with np.errstate(invalid="ignore", divide="ignore"):
         out = sums[rows, np.maximum(keep - 1, 0)] / keep
@@ -199,8 +200,8 @@ def robust_sigma(y: np.ndarray) -> float:
     """Commit-to-commit noise from successive differences: their MAD (steps barely move it), or,
     when most differences are exactly 0 (coarse timers, byte counts: medians that repeat) and the
     MAD is 0, their mean absolute deviation, so values that flip between a few levels still count
-    as noise; or, where far less, the values' distance from their neighbours' level
-    (`transient_deviation`, `TRANSIENT_MARGIN`): the mean absolute deviation counts every step of a
+    as noise; or, where it is smaller, `TRANSIENT_MARGIN` x the values' distance from their neighbours'
+    level (`transient_deviation`): the mean absolute deviation counts every step of a
     byte count that steps and holds (mujoco-warp's device memory, six steps of 7% to 4x in 63 commits:
     a 3-sigma guard of 9%, and +10% steps found in 6 of 27 trials, asv's fit 26; 2026-12-08)."""
     dev, mad = _difference_deviations(y)
@@ -771,13 +772,21 @@ class SeriesState:
                 got = flipping[mid] = recurring_size(flips_within(series_flips(), mid - k.window, mid + k.window))
             return got
 
+        def largest_flip(mid: int) -> float:
+            return max(d for _, _, d in flips_within(series_flips(), mid - k.window, mid + k.window))
+
         # The noise model is one Gaussian sigma: a series that flips between levels (shared runners'
         # regimes) is not described by it, and keeps the rank test alone for steps of its flips' size; a
-        # step more than FLIP_MARGIN times its flips is read against noise at least that size (on
+        # step more than FLIP_MARGIN times its largest flip is read against noise at least that size (on
         # mujoco-warp's GPU runner, a +10% step 3 commits before a real +1.7% one in a series with two
         # 1.5% dips was reported at the later commit: +10% found 89.8% -> 90.7%, every false-alarm row of
         # the histories and of `tools.null_series` seeds 7-9 unchanged, 2026-12-08).
-        noise_test = k.noise_test and sigma > 0
+        # A series whose values repeat and whose changes all hold reads sigma 0 (`transient_deviation`): its
+        # noise test still runs, at the smallest sigma the size guard can tell (floor / noise_k, the scale
+        # `_window` segments at), not off. Off, a level held 3 commits failed its rank test, and each removal
+        # weakened its neighbours' tests: a one-sample byte count lost its +53% and +20% steps for good.
+        floor_sigma = math.log1p(k.floor) / k.noise_k if sigma == 0 and k.noise_k > 0 and repeats(y) else 0.0
+        noise_test = k.noise_test and max(sigma, floor_sigma) > 0
         # A step held `long_side` commits each side is measured by its sides' medians far better than by
         # one commit's noise: `noise_k` sigmas of that noise is a guard against runs of a few noisy
         # commits, and kept +5% steps out of every series with more than 1.7% noise. Such a step passes
@@ -822,13 +831,14 @@ class SeriesState:
             if got is None:
                 got = self._test(y, *key)
             used[key] = got
-            flip = flip_at(mid)
+            flip = flip_at(mid) and largest_flip(mid)
             if (noise_test and got[1] >= k.max_pvalue and (flip == 0.0 or abs(got[0]) > FLIP_MARGIN * flip)
                     and smallest_p_at_least(mid - key[0], key[2] - mid, k.max_pvalue)):
                 # Sides too short for the rank test to reach max_pvalue: the series' noise model
                 # decides (not memoised: sigma moves as the series grows). On a series that flips, only a
-                # step past its flips, read against noise of at least their size.
-                sigma_here = max(noise_at(mid), flip)
+                # step past the largest of its flips nearby, read against noise of at least that size (past
+                # their median size, a +15% run of a series that mostly flips +5% passed as two steps).
+                sigma_here = max(noise_at(mid), flip, floor_sigma)
                 got = (got[0], min(got[1], noise_pvalue(got[0], mid - key[0], key[2] - mid, sigma_here, n)))
             if got[1] >= k.max_pvalue and flip_at(mid) == 0.0:
                 # An isolated excursion only: a series that flips is judged by its flips (`flip_pvalue`),

@@ -86,7 +86,7 @@ from scipy import stats
 from ci.records import Benchmark, Direction, Outcome, Result
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
-from ci.verdicts.segments import TRANSIENT_MARGIN, TRANSIENT_REACH, local_median, safe_exp, trimmed_mean
+from ci.verdicts.segments import TRANSIENT_MARGIN, TRANSIENT_REACH, safe_exp, trimmed_mean
 
 
 class SuspectState(StrEnum):
@@ -268,11 +268,14 @@ def _transient_rows(y: np.ndarray, lo: int, w: int) -> np.ndarray:
     """Per position j from `lo` on: `ci.verdicts.segments.transient_deviation` of the window before j
     (the values' distance from the median of their `TRANSIENT_REACH` neighbours each side, its trimmed
     mean) over the window's commits whose neighbours all come before j, so no window reads ahead; inf
-    where none does."""
+    where none does. The oldest commits' neighbourhoods reach `TRANSIENT_REACH` commits before the
+    window: a caller that cuts the series before a window (`judge_levels` with a track) keeps those."""
     reach, n = TRANSIENT_REACH, y.size
-    if n <= 2 * reach + 1:  # `local_median` would be the whole series' median: later commits read
-        return np.full(n - lo, math.inf)
-    dist = np.abs(y - local_median(y, reach)) * math.sqrt(math.pi / 2)
+    # NaN-padded neighbourhoods at any length (`local_median` takes a series no longer than 2 x reach + 1
+    # whole, later commits included; longer, the same values).
+    pad = np.full(reach, np.nan)
+    hoods = np.sort(sliding_window_view(np.concatenate((pad, y, pad)), 2 * reach + 1), axis=1)
+    dist = np.abs(y - _row_medians(hoods, np.count_nonzero(~np.isnan(hoods), axis=1))) * math.sqrt(math.pi / 2)
     # Row j: the distances of commits j - w .. j - reach - 1 (NaN before the first commit).
     rows = sliding_window_view(np.concatenate([np.full(w, np.nan), dist]), w - reach)[lo:n]
     counts = np.maximum(np.minimum(np.arange(lo, n), w) - reach, 0)
@@ -561,7 +564,7 @@ def judge_levels(
     hold = settings.hold
     first = max(start - hold, 0)
     w = settings.window
-    lo = max(first - w, 0)
+    lo = max(first - w - TRANSIENT_REACH, 0)  # the window's oldest commits' neighbourhoods (`_transient_rows`)
     ext = np.append(y, y[-1] if n else 0.0)[lo:]  # the next commit's window ignores its (placeholder) level
     level, sigma, ndiff = (a[first - lo:] for a in _windows(ext, settings, spread=difference))
     window_thresholds = _threshold(sigma, settings, floor, difference)  # NaN where the window's sigma is

@@ -280,6 +280,11 @@ def test_a_byte_count_that_steps_and_holds_is_judged_by_its_transients() -> None
             "c0033", Outcome.REGRESSED), after
     cps = change_points(_quantised(levels + [4.0475e8 * 1.1] * 10))
     assert {"c0017", "c0023"} <= {cp.commit_sha for cp in cps}  # the real -7% and -8% steps too
+    # One sample a commit (asv's peakmem and track results): sigma 0, and the noise test still judges the
+    # levels held 3 or 4 commits by the size guard's scale; without it the +53% and +20% steps were lost.
+    bench = Benchmark("bench_mem.Peak.peakmem_x", unit="bytes")
+    one = [Result(bench, f"c{i:04d}", "h200", (float(v),)) for i, v in enumerate(levels + [4.0475e8 * 1.1] * 10)]
+    assert [cp.commit_sha for cp in change_points(one)] == ["c0004", "c0010", "c0014", "c0017", "c0023", "c0033"]
 
 
 def test_values_that_repeat_keep_their_flips_as_noise_and_a_glitch_as_an_outlier() -> None:

@@ -24,6 +24,7 @@ from ci.verdicts import (
     judge_levels,
     noise_thresholds,
 )
+from ci.verdicts.segments import TRANSIENT_REACH
 
 LAT = Benchmark("bench_attention.K.time_gpu", (("preset", "b8"),))
 TPUT = Benchmark("bench_e2e.T.track_images", unit="images/s", direction=Direction.HIGHER, kind=Kind.THROUGHPUT)
@@ -256,8 +257,10 @@ def test_a_track_extended_commit_by_commit_gives_the_answer_from_scratch(bench: 
         with pytest.MonkeyPatch.context() as m:
             m.setattr(suspects, "_windows", windows)
             got, thresholds, track = judge_levels(bench, "h200", shas, levels, found, track=track)
-        # the new commits, the `hold` before them and the one before those
-        assert windowed == [min(n + 1, SuspectSettings().window + step + SuspectSettings().hold + 1)], n
+        # the new commits, the `hold` before them and the one before those, and the neighbourhoods of the
+        # window's oldest commits (`TRANSIENT_REACH`)
+        assert windowed == [min(n + 1, SuspectSettings().window + step + SuspectSettings().hold + 1
+                                + TRANSIENT_REACH)], n
         want, want_thresholds, _ = judge_levels(bench, "h200", shas, levels, found)
         assert repr(got) == repr(want), n
         assert np.array_equal(thresholds, want_thresholds, equal_nan=True), n
@@ -477,3 +480,30 @@ def test_a_byte_count_that_steps_and_holds_is_suspected_at_its_threshold() -> No
     whole = noise_thresholds(np.array(levels))
     for j in range(10, len(levels)):  # the same thresholds from the commits up to j alone
         assert noise_thresholds(np.array(levels[:j + 1]))[j] == pytest.approx(whole[j], nan_ok=True), j
+
+
+@pytest.mark.parametrize("difference", [False, True], ids=["ratio", "by-difference"])
+def test_a_track_of_values_that_repeat_gives_the_answer_from_scratch(difference: bool) -> None:
+    """Values that repeat read their noise from each commit's neighbours (`_transient_rows`), and the
+    window's oldest commits' neighbours lie before it: a track extended commit by commit keeps them, so
+    its suspicions and thresholds are exactly those from scratch (seeded byte counts that step and
+    hold, with glitches; 3 of 150 differed when the track cut them off), at every prefix."""
+    from ci.verdicts.suspects import judge_levels
+
+    bench = Benchmark("bench_mem.Peak.peakmem_x", unit="bytes")
+    # a step down right after the oldest commit of the window before a +10% step held 2 commits, then seeded
+    cases = [np.array([2.0] * 11 + [1.0] * 19 + [1.1] * 3)]
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        values = np.repeat(rng.choice([1.0, 1.08, 1.3, 0.9, 1.15], 30), rng.integers(2, 9, 30))[:90]
+        cases.append(np.where(rng.random(values.size) < 0.05, values * 1.5, values))  # glitches
+    for seed, values in enumerate(cases):
+        values = values - 1.1 if difference else values * 1e9  # through zero: judged by difference
+        shas = [_sha(i) for i in range(values.size)]
+        track = None
+        for n in range(1, values.size + 1):
+            got, thr, track = judge_levels(bench, "h200", shas[:n], values[:n], [], track=track,
+                                           difference=difference)
+            want, want_thr, _ = judge_levels(bench, "h200", shas[:n], values[:n], [], difference=difference)
+            assert repr(got) == repr(want), (seed, n)
+            assert np.array_equal(thr, want_thr, equal_nan=True), (seed, n)
