@@ -52,8 +52,9 @@ from ci.verdicts.absolute import CONTEXT, AbsoluteTrack
 # 11: a step up and back within the stretches the series already took at another level is an excursion (2026-12-06).
 # 12: a series with a level at or below zero keeps its steps by difference (`ci.verdicts.absolute`, 2026-12-06).
 # 13: an excursion that comes back only part of the way is a step from its first commit (2026-12-07).
-# 14: values that repeat are noisy by what leaves its level and comes back; on a series that flips, a step
-#     past its flips is judged on short sides by noise of their size (2026-12-08).
+# 14: values that repeat are noisy by what leaves its level and comes back, and judged on short sides at
+#     the size guard's scale where that is none; on a series that flips, a step past its largest flip is
+#     judged on short sides by noise of that size (2026-12-08).
 ALGORITHM = "windowed-pelt-14"
 _LOG_TWO = math.log(2.0)
 # Longer than any history (commits): `_pooled_span` stops here (with max_pvalue 1e-300 and a min_size
