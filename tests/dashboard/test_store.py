@@ -427,6 +427,7 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
     import ci.verdicts.suspects as suspects
     from ci.site.model import load_snapshot
     from ci.verdicts import SuspectSettings
+    from ci.verdicts.segments import TRANSIENT_REACH
 
     mem = synthetic_store(n_commits=24, n_series=4)
     store = to_sqlite(mem, str(tmp_path / "history.sqlite"))
@@ -455,8 +456,10 @@ def test_rerender_as_new_commits_confirm_and_withdraw_suspicions_equals_a_render
             with pytest.MonkeyPatch.context() as m:
                 m.setattr(suspects, "_windows", windows)
                 render_site(store, site)
-            # the new commit's windows only (and those of the `hold` commits before it)
-            assert windowed and max(windowed) <= SuspectSettings().window + SuspectSettings().hold + 2, step
+            # the new commit's windows only (and those of the `hold` commits before it, and the neighbourhoods of
+            # their oldest commits: `TRANSIENT_REACH`)
+            assert windowed and max(windowed) <= (SuspectSettings().window + SuspectSettings().hold + 2
+                                                  + TRANSIENT_REACH), step
             with to_sqlite(mem, str(tmp_path / f"fresh-{step}.sqlite")) as fresh:
                 render_site(fresh, tmp_path / f"scratch-{step}")
             kept, scratch = files(site), files(tmp_path / f"scratch-{step}")
