@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from ci.records import (
     Acknowledgement,
@@ -42,6 +43,9 @@ class Failure:
     run_id: str = ""
 
 
+_Holds = TypeVar("_Holds", Result, Verdict, Failure)
+
+
 @dataclass
 class MemoryStore:
     """A `StoreReader` over plain lists; `results` stay in commit history order."""
@@ -55,16 +59,16 @@ class MemoryStore:
     failure_list: list[Failure] = field(default_factory=list)
     project_conf: Project | None = None
 
-    def _bench(self, bench: Benchmark) -> Benchmark:
-        """As `ci.store.Store` reads a series: where it declares no direction, the project's
-        `regressions_directions` decide (`ci.records.Project.direction_for`); the lists keep what was
-        given, so a project set or changed later is read so at once."""
-        project = self.project_conf
-        if (project is None or not project.directions or bench.direction != Direction.UNKNOWN
-                or bench.kind == Kind.CORRECTNESS):
-            return bench
-        said = project.direction_for(bench.key)
-        return bench if said is None else replace(bench, direction=said)
+    def _resolved(self, bench: Benchmark) -> Benchmark:
+        """`bench` as `ci.store.Store` reads it: its direction by the project's `regressions_directions`
+        where it declares none (`ci.records.Project.resolve`); the lists keep what was given, so a
+        project set or changed later is read so at once."""
+        return self.project_conf.resolve(bench) if self.project_conf is not None else bench
+
+    def _with_resolved(self, record: _Holds) -> _Holds:
+        """A result, verdict or failure whose benchmark `_resolved` reads."""
+        bench = self._resolved(record.benchmark)
+        return record if bench is record.benchmark else replace(record, benchmark=bench)
 
     def machines(self) -> list[Machine]:
         return list(self.machine_list)
@@ -73,7 +77,7 @@ class MemoryStore:
         return [c for c in self.commit_list if branch is None or c.branch == branch]
 
     def benchmarks(self) -> list[Benchmark]:
-        return [self._bench(b) for b in self.benchmark_list]
+        return [self._resolved(b) for b in self.benchmark_list]
 
     def results(
         self,
@@ -91,11 +95,10 @@ class MemoryStore:
             and (commit_sha is None or r.commit_sha == commit_sha)
         ]
         picked.sort(key=lambda r: order.get(r.commit_sha, len(order)))
-        return [r if (b := self._bench(r.benchmark)) is r.benchmark else replace(r, benchmark=b) for r in picked]
+        return [self._with_resolved(r) for r in picked]
 
     def verdicts(self, *, head_sha: str | None = None) -> list[Verdict]:
-        return [v if (b := self._bench(v.benchmark)) is v.benchmark else replace(v, benchmark=b)
-                for v in self.verdict_list if head_sha is None or v.head_sha == head_sha]
+        return [self._with_resolved(v) for v in self.verdict_list if head_sha is None or v.head_sha == head_sha]
 
     def acknowledgements(self) -> list[Acknowledgement]:
         return list(self.ack_list)
@@ -105,8 +108,7 @@ class MemoryStore:
 
     def failures(self) -> list[Failure]:
         """Like `ci.store.Store.failures`: points asv recorded as failed or skipped (not in StoreReader)."""
-        return [f if (b := self._bench(f.benchmark)) is f.benchmark else replace(f, benchmark=b)
-                for f in self.failure_list]
+        return [self._with_resolved(f) for f in self.failure_list]
 
     def add_commit(self, commit: Commit, results: Iterable[Result], verdicts: Iterable[Verdict] = ()) -> None:
         """Append one new commit with its results (what a runner does after each push)."""

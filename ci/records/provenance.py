@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
 
 import regex
 
-from ci.records.series import Direction
+from ci.records.series import Benchmark, Direction, Kind
 
 # The key of a run's environment that names the job which measured it: one asv invocation of the
 # runner, unique to it (`ci.runner.config.call_marker`). The runner records it in the commit's GPU
@@ -170,6 +170,20 @@ class Project:
             if hit is not None:
                 return Direction(direction)
         return None
+
+    def resolve(self, bench: Benchmark) -> Benchmark:
+        """`bench` as the service reads it: where it declares no direction (and is no correctness gate),
+        the one `regressions_directions` gives it (`direction_for`), else `bench` itself. A store keeps
+        what the files said and reads every series through this, so a project that declares a direction
+        later, or changes it, is read so at once, history included.
+
+        Raises:
+            ValueError: a pattern ran past `DIRECTION_MATCH_TIMEOUT_S` on its key (named).
+        """
+        if not self.directions or bench.direction != Direction.UNKNOWN or bench.kind == Kind.CORRECTNESS:
+            return bench
+        said = self.direction_for(bench.key)
+        return bench if said is None else replace(bench, direction=said)
 
     @property
     def title(self) -> str:

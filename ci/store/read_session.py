@@ -15,7 +15,6 @@ import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, cast
 
@@ -175,12 +174,7 @@ class ReadSession:
             direction=Direction(row.direction),
             kind=Kind(row.kind),
         )
-        if bench.direction == Direction.UNKNOWN and bench.kind != Kind.CORRECTNESS:
-            project = self._directions()
-            said = project.direction_for(bench.key) if project.directions else None
-            if said is not None:
-                return replace(bench, direction=said)
-        return bench
+        return self._directions().resolve(bench) if bench.direction == Direction.UNKNOWN else bench
 
     def _bench_map(self, ids: Iterable[int]) -> dict[int, Benchmark]:
         """Benchmarks by id; cached, since a series' identity never changes once stored."""

@@ -317,6 +317,17 @@ FLIP_REACH = 2  # the usual level around a commit: the median of this many x `wi
 SMALL_REACH = 8  # `local_median` sorts every window itself up to this reach
 
 
+def neighbourhood_medians(y: np.ndarray, reach: int) -> np.ndarray:
+    """Each value's median of the values at most `reach` positions from it, itself included (fewer at the
+    ends), at any length: every window NaN-padded and sorted at once (NaN sorts last)."""
+    n = y.size
+    pad = np.full(reach, np.nan)
+    windows = np.sort(np.lib.stride_tricks.sliding_window_view(np.concatenate((pad, y, pad)), 2 * reach + 1), axis=1)
+    at = np.arange(n)
+    counts = np.minimum(at, reach) + np.minimum(n - 1 - at, reach) + 1
+    return (windows[at, (counts - 1) // 2] + windows[at, counts // 2]) / 2
+
+
 def local_median(y: np.ndarray, reach: int) -> np.ndarray:
     """Each value's neighbourhood median: of the values at most `reach` positions from it, itself
     included (fewer at the ends; the whole series' median where it is no longer than 2 x `reach` + 1)."""
@@ -324,17 +335,10 @@ def local_median(y: np.ndarray, reach: int) -> np.ndarray:
     if n <= 2 * reach + 1:
         return np.full(n, median(y))
     if reach <= SMALL_REACH:
-        # Every window sorted at once, NaN-padded at the ends (NaN sorts last): the same values, without
-        # the filter's fixed cost, which was most of a byte count's `robust_sigma` (`transient_deviation`
-        # asks it of every side of every candidate step: 0.8 of 1.8 s on a 20,000-commit staircase).
-        pad = np.full(reach, np.nan)
-        windows = np.sort(np.lib.stride_tricks.sliding_window_view(np.concatenate((pad, y, pad)), 2 * reach + 1),
-                          axis=1)
-        counts = np.full(n, 2 * reach + 1)
-        counts[:reach] = np.arange(reach + 1, 2 * reach + 1)
-        counts[n - reach:] = np.arange(2 * reach, reach, -1)
-        rows = np.arange(n)
-        return (windows[rows, (counts - 1) // 2] + windows[rows, counts // 2]) / 2
+        # The same values without the filter's fixed cost, which was most of a byte count's `robust_sigma`
+        # (`transient_deviation` asks it of every side of every candidate step: 0.8 of 1.8 s on a
+        # 20,000-commit staircase).
+        return neighbourhood_medians(y, reach)
     out = ndimage.median_filter(y, size=2 * reach + 1, mode="nearest")  # exact where the window fits
     # The ends, whose windows the series cuts short: NaN-padded windows sorted at once (NaN sorts last),
     # the middle of each window's values (reach + 1 ... 2 x reach of them).

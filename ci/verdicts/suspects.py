@@ -86,7 +86,7 @@ from scipy import stats
 from ci.records import Benchmark, Direction, Outcome, Result
 from ci.verdicts.absolute import RUN as ABSOLUTE_RUN
 from ci.verdicts.history import ChangePoint, HistorySettings, change_points
-from ci.verdicts.segments import TRANSIENT_MARGIN, TRANSIENT_REACH, safe_exp, trimmed_mean
+from ci.verdicts.segments import TRANSIENT_MARGIN, TRANSIENT_REACH, neighbourhood_medians, safe_exp, trimmed_mean
 
 
 class SuspectState(StrEnum):
@@ -271,11 +271,9 @@ def _transient_rows(y: np.ndarray, lo: int, w: int) -> np.ndarray:
     where none does. The oldest commits' neighbourhoods reach `TRANSIENT_REACH` commits before the
     window: a caller that cuts the series before a window (`judge_levels` with a track) keeps those."""
     reach, n = TRANSIENT_REACH, y.size
-    # NaN-padded neighbourhoods at any length (`local_median` takes a series no longer than 2 x reach + 1
-    # whole, later commits included; longer, the same values).
-    pad = np.full(reach, np.nan)
-    hoods = np.sort(sliding_window_view(np.concatenate((pad, y, pad)), 2 * reach + 1), axis=1)
-    dist = np.abs(y - _row_medians(hoods, np.count_nonzero(~np.isnan(hoods), axis=1))) * math.sqrt(math.pi / 2)
+    # Neighbourhoods at any length (`local_median` takes a series no longer than 2 x reach + 1 whole, later
+    # commits included; longer, the same values).
+    dist = np.abs(y - neighbourhood_medians(y, reach)) * math.sqrt(math.pi / 2)
     # Row j: the distances of commits j - w .. j - reach - 1 (NaN before the first commit).
     rows = sliding_window_view(np.concatenate([np.full(w, np.nan), dist]), w - reach)[lo:n]
     counts = np.maximum(np.minimum(np.arange(lo, n), w) - reach, 0)
